@@ -1,0 +1,132 @@
+"""Demo: a 3-member zkconsumer group on the embedded cluster; one member leaves; nothing is lost.
+
+Run through scripts/demo.sh (which installs what is needed first).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from zkconsumer import zkdata
+from zkconsumer.testing import kafka
+from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.members import owner_table, wait_for_balanced
+
+console = Console()
+GROUP = "demo-group"
+TOPIC = "demo-orders"
+PARTITIONS = 12
+
+
+def ownership(zk, title: str) -> dict[tuple[str, int], str]:  # type: ignore[no-untyped-def]
+    owners = owner_table(zk, GROUP, [TOPIC])
+    offsets = {}
+    for p in range(PARTITIONS):
+        stat = zk.exists(zkdata.offset_path(GROUP, TOPIC, p))
+        offsets[p] = zkdata.decode_offset(zk.get(zkdata.offset_path(GROUP, TOPIC, p))[0], "") if stat else "-"
+    table = Table(title=title)
+    for col in ("partition", "owner thread (/consumers/%s/owners/%s/<p>)" % (GROUP, TOPIC), "committed offset"):
+        table.add_column(col)
+    for (_, p), owner in sorted(owners.items()):
+        table.add_row(str(p), owner, str(offsets[p]))
+    console.print(table)
+    return owners
+
+
+def spawn(cluster: LocalCluster, workdir: Path, name: str) -> tuple[subprocess.Popen, Path]:  # type: ignore[type-arg]
+    out = workdir / f"{name}.deliveries"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "zkconsumer.testing.member", "--zookeeper", cluster.zookeeper_connect,
+         "--group", GROUP, "--topic", TOPIC, "--streams", "2", "--out", str(out),
+         f"--property=consumer.id={name}", "--property=auto.commit.interval.ms=1000",
+         "--property=rebalance.backoff.ms=500", "--property=rebalance.max.retries=20"],
+        stdout=subprocess.PIPE, stderr=open(workdir / f"{name}.log", "w"), text=True)
+    info = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+    console.print(f"  started member [bold]{info['consumer_id']}[/] (pid {proc.pid})")
+    return proc, out
+
+
+def delivered(files: list[Path]) -> list[tuple[int, int]]:
+    out = []
+    for path in files:
+        if path.exists():
+            out += [(int(p), int(o)) for _, p, o in (line.split() for line in path.read_text().splitlines() if line)]
+    return out
+
+
+def wait_all(files: list[Path], want: set[tuple[int, int]], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not want <= set(delivered(files)):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"demo failed: {len(want - set(delivered(files)))} messages never delivered")
+        time.sleep(0.2)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, default=10_000)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="zkconsumer-demo-"))
+    console.rule("zkconsumer demo")
+    with console.status("starting ZooKeeper + Kafka 3.9 (ZooKeeper mode) from jars..."):
+        cluster = LocalCluster(brokers=1, chroot="/demo").start()
+    console.print(f"cluster up in {cluster.start_seconds:.1f}s: zookeeper.connect={cluster.zookeeper_connect} "
+                  f"bootstrap={cluster.bootstrap_servers}")
+    members: dict[str, tuple[subprocess.Popen, Path]] = {}  # type: ignore[type-arg]
+    try:
+        zk = cluster.zk_client()
+        kafka.create_topic(cluster.bootstrap_servers, TOPIC, PARTITIONS)
+        console.print(f"/brokers/ids/0 = {zk.get('/brokers/ids/0')[0].decode()}")
+        console.print(f"/brokers/topics/{TOPIC} = {zk.get(zkdata.topic_path(TOPIC))[0].decode()}")
+        console.print("starting 3 members in separate processes (2 streams each, range assignment):")
+        for name in ("alpha", "bravo", "charlie"):
+            members[name] = spawn(cluster, workdir, name)
+        wait_for_balanced(zk, GROUP, [TOPIC], members=3)
+        half = args.messages // 2
+        sent = kafka.produce_numbered(cluster.bootstrap_servers, TOPIC, half, partitions=PARTITIONS)
+        files = [out for _, out in members.values()]
+        wait_all(files, {(m.partition, m.offset) for m in sent})
+        console.print(f"produced and consumed {half} messages")
+        ownership(zk, "ownership with 3 members")
+
+        console.print("[bold]bravo leaves cleanly[/] (SIGTERM: commit, then its ephemeral nodes vanish)")
+        proc, _ = members["bravo"]
+        left_at = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        wait_for_balanced(zk, GROUP, [TOPIC], members=2)
+        console.print(f"partitions re-owned {time.monotonic() - left_at:.2f}s after bravo left")
+        sent += kafka.produce_numbered(cluster.bootstrap_servers, TOPIC, args.messages - half,
+                                       partitions=PARTITIONS, start=half)
+        wait_all(files, {(m.partition, m.offset) for m in sent})
+        ownership(zk, "ownership with 2 members")
+        got = delivered(files)
+        missing = {(m.partition, m.offset) for m in sent} - set(got)
+        dupes = len(got) - len(set(got))
+        console.print(f"[bold green]produced {len(sent)}, delivered {len(set(got))} distinct, "
+                      f"missing {len(missing)}, duplicates {dupes}[/]")
+        zk.stop()
+        return 0 if not missing else 1
+    finally:
+        for proc, _ in members.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        cluster.stop()
+        console.print(f"cluster stopped; member logs in {workdir}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

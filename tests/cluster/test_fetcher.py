@@ -1,0 +1,372 @@
+"""The fetcher against a real broker: routing, start offsets, out-of-range resets, backpressure, lifecycle."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import confluent_kafka
+import pytest
+from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from zkconsumer import fetcher as fetcher_mod
+from zkconsumer.fetcher import Fetcher, FetchSettings
+from zkconsumer.stream import ConsumerError, ConsumerIterator, ConsumerTimeout, Message, PartitionTopicInfo, StreamQueue
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def make_fetcher(cluster, group_id):  # type: ignore[no-untyped-def]
+    """make_fetcher(**settings) -> started Fetcher; `.errors` lists what on_error received."""
+    made: list[Fetcher] = []
+
+    def _make(*, batch_size: int = 1000, start: bool = True, **kwargs: object) -> Fetcher:
+        settings = FetchSettings(cluster.bootstrap_servers, group_id, "fetcher-test", **kwargs)  # type: ignore[arg-type]
+        errors: list[BaseException] = []
+        f = Fetcher(settings, name=f"f{len(made)}", on_error=errors.append, batch_size=batch_size)
+        f.errors = errors  # type: ignore[attr-defined]
+        made.append(f)
+        if start:
+            f.start()
+        return f
+
+    yield _make
+    for f in made:
+        f.close()
+    for f in made:
+        assert not f.errors, f"unexpected on_error calls: {f.errors}"
+
+
+def infos_for(topic: str, partitions, queue: StreamQueue, offset: int = 0) -> list[PartitionTopicInfo]:  # type: ignore[no-untyped-def]
+    return [PartitionTopicInfo(topic, p, queue.name, queue, offset) for p in partitions]
+
+
+def drain(it: ConsumerIterator, count: int, timeout: float = 30.0) -> list[Message]:
+    """Exactly `count` messages from the iterator (built with a short consumer timeout)."""
+    out: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < count:
+        try:
+            out.append(next(it))
+        except ConsumerTimeout:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"got {len(out)} of {count} messages within {timeout}s") from None
+    return out
+
+
+def assert_nothing_more(it: ConsumerIterator, wait: float = 0.5) -> None:
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        with pytest.raises(ConsumerTimeout):
+            extra = next(it)
+            pytest.fail(f"unexpected message {extra}")
+
+
+def triples(messages) -> list[tuple[int, int, bytes]]:  # type: ignore[no-untyped-def]
+    return sorted((m.partition, m.offset, m.value) for m in messages)
+
+
+def test_fetches_all_partitions_into_two_queues(make_fetcher, topic_factory, produce) -> None:
+    topic = topic_factory(partitions=8)
+    sent = produce(topic, 8000, partitions=8)
+    queues = [StreamQueue(2, "s0"), StreamQueue(2, "s1")]
+    infos = infos_for(topic, range(4), queues[0]) + infos_for(topic, range(4, 8), queues[1])
+    f = make_fetcher(batch_size=300)
+    f.assign(infos)
+    results: dict[int, list[Message]] = {}
+
+    def consume(i: int) -> None:
+        results[i] = drain(ConsumerIterator(queues[i], 200), 4000)
+
+    threads = [threading.Thread(target=consume, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert triples(results[0]) == triples(m for m in sent if m.partition < 4)
+    assert triples(results[1]) == triples(m for m in sent if m.partition >= 4)
+    for msgs in results.values():  # per-partition order is the log order
+        for p in {m.partition for m in msgs}:
+            offsets = [m.offset for m in msgs if m.partition == p]
+            assert offsets == list(range(1000))
+    assert all(m.topic == topic and m.key is None and m.timestamp and m.timestamp > 0 for m in results[0])
+    assert {i.fetched_offset for i in infos} == {1000}
+    assert f.assigned() == {(topic, p) for p in range(8)}
+    deadline = time.monotonic() + 10
+    while f.lag() != {(topic, p): 0 for p in range(8)} and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert f.lag() == {(topic, p): 0 for p in range(8)}
+    assert {t.name for t in threading.enumerate()} >= {"f0-fetcher"}
+
+
+def test_starts_at_the_committed_offset(make_fetcher, topic_factory, produce) -> None:
+    topic = topic_factory(partitions=1)
+    sent = produce(topic, 100, partitions=1)
+    q = StreamQueue(2, "s")
+    f = make_fetcher()
+    f.assign(infos_for(topic, [0], q, offset=37))
+    got = drain(ConsumerIterator(q, 200), 63)
+    assert [m.value for m in got] == [m.value for m in sent[37:]]
+
+
+@pytest.mark.parametrize("policy", ["smallest", "largest"])
+def test_no_committed_offset_follows_auto_offset_reset(make_fetcher, topic_factory, produce, caplog,
+                                                       policy) -> None:
+    topic = topic_factory(partitions=2)
+    produce(topic, 40, partitions=2)
+    q = StreamQueue(2, "s")
+    infos = infos_for(topic, [0, 1], q, offset=-1)
+    f = make_fetcher(auto_offset_reset=policy)
+    with caplog.at_level(logging.INFO, logger="zkconsumer.fetcher"):
+        f.assign(infos)
+    start = 0 if policy == "smallest" else 20
+    assert [(i.fetched_offset, i.consumed_offset, i.committed_offset) for i in infos] == [(start, start, -1)] * 2
+    assert f"{topic}-0: no committed offset, starting at {start} (auto.offset.reset={policy})" in caplog.text
+    it = ConsumerIterator(q, 200)
+    if policy == "smallest":
+        assert len(drain(it, 40)) == 40
+    more = produce(topic, 10, partitions=2, start=40)
+    assert triples(drain(it, 10)) == triples(more)
+    assert_nothing_more(it)
+
+
+def _delete_records(bootstrap: str, topic: str, partition: int, before: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([TopicPartition(topic, partition, before)])
+    for fut in futures.values():
+        fut.result(30)
+
+
+@pytest.mark.parametrize("policy", ["smallest", "largest"])
+@pytest.mark.parametrize("where", ["beyond_end", "below_start"])
+def test_out_of_range_resets_both_offsets(make_fetcher, cluster, topic_factory, produce, caplog, policy,
+                                          where) -> None:
+    topic = topic_factory(partitions=2)
+    sent = produce(topic, 200, partitions=2)  # offsets 0..99 in each partition
+    low = 0
+    if where == "below_start":
+        low = 60
+        _delete_records(cluster.bootstrap_servers, topic, 0, low)
+    q = StreamQueue(2, "s")
+    infos = infos_for(topic, [0], q, offset=5000 if where == "beyond_end" else 10)
+    infos += infos_for(topic, [1], q, offset=90)  # a healthy neighbour keeps flowing
+    f = make_fetcher(auto_offset_reset=policy)
+    it = ConsumerIterator(q, 200)
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.fetcher"):
+        f.assign(infos)
+        got = drain(it, 10 + (100 - low if policy == "smallest" else 0))
+        deadline = time.monotonic() + 10
+        while "out of range" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.05)
+    old = 5000 if where == "beyond_end" else 10
+    new = low if policy == "smallest" else 100
+    assert f"{topic}-0: offset {old} out of range [{low}, 100); reset fetched and consumed offset to {new} " \
+           f"(auto.offset.reset={policy})" in caplog.text
+    expected = [m for m in sent if m.partition == 1 and m.offset >= 90]
+    if policy == "smallest":
+        expected += [m for m in sent if m.partition == 0 and m.offset >= low]
+    assert triples(got) == triples(expected)
+    it.mark_consumed()  # the last message handed out counts once the next is asked for
+    assert infos[0].consumed_offset == 100 and infos[0].fetched_offset == 100
+    more = produce(topic, 4, partitions=2, start=200)
+    assert triples(drain(it, 4)) == triples(more)  # the reset partition is fetched again
+    assert_nothing_more(it)
+
+
+def test_backpressure_pauses_only_the_full_stream(make_fetcher, topic_factory, produce) -> None:
+    topic = topic_factory(partitions=2)
+    sent = produce(topic, 4000, partitions=2)
+    slow, fast = StreamQueue(1, "slow"), StreamQueue(1, "fast")
+    f = make_fetcher(batch_size=50, queued_max_message_chunks=1)
+    f.assign(infos_for(topic, [0], slow) + infos_for(topic, [1], fast))
+    fast_it = ConsumerIterator(fast, 200)
+    assert triples(drain(fast_it, 2000)) == triples(m for m in sent if m.partition == 1)
+    assert len(slow) == 1  # full, never drained: the fetcher holds the rest and paused partition 0
+    deadline = time.monotonic() + 5
+    while (topic, 0) not in f._paused and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert f._paused == {(topic, 0)}
+    more = produce(topic, 100, partitions=2, start=4000)
+    assert triples(drain(fast_it, 50)) == triples(m for m in more if m.partition == 1)
+    slow_got = drain(ConsumerIterator(slow, 200), 2050)
+    assert [m.offset for m in slow_got] == list(range(2050))
+    assert triples(slow_got) == triples(m for m in sent + more if m.partition == 0)
+    assert f._paused == set() and not f._held
+
+
+def test_many_partitions_share_one_small_queue(make_fetcher, topic_factory, produce) -> None:
+    topic = topic_factory(partitions=8)
+    sent = produce(topic, 8000, partitions=8)
+    q = StreamQueue(1, "s")
+    f = make_fetcher(batch_size=64, queued_max_message_chunks=1)
+    f.assign(infos_for(topic, range(8), q))
+    it = ConsumerIterator(q, 200)
+    got = []
+    for _ in range(8000):  # a slow consumer: every partition hits the full queue over and over
+        got += drain(it, 1)
+        if len(got) % 500 == 0:
+            time.sleep(0.05)
+    assert triples(got) == triples(sent)
+    assert_nothing_more(it)
+
+
+def test_assign_replaces_add_and_remove_are_incremental(make_fetcher, topic_factory, produce) -> None:
+    topic = topic_factory(partitions=3)
+    sent = produce(topic, 30, partitions=3)
+    q = StreamQueue(2, "s")
+    it = ConsumerIterator(q, 200)
+    f = make_fetcher()
+    f.assign(infos_for(topic, [0], q))
+    assert triples(drain(it, 10)) == triples(m for m in sent if m.partition == 0)
+    f.assign(infos_for(topic, [1, 2], q, offset=5))  # replaces partition 0
+    assert f.assigned() == {(topic, 1), (topic, 2)}
+    assert triples(drain(it, 10)) == triples(m for m in sent if m.partition > 0 and m.offset >= 5)
+    f.add(infos_for(topic, [0], q, offset=8))
+    assert triples(drain(it, 2)) == triples(m for m in sent if m.partition == 0 and m.offset >= 8)
+    f.remove([(topic, 1), (topic, 2), ("no-such-topic", 0)])
+    assert f.assigned() == {(topic, 0)}
+    more = produce(topic, 30, partitions=3, start=30)
+    assert triples(drain(it, 10)) == triples(m for m in more if m.partition == 0)
+    assert_nothing_more(it)
+    f.add(infos_for(topic, [0], q, offset=12))  # re-adding an assigned partition restarts it
+    assert [m.offset for m in drain(it, 8)] == list(range(12, 20))
+    f.stop_fetching()
+    assert f.assigned() == set() and f.lag() == {}
+    produce(topic, 3, partitions=3, start=60)
+    assert_nothing_more(it)
+    with pytest.raises(ValueError):
+        f.assign(infos_for(topic, [0, 0], q))
+
+
+def test_remove_drops_held_chunks_and_unpauses(make_fetcher, topic_factory, produce) -> None:
+    topic = topic_factory(partitions=1)
+    produce(topic, 500, partitions=1)
+    q = StreamQueue(1, "s")
+    f = make_fetcher(batch_size=20, queued_max_message_chunks=1)
+    f.assign(infos_for(topic, [0], q))
+    deadline = time.monotonic() + 10
+    while not f._paused and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert f._paused == {(topic, 0)} and f._held
+    f.remove([(topic, 0)])
+    assert not f._paused and not f._held
+    assert q.clear() == 1
+    f.add(infos_for(topic, [0], q, offset=480))  # fetches again: the pause did not survive
+    assert [m.offset for m in drain(ConsumerIterator(q, 200), 20)] == list(range(480, 500))
+
+
+def test_stale_and_inactive_partitions_are_not_delivered(make_fetcher, topic_factory, produce) -> None:
+    topic = topic_factory(partitions=1)
+    produce(topic, 100, partitions=1)
+    q = StreamQueue(1, "s")
+    f = make_fetcher(batch_size=10, queued_max_message_chunks=1)
+    info = infos_for(topic, [0], q)[0]
+    f.assign([info])
+    deadline = time.monotonic() + 10
+    while not f._held and time.monotonic() < deadline:
+        time.sleep(0.05)
+    info.active = False  # released by a rebalance: held chunks are dropped on the next retry
+    q.clear()
+    deadline = time.monotonic() + 10
+    while f._held and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not f._held and len(q) == 0
+
+
+def test_close_is_idempotent_and_stops_the_thread(make_fetcher, topic_factory) -> None:
+    topic = topic_factory(partitions=1)
+    q = StreamQueue(2, "s")
+    f = make_fetcher()
+    f.assign(infos_for(topic, [0], q))
+    assert "f0-fetcher" in {t.name for t in threading.enumerate()}
+    closer = threading.Thread(target=f.close)
+    closer.start()
+    f.close()
+    closer.join(10)
+    f.close()
+    assert "f0-fetcher" not in {t.name for t in threading.enumerate()}
+    with pytest.raises(ConsumerError):
+        f.assign(infos_for(topic, [0], q))
+    f.stop_fetching()  # nothing fetches anyway: a no-op, not an error
+    f.remove([(topic, 0)])
+    assert f.assigned() == set()
+    with pytest.raises(RuntimeError):
+        f.consumer.assignment()
+
+
+def test_close_from_on_error_on_the_fetcher_thread(make_fetcher, topic_factory, monkeypatch) -> None:
+    topic = topic_factory(partitions=1)
+    class Exploding(confluent_kafka.Consumer):
+        def consume(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            raise RuntimeError("injected")
+
+    monkeypatch.setattr(fetcher_mod, "Consumer", Exploding)
+    f = make_fetcher(start=False)
+    seen = []
+
+    def on_error(exc: BaseException) -> None:
+        seen.append((exc, threading.current_thread().name))
+        f.close()  # the connector shuts down from the callback: must not deadlock
+
+    f._on_error = on_error
+    f.start()
+    with pytest.raises(ConsumerError):  # consume() raises right after applying the assignment
+        f.assign(infos_for(topic, [0], StreamQueue(1, "s")))
+        f._thread.join(10)
+        f.assign(infos_for(topic, [0], StreamQueue(1, "s")))
+    f._thread.join(10)
+    assert not f._thread.is_alive()
+    assert [(str(e), n) for e, n in seen] == [("injected", "f0-fetcher")]
+    assert f._closed
+
+
+@pytest.mark.parametrize("kind", ["exception", "fatal_kafka_error"])
+def test_fatal_error_calls_on_error_once_and_stops(make_fetcher, topic_factory, produce, monkeypatch,
+                                                     kind) -> None:
+    topic = topic_factory(partitions=1)
+    produce(topic, 10, partitions=1)
+    calls = {"n": 0}
+
+    class FailingOnce(confluent_kafka.Consumer):
+        def consume(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            calls["n"] += 1
+            if calls["n"] == 3:
+                if kind == "exception":
+                    raise ValueError("injected")
+                err = KafkaError(KafkaError._FATAL, "injected fatal", fatal=True)
+                return [confluent_kafka.Message(topic=topic, partition=0, offset=0, error=err)]
+            return super().consume(*args, **kwargs)
+
+    monkeypatch.setattr(fetcher_mod, "Consumer", FailingOnce)
+    f = make_fetcher()
+    q = StreamQueue(2, "s")
+    f.assign(infos_for(topic, [0], q))
+    f._thread.join(10)
+    assert not f._thread.is_alive()
+    assert len(f.errors) == 1
+    exc = f.errors.pop()
+    assert "injected" in str(exc)
+    if kind == "fatal_kafka_error":
+        assert isinstance(exc, confluent_kafka.KafkaException) and exc.args[0].fatal()
+    with pytest.raises(ConsumerError) as info:
+        f.add(infos_for(topic, [0], q))
+    assert info.value.__cause__ is exc
+    f.stop_fetching()  # inline on the open consumer after the thread died
+    assert f.assigned() == set()
+
+
+def test_consumer_config_forces_what_the_fetcher_relies_on() -> None:
+    settings = FetchSettings("b:9092", "g", "", fetch_message_max_bytes=200 * 1024 * 1024, fetch_wait_max_ms=0,
+                             socket_timeout_ms=0, socket_receive_buffer_bytes=-1,
+                             overrides={"auto.offset.reset": "earliest", "fetch.queue.backoff.ms": "50"})
+    conf = settings.consumer_config()
+    assert conf["auto.offset.reset"] == "error" and conf["enable.auto.commit"] is False
+    assert conf["enable.auto.offset.store"] is False and conf["enable.partition.eof"] is False
+    assert conf["fetch.queue.backoff.ms"] == "50" and "client.id" not in conf
+    assert conf["max.partition.fetch.bytes"] == 200 * 1024 * 1024 <= conf["fetch.max.bytes"]  # type: ignore[operator]
+    assert conf["socket.timeout.ms"] == 300000 and conf["socket.receive.buffer.bytes"] == 0
+    confluent_kafka.Consumer(conf).close()  # librdkafka accepts the whole mapping
+    with pytest.raises(ValueError):
+        FetchSettings("b:9092", "g", "c", auto_offset_reset="earliest")

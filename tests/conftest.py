@@ -1,0 +1,2 @@
+"""Shared pytest setup: the real-cluster fixtures and the test markers."""
+pytest_plugins = ["zkconsumer.testing.fixtures"]

@@ -1,0 +1,15 @@
+"""zkconsumer: Kafka's legacy ZooKeeper-coordinated high-level consumer, as a drop-in Python group member."""
+from zkconsumer.config import ConfigError, ConsumerConfig
+from zkconsumer.connector import ConsumerConnector
+from zkconsumer.coordinator import ConsumerRebalanceFailed, ConsumerRebalanceListener
+from zkconsumer.group import RegistrationConflict
+from zkconsumer.stream import ConsumerError, ConsumerTimeout, KafkaStream, Message
+from zkconsumer.subscription import Blacklist, Whitelist
+from zkconsumer.zkdata import ZkDataError
+
+__all__ = [
+    "Blacklist", "ConfigError", "ConsumerConfig", "ConsumerConnector", "ConsumerError",
+    "ConsumerRebalanceFailed", "ConsumerRebalanceListener", "ConsumerTimeout", "KafkaStream", "Message",
+    "RegistrationConflict", "Whitelist", "ZkDataError",
+]
+__version__ = "0.1.0"

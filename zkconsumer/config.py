@@ -1,0 +1,409 @@
+"""Turn legacy consumer properties into one validated, typed, immutable ConsumerConfig.
+
+Names, defaults and checks follow ``kafka.consumer.ConsumerConfig`` and ``ZKConfig``
+(Kafka 1.1.1), read through ``VerifiableProperties``: every value is trimmed, integers
+are 32-bit decimal, booleans are exactly ``true`` or ``false``.
+
+================================= ================== ======================== ================================================
+Property                          Default            Accepted                 Meaning
+================================= ================== ======================== ================================================
+zookeeper.connect                 (required)         host[:port],...[/chroot] ZooKeeper ensemble; port defaults to 2181
+zookeeper.session.timeout.ms      6000               >= 1                     session; a dead member's znodes vanish after it
+zookeeper.connection.timeout.ms   = session timeout  >= 1                     wait this long for the first ZK connection
+zookeeper.sync.time.ms            2000               >= 0                     ZK follower lag; default of rebalance.backoff.ms
+group.id                          (required)         [A-Za-z0-9._-]+          consumer group; znode /consumers/<group.id>
+consumer.id                       (generated)        text without '/'         member id <group.id>_<consumer.id>; tests only
+socket.timeout.ms                 30000              >= fetch.wait.max.ms     broker socket read timeout (0: none)
+socket.receive.buffer.bytes       65536              any (<= 0: OS default)   broker socket SO_RCVBUF
+fetch.message.max.bytes           1048576            >= 1                     bytes per partition per fetch (one chunk)
+fetch.max.bytes                   52428800           any                      parsed but unused by the Scala consumer too
+num.consumer.fetchers             1                  >= 1                     fetcher threads per broker
+auto.commit.enable                true               true | false             commit consumed offsets periodically
+auto.commit.interval.ms           60000              >= 1 if auto-commit      period of the automatic commit
+queued.max.message.chunks         2                  >= 1                     chunks buffered in each stream's queue
+rebalance.max.retries             4                  >= 1                     rebalance attempts before giving up
+rebalance.backoff.ms              = sync time        >= 0                     sleep between rebalance attempts
+refresh.leader.backoff.ms         200                >= 0                     wait before looking for a lost leader again
+fetch.min.bytes                   1                  any                      broker answers once it has this many bytes...
+fetch.wait.max.ms                 100                >= 0                     ...or after this long
+auto.offset.reset                 largest            smallest | largest       start here without a valid stored offset
+consumer.timeout.ms               -1                 any (< 0: block)         iterator gives up after this long idle
+client.id                         = group.id         [A-Za-z0-9._-]*          client id sent with broker requests
+offsets.storage                   zookeeper          zookeeper | kafka        where offsets live (case-insensitive)
+offsets.channel.backoff.ms        1000               >= 0                     offset channel reconnect / commit retry backoff
+offsets.channel.socket.timeout.ms 10000              >= 0                     socket timeout of the offset channel
+offsets.commit.max.retries        5                  >= 0                     extra attempts of a scheduled commit
+dual.commit.enabled               = storage is kafka true | false             kafka storage also writes ZooKeeper offsets
+partition.assignment.strategy     range              range | roundrobin       how partitions are spread over threads
+exclude.internal.topics           true               true | false             wildcard subscriptions skip internal topics
+zkconsumer.compat.version         1.1                0.8.2 .. 1.1             oldest Scala release in the group
+zkconsumer.rebalance.recheck.ms   30000              >= 0 (0: off)            retry a failed rebalance instead of idling
+zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
+librdkafka.<name>                 (unset)            text                     given as <name> to the confluent-kafka Consumer
+================================= ================== ======================== ================================================
+
+Scala itself checks only the group.id/client.id characters, auto.offset.reset,
+offsets.storage, partition.assignment.strategy and fetch.wait.max.ms <= socket.timeout.ms.
+The other bounds above are ours: they reject values on which the Scala consumer later
+crashes or stalls (a 0-capacity queue, "% 0" fetcher choice, 0 rebalance attempts...).
+
+Accepted silently but unused: ``kafka.metrics.reporters``,
+``kafka.metrics.polling.interval.secs`` and (as in Scala) keys starting with ``external``.
+Any other unknown key gives a ``UserWarning`` with the closest known name.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from zkconsumer.compat import DEFAULT_VERSION, Compat
+from zkconsumer.properties import parse_properties
+
+__all__ = ["ConfigError", "ConsumerConfig", "KNOWN_PROPERTIES", "LIBRDKAFKA_PREFIX", "merge", "parse_properties"]
+
+LIBRDKAFKA_PREFIX = "librdkafka."
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+DEFAULT_ZOOKEEPER_PORT = 2181
+_IGNORED = frozenset({"kafka.metrics.reporters", "kafka.metrics.polling.interval.secs"})
+_LEGAL_ID = re.compile(r"[A-Za-z0-9._-]*")  # kafka.common.Config.validateChars, ASCII only
+_HOSTNAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+class ConfigError(ValueError):
+    """A consumer property is missing or invalid; ``key`` names it (None for a parse error)."""
+
+    def __init__(self, key: str | None, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _invalid(key: str, value: object, accepted: str, problem: str = "") -> ConfigError:
+    detail = f" ({problem})" if problem else ""
+    return ConfigError(key, f"invalid value {value!r} for consumer property {key!r}{detail}; accepted: {accepted}")
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """How one property is read: its attribute, type, default and lower bound."""
+
+    name: str
+    kind: type  # str, int or bool
+    default: object = None  # None: required, derived or unset
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def attr(self) -> str:
+        return {"zkconsumer.compat.version": "compat"}.get(
+            self.name, self.name.removeprefix("zkconsumer.").replace(".", "_"))
+
+
+_SPECS = (
+    _Spec("zookeeper.connect", str),
+    _Spec("zookeeper.session.timeout.ms", int, 6000, minimum=1),
+    _Spec("zookeeper.connection.timeout.ms", int, minimum=1),
+    _Spec("zookeeper.sync.time.ms", int, 2000, minimum=0),
+    _Spec("group.id", str),
+    _Spec("consumer.id", str),
+    _Spec("socket.timeout.ms", int, 30000, minimum=0),
+    _Spec("socket.receive.buffer.bytes", int, 64 * 1024),
+    _Spec("fetch.message.max.bytes", int, 1024 * 1024, minimum=1),
+    _Spec("fetch.max.bytes", int, 50 * 1024 * 1024),
+    _Spec("num.consumer.fetchers", int, 1, minimum=1),
+    _Spec("auto.commit.enable", bool, True),
+    _Spec("auto.commit.interval.ms", int, 60000),
+    _Spec("queued.max.message.chunks", int, 2, minimum=1),
+    _Spec("rebalance.max.retries", int, 4, minimum=1),
+    _Spec("rebalance.backoff.ms", int, minimum=0),
+    _Spec("refresh.leader.backoff.ms", int, 200, minimum=0),
+    _Spec("fetch.min.bytes", int, 1),
+    _Spec("fetch.wait.max.ms", int, 100, minimum=0),
+    _Spec("auto.offset.reset", str, "largest", choices=("smallest", "largest")),
+    _Spec("consumer.timeout.ms", int, -1),
+    _Spec("client.id", str),
+    _Spec("offsets.storage", str, "zookeeper", choices=("zookeeper", "kafka")),
+    _Spec("offsets.channel.backoff.ms", int, 1000, minimum=0),
+    _Spec("offsets.channel.socket.timeout.ms", int, 10000, minimum=0),
+    _Spec("offsets.commit.max.retries", int, 5, minimum=0),
+    _Spec("dual.commit.enabled", bool),
+    _Spec("partition.assignment.strategy", str, "range", choices=("range", "roundrobin")),
+    _Spec("exclude.internal.topics", bool, True),
+    _Spec("zkconsumer.compat.version", str, DEFAULT_VERSION),
+    _Spec("zkconsumer.rebalance.recheck.ms", int, 30000, minimum=0),
+    _Spec("zkconsumer.zookeeper.digest", str),
+)
+_SPEC_BY_NAME = {spec.name: spec for spec in _SPECS}
+REQUIRED = ("zookeeper.connect", "group.id")
+KNOWN_PROPERTIES = tuple(_SPEC_BY_NAME)
+
+
+def _java_trim(text: str) -> str:
+    """String.trim(): strips every char <= U+0020, which VerifiableProperties applies to all values."""
+    return text.strip("".join(map(chr, range(0x21))))
+
+
+def _read(spec: _Spec, raw: object) -> object:
+    """Convert one supplied value (str from .properties, or native) to the property's type."""
+    key = spec.name
+    if spec.kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and _java_trim(raw) in ("true", "false"):
+            return _java_trim(raw) == "true"  # Scala requires exactly these, case-sensitive
+        raise _invalid(key, raw, "true | false")
+    if spec.kind is int:
+        accepted = "any 32-bit integer" if spec.minimum is None else f"integer >= {spec.minimum}"
+        if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+            raise _invalid(key, raw, accepted, "not a decimal integer")
+        if isinstance(raw, str):
+            if not re.fullmatch(r"[+-]?[0-9]+", _java_trim(raw)):
+                raise _invalid(key, raw, accepted, "not a decimal integer")
+            number = int(_java_trim(raw))
+        else:
+            number = raw
+        if not INT_MIN <= number <= INT_MAX:
+            raise _invalid(key, raw, accepted, "outside the 32-bit range")
+        if spec.minimum is not None and number < spec.minimum:
+            raise _invalid(key, raw, accepted)
+        return number
+    if not isinstance(raw, str):
+        raise _invalid(key, raw, "a string")
+    text = _java_trim(raw)
+    if key == "offsets.storage":
+        text = text.lower()  # Scala lower-cases this one (Locale.ROOT) before validating
+    if spec.choices and text not in spec.choices:
+        raise _invalid(key, raw, " | ".join(spec.choices))
+    return text
+
+
+def _check_id(key: str, value: str, *, allow_empty: bool) -> None:
+    if not _LEGAL_ID.fullmatch(value) or (not value and not allow_empty):
+        # Scala accepts an empty group.id, but "/consumers//ids" is not a valid znode path.
+        accepted = "ASCII letters, digits, '.', '_' and '-'" + ("" if allow_empty else ", non-empty")
+        raise _invalid(key, value, accepted)
+
+
+def _parse_zookeeper_connect(text: str) -> tuple[tuple[tuple[str, int], ...], str | None]:
+    """Split "h1:2181,h2/chroot" like ZooKeeper's ConnectStringParser, rejecting what it would choke on."""
+    accepted = "host[:port][,host[:port]...][/chroot]"
+    host_list, slash, path = text.partition("/")
+    chroot = slash + path if slash and path else None  # a bare "/" means no chroot, as in ZooKeeper
+    if chroot is not None:
+        segments = chroot[1:].split("/")
+        if any(s in ("", ".", "..") or re.search(r"[\x00-\x1f\x7f-\x9f]", s) for s in segments):
+            raise _invalid("zookeeper.connect", text, accepted,
+                           f"bad chroot {chroot!r}: no empty, '.', '..' segments or trailing '/'")
+    hosts: list[tuple[str, int]] = []
+    for entry in host_list.split(","):
+        bracketed = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\](?::([0-9]+))?", entry)
+        if bracketed:
+            host, port_text = bracketed.group(1), bracketed.group(2)
+        else:
+            host, colon, port_text = entry.partition(":")
+            port_text = port_text if colon else None
+            if not _HOSTNAME.fullmatch(host) or (port_text is not None and not re.fullmatch("[0-9]+", port_text)):
+                raise _invalid("zookeeper.connect", text, accepted, f"bad host entry {entry!r}")
+        port = int(port_text) if port_text else DEFAULT_ZOOKEEPER_PORT
+        if not 1 <= port <= 65535:
+            raise _invalid("zookeeper.connect", text, accepted, f"port {port} outside 1..65535")
+        hosts.append((host, port))
+    return tuple(hosts), chroot
+
+
+def _fill_derived_defaults(values: dict[str, Any]) -> None:
+    """Defaults that copy another property, as in ConsumerConfig.scala; an explicit value always wins."""
+    if values["zookeeper_connection_timeout_ms"] is None:
+        values["zookeeper_connection_timeout_ms"] = values["zookeeper_session_timeout_ms"]
+    if values["rebalance_backoff_ms"] is None:
+        values["rebalance_backoff_ms"] = values["zookeeper_sync_time_ms"]
+    if values["client_id"] is None:
+        values["client_id"] = values["group_id"]
+    if values["dual_commit_enabled"] is None:
+        values["dual_commit_enabled"] = values["offsets_storage"] == "kafka"
+
+
+def _check_combined(values: dict[str, Any]) -> None:
+    """Checks that need the final values (derived defaults included)."""
+    _check_id("group.id", values["group_id"], allow_empty=False)
+    _check_id("client.id", values["client_id"], allow_empty=True)
+    _parse_zookeeper_connect(values["zookeeper_connect"])
+    if values["consumer_id"] is not None and "/" in values["consumer_id"]:
+        raise _invalid("consumer.id", values["consumer_id"], "any text without '/'", "it names a znode")
+    if values["fetch_wait_max_ms"] > values["socket_timeout_ms"]:  # the one Scala `require`
+        raise _invalid("socket.timeout.ms", values["socket_timeout_ms"],
+                       f"integer >= fetch.wait.max.ms ({values['fetch_wait_max_ms']})")
+    if values["auto_commit_enable"] and values["auto_commit_interval_ms"] < 1:
+        # Scala's KafkaScheduler throws on a 0 period and commits only once for a negative one.
+        raise _invalid("auto.commit.interval.ms", values["auto_commit_interval_ms"],
+                       "integer >= 1 while auto.commit.enable=true")
+    digest = values["zookeeper_digest"]
+    if digest is not None and not re.fullmatch(r"[^:]+:.*", digest, re.DOTALL):
+        raise _invalid("zkconsumer.zookeeper.digest", "<hidden>", "user:password")
+
+
+def _passthrough_text(key: str, raw: object) -> str:
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if isinstance(raw, (str, int, float)):
+        return _java_trim(str(raw))
+    raise _invalid(key, raw, "a string, number or boolean")
+
+
+def _warn_unknown(key: str) -> None:
+    closest = difflib.get_close_matches(key, KNOWN_PROPERTIES, n=1)
+    hint = f"; did you mean {closest[0]!r}?" if closest else ""
+    warnings.warn(f"unknown consumer property {key!r}{hint}", stacklevel=3)
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class ConsumerConfig:
+    """Effective legacy consumer settings; build with from_mapping / from_properties(_file)."""
+
+    zookeeper_connect: str
+    zookeeper_session_timeout_ms: int
+    zookeeper_connection_timeout_ms: int
+    zookeeper_sync_time_ms: int
+    group_id: str
+    consumer_id: str | None
+    socket_timeout_ms: int
+    socket_receive_buffer_bytes: int
+    fetch_message_max_bytes: int
+    fetch_max_bytes: int
+    num_consumer_fetchers: int
+    auto_commit_enable: bool
+    auto_commit_interval_ms: int
+    queued_max_message_chunks: int
+    rebalance_max_retries: int
+    rebalance_backoff_ms: int
+    refresh_leader_backoff_ms: int
+    fetch_min_bytes: int
+    fetch_wait_max_ms: int
+    auto_offset_reset: Literal["smallest", "largest"]
+    consumer_timeout_ms: int
+    client_id: str
+    offsets_storage: Literal["zookeeper", "kafka"]
+    offsets_channel_backoff_ms: int
+    offsets_channel_socket_timeout_ms: int
+    offsets_commit_max_retries: int
+    dual_commit_enabled: bool
+    partition_assignment_strategy: Literal["range", "roundrobin"]
+    exclude_internal_topics: bool
+    compat: Compat
+    rebalance_recheck_ms: int
+    zookeeper_digest: str | None
+    # Sorted (name, value) pairs rather than a dict so the config stays hashable and immutable.
+    librdkafka_items: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_mapping(cls, props: Mapping[str, object]) -> ConsumerConfig:
+        """Validate ``props`` (str values as from .properties, or native int/bool) into a config.
+
+        A value of None counts as not given, so optional CLI layers can be merged blindly.
+        """
+        supplied: dict[str, object] = {}
+        passthrough: dict[str, str] = {}
+        for key, raw in props.items():
+            if raw is None:
+                continue
+            if not isinstance(key, str):
+                raise ConfigError(None, f"consumer property names must be strings, got {key!r}")
+            if key.startswith(LIBRDKAFKA_PREFIX) and len(key) > len(LIBRDKAFKA_PREFIX):
+                passthrough[key.removeprefix(LIBRDKAFKA_PREFIX)] = _passthrough_text(key, raw)
+            elif key in _SPEC_BY_NAME:
+                supplied[key] = raw
+            elif key not in _IGNORED and not key.startswith("external"):
+                _warn_unknown(key)
+        missing = [name for name in REQUIRED if name not in supplied]
+        if missing:
+            noun = "property" if len(missing) == 1 else "properties"
+            names = ", ".join(map(repr, missing))
+            raise ConfigError(missing[0], f"missing required consumer {noun} {names} (no default)")
+        values: dict[str, Any] = {
+            spec.attr: _read(spec, supplied[spec.name]) if spec.name in supplied else spec.default
+            for spec in _SPECS
+        }
+        _fill_derived_defaults(values)
+        _check_combined(values)
+        try:
+            values["compat"] = Compat.parse(values["compat"])
+        except ValueError as exc:  # Compat's message already lists the accepted versions
+            raise ConfigError("zkconsumer.compat.version", f"invalid value {values['compat']!r} for consumer "
+                              f"property 'zkconsumer.compat.version': {exc}") from None
+        return cls(**values, librdkafka_items=tuple(sorted(passthrough.items())))
+
+    @classmethod
+    def from_properties(cls, text: str) -> ConsumerConfig:
+        """Parse Java ``.properties`` text, then validate it like :meth:`from_mapping`."""
+        try:
+            props = parse_properties(text)
+        except ValueError as exc:
+            raise ConfigError(None, f"cannot parse consumer properties: {exc}") from None
+        return cls.from_mapping(props)
+
+    @classmethod
+    def from_properties_file(cls, path: str | os.PathLike[str]) -> ConsumerConfig:
+        """Read a ``.properties`` file as ISO-8859-1, like Kafka's Utils.loadProps; use \\uXXXX for others."""
+        with open(path, encoding="iso-8859-1") as handle:
+            return cls.from_properties(handle.read())
+
+    @property
+    def librdkafka_overrides(self) -> dict[str, str]:
+        """``librdkafka.*`` properties with the prefix stripped (a fresh dict each call)."""
+        return dict(self.librdkafka_items)
+
+    @property
+    def zookeeper_hosts(self) -> tuple[tuple[str, int], ...]:
+        """The ensemble as (host, port) pairs, port 2181 where none was given."""
+        return _parse_zookeeper_connect(self.zookeeper_connect)[0]
+
+    @property
+    def zookeeper_chroot(self) -> str | None:
+        """The chroot path ("/kafka") or None; every znode path is relative to it."""
+        return _parse_zookeeper_connect(self.zookeeper_connect)[1]
+
+    def get(self, name: str) -> object:
+        """Value by property name ("auto.commit.enable"); ConfigError if the name is unknown."""
+        spec = _SPEC_BY_NAME.get(name)
+        if spec is not None:
+            value = getattr(self, spec.attr)
+            return str(value) if isinstance(value, Compat) else value
+        overrides = self.librdkafka_overrides
+        if name.startswith(LIBRDKAFKA_PREFIX) and name.removeprefix(LIBRDKAFKA_PREFIX) in overrides:
+            return overrides[name.removeprefix(LIBRDKAFKA_PREFIX)]
+        closest = difflib.get_close_matches(name, KNOWN_PROPERTIES, n=1)
+        accepted = f"did you mean {closest[0]!r}?" if closest else "see zkconsumer.config"
+        raise ConfigError(name, f"unknown consumer property {name!r}; {accepted}")
+
+    def as_properties(self, *, redact: bool = False) -> dict[str, str]:
+        """Every set property as Java would print it; ``redact`` masks secrets for logs."""
+        out: dict[str, str] = {}
+        for spec in _SPECS:
+            value = self.get(spec.name)
+            if value is not None:
+                out[spec.name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        for name, value in self.librdkafka_items:
+            secret = any(word in name for word in ("password", "secret", "sasl.oauthbearer.config"))
+            out[LIBRDKAFKA_PREFIX + name] = "****" if redact and secret else value
+        if redact and self.zookeeper_digest is not None:
+            out["zkconsumer.zookeeper.digest"] = self.zookeeper_digest.split(":", 1)[0] + ":****"
+        return out
+
+    def __repr__(self) -> str:
+        return f"ConsumerConfig({self.as_properties(redact=True)!r})"
+
+
+def merge(*layers: Mapping[str, object]) -> dict[str, object]:
+    """Combine property layers (e.g. a file, then --consumer-property); later layers win.
+
+    A None value means "not given here" and never hides an earlier layer's value.
+    """
+    merged: dict[str, object] = {}
+    for layer in layers:
+        merged.update((key, value) for key, value in layer.items() if value is not None)
+    return merged
+

@@ -1,0 +1,241 @@
+"""Runs rebalances in the legacy order (stop, clear, commit, release, assign, claim, start) and commits."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from confluent_kafka import KafkaException
+from kazoo.exceptions import KazooException
+
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.fetcher import Fetcher
+from zkconsumer.group import GroupZk, RegistrationConflict
+from zkconsumer.offsets import OffsetStore
+from zkconsumer.rebalance import GroupView, by_topic, decide, member_threads, plan, subscribed_topics
+from zkconsumer.stream import PartitionTopicInfo, StreamSet
+from zkconsumer.zkdata import ZkDataError
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class ConsumerRebalanceFailed(RuntimeError):
+    """Every attempt of one rebalance failed (Scala's ConsumerRebalanceFailedException)."""
+
+
+class ConsumerRebalanceListener:
+    """Override what you need. Exceptions raised here fail the rebalance attempt (as in Scala).
+
+    before_releasing_partitions: last chance to finish work on partitions about to move
+    (MirrorMaker's KAFKA-1650 fix flushes and commits here).
+    """
+
+    def before_releasing_partitions(self, partitions: Mapping[str, set[int]]) -> None:
+        """Called with topic -> partitions currently owned, before they are released."""
+
+    def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, Mapping[int, str]]) -> None:
+        """Called with the group-wide topic -> partition -> thread id once ours are claimed."""
+
+    def on_rebalance_failed(self, error: ConsumerRebalanceFailed) -> None:
+        """Called when all rebalance.max.retries attempts failed; we keep re-checking."""
+
+
+# Failures that mean "try again later"; anything else is a bug and fails the streams.
+RETRIABLE = (KazooException, KafkaException, ZkDataError, RegistrationConflict, OSError, TimeoutError,
+             RuntimeError)
+
+
+@dataclass
+class RebalanceStats:
+    succeeded: int = 0
+    failed: int = 0
+    last_seconds: float = 0.0
+    last_error: str | None = None
+
+
+class Coordinator:
+    """Owns this member's partitions: rebalances them and commits their offsets.
+
+    One lock serialises rebalances, commits and shutdown, as Scala's rebalanceLock does.
+    """
+
+    def __init__(self, config: ConsumerConfig, consumer_id: str, group: GroupZk, streams: StreamSet,
+                 offsets: OffsetStore, make_fetcher: Callable[[str], Fetcher],
+                 registration: Callable[[], bytes], listener: ConsumerRebalanceListener) -> None:
+        self.config = config
+        self.consumer_id = consumer_id
+        self.group = group
+        self.streams = streams
+        self.offsets = offsets
+        self._make_fetcher = make_fetcher
+        self._registration = registration
+        self.listener = listener
+        self.lock = threading.RLock()
+        self.owned: dict[TopicPartition, PartitionTopicInfo] = {}
+        self.fetcher: Fetcher | None = None
+        self.stats = RebalanceStats()
+        self.last_assignment: dict[str, dict[int, str]] = {}
+        self.waiting_for_brokers = False
+        self.my_topics: set[str] = set()
+        self._registered_session: int | None = None
+        self._shutting_down = threading.Event()
+
+    @property
+    def registered_session(self) -> int | None:
+        """The ZooKeeper session our member node was created in."""
+        return self._registered_session
+
+    # ---- registration ------------------------------------------------------------------------
+    def register(self) -> None:
+        """(Re-)create our member node; wait out a stale node of a previous session first."""
+        self.group.register(self._registration(),
+                            wait_for_stale_s=self.config.zookeeper_session_timeout_ms / 1000.0)
+        self._registered_session = self.group.session_id
+        log.info("%s registered in group %s", self.consumer_id, self.config.group_id)
+
+    def _ensure_registered(self) -> None:
+        # A new session (expiry) or a deleted node (reference §3.4): register again; owner
+        # nodes of the old session are gone, so forget them without deleting anything.
+        if self.group.session_id != self._registered_session or not self.group.is_registered():
+            if self.owned:
+                log.warning("%s: session changed or member node missing; dropping %d partitions",
+                            self.consumer_id, len(self.owned))
+                self._stop_and_clear()
+                self.owned = {}
+            self.register()
+
+    # ---- rebalance -----------------------------------------------------------------------------
+    def synced_rebalance(self, reason: str) -> bool:
+        """Up to rebalance.max.retries attempts; True on success (or when shutting down)."""
+        with self.lock:
+            began = time.monotonic()
+            attempts = self.config.rebalance_max_retries
+            for attempt in range(1, attempts + 1):
+                if self._shutting_down.is_set():
+                    return True
+                log.info("%s: rebalance attempt %d/%d (%s)", self.consumer_id, attempt, attempts, reason)
+                try:
+                    if self._attempt():
+                        self.stats.succeeded += 1
+                        self.stats.last_seconds = time.monotonic() - began
+                        self.stats.last_error = None
+                        return True
+                    error = "another member still owns some of our partitions"
+                except RETRIABLE as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                    log.warning("%s: rebalance attempt %d failed: %s", self.consumer_id, attempt, error)
+                self.stats.last_error = error
+                self._stop_and_clear()
+                self._commit_quietly()
+                if self._shutting_down.wait(self.config.rebalance_backoff_ms / 1000.0):
+                    return True
+            self.stats.failed += 1
+            failure = ConsumerRebalanceFailed(
+                f"{self.consumer_id} can't rebalance after {attempts} retries ({self.stats.last_error}); "
+                f"will re-check every {self.config.rebalance_recheck_ms} ms")
+            log.error("%s", failure)
+            self.listener.on_rebalance_failed(failure)
+            return False
+
+    def _attempt(self) -> bool:
+        self._ensure_registered()
+        registrations, broken = self.group.read_registrations()
+        for cid, err in sorted(broken.items()):
+            # Scala fails every member here (§1.5); we all skip the same member instead.
+            log.warning("ignoring group member %s: unreadable registration (%s)", cid, err)
+        if self.consumer_id not in registrations:
+            raise RuntimeError(f"own registration {self.group.member_path} is missing or unreadable")
+        brokers = self.group.brokers()
+        if not brokers:
+            log.warning("%s: no brokers registered; waiting for /brokers/ids to change", self.consumer_id)
+            self.waiting_for_brokers = True
+            return True
+        self.waiting_for_brokers = False
+        self._ensure_fetcher(brokers)
+        compat = self.config.compat
+        threads = member_threads(GroupView(registrations, tuple(self.group.all_topics())),
+                                 exclude_internal=self.config.exclude_internal_topics, compat=compat)
+        self.my_topics = set(threads[self.consumer_id])
+        partitions = self.group.partitions(subscribed_topics(threads))
+        decision = decide(self.consumer_id, self.config.partition_assignment_strategy, threads,
+                          partitions, compat)
+        steps = plan({k: i.thread_id for k, i in self.owned.items()}, decision.mine)
+
+        self._stop_and_clear()                                               # 1-2 stop, clear
+        self._commit_quietly()                                               # 3 commit
+        self.listener.before_releasing_partitions(by_topic(self.owned))      # 4
+        self.group.release(steps.release)                                    # 5 release
+        for info in self.owned.values():
+            info.active = False
+        self.owned = {}
+        offsets = self.offsets.read(steps.claim)                             # 6-7 offsets
+        infos = {key: PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread),
+                                         offsets[key]) for key, thread in steps.claim.items()}
+        if self._shutting_down.is_set():
+            return True
+        conflicts = self.group.claim(steps.claim)                            # 9 claim
+        if conflicts:
+            log.info("%s: %d partitions still owned by others (e.g. %s-%d); backing off",
+                     self.consumer_id, len(conflicts), *conflicts[0])
+            return False
+        self.owned = infos                                                   # 10 install
+        self.last_assignment = decision.by_topic()
+        self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
+        assert self.fetcher is not None
+        self.fetcher.assign(list(infos.values()))                            # 11 start
+        log.info("%s owns %d partitions: %s", self.consumer_id, len(infos),
+                 ", ".join(f"{t}-{p}" for t, p in sorted(infos)) or "none")
+        return True
+
+    def _ensure_fetcher(self, brokers: list) -> None:  # type: ignore[type-arg]
+        if self.fetcher is None:
+            addresses = [b.plaintext_address() for b in brokers]
+            bootstrap = ",".join(f"{h}:{p}" for h, p in (a for a in addresses if a))
+            if not bootstrap:
+                raise RuntimeError("no broker has a PLAINTEXT endpoint (the legacy consumer needs one)")
+            self.fetcher = self._make_fetcher(bootstrap)
+
+    def _stop_and_clear(self) -> None:
+        """Stop fetching and drop queued data, so nothing of a released partition is delivered."""
+        if self.fetcher is not None:
+            self.fetcher.stop_fetching()
+        for info in self.owned.values():
+            info.active = False  # the iterators drop their current chunk of these
+        self.streams.clear()
+
+    # ---- commits -------------------------------------------------------------------------------
+    def commit(self, *, retries: int = 0) -> int:
+        """Write the consumed offsets of every owned partition that changed."""
+        with self.lock:
+            return self.offsets.commit(self.owned.values(), attempts=1 + retries)
+
+    def _commit_quietly(self) -> None:
+        if not self.config.auto_commit_enable or not self.owned:
+            return
+        try:
+            written = self.offsets.commit(self.owned.values())
+            log.debug("%s: wrote %d changed offsets (%s)", self.consumer_id, written, ", ".join(
+                f"{i.topic}-{i.partition}={i.committed_offset}" for i in self.owned.values()))
+        except Exception as exc:  # noqa: BLE001 - release anyway; the new owner re-reads from the last commit
+            log.warning("%s: commit before release failed (%s); messages since the last commit "
+                        "will be delivered again", self.consumer_id, exc)
+
+    # ---- shutdown ------------------------------------------------------------------------------
+    def begin_shutdown(self) -> None:
+        """Make a running rebalance give up at its next step (KAFKA-1848)."""
+        self._shutting_down.set()
+
+    def shutdown(self) -> None:
+        """Stop fetching, end the iterators, commit (if auto-commit), close the fetcher."""
+        self._shutting_down.set()
+        with self.lock:
+            if self.fetcher is not None:
+                self.fetcher.stop_fetching()
+            self.streams.close()
+            self._commit_quietly()
+            if self.fetcher is not None:
+                self.fetcher.close()

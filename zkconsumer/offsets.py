@@ -1,0 +1,144 @@
+"""Committed offsets: read and write them in ZooKeeper, Kafka or both, as offsets.storage says."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, Iterable, Mapping
+
+from zkconsumer.group import GroupZk
+from zkconsumer.stream import PartitionTopicInfo
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class OffsetStore:
+    """offsets.storage=zookeeper (default), =kafka, and dual.commit.enabled (write both, read max).
+
+    Kafka-side commits go through the connector's confluent-kafka Consumer with the group's
+    id and no generation, like Scala's OffsetCommitRequest with generation -1.
+    """
+
+    def __init__(self, group: GroupZk, *, storage: str, dual_commit: bool,
+                 kafka_consumer: Callable[[], object | None], backoff_ms: int, timeout_ms: int) -> None:
+        self.group = group
+        self.use_zookeeper = storage == "zookeeper" or dual_commit
+        self.use_kafka = storage == "kafka"
+        self._kafka_consumer = kafka_consumer
+        self._backoff_s = backoff_ms / 1000.0
+        self._timeout_s = timeout_ms / 1000.0
+        self.zookeeper_writes = 0  # ZooKeeperCommitsPerSec's counter
+        self.kafka_writes = 0      # KafkaCommitsPerSec's counter
+
+    def read(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """-1 where nothing is committed; with dual commit the larger of the two (migration path)."""
+        keys = list(keys)
+        result = {k: -1 for k in keys}
+        if self.use_zookeeper:
+            result.update(self.group.read_offsets(keys))
+        if self.use_kafka and keys:
+            for key, offset in self._read_kafka(keys).items():
+                result[key] = max(result[key], offset)
+        return result
+
+    def commit(self, infos: Iterable[PartitionTopicInfo], *, attempts: int = 1) -> int:
+        """Write changed offsets of the given partitions; returns how many partitions were written.
+
+        ZooKeeper writes are fenced by owner node (see GroupZk.commit_offsets). A partition
+        we no longer own is skipped, not retried. Other failures are retried `attempts - 1`
+        times with offsets.channel.backoff.ms between, then raised.
+        """
+        infos = list(infos)
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._commit_once(infos)
+            except Exception:  # noqa: BLE001 - ZooKeeper or Kafka trouble; retry or re-raise
+                if attempt == attempts:
+                    raise
+                log.warning("offset commit attempt %d/%d failed; retrying", attempt, attempts, exc_info=True)
+                time.sleep(self._backoff_s)
+        return 0
+
+    def _commit_once(self, infos: list[PartitionTopicInfo]) -> int:
+        # Snapshot once: iterator threads keep advancing consumed_offset while we write, and the
+        # checkpoint must record the value actually written, or a later commit skips the rest.
+        snapshot = [(i, i.consumed_offset) for i in infos]
+        if self.use_kafka:
+            # Scala commits the full map to Kafka (KAFKA-1510): that also keeps them from expiring.
+            full = [(i, o) for i, o in snapshot if o >= 0]
+            self._write_kafka(full)
+            self.kafka_writes += len(full)
+        todo = [(i, o) for i, o in snapshot if o >= 0 and o != i.committed_offset]
+        written = {i.key: True for i, _ in todo}
+        if self.use_zookeeper and todo:
+            written = self.group.commit_offsets({i.key: o for i, o in todo}, {i.key: i.thread_id for i, _ in todo})
+            self.zookeeper_writes += sum(written.values())
+        for info, offset in todo:
+            if written[info.key]:  # a fenced-off partition keeps its old checkpoint
+                info.committed_offset = offset
+        return sum(written.values())
+
+    def _read_kafka(self, keys: list[TopicPartition]) -> dict[TopicPartition, int]:
+        from confluent_kafka import TopicPartition as KafkaTP
+        consumer = self._kafka_consumer()
+        if consumer is None:
+            raise RuntimeError("offsets.storage=kafka needs a broker connection and none exists yet")
+        found = consumer.committed([KafkaTP(t, p) for t, p in keys], timeout=self._timeout_s)  # type: ignore[attr-defined]
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else -1) for tp in found}
+
+    def _write_kafka(self, infos: list[tuple[PartitionTopicInfo, int]]) -> None:
+        if not infos:
+            return
+        from confluent_kafka import TopicPartition as KafkaTP
+        consumer = self._kafka_consumer()
+        if consumer is None:
+            raise RuntimeError("offsets.storage=kafka needs a broker connection and none exists yet")
+        results = consumer.commit(  # type: ignore[attr-defined]
+            offsets=[KafkaTP(i.topic, i.partition, o) for i, o in infos], asynchronous=False)
+        failed = [tp for tp in results or [] if tp.error is not None]
+        if failed:
+            raise RuntimeError(f"Kafka offset commit failed for {failed[0].topic}-{failed[0].partition}: "
+                               f"{failed[0].error}")
+
+
+class PeriodicTask:
+    """Runs fn every `interval_s` on a named daemon thread until stop(); errors are logged, not fatal.
+
+    Example::
+
+        committer = PeriodicTask("g_c1-autocommit", 60.0, lambda: coordinator.commit(auto=True))
+        committer.start(); ...; committer.stop()
+    """
+
+    def __init__(self, name: str, interval_s: float, fn: Callable[[], object],
+                 on_error: Callable[[BaseException], None] | None = None) -> None:
+        self._interval_s = interval_s
+        self._fn = fn
+        self._on_error = on_error
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        # The first run is one interval after start, like Scala's auto-commit scheduler.
+        while not self._stop.wait(self._interval_s):
+            try:
+                self._fn()
+            except Exception as exc:  # noqa: BLE001 - keep the schedule alive; report it
+                log.warning("%s failed: %s", self._thread.name, exc, exc_info=True)
+                if self._on_error is not None:
+                    self._on_error(exc)
+

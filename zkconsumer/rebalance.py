@@ -1,0 +1,169 @@
+"""Rebalance planning (pure: group view -> assignment -> what to release/claim) and its worker thread."""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+from zkconsumer.assignors import AssignmentInput, assign, hash_ties, owned_by
+from zkconsumer.compat import Compat
+from zkconsumer.subscription import Subscription, from_registration, thread_ids_for
+from zkconsumer.zkdata import Registration
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """What one attempt read from ZooKeeper: the members and the topics they care about."""
+
+    registrations: Mapping[str, Registration]
+    all_topics: tuple[str, ...]
+    partitions: Mapping[str, list[int]] = field(default_factory=dict)
+
+
+def member_threads(view: GroupView, *, exclude_internal: bool, compat: Compat) -> dict[str, dict[str, list[str]]]:
+    """consumer id -> topic -> thread ids, reading every registration as a Scala reader would."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for cid, reg in view.registrations.items():
+        sub = from_registration(reg, compat=compat)
+        out[cid] = thread_ids_for(cid, sub, view.all_topics, exclude_internal=exclude_internal, compat=compat)
+    return out
+
+
+def subscribed_topics(threads: Mapping[str, Mapping[str, list[str]]]) -> set[str]:
+    """Every topic at least one member subscribes to (0.10.2+: all of them count)."""
+    return {topic for per_topic in threads.values() for topic in per_topic}
+
+
+def assignment_input(threads: Mapping[str, Mapping[str, list[str]]],
+                     partitions: Mapping[str, list[int]]) -> AssignmentInput:
+    consumers_for_topic: dict[str, list[str]] = {}
+    for per_topic in threads.values():
+        for topic, ids in per_topic.items():
+            consumers_for_topic.setdefault(topic, []).extend(ids)
+    return AssignmentInput(consumers_for_topic=consumers_for_topic, partitions_for_topic=partitions)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The group-wide assignment and this member's share of it."""
+
+    group: Mapping[TopicPartition, str]  # every partition -> owning thread id
+    mine: Mapping[TopicPartition, str]
+
+    def by_topic(self) -> dict[str, dict[int, str]]:
+        out: dict[str, dict[int, str]] = {}
+        for (topic, partition), thread in sorted(self.group.items()):
+            out.setdefault(topic, {})[partition] = thread
+        return out
+
+
+def decide(consumer_id: str, strategy: str, threads: Mapping[str, Mapping[str, list[str]]],
+           partitions: Mapping[str, list[int]], compat: Compat) -> Decision:
+    """Run the strategy exactly as every Scala member would, and take our share."""
+    inp = assignment_input(threads, partitions)
+    if strategy == "roundrobin":
+        for a, b in hash_ties(inp, compat.roundrobin_key_format):
+            log.warning("roundrobin: %s and %s hash alike; Scala orders such pairs by HashMap "
+                        "order, so members may disagree on them", a, b)
+    group = assign(strategy, inp, compat)
+    return Decision(group=group, mine=owned_by(group, consumer_id))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Ownership changes between what we own now and what the decision gives us."""
+
+    release: Mapping[TopicPartition, str]
+    keep: Mapping[TopicPartition, str]
+    claim: Mapping[TopicPartition, str]
+
+
+def plan(owned: Mapping[TopicPartition, str], target: Mapping[TopicPartition, str], *,
+         stop_the_world: bool = True) -> Plan:
+    """Legacy order releases everything and claims everything; incremental keeps what stays."""
+    if stop_the_world:
+        return Plan(release=dict(owned), keep={}, claim=dict(target))
+    keep = {k: v for k, v in owned.items() if target.get(k) == v}
+    return Plan(release={k: v for k, v in owned.items() if k not in keep},
+                keep=keep, claim={k: v for k, v in target.items() if k not in keep})
+
+
+def by_topic(keys: Iterable[TopicPartition]) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for topic, partition in keys:
+        out.setdefault(topic, set()).add(partition)
+    return out
+
+
+class RebalanceWorker:
+    """Coalesces rebalance triggers into runs on one named thread (Scala's watcher executor).
+
+    Watch callbacks only call `trigger()`, which never blocks; a burst of events becomes
+    one more run. After a failed run the worker re-runs every `recheck_s` until one
+    succeeds, so a member never idles as a zombie waiting for an unrelated event.
+
+    Example::
+
+        worker = RebalanceWorker("g_c1", run=lambda reason: coordinator.synced_rebalance(reason),
+                                 recheck_s=30.0, on_crash=streams.fail_all)
+        worker.start(); worker.trigger("member joined"); ...; worker.stop()
+    """
+
+    def __init__(self, consumer_id: str, run: Callable[[str], bool], *, recheck_s: float,
+                 on_crash: Callable[[BaseException], None]) -> None:
+        self._run = run
+        self._recheck_s = recheck_s
+        self._on_crash = on_crash
+        self._cond = threading.Condition()
+        self._reasons: list[str] = []
+        self._stopping = False
+        self._last_failed = False
+        self._thread = threading.Thread(target=self._loop, name=f"{consumer_id}_watcher_executor", daemon=True)
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def trigger(self, reason: str) -> None:
+        with self._cond:
+            if reason not in self._reasons:
+                self._reasons.append(reason)
+            self._cond.notify()
+
+    def note_failure(self) -> None:
+        """The first rebalance (run by the caller) failed: keep re-checking from now on."""
+        with self._cond:
+            self._last_failed = True
+
+    def stop(self, timeout: float = 30.0) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                if not self._reasons and not self._stopping:
+                    self._cond.wait(self._recheck_s if self._last_failed else None)
+                if self._stopping:
+                    return
+                reasons, self._reasons = self._reasons, []
+            if not reasons and not self._last_failed:
+                continue
+            reason = ", ".join(reasons) or "periodic re-check after a failed rebalance"
+            try:
+                self._last_failed = not self._run(reason)
+            except BaseException as exc:  # a bug, not a ZooKeeper/Kafka failure: surface it
+                log.exception("rebalance worker crashed; failing every stream")
+                self._on_crash(exc)
+                return

@@ -1,0 +1,333 @@
+"""A real ZooKeeper plus 1..N ZooKeeper-mode Kafka 3.9 brokers run as child JVMs on loopback."""
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Callable
+
+from zkconsumer.testing.jars import classpath
+from zkconsumer.testing.process import JavaProcess
+
+log = logging.getLogger(__name__)
+
+# Small heaps and a quick-start JIT: three brokers and ZooKeeper fit 2 cores. Benchmarks pass
+# SERVER_JVM_OPTS instead, so the broker is not the bottleneck being measured.
+TEST_JVM_OPTS = ("-Xms256m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+SERVER_JVM_OPTS = ("-Xms768m", "-Xmx768m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
+
+LOG4J = """\
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.kafka.zookeeper=WARN
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.log.LogCleaner=WARN
+log4j.logger.kafka.controller=WARN
+"""
+
+# Baseline from runtime-notes §A4: Kafka's own test harness settings, tuned for fast failover.
+BROKER_PROPERTIES = """\
+num.partitions=1
+default.replication.factor=1
+auto.create.topics.enable=true
+delete.topic.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+group.initial.rebalance.delay.ms=0
+log.cleaner.dedupe.buffer.size=2097152
+log.initial.task.delay.ms=100
+log.delete.delay.ms=1000
+controlled.shutdown.enable=false
+num.network.threads=2
+num.io.threads=4
+background.threads=2
+num.recovery.threads.per.data.dir=1
+replica.socket.timeout.ms=1500
+controller.socket.timeout.ms=1500
+zookeeper.connection.timeout.ms=10000
+zookeeper.session.timeout.ms=6000
+"""
+
+
+class ClusterStartError(RuntimeError):
+    """A JVM did not become ready; the message carries its log tail."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def zookeeper_ruok(port: int, timeout: float = 1.0) -> bool:
+    """True when the ZooKeeper server on port answers the `ruok` four-letter word."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(b"ruok")
+            return s.recv(4) == b"imok"
+    except OSError:
+        return False
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str, proc: JavaProcess) -> None:
+    """Poll check() until true; fail fast with the log tail if proc died or time ran out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if not proc.running:
+            raise ClusterStartError(
+                f"{proc.name} exited with code {proc.exit_code} before {what}; "
+                f"log tail ({proc.log_path}):\n{proc.log_tail()}")
+        time.sleep(0.2)
+    raise ClusterStartError(f"{proc.name} not ready after {timeout:.0f}s ({what}); "
+                            f"log tail ({proc.log_path}):\n{proc.log_tail()}")
+
+
+def connect_zk(hosts: str, **kwargs: object):  # -> started kazoo.client.KazooClient
+    """A started kazoo client with bounded retries (kazoo's defaults retry forever)."""
+    from kazoo.client import KazooClient
+    with warnings.catch_warnings():  # a chroot appears only once a broker has started
+        warnings.filterwarnings("ignore", "No chroot path exists")
+        client = KazooClient(hosts=hosts, timeout=10.0, command_retry={"max_tries": 5, "deadline": 20},
+                             **kwargs)
+        client.start(timeout=15)
+    return client
+
+
+class ZooKeeperNode:
+    """A standalone ZooKeeper server (the one inside the Kafka 3.9 classpath) with a fixed port."""
+
+    def __init__(self, workdir: Path, *, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.workdir = workdir
+        self.data_dir = workdir / "zookeeper-data"
+        cfg = workdir / "zoo.cfg"
+        # tickTime 500 => negotiable session timeouts of 1..10 s, so expiry tests are quick.
+        cfg.write_text(
+            f"tickTime=500\ndataDir={self.data_dir}\nclientPort={self.port}\n"
+            "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n"
+            "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n")
+        log4j = workdir / "log4j.properties"
+        self.process = JavaProcess("zookeeper", [
+            "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            f"-Dlog4j.configuration=file:{log4j}", "-Dzookeeper.admin.enableServer=false",
+            "-cp", classpath("kafka39"), "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg),
+        ], log_path=workdir / "zookeeper.log")
+
+    @property
+    def hosts(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> None:
+        self.process.start()
+        wait_until(lambda: zookeeper_ruok(self.port), timeout, "answering ruok", self.process)
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def kill(self) -> None:
+        self.process.kill()
+
+    def restart(self, timeout: float = 60.0) -> None:
+        """Stop and start on the same port and data: sessions survive if within their timeout."""
+        self.stop()
+        self.start(timeout)
+
+
+class KafkaBroker:
+    """One ZooKeeper-mode broker with a PLAINTEXT loopback listener on a fixed port."""
+
+    def __init__(self, broker_id: int, workdir: Path, zookeeper_connect: str,
+                 jvm_opts: tuple[str, ...], extra_properties: dict[str, str]) -> None:
+        self.broker_id = broker_id
+        self.port = free_port()
+        self.log_dir = workdir / f"kafka-{broker_id}-data"
+        props = workdir / f"server-{broker_id}.properties"
+        extra = "".join(f"{k}={v}\n" for k, v in extra_properties.items())
+        props.write_text(
+            BROKER_PROPERTIES + extra + f"broker.id={broker_id}\n"
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port}\nlog.dirs={self.log_dir}\n"
+            f"zookeeper.connect={zookeeper_connect}\n")
+        self.process = JavaProcess(f"kafka-{broker_id}", [
+            *jvm_opts, f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}",
+            f"-Dkafka.logs.dir={workdir}", "-cp", classpath("kafka39"), "kafka.Kafka", str(props),
+        ], log_path=workdir / f"kafka-{broker_id}.log")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def kill(self) -> None:
+        self.process.kill()
+
+
+class LocalCluster:
+    """ZooKeeper + `brokers` Kafka brokers from the kafka39 jars, on free loopback ports.
+
+    Example::
+
+        with LocalCluster(brokers=1, chroot="/kafka") as cluster:
+            cluster.create_topic("orders", partitions=8)
+            print(cluster.zookeeper_connect, cluster.bootstrap_servers)
+
+    Every JVM logs into `workdir` (kept on failure for post-mortems, removed by stop() when
+    the cluster made the folder itself and `keep_logs` is false).
+    """
+
+    def __init__(self, brokers: int = 1, *, chroot: str | None = "/kafka", workdir: Path | None = None,
+                 jvm_opts: tuple[str, ...] = TEST_JVM_OPTS, broker_properties: dict[str, str] | None = None,
+                 keep_logs: bool = False) -> None:
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        if chroot is not None and (not chroot.startswith("/") or chroot.endswith("/")):
+            raise ValueError(f"chroot must look like /name, got {chroot!r}")
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="zkconsumer-cluster-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "log4j.properties").write_text(LOG4J)
+        self.keep_logs = keep_logs
+        self.chroot = chroot
+        self.zookeeper = ZooKeeperNode(self.workdir)
+        self.brokers = [KafkaBroker(i, self.workdir, self.zookeeper_connect, jvm_opts, broker_properties or {})
+                        for i in range(brokers)]
+        self.start_seconds: float | None = None
+
+    # ---- addresses -------------------------------------------------------------------------
+    @property
+    def zookeeper_hosts(self) -> str:
+        """host:port without the chroot (for kazoo admin work on the whole server)."""
+        return self.zookeeper.hosts
+
+    @property
+    def zookeeper_connect(self) -> str:
+        """The zookeeper.connect value clients use: host:port plus the chroot."""
+        return self.zookeeper.hosts + (self.chroot or "")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.address for b in self.brokers)
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def start(self, timeout: float = 120.0, *, detach: bool = False) -> "LocalCluster":
+        """Start ZooKeeper, then the brokers; return once clients can use every broker."""
+        began = time.monotonic()
+        try:
+            self.zookeeper.process.start(detach=detach)
+            wait_until(lambda: zookeeper_ruok(self.zookeeper.port), timeout, "answering ruok",
+                       self.zookeeper.process)
+            for broker in self.brokers:
+                broker.process.start(detach=detach)
+            for broker in self.brokers:
+                self.wait_broker_registered(broker, timeout)
+            if len(self.brokers) > 1:
+                self._wait_controller(timeout)
+            self.wait_metadata(timeout)
+        except BaseException:
+            self.stop(keep_logs=True)
+            raise
+        self.start_seconds = time.monotonic() - began
+        log.info("cluster up in %.1fs: zookeeper.connect=%s bootstrap=%s",
+                 self.start_seconds, self.zookeeper_connect, self.bootstrap_servers)
+        return self
+
+    def stop(self, *, keep_logs: bool | None = None) -> None:
+        """Brokers first (without ZooKeeper their shutdown hangs), then ZooKeeper."""
+        for broker in self.brokers:
+            broker.kill() if not self.zookeeper.process.running else broker.stop()
+        self.zookeeper.stop()
+        keep = self.keep_logs if keep_logs is None else keep_logs
+        if self._own_workdir and not keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> "LocalCluster":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop(keep_logs=self.keep_logs or exc[0] is not None)
+
+    # ---- per-process control for fault tests ----------------------------------------------
+    def restart_broker(self, broker_id: int, timeout: float = 120.0) -> None:
+        """Start a stopped or killed broker again (same port and data) and wait until registered."""
+        broker = self.brokers[broker_id]
+        if broker.process.running:
+            broker.stop()
+        # A kill -9'd broker's ephemeral node lingers until its session expires (6 s).
+        self._wait_path_gone(f"/brokers/ids/{broker_id}", timeout)
+        broker.process.start()
+        self.wait_broker_registered(broker, timeout)
+        self.wait_metadata(timeout)
+
+    def wait_metadata(self, timeout: float = 60.0) -> None:
+        """Until a client sees every running broker and a controller (registration precedes listening)."""
+        from confluent_kafka.admin import AdminClient
+        quiet = logging.getLogger("zkconsumer.testing.librdkafka")  # refused connects are expected here
+        client = AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": quiet})
+        expected = {b.broker_id for b in self.brokers if b.process.running}
+
+        def ready() -> bool:
+            try:
+                meta = client.list_topics(timeout=5)
+            except Exception:  # noqa: BLE001 - any failure just means "not yet"
+                return False
+            return set(meta.brokers) >= expected and meta.controller_id >= 0
+
+        wait_until(ready, timeout, "serving metadata with a controller", self.brokers[0].process)
+
+    def restart_zookeeper(self, timeout: float = 60.0) -> None:
+        self.zookeeper.restart(timeout)
+
+    def wait_broker_registered(self, broker: KafkaBroker, timeout: float) -> None:
+        path = f"/brokers/ids/{broker.broker_id}"
+        wait_until(lambda: self._zk_exists(path), timeout, f"registered at {path}", broker.process)
+
+    def log_tails(self, lines: int = 30) -> str:
+        procs = [self.zookeeper.process] + [b.process for b in self.brokers]
+        return "\n".join(f"--- {p.name} ({p.log_path}) ---\n{p.log_tail(lines)}" for p in procs)
+
+    # ---- ZooKeeper access (through the chroot) ---------------------------------------------
+    def zk_client(self, **kwargs: object):  # -> started kazoo.client.KazooClient
+        return connect_zk(self.zookeeper_connect, **kwargs)
+
+    def _zk_exists(self, path: str) -> bool:
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+        try:
+            client = self.zk_client()
+        except (KazooException, KazooTimeoutError):
+            return False
+        try:
+            return client.exists(path) is not None
+        finally:
+            client.stop()
+            client.close()
+
+    def _wait_controller(self, timeout: float) -> None:
+        wait_until(lambda: self._zk_exists("/controller"), timeout, "electing a controller",
+                   self.brokers[0].process)
+
+    def _wait_path_gone(self, path: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self._zk_exists(path):
+            if time.monotonic() > deadline:
+                raise ClusterStartError(f"{path} still present after {timeout:.0f}s")
+            time.sleep(0.25)
+
+    # ---- topics ----------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     timeout: float = 60.0) -> None:
+        from zkconsumer.testing.kafka import create_topic
+        create_topic(self.bootstrap_servers, name, partitions, replication_factor, timeout)

@@ -1,0 +1,109 @@
+"""pytest fixtures over a real cluster: `cluster`, `zk`, `topic_factory`, `produce`, `group_id`.
+
+Enable with ``pytest_plugins = ["zkconsumer.testing.fixtures"]``. The cluster comes from
+ZKCONSUMER_CLUSTER: ``local`` (default: ZooKeeper + one broker from jars), ``docker``
+(compose.yaml through testcontainers) or ``external`` (ZKCONSUMER_ZOOKEEPER and
+ZKCONSUMER_BOOTSTRAP name a running cluster). A cluster that cannot start FAILS the
+tests that need it, with the JVM log tail: it never skips them.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import pytest
+
+from zkconsumer.testing import kafka
+from zkconsumer.testing.cluster import ClusterStartError, LocalCluster, connect_zk
+from zkconsumer.testing.jars import JarsMissingError
+
+
+@dataclass(frozen=True)
+class ExternalCluster:
+    """Addresses of a cluster somebody else runs: no process control."""
+
+    zookeeper_connect: str
+    bootstrap_servers: str
+
+    def zk_client(self, **kwargs: object):  # -> started KazooClient
+        return connect_zk(self.zookeeper_connect, **kwargs)
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     timeout: float = 60.0) -> None:
+        kafka.create_topic(self.bootstrap_servers, name, partitions, replication_factor, timeout)
+
+
+def start_cluster_for_tests(mode: str | None = None) -> Iterator[LocalCluster | ExternalCluster]:
+    """Yield the cluster named by ZKCONSUMER_CLUSTER; fail loudly if it cannot start."""
+    mode = (mode or os.environ.get("ZKCONSUMER_CLUSTER", "local")).lower()
+    if mode == "external":
+        yield ExternalCluster(os.environ["ZKCONSUMER_ZOOKEEPER"], os.environ["ZKCONSUMER_BOOTSTRAP"])
+    elif mode == "docker":
+        from zkconsumer.testing.docker import docker_cluster
+        with docker_cluster() as cluster:
+            yield cluster
+    elif mode == "local":
+        cluster = LocalCluster(brokers=1, chroot="/zkc-tests")
+        try:
+            cluster.start()
+        except (ClusterStartError, JarsMissingError) as exc:
+            pytest.fail(f"local Kafka/ZooKeeper cluster did not start:\n{exc}", pytrace=False)
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+    else:
+        raise pytest.UsageError(f"ZKCONSUMER_CLUSTER={mode!r}: use local, docker or external")
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster | ExternalCluster]:
+    yield from start_cluster_for_tests()
+
+
+@pytest.fixture
+def zk(cluster):  # type: ignore[no-untyped-def]
+    """A started kazoo client inside the cluster's chroot, closed after the test."""
+    client = cluster.zk_client()
+    yield client
+    client.stop()
+    client.close()
+
+
+_counter = itertools.count()
+
+
+def _unique(prefix: str, request: pytest.FixtureRequest) -> str:
+    stem = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[-60:].strip("-")
+    return f"{prefix}-{stem}-{os.getpid()}-{next(_counter)}"
+
+
+@pytest.fixture
+def group_id(request: pytest.FixtureRequest) -> str:
+    """A consumer group name no other test uses."""
+    return _unique("g", request)
+
+
+@pytest.fixture
+def topic_factory(cluster, request: pytest.FixtureRequest) -> Callable[..., str]:  # type: ignore[no-untyped-def]
+    """make_topic(partitions=1, replication_factor=1, name=None) -> a new, led topic's name."""
+
+    def make_topic(partitions: int = 1, replication_factor: int = 1, name: str | None = None) -> str:
+        topic = name or _unique("t", request)
+        cluster.create_topic(topic, partitions, replication_factor)
+        return topic
+
+    return make_topic
+
+
+@pytest.fixture
+def produce(cluster) -> Callable[..., list[kafka.Produced]]:  # type: ignore[no-untyped-def]
+    """produce(topic, count, partitions=None, start=0, value_size=None) -> acknowledged messages."""
+
+    def _produce(topic: str, count: int, **kwargs: object) -> list[kafka.Produced]:
+        return kafka.produce_numbered(cluster.bootstrap_servers, topic, count, **kwargs)  # type: ignore[arg-type]
+
+    return _produce

@@ -1,0 +1,134 @@
+"""Test-side Kafka helpers over confluent-kafka: create topics, produce numbered messages, read back."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+
+@dataclass(frozen=True)
+class Produced:
+    """One acknowledged message: where it landed and what it held."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int = 1,
+                 timeout: float = 60.0) -> None:
+    """Create the topic and wait until every partition has a leader."""
+    client = admin(bootstrap)  # keep a reference: a collected client cancels its futures
+    futures = client.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)],
+        operation_timeout=timeout)
+    futures[name].result(timeout)
+    wait_for_leaders(bootstrap, name, partitions, timeout)
+
+
+def add_partitions(bootstrap: str, name: str, total: int, timeout: float = 60.0) -> None:
+    client = admin(bootstrap)
+    client.create_partitions([NewPartitions(name, total)])[name].result(timeout)
+    wait_for_leaders(bootstrap, name, total, timeout)
+
+
+def delete_topic(bootstrap: str, name: str, timeout: float = 60.0) -> None:
+    client = admin(bootstrap)
+    client.delete_topics([name], operation_timeout=timeout)[name].result(timeout)
+
+
+def wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout: float) -> None:
+    client = admin(bootstrap)
+    deadline = time.monotonic() + timeout
+    while True:
+        meta = client.list_topics(name, timeout=10).topics.get(name)
+        if meta is not None and meta.error is None and len(meta.partitions) >= partitions and all(
+                p.leader >= 0 for p in meta.partitions.values()):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name}: not every partition has a leader after {timeout:.0f}s")
+        time.sleep(0.2)
+
+
+def produce_numbered(bootstrap: str, topic: str, count: int, *, partitions: int | None = None,
+                     start: int = 0, value_size: int | None = None, keyed: bool = False) -> list[Produced]:
+    """Produce messages `start`..`start+count-1` and return every acknowledged one.
+
+    With `partitions`, message i goes to partition i % partitions (deterministic spread);
+    otherwise the partitioner chooses. Values are b"<topic>-<i>", padded to `value_size`.
+    """
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
+                         "enable.idempotence": True})
+    acked: list[Produced] = []
+    failures: list[KafkaError] = []
+
+    def on_delivery(err: KafkaError | None, msg) -> None:  # type: ignore[no-untyped-def]
+        if err is not None:
+            failures.append(err)
+        else:
+            acked.append(Produced(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value()))
+
+    for i in range(start, start + count):
+        value = f"{topic}-{i}".encode()
+        if value_size is not None:
+            value = value.ljust(value_size, b".")
+        kwargs = {"partition": i % partitions} if partitions else {}
+        while True:
+            try:
+                producer.produce(topic, value, key=str(i).encode() if keyed else None,
+                                 on_delivery=on_delivery, **kwargs)
+                break
+            except BufferError:  # local queue full: let deliveries drain
+                producer.poll(0.1)
+        producer.poll(0)
+    remaining = producer.flush(60)
+    if failures or remaining:
+        raise KafkaException(failures[0] if failures else KafkaError(KafkaError._MSG_TIMED_OUT))
+    return acked
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
+    """partition -> (log start, log end) from the brokers."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "zkconsumer-testing-watermarks",
+                         "enable.auto.commit": False})
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                for p in sorted(meta.partitions)}
+    finally:
+        consumer.close()
+
+
+def read_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list[Produced]:
+    """Every message currently in the topic, read with assign() from the log start to the end."""
+    ends = end_offsets(bootstrap, topic)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "zkconsumer-testing-readback",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        wanted = {p: hi for p, (lo, hi) in ends.items() if hi > lo}
+        consumer.assign([TopicPartition(topic, p, ends[p][0]) for p in wanted])
+        out: list[Produced] = []
+        done: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(done) < len(wanted):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read_all({topic}) timed out; finished partitions {sorted(done)}")
+            for msg in consumer.consume(1000, 1.0):
+                if msg.error():
+                    if msg.error().code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(msg.error())
+                    continue
+                out.append(Produced(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value()))
+                if msg.offset() + 1 >= wanted[msg.partition()]:
+                    done.add(msg.partition())
+        return out
+    finally:
+        consumer.close()
