@@ -43,11 +43,6 @@ class Compat:
         return self.version < (0, 10, 2)
 
     @property
-    def registration_double_escapes_regex(self) -> bool:
-        """From 1.0.1 Jackson escapes the already-escaped wildcard key again (KAFKA-5631)."""
-        return self.version >= (1, 0, 1)
-
-    @property
     def internal_topics(self) -> tuple[str, ...]:
         """Topics dropped by wildcard filters when exclude.internal.topics is on."""
         if self.version >= (0, 11, 0):

@@ -45,8 +45,10 @@ class ConsumerRebalanceListener:
 
 
 # Failures that mean "try again later"; anything else is a bug and fails the streams.
+# ValueError covers a peer's unusable registration (bad regex, zero streams): Scala fails the
+# attempt and retries too.
 RETRIABLE = (KazooException, KafkaException, ZkDataError, RegistrationConflict, OSError, TimeoutError,
-             RuntimeError)
+             RuntimeError, ValueError)
 
 
 @dataclass

@@ -259,15 +259,26 @@ class KafkaStream:
         return self.iterator
 
     def batches(self) -> Iterator[Sequence[Message]]:
-        """Yield lists of messages (each from one partition) until the connector shuts down."""
-        while True:
-            try:
-                yield self.iterator.next_batch()
-            except StopIteration:
-                return
+        """Iterate lists of messages (each from one partition) until the connector shuts down.
+
+        Like the message iterator it may raise ConsumerTimeout and then be iterated again
+        (a generator could not: raising finalises it).
+        """
+        return _Batches(self.iterator)
 
     def __repr__(self) -> str:
         return f"KafkaStream({self.name!r}, queued_chunks={len(self.queue)})"
+
+
+class _Batches(Iterator[Sequence[Message]]):
+    def __init__(self, iterator: ConsumerIterator) -> None:
+        self._iterator = iterator
+
+    def __iter__(self) -> "_Batches":
+        return self
+
+    def __next__(self) -> Sequence[Message]:
+        return self._iterator.next_batch()
 
 
 class StreamSet:

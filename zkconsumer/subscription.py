@@ -64,7 +64,7 @@ def _java_escape(regex: str, i: int, in_class: bool) -> tuple[str, int]:
         if not match:
             raise ValueError("illegal octal escape")
         return f"\\x{int(match[0], 8):02x}", i + 2 + match.end()
-    if char.isascii() and char.isalpha() and char not in _SAME_ESCAPES or (in_class and char in "bBA"):
+    if (char.isascii() and char.isalpha() and char not in _SAME_ESCAPES) or (in_class and char in "bBA123456789"):
         raise ValueError(f"unsupported escape \\{char}")
     return regex[i:i + 2], i + 2
 
@@ -204,9 +204,12 @@ class WildcardSubscription:
 Subscription = Union[StaticSubscription, WildcardSubscription]
 
 
+MAX_STREAMS = 100_000  # a peer claiming more would exhaust a Scala member's heap; refuse instead
+
+
 def _thread_ids(consumer_id: str, topic: str, count: int) -> list[str]:
-    if count < 1:  # TopicCount.makeConsumerThreadIdsPerTopic asserts, failing the rebalance
-        raise ValueError(f"stream count for {topic!r} is {count}; Scala asserts it is >= 1")
+    if not 1 <= count <= MAX_STREAMS:  # TopicCount.makeConsumerThreadIdsPerTopic asserts count >= 1
+        raise ValueError(f"stream count for {topic!r} is {count}; expected 1..{MAX_STREAMS}")
     return [f"{consumer_id}-{i}" for i in range(count)]
 
 
@@ -246,9 +249,14 @@ def to_registration(subscription: Subscription, timestamp_ms: int, compat: Compa
 
 
 def encode_registration(subscription: Subscription, timestamp_ms: int, compat: Compat = DEFAULT) -> bytes:
-    """Registration bytes as the `compat` release writes them (Jackson re-escapes the key from 1.0.1)."""
-    registration = to_registration(subscription, timestamp_ms, compat)
-    return registration.encode(jackson=compat.registration_double_escapes_regex)
+    """Registration bytes every legacy reader decodes to the subscription we mean.
+
+    Static subscriptions come out byte-identical for every release. For wildcards, Scala
+    1.0.1+ lets Jackson escape the already JSON-escaped regex again (KAFKA-6319), so its own
+    readers see every backslash doubled and the filter stops matching; we write the
+    single-escaped form of 0.8.2-1.0.0, which all releases read back as the intended regex.
+    """
+    return to_registration(subscription, timestamp_ms, compat).encode(jackson=False)
 
 
 def _scala_trie_position(key: str) -> tuple[int, ...]:

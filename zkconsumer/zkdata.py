@@ -22,7 +22,7 @@ class ZkDataError(ValueError):
         self.path = path
         self.reason = reason
 
-    def __reduce__(self) -> tuple[Any, ...]:  # keep it picklable despite the two-argument init
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable despite the two-argument __init__
         return (type(self), (self.path, self.reason))
 
 
@@ -35,11 +35,8 @@ def _segment(kind: str, value: str) -> str:
     return value
 
 
-def _partition(partition: int) -> str:
-    # Partition ids come from the keys of /brokers/topics/T; Scala accepts any Int there.
-    if isinstance(partition, bool) or not isinstance(partition, int):
-        raise ValueError(f"partition must be an int, got {partition!r}")
-    return str(partition)
+def _number(value: int, what: str = "partition") -> str:
+    return str(_check_int(value, what))  # partitions are any Int a topic znode lists, even negative
 
 
 def group_path(group: str) -> str:
@@ -55,25 +52,23 @@ def member_path(group: str, consumer_id: str) -> str:
 
 
 def owners_path(group: str, topic: str | None = None) -> str:
-    base = f"{group_path(group)}/owners"
-    return base if topic is None else f"{base}/{_segment('topic', topic)}"
+    return f"{group_path(group)}/owners" + ("" if topic is None else f"/{_segment('topic', topic)}")
 
 
 def owner_path(group: str, topic: str, partition: int) -> str:
-    return f"{owners_path(group, topic)}/{_partition(partition)}"
+    return f"{owners_path(group, topic)}/{_number(partition)}"
 
 
 def offsets_path(group: str, topic: str | None = None) -> str:
-    base = f"{group_path(group)}/offsets"
-    return base if topic is None else f"{base}/{_segment('topic', topic)}"
+    return f"{group_path(group)}/offsets" + ("" if topic is None else f"/{_segment('topic', topic)}")
 
 
 def offset_path(group: str, topic: str, partition: int) -> str:
-    return f"{offsets_path(group, topic)}/{_partition(partition)}"
+    return f"{offsets_path(group, topic)}/{_number(partition)}"
 
 
 def broker_path(broker_id: int) -> str:
-    return f"{BROKER_IDS}/{_partition(broker_id)}"
+    return f"{BROKER_IDS}/{_number(broker_id, 'broker id')}"
 
 
 def topic_path(topic: str) -> str:
@@ -81,34 +76,32 @@ def topic_path(topic: str) -> str:
 
 
 def partition_state_path(topic: str, partition: int) -> str:
-    return f"{topic_path(topic)}/partitions/{_partition(partition)}/state"
+    return f"{topic_path(topic)}/partitions/{_number(partition)}/state"
 
 
 def parse_offset_path(path: str) -> tuple[str, str, int]:
     """"/consumers/G/offsets/T/p" -> (G, T, p); only the canonical spelling a consumer would read."""
     parts = path.split("/") if isinstance(path, str) else []
-    if (len(parts) != 6 or parts[0] != "" or parts[1] != "consumers" or parts[3] != "offsets"
+    if (len(parts) != 6 or parts[:2] != ["", "consumers"] or parts[3] != "offsets"
             or any(p in ("", ".", "..") for p in (parts[2], parts[4]))):
         raise ZkDataError(str(path), "not a /consumers/<group>/offsets/<topic>/<partition> path")
-    if not re.fullmatch(r"0|-?[1-9][0-9]*", parts[5]) or not _INT32[0] <= int(parts[5]) <= _INT32[1]:
+    if not re.fullmatch(r"0|-?[1-9][0-9]{0,9}", parts[5]) or not _INT32[0] <= int(parts[5]) <= _INT32[1]:
         raise ZkDataError(path, f"partition {parts[5]!r} is not a canonical decimal int")
     return parts[2], parts[4], int(parts[5])
 
 
-# ---------------------------------------------------------------- JSON, as Kafka's Jackson readers and writers see it
+# ---------------------------------------------------------------- JSON as Kafka's Jackson readers and writers see it
 
 class _TooBig:
-    """Stand-in for integer literals too long to be an Int or Long anyway (Jackson: BigIntegerNode)."""
+    """Integer literal too long to be an Int or Long anyway (Jackson: BigIntegerNode)."""
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")  # Jackson rejects NaN/Infinity by default
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # Jackson rejects NaN and Infinity by default
 
 
-_DECODER = json.JSONDecoder(
-    parse_constant=_reject_constant,
-    parse_int=lambda text: int(text) if len(text) <= 40 else _TooBig(),
-)
+_DECODER = json.JSONDecoder(parse_constant=_no_constants,
+                            parse_int=lambda text: int(text) if len(text) <= 40 else _TooBig())
 
 
 def _utf8(data: bytes, path: str) -> str:
@@ -124,15 +117,21 @@ def _parse_json(text: str) -> Any:
     """ObjectMapper.readTree: leading JSON whitespace skipped, anything after the first value ignored."""
     start = len(text) - len(text.lstrip(" \t\n\r"))
     if start == len(text):
-        raise ValueError("no JSON value")  # readTree gives null, which every caller treats as failure
+        raise ValueError("no JSON value")  # readTree gives null, which every caller treats as a failure
     try:
-        return _DECODER.raw_decode(text, start)[0]
+        value, end = _DECODER.raw_decode(text, start)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
+    # Jackson's root-level checks: "1x" and "truex" are parse errors ("1 x" and "true{" are not).
+    after = text[end:end + 1]
+    if after and ((type(value) in (int, float, _TooBig) and after not in " \t\n\r") or (
+            (value is None or isinstance(value, bool)) and re.match(r"[\w$\x00-\x08\x0e-\x1b\x7f-\x9f]", after))):
+        raise ValueError(f"unexpected {after!r} after a root-level value")
+    return value
 
 
 def _parse_json_lenient(text: str) -> Any | None:
-    """Json.parseFull from 1.0.1: on failure retry with every backslash doubled (KAFKA-6319); None if both fail."""
+    """Json.parseFull from 1.0.1: on failure retry with every backslash doubled (KAFKA-6319); else None."""
     for candidate in (text, text.replace("\\", "\\\\")):
         try:
             return _parse_json(candidate)
@@ -141,46 +140,19 @@ def _parse_json_lenient(text: str) -> Any | None:
     return None
 
 
-def _is_int32(value: Any) -> bool:  # DecodeJson.DecodeInt: JsonNode.isInt (bool is no int in JSON)
+def _is_int32(value: Any) -> bool:  # DecodeJson.DecodeInt is JsonNode.isInt; JSON true is no int
     return type(value) is int and _INT32[0] <= value <= _INT32[1]
 
 
-def _int_field(doc: Mapping[str, Any], key: str, path: str) -> int:
-    if key not in doc:
-        raise ZkDataError(path, f"missing field {key!r}")
-    if not _is_int32(doc[key]):
-        raise ZkDataError(path, f"field {key!r} must be a 32-bit JSON integer, got {_show(doc[key])}")
-    return doc[key]
-
-
 def _show(value: Any) -> str:
-    return "a too large integer" if isinstance(value, _TooBig) else json.dumps(value)[:80]
+    return "a huge integer" if isinstance(value, _TooBig) else json.dumps(value)[:80]
 
 
-_JACKSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-
-
-def _jackson_quote(text: str) -> str:
-    """A JSON string as Jackson 2.9 writes it: only '"', '\\' and C0 controls escaped, hex in upper case."""
-    body = re.sub(r'["\\\x00-\x1f]', lambda m: _JACKSON_ESCAPES.get(m[0]) or f"\\u{ord(m[0]):04X}", text)
-    return f'"{body}"'
-
-
-def _raw_quote(text: str) -> str:
-    return f'"{text}"'  # Json.encode before 1.0.1 inserted strings without any escaping
-
-
-def coreutils_json_escape(text: str) -> str:
-    """CoreUtils.JSONEscapeString: escapes '"', '\\', '/', C0, DEL and C1 controls; hex in lower case."""
-    short = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-    return re.sub(r'["\\/\x00-\x1f\x7f-\x9f]', lambda m: short.get(m[0]) or f"\\u{ord(m[0]):04x}", text)
-
-
-def _to_bytes(text: str) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"cannot encode lone surrogate at index {exc.start}") from None
+def _int_field(doc: Mapping[str, Any], key: str, path: str) -> int:
+    if not _is_int32(doc.get(key)):
+        found = _show(doc[key]) if key in doc else "nothing"
+        raise ZkDataError(path, f"field {key!r} must be a 32-bit JSON integer, got {found}")
+    return doc[key]
 
 
 def _check_int(value: Any, what: str, bounds: tuple[int, int] = _INT32) -> int:
@@ -189,15 +161,40 @@ def _check_int(value: Any, what: str, bounds: tuple[int, int] = _INT32) -> int:
     return value
 
 
+_JACKSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_CORE_ESCAPES = {**_JACKSON_ESCAPES, "/": "\\/"}
+
+
+def _jackson_quote(text: str) -> str:
+    """A JSON string as Jackson 2.9 writes it: only '"', '\\' and C0 controls escaped, hex in upper case."""
+    return '"' + re.sub(r'["\\\x00-\x1f]', lambda m: _JACKSON_ESCAPES.get(m[0]) or f"\\u{ord(m[0]):04X}", text) + '"'
+
+
+def _raw_quote(text: str) -> str:
+    return f'"{text}"'  # Json.encode before 1.0.1 inserted strings without any escaping
+
+
+def coreutils_json_escape(text: str) -> str:
+    """CoreUtils.JSONEscapeString: escapes '"', '\\', '/', C0, DEL and C1 controls; hex in lower case."""
+    return re.sub(r'["\\/\x00-\x1f\x7f-\x9f]', lambda m: _CORE_ESCAPES.get(m[0]) or f"\\u{ord(m[0]):04x}", text)
+
+
+def _to_bytes(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"cannot encode the lone surrogate at index {exc.start}") from None
+
+
 # ---------------------------------------------------------------- /consumers/G/ids/<consumerId>
 
 @dataclass(frozen=True)
 class Registration:
-    """The registration JSON of one group member, values exactly as they appear in the document.
+    """One member's registration document, values exactly as they appear in the JSON.
 
-    For a wildcard the single subscription key is the CoreUtils-escaped regex (what TopicCount
-    hands to the writer); `version`/`timestamp` are None when a foreign writer left them out or
-    mistyped them, which Scala readers tolerate because they never read them.
+    A wildcard's single subscription key is the CoreUtils-escaped regex (what TopicCount hands to
+    the writer). version/timestamp are None when a foreign writer left them out or mistyped them;
+    Scala readers never look at either.
     """
 
     subscription: tuple[tuple[str, int], ...]
@@ -208,15 +205,15 @@ class Registration:
     def __post_init__(self) -> None:
         pairs = tuple((key, count) for key, count in self.subscription)
         object.__setattr__(self, "subscription", pairs)
-        if not isinstance(self.pattern, str) or not all(isinstance(key, str) for key, _ in pairs):
+        if not all(isinstance(text, str) for text in (self.pattern, *(key for key, _ in pairs))):
             raise ValueError("pattern and subscription keys must be strings")
-        if len({key for key, _ in pairs}) != len(pairs):
+        if len(dict(pairs)) != len(pairs):
             raise ValueError(f"duplicate subscription keys in {pairs!r}")
         for key, count in pairs:
             _check_int(count, f"stream count of {key!r}")
         if self.version is not None:
             _check_int(self.version, "version")
-        if self.timestamp is not None and not isinstance(self.timestamp, str):
+        if not isinstance(self.timestamp, (str, type(None))):
             raise ValueError(f"timestamp must be a string, got {self.timestamp!r}")
 
     def encode(self, *, jackson: bool = True) -> bytes:
@@ -225,38 +222,26 @@ class Registration:
             raise ValueError("a registration needs a version and a timestamp to be written")
         quote = _jackson_quote if jackson else _raw_quote
         counts = ",".join(f"{quote(key)}:{count}" for key, count in self.subscription)
-        return _to_bytes(
-            f'{{"version":{self.version},"subscription":{{{counts}}},'
-            f'"pattern":{quote(self.pattern)},"timestamp":{quote(self.timestamp)}}}'
-        )
+        return _to_bytes(f'{{"version":{self.version},"subscription":{{{counts}}},'
+                         f'"pattern":{quote(self.pattern)},"timestamp":{quote(self.timestamp)}}}')
 
     @classmethod
     def decode(cls, data: bytes, path: str) -> "Registration":
         """Parse like TopicCount.constructTopicCount (1.1.1): only pattern and subscription are required."""
         doc = _parse_json_lenient(_utf8(data, path))
-        if doc is None:
-            raise ZkDataError(path, "registration is not valid JSON")
         if not isinstance(doc, dict):
-            raise ZkDataError(path, f"registration must be a JSON object, got {_show(doc)}")
-        for key in ("pattern", "subscription"):
-            if key not in doc:
-                raise ZkDataError(path, f"registration has no {key!r}")
-        if not isinstance(doc["pattern"], str):
-            raise ZkDataError(path, f"pattern must be a string, got {_show(doc['pattern'])}")
-        subscription = doc["subscription"]
+            raise ZkDataError(path, "registration is not a JSON object" if doc is not None else "not valid JSON")
+        pattern, subscription = doc.get("pattern"), doc.get("subscription")
+        if not isinstance(pattern, str):
+            raise ZkDataError(path, f"pattern must be a string, got {_show(pattern)}")
         if not isinstance(subscription, dict):
             raise ZkDataError(path, f"subscription must be a JSON object, got {_show(subscription)}")
         for key, count in subscription.items():
             if not _is_int32(count):
                 raise ZkDataError(path, f"stream count of {key!r} must be a JSON integer, got {_show(count)}")
-        version = doc.get("version")
-        timestamp = doc.get("timestamp")
-        return cls(
-            subscription=tuple(subscription.items()),
-            pattern=doc["pattern"],
-            timestamp=timestamp if isinstance(timestamp, str) else None,
-            version=version if _is_int32(version) else None,
-        )
+        version, timestamp = doc.get("version"), doc.get("timestamp")
+        return cls(tuple(subscription.items()), pattern, timestamp if isinstance(timestamp, str) else None,
+                   version if _is_int32(version) else None)
 
 
 # ---------------------------------------------------------------- owners and offsets
@@ -286,7 +271,7 @@ def encode_offset(offset: int) -> bytes:
 
 
 def _parse_java_integer(text: str, bounds: tuple[int, int]) -> int | None:
-    # Integer/Long.parseLong: one optional sign, then Unicode decimal digits (Character.digit); nothing else.
+    # Long.parseLong / Integer.parseInt: one optional sign, then Unicode decimal digits, nothing else.
     if not re.fullmatch(r"[+-]?\d+", text):
         return None
     value = int(text)
@@ -304,8 +289,8 @@ def decode_offset(data: bytes, path: str) -> int:
 
 # ---------------------------------------------------------------- /brokers/ids/<id> (BrokerIdZNode.decode, 1.1.1)
 
-_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")  # 1.1 enum; TRACE is gone
-# EndPoint.uriParseExp with full-match semantics; Java's "." stops at every line terminator.
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")  # the 1.1 enum; TRACE is gone
+# EndPoint.uriParseExp, matched in full; Java's "." stops at every line terminator.
 _ENDPOINT = re.compile(r"([^\n\r\x85\u2028\u2029]*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 
 
@@ -332,86 +317,76 @@ class BrokerInfo:
     listener_security_protocol_map: tuple[tuple[str, str], ...] | None = None
 
     def end_points(self) -> tuple[EndPoint, ...]:
-        """EndPoint.createEndPoint for each listener (ValueError where Scala throws); v1 has one PLAINTEXT."""
+        """EndPoint.createEndPoint per listener (ValueError where Scala throws); v1 has one PLAINTEXT."""
         if self.version == 1:
-            return (EndPoint("PLAINTEXT", self.host, self.port if self.port is not None else -1, "PLAINTEXT"),)
-        if self.listener_security_protocol_map is None:
-            protocols = {name: name for name in _SECURITY_PROTOCOLS}
-        else:
-            protocols = {}
+            return (EndPoint("PLAINTEXT", self.host, -1 if self.port is None else self.port, "PLAINTEXT"),)
+        protocols = {name: name for name in _SECURITY_PROTOCOLS}
+        if self.listener_security_protocol_map is not None:
+            protocols = {}  # keys are used as written; only endpoint listener names get upper-cased
             for listener, protocol in self.listener_security_protocol_map:
                 if protocol.upper() not in _SECURITY_PROTOCOLS:  # SecurityProtocol.forName
                     raise ValueError(f"unknown security protocol {protocol!r} for listener {listener!r}")
-                protocols[listener] = protocol.upper()  # keys are NOT normalised, unlike endpoint names
+                protocols[listener] = protocol.upper()
         parsed = []
         for text in self.endpoints:
             match = _ENDPOINT.fullmatch(text)
-            if match is None:
+            if match is None or not _INT32[0] <= int(match[3]) <= _INT32[1]:
                 raise ValueError(f"unable to parse {text!r} to a broker endpoint")
-            listener, host, port = match[1].upper(), match[2] or None, int(match[3])
-            if not _INT32[0] <= port <= _INT32[1]:
-                raise ValueError(f"port of {text!r} is out of range")
+            listener = match[1].upper()
             if listener not in protocols:
                 raise ValueError(f"no security protocol defined for listener {listener}")
-            parsed.append(EndPoint(listener, host, port, protocols[listener]))
+            parsed.append(EndPoint(listener, match[2] or None, int(match[3]), protocols[listener]))
+        if len({end_point.listener for end_point in parsed}) != len(parsed):  # Broker's own check
+            raise ValueError("more than one endpoint with the same listener name")
         return tuple(parsed)
 
     def plaintext_address(self) -> tuple[str, int] | None:
         """ClientUtils.getPlaintextBrokerEndPoints: the first PLAINTEXT endpoint; None if none is usable."""
         for end_point in self.end_points():
             if end_point.security_protocol == "PLAINTEXT":
-                return (end_point.host, end_point.port) if end_point.host is not None else None
+                return None if end_point.host is None else (end_point.host, end_point.port)
         return None
 
 
 def decode_broker(broker_id: int, data: bytes, path: str) -> BrokerInfo:
-    """Decode a broker registration like 1.1.1 (any version >= 2 is read through its endpoints)."""
+    """Decode a broker registration like 1.1.1: every version >= 2 is read through its endpoints."""
     text = _utf8(data, path)
     try:
-        doc = _parse_json(text[1:] if text.startswith("\ufeff") else text)  # Jackson skips a UTF-8 BOM in bytes
+        doc = _parse_json(text.removeprefix("\ufeff"))  # Jackson skips a UTF-8 BOM when reading bytes
     except ValueError as exc:
         raise ZkDataError(path, f"broker registration is not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise ZkDataError(path, f"broker registration must be a JSON object, got {_show(doc)}")
-    version = _int_field(doc, "version", path)
-    jmx_port = _int_field(doc, "jmx_port", path)
+    version, jmx_port = _int_field(doc, "version", path), _int_field(doc, "jmx_port", path)
     if version < 1:
         raise ZkDataError(path, f"unsupported broker registration version {version}")
     host, port, endpoints, protocol_map = doc.get("host"), doc.get("port"), (), None
+    if version == 1 and not isinstance(host, str):
+        raise ZkDataError(path, f"field 'host' must be a string, got {_show(host)}")
     if version == 1:
-        if not isinstance(host, str):
-            raise ZkDataError(path, f"field 'host' must be a string, got {_show(host)}")
         port = _int_field(doc, "port", path)
     else:
-        raw = doc.get("endpoints")
-        if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        endpoints = doc.get("endpoints")
+        if not isinstance(endpoints, list) or not all(isinstance(item, str) for item in endpoints):
             raise ZkDataError(path, "field 'endpoints' must be an array of strings")
-        endpoints = tuple(raw)
-        if "listener_security_protocol_map" in doc:
-            raw_map = doc["listener_security_protocol_map"]
-            if not isinstance(raw_map, dict) or not all(isinstance(v, str) for v in raw_map.values()):
-                raise ZkDataError(path, "listener_security_protocol_map must map strings to strings")
-            protocol_map = tuple(raw_map.items())
-    rack = doc.get("rack")
-    if rack is not None and not isinstance(rack, str):
+        protocol_map = doc.get("listener_security_protocol_map", protocol_map)
+        if "listener_security_protocol_map" in doc and not (
+                isinstance(protocol_map, dict) and all(isinstance(v, str) for v in protocol_map.values())):
+            raise ZkDataError(path, "listener_security_protocol_map must map strings to strings")
+    rack, timestamp = doc.get("rack"), doc.get("timestamp")
+    if not isinstance(rack, (str, type(None))):
         raise ZkDataError(path, f"field 'rack' must be a string or null, got {_show(rack)}")
-    timestamp = doc.get("timestamp")
-    info = BrokerInfo(
-        broker_id=broker_id,
-        host=host if isinstance(host, str) else None,
-        port=port if _is_int32(port) else None,
-        endpoints=endpoints, rack=rack, version=version, jmx_port=jmx_port,
-        timestamp=timestamp if isinstance(timestamp, str) else None,
-        listener_security_protocol_map=protocol_map,
-    )
+    info = BrokerInfo(broker_id, host if isinstance(host, str) else None, port if _is_int32(port) else None,
+                      tuple(endpoints), rack, version, jmx_port, timestamp if isinstance(timestamp, str) else None,
+                      None if protocol_map is None else tuple(protocol_map.items()))
     try:
-        info.end_points()  # Scala parses every endpoint while decoding, so a bad one fails the broker
+        info.end_points()  # Scala parses every endpoint while decoding: one bad endpoint fails the broker
     except ValueError as exc:
         raise ZkDataError(path, str(exc)) from None
     return info
 
 
-# Key orders real brokers produce (Scala map iteration order): v1 0.8.x, v2 0.9, v3 0.10.0, v4 1.1, v5 3.9.
+# Key orders real brokers write (Scala map iteration order): v1 0.8.x, v2 0.9, v3 0.10.0, v4 1.1, v5 3.9.
 _BROKER_KEY_ORDER = {
     1: ("jmx_port", "timestamp", "host", "version", "port"),
     2: ("jmx_port", "timestamp", "endpoints", "host", "version", "port"),
@@ -423,30 +398,25 @@ _BROKER_KEY_ORDER = {
 
 
 def encode_broker(info: BrokerInfo, *, version: int | None = None) -> bytes:
-    """Broker JSON in the shape (and key order) the brokers writing that version produce; for fixtures."""
+    """Broker JSON in the shape and key order of the brokers that write that version; for fixtures."""
     version = info.version if version is None else version
     if version not in _BROKER_KEY_ORDER or info.timestamp is None:
-        raise ValueError(f"can only encode versions 1..5 with a timestamp (got v{version})")
+        raise ValueError(f"can only encode versions 1..5, with a timestamp (got v{version})")
     protocol_map = info.listener_security_protocol_map
-    if protocol_map is None:  # brokers always write it from v4; derive it from the listener names
-        protocol_map = tuple((m[1].upper(), m[1].upper()) for m in map(_ENDPOINT.fullmatch, info.endpoints) if m)
-
-    def number(value: int | None, what: str) -> str:
-        return "-1" if value is None else str(_check_int(value, what))
-
+    if protocol_map is None:  # brokers always write one from v4: derive it from the listener names
+        protocol_map = tuple((m[1].upper(),) * 2 for m in map(_ENDPOINT.fullmatch, info.endpoints) if m)
     values = {
-        "version": str(version),
+        "version": str(version), "features": "{}",
         "host": "null" if info.host is None else _jackson_quote(info.host),
-        "port": number(info.port, "port"),
-        "jmx_port": number(info.jmx_port, "jmx_port"),
+        "port": "-1" if info.port is None else _number(info.port, "port"),
+        "jmx_port": _number(info.jmx_port, "jmx_port"),
         "timestamp": _jackson_quote(info.timestamp),
         "endpoints": "[" + ",".join(map(_jackson_quote, info.endpoints)) + "]",
         "rack": None if info.rack is None else _jackson_quote(info.rack),
         "listener_security_protocol_map":
             "{" + ",".join(f"{_jackson_quote(k)}:{_jackson_quote(v)}" for k, v in protocol_map) + "}",
-        "features": "{}",
     }
-    fields = [f"{_jackson_quote(key)}:{values[key]}" for key in _BROKER_KEY_ORDER[version] if values[key] is not None]
+    fields = (f'"{key}":{values[key]}' for key in _BROKER_KEY_ORDER[version] if values[key] is not None)
     return _to_bytes("{" + ",".join(fields) + "}")
 
 
@@ -455,19 +425,15 @@ def encode_broker(info: BrokerInfo, *, version: int | None = None) -> bytes:
 def decode_topic_partitions(data: bytes, path: str) -> dict[int, list[int]]:
     """ZkUtils.getPartitionAssignmentForTopics: partition -> replicas, sorted by partition.
 
-    Like Scala, unparsable JSON or a missing "partitions" field means *no partitions* (not an
-    error), so every group member agrees on the same empty assignment for that topic.
+    Like Scala, unparsable JSON or a missing "partitions" field means *no partitions* (no error),
+    so every member of the group agrees on the same empty assignment for that topic.
     """
     doc = _parse_json_lenient(_utf8(data, path))
-    if doc is None:
+    if doc is None or (isinstance(doc, dict) and "partitions" not in doc):
         return {}
-    if not isinstance(doc, dict):
-        raise ZkDataError(path, f"topic znode must be a JSON object, got {_show(doc)}")
-    if "partitions" not in doc:
-        return {}
-    partitions = doc["partitions"]
+    partitions = doc.get("partitions") if isinstance(doc, dict) else doc
     if not isinstance(partitions, dict):
-        raise ZkDataError(path, f"'partitions' must be a JSON object, got {_show(partitions)}")
+        raise ZkDataError(path, f"expected an object with a 'partitions' object, got {_show(partitions)}")
     result: dict[int, list[int]] = {}
     for key, replicas in partitions.items():
         if not isinstance(replicas, list) or not all(map(_is_int32, replicas)):
@@ -481,10 +447,8 @@ def decode_topic_partitions(data: bytes, path: str) -> dict[int, list[int]]:
 
 def encode_topic_partitions(partitions: Mapping[int, Sequence[int]]) -> bytes:
     """{"version":1,"partitions":{"0":[1,2],...}} in the mapping's order, as TopicZNode.encode writes it."""
-    body = ",".join(
-        f'"{_check_int(p, "partition")}":[{",".join(str(_check_int(r, "replica")) for r in replicas)}]'
-        for p, replicas in partitions.items()
-    )
+    body = ",".join(f'"{_number(p)}":[{",".join(_number(r, "replica") for r in replicas)}]'
+                    for p, replicas in partitions.items())
     return f'{{"version":1,"partitions":{{{body}}}}}'.encode("ascii")
 
 
@@ -498,7 +462,7 @@ class PartitionState:
 
 
 def decode_partition_state(data: bytes, path: str) -> PartitionState:
-    """…/partitions/<p>/state as the ops tools read it; unknown fields (newer brokers) are ignored."""
+    """.../partitions/<p>/state as the ops tools read it; fields newer brokers add are ignored."""
     try:
         doc = _parse_json(_utf8(data, path))
     except ValueError as exc:
@@ -508,11 +472,6 @@ def decode_partition_state(data: bytes, path: str) -> PartitionState:
     isr = doc.get("isr")
     if not isinstance(isr, list) or not all(map(_is_int32, isr)):
         raise ZkDataError(path, "field 'isr' must be an array of ints")
-    version = doc.get("version")
-    return PartitionState(
-        leader=_int_field(doc, "leader", path),
-        leader_epoch=_int_field(doc, "leader_epoch", path),
-        isr=tuple(isr),
-        controller_epoch=_int_field(doc, "controller_epoch", path),
-        version=version if _is_int32(version) else None,
-    )
+    return PartitionState(_int_field(doc, "leader", path), _int_field(doc, "leader_epoch", path), tuple(isr),
+                          _int_field(doc, "controller_epoch", path),
+                          doc["version"] if _is_int32(doc.get("version")) else None)

@@ -275,6 +275,31 @@ def test_stale_and_inactive_partitions_are_not_delivered(make_fetcher, topic_fac
     assert not f._held and len(q) == 0
 
 
+def test_consumer_calls_from_other_threads_do_not_starve(make_fetcher, topic_factory, produce) -> None:
+    """confluent-kafka serializes calls on one Consumer and consume() holds that gate while it waits:
+    a direct commit() from another thread starves. The proxy runs it on the fetcher thread."""
+    topic = topic_factory(partitions=2)
+    produce(topic, 20, partitions=2)
+    q = StreamQueue(2, "s")
+    f = make_fetcher()
+    f.assign(infos_for(topic, [0, 1], q))
+    drain(ConsumerIterator(q, 200), 20)  # now the fetcher loops in consume() on idle partitions
+    results: list[object] = []
+
+    def committer() -> None:
+        began = time.monotonic()
+        f.consumer.commit(offsets=[TopicPartition(topic, 0, 7)], asynchronous=False)
+        results.append(f.consumer.committed([TopicPartition(topic, 0)], timeout=10)[0].offset)
+        results.append(time.monotonic() - began)
+
+    t = threading.Thread(target=committer)
+    t.start()
+    t.join(20)
+    assert results and results[0] == 7 and results[1] < 5, results
+    assert f.consumer.get_watermark_offsets(TopicPartition(topic, 1), timeout=10) == (0, 10)
+    assert isinstance(f.consumer.memberid(), (str, type(None)))
+
+
 def test_close_is_idempotent_and_stops_the_thread(make_fetcher, topic_factory) -> None:
     topic = topic_factory(partitions=1)
     q = StreamQueue(2, "s")
@@ -320,6 +345,49 @@ def test_close_from_on_error_on_the_fetcher_thread(make_fetcher, topic_factory, 
     assert not f._thread.is_alive()
     assert [(str(e), n) for e, n in seen] == [("injected", "f0-fetcher")]
     assert f._closed
+
+
+def test_on_error_may_block_on_a_thread_that_waits_for_the_fetcher(make_fetcher, topic_factory,
+                                                                   monkeypatch) -> None:
+    """The connector's on_error takes a lock that a thread waiting in add() holds: the waiting
+    command is released (ConsumerError) before on_error runs, so neither waits for the other."""
+    topic = topic_factory(partitions=2)
+    go, failing = threading.Event(), threading.Event()
+
+    class FailsWhileACommandWaits(confluent_kafka.Consumer):
+        def consume(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if go.is_set():
+                failing.set()
+                deadline = time.monotonic() + 5
+                while f._commands.empty() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                raise RuntimeError("injected")
+            return super().consume(*args, **kwargs)
+
+    monkeypatch.setattr(fetcher_mod, "Consumer", FailsWhileACommandWaits)
+    f = make_fetcher(start=False)
+    lock = threading.Lock()
+    reported: list[BaseException] = []
+
+    def on_error(exc: BaseException) -> None:
+        with lock:
+            reported.append(exc)
+
+    f._on_error = on_error
+    f.start()
+    q = StreamQueue(1, "s")
+    f.assign(infos_for(topic, [0], q))
+    with lock:
+        go.set()
+        assert failing.wait(5)  # the fetcher thread is about to fail, once a command waits
+        began = time.monotonic()
+        with pytest.raises(ConsumerError):
+            f.add(infos_for(topic, [1], q))
+        assert time.monotonic() - began < 5
+    f._thread.join(10)
+    assert [str(e) for e in reported] == ["injected"]
+    f.stop_fetching()  # inline now
+    assert f.assigned() == set()
 
 
 @pytest.mark.parametrize("kind", ["exception", "fatal_kafka_error"])

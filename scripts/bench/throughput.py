@@ -1,0 +1,157 @@
+"""Throughput: a bare confluent-kafka consume(batch) loop vs. our ConsumerIterator, one run, one cluster.
+
+    .venv/bin/python scripts/bench/throughput.py --messages 2000000
+
+Measures, over the same 8-partition topic of 100-byte messages (each reader starts at offset 0;
+every clock starts at the reader's first message, so connection set-up is not counted):
+  (a) raw        confluent_kafka.Consumer (our fetcher's librdkafka settings), assign() +
+                 consume(10000) loop, touching every value
+  (b) iterator   ConsumerConnector, one stream, `for msg in stream` touching msg.value
+  (c) streams    ConsumerConnector, N streams drained by N threads
+  (d) batches    ConsumerConnector, one stream, `for batch in stream.batches()`
+The last line is machine-readable: ratio=<b/a> raw_msgs_per_s=<a> iterator_msgs_per_s=<b>
+"""
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from zkconsumer import ConsumerConnector, ConsumerTimeout
+from zkconsumer.fetcher import FetchSettings
+from zkconsumer.testing import kafka
+from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster
+
+PARTITIONS = 8
+
+
+def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 1_000_000, "acks": 1})
+    payload = b"x" * size
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, payload, partition=i % PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    producer.flush(120)
+
+
+def raw(bootstrap: str, topic: str, count: int) -> float:
+    """The same librdkafka settings our fetcher uses; the clock starts at the first message."""
+    settings = FetchSettings(bootstrap_servers=bootstrap, group_id=f"bench-raw-{uuid.uuid4().hex[:6]}",
+                             client_id="bench-raw")
+    consumer = Consumer(settings.consumer_config())
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    seen = nbytes = 0
+    began = None
+    while seen < count:
+        for m in consumer.consume(10000, 1.0):
+            if m.error() is None:
+                if began is None:
+                    began = time.perf_counter()
+                seen += 1
+                nbytes += len(m.value())
+    elapsed = time.perf_counter() - began  # type: ignore[operator]
+    consumer.close()
+    return count / elapsed
+
+
+def connector(zookeeper: str) -> ConsumerConnector:
+    return ConsumerConnector({"zookeeper.connect": zookeeper, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                              "auto.offset.reset": "smallest", "auto.commit.enable": "false",
+                              "consumer.timeout.ms": 5000})
+
+
+def iterator(zookeeper: str, topic: str, count: int) -> float:
+    with connector(zookeeper) as conn:
+        stream = conn.create_message_streams({topic: 1})[topic][0]
+        seen = nbytes = 0
+        began = 0.0
+        for msg in stream:
+            if not seen:
+                began = time.perf_counter()
+            seen += 1
+            nbytes += len(msg.value)
+            if seen == count:
+                break
+        return count / (time.perf_counter() - began)
+
+
+def batches(zookeeper: str, topic: str, count: int) -> float:
+    with connector(zookeeper) as conn:
+        stream = conn.create_message_streams({topic: 1})[topic][0]
+        seen = nbytes = 0
+        began = 0.0
+        for batch in stream.batches():
+            if not seen:
+                began = time.perf_counter()
+            for msg in batch:
+                nbytes += len(msg.value)
+            seen += len(batch)
+            if seen >= count:
+                break
+        return count / (time.perf_counter() - began)
+
+
+def many_streams(zookeeper: str, topic: str, count: int, streams: int) -> float:
+    with connector(zookeeper) as conn:
+        all_streams = conn.create_message_streams({topic: streams})[topic]
+        counts = [0] * streams
+        done = threading.Event()
+
+        def drain(i: int) -> None:
+            try:
+                for _ in all_streams[i]:
+                    counts[i] += 1
+                    if sum(counts) >= count:
+                        done.set()
+                        return
+            except ConsumerTimeout:
+                return
+        began = time.perf_counter()
+        threads = [threading.Thread(target=drain, args=(i,), daemon=True) for i in range(streams)]
+        for t in threads:
+            t.start()
+        done.wait(600)
+        return count / (time.perf_counter() - began)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=2_000_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--streams", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=1, help="best of N runs for (a) and (b)")
+    parser.add_argument("--smoke", action="store_true", help="small heaps (for the test suite)")
+    args = parser.parse_args()
+    cluster = LocalCluster(brokers=1, chroot="/bench", jvm_opts=TEST_JVM_OPTS if args.smoke else SERVER_JVM_OPTS)
+    cluster.start()
+    try:
+        topic = "bench"
+        kafka.create_topic(cluster.bootstrap_servers, topic, PARTITIONS)
+        began = time.perf_counter()
+        produce(cluster.bootstrap_servers, topic, args.messages, args.size)
+        print(f"produced {args.messages} x {args.size} B in {time.perf_counter() - began:.1f}s", flush=True)
+        raw(cluster.bootstrap_servers, topic, min(args.messages, 200_000))  # warm the broker's page cache/JIT
+        a = max(raw(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
+        print(f"(a) raw consume(batch) loop : {a:12,.0f} msg/s", flush=True)
+        b = max(iterator(cluster.zookeeper_connect, topic, args.messages) for _ in range(args.repeat))
+        print(f"(b) one ConsumerIterator     : {b:12,.0f} msg/s  ({b / a:.2f} of raw)", flush=True)
+        c = many_streams(cluster.zookeeper_connect, topic, args.messages, args.streams)
+        print(f"(c) {args.streams} streams, {args.streams} threads : {c:12,.0f} msg/s  ({c / a:.2f} of raw)", flush=True)
+        d = batches(cluster.zookeeper_connect, topic, args.messages)
+        print(f"(d) one stream, batches()   : {d:12,.0f} msg/s  ({d / a:.2f} of raw)", flush=True)
+        print(f"ratio={b / a:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
+              f"streams_msgs_per_s={c:.0f} batch_msgs_per_s={d:.0f}")
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

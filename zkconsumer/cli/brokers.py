@@ -1,0 +1,128 @@
+"""Broker-side numbers for the tools: bootstrap from /brokers/ids, log start/end and time lookups."""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Iterable
+
+from kazoo.client import KazooClient
+
+from zkconsumer.cli.common import CliError, warn
+from zkconsumer.group import GroupZk
+from zkconsumer.zkdata import ZkDataError
+
+TopicPartition = tuple[str, int]
+_quiet = logging.getLogger("zkconsumer.cli.librdkafka")
+_quiet.addHandler(logging.NullHandler())
+_quiet.propagate = False
+
+
+def bootstrap_from_zookeeper(client: KazooClient) -> str | None:
+    """host:port,... of every registered broker's PLAINTEXT endpoint (as ClientUtils did); None if none."""
+    reader = GroupZk(client, "zkconsumer-cli", "zkconsumer-cli")
+    addresses = []
+    try:
+        brokers = reader.brokers()
+    except ZkDataError as exc:
+        warn(f"skipping a garbled broker registration: {exc}")
+        return None
+    for broker in brokers:
+        try:
+            address = broker.plaintext_address()
+        except ValueError as exc:
+            warn(f"broker {broker.broker_id}: {exc}")
+            continue
+        if address is not None:
+            host, port = address
+            addresses.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    return ",".join(addresses) or None
+
+
+class Watermarks:
+    """Log start/end offsets through a throwaway confluent-kafka Consumer (never joins a group).
+
+    Use as a context manager; `available` is False (with `reason`) when no broker can be reached,
+    and every lookup then returns nothing instead of waiting on each partition.
+    """
+
+    def __init__(self, bootstrap: str | None, timeout: float = 10.0) -> None:
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.reason: str | None = None if bootstrap else "no PLAINTEXT broker registered under /brokers/ids"
+        self._consumer = None
+        self._existing: dict[str, set[int]] | None = None
+
+    def __enter__(self) -> "Watermarks":
+        if self.bootstrap:
+            from confluent_kafka import Consumer
+            self._consumer = Consumer({
+                "bootstrap.servers": self.bootstrap, "group.id": f"zkconsumer-cli-{uuid.uuid4().hex[:12]}",
+                "enable.auto.commit": False, "socket.timeout.ms": int(self.timeout * 1000),
+                "log.connection.close": False, "logger": _quiet})
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    @property
+    def available(self) -> bool:
+        return self._consumer is not None and self.reason is None
+
+    def _metadata(self, topics: Iterable[str]) -> dict[str, set[int]]:
+        """topic -> partitions the brokers know (topics they do not know map to nothing)."""
+        from confluent_kafka import KafkaException
+        existing: dict[str, set[int]] = {}
+        if not self.available:
+            return existing
+        try:
+            meta = self._consumer.list_topics(timeout=self.timeout)  # type: ignore[union-attr]
+        except KafkaException as exc:
+            self.reason = f"brokers at {self.bootstrap} unreachable ({exc.args[0].str() if exc.args else exc})"
+            return existing
+        for topic in topics:
+            info = meta.topics.get(topic)
+            if info is not None and info.error is None:
+                existing[topic] = set(info.partitions)
+        return existing
+
+    def offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """(topic, partition) -> (log start, log end); partitions the brokers cannot answer are left out."""
+        from confluent_kafka import KafkaException, TopicPartition as KafkaTopicPartition
+        keys = sorted(set(keys))
+        existing = self._metadata({t for t, _ in keys})
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        for topic, partition in keys:
+            if partition not in existing.get(topic, ()):
+                continue
+            try:
+                low, high = self._consumer.get_watermark_offsets(  # type: ignore[union-attr]
+                    KafkaTopicPartition(topic, partition), timeout=self.timeout, cached=False)
+            except KafkaException as exc:
+                warn(f"no log offsets for {topic}-{partition}: {exc.args[0].str() if exc.args else exc}")
+                continue
+            out[(topic, partition)] = (low, high)
+        return out
+
+    def offsets_for_time(self, keys: Iterable[TopicPartition], timestamp_ms: int) -> dict[TopicPartition, int]:
+        """(topic, partition) -> the first offset whose timestamp is >= timestamp_ms (-1: none that late)."""
+        from confluent_kafka import KafkaException, TopicPartition as KafkaTopicPartition
+        if not self.available:
+            raise CliError(f"cannot look up offsets by time: {self.reason}")
+        keys = sorted(set(keys))
+        try:
+            found = self._consumer.offsets_for_times(  # type: ignore[union-attr]
+                [KafkaTopicPartition(t, p, timestamp_ms) for t, p in keys], timeout=self.timeout)
+        except KafkaException as exc:
+            raise CliError(f"offset lookup by time failed: {exc.args[0].str() if exc.args else exc}") from None
+        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None}
+
+
+def open_watermarks(client: KazooClient, bootstrap_override: str | None, *, quiet: bool = False) -> Watermarks:
+    """Watermarks bootstrapped from --bootstrap-server or /brokers/ids (a warning if neither works)."""
+    bootstrap = bootstrap_override or bootstrap_from_zookeeper(client)
+    marks = Watermarks(bootstrap)
+    if marks.reason and not quiet:
+        warn(f"log offsets unavailable: {marks.reason}")
+    return marks

@@ -1,0 +1,199 @@
+"""Shared CLI plumbing: ZooKeeper connection options, one-line errors, JSON output, progress bars."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import sys
+import warnings
+from typing import Any, Callable, Iterator, TypeVar
+
+import click
+from kazoo.client import KazooClient
+from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from zkconsumer import zkdata
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+ENV_ZOOKEEPER = "ZKCONSUMER_ZOOKEEPER"
+ENV_DIGEST = "ZKCONSUMER_ZK_DIGEST"
+
+
+class CliError(click.ClickException):
+    """An expected failure: printed as one line on stderr, no traceback."""
+
+    exit_code = EXIT_PROBLEM
+
+    def __init__(self, message: str, exit_code: int = EXIT_PROBLEM) -> None:
+        super().__init__(" ".join(message.split("\n")))  # one line, always
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"zkconsumer: error: {self.format_message()}", err=True)
+
+
+def warn(message: str) -> None:
+    """A one-line warning on stderr (never on stdout, which may be parsed)."""
+    click.echo(f"zkconsumer: warning: {message}", err=True)
+
+
+def expected_errors(fn: F) -> F:
+    """Turn failures an operator can cause (ZooKeeper down, no permission, garbled znodes) into CliError."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CliError:
+            raise
+        except NoAuthError as exc:
+            raise CliError(f"ZooKeeper refused access ({type(exc).__name__}); "
+                           "pass --zk-digest user:password (or ZKCONSUMER_ZK_DIGEST)") from None
+        except (KazooTimeoutError, KazooException) as exc:
+            detail = str(exc) or type(exc).__name__
+            raise CliError(f"ZooKeeper request failed: {detail}") from None
+        except zkdata.ZkDataError as exc:
+            raise CliError(f"unreadable znode {exc}") from None
+    return wrapper  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- options
+
+def _check_connect(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    hosts, _, chroot = value.partition("/")
+    if not hosts or any(not h.strip() for h in hosts.split(",")):
+        raise click.BadParameter(f"{value!r}: expected host:port[,host:port...][/chroot]")
+    if chroot and (chroot.endswith("/") or "//" in chroot):
+        raise click.BadParameter(f"{value!r}: bad chroot")
+    return value
+
+
+def _check_digest(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and (":" not in value or value.startswith(":")):
+        raise click.BadParameter("expected user:password")
+    return value
+
+
+def zk_options(fn: F) -> F:
+    """--zookeeper, --zk-digest and --zk-timeout, with their environment variables."""
+    fn = click.option("--zk-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+                      metavar="SECONDS", help="Give up connecting to ZooKeeper after this long.")(fn)
+    fn = click.option("--zk-digest", envvar=ENV_DIGEST, callback=_check_digest, metavar="USER:PASSWORD",
+                      help=f"ZooKeeper digest authentication (env {ENV_DIGEST}).")(fn)
+    fn = click.option("--zookeeper", "zookeeper", envvar=ENV_ZOOKEEPER, required=True, callback=_check_connect,
+                      metavar="HOST:PORT[/CHROOT]",
+                      help=f"ZooKeeper connect string, as zookeeper.connect (env {ENV_ZOOKEEPER}).")(fn)
+    return fn
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(fn)
+
+
+def group_option(fn: F) -> F:
+    return click.option("--group", "-g", required=True, metavar="GROUP", help="Consumer group (group.id).")(fn)
+
+
+# ---------------------------------------------------------------- ZooKeeper
+
+@contextlib.contextmanager
+def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[KazooClient]:
+    """A started kazoo client with bounded command retries; CliError if unreachable within `timeout`."""
+    auth = [("digest", digest)] if digest else None
+    client = KazooClient(hosts=zookeeper, timeout=max(timeout, 4.0), auth_data=auth,
+                         connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+                         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0, "deadline": timeout})
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "No chroot path exists": reported as an unknown group instead
+            client.start(timeout=timeout)
+    except AuthFailedError:
+        _close(client)
+        raise CliError(f"ZooKeeper at {zookeeper} rejected the --zk-digest credentials") from None
+    except (KazooTimeoutError, KazooException, OSError) as exc:
+        _close(client)
+        detail = "" if isinstance(exc, KazooTimeoutError) else f" ({exc})"
+        raise CliError(f"ZooKeeper unreachable at {zookeeper} after {timeout:g} s{detail}") from None
+    try:
+        yield client
+    finally:
+        _close(client)
+
+
+def _close(client: KazooClient) -> None:
+    try:
+        client.stop()
+        client.close()
+    except Exception:  # noqa: BLE001 - already broken; nothing to clean up
+        logging.getLogger(__name__).debug("closing the ZooKeeper client failed", exc_info=True)
+
+
+def require_group(client: KazooClient, group: str, zookeeper: str) -> None:
+    """CliError naming the group (and a likely wrong chroot) unless /consumers/<group> exists."""
+    try:
+        path = zkdata.group_path(group)
+    except ValueError:
+        raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
+    if client.exists(path) is None:
+        hint = "" if client.exists(zkdata.BROKER_IDS) else " (no /brokers either: wrong chroot?)"
+        raise CliError(f"unknown group {group!r}: no {path} in ZooKeeper at {zookeeper}{hint}")
+
+
+def children(client: KazooClient, path: str) -> list[str]:
+    """Children of a node that may not exist (then none)."""
+    try:
+        return client.get_children(path)
+    except NoNodeError:
+        return []
+
+
+def member_count(client: KazooClient, group: str) -> int:
+    return len(children(client, zkdata.ids_path(group)))
+
+
+# ---------------------------------------------------------------- output
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=None, sort_keys=False, default=str))
+
+
+def stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _NoProgress:
+    def advance(self, _n: int = 1) -> None:
+        pass
+
+
+class _RichProgress:
+    def __init__(self, progress: Any, task: Any) -> None:
+        self._progress, self._task = progress, task
+
+    def advance(self, n: int = 1) -> None:
+        self._progress.advance(self._task, n)
+
+
+PROGRESS_THRESHOLD = 50
+
+
+@contextlib.contextmanager
+def progress(total: int, description: str) -> Iterator[_NoProgress | _RichProgress]:
+    """A rich progress bar on stderr for `total` steps, only when stderr is a terminal and total is large."""
+    if total < PROGRESS_THRESHOLD or not stderr_is_tty():
+        yield _NoProgress()
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        yield _RichProgress(bar, bar.add_task(description, total=total))
