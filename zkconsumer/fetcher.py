@@ -327,8 +327,15 @@ class Fetcher:
                          info.topic, info.partition, start, policy)
 
     def _watermarks(self, key: Key) -> tuple[int, int]:
-        marks = self._raw.get_watermark_offsets(TopicPartition(*key),
-                                              timeout=max(self.settings.socket_timeout_ms, 1000) / 1000)
+        timeout = max(self.settings.socket_timeout_ms, 1000) / 1000
+        try:
+            marks = self._raw.get_watermark_offsets(TopicPartition(*key), timeout=timeout)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                raise
+            # A partition added after librdkafka cached the topic: refresh its metadata once.
+            self._raw.list_topics(key[0], timeout=timeout)
+            marks = self._raw.get_watermark_offsets(TopicPartition(*key), timeout=timeout)
         if marks is None:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"watermarks of {key[0]}-{key[1]}"))
         return marks

@@ -45,9 +45,10 @@ class Watermarks:
     and every lookup then returns nothing instead of waiting on each partition.
     """
 
-    def __init__(self, bootstrap: str | None, timeout: float = 10.0) -> None:
+    def __init__(self, bootstrap: str | None, timeout: float = 10.0, *, quiet: bool = False) -> None:
         self.bootstrap = bootstrap
         self.timeout = timeout
+        self.quiet = quiet
         self.reason: str | None = None if bootstrap else "no PLAINTEXT broker registered under /brokers/ids"
         self._consumer = None
         self._existing: dict[str, set[int]] | None = None
@@ -77,9 +78,11 @@ class Watermarks:
         if not self.available:
             return existing
         try:
-            meta = self._consumer.list_topics(timeout=self.timeout)  # type: ignore[union-attr]
+            meta = self._consumer.list_topics(timeout=min(self.timeout, 5.0))  # type: ignore[union-attr]
         except KafkaException as exc:
             self.reason = f"brokers at {self.bootstrap} unreachable ({exc.args[0].str() if exc.args else exc})"
+            if not self.quiet:
+                warn(f"log offsets unavailable: {self.reason}")
             return existing
         for topic in topics:
             info = meta.topics.get(topic)
@@ -122,7 +125,7 @@ class Watermarks:
 def open_watermarks(client: KazooClient, bootstrap_override: str | None, *, quiet: bool = False) -> Watermarks:
     """Watermarks bootstrapped from --bootstrap-server or /brokers/ids (a warning if neither works)."""
     bootstrap = bootstrap_override or bootstrap_from_zookeeper(client)
-    marks = Watermarks(bootstrap)
+    marks = Watermarks(bootstrap, quiet=quiet)
     if marks.reason and not quiet:
         warn(f"log offsets unavailable: {marks.reason}")
     return marks

@@ -58,6 +58,14 @@ def expected_errors(fn: F) -> F:
             raise CliError(f"ZooKeeper request failed: {detail}") from None
         except zkdata.ZkDataError as exc:
             raise CliError(f"unreadable znode {exc}") from None
+        except OSError as exc:  # a file that cannot be opened or written, mostly
+            raise CliError(str(exc)) from None
+        except Exception as exc:
+            from confluent_kafka import KafkaException
+            if isinstance(exc, KafkaException):
+                error = exc.args[0] if exc.args else exc
+                raise CliError(f"Kafka error: {error.str() if hasattr(error, 'str') else error}") from None
+            raise
     return wrapper  # type: ignore[return-value]
 
 

@@ -1,0 +1,135 @@
+"""Interop fixtures: a consumer group mixing real Scala 1.1.1 members (JVMs) and zkconsumer members."""
+from __future__ import annotations
+
+import collections
+import time
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+import pytest
+
+from zkconsumer import ConsumerConnector, Whitelist
+from zkconsumer.testing.members import Recorder, drain, wait_for_balanced
+from zkconsumer.testing.scala import FAST_PROPERTIES, ScalaMember
+
+Key = tuple[str, int, int]
+PY_PROPERTIES = {**FAST_PROPERTIES, "consumer.timeout.ms": 200}
+
+
+class MixedGroup:
+    """One group's members, Scala and zkconsumer, with everything they delivered.
+
+    Scala members run as JVMs (deliveries in files); zkconsumer members run in this process
+    (deliveries in `recorder`). Members are named; consumer ids are f"{group}_{name}".
+    """
+
+    def __init__(self, cluster, zk, group: str, workdir: Path) -> None:  # type: ignore[no-untyped-def]
+        self.cluster, self.zk, self.group, self.workdir = cluster, zk, group, workdir
+        self.scala: dict[str, ScalaMember] = {}
+        self.py: dict[str, ConsumerConnector] = {}
+        self.left: dict[str, ScalaMember] = {}  # stopped Scala members keep their delivery files
+        self.recorder = Recorder()
+
+    # ---- joining and leaving ---------------------------------------------------------------
+    def add_scala(self, name: str, topics: Mapping[str, int] | None = None, *, whitelist: str | None = None,
+                  streams: int = 1, strategy: str = "range", **props: object) -> ScalaMember:
+        """Start a Scala member (returns before it is ready; see wait_ready)."""
+        member = ScalaMember(self.cluster.zookeeper_connect, self.group, name, workdir=self.workdir,
+                             topics=topics, whitelist=whitelist, streams=streams, strategy=strategy,
+                             properties={k.replace("_", "."): v for k, v in props.items()})
+        self.scala[name] = member.start()
+        return member
+
+    def add_py(self, name: str, topics: Mapping[str, int] | None = None, *, whitelist: str | None = None,
+               streams: int = 1, strategy: str = "range", **props: object) -> ConsumerConnector:
+        """Start a zkconsumer member and drain its streams (blocks for its first rebalance)."""
+        conn = ConsumerConnector({**PY_PROPERTIES, "zookeeper.connect": self.cluster.zookeeper_connect,
+                                  "group.id": self.group, "consumer.id": name,
+                                  "partition.assignment.strategy": strategy,
+                                  **{k.replace("_", "."): v for k, v in props.items()}})
+        self.py[name] = conn
+        if whitelist is not None:
+            found = conn.create_message_streams_by_filter(Whitelist(whitelist), streams)
+        else:
+            found = [s for per_topic in conn.create_message_streams(dict(topics or {})).values() for s in per_topic]
+        drain(name, found, self.recorder)
+        return conn
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        for member in self.scala.values():
+            member.wait_ready(timeout)
+
+    def leave(self, name: str) -> float:
+        """Clean leave (shutdown, which commits) of one member; returns how long it took."""
+        began = time.monotonic()
+        if name in self.py:
+            self.py.pop(name).shutdown()
+        else:
+            member = self.scala.pop(name)
+            member.stop()
+            self.left[name] = member
+        return time.monotonic() - began
+
+    def kill(self, name: str) -> None:
+        """kill -9 a Scala member: no commit; its nodes stay until its ZooKeeper session expires."""
+        member = self.scala.pop(name)
+        member.kill()
+        self.left[name] = member
+
+    def close(self) -> None:
+        for conn in self.py.values():
+            conn.shutdown()
+        for member in self.scala.values():
+            member.process.stop(timeout=10)
+
+    # ---- observing -------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return len(self.scala) + len(self.py)
+
+    def deliveries(self, name: str) -> list[Key]:
+        """What one member (live or gone) handed to its application, in order per stream."""
+        member = self.scala.get(name) or self.left.get(name)
+        if member is not None:
+            return member.deliveries()
+        return [(d.topic, d.partition, d.offset) for d in self.recorder.deliveries if d.member == name]
+
+    def keys(self) -> collections.Counter[Key]:
+        """(topic, partition, offset) -> how many times any member delivered it."""
+        total = self.recorder.keys()
+        for member in [*self.scala.values(), *self.left.values()]:
+            total.update(member.keys())
+        return total
+
+    def wait_for(self, expected: Iterable[Key], timeout: float = 60.0) -> None:
+        want = set(expected)
+        deadline = time.monotonic() + timeout
+        while missing := want - set(self.keys()):
+            if self.recorder.errors:
+                raise AssertionError(f"a zkconsumer drain thread failed: {self.recorder.errors[0]!r}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{len(missing)} of {len(want)} messages never delivered, e.g. "
+                                     f"{sorted(missing)[:5]}\n{self.log_tails()}")
+            time.sleep(0.05)
+
+    def balanced(self, topics: Iterable[str], *, strategy: str = "range",
+                 timeout: float = 60.0) -> dict[tuple[str, int], str]:
+        """wait_for_balanced with every current member registered; Scala logs on failure."""
+        try:
+            return wait_for_balanced(self.zk, self.group, topics, members=self.size, strategy=strategy,
+                                     timeout=timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.log_tails()}") from None
+
+    def log_tails(self, lines: int = 25) -> str:
+        return "\n".join(f"--- {m.name} ({m.log_path}) ---\n{m.log_tail(lines)}" for m in self.scala.values())
+
+
+@pytest.fixture
+def mixed(cluster, zk, group_id: str, tmp_path: Path) -> Iterator[MixedGroup]:  # type: ignore[no-untyped-def]
+    group = MixedGroup(cluster, zk, group_id, tmp_path)
+    try:
+        yield group
+    finally:
+        group.close()
+

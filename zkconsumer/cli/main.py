@@ -1,0 +1,85 @@
+"""The `zkconsumer` command: wires the subcommands together, sets up logging, maps errors to exit codes."""
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from zkconsumer import __version__
+from zkconsumer.cli.consume import consume
+from zkconsumer.cli.groups import groups
+from zkconsumer.cli.offsets import offsets
+from zkconsumer.cli.top import top
+from zkconsumer.cli.verify import verify
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_zkconsumer_cli", False):
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("zkconsumer: %(levelname)s %(name)s: %(message)s"))
+    handler._zkconsumer_cli = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+    # kazoo reports every refused connection attempt; the tools say it once, in one line.
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL if verbose < 2 else logging.DEBUG)
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="zkconsumer")
+@click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv: debug, including kazoo).")
+def cli(verbose: int) -> None:
+    """Ops tools for Kafka's legacy ZooKeeper-coordinated consumer groups (/consumers/<group>).
+
+    They replace the Scala-era tools and work on groups of zkconsumer members, Scala consumers
+    (0.8-1.1) or both:
+
+    \b
+      consume          kafka-console-consumer --zookeeper
+      groups list      kafka-consumer-groups --zookeeper --list
+      groups describe  kafka-consumer-groups --zookeeper --describe, ConsumerOffsetChecker
+      groups delete    kafka-consumer-groups --zookeeper --delete
+      offsets export   ExportZkOffsets
+      offsets import   ImportZkOffsets (plan first; writes with --execute)
+      offsets reset    UpdateOffsetsInZK and more (plan first; writes with --execute)
+      verify           VerifyConsumerRebalance, plus zombie and duplicate checks
+      top              a live view of members, lag and throughput
+
+    Every command takes --zookeeper HOST:PORT[/CHROOT] (or env ZKCONSUMER_ZOOKEEPER), --zk-digest
+    USER:PASSWORD (or env ZKCONSUMER_ZK_DIGEST) and --zk-timeout SECONDS (default 10). Read
+    commands take --json. Commands only write where their help says so.
+
+    Exit status: 0 ok, 1 a problem was found (or an expected error such as an unknown group or
+    unreachable ZooKeeper, printed as one line), 2 a usage error.
+
+    \b
+    Examples:
+      export ZKCONSUMER_ZOOKEEPER=zk1:2181,zk2:2181/kafka
+      zkconsumer groups list
+      zkconsumer groups describe --group billing
+      zkconsumer verify --group billing
+      zkconsumer consume --topic orders --from-beginning --max-messages 5
+    """
+    _setup_logging(verbose)
+
+
+cli.add_command(consume)
+cli.add_command(groups)
+cli.add_command(offsets)
+cli.add_command(verify)
+cli.add_command(top)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point (`zkconsumer = zkconsumer.cli.main:main`)."""
+    cli.main(args=argv, prog_name="zkconsumer")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,283 @@
+"""`zkconsumer offsets export|import|reset`: ExportZkOffsets, ImportZkOffsets and UpdateOffsetsInZK, safer."""
+from __future__ import annotations
+
+import sys
+from typing import Iterable
+
+import click
+from kazoo.client import KazooClient
+
+from zkconsumer import zkdata
+from zkconsumer.cli.brokers import open_watermarks
+from zkconsumer.cli.common import (EXIT_PROBLEM, EXIT_USAGE, CliError, children, emit_json, expected_errors,
+                                   group_option, json_option, member_count, progress, require_group, warn,
+                                   zk_options, zk_session)
+from zkconsumer.cli.formats import (InputError, OffsetEntry, Target, export_json, format_export, parse_datetime,
+                                    parse_export_json, parse_export_lines, parse_partitions, reset_offset)
+from zkconsumer.cli.groups import bootstrap_option
+from zkconsumer.cli.render import show
+from zkconsumer.cli.snapshot import read_offsets, read_owners, read_partitions
+from zkconsumer.cli.writer import PlannedWrite, echo_summary, execute, plan_table
+
+
+@click.group("offsets")
+def offsets() -> None:
+    """Export, import and reset committed offsets (/consumers/<group>/offsets/<topic>/<partition>).
+
+    Import and reset only print their plan unless given --execute, refuse groups with live members
+    unless given --force, and never overwrite the offset of a partition that has an owner node.
+
+    \b
+    Examples:
+      zkconsumer offsets export --zookeeper zk:2181/kafka --group billing --output billing.offsets
+      zkconsumer offsets import --zookeeper zk:2181/kafka --input billing.offsets --execute
+      zkconsumer offsets reset --zookeeper zk:2181/kafka --group billing --topic orders --to-earliest
+    """
+
+
+# ---------------------------------------------------------------- export
+
+@offsets.command("export")
+@zk_options
+@click.option("--group", "-g", "groups", multiple=True, metavar="GROUP",
+              help="Group to export (repeatable). Default: every group under /consumers.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-", show_default=True,
+              help="File to write ('-' is stdout).")
+@json_option
+@expected_errors
+def export(zookeeper: str, zk_digest: str | None, zk_timeout: float, groups: tuple[str, ...], output: str,
+           as_json: bool) -> None:
+    """Write committed offsets as ExportZkOffsets did, one line per partition:
+
+    \b
+      /consumers/<group>/offsets/<topic>/<partition>:<offset>
+
+    Paths are relative to the chroot, so the file can be imported into another chroot or cluster.
+    With --json the file is {"version": 1, "offsets": [{"group", "topic", "partition", "offset"}]}
+    instead. Unreadable offset nodes are skipped with a warning (exit status 1).
+
+    \b
+    Examples:
+      zkconsumer offsets export --zookeeper zk:2181/kafka --group billing -o billing.offsets
+      zkconsumer offsets export --zookeeper zk:2181/kafka --json > all-groups.json
+    """
+    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
+        for group in groups:
+            require_group(client, group, zookeeper)
+        names = sorted(set(groups)) if groups else sorted(children(client, zkdata.CONSUMERS))
+        entries, bad = _read_all(client, names)
+    text = export_json(entries) if as_json else format_export(entries)
+    with click.open_file(output, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    if output != "-":
+        click.echo(f"exported {len(entries)} offsets of {len(names)} groups to {output}", err=True)
+    for key, reason in bad:
+        warn(f"skipped {key}: {reason}")
+    if bad:
+        sys.exit(EXIT_PROBLEM)
+
+
+def _read_all(client: KazooClient, groups: Iterable[str]) -> tuple[list[OffsetEntry], list[tuple[str, str]]]:
+    topics = {g: children(client, zkdata.offsets_path(g)) for g in groups}
+    total = sum(len(children(client, zkdata.offsets_path(g, t))) for g, ts in topics.items() for t in ts)
+    entries, bad = [], []
+    with progress(total, "exporting offsets") as bar:
+        for group, group_topics in topics.items():
+            values, garbled = read_offsets(client, group, group_topics)
+            entries += [OffsetEntry(group, t, p, o) for (t, p), o in values.items()]
+            bad += [(zkdata.offset_path(group, *k), r) for k, r in garbled.items()]
+            bar.advance(len(values) + len(garbled))
+    return sorted(entries), bad
+
+
+# ---------------------------------------------------------------- import
+
+@offsets.command("import")
+@zk_options
+@click.option("--input", "-i", "input_file", required=True, type=click.File("r", encoding="utf-8"),
+              help="File written by `offsets export` or the legacy ExportZkOffsets ('-' is stdin).")
+@click.option("--json", "as_json", is_flag=True, help="The input is the --json export format.")
+@click.option("--execute", is_flag=True, help="Write the offsets. Without it only the plan is printed.")
+@click.option("--force", is_flag=True, help="Proceed although a group has live members (owned partitions are "
+                                            "still refused).")
+@expected_errors
+def import_(zookeeper: str, zk_digest: str | None, zk_timeout: float, input_file: click.utils.LazyFile,
+            as_json: bool, execute: bool, force: bool) -> None:
+    """Write offsets from an export file (ImportZkOffsets). THIS WRITES, but only with --execute.
+
+    Lines are `/consumers/<group>/offsets/<topic>/<partition>:<offset>`; reading stops at the first
+    empty line, as the original did. Every line is checked before anything is written. Groups with
+    registered members are refused unless --force; a partition that has an owner node is never
+    written (its owner would overwrite the value at its next commit).
+
+    Exit status: 0 when everything planned was written (or, without --execute, could be), 1 when a
+    partition was refused, 2 for a bad file.
+
+    \b
+    Examples:
+      zkconsumer offsets import --zookeeper zk:2181/kafka -i billing.offsets            # show the plan
+      zkconsumer offsets import --zookeeper zk:2181/kafka -i billing.offsets --execute  # write it
+    """
+    text = input_file.read()
+    try:
+        entries = parse_export_json(text) if as_json else parse_export_lines(text)
+    except InputError as exc:
+        raise CliError(f"{getattr(input_file, 'name', 'input')}: {exc}", EXIT_USAGE) from None
+    if not entries:
+        raise CliError("the input holds no offsets", EXIT_USAGE)
+    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
+        groups = sorted({e.group for e in entries})
+        _refuse_live_groups(client, groups, force)
+        plan = []
+        for group in groups:
+            mine = [e for e in entries if e.group == group]
+            topics = sorted({e.topic for e in mine})
+            current, garbled = read_offsets(client, group, topics)
+            owners, _ = read_owners(client, group, topics)
+            for entry in mine:
+                key = (entry.topic, entry.partition)
+                row = PlannedWrite(group, entry.topic, entry.partition, current.get(key), entry.offset)
+                if key in garbled:
+                    row.note = f"current value unreadable: {garbled[key]}"
+                if key in owners:
+                    row.refused = f"owned by {owners[key].thread_id}"
+                plan.append(row)
+        if execute:
+            _execute(client, plan, "importing offsets")
+    _finish(plan, execute, with_group=True)
+
+
+def _refuse_live_groups(client: KazooClient, groups: Iterable[str], force: bool) -> None:
+    live = {g: member_count(client, g) for g in groups}
+    live = {g: n for g, n in live.items() if n}
+    if live and not force:
+        names = ", ".join(f"{g} ({n} members)" for g, n in sorted(live.items()))
+        raise CliError(f"refusing to change offsets of groups with live members: {names}; stop the consumers "
+                       "first, or pass --force (partitions they own are still refused)")
+    for group, count in sorted(live.items()):
+        warn(f"group {group} has {count} live members (--force): their partitions are refused, others are written")
+
+
+def _execute(client: KazooClient, plan: list[PlannedWrite], description: str) -> None:
+    execute(client, plan, description=description)
+
+
+def _finish(plan: list[PlannedWrite], executed: bool, *, with_group: bool, as_json: bool = False,
+            extra: dict | None = None) -> None:
+    if as_json:
+        emit_json({**(extra or {}), "executed": executed, "partitions": [row.as_dict() for row in plan]})
+    else:
+        show(plan_table(plan, with_group=with_group))
+        echo_summary(plan, executed)
+    if any(row.refused for row in plan):
+        sys.exit(EXIT_PROBLEM)
+
+
+# ---------------------------------------------------------------- reset
+
+def _target(to_earliest: bool, to_latest: bool, to_offset: int | None, to_datetime: str | None,
+            shift_by: int | None) -> tuple[Target, int | None]:
+    chosen = [name for name, given in (("--to-earliest", to_earliest), ("--to-latest", to_latest),
+                                       ("--to-offset", to_offset is not None),
+                                       ("--to-datetime", to_datetime is not None),
+                                       ("--shift-by", shift_by is not None)) if given]
+    if len(chosen) != 1:
+        raise CliError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by"
+                       + (f" (got {', '.join(chosen)})" if chosen else ""), EXIT_USAGE)
+    if to_earliest:
+        return Target("earliest"), None
+    if to_latest:
+        return Target("latest"), None
+    if to_offset is not None:
+        if to_offset < 0:
+            raise CliError("--to-offset must be >= 0", EXIT_USAGE)
+        return Target("offset", to_offset), None
+    if shift_by is not None:
+        return Target("shift", shift_by), None
+    try:
+        return Target("datetime"), parse_datetime(to_datetime)  # type: ignore[arg-type]
+    except InputError as exc:
+        raise CliError(f"--to-datetime: {exc}", EXIT_USAGE) from None
+
+
+@offsets.command("reset")
+@zk_options
+@group_option
+@click.option("--topic", "-t", required=True, metavar="TOPIC", help="The topic whose offsets to reset.")
+@click.option("--to-earliest", is_flag=True, help="To the log start (the oldest retained message).")
+@click.option("--to-latest", is_flag=True, help="To the log end (skip everything retained).")
+@click.option("--to-offset", type=int, metavar="N", help="To offset N (clamped to the log).")
+@click.option("--to-datetime", metavar="ISO", help="To the first message at/after this time, e.g. "
+                                                   "2024-05-01T12:00:00Z (no zone: local time).")
+@click.option("--shift-by", type=int, metavar="N", help="Move the committed offset by N (negative: back).")
+@click.option("--partitions", metavar="LIST", help="Only these partitions, e.g. 0,3,5-7 (default: all).")
+@click.option("--execute", is_flag=True, help="Write the new offsets. Without it only the plan is printed.")
+@click.option("--force", is_flag=True, help="Proceed although the group has live members; partitions with an "
+                                            "owner node are still refused.")
+@bootstrap_option
+@json_option
+@expected_errors
+def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, topic: str, to_earliest: bool,
+          to_latest: bool, to_offset: int | None, to_datetime: str | None, shift_by: int | None,
+          partitions: str | None, execute: bool, force: bool, bootstrap_server: str | None, as_json: bool) -> None:
+    """Reset a group's committed offsets for one topic. THIS WRITES, but only with --execute.
+
+    Prints the plan (old -> new per partition, every new offset clamped to [log start, log end]
+    as read from the brokers). Refuses while the group has live members unless --force; even then
+    a partition with an owner node is refused, because its owner would overwrite the new value at
+    its next commit (the check and the write are one ZooKeeper transaction). A member that joins
+    between the plan and the write may still start from the old offset: stop the group first.
+
+    Exit status: 0 done (or planned), 1 a partition was refused or the group is live, 2 bad options.
+
+    \b
+    Examples:
+      zkconsumer offsets reset --zookeeper zk:2181/kafka -g billing -t orders --to-earliest
+      zkconsumer offsets reset --zookeeper zk:2181/kafka -g billing -t orders --shift-by -100 --partitions 0,3 --execute
+      zkconsumer offsets reset --zookeeper zk:2181/kafka -g billing -t orders --to-datetime 2024-05-01T00:00Z --execute
+    """
+    target, timestamp_ms = _target(to_earliest, to_latest, to_offset, to_datetime, shift_by)
+    try:
+        only = parse_partitions(partitions) if partitions else None
+    except InputError as exc:
+        raise CliError(f"--partitions: {exc}", EXIT_USAGE) from None
+    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
+        require_group(client, group, zookeeper)
+        try:
+            zkdata.topic_path(topic)
+        except ValueError:
+            raise CliError(f"invalid topic name {topic!r}", EXIT_USAGE) from None
+        known = read_partitions(client, [topic])[topic]
+        if not known:
+            raise CliError(f"no such topic {topic!r} (no partitions under /brokers/topics/{topic})")
+        if only is not None:
+            missing = sorted(set(only) - set(known))
+            if missing:
+                raise CliError(f"topic {topic!r} has no partition {missing[0]} (it has {len(known)})", EXIT_USAGE)
+        chosen = only if only is not None else known
+        _refuse_live_groups(client, [group], force)
+        keys = [(topic, p) for p in chosen]
+        current, garbled = read_offsets(client, group, [topic])
+        owners, _ = read_owners(client, group, [topic])
+        with open_watermarks(client, bootstrap_server, quiet=True) as marks:
+            log = marks.offsets(keys)
+            if not marks.available or not log:
+                raise CliError(f"cannot reset without the log offsets: {marks.reason or 'no broker answered'}")
+            times = marks.offsets_for_time(keys, timestamp_ms) if timestamp_ms is not None else {}
+        plan = []
+        for key in keys:
+            old = current.get(key)
+            row = PlannedWrite(group, topic, key[1], old, None)
+            if key not in log:
+                row.note = "no log offsets from the brokers"
+            else:
+                row.log_start, row.log_end = log[key]
+                row.new, row.note = reset_offset(target, old, row.log_start, row.log_end, times.get(key))
+            if key in garbled:
+                row.note = (row.note + "; " if row.note else "") + f"current value unreadable: {garbled[key]}"
+            if key in owners and row.new is not None:
+                row.refused = f"owned by {owners[key].thread_id}"
+            plan.append(row)
+        if execute:
+            _execute(client, plan, "resetting offsets")
+    _finish(plan, execute, with_group=False, as_json=as_json, extra={"group": group, "topic": topic})

@@ -1,0 +1,266 @@
+"""Run real Scala 1.1.1 consumers (and the legacy ZooKeeper ops tools) as subprocesses for interop tests.
+
+Java 17 needs nothing special for the 1.1.1 client: no --add-opens, no -Dzookeeper.sasl.client
+(its ZooKeeper 3.4.10 client resolves 127.0.0.1/localhost eagerly; the ZOOKEEPER-3779
+"canonicalize" failure is 3.4.13+ only). The SASL INFO line "Will not attempt to authenticate
+using SASL (unknown error)" is just "no JAAS file". Only the test heap/JIT flags below are set.
+
+Example::
+
+    member = ScalaMember(cluster.zookeeper_connect, "g", "s1", workdir=tmp_path, topics={"t": 2})
+    member.start(); member.wait_ready()
+    ...; member.stop()                    # SIGTERM: connector.shutdown() commits, then exit
+    print(member.deliveries())            # [("t", 0, 0), ("t", 0, 1), ...]
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Mapping
+
+from zkconsumer.testing.jars import jar_dir, jars_home
+from zkconsumer.testing.process import JavaProcess
+
+JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+SOURCE = Path(__file__).with_name("java") / "ScalaMember.java"
+MAIN_CLASS = "ScalaMember"
+
+# Quick failure detection and enough retries to outlive a crashed peer's 6 s session.
+FAST_PROPERTIES: dict[str, object] = {
+    "auto.offset.reset": "smallest",
+    "zookeeper.session.timeout.ms": 6000,
+    "zookeeper.connection.timeout.ms": 10000,
+    "rebalance.backoff.ms": 500,
+    "rebalance.max.retries": 20,
+}
+
+_LOG4J = """\
+log4j.rootLogger={root}, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.consumer.ZookeeperConsumerConnector={consumer}
+log4j.logger.kafka.consumer.RangeAssignor={consumer}
+log4j.logger.kafka.consumer.RoundRobinAssignor={consumer}
+"""
+
+
+class ScalaError(RuntimeError):
+    """A Scala member or tool failed; the message carries its output."""
+
+
+# ---------------------------------------------------------------- compiling the member program
+
+def _kafka11_jars() -> list[Path]:
+    return sorted(jar_dir("kafka11").glob("*.jar"))
+
+
+def _javac() -> list[str]:
+    # The JRE-only package (openjdk-17-jre-headless) lacks the javac launcher but still ships the
+    # jdk.compiler module, so `java -m jdk.compiler/...` compiles the same bytes.
+    javac = shutil.which("javac")
+    return [javac] if javac else ["java", "-m", "jdk.compiler/com.sun.tools.javac.Main"]
+
+
+def member_home() -> Path:
+    """Compiled ScalaMember.class plus log4j files, cached per source/jar-set content under .jars/."""
+    jars = _kafka11_jars()
+    digest = hashlib.sha256(SOURCE.read_bytes())
+    for jar in jars:
+        digest.update(jar.name.encode())
+    digest.update(_LOG4J.encode())
+    name = digest.hexdigest()[:16]
+    # Next to the jars (.jars/ is git-ignored); a temp folder if that is read-only.
+    roots = [jars_home() / "kafka11-member", Path(tempfile.gettempdir()) / "zkconsumer-kafka11-member"]
+    for root in roots:
+        if (root / name / f"{MAIN_CLASS}.class").is_file():
+            return root / name
+    for root in roots:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(root, os.W_OK):
+            return _compile(jars, root / name)
+    raise ScalaError(f"no writable folder to compile {SOURCE.name} into (tried {', '.join(map(str, roots))})")
+
+
+def _compile(jars: list[Path], target: Path) -> Path:
+    tmp = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
+    try:
+        # javac does not expand "dir/*" classpath wildcards: list the jars.
+        cmd = [*_javac(), "-nowarn", "-encoding", "UTF-8", "-cp", os.pathsep.join(map(str, jars)),
+               "-d", str(tmp), str(SOURCE)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        if done.returncode != 0:
+            raise ScalaError(f"compiling {SOURCE.name} failed ({' '.join(cmd[:3])}...):\n{done.stdout}{done.stderr}")
+        (tmp / "member-log4j.properties").write_text(_LOG4J.format(root="WARN", consumer="INFO"))
+        (tmp / "tools-log4j.properties").write_text(_LOG4J.format(root="WARN", consumer="WARN"))
+        try:
+            tmp.rename(target)  # atomic publish; a concurrent run may have won the race
+        except OSError:
+            if not (target / f"{MAIN_CLASS}.class").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _classpath(*extra: Path) -> str:
+    # Only the kafka11 folder: never mix with the kafka39 jars (two Scala/Kafka versions).
+    return os.pathsep.join([str(jar_dir("kafka11") / "*"), *map(str, extra)])
+
+
+# ---------------------------------------------------------------- one Scala group member
+
+class ScalaMember:
+    """A ZookeeperConsumerConnector (1.1.1) in its own JVM, with a static or wildcard subscription.
+
+    `topics` maps topic -> streams (static); otherwise `whitelist`/`blacklist` + `streams`.
+    `consumer.id` is always set to `name`, so `consumer_id` is f"{group}_{name}".
+    Each delivery is a flushed "<topic> <partition> <offset>" line in `out_path`.
+    """
+
+    def __init__(self, zookeeper_connect: str, group: str, name: str, *, workdir: Path,
+                 topics: Mapping[str, int] | None = None, whitelist: str | None = None,
+                 blacklist: str | None = None, streams: int = 1, strategy: str = "range",
+                 properties: Mapping[str, object] | None = None) -> None:
+        if (topics is None) == (whitelist is None and blacklist is None):
+            raise ValueError("give either topics or one of whitelist/blacklist")
+        self.group = group
+        self.name = name
+        self.consumer_id = f"{group}_{name}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.out_path = workdir / f"scala-{name}.deliveries"
+        self.log_path = workdir / f"scala-{name}.log"
+        props = {**FAST_PROPERTIES, "zookeeper.connect": zookeeper_connect, "group.id": group,
+                 "consumer.id": name, "partition.assignment.strategy": strategy, **(properties or {})}
+        props_path = workdir / f"scala-{name}.properties"
+        props_path.write_text("".join(f"{k}={_escape_property(str(v))}\n" for k, v in props.items()))
+        args = ["--props", str(props_path), "--out", str(self.out_path)]
+        if topics is not None:
+            for topic, count in topics.items():
+                args += ["--topic", f"{topic}={count}"]
+        else:
+            args += ["--whitelist", whitelist] if whitelist is not None else ["--blacklist", str(blacklist)]
+            args += ["--streams", str(streams)]
+        home = member_home()
+        self.process = JavaProcess(f"scala-{name}", [
+            *JVM_OPTS, f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
+            "-cp", _classpath(home), MAIN_CLASS, *args], log_path=self.log_path)
+        self.started_at: float | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> "ScalaMember":
+        """Launch the JVM (returns at once; see wait_ready)."""
+        self.out_path.touch()
+        self.started_at = time.monotonic()
+        self.process.start()
+        return self
+
+    def wait_ready(self, timeout: float = 90.0) -> "ScalaMember":
+        """Until createMessageStreams returned (registered, first rebalance done)."""
+        deadline = time.monotonic() + timeout
+        while f"READY {self.consumer_id}" not in self._log():
+            if not self.process.running:
+                raise ScalaError(f"Scala member {self.name} exited ({self.process.exit_code}) before "
+                                 f"it was ready:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise ScalaError(f"Scala member {self.name} not ready after {timeout:.0f}s:\n{self.log_tail()}")
+            time.sleep(0.05)
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM: the shutdown hook calls connector.shutdown() (commits, closes ZooKeeper)."""
+        self.process.stop(timeout)
+        if "STOPPED " + self.consumer_id not in self._log():
+            raise ScalaError(f"Scala member {self.name} did not shut down cleanly:\n{self.log_tail()}")
+
+    def kill(self) -> None:
+        """kill -9: no commit; owner and member nodes linger until the session expires."""
+        self.process.kill()
+
+    @property
+    def running(self) -> bool:
+        return self.process.running
+
+    # ---- what it did -------------------------------------------------------------------------
+    def deliveries(self) -> list[tuple[str, int, int]]:
+        """(topic, partition, offset) per message handed to the application, in order."""
+        text = self.out_path.read_text() if self.out_path.exists() else ""
+        out = []
+        for line in text.splitlines(keepends=True):
+            if line.endswith("\n"):  # a torn last line (kill -9 mid-write) is not a delivery
+                topic, partition, offset = line.split()
+                out.append((topic, int(partition), int(offset)))
+        return out
+
+    def keys(self) -> collections.Counter[tuple[str, int, int]]:
+        return collections.Counter(self.deliveries())
+
+    def log_tail(self, lines: int = 60) -> str:
+        return self.process.log_tail(lines)
+
+    def _log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def __repr__(self) -> str:
+        return f"ScalaMember({self.consumer_id!r}, running={self.running})"
+
+
+def _escape_property(value: str) -> str:
+    # java.util.Properties.load treats '\' as an escape and drops leading blanks.
+    return value.replace("\\", "\\\\").replace("\n", "\\n").lstrip()
+
+
+# ---------------------------------------------------------------- legacy ops tools (1.1.1)
+
+def run_tool(main_class: str, *args: str, timeout: float = 120.0) -> str:
+    """Run a kafka 1.1.1 tool's main class; return its stdout, raise ScalaError on a non-zero exit."""
+    home = member_home()
+    cmd = ["java", *JVM_OPTS, f"-Dlog4j.configuration=file:{home / 'tools-log4j.properties'}",
+           "-cp", _classpath(), main_class, *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise ScalaError(f"{main_class} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def describe_group(zookeeper_connect: str, group: str) -> str:
+    """kafka-consumer-groups.sh --zookeeper Z --describe --group G (1.1.1)."""
+    return run_tool("kafka.admin.ConsumerGroupCommand", "--zookeeper", zookeeper_connect,
+                    "--describe", "--group", group)
+
+
+def parse_describe(stdout: str) -> list[dict[str, str]]:
+    """Rows of ConsumerGroupCommand --describe as dicts keyed by its column headers."""
+    lines = [line.split() for line in stdout.splitlines() if line.strip()]
+    header_at = next(i for i, cols in enumerate(lines) if cols[:2] == ["TOPIC", "PARTITION"])
+    header = lines[header_at]
+    return [dict(zip(header, cols)) for cols in lines[header_at + 1:] if len(cols) == len(header)]
+
+
+def verify_consumer_rebalance(zookeeper_connect: str, group: str) -> str:
+    """kafka.tools.VerifyConsumerRebalance: stdout says 'Rebalance operation successful !' or 'failed'."""
+    return run_tool("kafka.tools.VerifyConsumerRebalance", "--zookeeper.connect", zookeeper_connect,
+                    "--group", group)
+
+
+def export_zk_offsets(zookeeper_connect: str, group: str, output_file: Path) -> str:
+    """kafka.tools.ExportZkOffsets; returns the file it wrote ('/consumers/G/offsets/T/p:offset' lines).
+
+    The tool prints nothing to stdout, so the written file is the useful answer.
+    """
+    run_tool("kafka.tools.ExportZkOffsets", "--zkconnect", zookeeper_connect, "--group", group,
+             "--output-file", str(output_file))
+    return Path(output_file).read_text()
