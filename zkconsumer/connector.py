@@ -10,8 +10,9 @@ from typing import Callable, Mapping
 
 from kazoo.client import KazooClient, KazooState
 
-from zkconsumer.config import ConsumerConfig
-from zkconsumer.coordinator import ConsumerRebalanceFailed, ConsumerRebalanceListener, Coordinator
+from zkconsumer.config import ConfigError, ConsumerConfig
+from zkconsumer.coordinator import (ConsumerRebalanceFailed, ConsumerRebalanceListener, Coordinator, NoFetcher,
+                                    PartitionFetcher)
 from zkconsumer.fetcher import Fetcher, FetchSettings
 from zkconsumer.group import GroupZk
 from zkconsumer.offsets import OffsetStore, PeriodicTask
@@ -42,8 +43,14 @@ class ConsumerConnector:
     """
 
     def __init__(self, config: ConsumerConfig | Mapping[str, object], *,
-                 listener: ConsumerRebalanceListener | None = None) -> None:
+                 listener: ConsumerRebalanceListener | None = None, fetch: bool = True) -> None:
+        """`fetch=False` makes a member that owns partitions but reads none: its streams stay
+        empty and progress is committed with `commit_positions()` (a Spark driver, say)."""
         self.config = config if isinstance(config, ConsumerConfig) else ConsumerConfig.from_mapping(config)
+        if not fetch and self.config.offsets_storage == "kafka":
+            raise ConfigError("offsets.storage", "offsets.storage=kafka needs fetch=True (it commits "
+                              "through the fetcher's Kafka connection)")
+        self._fetch = fetch
         self.listener = listener or ConsumerRebalanceListener()
         self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id,
                                             hostname=socket.gethostname(), now_ms=int(time.time() * 1000),
@@ -84,6 +91,19 @@ class ConsumerConnector:
         coordinator = self._require_started()
         coordinator.streams.mark_consumed()
         coordinator.commit()
+
+    def commit_positions(self, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], bool]:
+        """Commit the next offset to read per partition, for progress tracked outside the streams.
+
+        Only partitions this member owns are written (fenced by owner node); the result says
+        which were. Use it with `fetch=False`.
+        """
+        return self._require_started().commit_positions(positions)
+
+    def owned_positions(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> next offset to consume (-1: nothing committed yet) of what we own."""
+        coordinator = self._coordinator
+        return {} if coordinator is None else {k: i.consumed_offset for k, i in coordinator.owned.items()}
 
     def owned_partitions(self) -> dict[tuple[str, int], str]:
         """(topic, partition) -> thread id this member owns right now."""
@@ -172,7 +192,9 @@ class ConsumerConnector:
                                             lambda: coordinator.commit(retries=cfg.offsets_commit_max_retries))
             self._autocommit.start()
 
-    def _make_fetcher(self, bootstrap: str) -> Fetcher:
+    def _make_fetcher(self, bootstrap: str) -> PartitionFetcher:
+        if not self._fetch:
+            return NoFetcher()
         cfg = self.config
         overrides = cfg.librdkafka_overrides
         for key in sorted(_RESERVED_LIBRDKAFKA & overrides.keys()):

@@ -5,13 +5,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Protocol, Sequence
 
 from confluent_kafka import KafkaException
 from kazoo.exceptions import KazooException
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.fetcher import Fetcher
 from zkconsumer.group import GroupZk, RegistrationConflict
 from zkconsumer.offsets import OffsetStore
 from zkconsumer.rebalance import GroupView, by_topic, decide, member_threads, plan, subscribed_topics
@@ -44,6 +43,31 @@ class ConsumerRebalanceListener:
         """Called when all rebalance.max.retries attempts failed; we keep re-checking."""
 
 
+class PartitionFetcher(Protocol):
+    """What a rebalance needs from the fetcher (zkconsumer.fetcher.Fetcher, or NoFetcher)."""
+
+    def assign(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
+
+    def stop_fetching(self) -> None: ...
+
+    def close(self, timeout: float = 10.0) -> None: ...
+
+
+class NoFetcher:
+    """fetch=False: own partitions without reading them (e.g. a Spark driver whose executors read)."""
+
+    consumer = None
+
+    def assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        pass
+
+    def stop_fetching(self) -> None:
+        pass
+
+    def close(self, timeout: float = 10.0) -> None:
+        pass
+
+
 # Failures that mean "try again later"; anything else is a bug and fails the streams.
 # ValueError covers a peer's unusable registration (bad regex, zero streams): Scala fails the
 # attempt and retries too.
@@ -66,7 +90,7 @@ class Coordinator:
     """
 
     def __init__(self, config: ConsumerConfig, consumer_id: str, group: GroupZk, streams: StreamSet,
-                 offsets: OffsetStore, make_fetcher: Callable[[str], Fetcher],
+                 offsets: OffsetStore, make_fetcher: Callable[[str], PartitionFetcher],
                  registration: Callable[[], bytes], listener: ConsumerRebalanceListener) -> None:
         self.config = config
         self.consumer_id = consumer_id
@@ -78,7 +102,8 @@ class Coordinator:
         self.listener = listener
         self.lock = threading.RLock()
         self.owned: dict[TopicPartition, PartitionTopicInfo] = {}
-        self.fetcher: Fetcher | None = None
+        self.fetcher: PartitionFetcher | None = None
+        self.generation = 0  # bumped whenever a new set of owned partitions is installed
         self.stats = RebalanceStats()
         self.last_assignment: dict[str, dict[int, str]] = {}
         self.waiting_for_brokers = False
@@ -185,6 +210,7 @@ class Coordinator:
                      self.consumer_id, len(conflicts), *conflicts[0])
             return False
         self.owned = infos                                                   # 10 install
+        self.generation += 1
         self.last_assignment = decision.by_topic()
         self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
         assert self.fetcher is not None
@@ -214,6 +240,19 @@ class Coordinator:
         """Write the consumed offsets of every owned partition that changed."""
         with self.lock:
             return self.offsets.commit(self.owned.values(), attempts=1 + retries)
+
+    def commit_positions(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, bool]:
+        """Commit progress tracked outside the iterators (next offset to read), owned partitions only."""
+        with self.lock:
+            infos = []
+            for key, offset in positions.items():
+                info = self.owned.get(key)
+                if info is not None and offset >= 0:
+                    info.consumed_offset = offset
+                    infos.append(info)
+            self.offsets.commit(infos)
+            return {key: key in self.owned and self.owned[key].committed_offset == offset
+                    for key, offset in positions.items()}
 
     def _commit_quietly(self) -> None:
         if not self.config.auto_commit_enable or not self.owned:

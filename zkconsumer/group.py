@@ -217,14 +217,6 @@ class GroupZk:
             results[key] = self._commit_one(key, offset, owners[key])
         return results
 
-    def write_offset_unfenced(self, key: TopicPartition, offset: int) -> None:
-        """updatePersistentPath semantics for ops tools: set, or create with parents."""
-        path = zkdata.offset_path(self.group_id, *key)
-        try:
-            self.client.set(path, zkdata.encode_offset(offset))
-        except NoNodeError:
-            self.client.create(path, zkdata.encode_offset(offset), makepath=True)
-
     def _commit_one(self, key: TopicPartition, offset: int, thread_id: str) -> bool:
         owner_path = self._owner_path(key)
         offset_path = zkdata.offset_path(self.group_id, *key)

@@ -203,3 +203,29 @@ def test_shutdown_ends_iterators_from_another_thread(cluster, topic_factory, gro
     conn.shutdown()
     conn.shutdown()  # idempotent
     assert ended.wait(10), "iterator did not end after shutdown"
+
+
+def test_fetch_false_member_owns_and_commits_positions(cluster, zk, topic_factory, produce, group_id) -> None:
+    topic = topic_factory(partitions=4)
+    produce(topic, 40, partitions=4)
+    with connector(cluster, group_id, consumer_id="driver") as driver, \
+            connector(cluster, group_id, consumer_id="reader") as reader:
+        empty = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id,
+                                   **FAST}, fetch=False)
+        driver.shutdown()  # replaced by the fetch=False member below
+        try:
+            streams = empty.create_message_streams({topic: 1})[topic]
+            drain("reader", reader.create_message_streams({topic: 1})[topic], Recorder())
+            owners = wait_for_balanced(zk, group_id, [topic], members=2)
+            mine = {k for k, v in owners.items() if v.startswith(empty.consumer_id)}
+            assert set(empty.owned_partitions()) == mine and len(mine) == 2
+            assert set(empty.owned_positions().values()) == {-1}  # nothing committed, nothing resolved
+            with pytest.raises(ConsumerTimeout):
+                next(iter(streams[0]))  # owns partitions, reads none
+            theirs = {k for k in owners if k not in mine}
+            result = empty.commit_positions({**{k: 7 for k in mine}, **{k: 9 for k in theirs}})
+            assert result == {**{k: True for k in mine}, **{k: False for k in theirs}}  # fenced
+            offsets = committed_offsets(zk, group_id, topic)
+            assert all(offsets[p] == 7 for _, p in mine)
+        finally:
+            empty.shutdown()

@@ -6,7 +6,9 @@ import json
 import pytest
 
 from zkconsumer import zkdata
-from zkconsumer.subscription import StaticSubscription, _scala_trie_position, encode_registration
+from zkconsumer.subscription import (Blacklist, StaticSubscription, WildcardSubscription, Whitelist,
+                                     _scala_trie_position, encode_registration)
+from zkconsumer.testing.scala import ScalaMember
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
@@ -62,3 +64,21 @@ def test_our_static_registration_above_four_topics_matches_scala_order() -> None
     topics = {f"orders-{c}": n for n, c in enumerate("abcdefg", start=1)}
     ours = json.loads(encode_registration(StaticSubscription.of(topics), 1_500_000_000_000))
     assert list(ours["subscription"]) == scala_immutable_map_order(list(topics))
+
+
+@pytest.mark.parametrize("kind", ["whitelist", "blacklist"])
+def test_wildcard_registration_normalises_like_scala(mixed, zk, kind: str) -> None:
+    # TopicFilter trims, turns ',' into '|', drops spaces and strips outer quotes before storing.
+    # No '\' or '/': those are stored double-escaped by Scala 1.0.1+ (test_mixed_subscriptions).
+    stem = mixed.group.replace("-", "")[-30:]
+    raw = f""" '"{stem}-a, {stem}-b.*"' """
+    scala = ScalaMember(mixed.cluster.zookeeper_connect, mixed.group, "a-scala", workdir=mixed.workdir,
+                        **{kind: raw}).start()  # type: ignore[arg-type]
+    mixed.scala["a-scala"] = scala
+    mixed.wait_ready()
+    scala_bytes, stamp = registration(zk, mixed.group, scala.consumer_id)
+    pattern = "white_list" if kind == "whitelist" else "black_list"
+    assert scala_bytes == (f'{{"version":1,"subscription":{{"{stem}-a|{stem}-b.*":1}},"pattern":"{pattern}",'
+                           f'"timestamp":"{stamp}"}}').encode()
+    topic_filter = Whitelist(raw) if kind == "whitelist" else Blacklist(raw)
+    assert scala_bytes == encode_registration(WildcardSubscription(topic_filter, 1), stamp)
