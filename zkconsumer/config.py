@@ -38,6 +38,8 @@ partition.assignment.strategy     range              range | roundrobin       ho
 exclude.internal.topics           true               true | false             wildcard subscriptions skip internal topics
 zkconsumer.compat.version         1.1                0.8.2 .. 1.1             oldest Scala release in the group
 zkconsumer.rebalance.recheck.ms   30000              >= 0 (0: off)            retry a failed rebalance instead of idling
+zkconsumer.rebalance.incremental  true               true | false             only partitions that move stop fetching
+zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re-check owners; rebalance on zombies/gaps
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
 librdkafka.<name>                 (unset)            text                     given as <name> to the confluent-kafka Consumer
 ================================= ================== ======================== ================================================
@@ -135,6 +137,8 @@ _SPECS = (
     _Spec("exclude.internal.topics", bool, True),
     _Spec("zkconsumer.compat.version", str, DEFAULT_VERSION),
     _Spec("zkconsumer.rebalance.recheck.ms", int, 30000, minimum=0),
+    _Spec("zkconsumer.rebalance.incremental", bool, True),
+    _Spec("zkconsumer.watchdog.interval.ms", int, 10000, minimum=0),
     _Spec("zkconsumer.zookeeper.digest", str),
 )
 _SPEC_BY_NAME = {spec.name: spec for spec in _SPECS}
@@ -295,6 +299,8 @@ class ConsumerConfig:
     exclude_internal_topics: bool
     compat: Compat
     rebalance_recheck_ms: int
+    rebalance_incremental: bool
+    watchdog_interval_ms: int
     zookeeper_digest: str | None
     # Sorted (name, value) pairs rather than a dict so the config stays hashable and immutable.
     librdkafka_items: tuple[tuple[str, str], ...] = ()

@@ -18,6 +18,7 @@ from zkconsumer.group import GroupZk
 from zkconsumer.offsets import OffsetStore, PeriodicTask
 from zkconsumer.rebalance import RebalanceWorker
 from zkconsumer.stream import ConsumerError, KafkaStream, StreamSet
+from zkconsumer.watchdog import Watchdog
 from zkconsumer.subscription import (StaticSubscription, Subscription, TopicFilter, WildcardSubscription,
                                      encode_registration, make_consumer_id)
 
@@ -63,6 +64,7 @@ class ConsumerConnector:
         self._coordinator: Coordinator | None = None
         self._worker: RebalanceWorker | None = None
         self._autocommit: PeriodicTask | None = None
+        self._watchdog: Watchdog | None = None
         self._closed = False
         self._watched_topics: set[str] = set()
         self._once = _SkipFirst()
@@ -123,7 +125,7 @@ class ConsumerConnector:
         log.info("%s shutting down", self.consumer_id)
         if self._coordinator is not None:
             self._coordinator.begin_shutdown()
-        for task in (self._worker, self._autocommit):
+        for task in (self._watchdog, self._worker, self._autocommit):
             if task is not None:
                 task.stop()
         if self._coordinator is not None:
@@ -187,6 +189,10 @@ class ConsumerConnector:
             raise ConsumerRebalanceFailed(f"{self.consumer_id}: initial rebalance failed "
                                           f"({coordinator.stats.last_error}); the connector was shut down")
         self._worker.start()
+        if cfg.watchdog_interval_ms > 0:
+            self._watchdog = Watchdog(self.consumer_id, interval_s=cfg.watchdog_interval_ms / 1000.0,
+                                      check=coordinator.health_problems, trigger=self._worker.trigger)
+            self._watchdog.start()
         if cfg.auto_commit_enable:
             self._autocommit = PeriodicTask(f"{self.consumer_id}-autocommit", cfg.auto_commit_interval_ms / 1000.0,
                                             lambda: coordinator.commit(retries=cfg.offsets_commit_max_retries))
@@ -247,18 +253,22 @@ class ConsumerConnector:
         # Runs on kazoo's session thread: must not block or call ZooKeeper (hand off instead).
         if self._closed:
             return  # our own shutdown closed the session
+        coordinator, worker = self._coordinator, self._worker
         if state == KazooState.LOST:
-            log.warning("%s: ZooKeeper session lost; will re-register and rebalance", self.consumer_id)
-            if self._worker is not None:
-                self._worker.trigger("ZooKeeper session expired")
+            log.warning("%s: ZooKeeper session lost; delivery paused until re-registered", self.consumer_id)
+            if coordinator is not None:
+                coordinator.connection_suspended()
+            if worker is not None:
+                worker.trigger("ZooKeeper session expired")
         elif state == KazooState.SUSPENDED:
-            log.warning("%s: disconnected from ZooKeeper; session may still be alive", self.consumer_id)
+            log.warning("%s: disconnected from ZooKeeper; delivery paused until the session is confirmed",
+                        self.consumer_id)
+            if coordinator is not None:
+                coordinator.connection_suspended()
         else:
-            log.info("%s: connected to ZooKeeper", self.consumer_id)
-            coordinator = self._coordinator
-            if self._worker is not None and coordinator is not None and \
-                    self.group.session_id != coordinator.registered_session:
-                self._worker.trigger("reconnected with a new ZooKeeper session")
+            if coordinator is not None and not coordinator.connection_restored() and worker is not None:
+                log.info("%s: reconnected with a new ZooKeeper session", self.consumer_id)
+                worker.trigger("reconnected with a new ZooKeeper session")
 
     def _fail(self, error: BaseException) -> None:
         """A background thread broke: every iterator raises it (nothing dies silently)."""

@@ -11,10 +11,12 @@ from confluent_kafka import KafkaException
 from kazoo.exceptions import KazooException
 
 from zkconsumer.config import ConsumerConfig
+from zkconsumer.fetcher import Fetcher
 from zkconsumer.group import GroupZk, RegistrationConflict
 from zkconsumer.offsets import OffsetStore
-from zkconsumer.rebalance import GroupView, by_topic, decide, member_threads, plan, subscribed_topics
+from zkconsumer.rebalance import Decision, GroupView, by_topic, decide, member_threads, plan, subscribed_topics
 from zkconsumer.stream import PartitionTopicInfo, StreamSet
+from zkconsumer.watchdog import find_problems
 from zkconsumer.zkdata import ZkDataError
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,10 @@ class PartitionFetcher(Protocol):
 
     def assign(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
 
+    def add(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
+
+    def remove(self, keys: Sequence[TopicPartition]) -> None: ...
+
     def stop_fetching(self) -> None: ...
 
     def close(self, timeout: float = 10.0) -> None: ...
@@ -59,6 +65,12 @@ class NoFetcher:
     consumer = None
 
     def assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        pass
+
+    def add(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        pass
+
+    def remove(self, keys: Sequence[TopicPartition]) -> None:
         pass
 
     def stop_fetching(self) -> None:
@@ -134,6 +146,20 @@ class Coordinator:
                 self._stop_and_clear()
                 self.owned = {}
             self.register()
+        # Whatever was delivered under the old session is gone from the queues: safe to deliver.
+        self.streams.gate.reopen()
+
+    # ---- ZooKeeper connection state (called on kazoo's thread: no blocking, no ZooKeeper calls) ---
+    def connection_suspended(self) -> None:
+        """Hold delivery: a peer may take our partitions if our session expires meanwhile."""
+        self.streams.gate.close()
+
+    def connection_restored(self) -> bool:
+        """Reopen delivery if the session survived; False means a rebalance must re-register."""
+        if self.group.session_id is not None and self.group.session_id == self._registered_session:
+            self.streams.gate.reopen()
+            return True
+        return False
 
     # ---- rebalance -----------------------------------------------------------------------------
     def synced_rebalance(self, reason: str) -> bool:
@@ -156,7 +182,8 @@ class Coordinator:
                     error = f"{type(exc).__name__}: {exc}"
                     log.warning("%s: rebalance attempt %d failed: %s", self.consumer_id, attempt, error)
                 self.stats.last_error = error
-                self._stop_and_clear()
+                if not self.config.rebalance_incremental:
+                    self._stop_and_clear()  # Scala's full stop; incrementally, kept partitions go on
                 self._commit_quietly()
                 if self._shutting_down.wait(self.config.rebalance_backoff_ms / 1000.0):
                     return True
@@ -169,6 +196,51 @@ class Coordinator:
             return False
 
     def _attempt(self) -> bool:
+        decision = self._decide()
+        if decision is None:
+            return True  # no brokers: nothing to do until /brokers/ids changes
+        incremental = self.config.rebalance_incremental
+        if incremental:
+            self._forget_lost()
+        steps = plan({k: i.thread_id for k, i in self.owned.items()}, decision.mine,
+                     stop_the_world=not incremental)
+        if incremental:
+            self._release_moved(steps.release)                               # 1-5 for moved only
+        else:
+            self._stop_and_clear()                                           # 1-2 stop, clear
+            self._commit_quietly()                                           # 3 commit
+            self.listener.before_releasing_partitions(by_topic(self.owned))  # 4
+            self.group.release(steps.release)                                # 5 release
+            for info in self.owned.values():
+                info.active = False
+            self.owned = {}
+        offsets = self.offsets.read(steps.claim)                             # 6-7 offsets
+        infos = {key: PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread),
+                                         offsets[key]) for key, thread in steps.claim.items()}
+        if self._shutting_down.is_set():
+            return True
+        conflicts = self.group.claim(steps.claim)                            # 9 claim, all or nothing
+        if conflicts:
+            log.info("%s: %d partitions still owned by others (e.g. %s-%d); backing off",
+                     self.consumer_id, len(conflicts), *conflicts[0])
+            return False
+        self.owned.update(infos)                                             # 10 install
+        self.generation += 1
+        self.last_assignment = decision.by_topic()
+        self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
+        assert self.fetcher is not None
+        if incremental:                                                      # 11 start
+            if infos:
+                self.fetcher.add(list(infos.values()))
+        else:
+            self.fetcher.assign(list(infos.values()))
+        log.info("%s owns %d partitions (%d new, %d released, %d kept): %s", self.consumer_id, len(self.owned),
+                 len(infos), len(steps.release), len(steps.keep),
+                 ", ".join(f"{t}-{p}" for t, p in sorted(self.owned)) or "none")
+        return True
+
+    def _decide(self) -> Decision | None:
+        """Read the group and compute the assignment every member computes (None: no brokers)."""
         self._ensure_registered()
         registrations, broken = self.group.read_registrations()
         for cid, err in sorted(broken.items()):
@@ -180,7 +252,7 @@ class Coordinator:
         if not brokers:
             log.warning("%s: no brokers registered; waiting for /brokers/ids to change", self.consumer_id)
             self.waiting_for_brokers = True
-            return True
+            return None
         self.waiting_for_brokers = False
         self._ensure_fetcher(brokers)
         compat = self.config.compat
@@ -188,36 +260,32 @@ class Coordinator:
                                  exclude_internal=self.config.exclude_internal_topics, compat=compat)
         self.my_topics = set(threads[self.consumer_id])
         partitions = self.group.partitions(subscribed_topics(threads))
-        decision = decide(self.consumer_id, self.config.partition_assignment_strategy, threads,
-                          partitions, compat)
-        steps = plan({k: i.thread_id for k, i in self.owned.items()}, decision.mine)
+        return decide(self.consumer_id, self.config.partition_assignment_strategy, threads, partitions, compat)
 
-        self._stop_and_clear()                                               # 1-2 stop, clear
-        self._commit_quietly()                                               # 3 commit
-        self.listener.before_releasing_partitions(by_topic(self.owned))      # 4
-        self.group.release(steps.release)                                    # 5 release
-        for info in self.owned.values():
-            info.active = False
-        self.owned = {}
-        offsets = self.offsets.read(steps.claim)                             # 6-7 offsets
-        infos = {key: PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread),
-                                         offsets[key]) for key, thread in steps.claim.items()}
-        if self._shutting_down.is_set():
-            return True
-        conflicts = self.group.claim(steps.claim)                            # 9 claim
-        if conflicts:
-            log.info("%s: %d partitions still owned by others (e.g. %s-%d); backing off",
-                     self.consumer_id, len(conflicts), *conflicts[0])
-            return False
-        self.owned = infos                                                   # 10 install
-        self.generation += 1
-        self.last_assignment = decision.by_topic()
-        self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
-        assert self.fetcher is not None
-        self.fetcher.assign(list(infos.values()))                            # 11 start
-        log.info("%s owns %d partitions: %s", self.consumer_id, len(infos),
-                 ", ".join(f"{t}-{p}" for t, p in sorted(infos)) or "none")
-        return True
+    def _forget_lost(self) -> None:
+        """Kept partitions whose owner node vanished (deleted by a tool, say) are re-claimed."""
+        lost = self.group.not_ours({k: i.thread_id for k, i in self.owned.items()})
+        if lost:
+            log.warning("%s: owner nodes of %s are no longer ours; stopping them", self.consumer_id,
+                        ", ".join(f"{t}-{p}" for t, p in lost))
+            self._stop(lost)
+
+    def _release_moved(self, release: Mapping[TopicPartition, str]) -> None:
+        """Stop, commit and release only the partitions that move to another member."""
+        infos = self._stop(list(release))
+        if self.config.auto_commit_enable and infos:
+            self._commit_quietly(infos)
+        self.listener.before_releasing_partitions(by_topic(release))
+        self.group.release(release)
+
+    def _stop(self, keys: list[TopicPartition]) -> list[PartitionTopicInfo]:
+        """Stop fetching and delivering these partitions and forget them (no ZooKeeper writes)."""
+        infos = [self.owned.pop(k) for k in keys if k in self.owned]
+        if infos and self.fetcher is not None:
+            self.fetcher.remove([i.key for i in infos])
+        for info in infos:
+            info.active = False  # iterators drop their queued chunks of these unseen
+        return infos
 
     def _ensure_fetcher(self, brokers: list) -> None:  # type: ignore[type-arg]
         if self.fetcher is None:
@@ -234,6 +302,20 @@ class Coordinator:
         for info in self.owned.values():
             info.active = False  # the iterators drop their current chunk of these
         self.streams.clear()
+
+    # ---- health --------------------------------------------------------------------------------
+    def health_problems(self) -> list[str]:
+        """Ownership problems in our topics right now (see watchdog.find_problems)."""
+        if self._shutting_down.is_set() or not self.last_assignment:
+            return []
+        members = set(self.group.member_ids())
+        partitions = {t: parts.keys() for t, parts in self.last_assignment.items() if t in self.my_topics}
+        owners = {t: self.group.owners(t) for t in partitions}
+        with self.lock:
+            owned = set(self.owned)
+            fetcher = self.fetcher
+            fetched = fetcher.assigned() if isinstance(fetcher, Fetcher) else None
+        return find_problems(partitions, owners, members, owned, fetched)
 
     # ---- commits -------------------------------------------------------------------------------
     def commit(self, *, retries: int = 0) -> int:
@@ -254,13 +336,14 @@ class Coordinator:
             return {key: key in self.owned and self.owned[key].committed_offset == offset
                     for key, offset in positions.items()}
 
-    def _commit_quietly(self) -> None:
-        if not self.config.auto_commit_enable or not self.owned:
+    def _commit_quietly(self, infos: Sequence[PartitionTopicInfo] | None = None) -> None:
+        infos = list(self.owned.values()) if infos is None else infos
+        if not self.config.auto_commit_enable or not infos:
             return
         try:
-            written = self.offsets.commit(self.owned.values())
+            written = self.offsets.commit(infos)
             log.debug("%s: wrote %d changed offsets (%s)", self.consumer_id, written, ", ".join(
-                f"{i.topic}-{i.partition}={i.committed_offset}" for i in self.owned.values()))
+                f"{i.topic}-{i.partition}={i.committed_offset}" for i in infos))
         except Exception as exc:  # noqa: BLE001 - release anyway; the new owner re-reads from the last commit
             log.warning("%s: commit before release failed (%s); messages since the last commit "
                         "will be delivered again", self.consumer_id, exc)
@@ -276,6 +359,8 @@ class Coordinator:
         with self.lock:
             if self.fetcher is not None:
                 self.fetcher.stop_fetching()
+            for info in self.owned.values():
+                info.active = False  # iterators stop now; undelivered messages go to the next owner
             self.streams.close()
             self._commit_quietly()
             if self.fetcher is not None:

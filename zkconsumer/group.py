@@ -199,6 +199,20 @@ class GroupZk:
         # look at each node to say who is in the way.
         return sorted(k for k in todo if not self._is_ours(self._owner_path(k), todo[k]))
 
+    def not_ours(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
+        """Which of these owner nodes are gone or no longer hold our thread id in our session."""
+        asyncs = {k: self.client.get_async(self._owner_path(k)) for k in owners}
+        lost = []
+        for key, result in asyncs.items():
+            try:
+                data, stat = result.get()
+            except NoNodeError:
+                lost.append(key)
+                continue
+            if data != zkdata.encode_owner(owners[key]) or stat.ephemeralOwner != self.session_id:
+                lost.append(key)
+        return sorted(lost)
+
     def release(self, owners: Mapping[TopicPartition, str]) -> None:
         """Delete our owner nodes; a node that is not ours (anymore) is left alone."""
         for key, thread_id in owners.items():

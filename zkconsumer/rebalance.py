@@ -154,7 +154,9 @@ class RebalanceWorker:
         while True:
             with self._cond:
                 if not self._reasons and not self._stopping:
-                    self._cond.wait(self._recheck_s if self._last_failed else None)
+                    # recheck 0 turns the periodic retry off (it would otherwise spin)
+                    retry = self._last_failed and self._recheck_s > 0
+                    self._cond.wait(self._recheck_s if retry else None)
                 if self._stopping:
                     return
                 reasons, self._reasons = self._reasons, []

@@ -163,6 +163,35 @@ class StreamQueue:
             return sum(1 for c in self._chunks if c is not _END)
 
 
+class DeliveryGate:
+    """Shared by a connector's iterators: closed while ZooKeeper cannot confirm we still own anything.
+
+    While closed, iterators hand out nothing (they wait, or raise ConsumerTimeout), so a member
+    cut off from ZooKeeper cannot deliver a partition a peer may already have taken over.
+    """
+
+    def __init__(self) -> None:
+        self.open = True  # read without the lock on every message: a plain attribute is cheapest
+        self._cond = threading.Condition()
+
+    def close(self) -> None:
+        with self._cond:
+            self.open = False
+
+    def reopen(self) -> None:
+        with self._cond:
+            self.open = True
+            self._cond.notify_all()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Block until open (True) or until timeout (False)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.open, timeout)
+
+
+_ALWAYS_OPEN = DeliveryGate()
+
+
 class ConsumerIterator(Iterator[Message]):
     """Blocking iterator over one stream's messages (safe to drain from its own thread).
 
@@ -170,8 +199,10 @@ class ConsumerIterator(Iterator[Message]):
     is called), so a crash while handling message n re-delivers n: at-least-once.
     """
 
-    def __init__(self, queue: StreamQueue, consumer_timeout_ms: int = -1) -> None:
+    def __init__(self, queue: StreamQueue, consumer_timeout_ms: int = -1,
+                 gate: DeliveryGate = _ALWAYS_OPEN) -> None:
         self._queue = queue
+        self._gate = gate
         self._timeout = None if consumer_timeout_ms < 0 else consumer_timeout_ms / 1000.0
         self._messages: Sequence[Message] = ()
         self._index = 0
@@ -186,6 +217,8 @@ class ConsumerIterator(Iterator[Message]):
 
     def __next__(self) -> Message:
         self.mark_consumed()
+        if not self._gate.open:
+            self._wait_for_gate()
         info = self._info
         if info is None or self._index >= len(self._messages) or not info.active:
             self._next_chunk()
@@ -201,6 +234,8 @@ class ConsumerIterator(Iterator[Message]):
         The whole batch counts as consumed when the next batch or message is requested.
         """
         self.mark_consumed()
+        if not self._gate.open:
+            self._wait_for_gate()
         if self._info is None or self._index >= len(self._messages) or not self._info.active:
             self._next_chunk()
         batch = self._messages[self._index:] if self._index else self._messages
@@ -217,6 +252,10 @@ class ConsumerIterator(Iterator[Message]):
             # Also after release: the rebalance's commit may still be about to read it.
             if next_offset > info.consumed_offset:
                 info.consumed_offset = next_offset
+
+    def _wait_for_gate(self) -> None:
+        if not self._gate.wait(self._timeout):
+            raise ConsumerTimeout("delivery paused: ZooKeeper connection lost, ownership unconfirmed")
 
     def _next_chunk(self) -> None:
         if self._ended:
@@ -250,10 +289,11 @@ class ConsumerIterator(Iterator[Message]):
 class KafkaStream:
     """One stream of a subscription: iterate it (from one thread) to consume its partitions."""
 
-    def __init__(self, name: str, queue: StreamQueue, consumer_timeout_ms: int = -1) -> None:
+    def __init__(self, name: str, queue: StreamQueue, consumer_timeout_ms: int = -1,
+                 gate: DeliveryGate = _ALWAYS_OPEN) -> None:
         self.name = name
         self.queue = queue
-        self.iterator = ConsumerIterator(queue, consumer_timeout_ms)
+        self.iterator = ConsumerIterator(queue, consumer_timeout_ms, gate)
 
     def __iter__(self) -> ConsumerIterator:
         return self.iterator
@@ -293,7 +333,9 @@ class StreamSet:
         self.consumer_id = consumer_id
         self.by_topic: dict[str, list[KafkaStream]] = {}
         self.wildcard: list[KafkaStream] = []
-        make = lambda name: KafkaStream(name, StreamQueue(capacity, name), consumer_timeout_ms)  # noqa: E731
+        self.gate = DeliveryGate()
+        make = lambda name: KafkaStream(name, StreamQueue(capacity, name), consumer_timeout_ms,  # noqa: E731
+                                        self.gate)
         if static is not None:
             for topic, count in static.items():
                 self.by_topic[topic] = [make(f"{topic}/{consumer_id}-{i}") for i in range(count)]
@@ -316,10 +358,12 @@ class StreamSet:
     def close(self) -> None:
         for stream in self.all():
             stream.queue.close()
+        self.gate.reopen()  # iterators waiting on a paused gate must see the end
 
     def fail(self, error: BaseException) -> None:
         for stream in self.all():
             stream.queue.fail(error)
+        self.gate.reopen()
 
     def mark_consumed(self) -> None:
         """commit_offsets(): the message each stream handed out last counts as finished."""

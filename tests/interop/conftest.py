@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import collections
+import json
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
@@ -10,10 +14,46 @@ import pytest
 
 from zkconsumer import ConsumerConnector, Whitelist
 from zkconsumer.testing.members import Recorder, drain, wait_for_balanced
-from zkconsumer.testing.scala import FAST_PROPERTIES, ScalaMember
+from zkconsumer.testing.process import _die_with_parent
+from zkconsumer.testing.scala import FAST_PROPERTIES, ScalaMember, read_deliveries
 
 Key = tuple[str, int, int]
 PY_PROPERTIES = {**FAST_PROPERTIES, "consumer.timeout.ms": 200}
+
+
+class PyProcessMember:
+    """A zkconsumer member in its own process (zkconsumer.testing.member), so it can be kill -9'd."""
+
+    def __init__(self, zookeeper_connect: str, group: str, name: str, topic: str, streams: int,
+                 workdir: Path) -> None:
+        self.name = name
+        self.out_path = workdir / f"py-{name}.deliveries"
+        self.log_path = workdir / f"py-{name}.log"
+        props = {**PY_PROPERTIES, "consumer.id": name}
+        cmd = [sys.executable, "-m", "zkconsumer.testing.member", "--zookeeper", zookeeper_connect,
+               "--group", group, "--topic", topic, "--streams", str(streams), "--out", str(self.out_path),
+               *(arg for k, v in props.items() for arg in ("--property", f"{k}={v}"))]
+        with open(self.log_path, "wb") as log:
+            self.popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+                                          preexec_fn=_die_with_parent)  # no orphans if pytest dies
+        assert self.popen.stdout is not None
+        line = self.popen.stdout.readline()  # printed once the first rebalance is done
+        if not line:
+            raise AssertionError(f"zkconsumer member {name} died:\n{self.log_tail()}")
+        self.consumer_id = json.loads(line)["consumer_id"]
+
+    def deliveries(self) -> list[Key]:
+        return read_deliveries(self.out_path)
+
+    def keys(self) -> collections.Counter[Key]:
+        return collections.Counter(self.deliveries())
+
+    def kill(self) -> None:
+        self.popen.send_signal(signal.SIGKILL)
+        self.popen.wait(10)
+
+    def log_tail(self, lines: int = 25) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
 class MixedGroup:
@@ -27,7 +67,8 @@ class MixedGroup:
         self.cluster, self.zk, self.group, self.workdir = cluster, zk, group, workdir
         self.scala: dict[str, ScalaMember] = {}
         self.py: dict[str, ConsumerConnector] = {}
-        self.left: dict[str, ScalaMember] = {}  # stopped Scala members keep their delivery files
+        self.procs: dict[str, PyProcessMember] = {}
+        self.left: dict[str, ScalaMember | PyProcessMember] = {}  # gone members' delivery files
         self.recorder = Recorder()
 
     # ---- joining and leaving ---------------------------------------------------------------
@@ -55,6 +96,12 @@ class MixedGroup:
         drain(name, found, self.recorder)
         return conn
 
+    def add_py_process(self, name: str, topic: str, streams: int = 1) -> PyProcessMember:
+        """A zkconsumer member in a child process (blocks for its first rebalance)."""
+        member = PyProcessMember(self.cluster.zookeeper_connect, self.group, name, topic, streams, self.workdir)
+        self.procs[name] = member
+        return member
+
     def wait_ready(self, timeout: float = 90.0) -> None:
         for member in self.scala.values():
             member.wait_ready(timeout)
@@ -71,8 +118,8 @@ class MixedGroup:
         return time.monotonic() - began
 
     def kill(self, name: str) -> None:
-        """kill -9 a Scala member: no commit; its nodes stay until its ZooKeeper session expires."""
-        member = self.scala.pop(name)
+        """kill -9 (Scala or process member): no commit; its nodes stay until its session expires."""
+        member = self.scala.pop(name, None) or self.procs.pop(name)
         member.kill()
         self.left[name] = member
 
@@ -81,15 +128,21 @@ class MixedGroup:
             conn.shutdown()
         for member in self.scala.values():
             member.process.stop(timeout=10)
+        for proc in self.procs.values():
+            proc.popen.send_signal(signal.SIGTERM)
+            try:
+                proc.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
     # ---- observing -------------------------------------------------------------------------
     @property
     def size(self) -> int:
-        return len(self.scala) + len(self.py)
+        return len(self.scala) + len(self.py) + len(self.procs)
 
     def deliveries(self, name: str) -> list[Key]:
         """What one member (live or gone) handed to its application, in order per stream."""
-        member = self.scala.get(name) or self.left.get(name)
+        member = self.scala.get(name) or self.procs.get(name) or self.left.get(name)
         if member is not None:
             return member.deliveries()
         return [(d.topic, d.partition, d.offset) for d in self.recorder.deliveries if d.member == name]
@@ -97,7 +150,7 @@ class MixedGroup:
     def keys(self) -> collections.Counter[Key]:
         """(topic, partition, offset) -> how many times any member delivered it."""
         total = self.recorder.keys()
-        for member in [*self.scala.values(), *self.left.values()]:
+        for member in [*self.scala.values(), *self.procs.values(), *self.left.values()]:
             total.update(member.keys())
         return total
 
@@ -122,7 +175,8 @@ class MixedGroup:
             raise AssertionError(f"{exc}\n{self.log_tails()}") from None
 
     def log_tails(self, lines: int = 25) -> str:
-        return "\n".join(f"--- {m.name} ({m.log_path}) ---\n{m.log_tail(lines)}" for m in self.scala.values())
+        members = [*self.scala.values(), *self.procs.values()]
+        return "\n".join(f"--- {m.name} ({m.log_path}) ---\n{m.log_tail(lines)}" for m in members)
 
 
 @pytest.fixture

@@ -35,6 +35,11 @@ def start_four(mixed, topic: str) -> dict[tuple[str, int], str]:  # type: ignore
     return mixed.balanced([topic])
 
 
+def record(result: dict[str, object]) -> None:
+    with RECORD.open("a") as out:
+        out.write(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%S"), **result}) + "\n")
+
+
 def node_facts(zk, path: str) -> tuple[bytes, bool, list]:  # type: ignore[no-untyped-def,type-arg]
     data, stat = zk.get(path)
     return data, stat.ephemeralOwner != 0, zk.get_acls(path)[0]
@@ -130,39 +135,49 @@ def test_clean_leave_hands_partitions_over_at_committed_offsets(mixed, zk, topic
     gone_s = gone[0] - began if gone else float("nan")
     result = {"leave_s": round(leave_s, 3), "member_node_gone_s": round(gone_s, 3),
               "converged_s": round(converged_s, 3), "rebalance_attempts": attempts, "moved": sorted(moved)}
-    with RECORD.open("a") as out:
-        out.write(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "leaver": kind, **result}) + "\n")
+    record({"event": f"clean leave of a {kind} member", **result})
     with capsys.disabled():
         print(f"\n[interop] a {kind} member left a range group (+ a-scala, b-py, d-scala): shutdown "
               f"{leave_s:.2f}s, member node gone {gone_s:.2f}s, owners converged {converged_s:.2f}s after "
               f"the leave began (rebalance attempts: {attempts}; recorded in {RECORD})")
 
 
-def test_killed_scala_member_is_replaced_after_its_session_expires(mixed, zk, topic_factory, produce,
-                                                                   capsys) -> None:
+@pytest.mark.parametrize("victim", ["scala", "zkconsumer"])
+def test_killed_member_is_replaced_after_its_session_expires(mixed, zk, topic_factory, produce, capsys,
+                                                            victim: str) -> None:
+    """kill -9 of one kind; the other kind takes over once the 6 s session has expired."""
     topic = topic_factory(partitions=6)
     g = mixed.group
-    scala = mixed.add_scala("a-scala", {topic: 2})
-    mixed.add_py("b-py", {topic: 1})
+    if victim == "scala":
+        dead, survivor = mixed.add_scala("a-dead", {topic: 2}), "b-py"
+        mixed.add_py(survivor, {topic: 1})
+    else:
+        survivor = "b-scala"
+        mixed.add_scala(survivor, {topic: 1})
+        dead = mixed.add_py_process("a-dead", topic, 2)  # its own process, so it can be killed
     mixed.wait_ready()
-    mixed.balanced([topic])
+    before = mixed.balanced([topic])
+    assert {t.rsplit("-", 1)[0] for t in before.values()} == {f"{g}_a-dead", f"{g}_{survivor}"}
     first = produce(topic, 60, partitions=6)
     mixed.wait_for(keys_of(first))
-    committed = committed_offsets(zk, g, topic)  # Scala auto-commits every 60 s: nothing of this batch
-    uncommitted = {(t, p, o) for t, p, o in scala.deliveries() if o >= committed.get(p, 0)}
+    committed = committed_offsets(zk, g, topic)  # auto-commit is every 60 s: none of this batch
+    uncommitted = {(t, p, o) for t, p, o in dead.deliveries() if o >= committed.get(p, 0)}
 
     began = time.monotonic()
-    mixed.kill("a-scala")
-    after = mixed.balanced([topic], timeout=30)  # its nodes vanish when the 6 s session expires
+    mixed.kill("a-dead")
+    after = mixed.balanced([topic], timeout=30)  # its nodes vanish when its session expires
     converged_s = time.monotonic() - began
-    assert set(after.values()) == {f"{g}_b-py-0"}
+    assert set(after.values()) == {f"{g}_{survivor}-0"}
     second = produce(topic, 60, partitions=6, start=60)
     mixed.wait_for(keys_of(first) | keys_of(second))
     counts = mixed.keys()
     assert set(counts) == keys_of(first) | keys_of(second), "loss"
     # At-least-once: exactly what the dead member handed out after its last commit comes again.
-    assert {k for k, n in counts.items() if n > 1} == uncommitted
-    assert uncommitted, "the killed member should have consumed something uncommitted"
+    assert uncommitted and {k for k, n in counts.items() if n > 1} == uncommitted
+    if survivor in mixed.scala:
+        assert "can't rebalance" not in mixed.scala[survivor].log_tail(100000)
+    record({"event": f"kill -9 of a {victim} member", "converged_s": round(converged_s, 3),
+            "redelivered": len(uncommitted)})
     with capsys.disabled():
-        print(f"\n[interop] kill -9 of a Scala member (session 6 s): zkconsumer owned its partitions "
-              f"{converged_s:.2f}s later; {len(uncommitted)} uncommitted messages re-delivered")
+        print(f"\n[interop] kill -9 of a {victim} member (session 6 s): the {survivor} member owned its "
+              f"partitions {converged_s:.2f}s later; {len(uncommitted)} uncommitted messages re-delivered")

@@ -52,6 +52,8 @@ EXPECTED_DEFAULTS = {
     "exclude.internal.topics": True,
     "zkconsumer.compat.version": "1.1.0",
     "zkconsumer.rebalance.recheck.ms": 30000,
+    "zkconsumer.rebalance.incremental": True,
+    "zkconsumer.watchdog.interval.ms": 10000,
     "zkconsumer.zookeeper.digest": None,
 }
 
@@ -179,6 +181,7 @@ INVALID = [
     ("zookeeper.connect", "h o:1"), ("zookeeper.connect", "a:1, b:2"), ("zookeeper.connect", "[zz]:1"),
     ("zkconsumer.compat.version", "2.0"), ("zkconsumer.compat.version", "latest"),
     ("zkconsumer.compat.version", "0.8.1"), ("zkconsumer.rebalance.recheck.ms", "-1"),
+    ("zkconsumer.watchdog.interval.ms", "-5"), ("zkconsumer.rebalance.incremental", "yes"),
     ("zkconsumer.zookeeper.digest", "no-colon"), ("zkconsumer.zookeeper.digest", ":pw"),
     ("librdkafka.debug", ["a"]),
 ]

@@ -194,13 +194,7 @@ class ScalaMember:
     # ---- what it did -------------------------------------------------------------------------
     def deliveries(self) -> list[tuple[str, int, int]]:
         """(topic, partition, offset) per message handed to the application, in order."""
-        text = self.out_path.read_text() if self.out_path.exists() else ""
-        out = []
-        for line in text.splitlines(keepends=True):
-            if line.endswith("\n"):  # a torn last line (kill -9 mid-write) is not a delivery
-                topic, partition, offset = line.split()
-                out.append((topic, int(partition), int(offset)))
-        return out
+        return read_deliveries(self.out_path)
 
     def keys(self) -> collections.Counter[tuple[str, int, int]]:
         return collections.Counter(self.deliveries())
@@ -216,6 +210,17 @@ class ScalaMember:
 
     def __repr__(self) -> str:
         return f"ScalaMember({self.consumer_id!r}, running={self.running})"
+
+
+def read_deliveries(path: Path) -> list[tuple[str, int, int]]:
+    """Parse "<topic> <partition> <offset>" lines (ScalaMember.java and zkconsumer.testing.member)."""
+    text = path.read_text() if path.exists() else ""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.endswith("\n"):  # a torn last line (kill -9 mid-write) is not a delivery
+            topic, partition, offset = line.split()
+            out.append((topic, int(partition), int(offset)))
+    return out
 
 
 def _escape_property(value: str) -> str:

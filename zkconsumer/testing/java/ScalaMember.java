@@ -85,16 +85,13 @@ public final class ScalaMember {
                 stopping = true;
             }
             connector.shutdown();  // stops fetchers, commits consumed offsets, closes ZooKeeper
-            for (Thread t : workers) {
+            // No join: a wildcard stream whose filter matched no topic never gets the shutdown
+            // sentinel, so its thread would block forever; the JVM halts after the hooks anyway.
+            synchronized (LOCK) {
                 try {
-                    t.join(10_000);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
+                    out.close();
+                } catch (IOException ignored) {
                 }
-            }
-            try {
-                out.close();
-            } catch (IOException ignored) {
             }
             System.out.println("STOPPED " + consumerId);
             System.out.flush();

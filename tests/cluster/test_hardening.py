@@ -1,0 +1,186 @@
+"""Hardening beyond the Scala consumer, one test per guarantee, each failing without its mechanism."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from zkconsumer import ConsumerConnector, ConsumerRebalanceFailed, ConsumerTimeout, zkdata
+from zkconsumer.testing import kafka
+from zkconsumer.testing.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
+
+pytestmark = pytest.mark.cluster
+
+FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 300, "rebalance.max.retries": 20,
+        "auto.offset.reset": "smallest", "consumer.timeout.ms": 200}
+
+
+def member(cluster, group: str, **props: object) -> ConsumerConnector:
+    return ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group, **FAST,
+                              **{k.replace("_", "."): v for k, v in props.items()}})
+
+
+def owner_czxids(zk, group: str, topic: str) -> dict[int, int]:  # type: ignore[no-untyped-def]
+    folder = zkdata.owners_path(group, topic)
+    return {int(c): zk.exists(f"{folder}/{c}").czxid for c in zk.get_children(folder)}
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_only_moved_partitions_stop(cluster, zk, topic_factory, group_id, incremental) -> None:
+    topic = topic_factory(partitions=6)
+    with member(cluster, group_id, consumer_id="a", zkconsumer_rebalance_incremental=incremental) as a:
+        a.create_message_streams({topic: 1})
+        wait_for_balanced(zk, group_id, [topic], members=1)
+        before = owner_czxids(zk, group_id, topic)
+        with member(cluster, group_id, consumer_id="b", zkconsumer_rebalance_incremental=incremental) as b:
+            b.create_message_streams({topic: 1})
+            owners = wait_for_balanced(zk, group_id, [topic], members=2)
+            kept = [p for (_, p), thread in owners.items() if thread == f"{group_id}_a-0"]
+            assert kept == [0, 1, 2]
+            after = owner_czxids(zk, group_id, topic)
+            unchanged = [p for p in kept if after[p] == before[p]]
+            # Incremental: a's kept owner nodes were never released (same creation zxid).
+            assert unchanged == (kept if incremental else [])
+
+
+def test_zookeeper_outage_pauses_delivery_until_session_confirmed(cluster, zk, topic_factory, produce,
+                                                                  group_id) -> None:
+    if not hasattr(cluster, "zookeeper"):
+        pytest.fail("needs the local jar cluster (ZKCONSUMER_CLUSTER=local)")
+    topic = topic_factory(partitions=1)
+    recorder = Recorder()
+    with member(cluster, group_id, zookeeper_session_timeout_ms=10000) as conn:
+        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
+        wait_for_balanced(zk, group_id, [topic], members=1)
+        first = produce(topic, 10)
+        recorder.wait_for({(topic, 0, m.offset) for m in first}, timeout=30)
+        cluster.zookeeper.kill()                    # the brokers keep serving for a few seconds
+        try:
+            time.sleep(1.5)                         # kazoo notices: SUSPENDED
+            during = produce(topic, 10, start=10)
+            time.sleep(2.0)
+            delivered_while_down = [d for d in recorder.deliveries if d.offset >= 10]
+        finally:
+            cluster.zookeeper.start()
+        assert delivered_while_down == [], "delivered while ownership could not be confirmed"
+        recorder.wait_for({(topic, 0, m.offset) for m in during}, timeout=60)
+        assert conn.group.is_registered()
+
+
+def test_watchdog_restores_a_deleted_owner_node(cluster, zk, topic_factory, group_id) -> None:
+    topic = topic_factory(partitions=2)
+    with member(cluster, group_id, zkconsumer_watchdog_interval_ms=300) as conn:
+        conn.create_message_streams({topic: 1})
+        owners = wait_for_balanced(zk, group_id, [topic], members=1)
+        zk.delete(zkdata.owner_path(group_id, topic, 1))  # an operator's mistake, no event for us
+        deadline = time.monotonic() + 30
+        while owner_table(zk, group_id, [topic]) != owners:
+            assert time.monotonic() < deadline, "watchdog never restored the owner node"
+            time.sleep(0.1)
+        assert conn._watchdog is not None and conn._watchdog.alerts >= 1
+
+
+class FailureListener:
+    def __init__(self) -> None:
+        self.failures: list[Exception] = []
+
+    def before_releasing_partitions(self, partitions) -> None: ...  # type: ignore[no-untyped-def]
+
+    def before_starting_fetchers(self, consumer_id, assignment) -> None: ...  # type: ignore[no-untyped-def]
+
+    def on_rebalance_failed(self, error: Exception) -> None:
+        self.failures.append(error)
+
+
+def test_failed_first_rebalance_leaves_nothing_behind(cluster, zk, topic_factory, group_id) -> None:
+    topic = topic_factory(partitions=3)
+    zk.create(zkdata.owner_path(group_id, topic, 2), b"g_somebody-0", makepath=True)  # stale, persistent
+    listener = FailureListener()
+    conn = member(cluster, group_id, rebalance_max_retries=2)
+    conn.listener = listener
+    with pytest.raises(ConsumerRebalanceFailed):
+        conn.create_message_streams({topic: 1})
+    # All or nothing: partitions 0 and 1 were free, yet no owner node of ours was left behind.
+    assert owner_table(zk, group_id, [topic]) == {(topic, 2): "g_somebody-0"}
+    assert zk.get_children(zkdata.ids_path(group_id)) == []  # and it left the group: no zombie
+    assert len(listener.failures) == 1
+
+
+def test_failed_rebalance_is_retried_without_any_event(cluster, zk, topic_factory, produce, group_id) -> None:
+    topic = topic_factory(partitions=2)
+    blocker = zkdata.owner_path(group_id, topic, 2)
+    listener = FailureListener()
+    recorder = Recorder()
+    conn = member(cluster, group_id, rebalance_max_retries=2, zkconsumer_rebalance_recheck_ms=500,
+                  zkconsumer_watchdog_interval_ms=0)
+    conn.listener = listener
+    with conn:
+        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
+        wait_for_balanced(zk, group_id, [topic], members=1)
+        zk.create(blocker, b"g_somebody-0")          # stale node in the way of a new partition
+        kafka.add_partitions(cluster.bootstrap_servers, topic, 3)
+        deadline = time.monotonic() + 30
+        while not listener.failures:
+            assert time.monotonic() < deadline, "the blocked rebalance never gave up its attempts"
+            time.sleep(0.1)
+        kept = produce(topic, 20, partitions=2)      # partitions it kept go on (incremental)
+        recorder.wait_for({(m.topic, m.partition, m.offset) for m in kept}, timeout=30)
+        zk.delete(blocker)                           # no ZooKeeper event reaches the member now
+        owners = wait_for_balanced(zk, group_id, [topic], members=1, timeout=30)
+        assert sorted(p for _, p in owners) == [0, 1, 2]
+
+
+def test_commits_are_fenced_by_owner_node(cluster, zk, topic_factory, produce, group_id) -> None:
+    topic = topic_factory(partitions=1)
+    produce(topic, 20)
+    recorder = Recorder()
+    with member(cluster, group_id, auto_commit_enable=False) as conn:
+        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
+        recorder.wait_for({(topic, 0, o) for o in range(20)}, timeout=30)
+        conn.commit_offsets()
+        assert committed_offsets(zk, group_id, topic) == {0: 20}
+        # Another member now owns the partition (we were too slow to notice) and committed 5.
+        zk.delete(zkdata.owner_path(group_id, topic, 0))
+        zk.create(zkdata.owner_path(group_id, topic, 0), b"g_other-0")
+        zk.set(zkdata.offset_path(group_id, topic, 0), b"5")
+        produce(topic, 5, start=20)
+        recorder.wait_for({(topic, 0, o) for o in range(20, 25)}, timeout=30)
+        conn.commit_offsets()
+        assert committed_offsets(zk, group_id, topic) == {0: 5}, "overwrote the new owner's offset"
+        zk.delete(zkdata.owner_path(group_id, topic, 0))
+
+
+def test_garbled_peer_registration_does_not_stall_the_group(cluster, zk, topic_factory, produce,
+                                                            group_id) -> None:
+    topic = topic_factory(partitions=2)
+    zk.create(zkdata.member_path(group_id, f"{group_id}_garbled"), b"{not json", ephemeral=True, makepath=True)
+    recorder = Recorder()
+    with member(cluster, group_id) as conn:
+        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
+        sent = produce(topic, 20, partitions=2)
+        recorder.wait_for({(m.topic, m.partition, m.offset) for m in sent}, timeout=30)
+        assert len(conn.owned_partitions()) == 2
+    zk.delete(zkdata.member_path(group_id, f"{group_id}_garbled"))
+
+
+def test_stale_registration_of_a_previous_process_is_waited_out(cluster, zk, topic_factory, group_id) -> None:
+    topic = topic_factory(partitions=1)
+    ghost = cluster.zk_client()  # the previous process: its session is still alive for a moment
+    ghost.create(zkdata.member_path(group_id, f"{group_id}_fixed"), b"{}", ephemeral=True, makepath=True)
+    threading.Timer(1.0, lambda: (ghost.stop(), ghost.close())).start()
+    began = time.monotonic()
+    with member(cluster, group_id, consumer_id="fixed") as conn:
+        conn.create_message_streams({topic: 1})
+        assert conn.group.is_registered()
+    assert time.monotonic() - began >= 0.9
+
+
+def test_consumer_timeout_while_paused(cluster, topic_factory, group_id) -> None:
+    topic = topic_factory(partitions=1)
+    with member(cluster, group_id, consumer_timeout_ms=200) as conn:
+        stream = conn.create_message_streams({topic: 1})[topic][0]
+        conn.coordinator.connection_suspended()
+        with pytest.raises(ConsumerTimeout, match="paused"):
+            next(iter(stream))
+        assert conn.coordinator.connection_restored()

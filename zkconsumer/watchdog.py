@@ -1,0 +1,76 @@
+"""Periodic ownership check: unowned partitions, zombie owners and fetch drift trigger a rebalance."""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable, Mapping
+
+from zkconsumer.offsets import PeriodicTask
+from zkconsumer.zkdata import consumer_id_of_thread
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+def find_problems(partitions: Mapping[str, Iterable[int]], owners: Mapping[str, Mapping[int, str]],
+                  members: set[str], owned_here: set[TopicPartition],
+                  fetched_here: set[TopicPartition] | None) -> list[str]:
+    """What a rebalance should repair, as sorted one-line descriptions (pure).
+
+    partitions: topic -> partition ids we subscribe to; owners: topic -> partition -> owner
+    thread id as found in ZooKeeper; members: live consumer ids; owned_here / fetched_here:
+    what this member believes it owns and what its fetcher actually has assigned.
+    """
+    problems = []
+    for topic, ids in sorted(partitions.items()):
+        found = owners.get(topic, {})
+        for partition in sorted(ids):
+            thread = found.get(partition)
+            if thread is None:
+                problems.append(f"{topic}-{partition} has no owner")
+            elif consumer_id_of_thread(thread) not in members:
+                problems.append(f"{topic}-{partition} is owned by {thread}, which is not a group member (zombie)")
+    if fetched_here is not None and fetched_here != owned_here:
+        for topic, partition in sorted(owned_here - fetched_here):
+            problems.append(f"{topic}-{partition} is owned here but not fetched")
+        for topic, partition in sorted(fetched_here - owned_here):
+            problems.append(f"{topic}-{partition} is fetched here but not owned")
+    return problems
+
+
+class Watchdog:
+    """Every interval, compare ZooKeeper's owners with the group; a problem seen twice in a row
+    (so not a rebalance in flight) triggers a rebalance and counts in `alerts`.
+
+    Example::
+
+        watchdog = Watchdog("g_c1", interval_s=10.0, check=coordinator.health_problems,
+                            trigger=worker.trigger)
+        watchdog.start(); ...; watchdog.stop()
+    """
+
+    def __init__(self, consumer_id: str, *, interval_s: float, check: Callable[[], list[str]],
+                 trigger: Callable[[str], None]) -> None:
+        self._check = check
+        self._trigger = trigger
+        self._previous: set[str] = set()
+        self.alerts = 0
+        self._task = PeriodicTask(f"{consumer_id}-watchdog", interval_s, self.run_once)
+
+    def start(self) -> None:
+        self._task.start()
+
+    def stop(self) -> None:
+        self._task.stop()
+
+    def run_once(self) -> list[str]:
+        """One check; returns the problems that persisted since the previous check."""
+        current = set(self._check())
+        persistent = sorted(current & self._previous)
+        self._previous = current
+        if persistent:
+            self.alerts += 1
+            log.warning("watchdog: %d ownership problems persist (%s); rebalancing", len(persistent),
+                        "; ".join(persistent[:5]))
+            self._trigger(f"watchdog: {persistent[0]}")
+        return persistent
