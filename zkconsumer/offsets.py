@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 
 from zkconsumer.group import GroupZk
 from zkconsumer.stream import PartitionTopicInfo

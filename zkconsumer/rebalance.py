@@ -8,7 +8,7 @@ from typing import Callable, Iterable, Mapping
 
 from zkconsumer.assignors import AssignmentInput, assign, hash_ties, owned_by
 from zkconsumer.compat import Compat
-from zkconsumer.subscription import Subscription, from_registration, thread_ids_for
+from zkconsumer.subscription import from_registration, thread_ids_for
 from zkconsumer.zkdata import Registration
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Iterable, Mapping, Union
 
 from .compat import DEFAULT, Compat
-from .zkdata import Registration, coreutils_json_escape
+from .kafkajson import coreutils_json_escape
+from .zkdata import Registration
 
 STATIC, WHITE_LIST, BLACK_LIST = "static", "white_list", "black_list"
 _LEGAL_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")

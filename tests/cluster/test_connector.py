@@ -10,7 +10,7 @@ import pytest
 
 from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist, zkdata
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
+from zkconsumer.testing.members import keys_of, Recorder, committed_offsets, drain, owner_table, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 
@@ -21,10 +21,6 @@ FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 500, "reba
 def connector(cluster, group: str, **props: object) -> ConsumerConnector:
     return ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
                               **FAST, **{k.replace("_", "."): v for k, v in props.items()}})
-
-
-def keys_of(produced) -> set[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
-    return {(m.topic, m.partition, m.offset) for m in produced}
 
 
 def test_single_member_consumes_everything_with_exact_znodes(cluster, zk, topic_factory, produce, group_id) -> None:

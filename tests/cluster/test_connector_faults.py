@@ -12,16 +12,12 @@ import pytest
 from kazoo.client import KazooClient
 
 from zkconsumer import ConsumerConnector
-from zkconsumer.testing.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
+from zkconsumer.testing.members import keys_of, Recorder, committed_offsets, drain, owner_table, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 
 FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 500, "rebalance.max.retries": 30,
         "auto.offset.reset": "smallest", "consumer.timeout.ms": 200}
-
-
-def keys_of(produced) -> set[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
-    return {(m.topic, m.partition, m.offset) for m in produced}
 
 
 def spawn_member(cluster, group: str, topic: str, out, **props: object) -> subprocess.Popen:  # type: ignore[no-untyped-def]

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from zkconsumer import zkdata
-from zkconsumer.zkdata import (BrokerInfo, EndPoint, PartitionState, Registration, ZkDataError, coreutils_json_escape,
+from zkconsumer.kafkajson import coreutils_json_escape
+from zkconsumer.zkdata import (BrokerInfo, EndPoint, PartitionState, Registration, ZkDataError,
                                decode_broker, decode_offset, decode_partition_state, decode_topic_partitions,
                                encode_broker, encode_offset, encode_topic_partitions)
 

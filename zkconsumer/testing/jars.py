@@ -9,7 +9,7 @@ from pathlib import Path
 # Each entry is a folder of jars built from scripts/jars/<name>/pom.xml:
 #   kafka39  the ZooKeeper-mode Kafka 3.9 broker, plus the ZooKeeper server it bundles
 #   kafka11  the legacy Scala 1.1.1 client (never mixed with kafka39 on one classpath)
-KNOWN = ("kafka39", "kafka11")
+KNOWN = ("kafka39", "kafka11", "spark-kafka")
 MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 
 

@@ -24,6 +24,11 @@ class Delivery:
     at: float
 
 
+def keys_of(produced: Iterable[object]) -> set[tuple[str, int, int]]:
+    """(topic, partition, offset) of produced messages (anything with those attributes)."""
+    return {(m.topic, m.partition, m.offset) for m in produced}  # type: ignore[attr-defined]
+
+
 class Recorder:
     """Thread-safe log of every message any member handed to the application."""
 

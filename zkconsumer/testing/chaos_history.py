@@ -1,0 +1,172 @@
+"""The facts a chaos run records (deliveries, acks, owner spans, commits, notes) on one machine-wide clock."""
+from __future__ import annotations
+
+import bisect
+import time
+from dataclasses import dataclass, field
+
+TopicPartition = tuple[str, int]
+MessageKey = tuple[str, int, int, int]  # (topic, epoch, partition, offset)
+
+
+def now() -> float:
+    """CLOCK_MONOTONIC: the same clock in every process of this (Linux) machine, and never stepped."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+def wall_offset() -> float:
+    """wall - monotonic: turns ZooKeeper's ctime/mtime (server wall-clock ms) into `now()` time."""
+    return time.time() - now()
+
+
+def parse_value(value: bytes | str | None) -> tuple[str, int, int] | None:
+    """b"<topic>:<epoch>:<seq>" (what chaos producers write) -> (topic, epoch, seq); None if foreign."""
+    if value is None:
+        return None
+    text = value.decode(errors="replace") if isinstance(value, bytes) else value
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    return parts[0], int(parts[1]), int(parts[2])
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A message handed to the application by `member` (a consumer id) at time `at`."""
+
+    member: str
+    topic: str
+    epoch: int  # topic incarnation: bumped when the topic is deleted and created again
+    partition: int
+    offset: int
+    at: float
+
+    @property
+    def key(self) -> MessageKey:
+        return (self.topic, self.epoch, self.partition, self.offset)
+
+
+@dataclass
+class Span:
+    """One owner node's life: /consumers/G/owners/T/p held by `owner` (a thread id) from start to end.
+
+    start is the node's ctime (exact); end is when the observer first missed it (late by at
+    most one poll period); None while it still exists.
+    """
+
+    topic: str
+    partition: int
+    owner: str
+    czxid: int
+    start: float
+    end: float | None = None
+
+    @property
+    def member(self) -> str:
+        return self.owner.rsplit("-", 1)[0]
+
+    def contains(self, t: float, *, before: float = 0.0, after: float = 0.0) -> bool:
+        return self.start - before <= t and (self.end is None or t <= self.end + after)
+
+
+@dataclass
+class Incarnation:
+    """One life of a member's registration node /consumers/G/ids/<member> (one ZooKeeper session)."""
+
+    member: str
+    czxid: int
+    start: float
+    end: float | None = None
+
+
+@dataclass
+class Presence:
+    """A partition that exists in /brokers/topics/T from start until end (None: still there)."""
+
+    topic: str
+    partition: int
+    start: float
+    end: float | None = None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A value written to /consumers/G/offsets/T/p, at its mtime."""
+
+    topic: str
+    partition: int
+    offset: int
+    at: float
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something the driver did: leave, kill, expire, stop, cont, zk-restart, broker-kill, epoch, ..."""
+
+    kind: str
+    member: str | None
+    at: float
+    detail: str = ""
+
+
+@dataclass
+class History:
+    """Everything the invariants look at; `since`..`until` is the judged window for ownership gaps."""
+
+    deliveries: list[Delivery] = field(default_factory=list)
+    acked: set[MessageKey] = field(default_factory=set)
+    spans: list[Span] = field(default_factory=list)
+    incarnations: list[Incarnation] = field(default_factory=list)
+    presence: list[Presence] = field(default_factory=list)
+    commits: list[Commit] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    epoch_starts: dict[tuple[str, int], float] = field(default_factory=dict)  # (topic, epoch) -> start
+    since: float = 0.0
+    until: float = float("inf")
+
+    # ---- indexes (built lazily; a History is not changed once judged) --------------------------
+    def spans_of(self, member: str, topic: str, partition: int) -> list[Span]:
+        index = self.__dict__.setdefault("_spans_by_member", {})
+        if not index:
+            for s in sorted(self.spans, key=lambda s: s.start):
+                index.setdefault((s.member, s.topic, s.partition), []).append(s)
+        return index.get((member, topic, partition), [])
+
+    def partition_spans(self, topic: str, partition: int) -> list[Span]:
+        index = self.__dict__.setdefault("_spans_by_partition", {})
+        if not index:
+            for s in sorted(self.spans, key=lambda s: s.start):
+                index.setdefault((s.topic, s.partition), []).append(s)
+        return index.get((topic, partition), [])
+
+    def span_at(self, member: str, topic: str, partition: int, t: float, *, before: float = 0.25,
+                after: float = 0.05) -> Span | None:
+        """The ownership span of `member` covering time t (allowing for the observer's lag)."""
+        for span in self.spans_of(member, topic, partition):
+            if span.contains(t, before=before, after=after):
+                return span
+        return None
+
+    def committed_high(self, topic: str, partition: int, since: float, until: float) -> int:
+        """Highest offset committed for the partition in [since, until]; -1 if none."""
+        index = self.__dict__.setdefault("_commits", {})
+        if not index:
+            for c in sorted(self.commits, key=lambda c: c.at):
+                times, values = index.setdefault((c.topic, c.partition), ([], []))
+                times.append(c.at)
+                values.append(c.offset)
+        times, values = index.get((topic, partition), ([], []))
+        lo, hi = bisect.bisect_left(times, since), bisect.bisect_right(times, until)
+        return max(values[lo:hi], default=-1)
+
+    def epoch_start(self, topic: str, epoch: int) -> float:
+        return self.epoch_starts.get((topic, epoch), float("-inf"))
+
+    def incarnation_at(self, member: str, t: float) -> Incarnation | None:
+        for inc in self.incarnations:
+            if inc.member == member and inc.start - 0.25 <= t and (inc.end is None or t <= inc.end + 0.25):
+                return inc
+        return None
+
+    def left_cleanly(self, member: str, before: float) -> bool:
+        return any(n.kind == "leave" and n.member == member and n.at <= before for n in self.notes)

@@ -1,0 +1,202 @@
+"""The chaos invariants judged on a recorded History: loss, overlapping delivery, unexplained duplicates, gaps."""
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass
+
+from zkconsumer.testing.chaos_history import Delivery, History, MessageKey, Span, TopicPartition
+
+# Observer lag: a span's start is exact (ctime) but deliveries are attributed a little before it
+# (clock granularity); its end is seen up to one poll late, so deliveries after it are strays.
+SPAN_BEFORE = 0.25
+SPAN_AFTER = 0.05
+STRAY_GAP = 0.5  # strays further apart than this are separate delivery intervals
+SESSION_END_MATCH = 0.5  # owner node and member node vanishing this close together: one session's end
+
+
+@dataclass(frozen=True)
+class Interval:
+    """first..last delivery of one partition by one member within one ownership span (or stray run)."""
+
+    member: str
+    topic: str
+    partition: int
+    first: float
+    last: float
+    count: int
+    owned: bool  # False: delivered while the observer saw no owner node of this member
+
+    def describe(self) -> str:
+        where = "as owner" if self.owned else "WITHOUT owning it"
+        return f"{self.member} delivered {self.count} in [{self.first:.3f}, {self.last:.3f}] {where}"
+
+
+@dataclass(frozen=True)
+class Overlap:
+    a: Interval
+    b: Interval
+
+    def __str__(self) -> str:
+        return f"{self.a.topic}-{self.a.partition}: {self.a.describe()}; {self.b.describe()}"
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """`again` delivered a message `previous` had delivered already; `allowed` says if that was explained."""
+
+    previous: Delivery
+    again: Delivery
+    allowed: bool
+    why: str
+
+    def __str__(self) -> str:
+        t, e, p, o = self.previous.key
+        return (f"{t}-{p}@{o} (epoch {e}) by {self.previous.member} at {self.previous.at:.3f}, again by "
+                f"{self.again.member} at {self.again.at:.3f}: {self.why}")
+
+
+def lost(h: History) -> list[MessageKey]:
+    """Invariant 1: acknowledged messages nobody delivered."""
+    return sorted(h.acked - {d.key for d in h.deliveries})
+
+
+def delivery_intervals(h: History) -> list[Interval]:
+    by_member: dict[tuple[str, str, int], list[Delivery]] = collections.defaultdict(list)
+    for d in h.deliveries:
+        by_member[(d.member, d.topic, d.partition)].append(d)
+    out: list[Interval] = []
+    for (member, topic, partition), ds in by_member.items():
+        ds.sort(key=lambda d: d.at)
+        run: list[object] = []  # [span or None, first, last, count]
+        for d in ds:
+            span = h.span_at(member, topic, partition, d.at, before=SPAN_BEFORE, after=SPAN_AFTER)
+            same = run and run[0] is span and (span is not None or d.at - run[2] <= STRAY_GAP)  # type: ignore[operator]
+            if same:
+                run[2], run[3] = d.at, run[3] + 1  # type: ignore[operator]
+                continue
+            if run:
+                out.append(Interval(member, topic, partition, run[1], run[2], run[3], run[0] is not None))  # type: ignore[arg-type]
+            run = [span, d.at, d.at, 1]
+        if run:
+            out.append(Interval(member, topic, partition, run[1], run[2], run[3], run[0] is not None))  # type: ignore[arg-type]
+    return out
+
+
+def overlaps(h: History, eps: float = 0.02) -> list[Overlap]:
+    """Invariant 2: two members delivering one partition during overlapping delivery intervals.
+
+    An interval is first..last delivery inside one ownership span; a single stray delivery
+    inside another member's interval counts too. eps absorbs scheduling between a hand-out
+    and its timestamp.
+    """
+    by_partition: dict[TopicPartition, list[Interval]] = collections.defaultdict(list)
+    for iv in delivery_intervals(h):
+        by_partition[(iv.topic, iv.partition)].append(iv)
+    found = []
+    for ivs in by_partition.values():
+        ivs.sort(key=lambda iv: iv.first)
+        for i, a in enumerate(ivs):
+            for b in ivs[i + 1:]:
+                if b.first >= a.last - eps:
+                    break
+                if b.member != a.member and a.first < b.last - eps:
+                    found.append(Overlap(a, b))
+    return found
+
+
+def stray_deliveries(h: History) -> list[Delivery]:
+    """Deliveries the observer cannot place inside an owner node of the deliverer (informational)."""
+    return [d for d in h.deliveries
+            if h.span_at(d.member, d.topic, d.partition, d.at, before=SPAN_BEFORE, after=SPAN_AFTER) is None]
+
+
+def duplicates(h: History) -> list[Duplicate]:
+    """Invariant 3: every repeated delivery, judged against the delivery just before it.
+
+    Allowed: the previous deliverer's ownership had ended and the offset lies in its
+    uncommitted window: o >= the highest offset committed before that end if it lost its
+    session (crash, expiry, stall), or o == that offset (the one message in flight) if it
+    handed the partition over cleanly (rebalance or shutdown).
+    """
+    by_key: dict[MessageKey, list[Delivery]] = collections.defaultdict(list)
+    for d in h.deliveries:
+        by_key[d.key].append(d)
+    out = []
+    for ds in by_key.values():
+        if len(ds) < 2:
+            continue
+        ds.sort(key=lambda d: d.at)
+        for previous, again in zip(ds, ds[1:]):
+            out.append(_judge(h, previous, again))
+    return out
+
+
+def _judge(h: History, previous: Delivery, again: Delivery) -> Duplicate:
+    topic, epoch, partition, offset = previous.key
+    span = h.span_at(previous.member, topic, partition, previous.at, before=SPAN_BEFORE, after=SPAN_AFTER)
+    if span is None:
+        return Duplicate(previous, again, False, f"{previous.member} delivered it without owning the partition")
+    if span.end is None or span.end > again.at + SPAN_BEFORE:
+        return Duplicate(previous, again, False, f"delivered again while {span.owner} still owned the partition")
+    committed = h.committed_high(topic, partition, h.epoch_start(topic, epoch), _handover_time(h, span))
+    start = max(committed, 0)  # nothing committed: the next owner starts at the log start (smallest)
+    if _lost_session(h, span):
+        ok = offset >= start
+        why = (f"{previous.member} lost its session; uncommitted window starts at {committed}" if ok else
+               f"below {committed}, committed by {previous.member} before it lost its session")
+    else:
+        ok = offset == start
+        why = (f"in flight when {previous.member} handed over cleanly" if ok else
+               f"{previous.member} handed over cleanly with {committed} committed")
+    return Duplicate(previous, again, ok, why)
+
+
+def _handover_time(h: History, span: Span) -> float:
+    """When ownership passed on: the span's observed end, or the next owner's (exact) claim if earlier."""
+    assert span.end is not None
+    later = [s.start for s in h.partition_spans(span.topic, span.partition)
+             if s.start > span.start and s.czxid != span.czxid]
+    return min([span.end, *later[:1]])
+
+
+def _lost_session(h: History, span: Span) -> bool:
+    """True if the span ended because its session did (owner and member node vanished together)."""
+    assert span.end is not None
+    inc = h.incarnation_at(span.member, span.start)
+    if inc is None or inc.end is None or abs(inc.end - span.end) > SESSION_END_MATCH:
+        return False
+    return not h.left_cleanly(span.member, span.end + SPAN_AFTER)
+
+
+def unowned_windows(h: History) -> dict[TopicPartition, float]:
+    """Per partition, the longest time within since..until it existed while no owner node did."""
+    out: dict[TopicPartition, float] = {}
+    for pr in h.presence:
+        lo, hi = max(pr.start, h.since), min(pr.end if pr.end is not None else h.until, h.until)
+        if hi <= lo:
+            continue
+        cursor, worst = lo, 0.0
+        for span in h.partition_spans(pr.topic, pr.partition):
+            end = span.end if span.end is not None else hi
+            if end <= cursor or span.start >= hi:
+                continue
+            worst = max(worst, span.start - cursor)
+            cursor = max(cursor, end)
+        worst = max(worst, hi - cursor)
+        key = (pr.topic, pr.partition)
+        out[key] = max(out.get(key, 0.0), worst)
+    return out
+
+
+def commit_regressions(h: History) -> list[str]:
+    """Committed offsets that went backwards within one topic incarnation (a fencing failure)."""
+    starts = sorted(h.epoch_starts.items(), key=lambda kv: kv[1])
+    found = []
+    last: dict[tuple[str, int, int], int] = {}
+    for c in sorted(h.commits, key=lambda c: c.at):
+        epoch = max((e for (t, e), at in starts if t == c.topic and at <= c.at), default=0)
+        key = (c.topic, epoch, c.partition)
+        if key in last and c.offset < last[key]:
+            found.append(f"{c.topic}-{c.partition}: {last[key]} -> {c.offset} at {c.at:.3f}")
+        last[key] = max(last.get(key, -1), c.offset)
+    return found
