@@ -214,9 +214,6 @@ class Coordinator:
             for info in self.owned.values():
                 info.active = False
             self.owned = {}
-        offsets = self.offsets.read(steps.claim)                             # 6-7 offsets
-        infos = {key: PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread),
-                                         offsets[key]) for key, thread in steps.claim.items()}
         if self._shutting_down.is_set():
             return True
         conflicts = self.group.claim(steps.claim)                            # 9 claim, all or nothing
@@ -224,16 +221,32 @@ class Coordinator:
             log.info("%s: %d partitions still owned by others (e.g. %s-%d); backing off",
                      self.consumer_id, len(conflicts), *conflicts[0])
             return False
-        self.owned.update(infos)                                             # 10 install
-        self.generation += 1
-        self.last_assignment = decision.by_topic()
+        # Offsets are read only once the claim holds (Scala reads them first, step 7): the old
+        # owner commits before it releases, so now we cannot see a commit older than its last.
+        try:
+            offsets = self.offsets.read(steps.claim)
+        except BaseException:
+            self.group.release(steps.claim)
+            raise
+        infos = {key: PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread),
+                                         offsets[key]) for key, thread in steps.claim.items()}
+        self.last_assignment = decision.by_topic()                           # 10 listener
         self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
         assert self.fetcher is not None
-        if incremental:                                                      # 11 start
-            if infos:
-                self.fetcher.add(list(infos.values()))
-        else:
-            self.fetcher.assign(list(infos.values()))
+        try:                                                                 # 11 start
+            if incremental:
+                if infos:
+                    self.fetcher.add(list(infos.values()))
+            else:
+                self.fetcher.assign(list(infos.values()))
+        except BaseException:
+            # Not fetching them, so not ours: give them back rather than own them idle.
+            for info in infos.values():
+                info.active = False
+            self.group.release(steps.claim)
+            raise
+        self.owned.update(infos)                                             # install
+        self.generation += 1
         log.info("%s owns %d partitions (%d new, %d released, %d kept): %s", self.consumer_id, len(self.owned),
                  len(infos), len(steps.release), len(steps.keep),
                  ", ".join(f"{t}-{p}" for t, p in sorted(self.owned)) or "none")
@@ -263,12 +276,18 @@ class Coordinator:
         return decide(self.consumer_id, self.config.partition_assignment_strategy, threads, partitions, compat)
 
     def _forget_lost(self) -> None:
-        """Kept partitions whose owner node vanished (deleted by a tool, say) are re-claimed."""
-        lost = self.group.not_ours({k: i.thread_id for k, i in self.owned.items()})
+        """Forget kept partitions we cannot vouch for, so this attempt claims them afresh.
+
+        Their owner node vanished (deleted by a tool, say) or the fetcher lost them; a claim
+        of a node that is still ours is a no-op, so nothing is written for the second case.
+        """
+        lost = set(self.group.not_ours({k: i.thread_id for k, i in self.owned.items()}))
+        if isinstance(self.fetcher, Fetcher):
+            lost |= set(self.owned) - self.fetcher.assigned()
         if lost:
-            log.warning("%s: owner nodes of %s are no longer ours; stopping them", self.consumer_id,
-                        ", ".join(f"{t}-{p}" for t, p in lost))
-            self._stop(lost)
+            log.warning("%s: %s no longer owned or fetched as recorded; claiming again", self.consumer_id,
+                        ", ".join(f"{t}-{p}" for t, p in sorted(lost)))
+            self._stop(sorted(lost))
 
     def _release_moved(self, release: Mapping[TopicPartition, str]) -> None:
         """Stop, commit and release only the partitions that move to another member."""

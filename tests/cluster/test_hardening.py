@@ -184,3 +184,29 @@ def test_consumer_timeout_while_paused(cluster, topic_factory, group_id) -> None
         with pytest.raises(ConsumerTimeout, match="paused"):
             next(iter(stream))
         assert conn.coordinator.connection_restored()
+
+
+def test_partitions_whose_fetch_failed_to_start_are_not_owned_idle(cluster, zk, topic_factory, produce,
+                                                                   group_id, monkeypatch) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    from zkconsumer.fetcher import Fetcher
+    topic = topic_factory(partitions=2)
+    real_add = Fetcher.add
+    failures = []
+
+    def flaky_add(self, infos):  # type: ignore[no-untyped-def]
+        if not failures:  # the first start of the new partitions fails, as with stale metadata
+            failures.append(True)
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "injected"))
+        return real_add(self, infos)
+
+    recorder = Recorder()
+    with member(cluster, group_id) as conn:
+        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
+        wait_for_balanced(zk, group_id, [topic], members=1)
+        monkeypatch.setattr(Fetcher, "add", flaky_add)
+        kafka.add_partitions(cluster.bootstrap_servers, topic, 3)
+        sent = produce(topic, 30, partitions=3)
+        recorder.wait_for({(m.topic, m.partition, m.offset) for m in sent}, timeout=30)
+        assert failures and set(conn.owned_partitions()) == {(topic, 0), (topic, 1), (topic, 2)}
