@@ -2,7 +2,7 @@
 # Fetch the Maven jar sets the local cluster and interop tests run from into .jars/ (once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for name in kafka39 kafka11; do
+for name in kafka39 kafka11 spark-kafka; do
   if compgen -G ".jars/$name/*.jar" >/dev/null; then continue; fi
   echo "fetching $name jars with mvn (scripts/jars/$name/pom.xml)..."
   rm -rf ".jars/$name.partial"

@@ -290,12 +290,20 @@ class Coordinator:
             self._stop(sorted(lost))
 
     def _release_moved(self, release: Mapping[TopicPartition, str]) -> None:
-        """Stop, commit and release only the partitions that move to another member."""
-        infos = self._stop(list(release))
+        """Stop delivering, commit and release only the partitions that move to another member.
+
+        The fetcher is told last: waiting for it would widen the window in which a Scala
+        joiner (which reads offsets before it claims) could read our previous commit.
+        """
+        infos = [self.owned.pop(k) for k in release if k in self.owned]
+        for info in infos:
+            info.active = False
         if self.config.auto_commit_enable and infos:
             self._commit_quietly(infos)
         self.listener.before_releasing_partitions(by_topic(release))
         self.group.release(release)
+        if infos and self.fetcher is not None:
+            self.fetcher.remove([i.key for i in infos])
 
     def _stop(self, keys: list[TopicPartition]) -> list[PartitionTopicInfo]:
         """Stop fetching and delivering these partitions and forget them (no ZooKeeper writes)."""

@@ -243,7 +243,10 @@ def to_registration(subscription: Subscription, timestamp_ms: int, compat: Compa
         counts = dict(subscription.topic_counts)
         if len(counts) != len(subscription.topic_counts):
             raise ValueError(f"duplicate topics in {subscription!r}")
-        return Registration(StaticSubscription.of(counts).topic_counts, STATIC, str(timestamp_ms))
+        pairs = StaticSubscription.of(counts).topic_counts
+        if len(pairs) > 4:  # Scala's Map1..Map4 keep insertion order; bigger maps iterate in trie order
+            pairs = tuple(sorted(pairs, key=lambda pair: _scala_trie_position(pair[0])))
+        return Registration(pairs, STATIC, str(timestamp_ms))
     _check_streams("num_streams", subscription.num_streams)
     key = coreutils_json_escape(subscription.topic_filter.regex)
     return Registration(((key, subscription.num_streams),), subscription.topic_filter.pattern, str(timestamp_ms))

@@ -3,14 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from zkconsumer.testing.members import committed_offsets, owner_table
+from zkconsumer.testing.members import committed_offsets, keys_of, owner_table
 from zkconsumer.testing.scala import describe_group, export_zk_offsets, parse_describe, verify_consumer_rebalance
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
-
-
-def keys_of(produced) -> set[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
-    return {(m.topic, m.partition, m.offset) for m in produced}
 
 
 def test_legacy_tools_read_a_zkconsumer_group(mixed, zk, topic_factory, produce, tmp_path) -> None:

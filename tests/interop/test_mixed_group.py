@@ -1,9 +1,10 @@
-"""Range groups mixing real Scala 1.1.1 members and zkconsumer members: ownership, delivery, clean leaves."""
+"""Range groups mixing real Scala 1.1.1 and zkconsumer members: ownership, delivery, joins, leaves, kill -9."""
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 import time
 from pathlib import Path
 
@@ -11,18 +12,14 @@ import pytest
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from zkconsumer import zkdata
-from zkconsumer.testing.members import committed_offsets, owner_table
+from zkconsumer.testing.members import committed_offsets, keys_of, owner_table
 from zkconsumer.testing.scala import verify_consumer_rebalance
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
 PARTITIONS = 12
-# Convergence after a clean leave, ours vs Scala's, appended here so the numbers can go into a note.
+# Convergence times (leave, join, kill -9; ours vs Scala's), appended here for a note.
 RECORD = Path(os.environ.get("ZKCONSUMER_INTEROP_RECORD", "/tmp/zkconsumer-interop-convergence.jsonl"))
-
-
-def keys_of(produced) -> set[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
-    return {(m.topic, m.partition, m.offset) for m in produced}
 
 
 def start_four(mixed, topic: str) -> dict[tuple[str, int], str]:  # type: ignore[no-untyped-def]
@@ -70,6 +67,77 @@ def test_mixed_range_group_owns_each_partition_once_and_consumes_exactly_once(mi
     assert "Rebalance operation successful !" in verify_consumer_rebalance(mixed.cluster.zookeeper_connect, g)
 
 
+class Attempts:
+    """Rebalance attempts per member from now on: Scala's log lines and our coordinator's records."""
+
+    def __init__(self, mixed, caplog) -> None:  # type: ignore[no-untyped-def]
+        caplog.set_level(logging.INFO, logger="zkconsumer.coordinator")
+        self.mixed, self.caplog, self.since = mixed, caplog, time.time()
+        self.scala = {n: self._scala_count(n) for n in mixed.scala}
+
+    def _scala_count(self, name: str) -> int:
+        return self.mixed.scala[name].log_tail(100000).count("begin rebalancing")
+
+    def counts(self) -> dict[str, int]:
+        prefix = f"{self.mixed.group}_"
+        out = {n: self._scala_count(n) - self.scala.get(n, 0) for n in self.mixed.scala}
+        for rec in self.caplog.records:  # ours: INFO "<consumer id>: rebalance attempt i/n (reason)"
+            if rec.created >= self.since and rec.levelno == logging.INFO and "rebalance attempt" in rec.getMessage():
+                name = str(rec.args[0]).removeprefix(prefix)  # type: ignore[index]
+                out[name] = out.get(name, 0) + 1
+        return out
+
+
+def check_offset_and_owner_nodes(zk, group: str, topic: str,  # type: ignore[no-untyped-def]
+                                 owners: dict[tuple[str, int], str], moved: set[int]) -> None:
+    """Moved partitions were committed at 20 by their last owner before it let go (nothing was in
+    flight), and nobody committed them since. Every offset node, whoever wrote it (Scala or us),
+    is a bare decimal, persistent, open ACL; every owner node a bare thread id, ephemeral, open
+    ACL. (A member keeping a partition need not commit it at a rebalance, so others may differ.)"""
+    nodes = {p: node_facts(zk, zkdata.offset_path(group, topic, p)) for p in committed_offsets(zk, group, topic)}
+    assert {p: nodes.get(p) for p in moved} == {p: (b"20", False, OPEN_ACL_UNSAFE) for p in moved}
+    assert all(re.fullmatch(rb"0|[1-9][0-9]*", data) and (ephemeral, acl) == (False, OPEN_ACL_UNSAFE)
+               for data, ephemeral, acl in nodes.values()), nodes
+    assert {p: node_facts(zk, zkdata.owner_path(group, topic, p)) for p in range(PARTITIONS)} == {
+        p: (owners[(topic, p)].encode(), True, OPEN_ACL_UNSAFE) for p in range(PARTITIONS)}
+
+
+def check_continuation(mixed, produce, topic: str, first,  # type: ignore[no-untyped-def]
+                       owners: dict[tuple[str, int], str], moved: set[int],
+                       stale: dict[int, int] | None = None) -> dict[int, int]:
+    """A second batch, then: no loss, and each moved partition's new owner started at 20, the
+    offset its previous owner committed before letting go. Returns partition -> start offset.
+
+    `stale` (joins only): the offsets committed before the change. A joiner reads offsets before
+    it claims (Scala's order, and ours), so if the old owner commits and releases in between, the
+    joiner starts from the stale value: legal at-least-once in the legacy protocol, allowed here
+    only in exactly that form (re-delivery of [stale, 20) on that partition, nothing else).
+    """
+    second = produce(topic, 240, partitions=PARTITIONS, start=240)
+    mixed.wait_for(keys_of(second))
+    counts = mixed.keys()
+    assert set(counts) == keys_of(first) | keys_of(second), "loss"
+    starts, expected_dups = {}, set()
+    for p in moved:
+        new_owner = owners[(topic, p)].rsplit("-", 1)[0].removeprefix(f"{mixed.group}_")
+        delivered = sorted(o for _, q, o in mixed.deliveries(new_owner) if q == p)
+        starts[p] = delivered[0]
+        allowed = {20} if stale is None else {20, max(stale.get(p, 0), 0)}
+        assert starts[p] in allowed and delivered == list(range(starts[p], 40)), f"{new_owner} on partition {p}"
+        expected_dups |= {(topic, p, o) for o in range(starts[p], 20)}
+    assert {k for k, n in counts.items() if n > 1} == expected_dups, "unexpected re-delivery"
+    assert all(n <= 2 for n in counts.values())
+    return starts
+
+
+def add(mixed, name: str, topic: str, streams: int = 1) -> None:  # type: ignore[no-untyped-def]
+    """Scala member if the name ends in "scala", else an in-process zkconsumer member."""
+    if name.endswith("scala"):
+        mixed.add_scala(name, {topic: streams})
+    else:
+        mixed.add_py(name, {topic: streams})
+
+
 @pytest.mark.parametrize("kind", ["zkconsumer", "scala"])
 def test_clean_leave_hands_partitions_over_at_committed_offsets(mixed, zk, topic_factory, produce, capsys,
                                                                  caplog, kind: str) -> None:
@@ -79,67 +147,83 @@ def test_clean_leave_hands_partitions_over_at_committed_offsets(mixed, zk, topic
     b-py-1 takes 8 and d-scala takes 9, so each kind takes over from the leaver, and the
     convergence times of the two runs compare like with like.
     """
-    caplog.set_level(logging.INFO, logger="zkconsumer.coordinator")
     topic = topic_factory(partitions=PARTITIONS)
     leaver = "c-py" if kind == "zkconsumer" else "c-scala"
-    mixed.add_scala("a-scala", {topic: 1})
-    mixed.add_scala("d-scala", {topic: 1})
-    if kind == "scala":
-        mixed.add_scala(leaver, {topic: 1})
-    mixed.add_py("b-py", {topic: 2})
-    if kind == "zkconsumer":
-        mixed.add_py(leaver, {topic: 1})
+    for name, streams in (("a-scala", 1), ("d-scala", 1), ("b-py", 2), (leaver, 1)):
+        add(mixed, name, topic, streams)
     mixed.wait_ready()
     before = mixed.balanced([topic])
     g = mixed.group
     first = produce(topic, 240, partitions=PARTITIONS)  # 20 per partition
     mixed.wait_for(keys_of(first))
-    moved = owned_partitions(before, f"{g}_{leaver}")
-    scala_tries = {n: m.log_tail(100000).count("begin rebalancing") for n, m in mixed.scala.items() if n != leaver}
 
+    attempts = Attempts(mixed, caplog)
     gone: list[float] = []  # when ZooKeeper deleted the leaver's member node (watch event)
     zk.exists(zkdata.member_path(g, f"{g}_{leaver}"), watch=lambda _event: gone.append(time.monotonic()))
-    began, began_wall = time.monotonic(), time.time()
+    began = time.monotonic()
     leave_s = mixed.leave(leaver)
     after = mixed.balanced([topic])
     converged_s = time.monotonic() - began
 
-    assert {p for (_, p), t in after.items() if before[(topic, p)] != t} == moved == {8, 9}
+    moved = {p for (_, p), t in after.items() if before[(topic, p)] != t}
+    assert moved == owned_partitions(before, f"{g}_{leaver}") == {8, 9}
     assert (after[(topic, 8)], after[(topic, 9)]) == (f"{g}_b-py-1", f"{g}_d-scala-0")
-    # The leaver committed exactly what it delivered (nothing was in flight), and nobody has
-    # committed the moved partitions since: the new owners start from the leaver's offsets.
-    # Every offset node (written by whichever member, Scala or us, at leave or rebalance) is a
-    # bare decimal, persistent, open ACL; every owner node a bare thread id, ephemeral, open ACL.
-    offsets = committed_offsets(zk, g, topic)
-    assert moved <= offsets.keys()
-    assert {p: node_facts(zk, zkdata.offset_path(g, topic, p)) for p in offsets} == {
-        p: (b"20", False, OPEN_ACL_UNSAFE) for p in offsets}
-    assert {p: node_facts(zk, zkdata.owner_path(g, topic, p)) for p in range(PARTITIONS)} == {
-        p: (after[(topic, p)].encode(), True, OPEN_ACL_UNSAFE) for p in range(PARTITIONS)}
-    assert all(thread.rsplit("-", 1)[0] != f"{g}_{leaver}" for thread in after.values())
-    second = produce(topic, 240, partitions=PARTITIONS, start=240)
-    mixed.wait_for(keys_of(second))
-    counts = mixed.keys()
-    assert set(counts) == keys_of(first) | keys_of(second), "loss"
-    assert not {k: n for k, n in counts.items() if n > 1}, "a clean leave must not re-deliver anything"
-    for p in moved:
-        new_owner = after[(topic, p)].rsplit("-", 1)[0].removeprefix(f"{g}_")
-        delivered = sorted(o for _, q, o in mixed.deliveries(new_owner) if q == p)
-        assert delivered == list(range(20, 40)), f"{new_owner} on partition {p}"
+    check_offset_and_owner_nodes(zk, g, topic, after, moved)
+    check_continuation(mixed, produce, topic, first, after, moved)
 
-    attempts = {n: m.log_tail(100000).count("begin rebalancing") - scala_tries[n] for n, m in mixed.scala.items()}
-    for record in caplog.records:  # ours: "<consumer id>: rebalance attempt i/n (reason)"
-        if record.created >= began_wall and "rebalance attempt" in record.getMessage():
-            name = str(record.args[0]).removeprefix(f"{g}_")  # type: ignore[index]
-            attempts[name] = attempts.get(name, 0) + 1
     gone_s = gone[0] - began if gone else float("nan")
     result = {"leave_s": round(leave_s, 3), "member_node_gone_s": round(gone_s, 3),
-              "converged_s": round(converged_s, 3), "rebalance_attempts": attempts, "moved": sorted(moved)}
+              "converged_s": round(converged_s, 3), "rebalance_attempts": attempts.counts()}
     record({"event": f"clean leave of a {kind} member", **result})
     with capsys.disabled():
         print(f"\n[interop] a {kind} member left a range group (+ a-scala, b-py, d-scala): shutdown "
               f"{leave_s:.2f}s, member node gone {gone_s:.2f}s, owners converged {converged_s:.2f}s after "
-              f"the leave began (rebalance attempts: {attempts}; recorded in {RECORD})")
+              f"the leave began (rebalance attempts: {result['rebalance_attempts']}; recorded in {RECORD})")
+
+
+@pytest.mark.parametrize("kind", ["zkconsumer", "scala"])
+def test_join_takes_partitions_over_at_committed_offsets(mixed, zk, topic_factory, produce, capsys,
+                                                         caplog, kind: str) -> None:
+    """a-scala, b-py (2 streams), d-scala consume; c-<kind> joins and takes 8 from b-py-1 (ours)
+    and 9 from d-scala: both kinds hand over to the joiner at their committed offsets."""
+    topic = topic_factory(partitions=PARTITIONS)
+    joiner = "c-py" if kind == "zkconsumer" else "c-scala"
+    for name, streams in (("a-scala", 1), ("d-scala", 1), ("b-py", 2)):
+        add(mixed, name, topic, streams)
+    mixed.wait_ready()
+    before = mixed.balanced([topic])
+    g = mixed.group
+    first = produce(topic, 240, partitions=PARTITIONS)
+    mixed.wait_for(keys_of(first))
+
+    stale = committed_offsets(zk, g, topic)
+    attempts = Attempts(mixed, caplog)
+    joined: list[float] = []  # when the joiner's member node appeared (its JVM start excluded)
+    zk.exists(zkdata.member_path(g, f"{g}_{joiner}"), watch=lambda _event: joined.append(time.monotonic()))
+    add(mixed, joiner, topic)
+    mixed.wait_ready()
+    after = mixed.balanced([topic])
+    converged_s = time.monotonic() - joined[0]
+
+    moved = {p for (_, p), t in after.items() if before[(topic, p)] != t}
+    assert moved == {8, 9} and {after[(topic, p)] for p in moved} == {f"{g}_{joiner}-0"}
+    check_offset_and_owner_nodes(zk, g, topic, after, moved)
+    starts = check_continuation(mixed, produce, topic, first, after, moved, stale=stale)
+
+    raced = {p: o for p, o in starts.items() if o != 20}  # read-before-claim race: see check_continuation
+    # Server-side ms after the joiner registered: when each old owner committed (offset mtime) and
+    # when the joiner claimed (owner ctime). 8 came from b-py (ours), 9 from d-scala.
+    t0 = zk.exists(zkdata.member_path(g, f"{g}_{joiner}")).ctime
+    handover_ms = {p: {"committed": zk.exists(zkdata.offset_path(g, topic, p)).mtime - t0,
+                       "claimed": zk.exists(zkdata.owner_path(g, topic, p)).ctime - t0} for p in sorted(moved)}
+    result = {"converged_s": round(converged_s, 3), "rebalance_attempts": attempts.counts(),
+              "stale_offset_reads": raced, "handover_ms": handover_ms}
+    record({"event": f"join of a {kind} member", **result})
+    with capsys.disabled():
+        print(f"\n[interop] a {kind} member joined a range group (a-scala, b-py, d-scala): owners converged "
+              f"{converged_s:.2f}s after its member node appeared (rebalance attempts: "
+              f"{result['rebalance_attempts']}; ms after it registered, per partition: {handover_ms}; "
+              f"stale offset reads: {raced or 'none'})")
 
 
 @pytest.mark.parametrize("victim", ["scala", "zkconsumer"])

@@ -9,13 +9,9 @@ from zkconsumer import zkdata
 from zkconsumer.assignors import AssignmentInput, roundrobin_assign
 from zkconsumer.compat import Compat
 from zkconsumer.subscription import WildcardSubscription, Whitelist, encode_registration
-from zkconsumer.testing.members import expected_assignment
+from zkconsumer.testing.members import expected_assignment, keys_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
-
-
-def keys_of(produced) -> set[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
-    return {(m.topic, m.partition, m.offset) for m in produced}
 
 
 def assert_exactly_once(mixed, sent: set[tuple[str, int, int]]) -> None:  # type: ignore[no-untyped-def]

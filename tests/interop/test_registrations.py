@@ -56,10 +56,6 @@ def test_static_registration_above_four_topics_is_in_scala_hash_map_order(mixed,
                            f'"timestamp":"{stamp}"}}').encode()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "zkconsumer writes static subscriptions in insertion order; Scala writes more than 4 topics in "
-    "HashTrieMap order (test above). Readers ignore key order, but the node is not byte-identical. "
-    "Fix: subscription.to_registration orders static keys by _scala_trie_position when > 4."))
 def test_our_static_registration_above_four_topics_matches_scala_order() -> None:
     topics = {f"orders-{c}": n for n, c in enumerate("abcdefg", start=1)}
     ours = json.loads(encode_registration(StaticSubscription.of(topics), 1_500_000_000_000))

@@ -203,7 +203,9 @@ def test_static_round_trip(counts: dict[str, int], millis: int, compat: Compat) 
     assert data == encode_registration(subscription, millis, V1_1)  # every writer agrees on legal topic names
     registration = Registration.decode(data, "/p")
     assert registration.timestamp == str(millis)
-    assert from_registration(registration) == subscription
+    decoded = from_registration(registration)
+    assert isinstance(decoded, StaticSubscription)
+    assert dict(decoded.topic_counts) == dict(subscription.topic_counts)  # > 4 topics: Scala's key order
 
 
 @given(st.from_regex(r"[A-Za-z0-9._*+?|()\[\]{}^$/\\ ,'\"-]{1,30}", fullmatch=True), st.integers(1, 64),

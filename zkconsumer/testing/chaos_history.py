@@ -115,6 +115,7 @@ class History:
 
     deliveries: list[Delivery] = field(default_factory=list)
     acked: set[MessageKey] = field(default_factory=set)
+    acked_at: dict[MessageKey, float] = field(default_factory=dict)  # when the producer saw the ack
     spans: list[Span] = field(default_factory=list)
     incarnations: list[Incarnation] = field(default_factory=list)
     presence: list[Presence] = field(default_factory=list)

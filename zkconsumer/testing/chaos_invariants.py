@@ -169,8 +169,16 @@ def _lost_session(h: History, span: Span) -> bool:
 
 
 def unowned_windows(h: History) -> dict[TopicPartition, float]:
-    """Per partition, the longest time within since..until it existed while no owner node did."""
+    """Per partition, the longest time within since..until it existed without a working owner.
+
+    An owner node counts until it vanished, or until its member was killed or frozen (a
+    kill -9'd member's nodes outlive it by a session timeout, owning nothing in effect).
+    """
     out: dict[TopicPartition, float] = {}
+    dead: dict[str, list[float]] = {}
+    for n in h.notes:
+        if n.kind in ("kill", "stop") and n.member:
+            dead.setdefault(n.member, []).append(n.at)
     for pr in h.presence:
         lo, hi = max(pr.start, h.since), min(pr.end if pr.end is not None else h.until, h.until)
         if hi <= lo:
@@ -178,6 +186,7 @@ def unowned_windows(h: History) -> dict[TopicPartition, float]:
         cursor, worst = lo, 0.0
         for span in h.partition_spans(pr.topic, pr.partition):
             end = span.end if span.end is not None else hi
+            end = min([end, *(t for t in dead.get(span.member, []) if t >= span.start)])
             if end <= cursor or span.start >= hi:
                 continue
             worst = max(worst, span.start - cursor)
@@ -200,3 +209,17 @@ def commit_regressions(h: History) -> list[str]:
             found.append(f"{c.topic}-{c.partition}: {last[key]} -> {c.offset} at {c.at:.3f}")
         last[key] = max(last.get(key, -1), c.offset)
     return found
+
+
+def delivery_latency(h: History) -> dict[TopicPartition, float]:
+    """Per partition, the longest wait from a message's ack to its first delivery (liveness)."""
+    first: dict[MessageKey, float] = {}
+    for d in h.deliveries:
+        if d.at < first.get(d.key, float("inf")):
+            first[d.key] = d.at
+    out: dict[TopicPartition, float] = {}
+    for key, acked in h.acked_at.items():
+        wait = first.get(key, h.until) - acked
+        tp = (key[0], key[2])
+        out[tp] = max(out.get(tp, 0.0), wait)
+    return out

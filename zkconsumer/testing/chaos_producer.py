@@ -12,6 +12,9 @@ from confluent_kafka import KafkaError, Producer
 from zkconsumer.testing.chaos_history import parse_value
 
 log = logging.getLogger(__name__)
+# Refused connections while a broker is down are the point of a chaos run; failures are counted instead.
+_LIBRDKAFKA_LOG = logging.getLogger("zkconsumer.testing.chaos.librdkafka")
+_LIBRDKAFKA_LOG.setLevel(logging.CRITICAL)
 
 OnAck = Callable[[str, int, int, int], None]  # (topic, epoch, partition, offset)
 
@@ -46,7 +49,7 @@ class SteadyProducer:
         self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
                                    "message.timeout.ms": 120000, "enable.idempotence": False,
                                    "topic.metadata.refresh.interval.ms": 2000,
-                                   "logger": logging.getLogger("zkconsumer.testing.chaos.librdkafka")})
+                                   "logger": _LIBRDKAFKA_LOG})
         self._thread = threading.Thread(target=self._loop, name="chaos-producer", daemon=True)
 
     def start(self) -> None:

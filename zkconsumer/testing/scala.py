@@ -155,13 +155,13 @@ class ScalaMember:
         self.process = JavaProcess(f"scala-{name}", [
             *JVM_OPTS, f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
             "-cp", _classpath(home), MAIN_CLASS, *args], log_path=self.log_path)
-        self.started_at: float | None = None
+        self._log_start = 0  # a restart under the same name appends: only read this run's part
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "ScalaMember":
         """Launch the JVM (returns at once; see wait_ready)."""
         self.out_path.touch()
-        self.started_at = time.monotonic()
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.process.start()
         return self
 
@@ -204,7 +204,9 @@ class ScalaMember:
 
     def _log(self) -> str:
         try:
-            return self.log_path.read_text(errors="replace")
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_start)
+                return log.read().decode(errors="replace")
         except FileNotFoundError:
             return ""
 

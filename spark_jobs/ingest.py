@@ -1,0 +1,247 @@
+"""spark-submit job: write a group's new messages (committed -> log end) to files, then commit the offsets.
+
+    spark-submit --py-files zkconsumer-spark.zip spark_jobs/ingest.py \\
+        --zookeeper zk:2181/kafka --group billing --topic orders --output hdfs:///data/orders [--format parquet]
+
+Each run writes PATH/run=<topic>-<hash of its offset ranges> and, once that write succeeded, a
+marker file (_ZKCONSUMER_RANGES.json) with the ranges; only then are the offsets committed to
+/consumers/<group>/offsets. A run that died between write and commit is found again by its
+marker: the rerun commits past it instead of reading it again, so the output never holds a
+message twice. Run directories without a marker (a write that died) are deleted before writing.
+One ingest per group and topic at a time; the group must have no live member owning the topic.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+MARKER = "_ZKCONSUMER_RANGES.json"
+FAIL_ENV = "ZKCONSUMER_INGEST_FAIL_AFTER_WRITE"  # tests: die after the write, before the commit
+EXIT_OK, EXIT_FAILED, EXIT_OWNED, EXIT_COMMIT_REFUSED = 0, 1, 2, 3
+
+if __package__ in (None, ""):  # run as a file: --py-files / the wheel come first, else this checkout
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from spark_jobs.offsets import Key  # noqa: E402
+from spark_jobs.options import parse_options  # noqa: E402
+from spark_jobs.planning import BatchPlan, plan_batch, zookeeper  # noqa: E402
+
+
+def log(message: str) -> None:
+    print(f"[zkconsumer-ingest] {message}", file=sys.stderr, flush=True)
+
+
+class HadoopFs:
+    """The few file operations the job needs, through Hadoop's FileSystem (local, HDFS, S3...)."""
+
+    def __init__(self, spark: Any, root: str) -> None:
+        self._jvm = spark._jvm
+        self._path = self._jvm.org.apache.hadoop.fs.Path
+        self._fs = self._path(root).getFileSystem(spark._jsc.hadoopConfiguration())
+        self.root = root.rstrip("/")
+
+    def children(self, pattern: str) -> list[str]:
+        found = self._fs.globStatus(self._path(f"{self.root}/{pattern}")) or []
+        return sorted(status.getPath().getName() for status in found if status.isDirectory())
+
+    def read(self, path: str) -> str | None:
+        p = self._path(path)
+        if not self._fs.exists(p):
+            return None
+        stream = self._fs.open(p)
+        try:
+            return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+
+    def write(self, path: str, text: str) -> None:
+        out = self._fs.create(self._path(path), True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+
+    def delete(self, path: str) -> None:
+        self._fs.delete(self._path(path), True)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run directory: its name and (once complete) the ranges its marker records."""
+
+    name: str
+    ranges: dict[int, tuple[int, int]] | None  # partition -> [start, end); None: no marker
+
+
+def find_runs(fs: HadoopFs, topic: str) -> list[Run]:
+    own = re.compile(r"run=" + re.escape(topic) + r"-[0-9a-f]{16}")  # not runs of "topic-x"
+    runs = []
+    for name in fs.children(f"run={topic}-*"):
+        if not own.fullmatch(name):
+            continue
+        text = fs.read(f"{fs.root}/{name}/{MARKER}")
+        doc = json.loads(text) if text else None
+        ranges = None if doc is None else {int(p): (r[0], r[1]) for p, r in doc["ranges"].items()}
+        runs.append(Run(name, ranges))
+    return runs
+
+
+def recover(starts: dict[Key, int], runs: Sequence[Run]) -> dict[Key, int]:
+    """Advance each partition past completed runs that begin exactly where it stands (their data is
+    already in the output; only their commit was lost)."""
+    positions = dict(starts)
+    changed = True
+    while changed:
+        changed = False
+        for run in runs:
+            for partition, (lo, hi) in (run.ranges or {}).items():
+                for key in [k for k in positions if k[1] == partition and positions[k] == lo and hi > lo]:
+                    positions[key] = hi
+                    changed = True
+    return positions
+
+
+def run_name(topic: str, ranges: dict[Key, tuple[int, int]]) -> str:
+    text = json.dumps({f"{t}/{p}": list(r) for (t, p), r in sorted(ranges.items())}, separators=(",", ":"))
+    return f"run={topic}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+class Progress:
+    """Prints the running stage's task counts to stderr every few seconds (SparkStatusTracker)."""
+
+    def __init__(self, spark: Any, label: str, every_s: float = 2.0) -> None:
+        self._tracker = spark.sparkContext.statusTracker()
+        self._label, self._every = label, every_s
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ingest-progress", daemon=True)
+        self._began = time.monotonic()
+
+    def __enter__(self) -> "Progress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(5)
+
+    def _loop(self) -> None:
+        last = None
+        while not self._done.wait(self._every):
+            stages = [self._tracker.getStageInfo(s) for s in self._tracker.getActiveStageIds()]
+            line = ", ".join(f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks"
+                             for s in stages if s is not None) or "planning"
+            if line != last:
+                log(f"{self._label}: {line} ({time.monotonic() - self._began:.0f}s)")
+                last = line
+
+
+def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[str, str]) -> int:
+    options = {"zookeeper.connect": args.zookeeper, "group.id": args.group, "topics": topic,
+               "startingOffsets": args.starting, **props}
+    opts = parse_options(options, streaming=False)
+    plan: BatchPlan = plan_batch(opts)
+    owned = [p for p in plan.partitions if p.owner]
+    if owned:
+        log(f"{topic}: refusing: live members of {args.group} own " + ", ".join(
+            f"{p.key[1]} ({p.owner})" for p in owned) + "; stop them first (their offsets would race ours)")
+        return EXIT_OWNED
+    fs = HadoopFs(spark, args.output)
+    runs = find_runs(fs, topic)
+    for stale in (r for r in runs if r.ranges is None):  # a write that died before its marker
+        log(f"{topic}: deleting incomplete {stale.name}")
+        fs.delete(f"{fs.root}/{stale.name}")
+    done = [r for r in runs if r.ranges is not None]
+    planned = {p.key: p.start for p in plan.partitions}
+    starts = recover(planned, done)
+    ends = {p.key: max(p.end, starts[p.key]) for p in plan.partitions}
+    ranges = {k: (starts[k], ends[k]) for k in starts if ends[k] > starts[k]}
+    recovered = {k: v for k, v in starts.items() if v != planned[k]}
+    if recovered:
+        log(f"{topic}: found written but uncommitted runs; resuming past them at " +
+            ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(recovered.items())))
+    if ranges:
+        name = run_name(topic, ranges)
+        path = f"{fs.root}/{name}"
+        total = sum(hi - lo for lo, hi in ranges.values())
+        log(f"{topic}: reading {total} messages from {len(ranges)} partitions into {path}")
+        as_json = {f"{t}/{p}": v for (t, p), v in sorted(starts.items())}
+        df = (spark.read.format("zkconsumer").options(**options)
+              .option("startingOffsets", json.dumps(as_json))
+              .option("endingOffsets", json.dumps({f"{t}/{p}": v for (t, p), v in sorted(ends.items())}))
+              .load())
+        spark.sparkContext.setJobDescription(f"zkconsumer ingest {args.group}/{topic} -> {name}")
+        with Progress(spark, topic):
+            df.write.mode("overwrite").format(args.format).save(path)
+        fs.write(f"{path}/{MARKER}", json.dumps(
+            {"group": args.group, "topic": topic, "written_at": int(time.time() * 1000),
+             "ranges": {str(p): [lo, hi] for (_, p), (lo, hi) in sorted(ranges.items())}}))
+        log(f"{topic}: wrote {total} messages")
+        if os.environ.get(FAIL_ENV):
+            raise RuntimeError(f"{FAIL_ENV} is set: failing after the write, before the commit")
+    commits = {p.key: ends[p.key] for p in plan.partitions if ends[p.key] != p.committed}
+    if not ranges and not commits:
+        log(f"{topic}: nothing new (committed offsets are at the log end)")
+        return EXIT_OK
+    return commit(opts, args.group, commits)
+
+
+def commit(opts: Any, group: str, commits: dict[Key, int]) -> int:
+    """Write each offset unless a live member owns the partition (one guarded transaction each)."""
+    from zkconsumer.cli.writer import write_offset_guarded  # the CLI's owner-fenced offset write
+    refused = {}
+    with zookeeper(opts) as client:
+        for (topic, partition), offset in sorted(commits.items()):
+            reason = write_offset_guarded(client, group, topic, partition, offset)
+            if reason is not None:
+                refused[(topic, partition)] = reason
+    if commits:
+        log("committed " + ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(commits.items())
+                                     if (t, p) not in refused))
+    for (topic, partition), reason in sorted(refused.items()):
+        log(f"NOT committed {topic}-{partition}: {reason}. The output is complete and recorded; "
+            "rerun once no member owns it")
+    return EXIT_COMMIT_REFUSED if refused else EXIT_OK
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="ingest.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--zookeeper", required=True, help="zookeeper.connect, e.g. zk:2181/kafka")
+    parser.add_argument("--group", required=True, help="consumer group (group.id) whose offsets advance")
+    parser.add_argument("--topic", required=True, action="append", help="topic to ingest (repeatable)")
+    parser.add_argument("--output", required=True, help="output root; each run goes to OUTPUT/run=<topic>-<hash>")
+    parser.add_argument("--format", default="parquet", help="Spark file format (default parquet)")
+    parser.add_argument("--starting", default="earliest", choices=("earliest", "latest"),
+                        help="where partitions without a committed offset start (default earliest)")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="legacy consumer property or zkconsumer source option (repeatable)")
+    args = parser.parse_args(argv)
+    for item in args.property:
+        if "=" not in item:
+            parser.error(f"--property {item!r}: expected KEY=VALUE")
+    return args
+
+
+def main(argv: Sequence[str] | None = None, spark: Any = None) -> int:
+    args = parse_args(argv)
+    props = dict(item.split("=", 1) for item in args.property)
+    from pyspark.sql import SparkSession
+    from spark_jobs import ZkConsumerDataSource
+    session = spark or SparkSession.builder.appName(f"zkconsumer-ingest-{args.group}").getOrCreate()
+    session.dataSource.register(ZkConsumerDataSource)
+    status = EXIT_OK
+    for topic in args.topic:
+        status = max(status, ingest_topic(session, args, topic, props))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

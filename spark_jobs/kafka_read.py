@@ -1,0 +1,167 @@
+"""Kafka I/O: executor reads of exact offset ranges into Arrow batches; driver-side log offset lookups."""
+from __future__ import annotations
+
+import logging
+import time
+from array import array
+from bisect import bisect_left
+from typing import Any, Iterable, Iterator, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType,
+                               TimestampType)
+
+from spark_jobs.offsets import DataLossError, Key, OffsetRange
+
+log = logging.getLogger(__name__)
+
+SCHEMA = StructType([
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("headers", ArrayType(StructType([StructField("key", StringType()),
+                                                 StructField("value", BinaryType())]))),
+])
+# Spark checks returned batches against exactly this schema (pa.Schema.equals).
+ARROW_SCHEMA = to_arrow_schema(SCHEMA, timezone="UTC")
+_TS_TYPE = ARROW_SCHEMA.field("timestamp").type
+_HEADERS_TYPE = ARROW_SCHEMA.field("headers").type
+_EOF, _RESET = -191, -140  # KafkaError._PARTITION_EOF, KafkaError._AUTO_OFFSET_RESET
+
+
+def to_record_batch(msgs: list[Any], topic: str, partition: int) -> pa.RecordBatch:
+    """Column lists straight from the Message objects (one C call per field), then Arrow arrays:
+    no per-row Python tuples. Offsets of a gap-free run are generated instead of collected."""
+    n = len(msgs)
+    keys = [m.key() for m in msgs]
+    values = [m.value() for m in msgs]
+    stamps = [m.timestamp()[1] for m in msgs]
+    headers = [m.headers() for m in msgs]
+    first, last = msgs[0].offset(), msgs[-1].offset()
+    offsets = array("q", range(first, last + 1) if last - first + 1 == n else [m.offset() for m in msgs])
+    ms = pa.array(stamps, pa.int64())
+    if pc.min(ms).as_py() < 0:  # TIMESTAMP_NOT_AVAILABLE (-1) becomes null
+        ms = pc.if_else(pc.less(ms, 0), pa.scalar(None, pa.int64()), ms)
+    if headers.count(None) == n:
+        header_array = pa.nulls(n, _HEADERS_TYPE)
+    else:
+        header_array = pa.array([None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers],
+                                _HEADERS_TYPE)
+    return pa.RecordBatch.from_arrays([
+        pa.array(keys, pa.binary()),
+        pa.array(values, pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
+        pc.multiply(ms, 1000).cast(_TS_TYPE),
+        header_array,
+    ], schema=ARROW_SCHEMA)
+
+
+def read_range(part: OffsetRange, conf: Mapping[str, object], *, batch_size: int, fail_on_data_loss: bool,
+               poll_timeout_s: float) -> Iterator[pa.RecordBatch]:
+    """Messages [part.start, part.end) of one partition as Arrow batches of up to `batch_size` rows.
+
+    Stops at the first offset >= end (compacted logs and transaction markers leave gaps), at an
+    end-of-partition event at or after end, or when the range's data is gone (failOnDataLoss).
+    """
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({**conf, "bootstrap.servers": part.bootstrap})
+    try:
+        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+        pos = part.start
+        last_progress = time.monotonic()
+        while pos < part.end:
+            msgs = consumer.consume(min(batch_size, part.end - pos), 1.0)
+            if msgs:
+                events = [m for m in msgs if m.error() is not None]
+                if events:
+                    msgs = [m for m in msgs if m.error() is None]
+                    for event in events:
+                        pos = _handle_event(consumer, part, event, pos, fail_on_data_loss)
+            if msgs:
+                last = msgs[-1].offset()
+                if last >= part.end:
+                    msgs = msgs[:bisect_left([m.offset() for m in msgs], part.end)]
+                if msgs:
+                    yield to_record_batch(msgs, part.topic, part.partition)
+                    pos = max(pos, msgs[-1].offset() + 1)
+                if last >= part.end:
+                    break
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > poll_timeout_s:
+                message = (f"{part.topic}-{part.partition}: no message at offset {pos} within "
+                           f"{poll_timeout_s:.0f}s (range [{part.start}, {part.end}))")
+                if fail_on_data_loss:
+                    raise DataLossError(message + "; raise pollTimeoutMs or set failOnDataLoss=false")
+                log.warning("%s; skipping the rest of the range", message)
+                break
+    except KafkaException as exc:
+        raise RuntimeError(f"reading {part.topic}-{part.partition} [{part.start}, {part.end}) from "
+                           f"{part.bootstrap}: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def _handle_event(consumer: Any, part: OffsetRange, event: Any, pos: int, fail_on_data_loss: bool) -> int:
+    """Returns the new position; >= part.end means the range is finished."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    code = event.error().code()
+    if code == _EOF:
+        # The log ends here; at or past our end the range is complete, below it we keep waiting.
+        return part.end if event.offset() >= part.end else pos
+    if code == _RESET:  # our offset is out of range: retention deleted it, or the log was truncated
+        low, high = consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition), timeout=30)
+        message = (f"{part.topic}-{part.partition}: offset {pos} is out of range; the log holds "
+                   f"[{low}, {high}) (range [{part.start}, {part.end}))")
+        if fail_on_data_loss:
+            raise DataLossError(message + ". Set failOnDataLoss=false to skip lost offsets.")
+        log.warning("%s; continuing from %d (failOnDataLoss=false)", message, low)
+        if low <= pos or low >= part.end:
+            return part.end
+        consumer.assign([TopicPartition(part.topic, part.partition, low)])
+        return low
+    if event.error().fatal() or not event.error().retriable():
+        raise KafkaException(event.error())
+    log.warning("%s-%d: %s (retrying)", part.topic, part.partition, event.error())
+    return pos
+
+
+class LogOffsets:
+    """Log start/end offsets through one AdminClient (batched ListOffsets), for driver-side planning."""
+
+    def __init__(self, bootstrap: str, *, read_committed: bool, client_config: Mapping[str, object] | None = None,
+                 timeout_s: float = 30.0) -> None:
+        from confluent_kafka.admin import AdminClient
+        self.bootstrap = bootstrap
+        self._admin = AdminClient({**(client_config or {}), "bootstrap.servers": bootstrap})
+        self._committed = read_committed
+        self._timeout_s = timeout_s
+
+    def spans(self, keys: Iterable[Key]) -> dict[Key, tuple[int, int]]:
+        """key -> (log start, log end) where log end is the last stable offset when reading committed."""
+        keys = sorted(set(keys))
+        if not keys:
+            return {}
+        lows = self._list(keys, earliest=True)
+        highs = self._list(keys, earliest=False)
+        return {k: (lows[k], highs[k]) for k in keys}
+
+    def _list(self, keys: list[Key], *, earliest: bool) -> dict[Key, int]:
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+        spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
+        level = IsolationLevel.READ_COMMITTED if self._committed else IsolationLevel.READ_UNCOMMITTED
+        futures = self._admin.list_offsets({TopicPartition(t, p): spec for t, p in keys}, isolation_level=level,
+                                           request_timeout=self._timeout_s)
+        return {(tp.topic, tp.partition): fut.result(self._timeout_s).offset for tp, fut in futures.items()}
+
+    def close(self) -> None:
+        self._admin = None

@@ -1,0 +1,151 @@
+"""Offsets as Spark sees them: JSON codec ("topic/partition" keys), start resolution, per-batch ranges."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from pyspark.sql.datasource import InputPartition
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+EARLIEST, LATEST = -2, -1  # sentinels in startingOffsets JSON (as in Spark's Kafka source)
+FROM = "@from"  # end-offset sub-object: partitions whose batch does not start at the previous end
+
+
+class DataLossError(RuntimeError):
+    """Offsets to read are gone (retention, topic re-created) and failOnDataLoss is true."""
+
+
+def key_text(key: Key) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+def parse_key(text: str) -> Key:
+    topic, sep, partition = text.rpartition("/")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"bad offset key {text!r}: expected \"topic/partition\"")
+    return topic, int(partition)
+
+
+def encode_offsets(positions: Mapping[Key, int], froms: Mapping[Key, int] | None = None) -> dict[str, Any]:
+    """Spark offset dict: keys sorted so equal positions always give the same JSON string."""
+    doc: dict[str, Any] = {}
+    if froms:
+        doc[FROM] = {key_text(k): int(froms[k]) for k in sorted(froms)}
+    doc.update((key_text(k), int(positions[k])) for k in sorted(positions))
+    return doc
+
+
+def decode_offsets(doc: Mapping[str, Any]) -> dict[Key, int]:
+    """"topic/partition" -> offset (the FROM sub-object is not a position)."""
+    out: dict[Key, int] = {}
+    for text, value in doc.items():
+        if text == FROM:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"offset of {text!r} must be an integer, not {value!r}")
+        out[parse_key(text)] = value
+    return out
+
+
+def decode_froms(doc: Mapping[str, Any]) -> dict[Key, int]:
+    sub = doc.get(FROM) or {}
+    return {parse_key(k): int(v) for k, v in sub.items()}
+
+
+@dataclass(frozen=True)
+class OffsetRange(InputPartition):
+    """One Spark task: messages [start, end) of one partition, read through `bootstrap`."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    bootstrap: str
+
+    @property
+    def key(self) -> Key:
+        return (self.topic, self.partition)
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def initial_position(key: Key, committed: int, *, explicit: Mapping[Key, int], fallback: str,
+                     ignore_committed: bool) -> int:
+    """Where a partition starts when no checkpoint covers it: an explicit startingOffsets entry,
+    else the group's committed offset (-1: none), else the fallback (EARLIEST/LATEST sentinel)."""
+    if key in explicit:
+        return explicit[key]
+    if committed >= 0 and not ignore_committed:
+        return committed
+    return EARLIEST if fallback == "earliest" else LATEST
+
+
+def settle(key: Key, position: int, low: int, high: int, *, fail_on_data_loss: bool) -> int:
+    """Resolve sentinels against the log [low, high); handle positions outside it."""
+    if position == EARLIEST:
+        return low
+    if position == LATEST:
+        return high
+    if low <= position <= high:
+        return position
+    what = "before the log start (deleted by retention?)" if position < low else \
+        "after the log end (topic re-created or truncated?)"
+    message = f"{key[0]}-{key[1]}: offset {position} is {what}; the log holds [{low}, {high})"
+    if fail_on_data_loss:
+        raise DataLossError(message + ". Set failOnDataLoss=false to continue from the earliest offset.")
+    log.warning("%s; continuing from %d (failOnDataLoss=false)", message, low)
+    return low
+
+
+def rate_limit(spans: Mapping[Key, tuple[int, int]], limit: int | None) -> dict[Key, int]:
+    """End offset per partition so that at most `limit` messages are read over all of them.
+
+    Shares are proportional to each partition's backlog; leftovers go to the largest remainders
+    (ties by key), so the sum is exactly min(limit, backlog) and every run plans the same ends.
+    """
+    ends = {k: hi for k, (_, hi) in spans.items()}
+    backlog = {k: max(0, hi - lo) for k, (lo, hi) in spans.items()}
+    total = sum(backlog.values())
+    if limit is None or total <= limit:
+        return ends
+    shares = {k: limit * n // total for k, n in backlog.items()}
+    leftover = limit - sum(shares.values())
+    remainders = sorted(backlog, key=lambda k: (-(limit * backlog[k] % total), k))
+    for k in remainders:
+        if leftover <= 0:
+            break
+        if shares[k] < backlog[k]:
+            shares[k] += 1
+            leftover -= 1
+    return {k: spans[k][0] + shares[k] for k in spans}
+
+
+def batch_ranges(start: Mapping[str, Any], end: Mapping[str, Any]) -> list[tuple[Key, int, int]]:
+    """(key, from, to) with from < to for one micro-batch; a FROM entry in `end` overrides start."""
+    before = decode_offsets(start)
+    froms = decode_froms(end)
+    out = []
+    for key, to in sorted(decode_offsets(end).items()):
+        begin = froms.get(key, before.get(key))
+        if begin is not None and begin < to:
+            out.append((key, begin, to))
+    return out
+
+
+def split(ranges: Iterable[tuple[Key, int, int]], bootstrap: str, min_partitions: int | None) -> list[OffsetRange]:
+    """One task per range; with min_partitions, halve the largest ranges until there are enough."""
+    parts = [OffsetRange(k[0], k[1], lo, hi, bootstrap) for k, lo, hi in ranges]
+    while min_partitions and len(parts) < min_partitions:
+        biggest = max(parts, key=lambda r: (r.size, r.topic, -r.partition), default=None)
+        if biggest is None or biggest.size < 2:
+            break
+        mid = biggest.start + biggest.size // 2
+        parts.remove(biggest)
+        parts += [OffsetRange(biggest.topic, biggest.partition, biggest.start, mid, bootstrap),
+                  OffsetRange(biggest.topic, biggest.partition, mid, biggest.end, bootstrap)]
+    return sorted(parts, key=lambda r: (r.topic, r.partition, r.start))

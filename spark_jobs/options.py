@@ -1,0 +1,180 @@
+"""Parse the `zkconsumer` data source options: source settings apart, legacy consumer properties as-is."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.fetcher import FetchSettings
+from zkconsumer.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
+
+from spark_jobs.offsets import EARLIEST, LATEST, decode_offsets
+
+# Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
+SOURCE_OPTIONS = frozenset({
+    "topics", "whitelist", "blacklist", "streams", "startingoffsets", "endingoffsets",
+    "ignorecommittedoffsets", "maxoffsetspertrigger", "failondataloss", "minpartitions",
+    "batchsize", "polltimeoutms", "bootstrap.servers", "path",
+})
+# librdkafka settings the executor reader depends on (bounded reads, no broker-side commits).
+READER_FORCED: dict[str, object] = {"enable.partition.eof": True, "enable.auto.commit": False,
+                                    "enable.auto.offset.store": False, "auto.offset.reset": "error"}
+
+
+_CONNECTION_SETTINGS = ("security.", "sasl.", "ssl.", "enable.ssl", "client.", "socket.", "broker.", "metadata.",
+                        "api.version", "resolve.")
+
+
+class OptionError(ValueError):
+    """A data source option is missing or invalid; the message names it."""
+
+
+def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    text = str(raw).strip().lower()
+    if text not in ("true", "false"):
+        raise OptionError(f"option {key!r} must be true or false, not {raw!r}")
+    return text == "true"
+
+
+def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int) -> int | None:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise OptionError(f"option {key!r} must be an integer, not {raw!r}") from None
+    if value < minimum:
+        raise OptionError(f"option {key!r} must be >= {minimum}, not {value}")
+    return value
+
+
+def _position_spec(raw: str | None, key: str, default: str) -> tuple[str, dict[tuple[str, int], int]]:
+    """earliest | latest | JSON {"topic/partition": offset} -> (fallback, explicit offsets)."""
+    text = (raw if raw is not None else default).strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower(), {}
+    try:
+        doc = json.loads(text)
+        explicit = decode_offsets(doc) if isinstance(doc, dict) else None
+    except (ValueError, TypeError):
+        explicit = None
+    if explicit is None or any(v < EARLIEST for v in explicit.values()):
+        raise OptionError(f"option {key!r} must be earliest, latest or a JSON object like "
+                          f'{{"topic/0": 42}} (-2 earliest, -1 latest), not {text!r}')
+    return default, explicit
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Everything the driver and the executors need, built once from the (string) options."""
+
+    consumer_props: dict[str, str]          # legacy properties for the ConsumerConnector
+    topics: tuple[str, ...] = ()
+    topic_filter: TopicFilter | None = None
+    streams: int = 1
+    starting: str = "latest"                # earliest | latest: partitions without another start
+    starting_explicit: dict[tuple[str, int], int] = field(default_factory=dict)
+    ending: str = "latest"
+    ending_explicit: dict[tuple[str, int], int] = field(default_factory=dict)
+    ignore_committed: bool = False
+    max_offsets_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    min_partitions: int | None = None
+    batch_size: int = 20000
+    poll_timeout_ms: int = 120000
+    bootstrap_override: str | None = None
+
+    @property
+    def config(self) -> ConsumerConfig:
+        return ConsumerConfig.from_mapping(self.consumer_props)
+
+    @property
+    def group_id(self) -> str:
+        return self.consumer_props["group.id"]
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self.consumer_props["zookeeper.connect"]
+
+    def wants(self, topic: str) -> bool:
+        """Is this topic part of the subscription (static list or filter)?"""
+        if self.topic_filter is None:
+            return topic in self.topics
+        cfg = self.config
+        return self.topic_filter.is_topic_allowed(topic, exclude_internal=cfg.exclude_internal_topics,
+                                                  internal_topics=cfg.compat.internal_topics)
+
+    def reader_config(self) -> dict[str, object]:
+        """librdkafka settings for executor reads: the legacy fetch properties mapped as the fetcher
+        maps them (FetchSettings), bootstrap filled in per task."""
+        cfg = self.config
+        settings = FetchSettings(
+            bootstrap_servers="", group_id=cfg.group_id, client_id=cfg.client_id,
+            fetch_message_max_bytes=cfg.fetch_message_max_bytes, fetch_min_bytes=cfg.fetch_min_bytes,
+            fetch_wait_max_ms=cfg.fetch_wait_max_ms, socket_timeout_ms=cfg.socket_timeout_ms,
+            socket_receive_buffer_bytes=cfg.socket_receive_buffer_bytes, auto_offset_reset=cfg.auto_offset_reset,
+            queued_max_message_chunks=cfg.queued_max_message_chunks, overrides=cfg.librdkafka_overrides)
+        conf = settings.consumer_config()
+        conf.update(READER_FORCED)
+        return conf
+
+    def client_security(self) -> dict[str, object]:
+        """The librdkafka.* connection settings (TLS, SASL, ...) the driver's admin client needs too."""
+        return {k: v for k, v in self.config.librdkafka_overrides.items() if k.startswith(_CONNECTION_SETTINGS)}
+
+    def isolation_committed(self) -> bool:
+        """Plan ends the way executors read (librdkafka's default isolation is read_committed)."""
+        return self.config.librdkafka_overrides.get("isolation.level", "read_committed") != "read_uncommitted"
+
+
+def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    """Validate the options of one DataFrame; raises OptionError/ConfigError with the culprit named."""
+    opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    consumer = {k: v for k, v in opts.items() if k not in SOURCE_OPTIONS}
+    for required in ("zookeeper.connect", "group.id"):
+        if required not in consumer:
+            raise OptionError(f"option {required!r} is required")
+    config = ConsumerConfig.from_mapping(consumer)  # validates every legacy property now, on the driver
+    chosen = [k for k in ("topics", "whitelist", "blacklist") if opts.get(k, "").strip()]
+    if len(chosen) != 1:
+        raise OptionError("give exactly one of the options 'topics' (comma-separated), 'whitelist' or "
+                          f"'blacklist' (a regex); got {chosen or 'none'}")
+    topics: tuple[str, ...] = ()
+    topic_filter: TopicFilter | None = None
+    if chosen[0] == "topics":
+        try:
+            topics = tuple(dict.fromkeys(validate_topic(t.strip()) for t in opts["topics"].split(",") if t.strip()))
+        except ValueError as exc:
+            raise OptionError(f"option 'topics': {exc}") from None
+    else:
+        try:
+            topic_filter = (Whitelist if chosen[0] == "whitelist" else Blacklist)(opts[chosen[0]])
+        except ValueError as exc:
+            raise OptionError(f"option {chosen[0]!r}: {exc}") from None
+    # Streams default to the legacy auto.offset.reset (largest -> latest); batch reads to earliest.
+    default_start = ("earliest" if config.auto_offset_reset == "smallest" else "latest") if streaming else "earliest"
+    starting, starting_explicit = _position_spec(opts.get("startingoffsets"), "startingOffsets", default_start)
+    ending, ending_explicit = _position_spec(opts.get("endingoffsets"), "endingOffsets", "latest")
+    if streaming and "endingoffsets" in opts:
+        raise OptionError("option 'endingOffsets' applies to batch reads (spark.read) only")
+    if ending == "earliest" and not ending_explicit:
+        raise OptionError("option 'endingOffsets' must be latest or a JSON object")
+    if not streaming and "maxoffsetspertrigger" in opts:
+        raise OptionError("option 'maxOffsetsPerTrigger' applies to streaming reads only")
+    return SourceOptions(
+        consumer_props=consumer, topics=topics, topic_filter=topic_filter,
+        streams=_int(opts, "streams", 1, 1) or 1, starting=starting, starting_explicit=starting_explicit,
+        ending=ending, ending_explicit=ending_explicit,
+        ignore_committed=_bool(opts, "ignorecommittedoffsets", False),
+        max_offsets_per_trigger=_int(opts, "maxoffsetspertrigger", None, 1),
+        fail_on_data_loss=_bool(opts, "failondataloss", True),
+        min_partitions=_int(opts, "minpartitions", None, 1),
+        batch_size=_int(opts, "batchsize", 20000, 1) or 20000,
+        poll_timeout_ms=_int(opts, "polltimeoutms", 120000, 1) or 120000,
+        bootstrap_override=opts.get("bootstrap.servers") or None,
+    )

@@ -1,0 +1,109 @@
+"""Driver-side batch planning: the group's partitions, committed offsets and owners from ZooKeeper, log ends."""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass
+from typing import Iterator
+
+from kazoo.client import KazooClient
+
+from zkconsumer.group import GroupZk
+from zkconsumer.zkdata import BrokerInfo
+
+from spark_jobs.kafka_read import LogOffsets
+from spark_jobs.offsets import Key, initial_position, settle
+from spark_jobs.options import OptionError, SourceOptions
+
+# Reads only: the planner never registers, so this id never appears under /consumers/<group>/ids.
+PLANNER_ID = "zkconsumer-spark-planner"
+
+
+@contextlib.contextmanager
+def zookeeper(opts: SourceOptions) -> Iterator[KazooClient]:
+    """A short-lived kazoo session for planning reads (bounded retries, closed on exit)."""
+    cfg = opts.config
+    auth = [("digest", cfg.zookeeper_digest)] if cfg.zookeeper_digest else None
+    client = KazooClient(hosts=cfg.zookeeper_connect, timeout=cfg.zookeeper_session_timeout_ms / 1000.0,
+                         auth_data=auth, connection_retry={"max_tries": 3, "delay": 0.2, "max_delay": 2.0},
+                         command_retry={"max_tries": 5, "delay": 0.1, "max_delay": 2.0, "deadline": 30.0})
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "No chroot path exists": a missing group reads as empty
+            client.start(timeout=cfg.zookeeper_connection_timeout_ms / 1000.0)
+    except Exception as exc:
+        client.close()
+        raise ConnectionError(f"cannot reach ZooKeeper at {cfg.zookeeper_connect}: {exc}") from exc
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def bootstrap_of(brokers: list[BrokerInfo]) -> str:
+    """host:port,... of every broker's PLAINTEXT endpoint (the legacy consumer's only protocol)."""
+    addresses = [a for a in (b.plaintext_address() for b in brokers) if a]
+    if not addresses:
+        raise ConnectionError("no broker with a PLAINTEXT endpoint is registered under /brokers/ids")
+    return ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addresses)
+
+
+def subscribed_keys(group: GroupZk, opts: SourceOptions) -> list[Key]:
+    """Every (topic, partition) of the subscription, from /brokers/topics (as the members see it)."""
+    topics = list(opts.topics) if opts.topic_filter is None else [t for t in group.all_topics() if opts.wants(t)]
+    return sorted((t, p) for t, parts in group.partitions(topics).items() for p in parts)
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """One partition of a bounded read: where it starts and ends, and the group state it came from."""
+
+    key: Key
+    committed: int        # -1: no offset node
+    owner: str | None     # owner thread id of a live member, if any
+    low: int
+    high: int
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return max(0, self.end - self.start)
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    bootstrap: str
+    partitions: list[PartitionPlan]
+
+    @property
+    def total(self) -> int:
+        return sum(p.size for p in self.partitions)
+
+
+def plan_batch(opts: SourceOptions) -> BatchPlan:
+    """Start (explicit > committed > startingOffsets fallback) and end (explicit > log end) per partition."""
+    with zookeeper(opts) as client:
+        group = GroupZk(client, opts.group_id, PLANNER_ID)
+        keys = subscribed_keys(group, opts)
+        committed = group.read_offsets(keys)
+        owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
+        bootstrap = opts.bootstrap_override or bootstrap_of(group.brokers())
+    offsets = LogOffsets(bootstrap, read_committed=opts.isolation_committed(), client_config=opts.client_security())
+    try:
+        spans = offsets.spans(keys)
+    finally:
+        offsets.close()
+    plans = []
+    for key in keys:
+        low, high = spans[key]
+        start = settle(key, initial_position(key, committed[key], explicit=opts.starting_explicit,
+                                             fallback=opts.starting, ignore_committed=opts.ignore_committed),
+                       low, high, fail_on_data_loss=opts.fail_on_data_loss)
+        end = opts.ending_explicit.get(key, -1)
+        end = high if end == -1 else end
+        if end > high:
+            raise OptionError(f"endingOffsets for {key[0]}/{key[1]} is {end}, past the log end {high}")
+        plans.append(PartitionPlan(key, committed[key], owners.get(key), low, high, start, max(start, end)))
+    return BatchPlan(bootstrap, plans)

@@ -1,0 +1,253 @@
+"""The `zkconsumer` Python data source: bounded reads and micro-batches planned from ZooKeeper group state."""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from typing import Any, Iterator, Sequence
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
+
+from spark_jobs.kafka_read import SCHEMA, LogOffsets, read_range
+from spark_jobs.offsets import (Key, OffsetRange, batch_ranges, decode_offsets, encode_offsets, initial_position,
+                                rate_limit, settle, split)
+from spark_jobs.options import SourceOptions, parse_options
+from spark_jobs.planning import bootstrap_of, plan_batch
+
+try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
+    from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
+                                                  SupportsTriggerAvailableNow)
+except ImportError:  # 4.0/4.1 call latestOffset() without arguments; the stand-ins are never used by Spark
+    class ReadLimit:  # type: ignore[no-redef]
+        pass
+
+    class ReadAllAvailable(ReadLimit):  # type: ignore[no-redef]
+        pass
+
+    class ReadMaxRows(ReadLimit):  # type: ignore[no-redef]
+        def __init__(self, max_rows: int) -> None:
+            self.max_rows = max_rows
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        pass
+
+log = logging.getLogger("spark_jobs.source")
+
+
+class ZkConsumerDataSource(DataSource):
+    """`spark.read` / `spark.readStream` `.format("zkconsumer")` over a legacy ZooKeeper consumer group."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "zkconsumer"
+
+    def schema(self) -> StructType:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return ZkBatchReader(parse_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return ZkStreamReader(parse_options(self.options, streaming=True))
+
+
+class _RangeReading:
+    """Executor side, shared by both readers: a pickled copy reads one OffsetRange per task."""
+
+    opts: SourceOptions
+    _reader_conf: dict[str, object]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if not isinstance(partition, OffsetRange):
+            return iter(())  # Spark's single placeholder task when there is nothing to read
+        return read_range(partition, self._reader_conf, batch_size=self.opts.batch_size,
+                          fail_on_data_loss=self.opts.fail_on_data_loss,
+                          poll_timeout_s=self.opts.poll_timeout_ms / 1000.0)
+
+
+class ZkBatchReader(_RangeReading, DataSourceReader):
+    """Committed offsets (or startingOffsets) -> log end (or endingOffsets); no group membership."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._reader_conf = opts.reader_config()
+
+    def partitions(self) -> list[InputPartition]:
+        plan = plan_batch(self.opts)
+        ranges = [(p.key, p.start, p.end) for p in plan.partitions if p.size > 0]
+        log.info("batch read of group %s: %d messages in %d partitions", self.opts.group_id, plan.total,
+                 len(ranges))
+        return list(split(ranges, plan.bootstrap, self.opts.min_partitions))
+
+
+class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches of the partitions the group assigns to this query's driver-side member.
+
+    Planning methods run in one long-lived driver Python process per query, so the member (a
+    ConsumerConnector with fetch=False) lives as long as the query; executors get pickled copies
+    without it (__getstate__). Offsets: {"topic/partition": next offset} for every partition the
+    query has tracked; only owned ones advance. An "@from" sub-object marks partitions whose batch
+    starts elsewhere than the previous end (newly assigned, or resumed past another member).
+    """
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._reader_conf = opts.reader_config()
+        self._member: Any = None           # ConsumerConnector, created on first use
+        self._log_offsets: LogOffsets | None = None
+        self._resumed = False              # the first latestOffset of a process follows the checkpoint
+        self._last_end: dict[str, Any] | None = None
+        self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
+        self._latest: dict[Key, int] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_member"] = state["_log_offsets"] = None  # sockets and threads: driver only
+        return state
+
+    # ---- group membership and log offsets (driver) -------------------------------------------------
+    def _connector(self) -> Any:
+        if self._member is None:
+            from zkconsumer import ConsumerConnector
+            conn = ConsumerConnector(self.opts.consumer_props, fetch=False)
+            try:
+                if self.opts.topic_filter is not None:
+                    conn.create_message_streams_by_filter(self.opts.topic_filter, self.opts.streams)
+                else:
+                    conn.create_message_streams({t: self.opts.streams for t in self.opts.topics})
+            except BaseException:
+                conn.shutdown()
+                raise
+            log.info("query joined group %s as %s", self.opts.group_id, conn.consumer_id)
+            self._member = conn
+            self._leave_on_sigterm()
+        return self._member
+
+    def _leave_on_sigterm(self) -> None:
+        """Spark ends this planner process with SIGTERM when the query stops, without calling stop():
+        leave the group at once (close the session) instead of lingering for the session timeout."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_sigterm(_signum: int, _frame: object) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # Spark sends it twice: finish leaving first
+            try:
+                self.stop()
+            finally:
+                os._exit(0)
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+    def _owned(self) -> dict[Key, int]:
+        """Owned partitions -> committed position, read once no rebalance is running (its lock)."""
+        conn = self._connector()
+        with conn.coordinator.lock:
+            return dict(conn.owned_positions())
+
+    def _connected(self) -> bool:
+        from kazoo.client import KazooState
+        return self._connector().group.client.state == KazooState.CONNECTED
+
+    def _bootstrap(self) -> str:
+        return self.opts.bootstrap_override or bootstrap_of(self._connector().group.brokers())
+
+    def _spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
+        if self._log_offsets is None:
+            self._log_offsets = LogOffsets(self._bootstrap(), read_committed=self.opts.isolation_committed(),
+                                           client_config=self.opts.client_security())
+        return self._log_offsets.spans(keys)
+
+    def _commit(self, positions: dict[Key, int]) -> None:
+        """Write progress to /consumers/<group>/offsets, fenced: only partitions we still own."""
+        if not positions:
+            return
+        try:
+            written = self._connector().commit_positions(positions)
+        except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the next trigger commits again
+            log.warning("committing offsets of group %s failed (%s); will retry at the next trigger",
+                        self.opts.group_id, exc)
+            return
+        skipped = sorted(k for k, ok in written.items() if not ok)
+        if skipped:
+            log.info("not committing %s: no longer owned by this query", ", ".join(f"{t}-{p}" for t, p in skipped))
+
+    # ---- Spark's planning calls ----------------------------------------------------------------------
+    def initialOffset(self) -> dict[str, Any]:
+        """New query: startingOffsets JSON entry > committed offset > startingOffsets earliest/latest."""
+        owned = self._owned()
+        wanted = {k: initial_position(k, zk, explicit=self.opts.starting_explicit, fallback=self.opts.starting,
+                                      ignore_committed=self.opts.ignore_committed) for k, zk in owned.items()}
+        spans = self._spans(list(wanted))
+        positions = {k: settle(k, pos, *spans[k], fail_on_data_loss=self.opts.fail_on_data_loss)
+                     for k, pos in wanted.items()}
+        self._last_end = encode_offsets(positions)
+        return self._last_end
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.opts.max_offsets_per_trigger
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._targets = {k: high for k, (_, high) in self._spans(list(self._owned())).items()}
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
+        if start is None:  # pyspark < 4.2 passes nothing: continue from our own last answer
+            start = self._last_end if self._last_end is not None else self.initialOffset()
+        before = decode_offsets(start)
+        if not self._connected():
+            # Like the fetcher's delivery gate: while our session may be expiring, another member
+            # may be taking these partitions over. Plan nothing new until ZooKeeper is back.
+            log.warning("not connected to ZooKeeper: planning no new data for group %s", self.opts.group_id)
+            return start
+        owned = self._owned()
+        first, self._resumed = not self._resumed, True
+        wanted: dict[Key, int] = {}
+        for key, committed in owned.items():
+            if key not in before:  # newly assigned: the group's committed offset, else the fallback
+                wanted[key] = initial_position(key, committed, explicit={}, fallback=self.opts.starting,
+                                               ignore_committed=self.opts.ignore_committed)
+            elif first:  # a (re)started query follows its checkpoint
+                wanted[key] = before[key]
+            else:  # back after another member had it: skip what that member already consumed
+                wanted[key] = max(before[key], committed)
+        spans = self._spans(list(owned))
+        positions = dict(before)
+        froms: dict[Key, int] = {}
+        for key, pos in wanted.items():
+            positions[key] = settle(key, pos, *spans[key], fail_on_data_loss=self.opts.fail_on_data_loss)
+            if positions[key] != before.get(key):
+                froms[key] = positions[key]
+        # Spark asks for the next batch only once the batch ending at `start` completed (and was
+        # recorded in the commit log): that progress is safe to show the group's tools now.
+        self._commit({k: positions[k] for k in owned if positions[k] != owned[k]})
+        highs = {k: spans[k][1] for k in owned}
+        self._latest = highs
+        if self._targets is not None:
+            highs = {k: min(h, self._targets.setdefault(k, h)) for k, h in highs.items()}
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        positions.update(rate_limit({k: (positions[k], max(positions[k], highs[k])) for k in owned}, max_rows))
+        if positions == before and not froms:
+            return start  # nothing new: the same JSON, so Spark skips the trigger
+        self._last_end = encode_offsets(positions, froms)
+        return self._last_end
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return encode_offsets(self._latest) if self._latest else None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        ranges = batch_ranges(start, end)
+        return split(ranges, self._bootstrap(), self.opts.min_partitions) if ranges else []
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Spark's own "done up to end": commit it where it moves an owned partition forward."""
+        owned = self._owned()
+        self._commit({k: v for k, v in decode_offsets(end).items() if k in owned and v > owned[k]})
+
+    def stop(self) -> None:
+        member, self._member = self._member, None
+        if member is not None:
+            member.shutdown()  # leaves the group: our partitions move to the other members
+        if self._log_offsets is not None:
+            self._log_offsets.close()
+            self._log_offsets = None

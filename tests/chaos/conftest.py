@@ -1,0 +1,32 @@
+"""Chaos fixtures: `chaos_env(topics, ...)` builds a ChaosEnv on the session cluster and tears it down."""
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Iterator
+
+import pytest
+
+from zkconsumer.testing.chaos_scenarios import ChaosEnv, ChaosSettings
+from zkconsumer.testing.cluster import LocalCluster
+
+_topics = itertools.count()
+
+
+@pytest.fixture
+def chaos_env(cluster, group_id, tmp_path, request) -> Iterator[Callable[..., ChaosEnv]]:  # type: ignore[no-untyped-def]
+    """make(partitions=8, *, topics=None, settings=None, on=None, replication=1) -> a started ChaosEnv."""
+    made: list[ChaosEnv] = []
+
+    def make(partitions: int = 8, *, topics: dict[str, int] | None = None, settings: ChaosSettings | None = None,
+             on=None, replication: int = 1) -> ChaosEnv:  # type: ignore[no-untyped-def]
+        target = on or cluster
+        if not isinstance(target, LocalCluster):
+            pytest.fail("chaos scenarios need the local jar cluster (ZKCONSUMER_CLUSTER=local)")
+        names = topics or {f"chaos-{group_id[-40:]}-{next(_topics)}": partitions}
+        env = ChaosEnv(target, group_id, names, tmp_path / "chaos", settings, replication=replication)
+        made.append(env)
+        return env.start()
+
+    yield make
+    for env in made:
+        env.close()

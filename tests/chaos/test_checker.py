@@ -1,0 +1,79 @@
+"""The chaos invariants on hand-made histories: each rule flags what it must and nothing else (no cluster)."""
+from __future__ import annotations
+
+import pytest
+
+from zkconsumer.testing import chaos_invariants as inv
+from zkconsumer.testing.chaos_history import Commit, Delivery, History, Incarnation, Note, Presence, Span
+
+pytestmark = [pytest.mark.chaos]
+
+T = "t"
+
+
+def deliveries(member: str, offsets: range, start: float, step: float = 0.1) -> list[Delivery]:
+    return [Delivery(member, T, 0, 0, o, start + i * step) for i, o in enumerate(offsets)]
+
+
+def handover(*, b_from: int, a_session_lost: bool, a_commit: int = 10, a_left: bool = False) -> History:
+    """A owns t-0 during [0, 5] and delivers 0..9; B owns it from 5.2 and delivers b_from..19."""
+    h = History(acked={(T, 0, 0, o) for o in range(20)}, since=0.0, until=12.0)
+    h.presence = [Presence(T, 0, -1.0)]
+    h.spans = [Span(T, 0, "A-0", 1, 0.0, 5.0), Span(T, 0, "B-0", 2, 5.2, None)]
+    h.incarnations = [Incarnation("A", 11, -1.0, 5.0 if a_session_lost else None), Incarnation("B", 12, 4.0)]
+    h.commits = [Commit(T, 0, a_commit, 4.9)]
+    h.notes = [Note("leave", "A", 4.8)] if a_left else []
+    h.deliveries = deliveries("A", range(10), 0.5) + deliveries("B", range(b_from, 20), 5.5)
+    return h
+
+
+def test_clean_handover_is_clean() -> None:
+    h = handover(b_from=10, a_session_lost=False)
+    assert inv.lost(h) == [] and inv.overlaps(h) == [] and inv.duplicates(h) == []
+    assert inv.unowned_windows(h)[(T, 0)] == pytest.approx(0.2)
+
+
+def test_in_flight_message_of_a_clean_handover_is_allowed_but_no_more() -> None:
+    assert all(d.allowed for d in inv.duplicates(handover(b_from=9, a_session_lost=False, a_commit=9)))
+    bad = inv.duplicates(handover(b_from=7, a_session_lost=False, a_commit=7, a_left=True))
+    assert [d.allowed for d in bad] == [True, False, False]  # 7 was in flight; 8 and 9 were not
+
+
+def test_redelivery_after_a_lost_session_is_allowed_from_the_last_commit() -> None:
+    dups = inv.duplicates(handover(b_from=6, a_session_lost=True, a_commit=6))
+    assert len(dups) == 4 and all(d.allowed for d in dups)
+    rewound = inv.duplicates(handover(b_from=3, a_session_lost=True, a_commit=6))
+    assert [o.previous.offset for o in rewound if not o.allowed] == [3, 4, 5]
+
+
+def test_a_clean_leave_is_not_a_lost_session() -> None:
+    dups = inv.duplicates(handover(b_from=6, a_session_lost=True, a_commit=6, a_left=True))
+    assert sum(not d.allowed for d in dups) == 3
+
+
+def test_zombie_delivery_overlaps_the_new_owner() -> None:
+    h = handover(b_from=10, a_session_lost=True)
+    h.deliveries.append(Delivery("A", T, 0, 0, 15, 6.3))  # A, no longer owner, delivers mid-way through B
+    found = inv.overlaps(h)
+    assert len(found) == 1 and not found[0].a.owned or not found[0].b.owned
+    assert [d.allowed for d in inv.duplicates(h)] == [False]  # B delivered 15 first and still owns it
+    assert len(inv.stray_deliveries(h)) == 1
+
+
+def test_loss_and_gaps() -> None:
+    h = handover(b_from=11, a_session_lost=False, a_commit=11)
+    assert inv.lost(h) == [(T, 0, 0, 10)]
+    h.spans[1] = Span(T, 0, "B-0", 2, 8.0, None)
+    assert inv.unowned_windows(h)[(T, 0)] == pytest.approx(3.0)
+
+
+def test_epochs_separate_topic_incarnations() -> None:
+    h = handover(b_from=10, a_session_lost=False)
+    h.epoch_starts = {(T, 1): 11.0}
+    h.acked.add((T, 1, 0, 0))
+    h.deliveries.append(Delivery("B", T, 1, 0, 0, 11.5))  # offset 0 again, but of the new topic
+    assert inv.duplicates(h) == [] and inv.lost(h) == []
+    h.commits.append(Commit(T, 0, 1, 11.6))
+    assert inv.commit_regressions(h) == []
+    h.commits.append(Commit(T, 0, 0, 11.7))
+    assert len(inv.commit_regressions(h)) == 1

@@ -1,0 +1,127 @@
+"""The batch side: spark.read.format("zkconsumer") and the spark_jobs/ingest.py job (write, then commit)."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from spark_helpers import ROOT, sink_rows
+
+from spark_jobs import ingest
+from zkconsumer import ConsumerConnector
+from zkconsumer.cli.writer import write_offset_guarded
+from zkconsumer.testing import kafka
+from zkconsumer.testing.members import committed_offsets, wait_for_balanced
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+
+
+def keys(produced) -> set[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
+    return {(m.topic, m.partition, m.offset) for m in produced}
+
+
+def counts(rows) -> collections.Counter[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
+    return collections.Counter((t, p, o) for t, p, o, _ in rows)
+
+
+def log_ends(cluster, topic: str) -> dict[int, int]:  # type: ignore[no-untyped-def]
+    return {p: hi for p, (_, hi) in kafka.end_offsets(cluster.bootstrap_servers, topic).items()}
+
+
+def py_files(tmp: Path) -> Path:
+    """What a cluster user ships with --py-files: both packages in one zip."""
+    target = tmp / "zkconsumer-spark.zip"
+    with zipfile.ZipFile(target, "w") as zf:
+        for package in ("zkconsumer", "spark_jobs"):
+            for path in (ROOT / package).rglob("*.py"):
+                zf.write(path, path.relative_to(ROOT))
+    return target
+
+
+def test_batch_read_from_committed_or_given_offsets_without_joining(spark, cluster, zk, topic_factory, group_id):
+    topic = topic_factory(partitions=3)
+    sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 150, partitions=3)
+    for partition in (0, 1):  # partition 2 has no committed offset: batch reads start it at earliest
+        assert write_offset_guarded(zk, group_id, topic, partition, 30) is None
+
+    def read(**options: str) -> list:  # type: ignore[type-arg]
+        reader = (spark.read.format("zkconsumer").option("zookeeper.connect", cluster.zookeeper_connect)
+                  .option("group.id", group_id).option("topics", topic))
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        rows = reader.load().collect()
+        return [(r.topic, r.partition, r.offset, bytes(r.value)) for r in rows]
+
+    rows = read()
+    assert counts(rows) == {k: 1 for k in keys(sent) if k[1] == 2 or k[2] >= 30}
+    by_key = {(m.topic, m.partition, m.offset): m.value for m in sent}
+    assert all(by_key[(t, p, o)] == v for t, p, o, v in rows)
+    rows = read(startingOffsets=json.dumps({f"{topic}/0": 45}), endingOffsets=json.dumps({f"{topic}/0": 47,
+                                                                                         f"{topic}/1": 30}))
+    assert sorted((p, o) for _, p, o, _ in rows) == [(0, 45), (0, 46)] + [(2, o) for o in range(50)]
+    assert zk.exists(f"/consumers/{group_id}/ids") is None, "a batch read never joins the group"
+    assert committed_offsets(zk, group_id, topic) == {0: 30, 1: 30}, "nor commits"
+
+
+def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicates(
+        spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch) -> None:
+    topic = topic_factory(partitions=4)
+    out = tmp_path / "out"
+    sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 400, partitions=4)
+    argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
+
+    # 1. Full ingest through spark-submit, the code shipped as --py-files (as on a cluster).
+    env = {**os.environ, "PYTHONPATH": ""}
+    done = subprocess.run([str(Path(sys.executable).with_name("spark-submit")), "--master", "local[2]",
+                           "--conf", "spark.ui.enabled=false", "--driver-memory", "512m",
+                           "--py-files", str(py_files(tmp_path)), str(ROOT / "spark_jobs" / "ingest.py"), *argv],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "committed" in done.stdout  # spark-submit passes the driver's stderr (our progress) to stdout
+    assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}
+    assert committed_offsets(zk, group_id, topic) == log_ends(cluster, topic) == {p: 100 for p in range(4)}
+    (first_run,) = [p.name for p in out.iterdir() if p.name.startswith("run=")]
+
+    # 2. Nothing new: a no-op (no new run, offsets unchanged).
+    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    assert [p.name for p in out.iterdir() if p.name.startswith("run=")] == [first_run]
+
+    # 3. New messages; the job dies after writing them, before committing.
+    sent += kafka.produce_numbered(cluster.bootstrap_servers, topic, 200, partitions=4, start=400)
+    monkeypatch.setenv(ingest.FAIL_ENV, "1")
+    with pytest.raises(RuntimeError, match=ingest.FAIL_ENV):
+        ingest.main(argv, spark=spark)
+    monkeypatch.delenv(ingest.FAIL_ENV)
+    assert committed_offsets(zk, group_id, topic) == {p: 100 for p in range(4)}, "nothing committed"
+    assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}
+
+    # 4. More messages and a run directory whose write died before its marker; then the rerun.
+    sent += kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=4, start=600)
+    stale = out / f"run={topic}-{'0' * 16}"
+    spark.createDataFrame([(topic, 0, 5, b"dup")], "topic string, partition int, offset long, value binary") \
+        .write.parquet(str(stale))
+    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    assert not stale.exists()
+    assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}, "no duplicates, no loss"
+    assert committed_offsets(zk, group_id, topic) == log_ends(cluster, topic) == {p: 175 for p in range(4)}
+    runs = sorted(p for p in out.iterdir() if p.name.startswith("run="))
+    assert len(runs) == 3 and all((p / ingest.MARKER).exists() for p in runs)
+
+
+def test_ingest_refuses_a_topic_that_a_live_member_owns(spark, cluster, zk, topic_factory, group_id, tmp_path):
+    topic = topic_factory(partitions=2)
+    kafka.produce_numbered(cluster.bootstrap_servers, topic, 20, partitions=2)
+    with ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id,
+                            "auto.commit.enable": "false"}) as conn:
+        conn.create_message_streams({topic: 1})
+        wait_for_balanced(zk, group_id, [topic], members=1)
+        argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic,
+                "--output", str(tmp_path / "out")]
+        assert ingest.main(argv, spark=spark) == ingest.EXIT_OWNED
+    assert not (tmp_path / "out").exists()
+    assert committed_offsets(zk, group_id, topic) == {}
