@@ -65,6 +65,7 @@ class ConsumerConnector:
         self._worker: RebalanceWorker | None = None
         self._autocommit: PeriodicTask | None = None
         self._watchdog: Watchdog | None = None
+        self._lease: PeriodicTask | None = None
         self._closed = False
         self._watched_topics: set[str] = set()
         self._once = _SkipFirst()
@@ -125,7 +126,7 @@ class ConsumerConnector:
         log.info("%s shutting down", self.consumer_id)
         if self._coordinator is not None:
             self._coordinator.begin_shutdown()
-        for task in (self._watchdog, self._worker, self._autocommit):
+        for task in (self._lease, self._watchdog, self._worker, self._autocommit):
             if task is not None:
                 task.stop()
         if self._coordinator is not None:
@@ -189,6 +190,9 @@ class ConsumerConnector:
             raise ConsumerRebalanceFailed(f"{self.consumer_id}: initial rebalance failed "
                                           f"({coordinator.stats.last_error}); the connector was shut down")
         self._worker.start()
+        self._lease = PeriodicTask(f"{self.consumer_id}-session-lease", cfg.zookeeper_session_timeout_ms / 4000.0,
+                                   coordinator.renew_lease)
+        self._lease.start()
         if cfg.watchdog_interval_ms > 0:
             self._watchdog = Watchdog(self.consumer_id, interval_s=cfg.watchdog_interval_ms / 1000.0,
                                       check=coordinator.health_problems, trigger=self._worker.trigger)

@@ -134,7 +134,18 @@ class Coordinator:
         self.group.register(self._registration(),
                             wait_for_stale_s=self.config.zookeeper_session_timeout_ms / 1000.0)
         self._registered_session = self.group.session_id
+        self._extend_lease(time.monotonic())
         log.info("%s registered in group %s", self.consumer_id, self.config.group_id)
+
+    def renew_lease(self) -> None:
+        """A confirmed round trip in our session lets delivery go on (see DeliveryGate)."""
+        sent = time.monotonic()
+        if self.group.session_id == self._registered_session and self.group.is_registered():
+            self._extend_lease(sent)
+
+    def _extend_lease(self, confirmed_at: float) -> None:
+        # 80%: the server may count the session timeout from a little before our request.
+        self.streams.gate.renew(confirmed_at + 0.8 * self.config.zookeeper_session_timeout_ms / 1000.0)
 
     def _ensure_registered(self) -> None:
         # A new session (expiry) or a deleted node (reference §3.4): register again; owner
@@ -157,6 +168,7 @@ class Coordinator:
     def connection_restored(self) -> bool:
         """Reopen delivery if the session survived; False means a rebalance must re-register."""
         if self.group.session_id is not None and self.group.session_id == self._registered_session:
+            self._extend_lease(time.monotonic())  # the server just accepted the session again
             self.streams.gate.reopen()
             return True
         return False

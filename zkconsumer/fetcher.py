@@ -270,6 +270,9 @@ class Fetcher:
             append(make(topic, partition, m.offset(), m.key(), m.value(),  # type: ignore[misc]
                         ts[1] if ts[0] else None, m.headers()))
         infos, held_map, limit = self._infos, self._held, self._batch_size
+        # A queue with refused chunks serves them first: new data of its other partitions waits
+        # behind them, or partitions beyond queued.max.message.chunks would starve.
+        congested = {infos[k].queue for k in held_map if k in infos} if held_map else ()
         to_pause = []
         for key, run in runs.items():
             info = infos.get(key)
@@ -283,7 +286,7 @@ class Fetcher:
             held = held_map.get(key)
             if held is not None:
                 held.extend(run)  # behind what was refused: one growing chunk keeps the order
-            elif info.queue.offer(Chunk(info, run)):
+            elif info.queue not in congested and info.queue.offer(Chunk(info, run)):
                 continue
             else:
                 held = held_map[key] = run

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import math
 import threading
 import time
 from typing import Callable, Iterator, Sequence
@@ -164,15 +165,21 @@ class StreamQueue:
 
 
 class DeliveryGate:
-    """Shared by a connector's iterators: closed while ZooKeeper cannot confirm we still own anything.
+    """Shared by a connector's iterators: delivery only while ZooKeeper vouches for our ownership.
 
-    While closed, iterators hand out nothing (they wait, or raise ConsumerTimeout), so a member
-    cut off from ZooKeeper cannot deliver a partition a peer may already have taken over.
+    Closed on SUSPENDED/LOST. Also a lease: every confirmed ZooKeeper round trip at time t
+    extends `lease_until` to a bit less than t + session timeout (our session, hence our owner
+    nodes, cannot expire before that). A process frozen past its session timeout (GC pause,
+    SIGSTOP) therefore hands out nothing on waking until the session is confirmed again.
     """
 
     def __init__(self) -> None:
-        self.open = True  # read without the lock on every message: a plain attribute is cheapest
+        self.open = True           # plain attributes: read on every message, without the lock
+        self.lease_until = math.inf
         self._cond = threading.Condition()
+
+    def usable(self) -> bool:
+        return self.open and self.lease_until >= time.monotonic()
 
     def close(self) -> None:
         with self._cond:
@@ -183,13 +190,19 @@ class DeliveryGate:
             self.open = True
             self._cond.notify_all()
 
-    def wait(self, timeout: float | None) -> bool:
-        """Block until open (True) or until timeout (False)."""
+    def renew(self, until: float) -> None:
         with self._cond:
-            return self._cond.wait_for(lambda: self.open, timeout)
+            self.lease_until = until
+            self._cond.notify_all()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Block until usable (True) or until timeout (False)."""
+        with self._cond:
+            return self._cond.wait_for(self.usable, timeout)
 
 
 _ALWAYS_OPEN = DeliveryGate()
+_monotonic = time.monotonic
 
 
 class ConsumerIterator(Iterator[Message]):
@@ -217,12 +230,16 @@ class ConsumerIterator(Iterator[Message]):
 
     def __next__(self) -> Message:
         self.mark_consumed()
-        if not self._gate.open:
-            self._wait_for_gate()
-        info = self._info
-        if info is None or self._index >= len(self._messages) or not info.active:
-            self._next_chunk()
+        gate = self._gate
+        while True:
             info = self._info
+            if info is None or self._index >= len(self._messages) or not info.active:
+                self._next_chunk()
+                info = self._info
+            # Checked with the message in hand: the chunk may have arrived after a disconnect.
+            if gate.open and gate.lease_until >= _monotonic():
+                break
+            self._wait_for_gate()  # then look again: the partition may have been released
         msg = self._messages[self._index]
         self._index += 1
         self._pending = (info, msg.offset + 1)  # type: ignore[assignment]
@@ -234,10 +251,12 @@ class ConsumerIterator(Iterator[Message]):
         The whole batch counts as consumed when the next batch or message is requested.
         """
         self.mark_consumed()
-        if not self._gate.open:
+        while True:
+            if self._info is None or self._index >= len(self._messages) or not self._info.active:
+                self._next_chunk()
+            if self._gate.usable():
+                break
             self._wait_for_gate()
-        if self._info is None or self._index >= len(self._messages) or not self._info.active:
-            self._next_chunk()
         batch = self._messages[self._index:] if self._index else self._messages
         self._index = len(self._messages)
         self._pending = (self._info, batch[-1].offset + 1)  # type: ignore[assignment]

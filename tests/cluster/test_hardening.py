@@ -176,14 +176,31 @@ def test_stale_registration_of_a_previous_process_is_waited_out(cluster, zk, top
     assert time.monotonic() - began >= 0.9
 
 
-def test_consumer_timeout_while_paused(cluster, topic_factory, group_id) -> None:
+def test_consumer_timeout_while_paused(cluster, topic_factory, produce, group_id) -> None:
     topic = topic_factory(partitions=1)
     with member(cluster, group_id, consumer_timeout_ms=200) as conn:
         stream = conn.create_message_streams({topic: 1})[topic][0]
+        produce(topic, 2)
+        assert next(iter(stream)).offset == 0
         conn.coordinator.connection_suspended()
         with pytest.raises(ConsumerTimeout, match="paused"):
-            next(iter(stream))
+            next(iter(stream))  # offset 1 is queued, but ownership is unconfirmed
         assert conn.coordinator.connection_restored()
+        assert next(iter(stream)).offset == 1
+
+
+def test_lapsed_session_lease_holds_delivery(cluster, topic_factory, produce, group_id) -> None:
+    # What a process frozen past its session timeout sees on waking: the lease has run out.
+    topic = topic_factory(partitions=1)
+    with member(cluster, group_id, consumer_timeout_ms=300) as conn:
+        stream = conn.create_message_streams({topic: 1})[topic][0]
+        produce(topic, 2)
+        assert next(iter(stream)).offset == 0
+        conn.coordinator.streams.gate.renew(time.monotonic() - 1)
+        with pytest.raises(ConsumerTimeout, match="paused"):
+            next(iter(stream))
+        conn.coordinator.renew_lease()  # a confirmed round trip in the same session
+        assert next(iter(stream)).offset == 1
 
 
 def test_partitions_whose_fetch_failed_to_start_are_not_owned_idle(cluster, zk, topic_factory, produce,

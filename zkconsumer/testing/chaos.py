@@ -116,6 +116,8 @@ class Report:
         lines += [f"  offset regression: {r}" for r in self.regressions[:limit]]
         if not self.ok:
             lines += [f"  at {n.at:.3f}: {n.kind} {n.member or ''} {n.detail}".rstrip() for n in self.notes]
+        worst5 = sorted(self.unowned.items(), key=lambda kv: -kv[1])[:5]
+        lines.append("longest unowned windows: " + ", ".join(f"{t}-{p} {s:.2f}s" for (t, p), s in worst5))
         key, worst = self.max_unowned
         late, latency = self.max_latency
         lines.append(f"produced={self.produced} deliveries={self.deliveries} distinct={self.distinct} "

@@ -135,7 +135,13 @@ def _judge(h: History, previous: Delivery, again: Delivery) -> Duplicate:
     topic, epoch, partition, offset = previous.key
     span = h.span_at(previous.member, topic, partition, previous.at, before=SPAN_BEFORE, after=SPAN_AFTER)
     if span is None:
-        return Duplicate(previous, again, False, f"{previous.member} delivered it without owning the partition")
+        # A stray: judge it by the ownership it had just lost (whether it may deliver at all is
+        # invariant 2's business); a member that never owned the partition has no window.
+        ended = [s for s in h.spans_of(previous.member, topic, partition)
+                 if s.end is not None and s.end <= previous.at]
+        if not ended:
+            return Duplicate(previous, again, False, f"{previous.member} delivered it, never having owned it")
+        span = ended[-1]
     if span.end is None or span.end > again.at + SPAN_BEFORE:
         return Duplicate(previous, again, False, f"delivered again while {span.owner} still owned the partition")
     committed = h.committed_high(topic, partition, h.epoch_start(topic, epoch), _handover_time(h, span))

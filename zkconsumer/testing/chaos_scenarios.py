@@ -78,7 +78,7 @@ class ChaosEnv:
         self.failures: list[str] = []
         self.zk = cluster.zk_client()
         self._names = itertools.count()
-        self._garbage: list[str] = []
+        self.garbage_nodes: list[str] = []  # garbled registrations we wrote (removed by close)
         self._begun = False
 
     # ---- lifecycle --------------------------------------------------------------------------------
@@ -126,17 +126,19 @@ class ChaosEnv:
         """Tear everything down (after finish(), or after a failure half-way)."""
         for member in self.members:
             try:
-                if isinstance(member, ProcessMember):
-                    if member.exited() is None:
-                        member.kill() if member.stopped else member.leave(timeout=10)
-                elif member.alive:
+                if isinstance(member, ProcessMember) and member.exited() is None:
+                    if member.stopped:
+                        member.kill()
+                    else:
+                        member.leave(timeout=10)
+                elif isinstance(member, InProcessMember) and member.alive:
                     member.leave()
             except Exception:  # noqa: BLE001 - best effort
                 log.warning("could not stop %s", member.describe(), exc_info=True)
         if self.producer is not None:
             self.producer.stop(flush_timeout=5)
         self.checker.stop()
-        for path in self._garbage:
+        for path in self.garbage_nodes:
             try:
                 self.zk.delete(path)
             except NoNodeError:
@@ -313,5 +315,5 @@ def garble_peer(env: ChaosEnv) -> str:
     """An undecodable registration appears in the group; every member must skip it and keep working."""
     with env.fault("garbled peer registration"):
         path = garble_registration(env.zk, env.group)
-        env._garbage.append(path)
+        env.garbage_nodes.append(path)
     return path
