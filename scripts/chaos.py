@@ -6,7 +6,7 @@ Members run as child processes (zkconsumer.testing.chaos_member) subscribed to t
 chaos-main (--partitions) and chaos-aux (a few partitions: it gets the topic-level faults).
 A background producer writes numbered messages throughout. Events: joins (single and bursts),
 clean leaves, kill -9, ZooKeeper session expiry, a stall longer than the session (SIGSTOP +
-SIGCONT), ZooKeeper restart, broker kill -9 + restart, partition increase, topic delete +
+SIGCONT), one member's ZooKeeper link cut past its session timeout, ZooKeeper restart, broker kill -9 + restart, partition increase, topic delete +
 re-create, a garbled peer registration. After each event the group must converge (owner nodes
 equal the assignor's answer for the live members). At the end every invariant of
 zkconsumer.testing.chaos is judged and a table printed; the LAST line is machine-readable:
@@ -34,8 +34,8 @@ from zkconsumer.testing.chaos_scenarios import ChaosEnv, ChaosSettings
 from zkconsumer.testing.cluster import LocalCluster
 
 MAIN, AUX = "chaos-main", "chaos-aux"
-WEIGHTS = {"join": 3, "burst-join": 1, "leave": 3, "kill": 3, "expire": 3, "stall": 1, "zk-restart": 1,
-           "broker-bounce": 1, "add-partitions": 1, "recreate-topic": 1, "garble": 1}
+WEIGHTS = {"join": 3, "burst-join": 1, "leave": 3, "kill": 3, "expire": 3, "stall": 1, "zk-cut": 1,
+           "zk-restart": 1, "broker-bounce": 1, "add-partitions": 1, "recreate-topic": 1, "garble": 1}
 
 
 class Chaos:
@@ -47,7 +47,8 @@ class Chaos:
         self.target = members
         self.aux_cap = aux_partitions * 4
         self.garbage: list[str] = []
-        self.by_kind: dict[str, list[float | None]] = defaultdict(list)
+        self.by_kind: dict[str, list[float | None]] = defaultdict(list)  # convergence times per event kind
+        self.counts: dict[str, int] = defaultdict(int)
 
     def pick(self) -> str:
         live = len(self.env.live)
@@ -55,7 +56,8 @@ class Chaos:
         if live >= self.target + 3:
             allowed.pop("join"), allowed.pop("burst-join")
         if live <= max(2, self.target // 2):
-            allowed.pop("leave"), allowed.pop("kill"), allowed.pop("stall")
+            for kind in ("leave", "kill", "stall", "zk-cut"):
+                allowed.pop(kind)
         if live < self.target:
             allowed["join"] *= 3
         if self.env.topics[AUX] >= self.aux_cap:
@@ -65,15 +67,16 @@ class Chaos:
 
     def run(self, kind: str) -> str:
         env, rng = self.env, self.rng
+        self.counts[kind] += 1
         before = len(env.convergence)
         live = env.live
         victim = rng.choice(live) if live else None
         detail = ""
         if kind == "join":
-            sc.join_members(env, 1, "process")
+            sc.join_members(env, 1, "process", proxied=True)
         elif kind == "burst-join":
             count = rng.randint(2, 4)
-            sc.join_members(env, count, "process")
+            sc.join_members(env, count, "process", proxied=True)
             detail = f"{count} members"
         elif kind == "leave":
             sc.leave_member(env, victim)
@@ -83,6 +86,8 @@ class Chaos:
             sc.expire_member(env, victim)
         elif kind == "stall":
             sc.stall_member(env, victim)  # type: ignore[arg-type]
+        elif kind == "zk-cut":
+            sc.cut_member(env, victim)
         elif kind == "zk-restart":
             sc.restart_zookeeper(env)
         elif kind == "broker-bounce":
@@ -104,7 +109,7 @@ class Chaos:
             else:
                 self.garbage.append(sc.garble_peer(env))
                 detail = "added"
-        if victim is not None and kind in ("leave", "kill", "expire", "stall"):
+        if victim is not None and kind in ("leave", "kill", "expire", "stall", "zk-cut"):
             detail = victim.consumer_id.rsplit("_", 1)[-1]
         for _, seconds in env.convergence[before:]:
             self.by_kind[kind].append(seconds)
@@ -113,10 +118,10 @@ class Chaos:
 
 def table(report: Report, chaos: Chaos, events: int) -> str:
     rows = [f"{'event':<16}{'count':>7}{'converge max':>15}{'converge mean':>15}{'never':>7}"]
-    for kind in sorted(chaos.by_kind):
+    for kind in sorted(chaos.counts):
         times = chaos.by_kind[kind]
         done = [t for t in times if t is not None]
-        rows.append(f"{kind:<16}{len(times):>7}{max(done, default=0):>14.2f}s"
+        rows.append(f"{kind:<16}{chaos.counts[kind]:>7}{max(done, default=0):>14.2f}s"
                     f"{(sum(done) / len(done) if done else 0):>14.2f}s{len(times) - len(done):>7}")
     key, unowned = report.max_unowned
     late, latency = report.max_latency
@@ -150,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if not args.verbose:  # our own clients see the ZooKeeper restarts too: expected, not news
+        logging.getLogger("kazoo").setLevel(logging.ERROR)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="zkconsumer-chaos-"))
@@ -165,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                        replication=replication)
         try:
             env.start()
-            env.join(args.members, "process")
+            env.join(args.members, "process", proxied=True)  # each behind a proxy of its own: zk-cut
             env.settle("start")
             chaos = Chaos(env, rng, args.members, aux)
             for i in range(1, args.events + 1):

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Mapping
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.fetcher import FetchSettings
 from zkconsumer.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 
-from spark_jobs.offsets import EARLIEST, LATEST, decode_offsets
+from spark_jobs.offsets import EARLIEST, decode_offsets
 
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
 SOURCE_OPTIONS = frozenset({
@@ -20,8 +21,7 @@ SOURCE_OPTIONS = frozenset({
 # librdkafka settings the executor reader depends on (bounded reads, no broker-side commits).
 READER_FORCED: dict[str, object] = {"enable.partition.eof": True, "enable.auto.commit": False,
                                     "enable.auto.offset.store": False, "auto.offset.reset": "error"}
-
-
+# librdkafka.* settings the driver's admin client needs as well (TLS, SASL, addressing).
 _CONNECTION_SETTINGS = ("security.", "sasl.", "ssl.", "enable.ssl", "client.", "socket.", "broker.", "metadata.",
                         "api.version", "resolve.")
 
@@ -89,7 +89,7 @@ class SourceOptions:
     poll_timeout_ms: int = 120000
     bootstrap_override: str | None = None
 
-    @property
+    @cached_property
     def config(self) -> ConsumerConfig:
         return ConsumerConfig.from_mapping(self.consumer_props)
 

@@ -106,12 +106,18 @@ class ConsumerConnector:
     def owned_positions(self) -> dict[tuple[str, int], int]:
         """(topic, partition) -> next offset to consume (-1: nothing committed yet) of what we own."""
         coordinator = self._coordinator
-        return {} if coordinator is None else {k: i.consumed_offset for k, i in coordinator.owned.items()}
+        if coordinator is None:
+            return {}
+        with coordinator.lock:  # never a rebalance's half-installed state
+            return {k: i.consumed_offset for k, i in coordinator.owned.items()}
 
     def owned_partitions(self) -> dict[tuple[str, int], str]:
         """(topic, partition) -> thread id this member owns right now."""
         coordinator = self._coordinator
-        return {} if coordinator is None else {k: i.thread_id for k, i in coordinator.owned.items()}
+        if coordinator is None:
+            return {}
+        with coordinator.lock:
+            return {k: i.thread_id for k, i in coordinator.owned.items()}
 
     @property
     def coordinator(self) -> Coordinator:

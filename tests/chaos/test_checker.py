@@ -55,7 +55,7 @@ def test_zombie_delivery_overlaps_the_new_owner() -> None:
     h = handover(b_from=10, a_session_lost=True)
     h.deliveries.append(Delivery("A", T, 0, 0, 15, 6.3))  # A, no longer owner, delivers mid-way through B
     found = inv.overlaps(h)
-    assert len(found) == 1 and not found[0].a.owned or not found[0].b.owned
+    assert len(found) == 1 and {found[0].a.owned, found[0].b.owned} == {True, False}
     assert [d.allowed for d in inv.duplicates(h)] == [False]  # B delivered 15 first and still owns it
     assert len(inv.stray_deliveries(h)) == 1
 
@@ -77,3 +77,13 @@ def test_epochs_separate_topic_incarnations() -> None:
     assert inv.commit_regressions(h) == []
     h.commits.append(Commit(T, 0, 0, 11.7))
     assert len(inv.commit_regressions(h)) == 1
+
+
+def test_stray_delivery_right_after_a_lost_session_is_judged_by_that_session() -> None:
+    h = handover(b_from=10, a_session_lost=True)
+    h.deliveries.append(Delivery("A", T, 0, 0, 10, 5.1))  # after its owner node vanished, before B started
+    dups = inv.duplicates(h)
+    assert [d.allowed for d in dups] == [True] and len(inv.stray_deliveries(h)) == 1
+    assert inv.overlaps(h) == []  # B began after it: no two members at once
+    h.deliveries.append(Delivery("C", T, 0, 0, 11, 5.2))  # C never owned t-0
+    assert [d.allowed for d in inv.duplicates(h)] == [True, False]

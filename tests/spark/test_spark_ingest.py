@@ -68,6 +68,22 @@ def test_batch_read_from_committed_or_given_offsets_without_joining(spark, clust
     assert committed_offsets(zk, group_id, topic) == {0: 30, 1: 30}, "nor commits"
 
 
+def test_batch_read_keeps_keys_headers_and_timestamps(spark, cluster, topic_factory, group_id) -> None:
+    from confluent_kafka import Producer
+    topic = topic_factory(partitions=1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    producer.produce(topic, b"v0", key=b"k0", headers=[("h", b"x"), ("n", None)], timestamp=1_700_000_000_123)
+    producer.produce(topic, None, key=None)
+    assert producer.flush(30) == 0
+    df = (spark.read.format("zkconsumer").option("zookeeper.connect", cluster.zookeeper_connect)
+          .option("group.id", group_id).option("topics", topic).load())
+    first, second = sorted(df.collect(), key=lambda r: r.offset)
+    assert (first.key, first.value, first.topic, first.partition, first.offset) == (b"k0", b"v0", topic, 0, 0)
+    assert [(h.key, h.value) for h in first.headers] == [("h", b"x"), ("n", None)]
+    assert first.timestamp.timestamp() == 1_700_000_000.123
+    assert (second.key, second.value, second.headers, second.offset) == (None, None, None, 1)
+
+
 def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicates(
         spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch) -> None:
     topic = topic_factory(partitions=4)

@@ -141,6 +141,8 @@ def test_two_queries_split_the_partitions_and_one_takes_over_when_the_other_stop
             time.sleep(2)  # keep producing while qa owns all six
         want = ends_of(topic, cluster)
         wait_until(lambda: caught_up(queries["qa"], want), 90, "qa to take over every partition", queries["qa"])
+        wait_until(lambda: committed_offsets(zk, group_id, topic) == {p: o for (_, p), o in want.items()}, 30,
+                   "qa's offsets in ZooKeeper", queries["qa"])
     finally:
         for query in queries.values():
             query.stop()
@@ -153,7 +155,6 @@ def test_two_queries_split_the_partitions_and_one_takes_over_when_the_other_stop
     assert seen == producer.keys(), f"lost: {sorted(producer.keys() - seen)[:5]}"
     # Only partitions that changed hands can have been read by both (at-least-once across members).
     assert {p for _, p, _ in set(counts(rows_a)) & set(counts(rows_b))} <= qb_partitions
-    assert committed_offsets(zk, group_id, topic) == {p: o for (_, p), o in want.items()}
 
 
 def test_mixed_group_streaming_query_and_plain_member(
@@ -186,3 +187,20 @@ def test_mixed_group_streaming_query_and_plain_member(
     assert {(t, p) for t, p, _, _ in rows} == mine, "the query read only the partitions it owns"
     assert counts(rows) == {(m.topic, m.partition, m.offset): 1 for m in sent if (m.topic, m.partition) in mine}
     assert not {(d.topic, d.partition) for d in recorder.deliveries} & mine
+
+
+def test_available_now_with_a_whitelist_reads_the_backlog_in_capped_batches_and_commits_it(
+        spark, cluster, zk, topic_factory, group_id, tmp_path) -> None:
+    topic = topic_factory(partitions=3)
+    sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 300, partitions=3)
+    df = (spark.readStream.format("zkconsumer").option("zookeeper.connect", cluster.zookeeper_connect)
+          .option("group.id", group_id).option("whitelist", topic).option("startingOffsets", "earliest")
+          .option("maxOffsetsPerTrigger", 70).load())
+    query = (df.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    assert query.awaitTermination(120), "Trigger.AvailableNow ends once the backlog is read"
+    assert query.exception() is None
+    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [70, 70, 70, 70, 20]
+    rows = sink_rows(spark, str(tmp_path / "out"))
+    assert counts(rows) == {(m.topic, m.partition, m.offset): 1 for m in sent}
+    assert committed_offsets(zk, group_id, topic) == {0: 100, 1: 100, 2: 100}

@@ -177,13 +177,13 @@ def _lost_session(h: History, span: Span) -> bool:
 def unowned_windows(h: History) -> dict[TopicPartition, float]:
     """Per partition, the longest time within since..until it existed without a working owner.
 
-    An owner node counts until it vanished, or until its member was killed or frozen (a
-    kill -9'd member's nodes outlive it by a session timeout, owning nothing in effect).
+    An owner node counts until it vanished, or until its member was killed, frozen or cut off
+    from ZooKeeper (its nodes outlive that by a session timeout, owning nothing in effect).
     """
     out: dict[TopicPartition, float] = {}
     dead: dict[str, list[float]] = {}
     for n in h.notes:
-        if n.kind in ("kill", "stop") and n.member:
+        if n.kind in ("kill", "stop", "cut") and n.member:
             dead.setdefault(n.member, []).append(n.at)
     for pr in h.presence:
         lo, hi = max(pr.start, h.since), min(pr.end if pr.end is not None else h.until, h.until)

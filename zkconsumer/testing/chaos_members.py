@@ -16,6 +16,7 @@ from typing import Callable, Mapping
 from kazoo.client import KazooClient
 
 from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer.testing.chaos_proxy import TcpProxy
 from zkconsumer.testing.members import drain
 
 Note = Callable[..., None]  # checker.note(kind, member, detail="")
@@ -49,6 +50,7 @@ class InProcessMember:
         self.connector: ConsumerConnector | None = None
         self.consumer_id = ""
         self.alive = False
+        self.proxy: TcpProxy | None = None  # set when its ZooKeeper traffic goes through one
         self._threads: list[threading.Thread] = []
 
     def start(self) -> "InProcessMember":
@@ -97,6 +99,7 @@ class ProcessMember:
         self.consumer_id = ""
         self.alive = False
         self.stopped = False
+        self.proxy: TcpProxy | None = None
         args = [sys.executable, "-m", "zkconsumer.testing.chaos_member", "--zookeeper", zookeeper,
                 "--group", group, "--out", str(self.out)]
         args += [f"--topic={t}:{n}" for t, n in topics.items()]

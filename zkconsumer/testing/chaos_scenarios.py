@@ -17,6 +17,7 @@ from zkconsumer.testing.chaos import Checker, ConvergenceError, Report, wait_con
 from zkconsumer.testing.chaos_members import (InProcessMember, ProcessMember, expire_session, garble_registration,
                                               start_members)
 from zkconsumer.testing.chaos_producer import SteadyProducer
+from zkconsumer.testing.chaos_proxy import TcpProxy
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,9 @@ class ChaosEnv:
                     member.leave()
             except Exception:  # noqa: BLE001 - best effort
                 log.warning("could not stop %s", member.describe(), exc_info=True)
+        for member in self.members:
+            if member.proxy is not None:
+                member.proxy.stop()
         if self.producer is not None:
             self.producer.stop(flush_timeout=5)
         self.checker.stop()
@@ -147,17 +151,24 @@ class ChaosEnv:
         self.zk.close()
 
     # ---- members ----------------------------------------------------------------------------------
-    def new_member(self, kind: Kind = "inproc") -> Member:
-        props = self.settings.props(self.cluster.zookeeper_connect, self.group)
+    def new_member(self, kind: Kind = "inproc", *, proxied: bool = False) -> Member:
+        """A member (not started); `proxied` routes its ZooKeeper traffic through a TcpProxy of its own."""
+        proxy = TcpProxy("127.0.0.1", self.cluster.zookeeper.port).start() if proxied else None
+        zookeeper = f"{proxy.address}{self.cluster.chroot or ''}" if proxy else self.cluster.zookeeper_connect
+        props = self.settings.props(zookeeper, self.group)
         streams = {t: 1 for t in self.topics}
+        member: Member
         if kind == "inproc":
-            return InProcessMember(props, streams, self.checker.sink, self.checker.note)
-        return ProcessMember(self.cluster.zookeeper_connect, self.group, props, streams, self.workdir,
-                             f"member-{next(self._names)}", self.checker.note)
+            member = InProcessMember(props, streams, self.checker.sink, self.checker.note)
+        else:
+            member = ProcessMember(zookeeper, self.group, props, streams, self.workdir, f"member-{next(self._names)}",
+                                   self.checker.note)
+        member.proxy = proxy
+        return member
 
-    def join(self, count: int = 1, kind: Kind = "inproc") -> list[Member]:
+    def join(self, count: int = 1, kind: Kind = "inproc", *, proxied: bool = False) -> list[Member]:
         """Start `count` members at once and wait until each has joined (its first rebalance)."""
-        started = start_members(lambda: self.new_member(kind), count)
+        started = start_members(lambda: self.new_member(kind, proxied=proxied), count)
         for member in started:
             if isinstance(member, ProcessMember):
                 self.checker.follow(member.out, member.consumer_id)
@@ -218,9 +229,9 @@ def pick(env: ChaosEnv, kind: Kind | None = None) -> Member:
     return candidates[0]
 
 
-def join_members(env: ChaosEnv, count: int = 1, kind: Kind = "inproc") -> list[Member]:
+def join_members(env: ChaosEnv, count: int = 1, kind: Kind = "inproc", *, proxied: bool = False) -> list[Member]:
     with env.fault(f"{count} join{'s at once' if count > 1 else ''}"):
-        return env.join(count, kind)
+        return env.join(count, kind, proxied=proxied)
 
 
 def leave_member(env: ChaosEnv, member: Member | None = None) -> None:
@@ -257,6 +268,23 @@ def stall_member(env: ChaosEnv, member: ProcessMember | None = None, seconds: fl
     time.sleep(max(0.0, seconds - env.settings.session_timeout_ms / 1000.0))
     with env.fault("stalled member continued"):
         member.cont()
+
+
+def cut_member(env: ChaosEnv, member: Member | None = None, seconds: float | None = None) -> None:
+    """Cut one member's ZooKeeper link (Kafka stays reachable) past its session timeout: it must stop
+    delivering before the group hands its partitions to others, then rejoin once the link heals."""
+    member = member or next((m for m in env.live if m.proxy is not None), None)
+    assert member is not None and member.proxy is not None, "cut_member needs a member joined with proxied=True"
+    timeout = env.settings.session_timeout_ms / 1000.0
+    seconds = seconds if seconds is not None else timeout * 2 + 1
+    env.checker.note("fault", None, "zookeeper link of a member cut")
+    env.checker.note("cut", member.consumer_id)
+    member.proxy.cut()
+    env.converge("cut: group without the cut-off member", excluding=member)
+    time.sleep(max(0.0, seconds - timeout))
+    with env.fault("zookeeper link healed"):
+        env.checker.note("heal", member.consumer_id)
+        member.proxy.heal()
 
 
 def restart_zookeeper(env: ChaosEnv) -> None:
