@@ -96,6 +96,7 @@ def main() -> int:
         files = [out for _, out in members.values()]
         wait_all(files, {(m.partition, m.offset) for m in sent})
         console.print(f"produced and consumed {half} messages")
+        time.sleep(1.5)  # one auto.commit.interval.ms, so the table shows committed progress
         ownership(zk, "ownership with 3 members")
 
         console.print("[bold]bravo leaves cleanly[/] (SIGTERM: commit, then its ephemeral nodes vanish)")
@@ -108,6 +109,7 @@ def main() -> int:
         sent += kafka.produce_numbered(cluster.bootstrap_servers, TOPIC, args.messages - half,
                                        partitions=PARTITIONS, start=half)
         wait_all(files, {(m.partition, m.offset) for m in sent})
+        time.sleep(1.5)
         ownership(zk, "ownership with 2 members")
         got = delivered(files)
         missing = {(m.partition, m.offset) for m in sent} - set(got)
