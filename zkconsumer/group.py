@@ -147,16 +147,30 @@ class GroupZk:
         return out
 
     def read_offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """Committed offsets; -1 where no offset node exists."""
+        """Committed offsets; -1 where none exists, or where it predates the topic itself.
+
+        Offset nodes outlive a deleted topic; one last written before the current topic node
+        was created belongs to the old incarnation, and resuming from it would silently skip
+        the new topic's first messages, so it counts as absent (auto.offset.reset applies).
+        """
+        keys = list(keys)
+        topic_stats = {t: self.client.exists_async(zkdata.topic_path(t)) for t in {t for t, _ in keys}}
         asyncs = {k: self.client.get_async(zkdata.offset_path(self.group_id, *k)) for k in keys}
+        created = {t: (r.get().czxid if r.get() is not None else None) for t, r in topic_stats.items()}
         out: dict[TopicPartition, int] = {}
         for key, result in asyncs.items():
+            path = zkdata.offset_path(self.group_id, *key)
             try:
-                data, _ = result.get()
+                data, stat = result.get()
             except NoNodeError:
                 out[key] = -1
                 continue
-            out[key] = zkdata.decode_offset(data, zkdata.offset_path(self.group_id, *key))
+            born = created[key[0]]
+            if born is not None and stat.mzxid < born:
+                log.warning("%s was committed before topic %s was (re)created; ignoring it", path, key[0])
+                out[key] = -1
+                continue
+            out[key] = zkdata.decode_offset(data, path)
         return out
 
     def owners(self, topic: str) -> dict[int, str]:

@@ -227,3 +227,25 @@ def test_partitions_whose_fetch_failed_to_start_are_not_owned_idle(cluster, zk, 
         sent = produce(topic, 30, partitions=3)
         recorder.wait_for({(m.topic, m.partition, m.offset) for m in sent}, timeout=30)
         assert failures and set(conn.owned_partitions()) == {(topic, 0), (topic, 1), (topic, 2)}
+
+
+def test_offsets_of_a_deleted_topic_are_not_reused(cluster, zk, produce, group_id) -> None:
+    topic = f"recreated-{group_id[-12:]}"
+    cluster.create_topic(topic, 1)
+    produce(topic, 30)
+    recorder = Recorder()
+    with member(cluster, group_id) as conn:
+        drain("old", conn.create_message_streams({topic: 1})[topic], recorder)
+        recorder.wait_for({(topic, 0, o) for o in range(30)}, timeout=30)
+    assert committed_offsets(zk, group_id, topic) == {0: 30}
+    kafka.delete_topic(cluster.bootstrap_servers, topic)
+    deadline = time.monotonic() + 60
+    while zk.exists(zkdata.topic_path(topic)) is not None:
+        assert time.monotonic() < deadline, "topic deletion never finished"
+        time.sleep(0.2)
+    cluster.create_topic(topic, 1)
+    produce(topic, 40)  # the new incarnation outgrows the stale committed offset 30
+    fresh = Recorder()
+    with member(cluster, group_id) as conn:
+        drain("new", conn.create_message_streams({topic: 1})[topic], fresh)
+        fresh.wait_for({(topic, 0, o) for o in range(40)}, timeout=30)  # from 0, not from 30
