@@ -2,14 +2,16 @@
 
     .venv/bin/python scripts/chaos.py --events 200 --members 16 --partitions 64 [--seed N] [--brokers 1|3]
 
-Members run as child processes (zkconsumer.testing.chaos_member) subscribed to two topics:
-chaos-main (--partitions) and chaos-aux (a few partitions: it gets the topic-level faults).
-A background producer writes numbered messages throughout. Events: joins (single and bursts),
-clean leaves, kill -9, ZooKeeper session expiry, a stall longer than the session (SIGSTOP +
-SIGCONT), one member's ZooKeeper link cut past its session timeout, ZooKeeper restart, broker kill -9 + restart, partition increase, topic delete +
-re-create, a garbled peer registration. After each event the group must converge (owner nodes
-equal the assignor's answer for the live members). At the end every invariant of
-zkconsumer.testing.chaos is judged and a table printed; the LAST line is machine-readable:
+Members run as child processes (zkconsumer.testing.chaos_member), each talking to ZooKeeper
+through a proxy of its own, subscribed to chaos-main (--partitions) and chaos-aux (a few
+partitions: it gets the topic-level faults). A background producer writes numbered messages
+throughout. Events: joins (single and bursts), clean leaves, kill -9, ZooKeeper session expiry,
+a stall longer than the session (SIGSTOP + SIGCONT), one member's ZooKeeper link cut past its
+session timeout, ZooKeeper restart, broker kill -9 + restart, partition increase, topic delete +
+re-create (also while a member is paused, with a burst into the new topic), a garbled peer
+registration. After each event the group must converge (owner nodes equal the assignor's answer
+for the live members). At the end every invariant of zkconsumer.testing.chaos is judged and a
+table printed; the LAST line is machine-readable:
 
     events=<n> produced=<n> lost=<n> overlaps=<n> duplicates=<n> max_unowned_s=<x> max_converge_s=<x>
 
@@ -35,7 +37,8 @@ from zkconsumer.testing.cluster import LocalCluster
 
 MAIN, AUX = "chaos-main", "chaos-aux"
 WEIGHTS = {"join": 3, "burst-join": 1, "leave": 3, "kill": 3, "expire": 3, "stall": 1, "zk-cut": 1,
-           "zk-restart": 1, "broker-bounce": 1, "add-partitions": 1, "recreate-topic": 1, "garble": 1}
+           "zk-restart": 1, "broker-bounce": 1, "add-partitions": 1, "recreate-topic": 1, "recreate-paused": 1,
+           "garble": 1}
 
 
 class Chaos:
@@ -56,7 +59,7 @@ class Chaos:
         if live >= self.target + 3:
             allowed.pop("join"), allowed.pop("burst-join")
         if live <= max(2, self.target // 2):
-            for kind in ("leave", "kill", "stall", "zk-cut"):
+            for kind in ("leave", "kill", "stall", "zk-cut", "recreate-paused"):
                 allowed.pop(kind)
         if live < self.target:
             allowed["join"] *= 3
@@ -100,6 +103,8 @@ class Chaos:
             detail = f"{AUX} now {env.topics[AUX]}"
         elif kind == "recreate-topic":
             sc.recreate_topic(env, AUX)
+        elif kind == "recreate-paused":
+            sc.recreate_topic_during_pause(env, AUX, victim, burst=rng.randint(50, 400))  # type: ignore[arg-type]
         elif kind == "garble":
             if self.garbage and rng.random() < 0.5:
                 path = self.garbage.pop()
@@ -109,7 +114,7 @@ class Chaos:
             else:
                 self.garbage.append(sc.garble_peer(env))
                 detail = "added"
-        if victim is not None and kind in ("leave", "kill", "expire", "stall", "zk-cut"):
+        if victim is not None and kind in ("leave", "kill", "expire", "stall", "zk-cut", "recreate-paused"):
             detail = victim.consumer_id.rsplit("_", 1)[-1]
         for _, seconds in env.convergence[before:]:
             self.by_kind[kind].append(seconds)

@@ -13,7 +13,7 @@ _topics = itertools.count()
 
 
 @pytest.fixture
-def chaos_env(cluster, group_id, tmp_path, request) -> Iterator[Callable[..., ChaosEnv]]:  # type: ignore[no-untyped-def]
+def chaos_env(cluster, group_id, tmp_path) -> Iterator[Callable[..., ChaosEnv]]:  # type: ignore[no-untyped-def]
     """make(partitions=8, *, topics=None, settings=None, on=None, replication=1) -> a started ChaosEnv."""
     made: list[ChaosEnv] = []
 

@@ -87,3 +87,13 @@ def test_stray_delivery_right_after_a_lost_session_is_judged_by_that_session() -
     assert inv.overlaps(h) == []  # B began after it: no two members at once
     h.deliveries.append(Delivery("C", T, 0, 0, 11, 5.2))  # C never owned t-0
     assert [d.allowed for d in inv.duplicates(h)] == [True, False]
+
+
+def test_a_frozen_or_dead_owner_leaves_its_partition_unowned() -> None:
+    h = handover(b_from=10, a_session_lost=True)
+    h.notes = [Note("stop", "B", 7.0), Note("cont", "B", 9.0)]
+    assert inv.unowned_windows(h)[(T, 0)] == pytest.approx(2.0)
+    h.notes.append(Note("kill", "B", 10.0))
+    assert inv.unowned_windows(h)[(T, 0)] == pytest.approx(2.0)  # killed at 10, judged until 12
+    h.notes.append(Note("cut", "A", 1.0))
+    assert inv.unowned_windows(h)[(T, 0)] == pytest.approx(4.2)  # A cut off from 1 until its node went at 5

@@ -148,17 +148,33 @@ class History:
                 return span
         return None
 
-    def committed_high(self, topic: str, partition: int, since: float, until: float) -> int:
-        """Highest offset committed for the partition in [since, until]; -1 if none."""
+    def first_delivered(self, key: MessageKey) -> float:
+        index = self.__dict__.setdefault("_first", {})
+        if not index:
+            for d in self.deliveries:
+                if d.at < index.get(d.key, float("inf")):
+                    index[d.key] = d.at
+        return index.get(key, float("inf"))
+
+    def commit_epoch(self, c: Commit, epoch: int) -> bool:
+        """Whether a commit belongs to this incarnation of its topic: the message before the committed
+        offset had been delivered (0 is every incarnation's start). A member that missed a re-creation
+        may still write its old position into the new incarnation's offset node."""
+        if c.offset == 0:
+            return True
+        return self.first_delivered((c.topic, epoch, c.partition, c.offset - 1)) <= c.at + 0.05
+
+    def committed_high(self, topic: str, epoch: int, partition: int, until: float) -> int:
+        """Highest offset of this topic incarnation committed for the partition by `until`; -1 if none."""
         index = self.__dict__.setdefault("_commits", {})
         if not index:
             for c in sorted(self.commits, key=lambda c: c.at):
-                times, values = index.setdefault((c.topic, c.partition), ([], []))
+                times, commits = index.setdefault((c.topic, c.partition), ([], []))
                 times.append(c.at)
-                values.append(c.offset)
-        times, values = index.get((topic, partition), ([], []))
-        lo, hi = bisect.bisect_left(times, since), bisect.bisect_right(times, until)
-        return max(values[lo:hi], default=-1)
+                commits.append(c)
+        times, commits = index.get((topic, partition), ([], []))
+        lo, hi = bisect.bisect_left(times, self.epoch_start(topic, epoch)), bisect.bisect_right(times, until)
+        return max((c.offset for c in commits[lo:hi] if self.commit_epoch(c, epoch)), default=-1)
 
     def epoch_start(self, topic: str, epoch: int) -> float:
         return self.epoch_starts.get((topic, epoch), float("-inf"))

@@ -144,7 +144,7 @@ def _judge(h: History, previous: Delivery, again: Delivery) -> Duplicate:
         span = ended[-1]
     if span.end is None or span.end > again.at + SPAN_BEFORE:
         return Duplicate(previous, again, False, f"delivered again while {span.owner} still owned the partition")
-    committed = h.committed_high(topic, partition, h.epoch_start(topic, epoch), _handover_time(h, span))
+    committed = h.committed_high(topic, epoch, partition, _handover_time(h, span))
     start = max(committed, 0)  # nothing committed: the next owner starts at the log start (smallest)
     if _lost_session(h, span):
         ok = offset >= start
@@ -174,29 +174,55 @@ def _lost_session(h: History, span: Span) -> bool:
     return not h.left_cleanly(span.member, span.end + SPAN_AFTER)
 
 
+def dead_times(h: History) -> dict[str, list[tuple[float, float]]]:
+    """member -> intervals it could not deliver: killed (for good), stopped until continued, cut off
+    from ZooKeeper until healed."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    began: dict[tuple[str, str], float] = {}
+    ends = {"cont": "stop", "heal": "cut"}
+    for n in sorted(h.notes, key=lambda n: n.at):
+        if not n.member:
+            continue
+        if n.kind in ("stop", "cut"):
+            began[(n.member, n.kind)] = n.at
+        elif n.kind in ends and (n.member, ends[n.kind]) in began:
+            out.setdefault(n.member, []).append((began.pop((n.member, ends[n.kind])), n.at))
+        elif n.kind == "kill":
+            out.setdefault(n.member, []).append((n.at, float("inf")))
+    for (member, _), t in began.items():
+        out.setdefault(member, []).append((t, float("inf")))
+    return out
+
+
+def _working(span: Span, end: float, dead: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of [span.start, end] its member was able to deliver in."""
+    pieces = [(span.start, end)]
+    for lo, hi in dead:
+        pieces = [part for a, b in pieces for part in ((a, min(b, lo)), (max(a, hi), b)) if part[1] > part[0]]
+    return pieces
+
+
 def unowned_windows(h: History) -> dict[TopicPartition, float]:
     """Per partition, the longest time within since..until it existed without a working owner.
 
-    An owner node counts until it vanished, or until its member was killed, frozen or cut off
-    from ZooKeeper (its nodes outlive that by a session timeout, owning nothing in effect).
+    An owner node counts while it exists and its member can deliver: not once killed, nor
+    while frozen or cut off from ZooKeeper (its nodes outlive that by a session timeout).
     """
     out: dict[TopicPartition, float] = {}
-    dead: dict[str, list[float]] = {}
-    for n in h.notes:
-        if n.kind in ("kill", "stop", "cut") and n.member:
-            dead.setdefault(n.member, []).append(n.at)
+    dead = dead_times(h)
     for pr in h.presence:
         lo, hi = max(pr.start, h.since), min(pr.end if pr.end is not None else h.until, h.until)
         if hi <= lo:
             continue
+        pieces = sorted(piece for span in h.partition_spans(pr.topic, pr.partition)
+                        for piece in _working(span, span.end if span.end is not None else hi,
+                                              dead.get(span.member, [])))
         cursor, worst = lo, 0.0
-        for span in h.partition_spans(pr.topic, pr.partition):
-            end = span.end if span.end is not None else hi
-            end = min([end, *(t for t in dead.get(span.member, []) if t >= span.start)])
-            if end <= cursor or span.start >= hi:
+        for start, end in pieces:
+            if end <= cursor or start >= hi:
                 continue
-            worst = max(worst, span.start - cursor)
-            cursor = max(cursor, end)
+            worst = max(worst, start - cursor)
+            cursor = end
         worst = max(worst, hi - cursor)
         key = (pr.topic, pr.partition)
         out[key] = max(out.get(key, 0.0), worst)
@@ -210,6 +236,8 @@ def commit_regressions(h: History) -> list[str]:
     last: dict[tuple[str, int, int], int] = {}
     for c in sorted(h.commits, key=lambda c: c.at):
         epoch = max((e for (t, e), at in starts if t == c.topic and at <= c.at), default=0)
+        if not h.commit_epoch(c, epoch):
+            continue  # a position left over from the previous incarnation
         key = (c.topic, epoch, c.partition)
         if key in last and c.offset < last[key]:
             found.append(f"{c.topic}-{c.partition}: {last[key]} -> {c.offset} at {c.at:.3f}")

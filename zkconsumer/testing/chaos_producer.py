@@ -84,6 +84,13 @@ class SteadyProducer:
                 self._partitions[topic] = partitions
             self._paused.discard(topic)
 
+    def burst(self, topic: str, per_partition: int) -> None:
+        """Send per_partition messages to every partition of topic at once (acks arrive as usual)."""
+        with self._lock:
+            count = self._partitions[topic]
+        for i in range(per_partition * count):
+            self._send(topic, i % count)
+
     def _loop(self) -> None:
         began, made = time.monotonic(), 0
         while not self._stop.wait(self.TICK):

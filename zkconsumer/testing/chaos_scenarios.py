@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Literal
@@ -310,14 +310,18 @@ def add_partitions(env: ChaosEnv, topic: str, extra: int = 2) -> None:
         env.producer.set_partitions(topic, total)
 
 
-def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0) -> None:
-    """Delete the topic (once everything produced to it was delivered) and create it again."""
+def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge: bool = True,
+                   burst: int = 0) -> None:
+    """Delete the topic (once everything produced to it was delivered) and create it again.
+
+    burst: messages per partition sent the moment the new topic exists (it outgrows the old
+    one's positions before anyone fetches). converge=False: for a group with no live member."""
     assert env.producer is not None
     env.producer.pause(topic)
     late = env.checker.wait_delivered(env.settings.deliver_timeout_s, topic=topic)
     if late:
         env.failures.append(f"{len(late)} messages of {topic} undelivered before its deletion")
-    with env.fault(f"{topic} deleted and created again"):
+    with env.fault(f"{topic} deleted and created again") if converge else nullcontext():
         env.checker.note("topic-delete", None, topic)
         kafka.delete_topic(env.cluster.bootstrap_servers, topic)
         deadline = time.monotonic() + timeout
@@ -337,6 +341,27 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0) -> None:
         env.epochs[topic] += 1
         env.checker.new_epoch(topic, env.epochs[topic])
         env.producer.resume(topic, epoch=env.epochs[topic], partitions=env.topics[topic])
+        if burst:
+            env.producer.burst(topic, burst)
+
+
+def recreate_topic_during_pause(env: ChaosEnv, topic: str, member: ProcessMember | None = None,
+                                burst: int = 400) -> None:
+    """Re-create the topic (with a burst) while a member is frozen, well within its session: it
+    notices only on waking, with fetch positions and consumed offsets of the old topic."""
+    member = member or pick(env, "process")  # type: ignore[assignment]
+    assert isinstance(member, ProcessMember) and env.producer is not None
+    env.producer.pause(topic)
+    late = env.checker.wait_delivered(env.settings.deliver_timeout_s, topic=topic)
+    if late:
+        env.failures.append(f"{len(late)} messages of {topic} undelivered before its deletion")
+    env.checker.note("fault", None, f"{topic} re-created while a member paused")
+    member.stop()
+    try:
+        recreate_topic(env, topic, burst=burst, converge=False)
+    finally:
+        member.cont()
+    env.converge(f"{topic} re-created while a member paused")
 
 
 def garble_peer(env: ChaosEnv) -> str:
