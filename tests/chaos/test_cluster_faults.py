@@ -12,7 +12,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 
 
 def test_zookeeper_server_restart(chaos_env) -> None:  # type: ignore[no-untyped-def]
-    env = chaos_env(8)
+    # Connection loss with sessions that survive it (SUSPENDED, then CONNECTED): a 4 s session
+    # can expire during a restart on a loaded 2-core machine, which is another scenario.
+    env = chaos_env(8, settings=ChaosSettings(session_timeout_ms=10000))
     env.join(2)
     env.join(1, "process")
     env.settle()
