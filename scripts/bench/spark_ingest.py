@@ -23,8 +23,6 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from confluent_kafka import Producer  # noqa: E402
-
 from zkconsumer.testing import kafka  # noqa: E402
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster  # noqa: E402
 from zkconsumer.testing.jars import jar_dir  # noqa: E402
@@ -33,18 +31,7 @@ PARTITIONS = 8
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 1_000_000, "acks": 1})
-    payload = b"x" * size
-    for i in range(count):
-        while True:
-            try:
-                producer.produce(topic, payload, partition=i % PARTITIONS)
-                break
-            except BufferError:
-                producer.poll(0.05)
-    if producer.flush(300):
-        raise RuntimeError("producer did not deliver every message")
+    kafka.produce_bulk(bootstrap, topic, count, size, PARTITIONS)
 
 
 def connector_jars() -> list[str]:

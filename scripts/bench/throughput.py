@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from zkconsumer import ConsumerConnector, ConsumerTimeout
 from zkconsumer.fetcher import FetchSettings
@@ -29,17 +29,7 @@ PARTITIONS = 8
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 1_000_000, "acks": 1})
-    payload = b"x" * size
-    for i in range(count):
-        while True:
-            try:
-                producer.produce(topic, payload, partition=i % PARTITIONS)
-                break
-            except BufferError:
-                producer.poll(0.05)
-    producer.flush(120)
+    kafka.produce_bulk(bootstrap, topic, count, size, PARTITIONS)
 
 
 def raw(bootstrap: str, topic: str, count: int) -> float:

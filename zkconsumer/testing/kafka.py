@@ -95,6 +95,23 @@ def produce_numbered(bootstrap: str, topic: str, count: int, *, partitions: int 
     return acked
 
 
+def produce_bulk(bootstrap: str, topic: str, count: int, size: int, partitions: int,
+                 flush_timeout: float = 300.0) -> None:
+    """Benchmark loading: `count` messages of `size` bytes, round-robin over `partitions`, no acks kept."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 1_000_000, "acks": 1})
+    payload = b"x" * size
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, payload, partition=i % partitions)
+                break
+            except BufferError:  # local queue full: let deliveries drain
+                producer.poll(0.05)
+    if producer.flush(flush_timeout):
+        raise TimeoutError(f"{topic}: messages still unsent after {flush_timeout:.0f}s")
+
+
 def end_offsets(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
     """partition -> (log start, log end) from the brokers."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "zkconsumer-testing-watermarks",
