@@ -318,7 +318,8 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge
     one's positions before anyone fetches). converge=False: for a group with no live member."""
     assert env.producer is not None
     env.producer.pause(topic)
-    late = env.checker.wait_delivered(env.settings.deliver_timeout_s, topic=topic)
+    # Bounded: once an incarnation lost messages for good, later re-creations must not wait long.
+    late = env.checker.wait_delivered(min(30.0, env.settings.deliver_timeout_s), topic=topic)
     if late:
         env.failures.append(f"{len(late)} messages of {topic} undelivered before its deletion")
     with env.fault(f"{topic} deleted and created again") if converge else nullcontext():
@@ -352,9 +353,7 @@ def recreate_topic_during_pause(env: ChaosEnv, topic: str, member: ProcessMember
     member = member or pick(env, "process")  # type: ignore[assignment]
     assert isinstance(member, ProcessMember) and env.producer is not None
     env.producer.pause(topic)
-    late = env.checker.wait_delivered(env.settings.deliver_timeout_s, topic=topic)
-    if late:
-        env.failures.append(f"{len(late)} messages of {topic} undelivered before its deletion")
+    env.checker.wait_delivered(min(30.0, env.settings.deliver_timeout_s), topic=topic)  # recreate_topic reports
     env.checker.note("fault", None, f"{topic} re-created while a member paused")
     member.stop()
     try:
