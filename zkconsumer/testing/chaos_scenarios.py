@@ -331,6 +331,9 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topic {topic} still not deleted after {timeout:.0f}s")
             time.sleep(0.1)
+        # The old incarnation is gone: whatever is committed from here on belongs to the new one.
+        env.epochs[topic] += 1
+        env.checker.new_epoch(topic, env.epochs[topic])
         while True:
             try:
                 kafka.create_topic(env.cluster.bootstrap_servers, topic, env.topics[topic], env.replication)
@@ -339,8 +342,6 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"topic {topic} could not be created again: {exc}") from exc
                 time.sleep(0.5)
-        env.epochs[topic] += 1
-        env.checker.new_epoch(topic, env.epochs[topic])
         env.producer.resume(topic, epoch=env.epochs[topic], partitions=env.topics[topic])
         if burst:
             env.producer.burst(topic, burst)
