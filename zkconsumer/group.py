@@ -91,10 +91,6 @@ class GroupZk:
         stat = self.client.exists(self.member_path)
         return stat is not None and stat.ephemeralOwner == self.session_id
 
-    def deregister(self) -> None:
-        """Delete our member node if this session owns it."""
-        self._delete_if_ours(self.member_path, None)
-
     # ---- reads -------------------------------------------------------------------------------
     def member_ids(self) -> list[str]:
         return sorted(self.client.get_children(zkdata.ids_path(self.group_id)))
@@ -321,12 +317,12 @@ class GroupZk:
     def _is_ours(self, path: str, thread_id: str) -> bool:
         return self._owner_stat_if_ours(path, thread_id) is not None
 
-    def _delete_if_ours(self, path: str, expected: bytes | None) -> None:
+    def _delete_if_ours(self, path: str, expected: bytes) -> None:
         try:
             data, stat = self.client.get(path)
         except NoNodeError:
             return
-        if stat.ephemeralOwner != self.session_id or (expected is not None and data != expected):
+        if stat.ephemeralOwner != self.session_id or data != expected:
             log.info("leaving %s alone: it belongs to another session or thread", path)
             return
         try:

@@ -138,11 +138,6 @@ class RebalanceWorker:
                 self._reasons.append(reason)
             self._cond.notify()
 
-    def note_failure(self) -> None:
-        """The first rebalance (run by the caller) failed: keep re-checking from now on."""
-        with self._cond:
-            self._last_failed = True
-
     def stop(self, timeout: float = 30.0) -> None:
         with self._cond:
             self._stopping = True
