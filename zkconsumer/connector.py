@@ -256,8 +256,12 @@ class ConsumerConnector:
         assert worker is not None and coordinator is not None
         for topic in sorted(coordinator.my_topics - self._watched_topics):
             self._watched_topics.add(topic)
-            self.group.watch_topic(topic, self._once(f"topic {topic}", lambda t=topic: worker.trigger(
-                f"partitions of {t} changed")), still_wanted=lambda: not self._closed)
+            trigger = self._once(f"topic {topic}", lambda t=topic: worker.trigger(f"topic {t} changed"))
+
+            def on_change(epoch: int | None, topic: str = topic, trigger: Callable[[], None] = trigger) -> None:
+                coordinator.topic_epoch_seen(topic, epoch)  # also on the first call: it may be news
+                trigger()
+            self.group.watch_topic(topic, on_change, still_wanted=lambda: not self._closed)
 
     def _on_session_state(self, state: str) -> None:
         # Runs on kazoo's session thread: must not block or call ZooKeeper (hand off instead).

@@ -120,6 +120,7 @@ class Coordinator:
         self.last_assignment: dict[str, dict[int, str]] = {}
         self.waiting_for_brokers = False
         self.my_topics: set[str] = set()
+        self.topic_epochs: dict[str, int | None] = {}  # czxid of each subscribed topic's node, last read
         self._registered_session: int | None = None
         self._shutting_down = threading.Event()
 
@@ -241,7 +242,8 @@ class Coordinator:
             self.group.release(steps.claim)
             raise
         infos = {key: PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread),
-                                         offsets[key]) for key, thread in steps.claim.items()}
+                                         offsets[key], self.topic_epochs.get(key[0]))
+                 for key, thread in steps.claim.items()}
         self.last_assignment = decision.by_topic()                           # 10 listener
         self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
         assert self.fetcher is not None
@@ -284,7 +286,9 @@ class Coordinator:
         threads = member_threads(GroupView(registrations, tuple(self.group.all_topics())),
                                  exclude_internal=self.config.exclude_internal_topics, compat=compat)
         self.my_topics = set(threads[self.consumer_id])
-        partitions = self.group.partitions(subscribed_topics(threads))
+        topics = self.group.topics(subscribed_topics(threads))
+        self.topic_epochs = {t: epoch for t, (_, epoch) in topics.items()}
+        partitions = {t: parts for t, (parts, _) in topics.items()}
         return decide(self.consumer_id, self.config.partition_assignment_strategy, threads, partitions, compat)
 
     def _forget_lost(self) -> None:
@@ -292,7 +296,17 @@ class Coordinator:
 
         Their owner node vanished (deleted by a tool, say) or the fetcher lost them; a claim
         of a node that is still ours is a no-op, so nothing is written for the second case.
+        Partitions of an older incarnation of their topic (deleted, maybe created again) are
+        released without a commit: their positions mean nothing in the new topic, and the
+        claim that follows reads the offsets afresh (auto.offset.reset applies).
         """
+        stale = sorted(k for k, i in self.owned.items()
+                       if not i.active or i.epoch != self.topic_epochs.get(k[0], i.epoch))
+        if stale:
+            log.warning("%s: topic deleted or re-created under us; dropping %s without committing",
+                        self.consumer_id, ", ".join(f"{t}-{p}" for t, p in stale))
+            released = {i.key: i.thread_id for i in self._stop(stale)}
+            self.group.release(released)
         lost = set(self.group.not_ours({k: i.thread_id for k, i in self.owned.items()}))
         if isinstance(self.fetcher, Fetcher):
             lost |= set(self.owned) - self.fetcher.assigned()
@@ -341,6 +355,16 @@ class Coordinator:
         for info in self.owned.values():
             info.active = False  # the iterators drop their current chunk of these
         self.streams.clear()
+
+    def topic_epoch_seen(self, topic: str, epoch: int | None) -> None:
+        """A watch saw the topic's node (epoch: its czxid, None if deleted): on kazoo's thread.
+
+        Only flags: partitions of an older incarnation stop delivering at once, before the
+        rebalance this also triggers drops and re-claims them (see _forget_lost).
+        """
+        for info in list(self.owned.values()):
+            if info.topic == topic and info.epoch is not None and info.epoch != epoch:
+                info.active = False
 
     # ---- health --------------------------------------------------------------------------------
     def health_problems(self) -> list[str]:

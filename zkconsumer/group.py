@@ -118,16 +118,29 @@ class GroupZk:
 
     def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
         """topic -> sorted partition ids; a topic without a node has none (as in Scala)."""
+        return {t: parts for t, (parts, _) in self.topics(topics).items()}
+
+    def topics(self, topics: Iterable[str]) -> dict[str, tuple[list[int], int | None]]:
+        """topic -> (sorted partition ids, epoch); a topic without a node has ([], None).
+
+        The epoch is the topic node's czxid: it changes when a topic is deleted and created
+        again under the same name, and never otherwise (adding partitions only sets data).
+        """
         asyncs = {t: self.client.get_async(zkdata.topic_path(t)) for t in set(topics)}
-        out: dict[str, list[int]] = {}
+        out: dict[str, tuple[list[int], int | None]] = {}
         for topic, result in sorted(asyncs.items()):
             try:
-                data, _ = result.get()
+                data, stat = result.get()
             except NoNodeError:
-                out[topic] = []
+                out[topic] = ([], None)
                 continue
-            out[topic] = sorted(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic)))
+            out[topic] = (sorted(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic))), stat.czxid)
         return out
+
+    def topic_epochs(self, topics: Iterable[str]) -> dict[str, int | None]:
+        """topic -> the czxid of its node now (None: the topic does not exist)."""
+        asyncs = {t: self.client.exists_async(zkdata.topic_path(t)) for t in set(topics)}
+        return {t: (stat.czxid if stat is not None else None) for t, stat in ((t, r.get()) for t, r in asyncs.items())}
 
     def brokers(self) -> list[BrokerInfo]:
         """Every registered broker (a garbled node raises ZkDataError, failing the attempt)."""
@@ -150,9 +163,8 @@ class GroupZk:
         the new topic's first messages, so it counts as absent (auto.offset.reset applies).
         """
         keys = list(keys)
-        topic_stats = {t: self.client.exists_async(zkdata.topic_path(t)) for t in {t for t, _ in keys}}
+        created = self.topic_epochs(t for t, _ in keys)
         asyncs = {k: self.client.get_async(zkdata.offset_path(self.group_id, *k)) for k in keys}
-        created = {t: (r.get().czxid if r.get() is not None else None) for t, r in topic_stats.items()}
         out: dict[TopicPartition, int] = {}
         for key, result in asyncs.items():
             path = zkdata.offset_path(self.group_id, *key)
@@ -273,12 +285,16 @@ class GroupZk:
     def watch_brokers(self, on_change: Callable[[list[str]], None]) -> None:
         self._children_watch(zkdata.BROKER_IDS, on_change)
 
-    def watch_topic(self, topic: str, on_change: Callable[[], None], still_wanted: Callable[[], bool]) -> None:
-        """Fire on_change when the topic's partition map changes (or it is created/deleted)."""
-        def fn(_data: bytes | None, _stat: ZnodeStat | None) -> bool | None:
+    def watch_topic(self, topic: str, on_change: Callable[[int | None], None],
+                    still_wanted: Callable[[], bool]) -> None:
+        """Call on_change(epoch) when the topic's partition map changes (or it is created/deleted).
+
+        epoch is the topic node's czxid now, None once the topic is gone (see topics()).
+        """
+        def fn(_data: bytes | None, stat: ZnodeStat | None) -> bool | None:
             if self._closed or not still_wanted():
                 return False  # tells kazoo to drop this watch
-            on_change()
+            on_change(stat.czxid if stat is not None else None)
             return None
         DataWatch(self.client, zkdata.topic_path(topic), fn)
 

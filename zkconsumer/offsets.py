@@ -64,7 +64,7 @@ class OffsetStore:
     def _commit_once(self, infos: list[PartitionTopicInfo]) -> int:
         # Snapshot once: iterator threads keep advancing consumed_offset while we write, and the
         # checkpoint must record the value actually written, or a later commit skips the rest.
-        snapshot = [(i, i.consumed_offset) for i in infos]
+        snapshot = [(i, i.consumed_offset) for i in self._current_incarnation(infos)]
         if self.use_kafka:
             # Scala commits the full map to Kafka (KAFKA-1510): that also keeps them from expiring.
             full = [(i, o) for i, o in snapshot if o >= 0]
@@ -79,6 +79,21 @@ class OffsetStore:
             if written[info.key]:  # a fenced-off partition keeps its old checkpoint
                 info.committed_offset = offset
         return sum(written.values())
+
+    def _current_incarnation(self, infos: list[PartitionTopicInfo]) -> list[PartitionTopicInfo]:
+        """Leave out partitions claimed in a topic that has since been deleted (or re-created).
+
+        Their positions belong to the old topic; written now, the offset node would look newer
+        than the new topic and a later owner would resume the new topic from it, skipping data.
+        """
+        epochs = self.group.topic_epochs({i.topic for i in infos if i.epoch is not None})
+        stale = [i for i in infos if i.epoch is not None and epochs[i.topic] != i.epoch]
+        if stale:
+            log.warning("not committing %s: the topic was deleted or re-created since they were claimed",
+                        ", ".join(f"{i.topic}-{i.partition}={i.consumed_offset}" for i in stale))
+            skip = {id(i) for i in stale}
+            return [i for i in infos if id(i) not in skip]
+        return infos
 
     def _read_kafka(self, keys: list[TopicPartition]) -> dict[TopicPartition, int]:
         from confluent_kafka import TopicPartition as KafkaTP

@@ -42,12 +42,15 @@ class PartitionTopicInfo:
     consumed_offset: next offset the application has not yet finished (what a commit writes).
     committed_offset: last value written to offset storage (commits skip unchanged partitions).
     active: False once released by a rebalance; chunks of inactive partitions are dropped unseen.
+    epoch: the czxid of /brokers/topics/<topic> when claimed, naming the topic's incarnation:
+    positions of a deleted (and maybe re-created) topic must never be committed. None: unknown.
     """
 
     __slots__ = ("topic", "partition", "thread_id", "queue", "fetched_offset", "consumed_offset",
-                 "committed_offset", "active")
+                 "committed_offset", "active", "epoch")
 
-    def __init__(self, topic: str, partition: int, thread_id: str, queue: "StreamQueue", offset: int) -> None:
+    def __init__(self, topic: str, partition: int, thread_id: str, queue: "StreamQueue", offset: int,
+                 epoch: int | None = None) -> None:
         self.topic = topic
         self.partition = partition
         self.thread_id = thread_id
@@ -56,6 +59,7 @@ class PartitionTopicInfo:
         self.consumed_offset = offset
         self.committed_offset = offset
         self.active = True
+        self.epoch = epoch
 
     @property
     def key(self) -> tuple[str, int]:

@@ -46,13 +46,6 @@ def test_topic_deleted_and_created_again(chaos_env) -> None:  # type: ignore[no-
     assert report.ok, report.describe()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "invariant 1 (loss): a topic re-created under members that own it keeps the old topic's positions. "
-    "The paused member's rebalance on waking keeps its partitions ('0 released, 4 kept') and the fetcher "
-    "resumes the NEW topic at the OLD position (133), already in range after the burst: offsets 0..132 "
-    "of each partition skipped (266 lost). Members that re-claim on the topic change commit the old "
-    "position on release just after the new /brokers/topics/T exists, so group.read_offsets' "
-    "mzxid < czxid check takes it as the new topic's (scripts/chaos.py seed 2026: 797 lost)"))
 def test_topic_recreated_while_a_member_pauses(chaos_env) -> None:  # type: ignore[no-untyped-def]
     # A member owns the topic across its deletion and re-creation (a short pause, well within its
     # session, makes it notice only afterwards). Its fetch position and consumed offsets belong to
