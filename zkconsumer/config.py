@@ -37,7 +37,7 @@ dual.commit.enabled               = storage is kafka true | false             ka
 partition.assignment.strategy     range              range | roundrobin       how partitions are spread over threads
 exclude.internal.topics           true               true | false             wildcard subscriptions skip internal topics
 zkconsumer.compat.version         1.1                0.8.2 .. 1.1             oldest Scala release in the group
-zkconsumer.rebalance.recheck.ms   30000              >= 0 (0: off)            retry a failed rebalance instead of idling
+zkconsumer.rebalance.recheck.ms   30000              >= 0 (0: off)            longest back-off between retries of a failed rebalance
 zkconsumer.rebalance.incremental  true               true | false             only partitions that move stop fetching
 zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re-check owners; rebalance on zombies/gaps
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication

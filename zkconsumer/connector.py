@@ -1,6 +1,7 @@
 """ConsumerConnector: the public façade that wires ZooKeeper, the fetcher, streams and threads together."""
 from __future__ import annotations
 
+import collections
 import logging
 import socket
 import threading
@@ -15,6 +16,7 @@ from zkconsumer.coordinator import (ConsumerRebalanceFailed, ConsumerRebalanceLi
                                     PartitionFetcher)
 from zkconsumer.fetcher import Fetcher, FetchSettings
 from zkconsumer.group import GroupZk
+from zkconsumer.metrics import ConnectorCollector, Snapshot
 from zkconsumer.offsets import OffsetStore, PeriodicTask
 from zkconsumer.rebalance import RebalanceWorker
 from zkconsumer.stream import ConsumerError, KafkaStream, StreamSet
@@ -119,6 +121,27 @@ class ConsumerConnector:
         with coordinator.lock:
             return {k: i.thread_id for k, i in coordinator.owned.items()}
 
+    def metrics(self) -> ConnectorCollector:
+        """A prometheus_client collector for this connector: `REGISTRY.register(conn.metrics())`."""
+        return ConnectorCollector(self._metrics_snapshot, self.config.client_id or "", self.config.group_id)
+
+    def _metrics_snapshot(self) -> Snapshot:
+        coordinator, worker, watchdog, streams = self._coordinator, self._worker, self._watchdog, self._streams
+        if coordinator is None:
+            return Snapshot()
+        with coordinator.lock:
+            owned = collections.Counter(topic for topic, _ in coordinator.owned)
+        stats, offsets = coordinator.stats, coordinator.offsets
+        return Snapshot(
+            rebalances_succeeded=stats.succeeded, rebalances_failed=stats.failed,
+            rebalance_last_seconds=stats.last_seconds,
+            rebalance_failing_runs=worker.failed_runs if worker is not None else 0,
+            owned=dict(owned),
+            queued_chunks={s.queue.name: len(s.queue) for s in streams.all()} if streams is not None else {},
+            zookeeper_commits=offsets.zookeeper_writes, kafka_commits=offsets.kafka_writes,
+            watchdog_alerts=watchdog.alerts if watchdog is not None else 0,
+            ownership_problems=len(watchdog.problems) if watchdog is not None else 0)
+
     @property
     def coordinator(self) -> Coordinator:
         return self._require_started()
@@ -186,7 +209,8 @@ class ConsumerConnector:
             listener=self.listener)
         self._coordinator = coordinator
         self._worker = RebalanceWorker(self.consumer_id, self._rebalance,
-                                       recheck_s=cfg.rebalance_recheck_ms / 1000.0, on_crash=self._fail)
+                                       recheck_s=cfg.rebalance_recheck_ms / 1000.0, on_crash=self._fail,
+                                       backoff_s=cfg.rebalance_backoff_ms / 1000.0)
         self.group.ensure_paths()
         coordinator.register()
         self._zk.add_listener(self._on_session_state)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ class ConsumerRebalanceListener:
         """Called with the group-wide topic -> partition -> thread id once ours are claimed."""
 
     def on_rebalance_failed(self, error: ConsumerRebalanceFailed) -> None:
-        """Called when all rebalance.max.retries attempts failed; we keep re-checking."""
+        """Called when all rebalance.max.retries attempts failed; the member keeps retrying."""
 
 
 class PartitionFetcher(Protocol):
@@ -198,12 +199,13 @@ class Coordinator:
                 if not self.config.rebalance_incremental:
                     self._stop_and_clear()  # Scala's full stop; incrementally, kept partitions go on
                 self._commit_quietly()
-                if self._shutting_down.wait(self.config.rebalance_backoff_ms / 1000.0):
+                # Jittered: members that failed on the same conflict should not retry in lockstep.
+                if self._shutting_down.wait(self.config.rebalance_backoff_ms / 1000.0 * random.uniform(1.0, 1.5)):
                     return True
             self.stats.failed += 1
             failure = ConsumerRebalanceFailed(
                 f"{self.consumer_id} can't rebalance after {attempts} retries ({self.stats.last_error}); "
-                f"will re-check every {self.config.rebalance_recheck_ms} ms")
+                f"retrying with back-off up to {self.config.rebalance_recheck_ms} ms, never giving up")
             log.error("%s", failure)
             self.listener.on_rebalance_failed(failure)
             return False

@@ -54,7 +54,8 @@ class Watchdog:
         self._check = check
         self._trigger = trigger
         self._previous: set[str] = set()
-        self.alerts = 0
+        self.alerts = 0            # checks that found a persistent problem (zkconsumer_watchdog_alerts)
+        self.problems: list[str] = []  # the persistent problems of the last check
         self._task = PeriodicTask(f"{consumer_id}-watchdog", interval_s, self.run_once)
 
     def start(self) -> None:
@@ -68,6 +69,7 @@ class Watchdog:
         current = set(self._check())
         persistent = sorted(current & self._previous)
         self._previous = current
+        self.problems = persistent
         if persistent:
             self.alerts += 1
             log.warning("watchdog: %d ownership problems persist (%s); rebalancing", len(persistent),

@@ -6,6 +6,9 @@ import time
 
 import pytest
 
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
 from zkconsumer import ConsumerConnector, ConsumerRebalanceFailed, ConsumerTimeout, zkdata
 from zkconsumer.testing import kafka
 from zkconsumer.testing.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
@@ -19,6 +22,15 @@ FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 300, "reba
 def member(cluster, group: str, **props: object) -> ConsumerConnector:
     return ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group, **FAST,
                               **{k.replace("_", "."): v for k, v in props.items()}})
+
+
+def scrape(conn: ConsumerConnector) -> dict[str, float]:
+    """The connector's Prometheus samples by name (labels dropped; one connector, one topic)."""
+    registry = CollectorRegistry()
+    registry.register(conn.metrics())
+    text = generate_latest(registry).decode()
+    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples
+            if s.labels.get("result", "failed") == "failed"}
 
 
 def owner_czxids(zk, group: str, topic: str) -> dict[int, int]:  # type: ignore[no-untyped-def]
@@ -78,7 +90,7 @@ def test_watchdog_restores_a_deleted_owner_node(cluster, zk, topic_factory, grou
         while owner_table(zk, group_id, [topic]) != owners:
             assert time.monotonic() < deadline, "watchdog never restored the owner node"
             time.sleep(0.1)
-        assert conn._watchdog is not None and conn._watchdog.alerts >= 1
+        assert scrape(conn)["zkconsumer_watchdog_alerts_total"] >= 1  # the warning metric
 
 
 class FailureListener:
@@ -124,11 +136,17 @@ def test_failed_rebalance_is_retried_without_any_event(cluster, zk, topic_factor
         while not listener.failures:
             assert time.monotonic() < deadline, "the blocked rebalance never gave up its attempts"
             time.sleep(0.1)
+        while scrape(conn)["zkconsumer_rebalance_failing"] < 1:  # the alertable "retrying" signal
+            assert time.monotonic() < deadline, "the failed round never showed in the metrics"
+            time.sleep(0.1)
         kept = produce(topic, 20, partitions=2)      # partitions it kept go on (incremental)
         recorder.wait_for({(m.topic, m.partition, m.offset) for m in kept}, timeout=30)
         zk.delete(blocker)                           # no ZooKeeper event reaches the member now
         owners = wait_for_balanced(zk, group_id, [topic], members=1, timeout=30)
         assert sorted(p for _, p in owners) == [0, 1, 2]
+        samples = scrape(conn)
+        assert samples["zkconsumer_rebalance_failing"] == 0 and samples["zkconsumer_rebalances_total"] >= 1
+        assert samples["zkconsumer_owned_partitions"] == 3
 
 
 def test_commits_are_fenced_by_owner_node(cluster, zk, topic_factory, produce, group_id) -> None:
