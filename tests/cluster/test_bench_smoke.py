@@ -19,3 +19,17 @@ def test_throughput_benchmark_smoke() -> None:
     last = done.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ "
                         r"streams_msgs_per_s=\d+ batch_msgs_per_s=\d+", last), last
+
+
+def test_handover_benchmark_smoke(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/handover.py"), "--members", "2",
+                           "--partitions", "4", "--events", "2", "--dwell", "0.5", "--workdir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()[-2:]
+    for mode, line in zip(("incremental", "stop-the-world"), lines):
+        assert re.fullmatch(rf"mode={mode} events=2 interrupted_per_event=\d+\.\d+ unowned_median_s=\d+\.\d+ "
+                            r"unowned_max_s=\d+\.\d+ idle_median_s=\d+\.\d+ idle_max_s=\d+\.\d+", line), line
+    # Stop-the-world interrupts every partition at every event; incremental only those that move.
+    interrupted = [float(re.search(r"interrupted_per_event=(\S+)", line).group(1)) for line in lines]  # type: ignore[union-attr]
+    assert interrupted[1] >= 4.0 > interrupted[0]

@@ -267,3 +267,17 @@ def test_offsets_of_a_deleted_topic_are_not_reused(cluster, zk, produce, group_i
     with member(cluster, group_id) as conn:
         drain("new", conn.create_message_streams({topic: 1})[topic], fresh)
         fresh.wait_for({(topic, 0, o) for o in range(40)}, timeout=30)  # from 0, not from 30
+
+
+def test_message_larger_than_the_fetch_size_does_not_stall_its_partition(cluster, zk, topic_factory, produce,
+                                                                        group_id) -> None:
+    # Scala's iterator throws MessageSizeTooLargeException and the partition never moves on; the
+    # fetcher (librdkafka, fetch protocol v3+) returns a too-large first batch whole instead.
+    topic = topic_factory(partitions=1)
+    big = produce(topic, 1, value_size=64 * 1024)                 # 64x fetch.message.max.bytes
+    small = produce(topic, 20, start=1)
+    recorder = Recorder()
+    with member(cluster, group_id, fetch_message_max_bytes=1024) as conn:
+        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
+        recorder.wait_for({(topic, 0, m.offset) for m in big + small}, timeout=30)
+    assert [d.offset for d in recorder.deliveries][:21] == list(range(21))
