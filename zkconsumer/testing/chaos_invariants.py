@@ -166,8 +166,16 @@ def _handover_time(h: History, span: Span) -> float:
 
 
 def _lost_session(h: History, span: Span) -> bool:
-    """True if the span ended because its session did (owner and member node vanished together)."""
+    """True if the span ended because its session did.
+
+    Either its owner node vanished while the member could not have deleted it (killed,
+    frozen, or cut off from ZooKeeper: only the session's end removes it then), or owner and
+    member node vanished together. "Together" is judged from observed times, which a loaded
+    observer can stretch past SESSION_END_MATCH; the first rule does not depend on them.
+    """
     assert span.end is not None
+    if any(lo <= span.end <= hi for lo, hi in dead_times(h).get(span.member, [])):
+        return True
     inc = h.incarnation_at(span.member, span.start)
     if inc is None or inc.end is None or abs(inc.end - span.end) > SESSION_END_MATCH:
         return False
