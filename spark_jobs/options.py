@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Mapping
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.fetcher import FetchSettings
+from zkconsumer.fetch_settings import FetchSettings
 from zkconsumer.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 
 from spark_jobs.offsets import EARLIEST, decode_offsets

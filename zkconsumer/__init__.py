@@ -1,7 +1,7 @@
 """zkconsumer: Kafka's legacy ZooKeeper-coordinated high-level consumer, as a drop-in Python group member."""
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.connector import ConsumerConnector
-from zkconsumer.coordinator import ConsumerRebalanceFailed, ConsumerRebalanceListener
+from zkconsumer.listener import ConsumerRebalanceFailed, ConsumerRebalanceListener
 from zkconsumer.group import RegistrationConflict
 from zkconsumer.stream import ConsumerError, ConsumerTimeout, KafkaStream, Message
 from zkconsumer.subscription import Blacklist, Whitelist

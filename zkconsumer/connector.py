@@ -12,10 +12,11 @@ from typing import Callable, Mapping
 from kazoo.client import KazooClient, KazooState
 
 from zkconsumer.config import ConfigError, ConsumerConfig
-from zkconsumer.coordinator import (ConsumerRebalanceFailed, ConsumerRebalanceListener, Coordinator, NoFetcher,
-                                    PartitionFetcher)
-from zkconsumer.fetcher import Fetcher, FetchSettings
+from zkconsumer.coordinator import Coordinator, NoFetcher, PartitionFetcher
+from zkconsumer.fetch_settings import FetchSettings
+from zkconsumer.fetcher import Fetcher
 from zkconsumer.group import GroupZk
+from zkconsumer.listener import ConsumerRebalanceFailed, ConsumerRebalanceListener
 from zkconsumer.metrics import ConnectorCollector, Snapshot
 from zkconsumer.offsets import OffsetStore, PeriodicTask
 from zkconsumer.rebalance import RebalanceWorker

@@ -21,7 +21,7 @@ import uuid
 from confluent_kafka import Consumer, TopicPartition
 
 from zkconsumer import ConsumerConnector, ConsumerTimeout
-from zkconsumer.fetcher import FetchSettings
+from zkconsumer.fetch_settings import FetchSettings
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster
 

@@ -1,7 +1,6 @@
 """Unit tests of zkconsumer.stream: the bounded chunk queue, its backpressure signal and the iterator."""
 from __future__ import annotations
 
-import inspect
 import sys
 import threading
 import time

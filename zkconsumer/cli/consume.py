@@ -201,7 +201,7 @@ def _silence_stdout() -> None:
 def _run(config: ConsumerConfig, topic_filter: TopicFilter, max_messages: int | None,
          write: Callable[[Any], None]) -> int:
     from zkconsumer.connector import ConsumerConnector
-    from zkconsumer.coordinator import ConsumerRebalanceFailed
+    from zkconsumer.listener import ConsumerRebalanceFailed
     count = 0
     stop = _Stop()
     with stop:

@@ -1,0 +1,25 @@
+"""What an application can hook into a rebalance, and the error a failed one reports."""
+from __future__ import annotations
+
+from typing import Mapping
+
+
+class ConsumerRebalanceFailed(RuntimeError):
+    """Every attempt of one rebalance failed (Scala's ConsumerRebalanceFailedException)."""
+
+
+class ConsumerRebalanceListener:
+    """Override what you need. Exceptions raised here fail the rebalance attempt (as in Scala).
+
+    before_releasing_partitions: last chance to finish work on partitions about to move
+    (MirrorMaker's KAFKA-1650 fix flushes and commits here).
+    """
+
+    def before_releasing_partitions(self, partitions: Mapping[str, set[int]]) -> None:
+        """Called with topic -> partitions currently owned, before they are released."""
+
+    def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, Mapping[int, str]]) -> None:
+        """Called with the group-wide topic -> partition -> thread id once ours are claimed."""
+
+    def on_rebalance_failed(self, error: ConsumerRebalanceFailed) -> None:
+        """Called when all rebalance.max.retries attempts failed; the member keeps retrying."""
