@@ -49,6 +49,9 @@ class SteadyProducer:
         self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
                                    "message.timeout.ms": 120000, "enable.idempotence": False,
                                    "topic.metadata.refresh.interval.ms": 2000,
+                                   # The brokers auto-create topics: a metadata refresh right after a
+                                   # deletion would re-create it (1 partition) before the scenario does.
+                                   "allow.auto.create.topics": False,
                                    "logger": _LIBRDKAFKA_LOG})
         self._thread = threading.Thread(target=self._loop, name="chaos-producer", daemon=True)
 

@@ -339,6 +339,14 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge
                 kafka.create_topic(env.cluster.bootstrap_servers, topic, env.topics[topic], env.replication)
                 break
             except Exception as exc:  # noqa: BLE001 - "marked for deletion" until the brokers finish
+                if "TOPIC_ALREADY_EXISTS" in str(exc) and env.zk.exists(zkdata.topic_path(topic)) is not None:
+                    # An earlier attempt of ours that reported a failure, or an auto-creation.
+                    data, _ = env.zk.get(zkdata.topic_path(topic))
+                    size = len(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic)))
+                    if size == env.topics[topic]:
+                        break
+                    raise RuntimeError(f"topic {topic} was re-created by someone else with {size} partitions "
+                                       f"(auto.create.topics?): {exc}") from exc
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"topic {topic} could not be created again: {exc}") from exc
                 time.sleep(0.5)
