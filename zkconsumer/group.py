@@ -275,6 +275,24 @@ class GroupZk:
                 return True
         return False
 
+    def withdraw_offset(self, key: TopicPartition, offset: int, thread_id: str) -> bool:
+        """Delete the offset node if it still holds `offset` and we still own the partition (one multi)."""
+        owner_path = self._owner_path(key)
+        offset_path = zkdata.offset_path(self.group_id, *key)
+        owner = self._owner_stat_if_ours(owner_path, thread_id)
+        if owner is None:
+            return False
+        try:
+            data, stat = self.client.get(offset_path)
+        except NoNodeError:
+            return False
+        if data != zkdata.encode_offset(offset):
+            return False
+        txn = self.client.transaction()
+        txn.check(owner_path, owner.version)
+        txn.delete(offset_path, version=stat.version)
+        return not any(isinstance(r, Exception) for r in txn.commit())
+
     # ---- watches -------------------------------------------------------------------------------
     def watch_members(self, on_change: Callable[[list[str]], None]) -> None:
         self._children_watch(zkdata.ids_path(self.group_id), on_change)

@@ -74,6 +74,7 @@ class OffsetStore:
         written = {i.key: True for i, _ in todo}
         if self.use_zookeeper and todo:
             written = self.group.commit_offsets({i.key: o for i, o in todo}, {i.key: i.thread_id for i, _ in todo})
+            self._withdraw_overtaken([(i, o) for i, o in todo if written[i.key]], written)
             self.zookeeper_writes += sum(written.values())
         for info, offset in todo:
             if written[info.key]:  # a fenced-off partition keeps its old checkpoint
@@ -94,6 +95,24 @@ class OffsetStore:
             skip = {id(i) for i in stale}
             return [i for i in infos if id(i) not in skip]
         return infos
+
+    def _withdraw_overtaken(self, done: list[tuple[PartitionTopicInfo, int]],
+                            written: dict[TopicPartition, bool]) -> None:
+        """Delete what was just written for a topic deleted or re-created during the write.
+
+        `_current_incarnation` looked before writing; a topic re-created between that look and
+        the write (a few ZooKeeper round trips, long on a loaded machine) would leave the old
+        position with an mzxid newer than the new topic, which read_offsets would trust. The
+        caller holds the coordinator's lock, so no re-claim reads the offset in between.
+        """
+        epochs = self.group.topic_epochs({i.topic for i, _ in done if i.epoch is not None})
+        for info, offset in done:
+            if info.epoch is not None and epochs[info.topic] != info.epoch:
+                withdrawn = self.group.withdraw_offset(info.key, offset, info.thread_id)
+                log.warning("%s-%d: topic deleted or re-created while %d was being committed; %s",
+                            info.topic, info.partition, offset, "withdrew it" if withdrawn else "left it "
+                            "(it changed since, or the partition is no longer ours)")
+                written[info.key] = False
 
     def _read_kafka(self, keys: list[TopicPartition]) -> dict[TopicPartition, int]:
         from confluent_kafka import TopicPartition as KafkaTP

@@ -109,3 +109,13 @@ def test_an_owner_node_gone_while_its_member_was_cut_off_went_with_the_session()
     assert all(d.allowed for d in inv.duplicates(h))                 # it could not have released it
     h.notes = [Note("cut", "A", 1.0), Note("heal", "A", 4.0)]       # healed before: it could have
     assert sum(not d.allowed for d in inv.duplicates(h)) == 3
+
+
+def test_a_late_observed_end_is_bounded_by_the_next_owners_claim() -> None:
+    # The observer noticed A's node gone at 6.0 (it lagged after a ZooKeeper restart), but B's node
+    # on the same path was created at 5.2: A's ownership ended by then, so B re-delivering A's
+    # uncommitted tail after a lost session is allowed.
+    h = handover(b_from=6, a_session_lost=True, a_commit=6)
+    h.spans[0] = Span(T, 0, "A-0", 1, 0.0, 6.0)
+    h.incarnations[0] = Incarnation("A", 11, -1.0, 6.0)
+    assert all(d.allowed for d in inv.duplicates(h))

@@ -281,3 +281,38 @@ def test_message_larger_than_the_fetch_size_does_not_stall_its_partition(cluster
         drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
         recorder.wait_for({(topic, 0, m.offset) for m in big + small}, timeout=30)
     assert [d.offset for d in recorder.deliveries][:21] == list(range(21))
+
+
+def test_a_commit_overtaken_by_the_topics_recreation_is_withdrawn(cluster, zk, topic_factory, produce,
+                                                                  group_id) -> None:
+    # The incarnation check runs just before a commit; the topic is deleted and created again
+    # between that check and the write (on a loaded machine this took a 200-event chaos run to
+    # hit). The old position (20) must not survive: written after the new topic node, it would
+    # look current to read_offsets and the next owner would skip the new topic's first 20.
+    topic = topic_factory(partitions=1)
+    produce(topic, 20)
+    recorder = Recorder()
+    with member(cluster, group_id, auto_commit_enable=False) as conn:
+        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
+        recorder.wait_for({(topic, 0, o) for o in range(20)}, timeout=30)
+        real_commit = conn.group.commit_offsets
+
+        def recreate_then_commit(offsets, owners):  # type: ignore[no-untyped-def]
+            kafka.delete_topic(cluster.bootstrap_servers, topic)
+            deadline = time.monotonic() + 60
+            while zk.exists(zkdata.topic_path(topic)) or zk.exists(f"/admin/delete_topics/{topic}"):
+                assert time.monotonic() < deadline, "topic deletion did not finish"
+                time.sleep(0.1)
+            cluster.create_topic(topic, 1, 1)
+            return real_commit(offsets, owners)
+
+        conn.group.commit_offsets = recreate_then_commit  # type: ignore[method-assign]
+        conn.commit_offsets()
+        conn.group.commit_offsets = real_commit  # type: ignore[method-assign]
+        assert committed_offsets(zk, group_id, topic) == {}, "the old topic's position survived"
+        sent = produce(topic, 5)                      # the new topic's first messages: all delivered
+        deadline = time.monotonic() + 30
+        while {o for o in range(5)} - {d.offset for d in recorder.deliveries[20:]}:
+            assert time.monotonic() < deadline, f"new topic's messages missing: {recorder.deliveries[20:]}"
+            time.sleep(0.1)
+        assert [m.offset for m in sent] == list(range(5))

@@ -142,7 +142,8 @@ def _judge(h: History, previous: Delivery, again: Delivery) -> Duplicate:
         if not ended:
             return Duplicate(previous, again, False, f"{previous.member} delivered it, never having owned it")
         span = ended[-1]
-    if span.end is None or span.end > again.at + SPAN_BEFORE:
+    # One path holds one node at a time: the next owner's exact ctime bounds a late-observed end.
+    if span.end is None or _handover_time(h, span) > again.at + SPAN_BEFORE:
         return Duplicate(previous, again, False, f"delivered again while {span.owner} still owned the partition")
     committed = h.committed_high(topic, epoch, partition, _handover_time(h, span))
     start = max(committed, 0)  # nothing committed: the next owner starts at the log start (smallest)

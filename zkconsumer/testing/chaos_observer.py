@@ -55,7 +55,9 @@ class ZkObserver:
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
-        self._client = connect_zk(self.hosts)
+        # Reconnect at once after a ZooKeeper restart: kazoo's default back-off (doubling up to
+        # a minute) left this observer blind for ~10 s, long enough to miss whole owner nodes.
+        self._client = connect_zk(self.hosts, connection_retry={"max_tries": -1, "delay": 0.05, "max_delay": 0.25})
         self._poll()  # the initial state, before anyone acts on the group
         self._thread.start()
 
