@@ -119,3 +119,15 @@ def test_a_late_observed_end_is_bounded_by_the_next_owners_claim() -> None:
     h.spans[0] = Span(T, 0, "A-0", 1, 0.0, 6.0)
     h.incarnations[0] = Incarnation("A", 11, -1.0, 6.0)
     assert all(d.allowed for d in inv.duplicates(h))
+
+
+def test_an_owner_node_alive_when_its_session_was_expired_went_with_it() -> None:
+    # Seed 13: the observer saw the member node vanish 0.53 s before the owner node after the
+    # driver expired the session; the member then re-registered and re-delivered from its commit.
+    h = handover(b_from=6, a_session_lost=True, a_commit=6)
+    h.incarnations[0] = Incarnation("A", 11, -1.0, 4.45)
+    assert sum(not d.allowed for d in inv.duplicates(h)) == 3       # timing alone: misjudged
+    h.notes = [Note("expire", "A", 4.4)]
+    assert all(d.allowed for d in inv.duplicates(h))
+    h.notes = [Note("expire", "A", 5.3)]                             # expired after the handover
+    assert sum(not d.allowed for d in inv.duplicates(h)) == 3
