@@ -87,8 +87,7 @@ class OffsetStore:
         Their positions belong to the old topic; written now, the offset node would look newer
         than the new topic and a later owner would resume the new topic from it, skipping data.
         """
-        epochs = self.group.topic_epochs({i.topic for i in infos if i.epoch is not None})
-        stale = [i for i in infos if i.epoch is not None and epochs[i.topic] != i.epoch]
+        stale = self._other_incarnation(infos)
         if stale:
             log.warning("not committing %s: the topic was deleted or re-created since they were claimed",
                         ", ".join(f"{i.topic}-{i.partition}={i.consumed_offset}" for i in stale))
@@ -105,14 +104,19 @@ class OffsetStore:
         position with an mzxid newer than the new topic, which read_offsets would trust. The
         caller holds the coordinator's lock, so no re-claim reads the offset in between.
         """
-        epochs = self.group.topic_epochs({i.topic for i, _ in done if i.epoch is not None})
+        overtaken = {id(i) for i in self._other_incarnation([i for i, _ in done])}
         for info, offset in done:
-            if info.epoch is not None and epochs[info.topic] != info.epoch:
+            if id(info) in overtaken:
                 withdrawn = self.group.withdraw_offset(info.key, offset, info.thread_id)
                 log.warning("%s-%d: topic deleted or re-created while %d was being committed; %s",
                             info.topic, info.partition, offset, "withdrew it" if withdrawn else "left it "
                             "(it changed since, or the partition is no longer ours)")
                 written[info.key] = False
+
+    def _other_incarnation(self, infos: list[PartitionTopicInfo]) -> list[PartitionTopicInfo]:
+        """Those claimed in a topic whose node is gone or is not the one they were claimed in."""
+        epochs = self.group.topic_epochs({i.topic for i in infos if i.epoch is not None})
+        return [i for i in infos if i.epoch is not None and epochs[i.topic] != i.epoch]
 
     def _read_kafka(self, keys: list[TopicPartition]) -> dict[TopicPartition, int]:
         from confluent_kafka import TopicPartition as KafkaTP

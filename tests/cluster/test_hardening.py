@@ -1,6 +1,7 @@
 """Hardening beyond the Scala consumer, one test per guarantee, each failing without its mechanism."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -149,13 +150,20 @@ def test_failed_rebalance_is_retried_without_any_event(cluster, zk, topic_factor
         assert samples["zkconsumer_owned_partitions"] == 3
 
 
-def test_commits_are_fenced_by_owner_node(cluster, zk, topic_factory, produce, group_id) -> None:
-    topic = topic_factory(partitions=1)
+@contextlib.contextmanager
+def consumed_twenty(cluster, group_id: str, topic: str, produce, recorder: Recorder):  # type: ignore[no-untyped-def]
+    """A member without auto-commit that has delivered offsets 0..19 of the 1-partition topic."""
     produce(topic, 20)
-    recorder = Recorder()
     with member(cluster, group_id, auto_commit_enable=False) as conn:
         drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
         recorder.wait_for({(topic, 0, o) for o in range(20)}, timeout=30)
+        yield conn
+
+
+def test_commits_are_fenced_by_owner_node(cluster, zk, topic_factory, produce, group_id) -> None:
+    topic = topic_factory(partitions=1)
+    recorder = Recorder()
+    with consumed_twenty(cluster, group_id, topic, produce, recorder) as conn:
         conn.commit_offsets()
         assert committed_offsets(zk, group_id, topic) == {0: 20}
         # Another member now owns the partition (we were too slow to notice) and committed 5.
@@ -290,11 +298,8 @@ def test_a_commit_overtaken_by_the_topics_recreation_is_withdrawn(cluster, zk, t
     # hit). The old position (20) must not survive: written after the new topic node, it would
     # look current to read_offsets and the next owner would skip the new topic's first 20.
     topic = topic_factory(partitions=1)
-    produce(topic, 20)
     recorder = Recorder()
-    with member(cluster, group_id, auto_commit_enable=False) as conn:
-        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
-        recorder.wait_for({(topic, 0, o) for o in range(20)}, timeout=30)
+    with consumed_twenty(cluster, group_id, topic, produce, recorder) as conn:
         real_commit = conn.group.commit_offsets
 
         def recreate_then_commit(offsets, owners):  # type: ignore[no-untyped-def]
