@@ -51,8 +51,8 @@ def bootstrap_of(brokers: list[BrokerInfo]) -> str:
 
 def subscribed_keys(group: GroupZk, opts: SourceOptions) -> list[Key]:
     """Every (topic, partition) of the subscription, from /brokers/topics (as the members see it)."""
-    topics = list(opts.topics) if opts.topic_filter is None else [t for t in group.all_topics() if opts.wants(t)]
-    return sorted((t, p) for t, parts in group.partitions(topics).items() for p in parts)
+    topics = list(opts.topics) if opts.topic_filter is None else [t for t in group.cluster.all_topics() if opts.wants(t)]
+    return sorted((t, p) for t, parts in group.cluster.partitions(topics).items() for p in parts)
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         keys = subscribed_keys(group, opts)
         committed = group.read_offsets(keys)
         owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
-        bootstrap = opts.bootstrap_override or bootstrap_of(group.brokers())
+        bootstrap = opts.bootstrap_override or bootstrap_of(group.cluster.brokers())
     offsets = LogOffsets(bootstrap, read_committed=opts.isolation_committed(), client_config=opts.client_security())
     try:
         spans = offsets.spans(keys)

@@ -140,17 +140,15 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         signal.signal(signal.SIGTERM, on_sigterm)
 
     def _owned(self) -> dict[Key, int]:
-        """Owned partitions -> committed position, read once no rebalance is running (its lock)."""
-        conn = self._connector()
-        with conn.coordinator.lock:
-            return dict(conn.owned_positions())
+        """Owned partitions -> consumed position: a consistent snapshot (never a half-installed rebalance)."""
+        return self._connector().owned_positions()
 
     def _connected(self) -> bool:
         from kazoo.client import KazooState
         return self._connector().group.client.state == KazooState.CONNECTED
 
     def _bootstrap(self) -> str:
-        return self.opts.bootstrap_override or bootstrap_of(self._connector().group.brokers())
+        return self.opts.bootstrap_override or bootstrap_of(self._connector().group.cluster.brokers())
 
     def _spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
         if self._log_offsets is None:

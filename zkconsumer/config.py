@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from zkconsumer.compat import DEFAULT_VERSION, Compat
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.properties import parse_properties
 
 __all__ = ["ConfigError", "ConsumerConfig", "KNOWN_PROPERTIES", "LIBRDKAFKA_PREFIX", "merge", "parse_properties"]
@@ -76,7 +77,7 @@ _LEGAL_ID = re.compile(r"[A-Za-z0-9._-]*")  # kafka.common.Config.validateChars,
 _HOSTNAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
-class ConfigError(ValueError):
+class ConfigError(ZkConsumerError, ValueError):
     """A consumer property is missing or invalid; ``key`` names it (None for a parse error)."""
 
     def __init__(self, key: str | None, message: str) -> None:

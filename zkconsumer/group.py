@@ -1,33 +1,36 @@
-"""The kazoo adapter: a member's registration, group reads, owner claims/releases, offsets, watches."""
+"""Member-fenced ZooKeeper work on /consumers/<group>: registration, group reads, claim, release, commit.
+
+Fencing: an owner node is ours only while its ephemeralOwner is the session we registered in
+(`self.session`). That session id is recorded at registration and never replaced by kazoo's
+live `client_id`, which is None whenever the link is down: a node of session X exists only
+while X lives, so comparing with X is exact, and a reconnect never makes our own nodes look
+foreign.
+"""
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NoNodeError, NodeExistsError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import ZnodeStat
-from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from zkconsumer import zkdata
-from zkconsumer.zkdata import BrokerInfo, Registration, ZkDataError
+from zkconsumer.errors import CommitFailed, RegistrationConflict, ZooKeeperUnavailable
+from zkconsumer.metadata import ClusterMetadata
+from zkconsumer.zkdata import Registration, ZkDataError
+from zkconsumer.zkio import Watch, ZkIO
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
-
-class RegistrationConflict(RuntimeError):
-    """Another live ZooKeeper session holds our member node: a duplicate consumer.id."""
+__all__ = ["GroupZk", "RegistrationConflict"]
 
 
 class GroupZk:
-    """One member's view of `/consumers/<group>` and the broker metadata it needs.
-
-    Every write is fenced by session: owner nodes are deleted, and offsets written, only
-    while the owner node is the one this session created.
+    """One member's view of `/consumers/<group>`, every write fenced by the registered session.
 
     Example::
 
@@ -37,123 +40,88 @@ class GroupZk:
         conflicts = group.claim({("orders", 0): "billing_host-...-0"})
     """
 
-    def __init__(self, client: KazooClient, group_id: str, consumer_id: str) -> None:
+    def __init__(self, client: Any, group_id: str, consumer_id: str, *, timeout_s: float = 30.0) -> None:
         self.client = client
+        self.io = ZkIO(client, timeout_s)
+        self.cluster = ClusterMetadata(self.io)
         self.group_id = group_id
         self.consumer_id = consumer_id
         self.member_path = zkdata.member_path(group_id, consumer_id)
+        self.session: int | None = None  # the session our member node was created in
         self._ensured: set[str] = set()
-        self._closed = False
 
     @property
-    def session_id(self) -> int | None:
+    def live_session(self) -> int | None:
+        """kazoo's session id right now; None while disconnected (not a new session!)."""
         ident = self.client.client_id
         return ident[0] if ident else None
 
     # ---- registration ----------------------------------------------------------------------
     def ensure_paths(self) -> None:
-        """Create the group's persistent folders (kazoo's ChildrenWatch dies on a missing node)."""
         for path in (zkdata.ids_path(self.group_id), zkdata.owners_path(self.group_id),
                      zkdata.offsets_path(self.group_id), zkdata.BROKER_IDS, zkdata.BROKER_TOPICS):
             self._ensure(path)
 
-    def register(self, data: bytes, *, wait_for_stale_s: float = 0.0) -> None:
-        """Create our ephemeral member node, session-checked (KAFKA-1387).
+    def register(self, data: bytes, *, wait_for_stale_s: float = 0.0) -> int:
+        """Create our ephemeral member node (KAFKA-1387) and return the session it belongs to.
 
-        A node from *this* session (a retried create) is accepted and refreshed. A node held
-        by another session may be our own previous process's, which vanishes within its
+        A node of the current session (a create whose answer was lost) is accepted and refreshed.
+        A node of another session may be our previous process's, which vanishes within its
         session timeout: wait up to `wait_for_stale_s` for that, then raise RegistrationConflict.
         """
         deadline = time.monotonic() + wait_for_stale_s
         while True:
+            session = self.live_session
+            if session is None:
+                raise ZooKeeperUnavailable(f"cannot register {self.member_path}: not connected to ZooKeeper")
             try:
-                self.client.create(self.member_path, data, ephemeral=True, makepath=True)
-                return
+                self._ensure(zkdata.ids_path(self.group_id))
+                self.io.create(self.member_path, data, ephemeral=True)
+                self.session = session
+                return session
             except NodeExistsError:
                 pass
             try:
-                current, stat = self.client.get(self.member_path)
+                current, stat = self.io.get(self.member_path)
             except NoNodeError:
                 continue  # vanished between create and get: try again
-            if stat.ephemeralOwner == self.session_id:
+            if stat.ephemeralOwner == session:
                 if current != data:
-                    self.client.set(self.member_path, data)
-                return
+                    self.io.set(self.member_path, data)
+                self.session = session
+                return session
             if time.monotonic() >= deadline:
                 raise RegistrationConflict(
                     f"{self.member_path} is held by another live ZooKeeper session "
                     f"(0x{stat.ephemeralOwner:x}): consumer id {self.consumer_id!r} is already in use")
             gone = threading.Event()
-            if self.client.exists(self.member_path, watch=lambda _e: gone.set()) is not None:
-                gone.wait(max(0.0, deadline - time.monotonic()))
+            if self.io.exists(self.member_path, watch=lambda _e: gone.set()) is not None:
+                gone.wait(max(0.0, min(1.0, deadline - time.monotonic())))
 
     def is_registered(self) -> bool:
-        stat = self.client.exists(self.member_path)
-        return stat is not None and stat.ephemeralOwner == self.session_id
+        stat = self.io.exists(self.member_path)
+        return stat is not None and self.session is not None and stat.ephemeralOwner == self.session
 
-    # ---- reads -------------------------------------------------------------------------------
-    def member_ids(self) -> list[str]:
-        return sorted(self.client.get_children(zkdata.ids_path(self.group_id)))
+    # ---- group reads -----------------------------------------------------------------------
+    def member_ids(self, watch: Watch | None = None) -> list[str]:
+        return sorted(self.io.children(zkdata.ids_path(self.group_id), watch=watch))
 
-    def read_registrations(self) -> tuple[dict[str, Registration], dict[str, ZkDataError]]:
+    def read_registrations(self, watch: Watch | None = None) -> tuple[dict[str, Registration],
+                                                                      dict[str, ZkDataError]]:
         """Every member's registration, and separately those that could not be decoded."""
-        ids = self.member_ids()
+        ids = self.member_ids(watch=watch)
         paths = {cid: zkdata.member_path(self.group_id, cid) for cid in ids}
-        asyncs = {cid: self.client.get_async(path) for cid, path in paths.items()}
+        found = self.io.many(((cid, self.client.get_async(p)) for cid, p in paths.items()), "read registrations")
         good: dict[str, Registration] = {}
         bad: dict[str, ZkDataError] = {}
-        for cid, result in asyncs.items():
-            try:
-                data, _ = result.get()
-            except NoNodeError:
+        for cid, answer in found.items():
+            if answer is None:
                 continue  # left while we were reading
             try:
-                good[cid] = Registration.decode(data, paths[cid])
+                good[cid] = Registration.decode(answer[0], paths[cid])
             except ZkDataError as exc:
                 bad[cid] = exc
         return good, bad
-
-    def all_topics(self) -> list[str]:
-        return sorted(self.client.get_children(zkdata.BROKER_TOPICS))
-
-    def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
-        """topic -> sorted partition ids; a topic without a node has none (as in Scala)."""
-        return {t: parts for t, (parts, _) in self.topics(topics).items()}
-
-    def topics(self, topics: Iterable[str]) -> dict[str, tuple[list[int], int | None]]:
-        """topic -> (sorted partition ids, epoch); a topic without a node has ([], None).
-
-        The epoch is the topic node's czxid: it changes when a topic is deleted and created
-        again under the same name, and never otherwise (adding partitions only sets data).
-        """
-        asyncs = {t: self.client.get_async(zkdata.topic_path(t)) for t in set(topics)}
-        out: dict[str, tuple[list[int], int | None]] = {}
-        for topic, result in sorted(asyncs.items()):
-            try:
-                data, stat = result.get()
-            except NoNodeError:
-                out[topic] = ([], None)
-                continue
-            out[topic] = (sorted(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic))), stat.czxid)
-        return out
-
-    def topic_epochs(self, topics: Iterable[str]) -> dict[str, int | None]:
-        """topic -> the czxid of its node now (None: the topic does not exist)."""
-        asyncs = {t: self.client.exists_async(zkdata.topic_path(t)) for t in set(topics)}
-        return {t: (stat.czxid if stat is not None else None) for t, stat in ((t, r.get()) for t, r in asyncs.items())}
-
-    def brokers(self) -> list[BrokerInfo]:
-        """Every registered broker (a garbled node raises ZkDataError, failing the attempt)."""
-        ids = self.client.get_children(zkdata.BROKER_IDS)
-        out = []
-        for raw in sorted(ids, key=lambda s: (len(s), s)):
-            path = zkdata.broker_path(int(raw))
-            try:
-                data, _ = self.client.get(path)
-            except NoNodeError:
-                continue
-            out.append(zkdata.decode_broker(int(raw), data, path))
-        return out
 
     def read_offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Committed offsets; -1 where none exists, or where it predates the topic itself.
@@ -163,16 +131,16 @@ class GroupZk:
         the new topic's first messages, so it counts as absent (auto.offset.reset applies).
         """
         keys = list(keys)
-        created = self.topic_epochs(t for t, _ in keys)
-        asyncs = {k: self.client.get_async(zkdata.offset_path(self.group_id, *k)) for k in keys}
+        created = self.cluster.topic_epochs(t for t, _ in keys)
+        found = self.io.many(((k, self.client.get_async(zkdata.offset_path(self.group_id, *k))) for k in keys),
+                             "read offsets")
         out: dict[TopicPartition, int] = {}
-        for key, result in asyncs.items():
+        for key, answer in found.items():
             path = zkdata.offset_path(self.group_id, *key)
-            try:
-                data, stat = result.get()
-            except NoNodeError:
+            if answer is None:
                 out[key] = -1
                 continue
+            data, stat = answer
             born = created[key[0]]
             if born is not None and stat.mzxid < born:
                 log.warning("%s was committed before topic %s was (re)created; ignoring it", path, key[0])
@@ -182,87 +150,112 @@ class GroupZk:
         return out
 
     def owners(self, topic: str) -> dict[int, str]:
-        """partition -> owner thread id for one topic (missing folder: no owners)."""
+        """partition -> owner thread id for one topic. Children that are not partition numbers and
+        owner values that cannot be decoded are skipped with a warning naming the node."""
         folder = zkdata.owners_path(self.group_id, topic)
         try:
-            children = self.client.get_children(folder)
+            children = self.io.children(folder)
         except NoNodeError:
             return {}
-        out = {}
+        numbers = []
         for child in children:
-            path = f"{folder}/{child}"
-            try:
-                data, _ = self.client.get(path)
-            except NoNodeError:
+            if child.isascii() and child.isdigit():
+                numbers.append(int(child))
+            else:
+                log.warning("ignoring %s/%s: not a partition number", folder, child)
+        found = self.io.many(((p, self.client.get_async(f"{folder}/{p}")) for p in numbers), "read owners")
+        out = {}
+        for partition, answer in found.items():
+            if answer is None:
                 continue
-            out[int(child)] = zkdata.decode_owner(data, path)
+            try:
+                out[partition] = zkdata.decode_owner(answer[0], f"{folder}/{partition}")
+            except ZkDataError as exc:
+                log.warning("ignoring garbled owner node %s", exc)
         return out
 
     # ---- ownership -----------------------------------------------------------------------------
     def claim(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """Create every owner node in one transaction: all or nothing.
 
-        Returns the partitions someone else still owns (empty on success). A node that
-        already holds our thread id in our session (a retried claim) counts as claimed.
+        Returns the partitions someone else still owns (empty on success). A node that already
+        holds our thread id in our session (a claim whose answer was lost) counts as claimed.
         """
-        for topic in {t for t, _ in owners}:
+        for topic in sorted({t for t, _ in owners}):
             self._ensure(zkdata.owners_path(self.group_id, topic))
-        todo = {k: v for k, v in owners.items() if not self._is_ours(self._owner_path(k), v)}
+        mine = self._which_are_ours(owners)
+        todo = {k: v for k, v in owners.items() if k not in mine}
         if not todo:
             return []
         txn = self.client.transaction()
         for key, thread_id in todo.items():
             txn.create(self._owner_path(key), zkdata.encode_owner(thread_id), ephemeral=True)
-        results = txn.commit()
-        failed = [k for k, r in zip(todo, results) if isinstance(r, Exception)]
-        if not failed:
+        results = self.io.commit(txn, f"claim {len(todo)} partitions")
+        if not any(isinstance(r, Exception) for r in results):
             return []
+        for result in results:
+            if isinstance(result, NoNodeError):  # an owners folder was deleted under us
+                self._ensured.clear()
         # A failed multi reports the culprit's own error and a rollback marker for the rest:
         # look at each node to say who is in the way.
-        return sorted(k for k in todo if not self._is_ours(self._owner_path(k), todo[k]))
+        mine = self._which_are_ours(todo)
+        return sorted(k for k in todo if k not in mine)
 
     def not_ours(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """Which of these owner nodes are gone or no longer hold our thread id in our session."""
-        asyncs = {k: self.client.get_async(self._owner_path(k)) for k in owners}
-        lost = []
-        for key, result in asyncs.items():
-            try:
-                data, stat = result.get()
-            except NoNodeError:
-                lost.append(key)
-                continue
-            if data != zkdata.encode_owner(owners[key]) or stat.ephemeralOwner != self.session_id:
-                lost.append(key)
-        return sorted(lost)
+        mine = self._which_are_ours(owners)
+        return sorted(k for k in owners if k not in mine)
 
-    def release(self, owners: Mapping[TopicPartition, str]) -> None:
-        """Delete our owner nodes; a node that is not ours (anymore) is left alone."""
-        for key, thread_id in owners.items():
-            self._delete_if_ours(self._owner_path(key), zkdata.encode_owner(thread_id))
+    def release(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
+        """Delete our owner nodes; returns every key now confirmed not ours (deleted, gone, or
+        another's). A connection failure raises: the caller keeps the rest for a later attempt."""
+        stats = self._owner_stats(owners)
+        confirmed = [k for k, stat in stats.items() if stat is None]
+        pending = {k: self.client.delete_async(self._owner_path(k), version=stat.version)
+                   for k, stat in stats.items() if stat is not None}
+        for key, answer in pending.items():
+            try:
+                self.io.wait(answer, f"release {self._owner_path(key)}")
+            except NoNodeError:
+                pass  # gone already: nothing left to release
+            except BadVersionError:
+                continue  # rewritten since we looked: look again next attempt
+            confirmed.append(key)
+        return sorted(confirmed)
 
     # ---- offsets -------------------------------------------------------------------------------
-    def commit_offsets(self, offsets: Mapping[TopicPartition, int],
-                       owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, bool]:
+    def commit_offsets(self, offsets: Mapping[TopicPartition, int], owners: Mapping[TopicPartition, str], *,
+                       attempts: int = 3) -> dict[TopicPartition, bool]:
         """Write each offset only while we own the partition (owner check in the same multi).
 
-        Returns key -> written. Scala writes unconditionally; fencing keeps a member that
-        lost its partitions from overwriting the new owner's progress.
+        Returns key -> written; False means the partition is no longer ours (fenced off). Scala
+        writes unconditionally; fencing keeps a member that lost its partitions from overwriting
+        the new owner's progress. A missing parent is re-created; a write that keeps losing
+        races raises CommitFailed naming the partitions.
         """
         results: dict[TopicPartition, bool] = {}
+        failed = []
         for key, offset in offsets.items():
-            results[key] = self._commit_one(key, offset, owners[key])
+            outcome = self._commit_one(key, offset, owners[key], attempts)
+            if outcome is None:
+                failed.append(key)
+            else:
+                results[key] = outcome
+        if failed:
+            raise CommitFailed("could not write offsets of " + ", ".join(f"{t}-{p}" for t, p in failed)
+                               + f" in {attempts} attempts", failed)
         return results
 
-    def _commit_one(self, key: TopicPartition, offset: int, thread_id: str) -> bool:
+    def _commit_one(self, key: TopicPartition, offset: int, thread_id: str, attempts: int) -> bool | None:
         owner_path = self._owner_path(key)
         offset_path = zkdata.offset_path(self.group_id, *key)
         data = zkdata.encode_offset(offset)
-        for _ in range(3):  # the offset node may appear or vanish under us: re-decide
+        for _ in range(max(1, attempts)):  # the offset node or its parent may appear or vanish under us
             stat = self._owner_stat_if_ours(owner_path, thread_id)
             if stat is None:
                 log.warning("not committing %s-%d=%d: %s is no longer ours", key[0], key[1], offset, owner_path)
                 return False
-            exists = self.client.exists(offset_path) is not None
+            exists = self.io.exists(offset_path) is not None
             if not exists:
                 self._ensure(zkdata.offsets_path(self.group_id, key[0]))
             txn = self.client.transaction()
@@ -271,9 +264,12 @@ class GroupZk:
                 txn.set_data(offset_path, data)
             else:
                 txn.create(offset_path, data)
-            if not any(isinstance(r, Exception) for r in txn.commit()):
+            results = self.io.commit(txn, f"commit {offset_path}")
+            if not any(isinstance(r, Exception) for r in results):
                 return True
-        return False
+            if any(isinstance(r, NoNodeError) for r in results):
+                self._ensured.discard(zkdata.offsets_path(self.group_id, key[0]))  # deleted under us
+        return None
 
     def withdraw_offset(self, key: TopicPartition, offset: int, thread_id: str) -> bool:
         """Delete the offset node if it still holds `offset` and we still own the partition (one multi)."""
@@ -283,7 +279,7 @@ class GroupZk:
         if owner is None:
             return False
         try:
-            data, stat = self.client.get(offset_path)
+            data, stat = self.io.get(offset_path)
         except NoNodeError:
             return False
         if data != zkdata.encode_offset(offset):
@@ -291,44 +287,7 @@ class GroupZk:
         txn = self.client.transaction()
         txn.check(owner_path, owner.version)
         txn.delete(offset_path, version=stat.version)
-        return not any(isinstance(r, Exception) for r in txn.commit())
-
-    # ---- watches -------------------------------------------------------------------------------
-    def watch_members(self, on_change: Callable[[list[str]], None]) -> None:
-        self._children_watch(zkdata.ids_path(self.group_id), on_change)
-
-    def watch_topic_list(self, on_change: Callable[[list[str]], None]) -> None:
-        self._children_watch(zkdata.BROKER_TOPICS, on_change)
-
-    def watch_brokers(self, on_change: Callable[[list[str]], None]) -> None:
-        self._children_watch(zkdata.BROKER_IDS, on_change)
-
-    def watch_topic(self, topic: str, on_change: Callable[[int | None], None],
-                    still_wanted: Callable[[], bool]) -> None:
-        """Call on_change(epoch) when the topic's partition map changes (or it is created/deleted).
-
-        epoch is the topic node's czxid now, None once the topic is gone (see topics()).
-        """
-        def fn(_data: bytes | None, stat: ZnodeStat | None) -> bool | None:
-            if self._closed or not still_wanted():
-                return False  # tells kazoo to drop this watch
-            on_change(stat.czxid if stat is not None else None)
-            return None
-        DataWatch(self.client, zkdata.topic_path(topic), fn)
-
-    def close(self) -> None:
-        """Stop every watch at its next event (kazoo recipes stop when the callback says False)."""
-        self._closed = True
-
-    def _children_watch(self, path: str, on_change: Callable[[list[str]], None]) -> None:
-        self._ensure(path)
-
-        def fn(children: list[str]) -> bool | None:
-            if self._closed:
-                return False
-            on_change(children)
-            return None
-        ChildrenWatch(self.client, path, fn)
+        return not any(isinstance(r, Exception) for r in self.io.commit(txn, f"withdraw {offset_path}"))
 
     # ---- helpers -------------------------------------------------------------------------------
     def _owner_path(self, key: TopicPartition) -> str:
@@ -336,30 +295,28 @@ class GroupZk:
 
     def _ensure(self, path: str) -> None:
         if path not in self._ensured:
-            self.client.ensure_path(path)
+            self.io.ensure_path(path)
             self._ensured.add(path)
+
+    def _owner_stats(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, ZnodeStat | None]:
+        """key -> stat of the owner node if it is ours (our thread id, our session), else None."""
+        found = self.io.many(((k, self.client.get_async(self._owner_path(k))) for k in owners), "read owner nodes")
+        out: dict[TopicPartition, ZnodeStat | None] = {}
+        for key, answer in found.items():
+            ok = (answer is not None and answer[0] == zkdata.encode_owner(owners[key])
+                  and self.session is not None and answer[1].ephemeralOwner == self.session)
+            out[key] = answer[1] if ok else None
+        return out
+
+    def _which_are_ours(self, owners: Mapping[TopicPartition, str]) -> set[TopicPartition]:
+        return {k for k, stat in self._owner_stats(owners).items() if stat is not None}
 
     def _owner_stat_if_ours(self, path: str, thread_id: str) -> ZnodeStat | None:
         try:
-            data, stat = self.client.get(path)
+            data, stat = self.io.get(path)
         except NoNodeError:
             return None
-        if data != zkdata.encode_owner(thread_id) or stat.ephemeralOwner != self.session_id:
+        if data != zkdata.encode_owner(thread_id) or self.session is None or stat.ephemeralOwner != self.session:
             return None
         return stat
 
-    def _is_ours(self, path: str, thread_id: str) -> bool:
-        return self._owner_stat_if_ours(path, thread_id) is not None
-
-    def _delete_if_ours(self, path: str, expected: bytes) -> None:
-        try:
-            data, stat = self.client.get(path)
-        except NoNodeError:
-            return
-        if stat.ephemeralOwner != self.session_id or data != expected:
-            log.info("leaving %s alone: it belongs to another session or thread", path)
-            return
-        try:
-            self.client.delete(path, version=stat.version)
-        except (NoNodeError, BadVersionError):
-            pass

@@ -5,12 +5,19 @@ import json
 import re
 from typing import Any, Mapping
 
+from zkconsumer.errors import ZkConsumerError
+
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-class ZkDataError(ValueError):
-    """A znode held data that a Scala reader would also reject (or that is not UTF-8)."""
+class ZkDataError(ZkConsumerError, ValueError):
+    """A znode held data that a Scala reader would also reject (or that is not UTF-8).
+
+    Retriable: a foreign writer's node may be rewritten or removed, so a later attempt may succeed.
+    """
+
+    retriable = True
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")

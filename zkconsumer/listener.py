@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from zkconsumer.errors import ConsumerRebalanceFailed
 
-class ConsumerRebalanceFailed(RuntimeError):
-    """Every attempt of one rebalance failed (Scala's ConsumerRebalanceFailedException)."""
+__all__ = ["ConsumerRebalanceFailed", "ConsumerRebalanceListener"]
 
 
 class ConsumerRebalanceListener:

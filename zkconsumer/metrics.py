@@ -32,8 +32,10 @@ class Snapshot:
     queued_chunks: Mapping[str, int] = field(default_factory=dict)  # stream name -> chunks
     zookeeper_commits: int = 0
     kafka_commits: int = 0
+    commit_failures: int = 0             # offset commits that raised after their retries
     watchdog_alerts: int = 0             # checks that found a persistent ownership problem
     ownership_problems: int = 0          # persistent problems at the last check
+    ignored_peers: int = 0               # members whose registration we cannot evaluate
 
 
 def families(snap: Snapshot, client_id: str, group_id: str) -> list[Metric]:
@@ -76,6 +78,12 @@ def families(snap: Snapshot, client_id: str, group_id: str) -> list[Metric]:
                 snap.zookeeper_commits),
         counter("zkconsumer_kafka_commits", "Partitions sent in Kafka commits (KafkaCommitsPerSec)",
                 snap.kafka_commits),
+        counter("zkconsumer_commit_failures",
+                "Offset commits that failed after their retries (messages since the last commit may repeat)",
+                snap.commit_failures),
+        gauge("zkconsumer_ignored_peers",
+              "Group members whose registration this member cannot evaluate and leaves out of the assignment",
+              snap.ignored_peers),
         counter("zkconsumer_watchdog_alerts",
                 "Watchdog checks that found a persistent unowned/zombie/drift problem and rebalanced",
                 snap.watchdog_alerts),

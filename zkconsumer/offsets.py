@@ -6,6 +6,7 @@ import threading
 import time
 from typing import Callable, Iterable
 
+from zkconsumer.errors import BrokersUnavailable, CommitFailed, is_retriable
 from zkconsumer.group import GroupZk
 from zkconsumer.stream import PartitionTopicInfo
 
@@ -31,6 +32,7 @@ class OffsetStore:
         self._timeout_s = timeout_ms / 1000.0
         self.zookeeper_writes = 0  # ZooKeeperCommitsPerSec's counter
         self.kafka_writes = 0      # KafkaCommitsPerSec's counter
+        self.failures = 0          # commits that raised (zkconsumer_commit_failures_total)
 
     def read(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """-1 where nothing is committed; with dual commit the larger of the two (migration path)."""
@@ -54,10 +56,11 @@ class OffsetStore:
         for attempt in range(1, attempts + 1):
             try:
                 return self._commit_once(infos)
-            except Exception:  # noqa: BLE001 - ZooKeeper or Kafka trouble; retry or re-raise
-                if attempt == attempts:
+            except Exception as exc:  # noqa: BLE001 - classified: bugs are raised at once
+                if attempt == attempts or not is_retriable(exc):
+                    self.failures += 1
                     raise
-                log.warning("offset commit attempt %d/%d failed; retrying", attempt, attempts, exc_info=True)
+                log.warning("offset commit attempt %d/%d failed (%s); retrying", attempt, attempts, exc)
                 time.sleep(self._backoff_s)
         return 0
 
@@ -115,14 +118,14 @@ class OffsetStore:
 
     def _other_incarnation(self, infos: list[PartitionTopicInfo]) -> list[PartitionTopicInfo]:
         """Those claimed in a topic whose node is gone or is not the one they were claimed in."""
-        epochs = self.group.topic_epochs({i.topic for i in infos if i.epoch is not None})
+        epochs = self.group.cluster.topic_epochs({i.topic for i in infos if i.epoch is not None})
         return [i for i in infos if i.epoch is not None and epochs[i.topic] != i.epoch]
 
     def _read_kafka(self, keys: list[TopicPartition]) -> dict[TopicPartition, int]:
         from confluent_kafka import TopicPartition as KafkaTP
         consumer = self._kafka_consumer()
         if consumer is None:
-            raise RuntimeError("offsets.storage=kafka needs a broker connection and none exists yet")
+            raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
         found = consumer.committed([KafkaTP(t, p) for t, p in keys], timeout=self._timeout_s)  # type: ignore[attr-defined]
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else -1) for tp in found}
 
@@ -132,12 +135,12 @@ class OffsetStore:
         from confluent_kafka import TopicPartition as KafkaTP
         consumer = self._kafka_consumer()
         if consumer is None:
-            raise RuntimeError("offsets.storage=kafka needs a broker connection and none exists yet")
+            raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
         results = consumer.commit(  # type: ignore[attr-defined]
             offsets=[KafkaTP(i.topic, i.partition, o) for i, o in infos], asynchronous=False)
         failed = [tp for tp in results or [] if tp.error is not None]
         if failed:
-            raise RuntimeError(f"Kafka offset commit failed for {failed[0].topic}-{failed[0].partition}: "
+            raise CommitFailed(f"Kafka offset commit failed for {failed[0].topic}-{failed[0].partition}: "
                                f"{failed[0].error}")
 
 
@@ -175,8 +178,10 @@ class PeriodicTask:
         while not self._stop.wait(self._interval_s):
             try:
                 self._fn()
-            except Exception as exc:  # noqa: BLE001 - keep the schedule alive; report it
-                log.warning("%s failed: %s", self._thread.name, exc, exc_info=True)
-                if self._on_error is not None:
+            except Exception as exc:  # noqa: BLE001 - retriable: report and keep the schedule; else surface
+                if self._on_error is not None and not is_retriable(exc):
+                    log.error("%s failed with a bug: %s", self._thread.name, exc, exc_info=True)
                     self._on_error(exc)
+                    return
+                log.error("%s failed: %s", self._thread.name, exc)
 

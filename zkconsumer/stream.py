@@ -7,13 +7,7 @@ import threading
 import time
 from typing import Callable, Iterator, Sequence
 
-
-class ConsumerTimeout(Exception):
-    """No message within consumer.timeout.ms. Iteration may continue afterwards."""
-
-
-class ConsumerError(RuntimeError):
-    """A background thread of the connector failed; the cause is chained (`__cause__`)."""
+from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
 
 class Message:
@@ -180,6 +174,7 @@ class DeliveryGate:
     def __init__(self) -> None:
         self.open = True           # plain attributes: read on every message, without the lock
         self.lease_until = math.inf
+        self.ended = False
         self._cond = threading.Condition()
 
     def usable(self) -> bool:
@@ -187,7 +182,8 @@ class DeliveryGate:
 
     def close(self) -> None:
         with self._cond:
-            self.open = False
+            if not self.ended:
+                self.open = False
 
     def reopen(self) -> None:
         with self._cond:
@@ -196,7 +192,17 @@ class DeliveryGate:
 
     def renew(self, until: float) -> None:
         with self._cond:
-            self.lease_until = until
+            if not self.ended:
+                self.lease_until = until
+            self._cond.notify_all()
+
+    def end(self) -> None:
+        """Shutdown or failure: let every waiting iterator through to the end of its stream (every
+        partition was made inactive first, so nothing more is handed out)."""
+        with self._cond:
+            self.ended = True
+            self.open = True
+            self.lease_until = math.inf
             self._cond.notify_all()
 
     def wait(self, timeout: float | None) -> bool:
@@ -381,12 +387,12 @@ class StreamSet:
     def close(self) -> None:
         for stream in self.all():
             stream.queue.close()
-        self.gate.reopen()  # iterators waiting on a paused gate must see the end
+        self.gate.end()  # iterators waiting on a paused gate or a lapsed lease must see the end
 
     def fail(self, error: BaseException) -> None:
         for stream in self.all():
             stream.queue.fail(error)
-        self.gate.reopen()
+        self.gate.end()
 
     def mark_consumed(self) -> None:
         """commit_offsets(): the message each stream handed out last counts as finished."""

@@ -14,12 +14,15 @@ TopicPartition = tuple[str, int]
 
 def find_problems(partitions: Mapping[str, Iterable[int]], owners: Mapping[str, Mapping[int, str]],
                   members: set[str], owned_here: set[TopicPartition],
-                  fetched_here: set[TopicPartition] | None) -> list[str]:
+                  fetched_here: set[TopicPartition] | None,
+                  expected: Mapping[str, Mapping[int, str]] | None = None) -> list[str]:
     """What a rebalance should repair, as sorted one-line descriptions (pure).
 
     partitions: topic -> partition ids we subscribe to; owners: topic -> partition -> owner
     thread id as found in ZooKeeper; members: live consumer ids; owned_here / fetched_here:
-    what this member believes it owns and what its fetcher actually has assigned.
+    what this member believes it owns and what its fetcher actually has assigned; expected:
+    topic -> partition -> the thread the last assignment gave it (a live member holding a
+    partition assigned to another thread blocks that thread's claim).
     """
     problems = []
     for topic, ids in sorted(partitions.items()):
@@ -28,8 +31,17 @@ def find_problems(partitions: Mapping[str, Iterable[int]], owners: Mapping[str, 
             thread = found.get(partition)
             if thread is None:
                 problems.append(f"{topic}-{partition} has no owner")
-            elif consumer_id_of_thread(thread) not in members:
+                continue
+            try:
+                owner = consumer_id_of_thread(thread)
+            except ValueError:
+                problems.append(f"{topic}-{partition} is owned by {thread!r}, which is not a thread id")
+                continue
+            wanted = (expected or {}).get(topic, {}).get(partition)
+            if owner not in members:
                 problems.append(f"{topic}-{partition} is owned by {thread}, which is not a group member (zombie)")
+            elif wanted is not None and wanted != thread:
+                problems.append(f"{topic}-{partition} is held by {thread} but assigned to {wanted}")
     if fetched_here is not None and fetched_here != owned_here:
         for topic, partition in sorted(owned_here - fetched_here):
             problems.append(f"{topic}-{partition} is owned here but not fetched")
@@ -50,19 +62,19 @@ class Watchdog:
     """
 
     def __init__(self, consumer_id: str, *, interval_s: float, check: Callable[[], list[str]],
-                 trigger: Callable[[str], None]) -> None:
+                 trigger: Callable[[str], None], on_error: Callable[[BaseException], None] | None = None) -> None:
         self._check = check
         self._trigger = trigger
         self._previous: set[str] = set()
         self.alerts = 0            # checks that found a persistent problem (zkconsumer_watchdog_alerts)
         self.problems: list[str] = []  # the persistent problems of the last check
-        self._task = PeriodicTask(f"{consumer_id}-watchdog", interval_s, self.run_once)
+        self._task = PeriodicTask(f"{consumer_id}-watchdog", interval_s, self.run_once, on_error=on_error)
 
     def start(self) -> None:
         self._task.start()
 
-    def stop(self) -> None:
-        self._task.stop()
+    def stop(self, timeout: float = 30.0) -> None:
+        self._task.stop(timeout)
 
     def run_once(self) -> list[str]:
         """One check; returns the problems that persisted since the previous check."""

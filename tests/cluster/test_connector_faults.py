@@ -82,7 +82,7 @@ def test_session_expiry_is_survived(cluster, zk, topic_factory, produce, group_i
         first = produce(topic, 100, partitions=4)
         recorder.wait_for(keys_of(first), timeout=60)
         conn.commit_offsets()
-        old_session = conn.group.session_id
+        old_session = conn.group.live_session
         # Expire it for real: a second client attached to the same session closes it.
         session_id, password = conn.group.client.client_id
         twin = KazooClient(hosts=cluster.zookeeper_connect, client_id=(session_id, password))
@@ -90,7 +90,7 @@ def test_session_expiry_is_survived(cluster, zk, topic_factory, produce, group_i
         twin.stop()
         twin.close()
         deadline = time.monotonic() + 60
-        while conn.group.session_id in (None, old_session) or not conn.group.is_registered():
+        while conn.group.live_session in (None, old_session) or not conn.group.is_registered():
             assert time.monotonic() < deadline, "member never re-registered with a new session"
             time.sleep(0.2)
         wait_for_balanced(zk, group_id, [topic], members=1)

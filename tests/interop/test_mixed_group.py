@@ -71,7 +71,7 @@ class Attempts:
     """Rebalance attempts per member from now on: Scala's log lines and our coordinator's records."""
 
     def __init__(self, mixed, caplog) -> None:  # type: ignore[no-untyped-def]
-        caplog.set_level(logging.INFO, logger="zkconsumer.coordinator")
+        caplog.set_level(logging.INFO, logger="zkconsumer.rebalancer")
         self.mixed, self.caplog, self.since = mixed, caplog, time.time()
         self.scala = {n: self._scala_count(n) for n in mixed.scala}
 

@@ -13,6 +13,7 @@ class RecordingGroup:
         self.during_write = during_write
         self.fenced = set(fenced)
         self.epochs = epochs or {}
+        self.cluster = self  # GroupZk.cluster.topic_epochs
 
     def topic_epochs(self, topics):  # type: ignore[no-untyped-def]
         return {t: self.epochs.get(t) for t in topics}

@@ -7,7 +7,7 @@ import time
 import pytest
 import tenacity
 
-from zkconsumer.rebalance import RebalanceWorker
+from zkconsumer.worker import RebalanceWorker
 
 
 class Runs:

@@ -8,7 +8,7 @@ from typing import Iterable
 from kazoo.client import KazooClient
 
 from zkconsumer.cli.common import CliError, warn
-from zkconsumer.group import GroupZk
+from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.zkdata import ZkDataError
 
 TopicPartition = tuple[str, int]
@@ -19,10 +19,9 @@ _quiet.propagate = False
 
 def bootstrap_from_zookeeper(client: KazooClient) -> str | None:
     """host:port,... of every registered broker's PLAINTEXT endpoint (as ClientUtils did); None if none."""
-    reader = GroupZk(client, "zkconsumer-cli", "zkconsumer-cli")
     addresses = []
     try:
-        brokers = reader.brokers()
+        brokers = ClusterMetadata(client).brokers()
     except ZkDataError as exc:
         warn(f"skipping a garbled broker registration: {exc}")
         return None

@@ -1,0 +1,97 @@
+"""zkconsumer's exceptions: one root, a `retriable` flag, and the classifier every retry loop asks."""
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+from kazoo.exceptions import (AuthFailedError, BadArgumentsError, InvalidACLError, KazooException,
+                              NoAuthError, UnimplementedError)
+from kazoo.handlers.threading import KazooTimeoutError
+
+
+class ZkConsumerError(Exception):
+    """Root of every exception zkconsumer raises on purpose.
+
+    `retriable` says whether doing the same thing again later may succeed (ZooKeeper or Kafka
+    unreachable, a peer in the way). A non-retriable error is a bug or a setting to fix: retry
+    loops give up on it at once.
+    """
+
+    retriable: bool = False
+
+
+class ConsumerError(ZkConsumerError, RuntimeError):
+    """A background thread of the connector failed and the member left the group; the cause is chained."""
+
+
+class ConsumerTimeout(ZkConsumerError):
+    """No message within consumer.timeout.ms (or delivery paused that long). Iteration may continue."""
+
+    retriable = True
+
+
+class ConsumerRebalanceFailed(ZkConsumerError, RuntimeError):
+    """Every attempt of one rebalance failed (Scala's ConsumerRebalanceFailedException)."""
+
+    retriable = True
+
+
+class RegistrationConflict(ZkConsumerError, RuntimeError):
+    """Another live ZooKeeper session holds our member node: a duplicate consumer.id (or our previous
+    process, which has not timed out yet)."""
+
+    retriable = True
+
+
+class ZooKeeperUnavailable(ZkConsumerError, ConnectionError):
+    """No answer from ZooKeeper in time, or no connection: ownership can be neither proved nor changed."""
+
+    retriable = True
+
+
+class BrokersUnavailable(ZkConsumerError, ConnectionError):
+    """No usable Kafka broker (none registered, none with a PLAINTEXT endpoint, or no connection yet)."""
+
+    retriable = True
+
+
+class SessionLost(ZkConsumerError):
+    """The ZooKeeper session our member registered in has ended; its ephemeral nodes are gone."""
+
+    retriable = True
+
+
+class CommitFailed(ZkConsumerError):
+    """Offsets could not be written (after retries); `partitions` names them."""
+
+    retriable = True
+
+    def __init__(self, message: str, partitions: list[tuple[str, int]] | None = None) -> None:
+        super().__init__(message)
+        self.partitions = partitions or []
+
+
+class ShutdownIncomplete(ZkConsumerError):
+    """`shutdown(timeout)` ran out of time; `uncommitted` maps partitions to offsets it could not write."""
+
+    def __init__(self, message: str, uncommitted: dict[tuple[str, int], int]) -> None:
+        super().__init__(message)
+        self.uncommitted = uncommitted
+
+
+# Kazoo errors that no retry can fix: credentials, ACLs, our own bad arguments.
+_KAZOO_FINAL = (AuthFailedError, BadArgumentsError, InvalidACLError, NoAuthError, UnimplementedError)
+
+
+def is_retriable(exc: BaseException) -> bool:
+    """Whether a retry may succeed. Anything we do not recognise is a bug and is not retried."""
+    if isinstance(exc, ZkConsumerError):
+        return exc.retriable
+    if isinstance(exc, KazooException):
+        return not isinstance(exc, _KAZOO_FINAL)
+    if isinstance(exc, KazooTimeoutError):
+        return True
+    if isinstance(exc, KafkaException):
+        err = exc.args[0] if exc.args else None
+        # confluent-kafka marks most transient errors (broker down, transport) retriable()==False:
+        # only fatal errors are final here.
+        return not (isinstance(err, KafkaError) and err.fatal())
+    return isinstance(exc, (OSError, TimeoutError))

@@ -1,0 +1,83 @@
+"""Cluster reads from ZooKeeper: brokers, topics, partitions and topic incarnations (CLI and Spark use it too)."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable
+
+from zkconsumer import zkdata
+from zkconsumer.zkdata import BrokerInfo
+from zkconsumer.zkio import Watch, ZkIO
+
+log = logging.getLogger(__name__)
+
+
+class ClusterMetadata:
+    """What the brokers registered under /brokers, read with bounded calls.
+
+    A `watch` argument is armed by the same request that reads the data, so no change between
+    the read and the watch can be missed.
+
+    Example::
+
+        meta = ClusterMetadata(ZkIO(client, timeout_s=6.0))
+        brokers = meta.brokers()
+        topics = meta.topics(["orders"])   # {"orders": ([0, 1, 2], czxid)}
+    """
+
+    def __init__(self, io: ZkIO | Any) -> None:
+        self.io = io if isinstance(io, ZkIO) else ZkIO(io, timeout_s=30.0)
+
+    def brokers(self, watch: Watch | None = None) -> list[BrokerInfo]:
+        """Every registered broker. A child that is not a broker id is skipped with a warning naming
+        it; a garbled registration raises ZkDataError naming the node."""
+        out = []
+        ids = []
+        for raw in self.io.children(zkdata.BROKER_IDS, watch=watch):
+            if not raw.isascii() or not raw.isdigit():
+                log.warning("ignoring %s/%s: not a broker id", zkdata.BROKER_IDS, raw)
+                continue
+            ids.append(int(raw))
+        found = self.io.many(((b, self.io.client.get_async(zkdata.broker_path(b))) for b in sorted(ids)),
+                             "read brokers")
+        for broker_id, answer in found.items():
+            if answer is not None:
+                out.append(zkdata.decode_broker(broker_id, answer[0], zkdata.broker_path(broker_id)))
+        return out
+
+    def all_topics(self, watch: Watch | None = None) -> list[str]:
+        return sorted(self.io.children(zkdata.BROKER_TOPICS, watch=watch))
+
+    def topics(self, topics: Iterable[str], watch: Watch | None = None) -> dict[str, tuple[list[int], int | None]]:
+        """topic -> (sorted partition ids, epoch); a topic without a node has ([], None).
+
+        The epoch is the topic node's czxid: it changes when a topic is deleted and created again
+        under the same name, and never otherwise (adding partitions only sets data). With a
+        watch, a missing topic's node gets an existence watch, so its creation is seen too.
+        """
+        wanted = sorted(set(topics))
+        found = self.io.many(((t, self.io.client.get_async(zkdata.topic_path(t), watch=watch)) for t in wanted),
+                             "read topics")
+        out: dict[str, tuple[list[int], int | None]] = {}
+        for topic in wanted:
+            answer = found[topic]
+            if answer is None and watch is not None:
+                stat = self.io.exists(zkdata.topic_path(topic), watch=watch)
+                if stat is not None:  # created between the two requests: read it now
+                    answer = self.io.get(zkdata.topic_path(topic))
+            if answer is None:
+                out[topic] = ([], None)
+                continue
+            data, stat = answer
+            out[topic] = (sorted(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic))), stat.czxid)
+        return out
+
+    def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
+        """topic -> sorted partition ids; a topic without a node has none (as in Scala)."""
+        return {t: parts for t, (parts, _) in self.topics(topics).items()}
+
+    def topic_epochs(self, topics: Iterable[str]) -> dict[str, int | None]:
+        """topic -> the czxid of its node now (None: the topic does not exist)."""
+        wanted = sorted(set(topics))
+        found = self.io.many(((t, self.io.client.exists_async(zkdata.topic_path(t))) for t in wanted),
+                             "read topic epochs")
+        return {t: (stat.czxid if stat is not None else None) for t, stat in found.items()}

@@ -1,0 +1,371 @@
+"""Carries out rebalance attempts (decide, release, claim, start fetching) and offset commits, one at a time."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping, Protocol, Sequence
+
+from zkconsumer.assignment import Assignment
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.errors import BrokersUnavailable, ConsumerRebalanceFailed, ZooKeeperUnavailable, is_retriable
+from zkconsumer.group import GroupZk
+from zkconsumer.listener import ConsumerRebalanceListener
+from zkconsumer.membership import Membership
+from zkconsumer.offsets import OffsetStore
+from zkconsumer.peers import IgnoredPeerReporter, evaluate_peers
+from zkconsumer.rebalance import Decision, by_topic, decide, plan, subscribed_topics
+from zkconsumer.stream import PartitionTopicInfo, StreamSet
+from zkconsumer.watchdog import find_problems
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class PartitionFetcher(Protocol):
+    """What a rebalance needs from the fetcher (zkconsumer.fetcher.Fetcher, or NoFetcher)."""
+
+    def assign(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
+
+    def add(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
+
+    def remove(self, keys: Sequence[TopicPartition]) -> None: ...
+
+    def stop_fetching(self) -> None: ...
+
+    def assigned(self) -> set[TopicPartition] | None: ...
+
+    def close(self, timeout: float = 10.0) -> None: ...
+
+    @property
+    def consumer(self) -> object | None: ...
+
+
+class NoFetcher:
+    """fetch=False: own partitions without reading them (e.g. a Spark driver whose executors read)."""
+
+    consumer = None
+
+    def assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        pass
+
+    def add(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        pass
+
+    def remove(self, keys: Sequence[TopicPartition]) -> None:
+        pass
+
+    def stop_fetching(self) -> None:
+        pass
+
+    def assigned(self) -> set[TopicPartition] | None:
+        return None  # nothing to compare with
+
+    def close(self, timeout: float = 10.0) -> None:
+        pass
+
+
+@dataclass
+class RebalanceStats:
+    succeeded: int = 0
+    failed: int = 0
+    last_seconds: float = 0.0
+    last_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one rebalance attempt did."""
+
+    done: bool                  # False: someone else still owns part of our share; try again
+    claimed: int = 0
+    released: int = 0
+    kept: int = 0
+    waiting_for_brokers: bool = False
+
+
+class Rebalancer:
+    """Runs rebalance attempts in the legacy order and commits offsets, never both at once.
+
+    The lock here serialises attempts, commits and shutdown (Scala's rebalanceLock); readers of
+    what we own ask the Assignment instead and are never blocked by it.
+    """
+
+    def __init__(self, config: ConsumerConfig, group: GroupZk, membership: Membership, assignment: Assignment,
+                 streams: StreamSet, offsets: OffsetStore, make_fetcher: Callable[[str], PartitionFetcher],
+                 listener: ConsumerRebalanceListener) -> None:
+        self.config = config
+        self.consumer_id = group.consumer_id
+        self.group = group
+        self.membership = membership
+        self.assignment = assignment
+        self.streams = streams
+        self.offsets = offsets
+        self._make_fetcher = make_fetcher
+        self.listener = listener
+        self._lock = threading.RLock()
+        self.fetcher: PartitionFetcher | None = None
+        self.stats = RebalanceStats()
+        self.last_assignment: dict[str, dict[int, str]] = {}
+        self.my_topics: set[str] = set()
+        self.topic_epochs: dict[str, int | None] = {}
+        self.peers = IgnoredPeerReporter()
+        self._stopping = threading.Event()
+
+    # ---- rebalance -----------------------------------------------------------------------------
+    def synced_rebalance(self, reason: str) -> bool:
+        """Up to rebalance.max.retries attempts; True on success (or when stopping). A failure that is
+        not retriable (a bug, a listener's own exception) is raised: the caller takes the member out."""
+        with self._lock:
+            began = time.monotonic()
+            attempts = self.config.rebalance_max_retries
+            for attempt in range(1, attempts + 1):
+                if self._stopping.is_set():
+                    return True
+                log.info("%s: rebalance attempt %d/%d (%s)", self.consumer_id, attempt, attempts, reason)
+                try:
+                    outcome = self._attempt()
+                    if outcome.done:
+                        self.stats.succeeded += 1
+                        self.stats.last_seconds = time.monotonic() - began
+                        self.stats.last_error = None
+                        return True
+                    error = "another member still owns some of our partitions"
+                except Exception as exc:  # noqa: BLE001 - classified right here
+                    if not is_retriable(exc):
+                        raise
+                    error = f"{type(exc).__name__}: {exc}"
+                    log.warning("%s: rebalance attempt %d failed: %s", self.consumer_id, attempt, error)
+                self.stats.last_error = error
+                if self._stopping.wait(self.config.rebalance_backoff_ms / 1000.0):
+                    return True
+            self.stats.failed += 1
+            failure = ConsumerRebalanceFailed(
+                f"{self.consumer_id} can't rebalance after {attempts} retries ({self.stats.last_error}); "
+                f"retrying with back-off up to {self.config.rebalance_recheck_ms} ms, never giving up")
+            log.error("%s", failure)
+            self.listener.on_rebalance_failed(failure)
+            return False
+
+    def _attempt(self) -> Outcome:
+        self.membership.ensure_registered()
+        decision = self._decide()
+        if decision is None:
+            return Outcome(done=True, waiting_for_brokers=True)
+        self._reconcile()
+        incremental = self.config.rebalance_incremental
+        steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
+        self._release(steps.release, stop_the_world=not incremental)
+        self._finish_releases()
+        if self._stopping.is_set():
+            return Outcome(done=True)
+        try:
+            conflicts = self.group.claim(steps.claim)                        # 9 claim, all or nothing
+        except BaseException:
+            self.assignment.adopt_orphans(steps.claim)  # some nodes may exist: delete them next time
+            raise
+        if conflicts:
+            log.info("%s: %d partitions still owned by others (e.g. %s-%d); backing off",
+                     self.consumer_id, len(conflicts), *conflicts[0])
+            return Outcome(done=False)
+        try:
+            self._start(steps.claim, decision)
+        except BaseException:
+            self.assignment.adopt_orphans(steps.claim)  # not fetching them, so give them back
+            raise
+        owned = self.assignment.owned()
+        log.info("%s owns %d partitions (%d new, %d released, %d kept): %s", self.consumer_id, len(owned),
+                 len(steps.claim), len(steps.release), len(steps.keep),
+                 ", ".join(f"{t}-{p}" for t, p in sorted(owned)) or "none")
+        return Outcome(done=True, claimed=len(steps.claim), released=len(steps.release), kept=len(steps.keep))
+
+    def _decide(self) -> Decision | None:
+        """Read the group (arming every watch with the read it guards) and compute the assignment."""
+        m = self.membership
+        registrations, unreadable = self.group.read_registrations(watch=m.on_members_changed)
+        brokers = self.group.cluster.brokers(watch=m.on_brokers_changed)
+        if not brokers:
+            log.warning("%s: no brokers registered; waiting for /brokers/ids to change", self.consumer_id)
+            m.waiting_for_brokers = True
+            return None
+        m.waiting_for_brokers = False
+        self._ensure_fetcher(brokers)
+        compat = self.config.compat
+        wildcard = any(r.pattern != "static" for r in registrations.values())
+        all_topics = self.group.cluster.all_topics(watch=m.on_topic_list_changed if wildcard else None)
+        view = evaluate_peers(registrations, unreadable, all_topics, own_id=self.consumer_id,
+                              group_id=self.config.group_id, exclude_internal=self.config.exclude_internal_topics,
+                              compat=compat)
+        self.peers.report(view.ignored)
+        self.my_topics = set(view.threads[self.consumer_id])
+        topics = self.group.cluster.topics(subscribed_topics(view.threads), watch=m.on_topic_changed)
+        self.topic_epochs = {t: epoch for t, (_, epoch) in topics.items()}
+        partitions = {t: parts for t, (parts, _) in topics.items()}
+        decision = decide(self.consumer_id, self.config.partition_assignment_strategy, view.threads, partitions,
+                          compat)
+        self.last_assignment = decision.by_topic()
+        return decision
+
+    def _reconcile(self) -> None:
+        """Resolve owned partitions we can no longer vouch for before planning.
+
+        Another incarnation of the topic (deleted, maybe created again): released without a commit,
+        then claimed afresh so offsets are read again. Owner node no longer ours (deleted by a tool):
+        forgotten, claimed again. Not fetched although owned: stop and claim again (the claim of a
+        node that is still ours writes nothing).
+        """
+        owned = self.assignment.owned_infos()
+        stale = sorted(k for k, i in owned.items()
+                       if i.epoch is not None and i.epoch != self.topic_epochs.get(k[0], i.epoch))
+        if stale:
+            log.warning("%s: topic deleted or re-created under us; dropping %s without committing",
+                        self.consumer_id, ", ".join(f"{t}-{p}" for t, p in stale))
+            self.assignment.begin_release(stale)
+        rest = {k: i.thread_id for k, i in owned.items() if k not in set(stale)}
+        lost = set(self.group.not_ours(rest))
+        fetched = self.fetcher.assigned() if self.fetcher is not None else None
+        drifted = (set(rest) - fetched - lost) if fetched is not None else set()
+        if lost:
+            log.warning("%s: owner nodes of %s are no longer ours; claiming again", self.consumer_id,
+                        ", ".join(f"{t}-{p}" for t, p in sorted(lost)))
+            self.assignment.drop(lost)
+        if drifted:
+            log.warning("%s: %s owned but not fetched; starting them again", self.consumer_id,
+                        ", ".join(f"{t}-{p}" for t, p in sorted(drifted)))
+            self.assignment.drop(drifted)
+            self.assignment.adopt_orphans({k: rest[k] for k in drifted})
+        if self.fetcher is not None and (lost or drifted):
+            self.fetcher.remove(sorted(lost | drifted))
+
+    def _release(self, release: Mapping[TopicPartition, str], *, stop_the_world: bool) -> None:
+        """Stop delivering, commit, tell the listener; the owner nodes go in _finish_releases."""
+        if stop_the_world:
+            if self.fetcher is not None:
+                self.fetcher.stop_fetching()
+            self.assignment.begin_release(release)
+            self.streams.clear()
+        else:
+            self.assignment.begin_release(release)
+        if release:
+            self._commit_quietly()
+            self.listener.before_releasing_partitions(by_topic(release))
+
+    def _finish_releases(self) -> None:
+        """Delete every owner node still pending (this attempt's and any earlier failed one's)."""
+        pending = self.assignment.releasing()
+        if not pending:
+            return
+        confirmed = self.group.release(pending)
+        self.assignment.released(confirmed)
+        if self.fetcher is not None and confirmed:
+            self.fetcher.remove(confirmed)
+        left = sorted(set(pending) - set(confirmed))
+        if left:
+            raise ZooKeeperUnavailable(f"owner nodes of {', '.join(f'{t}-{p}' for t, p in left)} changed while "
+                                       "being released; trying again")
+
+    def _start(self, claim: Mapping[TopicPartition, str], decision: Decision) -> None:
+        """Read offsets (only now: the old owner committed before it released) and start fetching."""
+        offsets = self.offsets.read(claim)
+        infos = [PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread), offsets[key],
+                                    self.topic_epochs.get(key[0]))
+                 for key, thread in claim.items()]
+        self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
+        assert self.fetcher is not None
+        if self.config.rebalance_incremental:
+            if infos:
+                self.fetcher.add(infos)
+        else:
+            self.fetcher.assign(infos)
+        self.assignment.install(infos)
+
+    def _ensure_fetcher(self, brokers: list) -> None:  # type: ignore[type-arg]
+        if self.fetcher is None:
+            addresses = [b.plaintext_address() for b in brokers]
+            bootstrap = ",".join(f"{h}:{p}" for h, p in (a for a in addresses if a))
+            if not bootstrap:
+                raise BrokersUnavailable("no broker has a PLAINTEXT endpoint yet (the legacy consumer needs one)")
+            self.fetcher = self._make_fetcher(bootstrap)
+
+    # ---- health --------------------------------------------------------------------------------
+    def health_problems(self) -> list[str]:
+        """Ownership problems in our topics right now (see watchdog.find_problems). Owner nodes of our
+        session that we neither own nor release are scheduled for deletion."""
+        if self._stopping.is_set() or not self.last_assignment:
+            return []
+        members = set(self.group.member_ids())
+        partitions = {t: parts for t, parts in self.last_assignment.items() if t in self.my_topics}
+        owners = {t: self.group.owners(t) for t in partitions}
+        # Deleting an adopted node is fenced by session, so one of an older session is left alone.
+        orphans = self.assignment.adopt_orphans({(t, p): thread for t, found in owners.items()
+                                                 for p, thread in found.items()
+                                                 if thread.startswith(self.consumer_id + "-")})
+        if orphans:
+            self.membership.trigger("watchdog: owner nodes of this member that it does not own")
+        fetcher = self.fetcher
+        fetched = fetcher.assigned() if fetcher is not None else None
+        problems = find_problems({t: parts.keys() for t, parts in partitions.items()}, owners, members,
+                                 set(self.assignment.owned()), fetched, expected=partitions)
+        problems += [f"{t}-{p} is held by this member's session but not owned (releasing it)" for t, p in orphans]
+        return problems
+
+    # ---- commits -------------------------------------------------------------------------------
+    def commit(self, *, retries: int = 0) -> int:
+        """Write the consumed offsets of every owned (or releasing) partition that changed."""
+        with self._lock:
+            return self.offsets.commit(self.assignment.committable(), attempts=1 + retries)
+
+    def commit_positions(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, bool]:
+        """Commit progress tracked outside the iterators (next offset to read), owned partitions only."""
+        with self._lock:
+            infos = self.assignment.record_positions(positions)
+            self.offsets.commit(infos)
+            mine = {i.key: i for i in infos}
+            return {key: key in mine and mine[key].committed_offset == offset for key, offset in positions.items()}
+
+    def _commit_quietly(self) -> None:
+        if not self.config.auto_commit_enable:
+            return
+        try:
+            self.offsets.commit(self.assignment.committable())
+        except Exception as exc:  # noqa: BLE001 - release anyway; the new owner re-reads from the last commit
+            if not is_retriable(exc):
+                raise
+            log.error("%s: commit before release failed (%s); messages since the last commit "
+                      "will be delivered again", self.consumer_id, exc)
+            self.offsets.failures += 1
+
+    # ---- shutdown ------------------------------------------------------------------------------
+    def begin_shutdown(self) -> None:
+        """Make a running rebalance give up at its next step (KAFKA-1848)."""
+        self._stopping.set()
+
+    def shutdown(self, timeout_s: float) -> dict[TopicPartition, int]:
+        """Stop delivering, end the iterators, commit (if auto-commit), close the fetcher, all within
+        `timeout_s`. Returns the offsets it could not commit (empty when everything was written)."""
+        self._stopping.set()
+        began = time.monotonic()
+        got_lock = self._lock.acquire(timeout=max(0.0, timeout_s / 2))
+        try:
+            infos = self.assignment.committable()
+            self.assignment.begin_release(list(self.assignment.owned()))
+            self.streams.close()
+            unwritten = {}
+            if self.config.auto_commit_enable:
+                unwritten = self._final_commit(infos)
+            if self.fetcher is not None:
+                self.fetcher.close(timeout=max(0.1, timeout_s - (time.monotonic() - began)))
+            return unwritten
+        finally:
+            if got_lock:
+                self._lock.release()
+
+    def _final_commit(self, infos: list[PartitionTopicInfo]) -> dict[TopicPartition, int]:
+        try:
+            self.offsets.commit(infos, attempts=1 + self.config.offsets_commit_max_retries)
+        except Exception as exc:  # noqa: BLE001 - reported to the caller with what was not written
+            log.error("%s: final commit failed: %s", self.consumer_id, exc)
+        return {i.key: i.consumed_offset for i in infos
+                if i.consumed_offset >= 0 and i.consumed_offset != i.committed_offset}

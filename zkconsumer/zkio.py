@@ -1,0 +1,145 @@
+"""Bounded kazoo calls: every ZooKeeper request waits at most a timeout, then raises ZooKeeperUnavailable.
+
+kazoo's synchronous calls wait without limit while the connection is down (the request sits in
+kazoo's queue until a reconnect), which would hang a shutdown or a metrics scrape for as long
+as ZooKeeper is unreachable. Everything zkconsumer asks ZooKeeper goes through here instead.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable, TypeVar
+
+from kazoo.exceptions import NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import WatchedEvent, ZnodeStat
+
+from zkconsumer.errors import ZooKeeperUnavailable
+
+T = TypeVar("T")
+Watch = Callable[[WatchedEvent], object]
+
+
+class Deadline:
+    """A point in time by which a sequence of calls must be done (shutdown(timeout) uses one)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self._end = None if seconds is None else time.monotonic() + max(0.0, seconds)
+
+    def remaining(self, cap: float) -> float:
+        if self._end is None:
+            return cap
+        return max(0.0, min(cap, self._end - time.monotonic()))
+
+    def expired(self) -> bool:
+        return self._end is not None and time.monotonic() >= self._end
+
+
+class ZkIO:
+    """A kazoo client whose every call is bounded by `timeout_s` (or by a Deadline's remainder).
+
+    Example::
+
+        io = ZkIO(client, timeout_s=6.0)
+        data, stat = io.get("/brokers/ids/1")
+        children = io.children("/consumers/g/ids", watch=on_change)
+    """
+
+    def __init__(self, client: Any, timeout_s: float) -> None:
+        self.client = client
+        self.timeout_s = timeout_s
+        self.deadline = Deadline(None)  # tightened by shutdown
+
+    def wait(self, async_result: Any, what: str) -> Any:
+        """The answer to one request, waiting at most the timeout."""
+        timeout = self.deadline.remaining(self.timeout_s)
+        try:
+            return async_result.get(timeout=timeout)
+        except KazooTimeoutError:
+            raise ZooKeeperUnavailable(f"no answer from ZooKeeper within {timeout:.1f}s to {what}") from None
+
+    def get(self, path: str, watch: Watch | None = None) -> tuple[bytes, ZnodeStat]:
+        return self.wait(self.client.get_async(path, watch=watch), f"get {path}")  # type: ignore[no-any-return]
+
+    def exists(self, path: str, watch: Watch | None = None) -> ZnodeStat | None:
+        return self.wait(self.client.exists_async(path, watch=watch), f"exists {path}")  # type: ignore[no-any-return]
+
+    def children(self, path: str, watch: Watch | None = None) -> list[str]:
+        return self.wait(self.client.get_children_async(path, watch=watch),  # type: ignore[no-any-return]
+                         f"get_children {path}")
+
+    def create(self, path: str, data: bytes, *, ephemeral: bool = False) -> str:
+        return self.wait(self.client.create_async(path, data, ephemeral=ephemeral),  # type: ignore[no-any-return]
+                         f"create {path}")
+
+    def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        return self.wait(self.client.set_async(path, data, version=version), f"set {path}")  # type: ignore[no-any-return]
+
+    def delete(self, path: str, version: int = -1) -> None:
+        self.wait(self.client.delete_async(path, version=version), f"delete {path}")
+
+    def ensure_path(self, path: str) -> None:
+        """Create the persistent node and its parents (kazoo's ensure_path, bounded)."""
+        self.wait(self.client.ensure_path_async(path), f"ensure_path {path}")
+
+    def commit(self, txn: Any, what: str) -> list[Any]:
+        return self.wait(txn.commit_async(), what)  # type: ignore[no-any-return]
+
+    def many(self, calls: Iterable[tuple[T, Any]], what: str) -> dict[T, Any]:
+        """Wait for several requests sent at once: key -> result, or None for a node that does not
+        exist. Any other failure raises (for the whole batch)."""
+        out: dict[T, Any] = {}
+        for key, async_result in calls:
+            try:
+                out[key] = self.wait(async_result, what)
+            except NoNodeError:
+                out[key] = None
+        return out
+
+
+def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float,
+            auth: list[tuple[str, str]] | None = None) -> Any:
+    """A started KazooClient that keeps reconnecting, and records the session timeout the server
+    granted as `negotiated_session_timeout_ms` (None until known).
+
+    kazoo keeps the negotiated value to itself; its connection's `_connect` returns
+    (2/3 of it, it / number of hosts), so it is recovered from the second. If a kazoo version
+    changes that, the attribute stays None and the lease falls back to the configured timeout.
+    """
+    from kazoo.client import KazooClient
+    client = KazooClient(hosts=hosts, timeout=session_timeout_s, auth_data=auth,
+                         connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0})
+    client.negotiated_session_timeout_ms = None
+    connection: Any = getattr(client, "_connection", None)
+    original = getattr(connection, "_connect", None)
+    if connection is not None and original is not None:
+        def recording_connect(*args: Any, **kwargs: Any) -> Any:
+            answer = original(*args, **kwargs)
+            try:
+                client.negotiated_session_timeout_ms = int(round(answer[1] * len(client.hosts)))
+            except (TypeError, IndexError, AttributeError):
+                pass
+            return answer
+        connection._connect = recording_connect
+    try:
+        client.start(timeout=connect_timeout_s)
+    except Exception:
+        client.close()
+        raise
+    return client
+
+
+def close_quietly(client: Any, timeout_s: float) -> bool:
+    """Close the session (our ephemeral nodes vanish at once) without waiting past `timeout_s`;
+    False if kazoo did not finish in time (it goes on in the background)."""
+    import threading
+
+    def run() -> None:
+        try:
+            client.stop()
+            client.close()
+        except Exception:  # noqa: BLE001 - already disconnected; nothing left to clean
+            pass
+    closer = threading.Thread(target=run, name="zkconsumer-close-session", daemon=True)
+    closer.start()
+    closer.join(timeout_s)
+    return not closer.is_alive()
