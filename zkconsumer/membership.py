@@ -6,7 +6,8 @@ actions. The rules it encodes:
 - SUSPENDED (link down, session maybe alive): stop delivering; own everything still.
 - LOST (session expired): every ephemeral node of that session is gone, so every partition is
   lost at once (nothing to release) and a rebalance re-registers in the new session.
-- CONNECTED in the registered session: deliver again (the server just vouched for it).
+- CONNECTED in the registered session: deliver again (the server just vouched for it) and
+  rebalance once, because kazoo drops every watch when the link drops.
 - CONNECTED in another session without a LOST first: treated as LOST.
 - A missing session id (kazoo's `client_id` is None while the link is down) is never taken for
   a new session: it means "unknown, wait".
@@ -73,7 +74,10 @@ def transition(state: State, event: Event) -> Transition:
         return Transition(State.EXPIRED, deliver=False, lose_ownership=state is not State.EXPIRED,
                           rebalance="ZooKeeper session expired")
     if event is Event.CONNECTED_SAME:
-        if state in (State.CONNECTED, State.SUSPENDED):
+        if state is State.SUSPENDED:
+            # kazoo drops every watch when the link drops: a rebalance reads the group again and re-arms them.
+            return Transition(State.CONNECTED, deliver=True, rebalance="reconnected; re-reading the group")
+        if state is State.CONNECTED:
             return Transition(State.CONNECTED, deliver=True)
         return Transition(state)  # expired or not registered yet: the rebalance decides
     # CONNECTED_OTHER
@@ -204,17 +208,22 @@ class Membership:
         self._trigger(reason)
 
     # ---- watch callbacks (kazoo's thread) --------------------------------------------------------
-    def on_members_changed(self, _event: WatchedEvent) -> None:
-        self._trigger("group membership changed")
+    # An event of type NONE is kazoo dropping the watch on a disconnect; the reconnect rebalances.
+    def on_members_changed(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self._trigger("group membership changed")
 
-    def on_topic_list_changed(self, _event: WatchedEvent) -> None:
-        self._trigger("topic list changed")
+    def on_topic_list_changed(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self._trigger("topic list changed")
 
-    def on_brokers_changed(self, _event: WatchedEvent) -> None:
-        if self.waiting_for_brokers:
+    def on_brokers_changed(self, event: WatchedEvent) -> None:
+        if self.waiting_for_brokers and event.type != EventType.NONE:
             self._trigger("brokers changed")
 
     def on_topic_changed(self, event: WatchedEvent) -> None:
+        if event.type == EventType.NONE:
+            return
         topic = topic_of_path(event.path or "")
         if event.type == EventType.DELETED and topic:
             # Positions of a deleted topic mean nothing in a re-created one: stop at once.

@@ -236,8 +236,10 @@ class Rebalancer:
                         ", ".join(f"{t}-{p}" for t, p in sorted(drifted)))
             self.assignment.drop(drifted)
             self.assignment.adopt_orphans({k: rest[k] for k in drifted})
-        if self.fetcher is not None and (lost or drifted):
-            self.fetcher.remove(sorted(lost | drifted))
+        # Fetched but not owned (left over from a lost session): nothing of it may be delivered anyway.
+        extra = (fetched - set(owned)) if fetched is not None else set()
+        if self.fetcher is not None and (lost or drifted or extra):
+            self.fetcher.remove(sorted(lost | drifted | extra))
 
     def _release(self, release: Mapping[TopicPartition, str], *, stop_the_world: bool) -> None:
         """Stop delivering, commit, tell the listener; the owner nodes go in _finish_releases."""

@@ -171,14 +171,15 @@ class DeliveryGate:
     SIGSTOP) therefore hands out nothing on waking until the session is confirmed again.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.open = True           # plain attributes: read on every message, without the lock
         self.lease_until = math.inf
         self.ended = False
+        self.clock = clock         # the lease's clock (a simulation passes its own)
         self._cond = threading.Condition()
 
     def usable(self) -> bool:
-        return self.open and self.lease_until >= time.monotonic()
+        return self.open and self.lease_until >= self.clock()
 
     def close(self) -> None:
         with self._cond:
@@ -212,7 +213,6 @@ class DeliveryGate:
 
 
 _ALWAYS_OPEN = DeliveryGate()
-_monotonic = time.monotonic
 
 
 class ConsumerIterator(Iterator[Message]):
@@ -247,7 +247,7 @@ class ConsumerIterator(Iterator[Message]):
                 self._next_chunk()
                 info = self._info
             # Checked with the message in hand: the chunk may have arrived after a disconnect.
-            if gate.open and gate.lease_until >= _monotonic():
+            if gate.open and gate.lease_until >= gate.clock():
                 break
             self._wait_for_gate()  # then look again: the partition may have been released
         msg = self._messages[self._index]
@@ -358,11 +358,12 @@ class StreamSet:
     """
 
     def __init__(self, consumer_id: str, *, static: dict[str, int] | None = None,
-                 wildcard_streams: int | None = None, capacity: int = 2, consumer_timeout_ms: int = -1) -> None:
+                 wildcard_streams: int | None = None, capacity: int = 2, consumer_timeout_ms: int = -1,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.consumer_id = consumer_id
         self.by_topic: dict[str, list[KafkaStream]] = {}
         self.wildcard: list[KafkaStream] = []
-        self.gate = DeliveryGate()
+        self.gate = DeliveryGate(clock)
         make = lambda name: KafkaStream(name, StreamQueue(capacity, name), consumer_timeout_ms,  # noqa: E731
                                         self.gate)
         if static is not None:

@@ -1,0 +1,269 @@
+"""Seeded fault schedules over simulated members, with the group's safety invariants checked after every step.
+
+Invariants (each violation is a line naming the step, member and partition):
+  1. delivery only under ownership: when a member hands out a message, ZooKeeper holds that
+     partition's owner node for the delivering thread in the member's live session (so at most
+     one member delivers a partition at a time);
+  2. no duplicate outside the uncommitted window: a delivered offset is never below the
+     partition's committed offset at that moment;
+  3. nothing lost and convergence: once faults stop, the group settles on the assignment every
+     member computes, with no extra owner nodes, every produced message is delivered, and the
+     committed offsets reach the log ends;
+  4. no bug: a non-retriable exception from any production step is a violation.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from zkconsumer import zkdata
+from zkconsumer.assignors import AssignmentInput, assign
+from zkconsumer.compat import DEFAULT
+from zkconsumer.testing.simulation import Delivery, SimLog, SimMember, committed, owner_nodes
+from zkconsumer.testing.zkmodel import FAIL_AFTER, FAIL_BEFORE, ZkModel, slow
+
+GROUP, TOPIC = "g", "t"
+
+
+@dataclass
+class Options:
+    members: int = 3
+    partitions: int = 6
+    steps: int = 120
+    session_timeout_ms: int = 4000
+    fault_rate: float = 0.03          # per ZooKeeper call
+    settle_rounds: int = 400
+
+
+@dataclass
+class Result:
+    seed: int
+    violations: list[str] = field(default_factory=list)
+    trace: list[str] = field(default_factory=list)
+    delivered: int = 0
+    produced: int = 0
+
+
+class Schedule:
+    """One seeded run: a small group under random faults, then a quiet phase that must converge."""
+
+    def __init__(self, seed: int, options: Options | None = None) -> None:
+        self.seed = seed
+        self.o = options or Options()
+        self.rng = random.Random(seed)
+        self.model = ZkModel(tick_ms=500, max_session_timeout_ms=self.o.session_timeout_ms)
+        self.log = SimLog()
+        self.result = Result(seed)
+        self.members: list[SimMember] = []
+        self.deliveries: list[Delivery] = []
+        self.faulty = False
+        self.offsets_dropped = False
+        self._next_id = 0
+        admin = self.model.client("admin")
+        admin.start()
+        self.admin = admin
+        broker = zkdata.BrokerInfo(1, "localhost", 9092, ("PLAINTEXT://localhost:9092",), None, 4, timestamp="1")
+        admin.create(zkdata.broker_path(1), zkdata.encode_broker(broker), makepath=True)
+        self.partitions = self.o.partitions
+        admin.create(zkdata.topic_path(TOPIC), self._topic_data(), makepath=True)
+        self.model.set_fault_hook(self._fault)
+
+    def _topic_data(self) -> bytes:
+        return zkdata.encode_topic_partitions({p: [1] for p in range(self.partitions)})
+
+    def _fault(self, client: object, op: str, path: str) -> object:
+        if not self.faulty or getattr(client, "name", "") == "admin" or self.rng.random() >= self.o.fault_rate:
+            return None
+        fault = self.rng.choice([FAIL_BEFORE, FAIL_AFTER, slow(self.rng.choice([50, 500, 3000]))])
+        self.note(f"fault {fault} at {getattr(client, 'name', '?')} {op} {path}")
+        return fault
+
+    def note(self, line: str) -> None:
+        self.result.trace.append(f"[{self.model.now_ms}ms] {line}")
+
+    def violation(self, text: str) -> None:
+        self.result.violations.append(f"seed {self.seed} t={self.model.now_ms}ms: {text}")
+
+    def add_member(self) -> SimMember:
+        self._next_id += 1
+        member = SimMember(f"m{self._next_id}", self.model, GROUP, TOPIC, self.rng.choice([1, 2]), self.log,
+                           self.o.session_timeout_ms, lambda m, d: self.check_delivery(m, d),
+                           on_bug=lambda what, exc: self.violation(f"bug in {what}: {exc!r}"))
+        self.members.append(member)
+        self.note(f"join {member.name}")
+        return member
+
+    # ---- the run ------------------------------------------------------------------------------------
+    def run(self) -> Result:
+        for _ in range(self.o.members):
+            self.add_member()
+        self.faulty = True
+        for _ in range(self.o.steps):
+            self.step()
+            if self.result.violations:
+                return self.finish()
+        self.faulty = False
+        self.settle()
+        return self.finish()
+
+    def live(self) -> list[SimMember]:
+        return [m for m in self.members if m.alive]
+
+    def step(self) -> None:
+        rng, model = self.rng, self.model
+        live = self.live()
+        action = rng.choices(
+            ["produce", "deliver", "rebalance", "consume", "commit", "lease", "health", "advance",
+             "disconnect", "reconnect", "freeze", "thaw", "crash", "join", "leave", "add_partitions",
+             "garble_peer", "drop_offsets"],
+            [8, 10, 8, 10, 3, 4, 2, 6, 2, 3, 1, 2, 1, 1, 1, 1, 0.3, 0.3])[0]
+        member = rng.choice(live) if live else None
+        if action == "produce":
+            key = (TOPIC, rng.randrange(self.partitions))
+            self.log.produce(key, rng.randint(1, 5))
+        elif action == "advance":
+            model.advance(rng.choice([100, 500, 1500, 3000, 5000]))
+        elif action == "join" and len(live) < 6:
+            self.add_member()
+        elif action == "add_partitions" and self.partitions < 12:
+            self.partitions += rng.randint(1, 2)
+            self.admin.set(zkdata.topic_path(TOPIC), self._topic_data())
+            self.note(f"partitions -> {self.partitions}")
+        elif action == "garble_peer":
+            path = zkdata.member_path(GROUP, f"{GROUP}_garbled{rng.randrange(3)}")
+            if not model.exists(path):
+                bad = rng.choice([b'{"version":1,"subscription":{"t":0},"pattern":"static","timestamp":"1"}',
+                                  b'{"version":1,"subscription":{"[a-z&&[^x]].*":1},"pattern":"white_list",'
+                                  b'"timestamp":"1"}'])
+                self.admin.create(path, bad, makepath=True)
+                self.note(f"garbled peer {path}")
+        elif action == "drop_offsets":
+            folder = zkdata.offsets_path(GROUP, TOPIC)
+            if model.exists(folder):
+                for child in model.children(folder):
+                    self.admin.delete(f"{folder}/{child}")
+                self.admin.delete(folder)
+                self.offsets_dropped = True
+                self.note(f"deleted {folder}")
+        elif member is not None:
+            self.member_action(action, member)
+
+    def member_action(self, action: str, m: SimMember) -> None:
+        model = self.model
+        if m.frozen and action != "thaw":
+            return
+        if action == "deliver":
+            model.deliver(m.client)
+        elif action == "rebalance":
+            m.rebalance()
+        elif action == "consume":
+            m.consume(self.rng.randint(1, 6))
+        elif action == "commit":
+            m.commit()
+        elif action == "lease":
+            m.renew_lease()
+        elif action == "health":
+            m.check_health()
+        elif action == "disconnect" and m.client.connected:
+            model.disconnect(m.client)
+            self.note(f"disconnect {m.name}")
+        elif action == "reconnect" and not m.client.connected:
+            model.reconnect(m.client)
+            self.note(f"reconnect {m.name}")
+        elif action == "freeze":
+            model.freeze(m.client)
+            m.frozen = True
+            self.note(f"freeze {m.name}")
+        elif action == "thaw" and m.frozen:
+            model.thaw(m.client)
+            m.frozen = False
+            self.note(f"thaw {m.name}")
+        elif action == "crash":
+            model.crash(m.client)
+            m.alive = False
+            self.note(f"crash {m.name}")
+        elif action == "leave":
+            m.leave()
+            self.note(f"leave {m.name}")
+
+    # ---- invariants -------------------------------------------------------------------------------------
+    def check_delivery(self, member: SimMember, d: Delivery) -> None:
+        """Invariants 1 and 2, at the moment a message is handed out."""
+        self.deliveries.append(d)
+        node = owner_nodes(self.model, GROUP, d.key[0]).get(d.key[1])
+        where = f"{d.key[0]}-{d.key[1]}@{d.offset}"
+        if node is None or node[1] != member.group.session or node[1] not in self.model.live_sessions():
+            self.violation(f"{d.member} delivered {where} without owning it (owner node {node}, "
+                           f"registered session {member.group.session})")
+        elif not d.thread.startswith(f"{TOPIC}/") or node[0] != d.thread[len(TOPIC) + 1:]:
+            self.violation(f"{d.member} delivered {where} from stream {d.thread}, owner node says {node[0]}")
+        done = committed(self.model, GROUP, d.key)
+        if done is not None and d.offset < done:
+            self.violation(f"{d.member} re-delivered {where} below committed offset {done}")
+
+    def expected_owners(self) -> dict[int, str]:
+        live = [m for m in self.members if m.alive]
+        consumers = sorted(t for m in live for t in m.thread_ids())
+        inp = AssignmentInput(consumers_for_topic={TOPIC: consumers} if consumers else {},
+                              partitions_for_topic={TOPIC: list(range(self.partitions))})
+        return {p: thread for (_, p), thread in assign("range", inp, DEFAULT).items()}
+
+    def settle(self) -> None:
+        """Faults stop: links come back, frozen members wake, dead sessions time out; then it must converge."""
+        self.note("faults stop")
+        if not self.live():
+            self.add_member()  # somebody must be left to consume
+        for m in self.members:
+            if m.frozen:
+                self.model.thaw(m.client)
+                m.frozen = False
+            if m.alive and not m.client.connected:
+                self.model.reconnect(m.client)
+        for round_ in range(self.o.settle_rounds):
+            self.model.advance(250)
+            for m in self.live():
+                self.model.deliver(m.client)
+                m.renew_lease()
+                m.rebalance()
+                m.consume(50)
+                if round_ % 4 == 3:
+                    m.commit()
+                if round_ % 8 == 7:
+                    m.check_health()
+            if self.result.violations:
+                return
+            if round_ > 8 and self.converged():
+                return
+        self.violation("no convergence after faults stopped: " + self.describe())
+
+    def converged(self) -> bool:
+        owners = {p: thread for p, (thread, _) in owner_nodes(self.model, GROUP, TOPIC).items()}
+        if owners != self.expected_owners() or any(m.pending for m in self.live()):
+            return False
+        delivered = {(d.key, d.offset) for d in self.deliveries}
+        for p in range(self.partitions):
+            key = (TOPIC, p)
+            end = self.log.end(key)
+            if any((key, o) not in delivered for o in range(end)):
+                return False
+            done = committed(self.model, GROUP, key)
+            # An operator's deletion of the offsets folder leaves unchanged partitions without a node
+            # until their next commit with progress: only then is "missing" acceptable.
+            if end and done != end and not (done is None and self.offsets_dropped):
+                return False
+        return True
+
+    def describe(self) -> str:
+        owners = {p: thread for p, (thread, _) in owner_nodes(self.model, GROUP, TOPIC).items()}
+        delivered = {(d.key, d.offset) for d in self.deliveries}
+        missing = {p: [o for o in range(self.log.end((TOPIC, p))) if ((TOPIC, p), o) not in delivered][:5]
+                   for p in range(self.partitions)}
+        return (f"owners {owners} expected {self.expected_owners()}; pending "
+                f"{ {m.name: m.pending for m in self.live()} }; undelivered {({p: o for p, o in missing.items() if o})}; "
+                f"committed { {p: committed(self.model, GROUP, (TOPIC, p)) for p in range(self.partitions)} } "
+                f"ends { {p: self.log.end((TOPIC, p)) for p in range(self.partitions)} }")
+
+    def finish(self) -> Result:
+        self.result.delivered = len(self.deliveries)
+        self.result.produced = sum(self.log.ends.values())
+        return self.result

@@ -1,0 +1,221 @@
+"""Simulated group members: the real membership, rebalancer and iterators over the in-memory ZooKeeper and log.
+
+Nothing here runs a thread or reads a real clock: a driver (see sim_schedule) decides which
+member does what next, so every interleaving is reproducible from a seed. The members run the
+production code paths (GroupZk, Membership, Rebalancer, Assignment, OffsetStore, StreamSet,
+ConsumerIterator); only the Kafka fetcher is replaced, by `SimFetcher` over `SimLog`.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from zkconsumer import zkdata
+from zkconsumer.assignment import Assignment
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.errors import ConsumerTimeout, is_retriable
+from zkconsumer.group import GroupZk
+from zkconsumer.listener import ConsumerRebalanceListener
+from zkconsumer.membership import Membership
+from zkconsumer.offsets import OffsetStore
+from zkconsumer.rebalancer import Rebalancer
+from zkconsumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
+from zkconsumer.subscription import StaticSubscription, encode_registration
+from zkconsumer.testing.zkmodel import ZkModel
+from zkconsumer.watchdog import Watchdog
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+
+
+class SimLog:
+    """In-memory partition logs: topic -> partition -> number of messages (offsets 0..n-1)."""
+
+    def __init__(self) -> None:
+        self.ends: dict[Key, int] = {}
+
+    def produce(self, key: Key, count: int = 1) -> None:
+        self.ends[key] = self.ends.get(key, 0) + count
+
+    def end(self, key: Key) -> int:
+        return self.ends.get(key, 0)
+
+
+class SimFetcher:
+    """The PartitionFetcher contract over SimLog: `pump()` moves one chunk per partition into its queue."""
+
+    consumer = None
+
+    def __init__(self, log_: SimLog, chunk: int = 3) -> None:
+        self._log = log_
+        self._chunk = chunk
+        self._infos: dict[Key, PartitionTopicInfo] = {}
+        self.closed = False
+
+    def assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        self._infos = {}
+        self.add(infos)
+
+    def add(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        for info in infos:
+            if info.fetched_offset < 0:  # nothing committed: auto.offset.reset=smallest
+                info.fetched_offset = info.consumed_offset = 0
+            self._infos[info.key] = info
+
+    def remove(self, keys: Sequence[Key]) -> None:
+        for key in keys:
+            self._infos.pop(key, None)
+
+    def stop_fetching(self) -> None:
+        self._infos = {}
+
+    def assigned(self) -> set[Key] | None:
+        return set(self._infos)
+
+    def close(self, timeout: float = 10.0) -> None:
+        self.closed = True
+        self._infos = {}
+
+    def pump(self) -> None:
+        for key, info in list(self._infos.items()):
+            end = self._log.end(key)
+            if not info.active or info.fetched_offset >= end:
+                continue
+            upto = min(end, info.fetched_offset + self._chunk)
+            messages = [Message(key[0], key[1], o, None, b"") for o in range(info.fetched_offset, upto)]
+            if info.queue.offer(Chunk(info, messages)):
+                info.fetched_offset = upto
+
+
+@dataclass
+class Delivery:
+    member: str
+    thread: str
+    key: Key
+    offset: int
+    at_ms: int
+
+
+@dataclass
+class SimMember:
+    """One member: the production pieces wired as ConsumerConnector wires them, minus its threads."""
+
+    name: str
+    model: ZkModel
+    group_id: str
+    topic: str
+    streams_count: int
+    log_: SimLog
+    session_timeout_ms: int
+    on_delivery: Callable[["SimMember", Delivery], None]  # checks the invariants at the very moment
+    on_bug: Callable[[str, BaseException], None]
+    pending: list[str] = field(default_factory=list)
+    alive: bool = True
+    frozen: bool = False
+    left: bool = False
+
+    def __post_init__(self) -> None:
+        self.consumer_id = f"{self.group_id}_{self.name}"
+        self.config = ConsumerConfig.from_mapping({
+            "zookeeper.connect": "sim:2181", "group.id": self.group_id, "consumer.id": self.name,
+            "zookeeper.session.timeout.ms": self.session_timeout_ms, "rebalance.max.retries": 1,
+            "rebalance.backoff.ms": 0, "offsets.channel.backoff.ms": 0, "auto.offset.reset": "smallest",
+            "consumer.timeout.ms": 0, "offsets.commit.max.retries": 1})
+        self.client: Any = self.model.client(self.name, timeout=self.session_timeout_ms / 1000.0)
+        self.client.start()
+        clock = lambda: self.model.now_ms / 1000.0  # noqa: E731
+        subscription = StaticSubscription.of({self.topic: self.streams_count})
+        self.streams = StreamSet(self.consumer_id, static={self.topic: self.streams_count}, capacity=2,
+                                 consumer_timeout_ms=0, clock=clock)
+        self.group = GroupZk(self.client, self.group_id, self.consumer_id, timeout_s=0.0)
+        self.assignment = Assignment()
+        self.membership = Membership(self.group, self.assignment, self.streams.gate,
+                                     registration=lambda: encode_registration(subscription, 1, self.config.compat),
+                                     session_timeout_s=self.session_timeout_ms / 1000.0, trigger=self.trigger,
+                                     clock=clock)
+        self.fetcher = SimFetcher(self.log_)
+        self.offsets = OffsetStore(self.group, storage="zookeeper", dual_commit=False, kafka_consumer=lambda: None,
+                                   backoff_ms=0, timeout_ms=0)
+        self.rebalancer = Rebalancer(self.config, self.group, self.membership, self.assignment, self.streams,
+                                     self.offsets, lambda _bootstrap: self.fetcher, ConsumerRebalanceListener())
+        self.watchdog = Watchdog(self.consumer_id, interval_s=1.0, check=self.rebalancer.health_problems,
+                                 trigger=self.trigger)
+        self.membership.start()
+        self.trigger("consumer started")
+
+    def trigger(self, reason: str) -> None:
+        if reason not in self.pending:
+            self.pending.append(reason)
+
+    def thread_ids(self) -> list[str]:
+        return [f"{self.consumer_id}-{i}" for i in range(self.streams_count)]
+
+    def _guard(self, what: str, fn: Callable[[], object]) -> object:
+        """Run one production step; retriable failures are expected under faults, anything else is a bug."""
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - classified
+            if is_retriable(exc) or _blocked(exc):
+                return None
+            self.on_bug(f"{self.name} {what}", exc)
+            return None
+
+    # ---- the steps a driver schedules ------------------------------------------------------------
+    def rebalance(self) -> None:
+        if not self.pending:
+            return
+        reasons, self.pending = self.pending, []
+        ok = self._guard("rebalance", lambda: self.rebalancer.synced_rebalance(", ".join(reasons)))
+        if ok is not True:
+            self.trigger("retry after a failed rebalance")  # the worker's back-off retry
+
+    def consume(self, budget: int) -> None:
+        self.fetcher.pump()
+        for stream in self.streams.all():
+            for _ in range(budget):
+                try:
+                    msg = next(stream.iterator)
+                except (ConsumerTimeout, StopIteration):
+                    break
+                self.on_delivery(self, Delivery(self.name, stream.name, (msg.topic, msg.partition), msg.offset,
+                                                self.model.now_ms))
+            self.fetcher.pump()
+
+    def commit(self) -> None:
+        self.streams.mark_consumed()
+        self._guard("commit", lambda: self.rebalancer.commit())
+
+    def renew_lease(self) -> None:
+        self._guard("lease", self.membership.renew_lease)
+
+    def check_health(self) -> None:
+        self._guard("watchdog", self.watchdog.run_once)
+
+    def leave(self) -> None:
+        """A clean shutdown, as ConsumerConnector.shutdown does it."""
+        self.rebalancer.begin_shutdown()
+        self._guard("shutdown", lambda: self.rebalancer.shutdown(1.0))
+        self.membership.stop()
+        self.client.stop()
+        self.alive, self.left = False, True
+
+
+def _blocked(exc: BaseException) -> bool:
+    from zkconsumer.testing.zkmodel import SimBlocked
+    return isinstance(exc, SimBlocked)
+
+
+def owner_nodes(model: ZkModel, group_id: str, topic: str) -> dict[int, tuple[str, int]]:
+    """partition -> (thread id, ephemeral owner session) as the model holds them right now."""
+    folder = zkdata.owners_path(group_id, topic)
+    if not model.exists(folder):
+        return {}
+    return {int(c): (model.data(f"{folder}/{c}").decode(), model.stat(f"{folder}/{c}").ephemeralOwner)
+            for c in model.children(folder)}
+
+
+def committed(model: ZkModel, group_id: str, key: Key) -> int | None:
+    path = zkdata.offset_path(group_id, *key)
+    return int(model.data(path)) if model.exists(path) else None
