@@ -87,7 +87,8 @@ class Schedule:
     def add_member(self) -> SimMember:
         self._next_id += 1
         member = SimMember(f"m{self._next_id}", self.model, GROUP, TOPIC, self.rng.choice([1, 2]), self.log,
-                           self.o.session_timeout_ms, lambda m, d: self.check_delivery(m, d),
+                           # asking for more than the server's maxSessionTimeout: it negotiates down
+                           self.rng.choice([1, 2]) * self.o.session_timeout_ms, lambda m, d: self.check_delivery(m, d),
                            on_bug=lambda what, exc: self.violation(f"bug in {what}: {exc!r}"))
         self.members.append(member)
         self.note(f"join {member.name}")
@@ -267,3 +268,24 @@ class Schedule:
         self.result.delivered = len(self.deliveries)
         self.result.produced = sum(self.log.ends.values())
         return self.result
+
+
+def shrink(seed: int, options: Options | None = None) -> Result:
+    """The shortest prefix of a failing schedule that still fails (same seed, fewer fault steps),
+    so its trace is short enough to read. Returns the original result if no prefix fails."""
+    options = options or Options()
+    for steps in range(1, options.steps + 1):
+        result = Schedule(seed, Options(**{**options.__dict__, "steps": steps})).run()
+        if result.violations:
+            return result
+    return Schedule(seed, options).run()
+
+
+def run_many(first_seed: int, count: int, options: Options | None = None) -> tuple[int, list[Result]]:
+    """Run `count` schedules from `first_seed`; returns (schedules run, failing results)."""
+    failures = []
+    for seed in range(first_seed, first_seed + count):
+        result = Schedule(seed, options).run()
+        if result.violations:
+            failures.append(result)
+    return count, failures

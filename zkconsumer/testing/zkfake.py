@@ -249,6 +249,7 @@ class FakeKazooClient:
             self._session = None
         if self._session is None:
             self._session = self._model._new_session(self)
+        self._session.last_heard = self._model.now_ms  # the handshake is a ping
         self._granted_ms = self._session.timeout_ms
         self._connected, self._keeper_state = True, KeeperState.CONNECTED
         self._set_state(KazooState.CONNECTED)
@@ -305,6 +306,7 @@ class FakeKazooClient:
 
     def _send(self, result: SimAsync[T], apply: Callable[[_Session], T], arm: Callable[[], None]) -> None:
         assert self._session is not None
+        self._session.last_heard = max(self._session.last_heard, self._model.now_ms)  # any request is a ping
         try:
             value = apply(self._session)
         except ZookeeperError as exc:

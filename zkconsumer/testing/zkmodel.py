@@ -185,6 +185,8 @@ class ZkModel:
 
     def disconnect(self, c: FakeKazooClient) -> None:
         c._link = False
+        if c._session is not None and self._heard(c._session):
+            c._session.last_heard = self._now  # heard until the link broke
         if c._connected:
             c._suspend()
 

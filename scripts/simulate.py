@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Run seeded fault schedules against simulated group members; print failures with a shrunk trace.
+
+    scripts/simulate.py --schedules 100000 --seed 0
+
+The last line is machine-readable: schedules=N violations=V per_s=X
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from zkconsumer.testing.sim_schedule import Options, Schedule, shrink
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--schedules", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0, help="first seed; schedule i uses seed + i")
+    parser.add_argument("--members", type=int, default=Options.members)
+    parser.add_argument("--partitions", type=int, default=Options.partitions)
+    parser.add_argument("--steps", type=int, default=Options.steps)
+    parser.add_argument("--fault-rate", type=float, default=Options.fault_rate)
+    parser.add_argument("--show", type=int, default=3, help="failing schedules to shrink and print")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.CRITICAL)
+    options = Options(members=args.members, partitions=args.partitions, steps=args.steps,
+                      fault_rate=args.fault_rate)
+    began = time.monotonic()
+    failing = []
+    for i in range(args.schedules):
+        result = Schedule(args.seed + i, options).run()
+        if result.violations:
+            failing.append(result.seed)
+            if len(failing) <= args.show:
+                small = shrink(result.seed, options)
+                print(f"FAILED seed {result.seed}: {result.violations[0]}")
+                print("  shrunk trace:\n    " + "\n    ".join((small.violations[:1] and small.trace) or result.trace))
+        if (i + 1) % 1000 == 0:
+            print(f"... {i + 1} schedules, {len(failing)} failing", file=sys.stderr, flush=True)
+    elapsed = time.monotonic() - began
+    if failing:
+        print("failing seeds:", " ".join(map(str, failing[:50])))
+    print(f"schedules={args.schedules} violations={len(failing)} per_s={args.schedules / elapsed:.1f}")
+    return 1 if failing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""Unit tests of zkconsumer.errors: the exception hierarchy, the `retriable` flags and is_retriable()."""
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from kazoo.exceptions import (AuthFailedError, BadArgumentsError, BadVersionError, ConnectionLoss,
+                              InvalidACLError, NoAuthError, NoNodeError, OperationTimeoutError,
+                              SessionExpiredError)
+from kazoo.handlers.threading import KazooTimeoutError
+
+from zkconsumer import errors
+from zkconsumer.config import ConfigError
+from zkconsumer.errors import (BrokersUnavailable, CommitFailed, ConsumerError, ConsumerRebalanceFailed,
+                               ConsumerTimeout, RegistrationConflict, SessionLost, ShutdownIncomplete,
+                               ZkConsumerError, ZooKeeperUnavailable, is_retriable)
+from zkconsumer.kafkajson import ZkDataError
+
+# ---- third-party errors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exc", [
+    ConnectionLoss(),
+    SessionExpiredError(),
+    NoNodeError(),
+    BadVersionError(),
+    OperationTimeoutError(),
+    KazooTimeoutError("no answer"),
+], ids=lambda e: type(e).__name__)
+def test_transient_kazoo_errors_are_retriable(exc: BaseException) -> None:
+    assert is_retriable(exc) is True
+
+
+@pytest.mark.parametrize("exc", [
+    NoAuthError(),
+    AuthFailedError(),
+    BadArgumentsError(),
+    InvalidACLError(),
+], ids=lambda e: type(e).__name__)
+def test_kazoo_errors_no_retry_can_fix_are_not_retriable(exc: BaseException) -> None:
+    assert is_retriable(exc) is False
+
+
+@pytest.mark.parametrize("code", [KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN],
+                         ids=["_TRANSPORT", "_ALL_BROKERS_DOWN"])
+def test_transient_kafka_errors_are_retriable(code: int) -> None:
+    err = KafkaError(code)
+    assert not err.fatal()
+    assert is_retriable(KafkaException(err)) is True
+
+
+def test_fatal_kafka_error_is_not_retriable() -> None:
+    # KafkaError(error, reason=None, fatal=False, retriable=False, txn_requires_abort=False)
+    err = KafkaError(KafkaError._FATAL, "producer fenced", fatal=True)
+    assert err.fatal()
+    assert is_retriable(KafkaException(err)) is False
+
+
+def test_fatal_flag_decides_even_for_an_otherwise_transient_code() -> None:
+    assert is_retriable(KafkaException(KafkaError(KafkaError._TRANSPORT, fatal=True))) is False
+
+
+@pytest.mark.parametrize("exc", [
+    OSError("io"),
+    TimeoutError("slow"),
+    ConnectionError("refused"),
+    ConnectionResetError("reset"),
+], ids=lambda e: type(e).__name__)
+def test_os_level_errors_are_retriable(exc: BaseException) -> None:
+    assert is_retriable(exc) is True
+
+
+@pytest.mark.parametrize("exc", [
+    RuntimeError("bug"),
+    ValueError("bug"),
+    KeyError("bug"),
+    AssertionError("bug"),
+    TypeError("bug"),
+    AttributeError("bug"),
+    Exception("unknown"),
+], ids=lambda e: type(e).__name__)
+def test_programming_errors_are_never_retried(exc: BaseException) -> None:
+    assert is_retriable(exc) is False
+
+
+# ---- zkconsumer's own exceptions -------------------------------------------------------------------
+
+EXPECTED_FLAGS: dict[type[ZkConsumerError], bool] = {
+    ZkConsumerError: False,
+    ConsumerError: False,
+    ConsumerTimeout: True,
+    ConsumerRebalanceFailed: True,
+    RegistrationConflict: True,
+    ZooKeeperUnavailable: True,
+    BrokersUnavailable: True,
+    SessionLost: True,
+    CommitFailed: True,
+    ShutdownIncomplete: False,
+    ZkDataError: True,
+    ConfigError: False,
+}
+
+
+def make(cls: type[ZkConsumerError]) -> ZkConsumerError:
+    if cls is ZkDataError:
+        return ZkDataError("/brokers/ids/1", "not JSON")
+    if cls is ConfigError:
+        return ConfigError("group.id", "missing")
+    if cls is ShutdownIncomplete:
+        return ShutdownIncomplete("out of time", {("t", 0): 5})
+    if cls is CommitFailed:
+        return CommitFailed("commit failed", [("t", 0)])
+    return cls("message")
+
+
+def _all_subclasses(cls: type) -> set[type]:
+    out = set()
+    for sub in cls.__subclasses__():
+        out.add(sub)
+        out |= _all_subclasses(sub)
+    return out
+
+
+@pytest.mark.parametrize("cls", list(EXPECTED_FLAGS), ids=lambda c: c.__name__)
+def test_every_zkconsumer_exception_derives_from_the_root(cls: type[ZkConsumerError]) -> None:
+    assert issubclass(cls, ZkConsumerError)
+    assert isinstance(make(cls), ZkConsumerError)
+
+
+@pytest.mark.parametrize(("cls", "flag"), list(EXPECTED_FLAGS.items()), ids=lambda c: getattr(c, "__name__", ""))
+def test_flags_and_is_retriable_agree(cls: type[ZkConsumerError], flag: bool) -> None:
+    exc = make(cls)
+    assert cls.retriable is flag
+    assert exc.retriable is flag
+    assert is_retriable(exc) is flag
+
+
+def test_config_error_is_not_retriable_and_zk_data_error_is() -> None:
+    assert is_retriable(ConfigError(None, "bad line")) is False
+    assert is_retriable(ZkDataError("/x", "bad")) is True
+
+
+def test_every_exception_class_in_errors_module_is_covered() -> None:
+    defined = {obj for obj in vars(errors).values()
+               if isinstance(obj, type) and issubclass(obj, BaseException) and obj.__module__ == errors.__name__}
+    assert defined <= set(EXPECTED_FLAGS)
+
+
+def test_every_loaded_subclass_reports_its_own_flag() -> None:
+    # Whatever subclasses are loaded (other modules may add some), is_retriable returns their flag.
+    classes = _all_subclasses(ZkConsumerError) | {ZkConsumerError}
+    assert set(EXPECTED_FLAGS) <= classes
+    for cls in classes:
+        exc = cls.__new__(cls)
+        assert is_retriable(exc) is cls.retriable, cls
+
+
+def test_the_flag_wins_over_a_retriable_builtin_base() -> None:
+    # ZooKeeperUnavailable is a ConnectionError (an OSError); a ZkConsumerError's flag must decide alone.
+    class Final(ZkConsumerError, ConnectionError):
+        retriable = False
+
+    class Transient(ZkConsumerError, ValueError):
+        retriable = True
+
+    assert is_retriable(Final("x")) is False
+    assert is_retriable(Transient("x")) is True
+    assert isinstance(ZooKeeperUnavailable("x"), ConnectionError)
+
+
+def test_instance_flag_is_what_is_retriable_returns() -> None:
+    exc = SessionLost("gone")
+    exc.retriable = False
+    assert is_retriable(exc) is False
+
+
+def test_a_chained_retriable_cause_does_not_make_a_final_error_retriable() -> None:
+    try:
+        try:
+            raise ConnectionLoss()
+        except ConnectionLoss as cause:
+            raise ConsumerError("fetcher died") from cause
+    except ConsumerError as exc:
+        assert is_retriable(exc.__cause__) is True
+        assert is_retriable(exc) is False
+
+
+def test_carried_details() -> None:
+    assert CommitFailed("x").partitions == []
+    assert CommitFailed("x", [("t", 1)]).partitions == [("t", 1)]
+    assert ShutdownIncomplete("x", {("t", 1): 7}).uncommitted == {("t", 1): 7}
+    assert isinstance(ConsumerError("x"), RuntimeError)
+    assert isinstance(BrokersUnavailable("x"), ConnectionError)

@@ -1,0 +1,287 @@
+"""Unit tests of zkconsumer.membership: the pure session transition table and Membership's connection listener."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from kazoo.protocol.states import KazooState
+
+from zkconsumer.assignment import Assignment
+from zkconsumer.membership import LEASE_FRACTION, Event, Membership, State, Transition, transition
+from zkconsumer.stream import DeliveryGate, PartitionTopicInfo, StreamQueue
+
+S, E = State, Event
+R = "rebalance"  # a rebalance is asked for (any non-empty reason)
+_ = None
+
+# (state, event) -> (next state, deliver, lose_ownership, rebalance?), written out from the module
+# docstring's rules: SUSPENDED stops delivery but keeps ownership; LOST loses everything held in the
+# session and rebalances; CONNECTED in the registered session delivers again (and rebalances after a
+# SUSPENDED, because kazoo dropped the watches); CONNECTED in another session is a LOST for a registered
+# member; STOP ends everything.
+EXPECTED: dict[tuple[State, Event], tuple[State, bool | None, bool, str | None]] = {
+    # UNREGISTERED: no member node of the current session yet
+    (S.UNREGISTERED, E.REGISTERED):      (S.CONNECTED,    True,  False, _),
+    (S.UNREGISTERED, E.SUSPENDED):       (S.UNREGISTERED, False, False, _),
+    (S.UNREGISTERED, E.LOST):            (S.EXPIRED,      False, True,  R),
+    (S.UNREGISTERED, E.CONNECTED_SAME):  (S.UNREGISTERED, _,     False, _),
+    # Nothing registered to lose: wait for the rebalance (which registers) instead of expiring.
+    (S.UNREGISTERED, E.CONNECTED_OTHER): (S.UNREGISTERED, _,     False, R),
+    (S.UNREGISTERED, E.STOP):            (S.STOPPED,      _,     False, _),
+    # CONNECTED: registered, link up
+    (S.CONNECTED, E.REGISTERED):         (S.CONNECTED,    True,  False, _),
+    (S.CONNECTED, E.SUSPENDED):          (S.SUSPENDED,    False, False, _),
+    (S.CONNECTED, E.LOST):               (S.EXPIRED,      False, True,  R),
+    (S.CONNECTED, E.CONNECTED_SAME):     (S.CONNECTED,    True,  False, _),
+    (S.CONNECTED, E.CONNECTED_OTHER):    (S.EXPIRED,      False, True,  R),
+    (S.CONNECTED, E.STOP):               (S.STOPPED,      _,     False, _),
+    # SUSPENDED: registered, link down, session maybe alive
+    (S.SUSPENDED, E.REGISTERED):         (S.CONNECTED,    True,  False, _),
+    (S.SUSPENDED, E.SUSPENDED):          (S.SUSPENDED,    False, False, _),
+    (S.SUSPENDED, E.LOST):               (S.EXPIRED,      False, True,  R),
+    (S.SUSPENDED, E.CONNECTED_SAME):     (S.CONNECTED,    True,  False, R),
+    (S.SUSPENDED, E.CONNECTED_OTHER):    (S.EXPIRED,      False, True,  R),
+    (S.SUSPENDED, E.STOP):               (S.STOPPED,      _,     False, _),
+    # EXPIRED: the session ended, ownership already lost, re-registration pending
+    (S.EXPIRED, E.REGISTERED):           (S.CONNECTED,    True,  False, _),
+    (S.EXPIRED, E.SUSPENDED):            (S.EXPIRED,      False, False, _),
+    (S.EXPIRED, E.LOST):                 (S.EXPIRED,      False, False, R),
+    (S.EXPIRED, E.CONNECTED_SAME):       (S.EXPIRED,      _,     False, _),
+    (S.EXPIRED, E.CONNECTED_OTHER):      (S.EXPIRED,      _,     False, R),
+    (S.EXPIRED, E.STOP):                 (S.STOPPED,      _,     False, _),
+    # STOPPED: absorbing
+    (S.STOPPED, E.REGISTERED):           (S.STOPPED,      _,     False, _),
+    (S.STOPPED, E.SUSPENDED):            (S.STOPPED,      _,     False, _),
+    (S.STOPPED, E.LOST):                 (S.STOPPED,      _,     False, _),
+    (S.STOPPED, E.CONNECTED_SAME):       (S.STOPPED,      _,     False, _),
+    (S.STOPPED, E.CONNECTED_OTHER):      (S.STOPPED,      _,     False, _),
+    (S.STOPPED, E.STOP):                 (S.STOPPED,      _,     False, _),
+}
+
+ALL_PAIRS = list(itertools.product(State, Event))
+
+
+def test_the_table_covers_every_pair() -> None:
+    assert set(EXPECTED) == set(ALL_PAIRS)
+    assert len(EXPECTED) == len(State) * len(Event) == 30
+
+
+@pytest.mark.parametrize(("state", "event"), ALL_PAIRS, ids=lambda x: x.name)
+def test_transition_table(state: State, event: Event) -> None:
+    step = transition(state, event)
+    want_state, want_deliver, want_lose, want_rebalance = EXPECTED[(state, event)]
+    assert isinstance(step, Transition)
+    assert step.state is want_state
+    assert step.deliver is want_deliver
+    assert step.lose_ownership is want_lose
+    if want_rebalance:
+        assert isinstance(step.rebalance, str) and step.rebalance
+    else:
+        assert step.rebalance is None
+
+
+@pytest.mark.parametrize(("state", "event"), ALL_PAIRS, ids=lambda x: x.name)
+def test_transition_is_pure(state: State, event: Event) -> None:
+    assert transition(state, event) == transition(state, event)
+
+
+# ---- properties over the whole table ---------------------------------------------------------------
+
+@pytest.mark.parametrize("event", list(Event), ids=lambda e: e.name)
+def test_stopped_is_absorbing(event: Event) -> None:
+    assert transition(State.STOPPED, event) == Transition(State.STOPPED)
+
+
+@pytest.mark.parametrize("state", list(State), ids=lambda s: s.name)
+def test_stop_always_stops_and_asks_nothing_else(state: State) -> None:
+    step = transition(state, Event.STOP)
+    assert step.state is State.STOPPED
+    assert not step.lose_ownership and step.rebalance is None
+
+
+@pytest.mark.parametrize("state", [s for s in State if s is not State.STOPPED], ids=lambda s: s.name)
+def test_lost_closes_delivery_and_rebalances(state: State) -> None:
+    step = transition(state, Event.LOST)
+    assert step.state is State.EXPIRED
+    assert step.deliver is False
+    assert step.rebalance
+
+
+HELD_NODES_ON = {  # states leaving which, on this event, means the session's owner nodes went away
+    Event.LOST: {State.CONNECTED, State.SUSPENDED, State.UNREGISTERED},
+    Event.CONNECTED_OTHER: {State.CONNECTED, State.SUSPENDED},
+}
+
+
+@pytest.mark.parametrize(("state", "event"), ALL_PAIRS, ids=lambda x: x.name)
+def test_lose_ownership_only_when_leaving_a_session_that_held_nodes(state: State, event: Event) -> None:
+    step = transition(state, event)
+    assert step.lose_ownership is (state in HELD_NODES_ON.get(event, set()))
+    if step.lose_ownership:
+        assert step.state is State.EXPIRED and step.deliver is False and step.rebalance
+
+
+def test_reconnect_in_the_same_session_after_suspended_reopens_and_rebalances() -> None:
+    step = transition(State.SUSPENDED, Event.CONNECTED_SAME)
+    assert step == Transition(State.CONNECTED, deliver=True, lose_ownership=False, rebalance=step.rebalance)
+    assert step.rebalance  # kazoo dropped every watch with the link
+
+
+@pytest.mark.parametrize("state", list(State), ids=lambda s: s.name)
+def test_suspended_never_loses_ownership_nor_opens_delivery(state: State) -> None:
+    step = transition(state, Event.SUSPENDED)
+    assert not step.lose_ownership
+    assert step.deliver is not True
+
+
+@pytest.mark.parametrize(("state", "event"), ALL_PAIRS, ids=lambda x: x.name)
+def test_only_registration_or_a_vouched_session_opens_delivery(state: State, event: Event) -> None:
+    if transition(state, event).deliver is True:
+        assert event in (Event.REGISTERED, Event.CONNECTED_SAME)
+        assert state in (State.UNREGISTERED, State.CONNECTED, State.SUSPENDED, State.EXPIRED)
+
+
+# ---- Membership.on_connection_state with a stub group ----------------------------------------------
+
+class StubClient:
+    def __init__(self, negotiated_ms: int | None = None) -> None:
+        self.listeners: list[object] = []
+        if negotiated_ms is not None:
+            self.negotiated_session_timeout_ms = negotiated_ms
+
+    def add_listener(self, fn: object) -> None:
+        self.listeners.append(fn)
+
+    def remove_listener(self, fn: object) -> None:
+        self.listeners.remove(fn)
+
+
+class StubGroup:
+    def __init__(self, session: int | None, live: int | None, negotiated_ms: int | None = None) -> None:
+        self.client = StubClient(negotiated_ms)
+        self.session = session
+        self.live_session = live
+        self.consumer_id = "g_host-1-abc"
+        self.group_id = "g"
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+KEYS = [("a", 0), ("a", 1), ("b", 0)]
+
+
+def make_member(state: State, *, session: int | None = 0x11, live: int | None = 0x11,
+                negotiated_ms: int | None = None, timeout_s: float = 6.0):
+    clock = Clock()
+    group = StubGroup(session, live, negotiated_ms)
+    assignment = Assignment()
+    infos = [PartitionTopicInfo(t, p, "g_host-1-abc-0", StreamQueue(2), 10, epoch=7) for t, p in KEYS]
+    assignment.install(infos)
+    gate = DeliveryGate(clock=clock)
+    triggers: list[str] = []
+    member = Membership(group, assignment, gate, registration=lambda: b"{}",  # type: ignore[arg-type]
+                        session_timeout_s=timeout_s, trigger=triggers.append, clock=clock)
+    member.state = state
+    return member, group, assignment, infos, gate, triggers, clock
+
+
+def test_start_and_stop_register_the_listener() -> None:
+    member, group, *_rest = make_member(State.CONNECTED)
+    member.start()
+    assert group.client.listeners == [member.on_connection_state]
+    member.stop()
+    assert group.client.listeners == []
+    assert member.state is State.STOPPED
+    member.stop()  # a second stop finds no listener: no error
+
+
+def test_suspended_closes_the_gate_but_keeps_every_partition() -> None:
+    member, _g, assignment, infos, gate, triggers, _c = make_member(State.CONNECTED)
+    member.on_connection_state(KazooState.SUSPENDED)
+    assert member.state is State.SUSPENDED
+    assert gate.open is False and not gate.usable()
+    assert set(assignment.owned()) == set(KEYS)
+    assert all(i.active for i in infos)
+    assert triggers == []
+
+
+@pytest.mark.parametrize("state", [State.CONNECTED, State.SUSPENDED], ids=lambda s: s.name)
+def test_lost_loses_every_partition_and_triggers(state: State) -> None:
+    member, _g, assignment, infos, gate, triggers, _c = make_member(state)
+    moving = assignment.begin_release([KEYS[0]])
+    member.on_connection_state(KazooState.LOST)
+    assert member.state is State.EXPIRED
+    assert assignment.owned() == {} and assignment.releasing() == {} and assignment.committable() == []
+    assert all(i.active is False for i in infos + moving)
+    assert gate.open is False
+    assert len(triggers) == 1 and triggers[0]
+
+
+@pytest.mark.parametrize(("negotiated_ms", "effective_s"), [(4000, 4.0), (10000, 6.0), (6000, 6.0), (None, 6.0)])
+def test_reconnect_in_the_registered_session_reopens_and_extends_the_lease(
+        negotiated_ms: int | None, effective_s: float) -> None:
+    member, _g, assignment, infos, gate, triggers, clock = make_member(State.CONNECTED, negotiated_ms=negotiated_ms)
+    gate.renew(clock.now + 1.0)
+    member.on_connection_state(KazooState.SUSPENDED)
+    clock.now += 3.0  # the old lease has lapsed
+    assert not gate.usable()
+    member.on_connection_state(KazooState.CONNECTED)
+    assert member.state is State.CONNECTED
+    assert gate.open is True
+    assert gate.lease_until == pytest.approx(clock.now + LEASE_FRACTION * effective_s)
+    assert gate.usable()
+    assert set(assignment.owned()) == set(KEYS) and all(i.active for i in infos)
+    assert len(triggers) == 1 and triggers[0]  # re-arm the watches kazoo dropped
+
+
+def test_session_timeout_is_the_shorter_of_configured_and_negotiated() -> None:
+    assert make_member(State.CONNECTED, negotiated_ms=2500)[0].session_timeout_s() == pytest.approx(2.5)
+    assert make_member(State.CONNECTED, negotiated_ms=30000)[0].session_timeout_s() == pytest.approx(6.0)
+    assert make_member(State.CONNECTED)[0].session_timeout_s() == pytest.approx(6.0)
+
+
+@pytest.mark.parametrize("state", [State.CONNECTED, State.SUSPENDED], ids=lambda s: s.name)
+def test_connected_in_another_session_loses_ownership(state: State) -> None:
+    member, _g, assignment, infos, gate, triggers, _c = make_member(state, session=0x11, live=0x22)
+    member.on_connection_state(KazooState.CONNECTED)
+    assert member.state is State.EXPIRED
+    assert assignment.owned() == {}
+    assert all(i.active is False for i in infos)
+    assert gate.open is False
+    assert len(triggers) == 1
+
+
+@pytest.mark.parametrize("state", [State.CONNECTED, State.SUSPENDED], ids=lambda s: s.name)
+def test_a_missing_live_session_is_never_a_new_session(state: State) -> None:
+    member, _g, assignment, infos, gate, triggers, _c = make_member(state, session=0x11, live=None)
+    if state is State.SUSPENDED:
+        gate.close()
+    open_before, lease_before = gate.open, gate.lease_until
+    member.on_connection_state(KazooState.CONNECTED)
+    assert member.state is state
+    assert set(assignment.owned()) == set(KEYS) and all(i.active for i in infos)
+    assert (gate.open, gate.lease_until) == (open_before, lease_before)
+    assert triggers == []
+
+
+def test_connected_before_any_registration_does_nothing() -> None:
+    member, _g, assignment, infos, gate, triggers, _c = make_member(State.UNREGISTERED, session=None, live=0x33)
+    member.on_connection_state(KazooState.CONNECTED)
+    assert member.state is State.UNREGISTERED
+    assert all(i.active for i in infos) and triggers == [] and gate.open
+
+
+def test_after_stop_connection_events_change_nothing() -> None:
+    member, _g, assignment, infos, gate, triggers, _c = make_member(State.CONNECTED, session=0x11, live=0x22)
+    member.stop()
+    for state in (KazooState.SUSPENDED, KazooState.LOST, KazooState.CONNECTED):
+        member.on_connection_state(state)
+    assert member.state is State.STOPPED
+    assert set(assignment.owned()) == set(KEYS) and all(i.active for i in infos)
+    assert triggers == [] and gate.open
