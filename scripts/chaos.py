@@ -1,6 +1,6 @@
 """Chaos run: a random mix of faults against one zkconsumer group on an embedded cluster, then the verdict.
 
-    .venv/bin/python scripts/chaos.py --events 200 --members 16 --partitions 64 [--seed N] [--brokers 1|3]
+    .venv/bin/python scripts/chaos.py --events 200 --members 16 --partitions 64 [--seed N] [--brokers 1|3] [--cpu-hog]
 
 Members run as child processes (zkconsumer.testing.chaos_member), each talking to ZooKeeper
 through a proxy of its own, subscribed to chaos-main (--partitions) and chaos-aux (a few
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import random
 import sys
 import tempfile
@@ -156,8 +157,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=None, help="messages/s (default: 5 per partition, <= 400)")
     parser.add_argument("--session-timeout-ms", type=int, default=4000)
     parser.add_argument("--workdir", type=Path, default=None, help="member logs and the pickled history")
+    parser.add_argument("--cpu-hog", type=int, nargs="?", const=2, default=0, metavar="N",
+                        help="N busy-looping processes (default 2: one per core here) for the whole run, "
+                             "to judge the group on a starved machine")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    hogs = start_cpu_hogs(args.cpu_hog)
+    try:
+        return run(args)
+    finally:
+        for hog in hogs:
+            hog.terminate()
+            hog.join(5)
+
+
+def _spin(deadline: float) -> None:
+    while time.monotonic() < deadline:  # bounded: a hog outliving its parent stops by itself
+        pass
+
+
+def start_cpu_hogs(count: int, max_seconds: float = 6 * 3600) -> list[multiprocessing.Process]:
+    hogs = [multiprocessing.Process(target=_spin, args=(time.monotonic() + max_seconds,), name=f"cpu-hog-{i}",
+                                    daemon=True) for i in range(count)]
+    for hog in hogs:
+        hog.start()
+    return hogs
+
+
+def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if not args.verbose:  # our own clients see the ZooKeeper restarts too: expected, not news
@@ -170,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = ChaosSettings(session_timeout_ms=args.session_timeout_ms, rate=rate, converge_timeout_s=60.0,
                              deliver_timeout_s=120.0)
     print(f"seed={seed} events={args.events} members={args.members} partitions={args.partitions}+{aux} "
-          f"brokers={args.brokers} rate={rate:.0f}/s workdir={workdir}", flush=True)
+          f"brokers={args.brokers} rate={rate:.0f}/s cpu_hogs={args.cpu_hog} workdir={workdir}", flush=True)
     replication = min(3, args.brokers)
     with LocalCluster(brokers=args.brokers, chroot="/chaos", workdir=workdir / "cluster") as cluster:
         env = ChaosEnv(cluster, "chaos-group", {MAIN: args.partitions, AUX: aux}, workdir, settings,

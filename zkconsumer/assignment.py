@@ -91,6 +91,9 @@ class Assignment:
             for info in infos:
                 self._releasing.pop(info.key, None)
                 self._orphans.pop(info.key, None)
+                replaced = self._owned.get(info.key)
+                if replaced is not None and replaced is not info:
+                    replaced.active = False  # iterators holding the old record drop its chunks
                 info.active = True
                 self._owned[info.key] = info
             self.generation += 1

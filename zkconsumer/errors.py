@@ -92,6 +92,6 @@ def is_retriable(exc: BaseException) -> bool:
     if isinstance(exc, KafkaException):
         err = exc.args[0] if exc.args else None
         # confluent-kafka marks most transient errors (broker down, transport) retriable()==False:
-        # only fatal errors are final here.
-        return not (isinstance(err, KafkaError) and err.fatal())
+        # only fatal errors are final here. A KafkaException without a KafkaError is not one we know.
+        return isinstance(err, KafkaError) and not err.fatal()
     return isinstance(exc, (OSError, TimeoutError))

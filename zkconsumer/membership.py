@@ -183,21 +183,22 @@ class Membership:
             self._apply(Event.CONNECTED_SAME if live == registered else Event.CONNECTED_OTHER)
 
     def _apply(self, event: Event) -> None:
+        # The actions run under the lock too: a REGISTERED from the rebalance thread must not reopen
+        # the gate between a LOST's state change and its gate.close() on kazoo's thread.
         with self._lock:
             before = self.state
             step = transition(before, event)
             self.state = step.state
-        if step.lose_ownership:
-            lost = self.assignment.lose_all()
-            if lost:
-                log.warning("%s: ZooKeeper session ended; its %d owner nodes went with it",
-                            self.group.consumer_id, len(lost))
-        if step.deliver is True:
-            if event is Event.CONNECTED_SAME:
-                self._extend_lease(self._clock())  # the server just accepted the session again
-            self.gate.reopen()
-        elif step.deliver is False:
-            self.gate.close()
+            lost = self.assignment.lose_all() if step.lose_ownership else []
+            if step.deliver is True:
+                if event is Event.CONNECTED_SAME:
+                    self._extend_lease(self._clock())  # the server just accepted the session again
+                self.gate.reopen()
+            elif step.deliver is False:
+                self.gate.close()
+        if lost:
+            log.warning("%s: ZooKeeper session ended; its %d owner nodes went with it", self.group.consumer_id,
+                        len(lost))
         if before is not step.state:
             log.info("%s: session %s -> %s (%s)", self.group.consumer_id, before.value, step.state.value,
                      event.value)

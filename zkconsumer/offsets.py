@@ -57,11 +57,12 @@ class OffsetStore:
             try:
                 return self._commit_once(infos)
             except Exception as exc:  # noqa: BLE001 - classified: bugs are raised at once
-                if attempt == attempts or not is_retriable(exc):
+                deadline = self.group.io.deadline  # a shutdown's: no retry past it
+                if attempt == attempts or not is_retriable(exc) or deadline.expired():
                     self.failures += 1
                     raise
                 log.warning("offset commit attempt %d/%d failed (%s); retrying", attempt, attempts, exc)
-                time.sleep(self._backoff_s)
+                time.sleep(deadline.remaining(self._backoff_s))
         return 0
 
     def _commit_once(self, infos: list[PartitionTopicInfo]) -> int:

@@ -144,9 +144,10 @@ class StreamQueue:
         return dropped
 
     def close(self) -> None:
-        """Shutdown: drop what is queued and end the iterator after its current message."""
+        """Shutdown: drop what is queued and end the iterator after its current message (a queue
+        that failed first keeps raising its error instead: the failure is the news)."""
         with self._cond:
-            self._chunks = collections.deque([_END])
+            self._chunks = collections.deque([_END] if self._error is None else [])
             self._closed = True
             self._cond.notify_all()
 

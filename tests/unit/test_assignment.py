@@ -59,9 +59,6 @@ def test_install_takes_keys_out_of_releasing_and_orphans() -> None:
     assert old.active is False
 
 
-@pytest.mark.xfail(strict=True, reason="install() over an owned key replaces its record but leaves the old "
-                                       "record active=True: it is no longer owned nor committable, yet "
-                                       "iterators holding its chunks would still deliver them")
 def test_install_over_an_owned_key_deactivates_the_replaced_record() -> None:
     a = Assignment()
     old, new = make_info("t", 0, epoch=1), make_info("t", 0, epoch=2)

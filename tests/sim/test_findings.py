@@ -1,0 +1,334 @@
+"""Regressions for the membership-core review findings 1-11, each aimed at the exact call that broke it."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from kazoo.protocol.states import KazooState
+
+from zkconsumer import zkdata
+from zkconsumer.errors import CommitFailed, ZooKeeperUnavailable
+from zkconsumer.listener import ConsumerRebalanceListener
+from zkconsumer.stream import ConsumerIterator, DeliveryGate, StreamQueue
+from zkconsumer.testing.sim_schedule import GROUP, TOPIC, Options, Schedule
+from zkconsumer.testing.simulation import SimMember, committed, owner_nodes
+from zkconsumer.testing.zkmodel import FAIL_AFTER, FAIL_BEFORE
+
+
+def world(partitions: int = 4) -> Schedule:
+    return Schedule(0, Options(members=0, partitions=partitions))
+
+
+def rounds(s: Schedule, n: int = 20, *, watchdog: bool = False, only: list[SimMember] | None = None) -> None:
+    for i in range(n):
+        s.model.advance(250)
+        for m in only or s.live():
+            s.model.deliver(m.client)
+            m.renew_lease()
+            m.rebalance()
+            m.consume(50)
+            if watchdog and i % 4 == 3:
+                m.check_health()
+
+
+def owners(s: Schedule) -> dict[int, str]:
+    return {p: thread for p, (thread, _) in owner_nodes(s.model, GROUP, TOPIC).items()}
+
+
+def hook_once(s: Schedule, op: str, path_part: str, fault: object, who: str | None = None) -> list[str]:
+    fired: list[str] = []
+
+    def hook(client: object, called: str, path: str) -> object:
+        if not fired and called == op and path_part in path and (who is None or getattr(client, "name") == who):
+            fired.append(path)
+            return fault
+        return None
+    s.model.set_fault_hook(hook)
+    return fired
+
+
+# ---- finding 1: owner nodes nobody deletes ---------------------------------------------------------
+
+def test_1a_a_release_cut_short_is_finished_later_so_the_successor_can_claim() -> None:
+    s = world()
+    m1 = s.add_member()
+    rounds(s, 4)
+    fired = hook_once(s, "delete", "/owners/", FAIL_BEFORE, who=m1.name)
+    m2 = s.add_member()  # half of m1's partitions move to m2
+    m2.rebalance()       # registers; its claim fails while m1 holds them
+    rounds(s, 4, only=[m1])
+    assert fired, "the release was never attempted"
+    assert m1.assignment.releasing(), "a release cut short must stay pending, not be forgotten"
+    s.model.reconnect(m1.client)
+    rounds(s, 12)  # no watchdog: the release itself must be retried
+    assert owners(s) == s.expected_owners()
+    assert set(owners(s).values()) >= {m2.thread_ids()[0]}
+
+
+def test_1b_a_disconnect_is_not_a_new_session() -> None:
+    s = world()
+    m1 = s.add_member()
+    rounds(s, 4)
+    held = m1.assignment.owned()
+    s.model.disconnect(m1.client)  # kazoo's client_id is None now
+    m1.trigger("test")
+    m1.rebalance()                  # fails (no connection) but must not forget what it owns
+    assert m1.assignment.owned() == held
+    s.model.reconnect(m1.client)
+    rounds(s, 4)
+    assert m1.assignment.owned() == held and m1.group.session == m1.client.client_id[0]
+
+
+def test_1c_nodes_of_a_claim_whose_answer_was_lost_are_released() -> None:
+    s = world()
+    m1 = s.add_member()
+    fired = hook_once(s, "multi", "/owners/", FAIL_AFTER, who=m1.name)  # created, but m1 never heard so
+    rounds(s, 1, only=[m1])
+    assert fired
+    m2 = s.add_member()  # the next assignment gives m2 half of what m1's lost claim holds
+    m2.rebalance()       # registers before m1 retries; its claim fails on m1's nodes
+    s.model.reconnect(m1.client)
+    rounds(s, 16)
+    assert owners(s) == s.expected_owners() and m2.assignment.owned()
+
+
+def test_1c_the_watchdog_releases_our_own_node_that_we_do_not_own() -> None:
+    s = world()
+    m1 = s.add_member()
+    rounds(s, 4)
+    m2 = s.add_member()
+    rounds(s, 8)
+    # Plant a node of m1's session for a partition assigned to m2 (what a lost claim answer leaves).
+    target = next(p for p, t in s.expected_owners().items() if t.startswith(m2.consumer_id))
+    path = zkdata.owner_path(GROUP, TOPIC, target)
+    m2.client.delete(path)
+    m1.client.create(path, m1.thread_ids()[0].encode(), ephemeral=True)
+    m2.assignment.drop([(TOPIC, target)])
+    m2.trigger("claim again")
+    rounds(s, 16, watchdog=True)
+    assert owners(s) == s.expected_owners()
+
+
+# ---- finding 2: an iterator waiting on a lapsed lease after shutdown ---------------------------------
+
+def test_2_an_iterator_waiting_on_a_lapsed_lease_ends_at_shutdown() -> None:
+    from zkconsumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
+    streams = StreamSet("g_c", static={"t": 1}, consumer_timeout_ms=-1)
+    queue = streams.by_topic["t"][0].queue
+    info = PartitionTopicInfo("t", 0, "g_c-0", queue, 0)
+    queue.offer(Chunk(info, [Message("t", 0, 0, None, b"")]))
+    streams.gate.renew(time.monotonic() - 1)  # a frozen process woke up: the lease ran out
+    outcome: list[str] = []
+    reader = threading.Thread(target=lambda: outcome.append(repr(list(streams.by_topic["t"][0]))), daemon=True)
+    reader.start()
+    time.sleep(0.3)  # the iterator holds the message and waits for the gate
+    assert reader.is_alive() and not outcome
+    info.active = False  # shutdown: every partition stops first (Assignment.begin_release)...
+    streams.close()      # ...then the streams end
+    reader.join(2.0)
+    assert outcome == ["[]"], "the iterator must end, not wait on the lapsed lease forever"
+
+
+def test_2_the_gate_stays_ended() -> None:
+    gate = DeliveryGate()
+    gate.end()
+    gate.close()
+    gate.renew(0.0)
+    assert gate.usable()
+    assert ConsumerIterator(StreamQueue(1), 0, gate) is not None
+
+
+# ---- finding 3: commit_offsets() from before_releasing_partitions ------------------------------------
+
+class CommitOnRelease(ConsumerRebalanceListener):
+    def __init__(self) -> None:
+        self.member: SimMember | None = None
+        self.seen: list[set[int]] = []
+
+    def before_releasing_partitions(self, partitions):  # type: ignore[no-untyped-def]
+        assert self.member is not None
+        self.seen.append(set(partitions.get(TOPIC, set())))
+        self.member.streams.mark_consumed()
+        self.member.rebalancer.commit()
+
+
+def test_3_a_listener_commit_saves_the_partitions_being_released() -> None:
+    s = world()
+    m1 = s.add_member()
+    m1.rebalancer.config = m1.config.__class__.from_mapping({**m1.config.as_properties(), "auto.commit.enable": False})
+    listener = CommitOnRelease()
+    listener.member, m1.rebalancer.listener = m1, listener
+    rounds(s, 4)
+    for p in range(4):
+        s.log.produce((TOPIC, p), 5)
+    rounds(s, 2)  # m1 consumes all 20 messages, commits nothing (auto-commit off)
+    s.add_member()
+    rounds(s, 6)
+    assert listener.seen and listener.seen[0]
+    for p in listener.seen[0]:
+        assert committed(s.model, GROUP, (TOPIC, p)) == 5, f"t-{p} moved without its progress"
+
+
+# ---- finding 4: fencing compares with the live session id ------------------------------------------------
+
+def test_4_commits_are_fenced_by_the_registered_session_not_the_live_client_id(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    s = world()
+    m1 = s.add_member()
+    rounds(s, 4)
+    s.log.produce((TOPIC, 0), 3)
+    rounds(s, 2)
+    # kazoo's client_id reads None for a moment while it reconnects, with requests still answered.
+    monkeypatch.setattr(type(m1.client), "client_id", property(lambda self: None))
+    m1.commit()
+    assert committed(s.model, GROUP, (TOPIC, 0)) == 3
+    assert m1.group.not_ours(m1.assignment.owned()) == []
+
+
+def test_4_registering_while_disconnected_fails_fast_and_retriably() -> None:
+    s = world()
+    m1 = s.add_member()
+    s.model.disconnect(m1.client)
+    began = time.monotonic()
+    with pytest.raises(ZooKeeperUnavailable):
+        m1.group.register(b"{}", wait_for_stale_s=30.0)
+    assert time.monotonic() - began < 1.0
+
+
+# ---- finding 5: unusable peer registrations ----------------------------------------------------------------
+
+@pytest.mark.parametrize("registration", [
+    b'{"version":1,"subscription":{"t":0},"pattern":"static","timestamp":"1"}',
+    b'{"version":1,"subscription":{"t":-1},"pattern":"static","timestamp":"1"}',
+    b'{"version":1,"subscription":{"a/b":1},"pattern":"static","timestamp":"1"}',
+    b'{"version":1,"subscription":{"":1},"pattern":"static","timestamp":"1"}',
+    b'{"version":1,"subscription":{"[a-z&&[^x]].*":1},"pattern":"white_list","timestamp":"1"}',
+    b'{"version":1,"subscription":{"\\\\p{javaLowerCase}+":1},"pattern":"white_list","timestamp":"1"}',
+])
+def test_5_the_group_keeps_consuming_beside_an_unusable_peer(registration: bytes) -> None:
+    s = world()
+    s.admin.create(zkdata.member_path(GROUP, f"{GROUP}_bad"), registration, makepath=True)
+    m1, m2 = s.add_member(), s.add_member()
+    for p in range(4):
+        s.log.produce((TOPIC, p), 2)
+    rounds(s, 10)
+    assert owners(s) == s.expected_owners()
+    assert {(d.key, d.offset) for d in s.deliveries} == {((TOPIC, p), o) for p in range(4) for o in range(2)}
+    assert m1.rebalancer.peers.count == 1 and m2.rebalancer.peers.count == 1
+
+
+# ---- finding 7: partitions added between the read and the watch -------------------------------------------
+
+def test_7_partitions_added_right_after_the_topic_read_are_assigned() -> None:
+    s = world(partitions=2)
+    m1 = s.add_member()
+    read = m1.group.cluster.topics
+
+    def read_then_grow(topics, watch=None):  # type: ignore[no-untyped-def]
+        answer = read(topics, watch)
+        if s.partitions == 2:
+            s.partitions = 4
+            s.admin.set(zkdata.topic_path(TOPIC), s._topic_data())
+        return answer
+    m1.group.cluster.topics = read_then_grow  # type: ignore[method-assign]
+    rounds(s, 8)
+    assert sorted(owners(s)) == [0, 1, 2, 3]
+
+
+# ---- finding 8: a commit that cannot be written --------------------------------------------------------------
+
+def test_8_a_deleted_offsets_folder_is_recreated_by_the_next_commit() -> None:
+    s = world(partitions=1)
+    m1 = s.add_member()
+    s.log.produce((TOPIC, 0), 3)
+    rounds(s, 4)
+    m1.commit()
+    assert committed(s.model, GROUP, (TOPIC, 0)) == 3
+    folder = zkdata.offsets_path(GROUP, TOPIC)
+    s.admin.delete(f"{folder}/0")
+    s.admin.delete(folder)
+    s.log.produce((TOPIC, 0), 2)
+    rounds(s, 2)
+    m1.commit()
+    assert committed(s.model, GROUP, (TOPIC, 0)) == 5
+
+
+def test_8_a_commit_that_keeps_failing_raises_and_is_counted() -> None:
+    s = world(partitions=1)
+    m1 = s.add_member()
+    s.log.produce((TOPIC, 0), 3)
+    rounds(s, 4)
+    m1.streams.mark_consumed()
+    # Someone rewrites the owner node's data on every attempt: the fenced multi keeps failing.
+    path = zkdata.owner_path(GROUP, TOPIC, 0)
+
+    def bump(client: object, op: str, called: str) -> None:
+        if op == "multi" and getattr(client, "name") == m1.name:
+            s.admin.set(path, s.model.data(path))
+        return None
+    s.model.set_fault_hook(bump)
+    with pytest.raises(CommitFailed, match="t-0"):
+        m1.rebalancer.commit()
+    assert m1.offsets.failures == 1
+
+
+# ---- finding 9: the lease follows the negotiated session timeout --------------------------------------------
+
+def test_9_the_lease_uses_the_timeout_the_server_granted() -> None:
+    s = Schedule(0, Options(members=0, session_timeout_ms=4000))
+    m1 = SimMember("big", s.model, GROUP, TOPIC, 1, s.log, 20000, lambda m, d: None,
+                   on_bug=lambda what, exc: (_ for _ in ()).throw(exc))
+    s.members.append(m1)
+    rounds(s, 2)
+    assert m1.client.negotiated_session_timeout_ms == 4000
+    assert m1.membership.session_timeout_s() == 4.0
+    assert m1.streams.gate.lease_until <= s.model.now_ms / 1000 + 0.8 * 4.0
+
+
+# ---- finding 10: a bug in the rebalance is not retried and takes the member out ----------------------------
+
+class Broken(ConsumerRebalanceListener):
+    def before_starting_fetchers(self, consumer_id, assignment):  # type: ignore[no-untyped-def]
+        raise KeyError("a bug in the application's listener")
+
+
+def test_10_a_listener_bug_is_raised_not_retried() -> None:
+    s = world()
+    bugs: list[str] = []
+    m1 = SimMember("m1", s.model, GROUP, TOPIC, 1, s.log, 4000, lambda m, d: None,
+                   on_bug=lambda what, exc: bugs.append(f"{what}: {exc!r}"))
+    m1.rebalancer.listener = Broken()
+    s.members.append(m1)
+    rounds(s, 1)
+    assert bugs and "KeyError" in bugs[0]
+
+
+def test_10_programming_errors_are_not_retriable() -> None:
+    from zkconsumer.errors import is_retriable
+    assert not any(is_retriable(e) for e in (RuntimeError("x"), ValueError("x"), KeyError("x")))
+
+
+# ---- finding 11: garbled nodes break no check ------------------------------------------------------------------
+
+def test_11_garbled_owner_values_and_odd_children_break_no_check(caplog) -> None:  # type: ignore[no-untyped-def]
+    s = world(partitions=2)
+    m1 = s.add_member()
+    rounds(s, 4)
+    folder = zkdata.owners_path(GROUP, TOPIC)
+    s.admin.create(f"{folder}/not-a-number", b"x")
+    s.admin.create(zkdata.BROKER_IDS + "/garbage", b"{}")
+    m1.client.set(f"{folder}/1", b"\xff\xfe")
+    assert 1 not in m1.group.owners(TOPIC) and 0 in m1.group.owners(TOPIC)
+    assert [b.broker_id for b in m1.group.cluster.brokers()] == [1]
+    assert "not-a-number" in caplog.text and "/brokers/ids/garbage" in caplog.text
+    problems = m1.rebalancer.health_problems()
+    assert any("t-1" in p for p in problems)
+
+
+def test_suspended_then_reconnected_in_the_same_session_rebalances_to_rearm_watches() -> None:
+    s = world()
+    m1 = s.add_member()
+    rounds(s, 4)
+    m1.membership.on_connection_state(KazooState.SUSPENDED)
+    m1.membership.on_connection_state(KazooState.CONNECTED)
+    assert m1.pending
