@@ -267,8 +267,17 @@ class LocalCluster:
             broker.stop()
         # A kill -9'd broker's ephemeral node lingers until its session expires (6 s).
         self._wait_path_gone(f"/brokers/ids/{broker_id}", timeout)
-        broker.process.start()
-        self.wait_broker_registered(broker, timeout)
+        for attempt in range(1, 4):
+            broker.process.start()
+            try:
+                self.wait_broker_registered(broker, timeout)
+                break
+            except ClusterStartError:
+                # On a starved machine a starting broker can lose its own ZooKeeper session and exit
+                # ("fatal exception during startup"): start it again, as an operator would.
+                if broker.process.running or attempt == 3:
+                    raise
+                log.warning("kafka-%d exited while starting (attempt %d); starting it again", broker_id, attempt)
         self.wait_metadata(timeout)
 
     def wait_metadata(self, timeout: float = 60.0) -> None:
