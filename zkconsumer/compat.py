@@ -10,7 +10,7 @@ DEFAULT_VERSION = "1.1"
 
 @dataclass(frozen=True)
 class Compat:
-    """Behaviour switches that differ between legacy consumer releases (reference §0).
+    """Behaviour switches that differ between legacy consumer releases (docs/design.md, "Release differences").
 
     Every member of a group must agree on these, so the whole group should use the
     version of its oldest Scala member.

@@ -32,7 +32,7 @@ log4j.logger.kafka.log.LogCleaner=WARN
 log4j.logger.kafka.controller=WARN
 """
 
-# Baseline from runtime-notes §A4: Kafka's own test harness settings, tuned for fast failover.
+# Kafka's own integration-test settings, tuned for fast failover (docs/design.md, "the test cluster").
 BROKER_PROPERTIES = """\
 num.partitions=1
 default.replication.factor=1
