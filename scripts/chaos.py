@@ -199,7 +199,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"seed={seed} events={args.events} members={args.members} partitions={args.partitions}+{aux} "
           f"brokers={args.brokers} rate={rate:.0f}/s cpu_hogs={args.cpu_hog} workdir={workdir}", flush=True)
     replication = min(3, args.brokers)
-    with LocalCluster(brokers=args.brokers, chroot="/chaos", workdir=workdir / "cluster") as cluster:
+    # Under a CPU hog the brokers' own 6 s ZooKeeper sessions (the test default) expire while they are
+    # starved and they exit; they get Kafka's default 18 s then: the cluster is not what is judged.
+    broker_properties = {"zookeeper.session.timeout.ms": "18000"} if args.cpu_hog else None
+    with LocalCluster(brokers=args.brokers, chroot="/chaos", workdir=workdir / "cluster",
+                      broker_properties=broker_properties) as cluster:
         env = ChaosEnv(cluster, "chaos-group", {MAIN: args.partitions, AUX: aux}, workdir, settings,
                        replication=replication)
         try:

@@ -20,7 +20,7 @@ from zkconsumer import zkdata
 from zkconsumer.assignors import AssignmentInput, assign
 from zkconsumer.compat import DEFAULT
 from zkconsumer.testing.simulation import Delivery, SimLog, SimMember, committed, owner_nodes
-from zkconsumer.testing.zkmodel import FAIL_AFTER, FAIL_BEFORE, ZkModel, slow
+from zkconsumer.testing.zkmodel import FAIL_AFTER, FAIL_BEFORE, Fault, FakeKazooClient, ZkModel, slow
 
 GROUP, TOPIC = "g", "t"
 
@@ -71,7 +71,7 @@ class Schedule:
     def _topic_data(self) -> bytes:
         return zkdata.encode_topic_partitions({p: [1] for p in range(self.partitions)})
 
-    def _fault(self, client: object, op: str, path: str) -> object:
+    def _fault(self, client: FakeKazooClient, op: str, path: str) -> Fault | None:
         if not self.faulty or getattr(client, "name", "") == "admin" or self.rng.random() >= self.o.fault_rate:
             return None
         fault = self.rng.choice([FAIL_BEFORE, FAIL_AFTER, slow(self.rng.choice([50, 500, 3000]))])
