@@ -43,6 +43,7 @@ class Assignment:
         self._releasing: dict[TopicPartition, PartitionTopicInfo] = {}
         self._orphans: dict[TopicPartition, str] = {}  # our owner nodes we never installed
         self.generation = 0  # bumped whenever the owned set changes
+        self.sessions_lost = 0  # bumped by lose_all: a claim made before it belongs to a dead session
 
     # ---- reads: consistent snapshots, never blocked by I/O --------------------------------------
     def owned(self) -> dict[TopicPartition, str]:
@@ -85,9 +86,16 @@ class Assignment:
             return len(self._owned)
 
     # ---- transitions -----------------------------------------------------------------------------
-    def install(self, infos: Iterable[PartitionTopicInfo]) -> None:
-        """Claimed and fetching: deliver them."""
+    def install(self, infos: Iterable[PartitionTopicInfo], sessions_lost: int | None = None) -> bool:
+        """Claimed and fetching: deliver them. `sessions_lost` is what `sessions_lost` read before the
+        claim: if a session ended since, the claim's nodes went with it, so nothing is installed,
+        the records stay inactive, and False is returned."""
+        infos = list(infos)
         with self._lock:
+            if sessions_lost is not None and sessions_lost != self.sessions_lost:
+                for info in infos:
+                    info.active = False
+                return False
             for info in infos:
                 self._releasing.pop(info.key, None)
                 self._orphans.pop(info.key, None)
@@ -97,6 +105,7 @@ class Assignment:
                 info.active = True
                 self._owned[info.key] = info
             self.generation += 1
+            return True
 
     def begin_release(self, keys: Iterable[TopicPartition]) -> list[PartitionTopicInfo]:
         """Stop delivering these now; they stay committable until `released()`."""
@@ -170,6 +179,7 @@ class Assignment:
                 info.active = False
             had = bool(self._owned)
             self._owned, self._releasing, self._orphans = {}, {}, {}
+            self.sessions_lost += 1
             if had:
                 self.generation += 1
             return lost

@@ -75,6 +75,8 @@ class ConsumerConnector:
         self._tasks: list[PeriodicTask] = []
         self._watchdog: Watchdog | None = None
         self._closed = False
+        self._shutdown_done = threading.Event()
+        self._unwritten: dict[tuple[str, int], int] = {}
         self.failure: BaseException | None = None
 
     # ---- public API ----------------------------------------------------------------------------
@@ -158,9 +160,18 @@ class ConsumerConnector:
         with ZooKeeper down. Idempotent, from any thread. Returns the offsets it could not commit
         (empty: everything was written); they are also logged."""
         with self._lock:
-            if self._closed:
-                return {}
+            first = not self._closed
             self._closed = True
+        if not first:  # another thread is leaving (or left): wait for it, and say what it said
+            self._shutdown_done.wait(timeout)
+            return dict(self._unwritten)
+        try:
+            self._unwritten = self._leave(timeout)
+        finally:
+            self._shutdown_done.set()
+        return dict(self._unwritten)
+
+    def _leave(self, timeout: float) -> dict[tuple[str, int], int]:
         log.info("%s shutting down", self.consumer_id)
         deadline = zkio.Deadline(timeout)
         self.group.io.deadline = deadline  # bounds every ZooKeeper call from here on, on every thread
@@ -236,20 +247,25 @@ class ConsumerConnector:
             self.shutdown()
             raise ConsumerRebalanceFailed(f"{self.consumer_id}: initial rebalance failed "
                                           f"({rebalancer.stats.last_error}); the connector was shut down")
-        worker.start()
-        self._tasks.append(PeriodicTask(f"{self.consumer_id}-session-lease", membership.session_timeout_s() / 4.0,
-                                        membership.renew_lease, on_error=self._die))
+        tasks = [PeriodicTask(f"{self.consumer_id}-session-lease", membership.session_timeout_s() / 4.0,
+                              membership.renew_lease, on_error=self._die)]
         if cfg.auto_commit_enable:
-            self._tasks.append(PeriodicTask(
+            tasks.append(PeriodicTask(
                 f"{self.consumer_id}-autocommit", cfg.auto_commit_interval_ms / 1000.0,
                 lambda: rebalancer.commit(retries=cfg.offsets_commit_max_retries), on_error=self._die))
+        watchdog = None
         if cfg.watchdog_interval_ms > 0:
-            self._watchdog = Watchdog(self.consumer_id, interval_s=cfg.watchdog_interval_ms / 1000.0,
-                                      check=rebalancer.health_problems, trigger=worker.trigger, on_error=self._die)
-        for task in self._tasks:
-            task.start()
-        if self._watchdog is not None:
-            self._watchdog.start()
+            watchdog = Watchdog(self.consumer_id, interval_s=cfg.watchdog_interval_ms / 1000.0,
+                                check=rebalancer.health_problems, trigger=worker.trigger, on_error=self._die)
+        with self._lock:  # a shutdown from another thread either sees all of them or none
+            if self._closed:
+                return
+            self._tasks, self._watchdog = tasks, watchdog
+            worker.start()
+            for task in tasks:
+                task.start()
+            if watchdog is not None:
+                watchdog.start()
 
     def _make_fetcher(self, bootstrap: str) -> PartitionFetcher:
         if not self._fetch:

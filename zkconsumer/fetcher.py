@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Sequence
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from zkconsumer.fetch_settings import FetchSettings
+from zkconsumer.zkio import Deadline
 from zkconsumer.stream import Chunk, ConsumerError, Message, PartitionTopicInfo
 
 __all__ = ["ConsumerProxy", "FetchSettings", "Fetcher"]
@@ -55,6 +56,7 @@ class Fetcher:
         self._held: dict[Key, list[Message]] = {}  # refused messages per partition, in order
         self._paused: set[Key] = set()
         self._warned: dict[object, list[float]] = {}
+        self.deadline = Deadline(None)  # a shutdown's: bounds every command posted from now on
 
     def start(self) -> None:
         if self._thread is not None:
@@ -135,10 +137,11 @@ class Fetcher:
             fut: Future[object] = Future()
             self._commands.put((fn, fut))
             self._wake.set()
-            deadline = time.monotonic() + _COMMAND_TIMEOUT
+            limit = self.deadline.remaining(_COMMAND_TIMEOUT)
+            deadline = time.monotonic() + limit
             while True:
                 try:
-                    return fut.result(timeout=0.2)
+                    return fut.result(timeout=min(0.2, limit))
                 except CancelledError:
                     break  # the thread failed before running it
                 except FutureTimeout:
@@ -146,8 +149,9 @@ class Fetcher:
                         raise  # fn's own TimeoutError
                     if not thread.is_alive() and fut.cancel():
                         break  # died before running it
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"{thread.name} did not run a command within {_COMMAND_TIMEOUT:.0f}s")
+                    if time.monotonic() >= deadline:
+                        fut.cancel()  # not started yet: it must not run late (a cancelled add, say)
+                        raise TimeoutError(f"{thread.name} did not run a command within {limit:.1f}s")
         if required:
             raise ConsumerError(f"fetcher {self.name} is not running") from self._failure
         if self._failure is None:  # stopping: let it leave the Consumer first (a failed one did)

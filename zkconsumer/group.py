@@ -79,6 +79,9 @@ class GroupZk:
                 self.io.create(self.member_path, data, ephemeral=True)
                 self.session = session
                 return session
+            except NoNodeError:  # the ids folder was deleted under us: create it again
+                self._ensured.discard(zkdata.ids_path(self.group_id))
+                continue
             except NodeExistsError:
                 pass
             try:

@@ -150,8 +150,11 @@ class Membership:
         if self.state is not State.EXPIRED and live == registered and self.group.is_registered():
             return
         # A new session, or our node deleted by hand (owner nodes of the same session stay ours).
+        lost_before = self.assignment.sessions_lost
         sent = self._clock()
-        self.group.register(self._registration(), wait_for_stale_s=self._configured_timeout_s)
+        session = self.group.register(self._registration(), wait_for_stale_s=self._configured_timeout_s)
+        if self.group.live_session != session or self.assignment.sessions_lost != lost_before:
+            raise SessionLost(f"session 0x{session:x} ended while registering; registering again")
         log.info("%s registered in group %s (session 0x%x)", self.group.consumer_id, self.group.group_id,
                  self.group.session or 0)
         self._extend_lease(sent)

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.compat import Compat
 from zkconsumer.subscription import (BLACK_LIST, MAX_STREAMS, STATIC, WHITE_LIST, from_registration,
                                      java_regex_to_python, normalise_regex, scala_map_head, thread_ids_for,
@@ -26,16 +27,22 @@ class PeerView:
     ignored: dict[str, str]
 
 
-class OwnRegistrationError(ValueError):
-    """Our own registration is missing or unusable: the group cannot be assigned without it."""
+class OwnRegistrationError(ZkConsumerError, ValueError):
+    """Our own registration is missing or unusable: the group cannot be assigned without it.
 
-    def __init__(self, path: str, reason: str) -> None:
+    Missing is retriable (deleted by a tool, or our session ended, between our check and the read:
+    the next attempt registers again); unusable is not (our own writer produced it, or someone
+    overwrote it: a member cannot go on from there).
+    """
+
+    def __init__(self, path: str, reason: str, retriable: bool = False) -> None:
         super().__init__(f"{path}: our own registration {reason}")
         self.path = path
         self.reason = reason
+        self.retriable = retriable
 
-    def __reduce__(self) -> tuple[Any, ...]:  # picklable despite the two-argument __init__
-        return (type(self), (self.path, self.reason))
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable despite the extra arguments
+        return (type(self), (self.path, self.reason, self.retriable))
 
 
 def _show(text: str) -> str:
@@ -125,7 +132,8 @@ def evaluate_peers(registrations: Mapping[str, Registration], unreadable: Mappin
     for cid, exc in unreadable.items():
         ignored[cid] = f"unreadable registration: {_one_line(exc)}"
     if own_id not in registrations and own_id not in unreadable:
-        raise OwnRegistrationError(_own_path(group_id, own_id), "is missing from the group's members")
+        raise OwnRegistrationError(_own_path(group_id, own_id), "is missing from the group's members",
+                                   retriable=True)
     if own_id in ignored:
         raise OwnRegistrationError(_own_path(group_id, own_id), f"cannot be used: {ignored[own_id]}")
     threads: dict[str, dict[str, list[str]]] = {}

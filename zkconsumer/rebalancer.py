@@ -9,7 +9,9 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from zkconsumer.assignment import Assignment
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.errors import BrokersUnavailable, ConsumerRebalanceFailed, ZooKeeperUnavailable, is_retriable
+from zkconsumer.fetcher import Fetcher
+from zkconsumer.errors import (BrokersUnavailable, ConsumerRebalanceFailed, SessionLost, ZooKeeperUnavailable,
+                               is_retriable)
 from zkconsumer.group import GroupZk
 from zkconsumer.listener import ConsumerRebalanceListener
 from zkconsumer.membership import Membership
@@ -18,6 +20,8 @@ from zkconsumer.peers import IgnoredPeerReporter, evaluate_peers
 from zkconsumer.rebalance import Decision, by_topic, decide, plan, subscribed_topics
 from zkconsumer.stream import PartitionTopicInfo, StreamSet
 from zkconsumer.watchdog import find_problems
+from zkconsumer.zkdata import consumer_id_of_thread
+from zkconsumer.zkio import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +155,7 @@ class Rebalancer:
 
     def _attempt(self) -> Outcome:
         self.membership.ensure_registered()
+        sessions_lost = self.assignment.sessions_lost  # a LOST from here on voids this attempt's claim
         decision = self._decide()
         if decision is None:
             return Outcome(done=True, waiting_for_brokers=True)
@@ -170,11 +175,7 @@ class Rebalancer:
             log.info("%s: %d partitions still owned by others (e.g. %s-%d); backing off",
                      self.consumer_id, len(conflicts), *conflicts[0])
             return Outcome(done=False)
-        try:
-            self._start(steps.claim, decision)
-        except BaseException:
-            self.assignment.adopt_orphans(steps.claim)  # not fetching them, so give them back
-            raise
+        self._start(steps.claim, sessions_lost)
         owned = self.assignment.owned()
         log.info("%s owns %d partitions (%d new, %d released, %d kept): %s", self.consumer_id, len(owned),
                  len(steps.claim), len(steps.release), len(steps.keep),
@@ -185,10 +186,10 @@ class Rebalancer:
         """Read the group (arming every watch with the read it guards) and compute the assignment."""
         m = self.membership
         registrations, unreadable = self.group.read_registrations(watch=m.on_members_changed)
+        m.waiting_for_brokers = True  # before the read: a broker arriving right after it must trigger
         brokers = self.group.cluster.brokers(watch=m.on_brokers_changed)
         if not brokers:
             log.warning("%s: no brokers registered; waiting for /brokers/ids to change", self.consumer_id)
-            m.waiting_for_brokers = True
             return None
         m.waiting_for_brokers = False
         self._ensure_fetcher(brokers)
@@ -250,8 +251,9 @@ class Rebalancer:
             self.streams.clear()
         else:
             self.assignment.begin_release(release)
-        if release:
+        if release or self.assignment.releasing():  # also what an earlier failed attempt left pending
             self._commit_quietly()
+        if release:
             self.listener.before_releasing_partitions(by_topic(release))
 
     def _finish_releases(self) -> None:
@@ -268,20 +270,33 @@ class Rebalancer:
             raise ZooKeeperUnavailable(f"owner nodes of {', '.join(f'{t}-{p}' for t, p in left)} changed while "
                                        "being released; trying again")
 
-    def _start(self, claim: Mapping[TopicPartition, str], decision: Decision) -> None:
-        """Read offsets (only now: the old owner committed before it released) and start fetching."""
-        offsets = self.offsets.read(claim)
-        infos = [PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread), offsets[key],
-                                    self.topic_epochs.get(key[0]))
-                 for key, thread in claim.items()]
-        self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
-        assert self.fetcher is not None
-        if self.config.rebalance_incremental:
-            if infos:
-                self.fetcher.add(infos)
-        else:
-            self.fetcher.assign(infos)
-        self.assignment.install(infos)
+    def _start(self, claim: Mapping[TopicPartition, str], sessions_lost: int) -> None:
+        """Read offsets (only now: the old owner committed before it released), start fetching, install.
+
+        On any failure the new records are made inactive (chunks a late fetcher command still
+        queues are dropped unseen) and the claimed nodes are scheduled for deletion.
+        """
+        infos: list[PartitionTopicInfo] = []
+        try:
+            offsets = self.offsets.read(claim)
+            infos = [PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread),
+                                        offsets[key], self.topic_epochs.get(key[0]))
+                     for key, thread in claim.items()]
+            self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
+            assert self.fetcher is not None
+            if self.config.rebalance_incremental:
+                if infos:
+                    self.fetcher.add(infos)
+            else:
+                self.fetcher.assign(infos)
+        except BaseException:
+            for info in infos:
+                info.active = False
+            self.assignment.adopt_orphans(claim)
+            raise
+        if not self.assignment.install(infos, sessions_lost):
+            raise SessionLost("the ZooKeeper session ended while these partitions were being claimed; "
+                              "claiming again in the new session")
 
     def _ensure_fetcher(self, brokers: list) -> None:  # type: ignore[type-arg]
         if self.fetcher is None:
@@ -302,8 +317,7 @@ class Rebalancer:
         owners = {t: self.group.owners(t) for t in partitions}
         # Deleting an adopted node is fenced by session, so one of an older session is left alone.
         orphans = self.assignment.adopt_orphans({(t, p): thread for t, found in owners.items()
-                                                 for p, thread in found.items()
-                                                 if thread.startswith(self.consumer_id + "-")})
+                                                 for p, thread in found.items() if self._is_our_thread(thread)})
         if orphans:
             self.membership.trigger("watchdog: owner nodes of this member that it does not own")
         fetcher = self.fetcher
@@ -312,6 +326,12 @@ class Rebalancer:
                                  set(self.assignment.owned()), fetched, expected=partitions)
         problems += [f"{t}-{p} is held by this member's session but not owned (releasing it)" for t, p in orphans]
         return problems
+
+    def _is_our_thread(self, thread: str) -> bool:
+        try:
+            return consumer_id_of_thread(thread) == self.consumer_id
+        except ValueError:
+            return False
 
     # ---- commits -------------------------------------------------------------------------------
     def commit(self, *, retries: int = 0) -> int:
@@ -349,6 +369,8 @@ class Rebalancer:
         `timeout_s`. Returns the offsets it could not commit (empty when everything was written)."""
         self._stopping.set()
         began = time.monotonic()
+        if isinstance(self.fetcher, Fetcher):
+            self.fetcher.deadline = Deadline(timeout_s)  # a Kafka-side final commit goes through it
         got_lock = self._lock.acquire(timeout=max(0.0, timeout_s / 2))
         try:
             infos = self.assignment.committable()

@@ -87,8 +87,9 @@ class ZkIO:
     def many(self, calls: Iterable[tuple[T, Any]], what: str) -> dict[T, Any]:
         """Wait for several requests sent at once: key -> result, or None for a node that does not
         exist. Any other failure raises (for the whole batch)."""
+        sent = list(calls)  # every request goes out before the first answer is awaited
         out: dict[T, Any] = {}
-        for key, async_result in calls:
+        for key, async_result in sent:
             try:
                 out[key] = self.wait(async_result, what)
             except NoNodeError:

@@ -332,3 +332,74 @@ def test_suspended_then_reconnected_in_the_same_session_rebalances_to_rearm_watc
     m1.membership.on_connection_state(KazooState.SUSPENDED)
     m1.membership.on_connection_state(KazooState.CONNECTED)
     assert m1.pending
+
+
+# ---- found by review after the redesign --------------------------------------------------------------------
+
+def test_a_claim_whose_session_ended_before_install_is_not_delivered() -> None:
+    s = world(partitions=2)
+    a = s.add_member()
+    s.log.produce((TOPIC, 0), 5)
+    s.log.produce((TOPIC, 1), 5)
+    add = a.fetcher.add
+
+    def add_then_expire(infos):  # type: ignore[no-untyped-def]
+        add(infos)
+        if s.model.live_sessions().get(a.group.session or 0) == a.name:
+            s.model.expire(a.client)  # the session ends while the fetcher starts...
+            s.model.deliver()         # ...and kazoo reports LOST, then a new session
+    a.fetcher.add = add_then_expire  # type: ignore[method-assign]
+    a.rebalance()
+    assert a.assignment.owned() == {}, "a claim made in a session that ended must not be installed"
+    b = s.add_member()
+    for _ in range(5):
+        b.rebalance()
+        s.model.deliver()
+    reconcile = a.rebalancer._reconcile
+
+    def consume_meanwhile() -> None:  # iterator threads run while a re-registered member reads the group
+        a.consume(3)
+        reconcile()
+    a.rebalancer._reconcile = consume_meanwhile  # type: ignore[method-assign]
+    a.rebalance()
+    s.model.deliver()
+    assert s.result.violations == []
+
+
+def test_records_of_a_failed_start_deliver_nothing() -> None:
+    s = world(partitions=2)
+    s.rng.choice = lambda seq: seq[0]  # type: ignore[method-assign]  # one stream, one timeout each
+    a = s.add_member()
+    s.log.produce((TOPIC, 0), 9)
+    s.log.produce((TOPIC, 1), 9)
+    add, failed = a.fetcher.add, []
+
+    def add_then_time_out(infos):  # type: ignore[no-untyped-def]
+        add(infos)        # the fetcher thread ran the command after all...
+        a.fetcher.pump()  # ...and routed chunks into the queues...
+        if not failed:
+            failed.append(True)
+            raise TimeoutError("fetcher did not run a command in time")  # ...but the caller gave up
+    a.fetcher.add = add_then_time_out  # type: ignore[method-assign]
+    for _ in range(2):  # the failed attempt, then a retry that claims again with new records
+        a.rebalance()
+        s.model.deliver()
+    b = s.add_member()
+    for _ in range(4):
+        a.rebalance()
+        b.rebalance()
+        s.model.deliver()
+    a.consume(20)  # the first records' chunks are still queued: none may be handed out
+    assert failed and s.result.violations == []
+    assert owners(s) == s.expected_owners()
+
+
+def test_a_member_registers_again_after_the_whole_group_folder_was_deleted() -> None:
+    s = world(partitions=2)
+    a = s.add_member()
+    rounds(s, 2)
+    for path in sorted((p for p in s.model.paths() if p.startswith(f"/consumers/{GROUP}")),
+                       key=lambda p: -p.count("/")):
+        s.admin.delete(path)  # an operator removes the group while a member runs
+    rounds(s, 6)
+    assert s.model.exists(a.group.member_path) and owners(s) == s.expected_owners() and not a.pending

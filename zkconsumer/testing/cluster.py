@@ -271,14 +271,15 @@ class LocalCluster:
             broker.process.start()
             try:
                 self.wait_broker_registered(broker, timeout)
-                break
+                self.wait_metadata(timeout)
+                return
             except ClusterStartError:
                 # On a starved machine a starting broker can lose its own ZooKeeper session and exit
                 # ("fatal exception during startup"): start it again, as an operator would.
                 if broker.process.running or attempt == 3:
                     raise
                 log.warning("kafka-%d exited while starting (attempt %d); starting it again", broker_id, attempt)
-        self.wait_metadata(timeout)
+                self._wait_path_gone(f"/brokers/ids/{broker_id}", timeout)
 
     def wait_metadata(self, timeout: float = 60.0) -> None:
         """Until a client sees every running broker and a controller (registration precedes listening)."""
