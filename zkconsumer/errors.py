@@ -95,3 +95,9 @@ def is_retriable(exc: BaseException) -> bool:
         # only fatal errors are final here. A KafkaException without a KafkaError is not one we know.
         return isinstance(err, KafkaError) and not err.fatal()
     return isinstance(exc, (OSError, TimeoutError))
+
+
+def describe(exc: BaseException) -> str:
+    """`Type: message` (kazoo's ConnectionLoss, for one, has an empty message)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Callable, Iterable
 
-from zkconsumer.errors import BrokersUnavailable, CommitFailed, is_retriable
+from zkconsumer.errors import BrokersUnavailable, CommitFailed, describe, is_retriable
 from zkconsumer.group import GroupZk
 from zkconsumer.stream import PartitionTopicInfo
 
@@ -60,8 +60,10 @@ class OffsetStore:
                 deadline = self.group.io.deadline  # a shutdown's: no retry past it
                 if attempt == attempts or not is_retriable(exc) or deadline.expired():
                     self.failures += 1
+                    log.error("offset commit failed after %d attempts (%s): messages since the last commit "
+                              "will be delivered again if these partitions move", attempt, describe(exc))
                     raise
-                log.warning("offset commit attempt %d/%d failed (%s); retrying", attempt, attempts, exc)
+                log.warning("offset commit attempt %d/%d failed (%s); retrying", attempt, attempts, describe(exc))
                 time.sleep(deadline.remaining(self._backoff_s))
         return 0
 
@@ -181,8 +183,9 @@ class PeriodicTask:
                 self._fn()
             except Exception as exc:  # noqa: BLE001 - retriable: report and keep the schedule; else surface
                 if self._on_error is not None and not is_retriable(exc):
-                    log.error("%s failed with a bug: %s", self._thread.name, exc, exc_info=True)
+                    log.error("%s failed with a bug: %s", self._thread.name, describe(exc), exc_info=True)
                     self._on_error(exc)
                     return
-                log.error("%s failed: %s", self._thread.name, exc)
+                log.warning("%s failed: %s; trying again in %.1fs", self._thread.name, describe(exc),
+                            self._interval_s)
 

@@ -11,7 +11,7 @@ from zkconsumer.assignment import Assignment
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.fetcher import Fetcher
 from zkconsumer.errors import (BrokersUnavailable, ConsumerRebalanceFailed, SessionLost, ZooKeeperUnavailable,
-                               is_retriable)
+                               describe, is_retriable)
 from zkconsumer.group import GroupZk
 from zkconsumer.listener import ConsumerRebalanceListener
 from zkconsumer.membership import Membership
@@ -140,7 +140,7 @@ class Rebalancer:
                 except Exception as exc:  # noqa: BLE001 - classified right here
                     if not is_retriable(exc):
                         raise
-                    error = f"{type(exc).__name__}: {exc}"
+                    error = describe(exc)
                     log.warning("%s: rebalance attempt %d failed: %s", self.consumer_id, attempt, error)
                 self.stats.last_error = error
                 if self._stopping.wait(self.config.rebalance_backoff_ms / 1000.0):
@@ -356,8 +356,7 @@ class Rebalancer:
             if not is_retriable(exc):
                 raise
             log.error("%s: commit before release failed (%s); messages since the last commit "
-                      "will be delivered again", self.consumer_id, exc)
-            self.offsets.failures += 1
+                      "will be delivered again", self.consumer_id, describe(exc))
 
     # ---- shutdown ------------------------------------------------------------------------------
     def begin_shutdown(self) -> None:
@@ -390,6 +389,6 @@ class Rebalancer:
         try:
             self.offsets.commit(infos, attempts=1 + self.config.offsets_commit_max_retries)
         except Exception as exc:  # noqa: BLE001 - reported to the caller with what was not written
-            log.error("%s: final commit failed: %s", self.consumer_id, exc)
+            log.error("%s: final commit failed: %s", self.consumer_id, describe(exc))
         return {i.key: i.consumed_offset for i in infos
                 if i.consumed_offset >= 0 and i.consumed_offset != i.committed_offset}
