@@ -108,7 +108,7 @@ class OffsetStore:
         `_current_incarnation` looked before writing; a topic re-created between that look and
         the write (a few ZooKeeper round trips, long on a loaded machine) would leave the old
         position with an mzxid newer than the new topic, which read_offsets would trust. The
-        caller holds the coordinator's lock, so no re-claim reads the offset in between.
+        caller holds the rebalancer's lock, so no re-claim reads the offset in between.
         """
         overtaken = {id(i) for i in self._other_incarnation([i for i, _ in done])}
         for info, offset in done:
@@ -152,7 +152,7 @@ class PeriodicTask:
 
     Example::
 
-        committer = PeriodicTask("g_c1-autocommit", 60.0, lambda: coordinator.commit(auto=True))
+        committer = PeriodicTask("g_c1-autocommit", 60.0, lambda: rebalancer.commit())
         committer.start(); ...; committer.stop()
     """
 

@@ -56,7 +56,7 @@ class Watchdog:
 
     Example::
 
-        watchdog = Watchdog("g_c1", interval_s=10.0, check=coordinator.health_problems,
+        watchdog = Watchdog("g_c1", interval_s=10.0, check=rebalancer.health_problems,
                             trigger=worker.trigger)
         watchdog.start(); ...; watchdog.stop()
     """

@@ -26,7 +26,7 @@ class RebalanceWorker:
 
     Example::
 
-        worker = RebalanceWorker("g_c1", run=lambda reason: coordinator.synced_rebalance(reason),
+        worker = RebalanceWorker("g_c1", run=lambda reason: rebalancer.synced_rebalance(reason),
                                  backoff_s=2.0, recheck_s=30.0, on_crash=streams.fail_all)
         worker.start(); worker.trigger("member joined"); ...; worker.stop()
     """

@@ -68,7 +68,7 @@ def test_mixed_range_group_owns_each_partition_once_and_consumes_exactly_once(mi
 
 
 class Attempts:
-    """Rebalance attempts per member from now on: Scala's log lines and our coordinator's records."""
+    """Rebalance attempts per member from now on: Scala's log lines and our rebalancer's records."""
 
     def __init__(self, mixed, caplog) -> None:  # type: ignore[no-untyped-def]
         caplog.set_level(logging.INFO, logger="zkconsumer.rebalancer")
