@@ -124,6 +124,7 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float,
     try:
         client.start(timeout=connect_timeout_s)
     except Exception:
+        client.stop()  # kazoo refuses close() while its connection thread still retries
         client.close()
         raise
     return client
