@@ -19,6 +19,7 @@ from kazoo.protocol.states import ZnodeStat
 from zkconsumer import zkdata
 from zkconsumer.errors import CommitFailed, RegistrationConflict, ZooKeeperUnavailable
 from zkconsumer.metadata import ClusterMetadata
+from zkconsumer.rebalance import partitions_text
 from zkconsumer.zkdata import Registration, ZkDataError
 from zkconsumer.zkio import Watch, ZkIO
 
@@ -245,7 +246,7 @@ class GroupZk:
             else:
                 results[key] = outcome
         if failed:
-            raise CommitFailed("could not write offsets of " + ", ".join(f"{t}-{p}" for t, p in failed)
+            raise CommitFailed("could not write offsets of " + partitions_text(failed)
                                + f" in {attempts} attempts", failed)
         return results
 
@@ -304,22 +305,22 @@ class GroupZk:
     def _owner_stats(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, ZnodeStat | None]:
         """key -> stat of the owner node if it is ours (our thread id, our session), else None."""
         found = self.io.many(((k, self.client.get_async(self._owner_path(k))) for k in owners), "read owner nodes")
-        out: dict[TopicPartition, ZnodeStat | None] = {}
-        for key, answer in found.items():
-            ok = (answer is not None and answer[0] == zkdata.encode_owner(owners[key])
-                  and self.session is not None and answer[1].ephemeralOwner == self.session)
-            out[key] = answer[1] if ok else None
-        return out
+        return {key: self._ours(answer, owners[key]) for key, answer in found.items()}
 
     def _which_are_ours(self, owners: Mapping[TopicPartition, str]) -> set[TopicPartition]:
         return {k for k, stat in self._owner_stats(owners).items() if stat is not None}
 
     def _owner_stat_if_ours(self, path: str, thread_id: str) -> ZnodeStat | None:
         try:
-            data, stat = self.io.get(path)
+            answer = self.io.get(path)
         except NoNodeError:
             return None
-        if data != zkdata.encode_owner(thread_id) or self.session is None or stat.ephemeralOwner != self.session:
+        return self._ours(answer, thread_id)
+
+    def _ours(self, answer: tuple[bytes, ZnodeStat] | None, thread_id: str) -> ZnodeStat | None:
+        """The owner node's stat if it holds our thread id in our registered session, else None."""
+        if answer is None or self.session is None:
             return None
-        return stat
+        data, stat = answer
+        return stat if data == zkdata.encode_owner(thread_id) and stat.ephemeralOwner == self.session else None
 

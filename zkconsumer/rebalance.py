@@ -92,6 +92,11 @@ def plan(owned: Mapping[TopicPartition, str], target: Mapping[TopicPartition, st
                 keep=keep, claim={k: v for k, v in target.items() if k not in keep})
 
 
+def partitions_text(keys: Iterable[TopicPartition]) -> str:
+    """"t-0, t-1, u-3": partitions as the logs and errors name them, sorted."""
+    return ", ".join(f"{t}-{p}" for t, p in sorted(keys))
+
+
 def by_topic(keys: Iterable[TopicPartition]) -> dict[str, set[int]]:
     out: dict[str, set[int]] = {}
     for topic, partition in keys:

@@ -17,7 +17,7 @@ from zkconsumer.listener import ConsumerRebalanceListener
 from zkconsumer.membership import Membership
 from zkconsumer.offsets import OffsetStore
 from zkconsumer.peers import IgnoredPeerReporter, evaluate_peers
-from zkconsumer.rebalance import Decision, by_topic, decide, plan, subscribed_topics
+from zkconsumer.rebalance import Decision, by_topic, decide, partitions_text, plan, subscribed_topics
 from zkconsumer.stream import PartitionTopicInfo, StreamSet
 from zkconsumer.watchdog import find_problems
 from zkconsumer.zkdata import consumer_id_of_thread
@@ -179,7 +179,7 @@ class Rebalancer:
         owned = self.assignment.owned()
         log.info("%s owns %d partitions (%d new, %d released, %d kept): %s", self.consumer_id, len(owned),
                  len(steps.claim), len(steps.release), len(steps.keep),
-                 ", ".join(f"{t}-{p}" for t, p in sorted(owned)) or "none")
+                 partitions_text(owned) or "none")
         return Outcome(done=True, claimed=len(steps.claim), released=len(steps.release), kept=len(steps.keep))
 
     def _decide(self) -> Decision | None:
@@ -218,23 +218,23 @@ class Rebalancer:
         node that is still ours writes nothing).
         """
         owned = self.assignment.owned_infos()
-        stale = sorted(k for k, i in owned.items()
-                       if i.epoch is not None and i.epoch != self.topic_epochs.get(k[0], i.epoch))
+        stale = {k for k, i in owned.items()
+                 if i.epoch is not None and i.epoch != self.topic_epochs.get(k[0], i.epoch)}
         if stale:
             log.warning("%s: topic deleted or re-created under us; dropping %s without committing",
-                        self.consumer_id, ", ".join(f"{t}-{p}" for t, p in stale))
-            self.assignment.begin_release(stale)
-        rest = {k: i.thread_id for k, i in owned.items() if k not in set(stale)}
+                        self.consumer_id, partitions_text(stale))
+            self.assignment.begin_release(sorted(stale))
+        rest = {k: i.thread_id for k, i in owned.items() if k not in stale}
         lost = set(self.group.not_ours(rest))
         fetched = self.fetcher.assigned() if self.fetcher is not None else None
         drifted = (set(rest) - fetched - lost) if fetched is not None else set()
         if lost:
             log.warning("%s: owner nodes of %s are no longer ours; claiming again", self.consumer_id,
-                        ", ".join(f"{t}-{p}" for t, p in sorted(lost)))
+                        partitions_text(lost))
             self.assignment.drop(lost)
         if drifted:
             log.warning("%s: %s owned but not fetched; starting them again", self.consumer_id,
-                        ", ".join(f"{t}-{p}" for t, p in sorted(drifted)))
+                        partitions_text(drifted))
             self.assignment.drop(drifted)
             self.assignment.adopt_orphans({k: rest[k] for k in drifted})
         # Fetched but not owned (left over from a lost session): nothing of it may be delivered anyway.
@@ -244,13 +244,11 @@ class Rebalancer:
 
     def _release(self, release: Mapping[TopicPartition, str], *, stop_the_world: bool) -> None:
         """Stop delivering, commit, tell the listener; the owner nodes go in _finish_releases."""
+        if stop_the_world and self.fetcher is not None:
+            self.fetcher.stop_fetching()
+        self.assignment.begin_release(release)
         if stop_the_world:
-            if self.fetcher is not None:
-                self.fetcher.stop_fetching()
-            self.assignment.begin_release(release)
-            self.streams.clear()
-        else:
-            self.assignment.begin_release(release)
+            self.streams.clear()  # after begin_release: nothing queued of them may be handed out
         if release or self.assignment.releasing():  # also what an earlier failed attempt left pending
             self._commit_quietly()
         if release:
@@ -267,7 +265,7 @@ class Rebalancer:
             self.fetcher.remove(confirmed)
         left = sorted(set(pending) - set(confirmed))
         if left:
-            raise ZooKeeperUnavailable(f"owner nodes of {', '.join(f'{t}-{p}' for t, p in left)} changed while "
+            raise ZooKeeperUnavailable(f"owner nodes of {partitions_text(left)} changed while "
                                        "being released; trying again")
 
     def _start(self, claim: Mapping[TopicPartition, str], sessions_lost: int) -> None:
