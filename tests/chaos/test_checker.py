@@ -131,3 +131,37 @@ def test_an_owner_node_alive_when_its_session_was_expired_went_with_it() -> None
     assert all(d.allowed for d in inv.duplicates(h))
     h.notes = [Note("expire", "A", 5.3)]                             # expired after the handover
     assert sum(not d.allowed for d in inv.duplicates(h)) == 3
+
+
+def test_settled_ends_decide_session_loss_whatever_the_observer_saw() -> None:
+    # Seed 3 under a CPU hog: ZooKeeper expired A's session at 5.0, the observer noticed 1.5 s
+    # late, and the driver asked A to leave at 5.5 -- in between. Observed times alone made it a
+    # clean handover and flagged A's uncommitted tail, which B re-delivered, as duplicates.
+    def judged(ended_by: str | None, end: float, *notes: Note) -> list[bool]:
+        h = handover(b_from=6, a_session_lost=True, a_commit=6)
+        h.spans[0] = Span(T, 0, "A-0", 1, 0.0, end, ended_by=ended_by)
+        h.incarnations[0] = Incarnation("A", 11, -1.0, end)
+        h.notes = [Note("leave", "A", 5.5), *notes]
+        return [d.allowed for d in inv.duplicates(h)]
+
+    assert judged(None, 6.5).count(False) == 3                       # observed: misjudged
+    assert all(judged("expiry", 5.0))
+    assert judged("delete", 5.0).count(False) == 3                   # A deleted it itself: a hand-over
+    # A client closing the session counts as lost only when the driver did it (its expire action).
+    assert judged("close", 5.0).count(False) == 3
+    assert all(judged("close", 5.0, Note("expire", "A", 4.99)))
+
+
+def test_settle_takes_exact_ends_from_the_servers_log() -> None:
+    from zkconsumer.testing.zk_txnlog import NodeEnd
+
+    h = handover(b_from=10, a_session_lost=False)
+    owner, member = "/c/consumers/g/owners/t/0", "/c/consumers/g/ids/A"
+    ends = {(owner, 1): NodeEnd(owner, 1, 77, 4_800, 77, "expiry"),
+            (member, 11): NodeEnd(member, 11, 77, 4_800, 77, "expiry"),
+            ("/c/consumers/g/owners/t/0", 2): NodeEnd(owner, 2, 78, 9_000, 79, "delete")}
+    assert h.settle(ends, "g", "/c", lambda ms: ms / 1000.0) == 3
+    assert (h.spans[0].end, h.spans[0].ended_by) == (4.8, "expiry")
+    assert (h.incarnations[0].end, h.incarnations[0].ended_by) == (4.8, "expiry")
+    assert (h.spans[1].end, h.spans[1].ended_by) == (9.0, "deleted-by-other")
+    assert h.incarnations[1].ended_by is None                        # not in the log: left as observed

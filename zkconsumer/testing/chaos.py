@@ -11,6 +11,7 @@ Invariants (chaos_invariants has the precise rules):
 """
 from __future__ import annotations
 
+import logging
 import pickle
 import threading
 import time
@@ -23,10 +24,13 @@ from zkconsumer.assignors import assign
 from zkconsumer.compat import DEFAULT
 from zkconsumer.rebalance import GroupView, assignment_input, member_threads
 from zkconsumer.testing import chaos_invariants as inv
+from zkconsumer.testing import zk_txnlog
 from zkconsumer.testing.chaos_history import Delivery, History, MessageKey, Note, TopicPartition, now, parse_value
 from zkconsumer.testing.chaos_observer import ZkObserver
 from zkconsumer.testing.members import owner_table
 from zkconsumer.zkdata import ZkDataError
+
+log = logging.getLogger(__name__)
 
 
 class DeliverySink:
@@ -149,8 +153,11 @@ class Checker:
     """
 
     def __init__(self, zookeeper: str, group: str, topics: Iterable[str], *, period: float = 0.05,
-                 clock_eps: float = 0.02) -> None:
+                 clock_eps: float = 0.02, zk_data_dir: Path | None = None) -> None:
         self.group = group
+        # With the server's data folder, ownership ends are settled exactly from its transaction log.
+        self.zk_data_dir = zk_data_dir
+        self.chroot = zookeeper[zookeeper.index("/"):] if "/" in zookeeper else ""
         self.clock_eps = clock_eps
         self.observer = ZkObserver(zookeeper, group, topics, period=period)
         self.errors: list[BaseException] = []
@@ -263,10 +270,20 @@ class Checker:
                            notes=list(self.notes), epoch_starts=dict(self.epoch_starts), since=self.since,
                            until=self.until if self.until is not None else now())
 
+    def settled_history(self) -> History:
+        """history(), with node ends settled from ZooKeeper's transaction log when it is at hand."""
+        h = self.history()
+        if self.zk_data_dir is not None:
+            ends = zk_txnlog.node_ends(self.zk_data_dir, self.chroot + zkdata.group_path(self.group))
+            settled = h.settle(ends, self.group, self.chroot, self.observer.to_now)
+            log.info("settled %d of %d node lives from ZooKeeper's transaction log", settled,
+                     len(h.spans) + len(h.incarnations))
+        return h
+
     def verify(self, convergence: list[tuple[str, float | None]] | None = None, *,
                dump: Path | None = None) -> Report:
         """Judge everything recorded; `dump` pickles the History there for a post-mortem."""
-        h = self.history()
+        h = self.settled_history()
         if dump is not None:
             dump.write_bytes(pickle.dumps(h))
         return Report(produced=len(h.acked), deliveries=len(h.deliveries),

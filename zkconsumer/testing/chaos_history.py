@@ -4,6 +4,10 @@ from __future__ import annotations
 import bisect
 import time
 from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from zkconsumer import zkdata
+from zkconsumer.testing.zk_txnlog import NodeEnd
 
 TopicPartition = tuple[str, int]
 MessageKey = tuple[str, int, int, int]  # (topic, epoch, partition, offset)
@@ -51,7 +55,9 @@ class Span:
     """One owner node's life: /consumers/G/owners/T/p held by `owner` (a thread id) from start to end.
 
     start is the node's ctime (exact); end is when the observer first missed it (late by at
-    most one poll period); None while it still exists.
+    least one poll period), or exact once settled from the server's transaction log, which
+    also sets ended_by: "delete" (its own session deleted it), "deleted-by-other", "close" (a
+    client closed the session holding it) or "expiry" (the server ended that session).
     """
 
     topic: str
@@ -60,6 +66,7 @@ class Span:
     czxid: int
     start: float
     end: float | None = None
+    ended_by: str | None = None
 
     @property
     def member(self) -> str:
@@ -77,6 +84,7 @@ class Incarnation:
     czxid: int
     start: float
     end: float | None = None
+    ended_by: str | None = None  # as Span.ended_by
 
 
 @dataclass
@@ -187,3 +195,26 @@ class History:
 
     def left_cleanly(self, member: str, before: float) -> bool:
         return any(n.kind == "leave" and n.member == member and n.at <= before for n in self.notes)
+
+    def settle(self, ends: Mapping[tuple[str, int], NodeEnd], group: str, chroot: str,
+               to_now: Callable[[int], float]) -> int:
+        """Replace observed ends of owner and member nodes by the server's exact ones (zk_txnlog).
+
+        `to_now` turns server wall-clock ms into `now()` time. Returns how many were settled;
+        nodes the log does not show ending (still there, or the log is gone) keep their observed end.
+        """
+        settled = 0
+        lives: list[tuple[Span | Incarnation, str]] = [
+            (s, chroot + zkdata.owner_path(group, s.topic, s.partition)) for s in self.spans]
+        lives += [(i, chroot + zkdata.member_path(group, i.member)) for i in self.incarnations]
+        for life, path in lives:
+            end = ends.get((path, life.czxid))
+            if end is None:
+                continue
+            life.end = to_now(end.time_ms)
+            life.ended_by = end.cause if end.cause != "delete" or end.by_session == end.owner_session \
+                else "deleted-by-other"
+            settled += 1
+        for cache in ("_spans_by_member", "_spans_by_partition"):
+            self.__dict__.pop(cache, None)
+        return settled

@@ -167,20 +167,25 @@ def _handover_time(h: History, span: Span) -> float:
 
 
 def _lost_session(h: History, span: Span) -> bool:
-    """True if the span ended because its session did.
+    """True if the span ended because its session did, without the member handing it over.
 
-    Either its owner node vanished while the member could not have deleted it (killed,
+    Exact when the span was settled from ZooKeeper's transaction log (History.settle). Else
+    from observations: either its owner node vanished while the member could not have deleted it (killed,
     frozen, or cut off from ZooKeeper: only the session's end removes it then), or the driver
     expired the session while the node existed, or owner and
     member node vanished together. "Together" is judged from observed times, which a loaded
     observer can stretch past SESSION_END_MATCH; the first rule does not depend on them.
     """
     assert span.end is not None
+    driver_expired = any(n.kind == "expire" and n.member == span.member
+                         and span.start <= n.at <= _handover_time(h, span) for n in h.notes)
+    if span.ended_by is not None:
+        # Settled from the server's log: exact. The driver expires a session by closing it from a
+        # second client, which the log shows as a client's close.
+        return span.ended_by in ("expiry", "deleted-by-other") or (span.ended_by == "close" and driver_expired)
     if any(lo <= span.end <= hi for lo, hi in dead_times(h).get(span.member, [])):
         return True
-    # The driver expired the member's session while this node existed: it went with the session.
-    if any(n.kind == "expire" and n.member == span.member and span.start <= n.at <= _handover_time(h, span)
-           for n in h.notes):
+    if driver_expired:  # the node went with the session the driver ended
         return True
     inc = h.incarnation_at(span.member, span.start)
     if inc is None or inc.end is None or abs(inc.end - span.end) > SESSION_END_MATCH:

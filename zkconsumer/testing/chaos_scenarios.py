@@ -71,7 +71,7 @@ class ChaosEnv:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.settings = settings or ChaosSettings()
         self.replication = replication
-        self.checker = Checker(cluster.zookeeper_connect, group, topics)
+        self.checker = Checker(cluster.zookeeper_connect, group, topics, zk_data_dir=cluster.zookeeper.data_dir)
         self.producer: SteadyProducer | None = None
         self.members: list[Member] = []
         self.epochs = {t: 0 for t in topics}

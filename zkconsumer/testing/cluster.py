@@ -99,8 +99,8 @@ def connect_zk(hosts: str, **kwargs: object):  # -> started kazoo.client.KazooCl
     from kazoo.client import KazooClient
     with warnings.catch_warnings():  # a chroot appears only once a broker has started
         warnings.filterwarnings("ignore", "No chroot path exists")
-        client = KazooClient(hosts=hosts, timeout=10.0, command_retry={"max_tries": 5, "deadline": 20},
-                             **kwargs)
+        settings: dict[str, object] = {"timeout": 10.0, "command_retry": {"max_tries": 5, "deadline": 20}}
+        client = KazooClient(hosts=hosts, **{**settings, **kwargs})
         client.start(timeout=15)
     return client
 
