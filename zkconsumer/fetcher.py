@@ -363,11 +363,19 @@ class Fetcher:
                        *key, offset, exc)
             new = info.fetched_offset
         else:
-            new = low if policy == "smallest" else high
-            log.warning("%s-%d: offset %s out of range [%d, %d); reset fetched and consumed offset to %d "
-                        "(auto.offset.reset=%s): messages may be lost or repeated", *key, offset, low, high, new,
-                        policy)
-            info.fetched_offset = info.consumed_offset = new
+            if low <= info.fetched_offset <= high:
+                # Our own position is in range, so the error is about a position that is not ours:
+                # an earlier assignment of this partition (a deleted topic's incarnation, say) whose
+                # error librdkafka delivered late. Resetting would deliver the record's messages twice.
+                new = info.fetched_offset
+                log.info("%s-%d: out-of-range error for offset %s ignored: fetching continues at %d, "
+                         "inside [%d, %d]", *key, offset, new, low, high)
+            else:
+                new = low if policy == "smallest" else high
+                log.warning("%s-%d: offset %s out of range [%d, %d); reset fetched and consumed offset to %d "
+                            "(auto.offset.reset=%s): messages may be lost or repeated", *key, info.fetched_offset,
+                            low, high, new, policy)
+                info.fetched_offset = info.consumed_offset = new
         self._forget([key])
         # seek() fails with _STATE here (librdkafka stopped the partition): re-add it instead
         self._raw.incremental_unassign([TopicPartition(*key)])

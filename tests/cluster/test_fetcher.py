@@ -438,3 +438,26 @@ def test_consumer_config_forces_what_the_fetcher_relies_on() -> None:
     confluent_kafka.Consumer(conf).close()  # librdkafka accepts the whole mapping
     with pytest.raises(ValueError):
         FetchSettings("b:9092", "g", "c", auto_offset_reset="earliest")
+
+
+def test_a_late_out_of_range_error_of_an_earlier_assignment_leaves_the_position_alone(
+        make_fetcher, topic_factory, produce, caplog) -> None:
+    # A 200-event chaos run: a topic re-created under a member. Its new record started at 0 and
+    # delivered 0 and 1; then librdkafka reported the old incarnation's position (129) out of range,
+    # and the reset sent the new record back to 0: 0 and 1 were delivered twice.
+    topic = topic_factory(partitions=1)
+    sent = produce(topic, 2, partitions=1)
+    q = StreamQueue(2, "s")
+    infos = infos_for(topic, [0], q)
+    f = make_fetcher(auto_offset_reset="smallest")
+    it = ConsumerIterator(q, 200)
+    f.assign(infos)
+    assert triples(drain(it, 2)) == triples(sent)
+    with caplog.at_level(logging.INFO, logger="zkconsumer.fetcher"):
+        f._call(lambda: f._reset_out_of_range((topic, 0), 129))  # what the fetcher does with that error
+    assert f"{topic}-0: out-of-range error for offset 129 ignored: fetching continues at 2, inside [0, 2]" \
+        in caplog.text
+    assert infos[0].fetched_offset == 2
+    more = produce(topic, 3, partitions=1, start=2)
+    assert triples(drain(it, 3)) == triples(more)  # fetching goes on from 2, nothing repeated
+    assert_nothing_more(it)
