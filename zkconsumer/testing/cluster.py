@@ -321,6 +321,8 @@ class LocalCluster:
             return False
         try:
             return client.exists(path) is not None
+        except (KazooException, KazooTimeoutError):  # a starved ZooKeeper dropped us: look again
+            return False
         finally:
             client.stop()
             client.close()
