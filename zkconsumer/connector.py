@@ -41,7 +41,7 @@ class ConsumerConnector:
         with ConsumerConnector({"zookeeper.connect": "zk:2181/kafka", "group.id": "billing"}) as conn:
             streams = conn.create_message_streams({"orders": 2})
             for msg in streams["orders"][0]:
-                handle(msg.topic, msg.partition, msg.offset, msg.key, msg.value)
+                handle(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value())
 
     Streams may be drained from separate threads. `shutdown()` (or leaving the `with` block)
     ends every iterator, commits, and leaves the group; it is safe from any thread. If a

@@ -67,7 +67,7 @@ def iterator(zookeeper: str, topic: str, count: int) -> float:
             if not seen:
                 began = time.perf_counter()
             seen += 1
-            nbytes += len(msg.value)
+            nbytes += len(msg.value())
             if seen == count:
                 break
         return count / (time.perf_counter() - began)
@@ -82,7 +82,7 @@ def batches(zookeeper: str, topic: str, count: int) -> float:
             if not seen:
                 began = time.perf_counter()
             for msg in batch:
-                nbytes += len(msg.value)
+                nbytes += len(msg.value())
             seen += len(batch)
             if seen >= count:
                 break

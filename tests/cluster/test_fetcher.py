@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import NamedTuple
 
 import confluent_kafka
 import pytest
@@ -43,13 +44,28 @@ def infos_for(topic: str, partitions, queue: StreamQueue, offset: int = 0) -> li
     return [PartitionTopicInfo(topic, p, queue.name, queue, offset) for p in partitions]
 
 
-def drain(it: ConsumerIterator, count: int, timeout: float = 30.0) -> list[Message]:
+class Got(NamedTuple):
+    """A delivered message's fields (confluent_kafka.Message has accessor methods)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+
+
+def got(m: Message) -> Got:
+    return Got(m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1])
+
+
+def drain(it: ConsumerIterator, count: int, timeout: float = 30.0) -> list[Got]:
     """Exactly `count` messages from the iterator (built with a short consumer timeout)."""
-    out: list[Message] = []
+    out: list[Got] = []
     deadline = time.monotonic() + timeout
     while len(out) < count:
         try:
-            out.append(next(it))
+            out.append(got(next(it)))
         except ConsumerTimeout:
             if time.monotonic() > deadline:
                 raise AssertionError(f"got {len(out)} of {count} messages within {timeout}s") from None

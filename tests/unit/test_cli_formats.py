@@ -102,14 +102,16 @@ def test_reset_targets_clamp_to_the_log(target: Target, current: int | None, tim
 
 
 def test_messages_print_like_the_default_formatter() -> None:
-    msg = Message("t", 3, 17, b"k1", b"hello", timestamp=1700000000000)
+    msg = Message(topic="t", partition=3, offset=17, key=b"k1", value=b"hello", timestamp=(1, 1700000000000))
     assert format_message(msg, PrintOptions()) == b"hello\n"
     everything = PrintOptions.from_properties({"print.key": "true", "print.timestamp": "true",
                                                "print.partition": "true", "print.offset": "true",
                                                "key.separator": ","})
     assert format_message(msg, everything) == b"CreateTime:1700000000000,Partition:3,Offset:17,k1,hello\n"
-    nulls = Message("t", 0, 0, None, None)
+    nulls = Message(topic="t", partition=0, offset=0)
     assert format_message(nulls, PrintOptions(print_key=True, print_timestamp=True)) == b"NO_TIMESTAMP\tnull\tnull\n"
+    appended = Message(topic="t", partition=0, offset=0, value=b"v", timestamp=(2, 5))
+    assert format_message(appended, PrintOptions(print_timestamp=True)) == b"LogAppendTime:5\tv\n"
     with pytest.raises(InputError, match="unknown --property 'print.keys'"):
         PrintOptions.from_properties({"print.keys": "true"})
     with pytest.raises(InputError, match="true or false"):
@@ -117,7 +119,7 @@ def test_messages_print_like_the_default_formatter() -> None:
 
 
 def test_json_messages_fall_back_to_base64() -> None:
-    doc = json.loads(message_json(Message("t", 1, 2, b"\xff", "ünï".encode(), timestamp=5)))
+    doc = json.loads(message_json(Message(topic="t", partition=1, offset=2, key=b"\xff", value="ünï".encode(), timestamp=(1, 5))))
     assert doc == {"topic": "t", "partition": 1, "offset": 2, "timestamp": 5, "key_base64": "/w==", "value": "ünï"}
 
 

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE, Message
+
 from zkconsumer import zkdata
 from zkconsumer.zkdata import ZkDataError
 
@@ -208,20 +210,28 @@ def _unescape(text: str) -> str:
     return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
 
 
-def format_message(msg: Any, options: PrintOptions) -> bytes:
-    """One record as the old console consumer printed it: [CreateTime:ts sep][Partition:p sep][Offset:o sep]
+def create_time(msg: Message) -> int | None:
+    """The record's timestamp in ms, or None when it has none."""
+    kind, stamp = msg.timestamp()
+    return None if kind == TIMESTAMP_NOT_AVAILABLE or stamp < 0 else stamp
+
+
+def format_message(msg: Message, options: PrintOptions) -> bytes:
+    """One record as the old console consumer printed it: [CreateTime|LogAppendTime:ts sep][Partition:p sep][Offset:o sep]
     [key sep]value line-separator; null key/value print as "null"."""
     parts: list[bytes] = []
     if options.print_timestamp:
-        stamp = getattr(msg, "timestamp", None)
-        parts.append(b"NO_TIMESTAMP" if stamp is None or stamp < 0 else f"CreateTime:{stamp}".encode())
+        stamp = create_time(msg)
+        kind = "LogAppendTime" if msg.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME else "CreateTime"
+        parts.append(b"NO_TIMESTAMP" if stamp is None else f"{kind}:{stamp}".encode())
     if options.print_partition:
-        parts.append(f"Partition:{msg.partition}".encode())
+        parts.append(f"Partition:{msg.partition()}".encode())
     if options.print_offset:
-        parts.append(f"Offset:{msg.offset}".encode())
+        parts.append(f"Offset:{msg.offset()}".encode())
+    key, value = msg.key(), msg.value()
     if options.print_key:
-        parts.append(b"null" if msg.key is None else bytes(msg.key))
-    parts.append(b"null" if msg.value is None else bytes(msg.value))
+        parts.append(b"null" if key is None else bytes(key))
+    parts.append(b"null" if value is None else bytes(value))
     return options.key_separator.join(parts) + options.line_separator
 
 
@@ -234,10 +244,10 @@ def _text_or_base64(data: bytes | None, name: str) -> dict[str, Any]:
         return {f"{name}_base64": base64.b64encode(bytes(data)).decode("ascii")}
 
 
-def message_json(msg: Any) -> str:
+def message_json(msg: Message) -> str:
     """One JSON line per record; key/value as text when UTF-8, else as key_base64/value_base64."""
-    doc: dict[str, Any] = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset,
-                           "timestamp": getattr(msg, "timestamp", None)}
-    doc.update(_text_or_base64(msg.key, "key"))
-    doc.update(_text_or_base64(msg.value, "value"))
+    doc: dict[str, Any] = {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
+                           "timestamp": create_time(msg)}
+    doc.update(_text_or_base64(msg.key(), "key"))
+    doc.update(_text_or_base64(msg.value(), "value"))
     return json.dumps(doc, ensure_ascii=False)

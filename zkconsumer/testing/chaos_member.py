@@ -44,9 +44,9 @@ def _drain(stream: KafkaStream, out, lock: threading.Lock, stop: threading.Event
         try:
             for msg in stream:
                 at = now()
-                value = (msg.value or b"-").decode(errors="replace").replace(" ", "_").replace("\n", "_")
+                value = (msg.value() or b"-").decode(errors="replace").replace(" ", "_").replace("\n", "_")
                 with lock:
-                    out.write(f"{at:.6f} {msg.topic} {msg.partition} {msg.offset} {value}\n")
+                    out.write(f"{at:.6f} {msg.topic()} {msg.partition()} {msg.offset()} {value}\n")
             return  # the connector shut down
         except ConsumerTimeout:
             continue

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     for msg in stream:
                         with lock:
-                            out.write(f"{msg.topic} {msg.partition} {msg.offset}\n")
+                            out.write(f"{msg.topic()} {msg.partition()} {msg.offset()}\n")
                         if stop.is_set():
                             break
                     else:

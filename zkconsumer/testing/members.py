@@ -76,7 +76,7 @@ def drain(member: str, streams: Iterable[KafkaStream], recorder: Recorder,
                 while True:
                     try:
                         for msg in stream:
-                            recorder.add(member, msg.topic, msg.partition, msg.offset, msg.value)
+                            recorder.add(member, msg.topic(), msg.partition(), msg.offset(), msg.value())
                             if on_message is not None:
                                 on_message(msg)
                         return

@@ -84,7 +84,7 @@ class SimFetcher:
             if not info.active or info.fetched_offset >= end:
                 continue
             upto = min(end, info.fetched_offset + self._chunk)
-            messages = [Message(key[0], key[1], o, None, b"") for o in range(info.fetched_offset, upto)]
+            messages = [Message(topic=key[0], partition=key[1], offset=o, value=b"") for o in range(info.fetched_offset, upto)]
             if info.queue.offer(Chunk(info, messages)):
                 info.fetched_offset = upto
 
@@ -172,6 +172,7 @@ class SimMember:
             self.trigger("retry after a failed rebalance")  # the worker's back-off retry
 
     def consume(self, budget: int) -> None:
+        self.streams.gate.enforce_lease()  # what the LeaseGuard thread does in a real member
         self.fetcher.pump()
         for stream in self.streams.all():
             for _ in range(budget):
@@ -179,7 +180,7 @@ class SimMember:
                     msg = next(stream.iterator)
                 except (ConsumerTimeout, StopIteration):
                     break
-                self.on_delivery(self, Delivery(self.name, stream.name, (msg.topic, msg.partition), msg.offset,
+                self.on_delivery(self, Delivery(self.name, stream.name, (msg.topic(), msg.partition()), msg.offset(),
                                                 self.model.now_ms))
             self.fetcher.pump()
 

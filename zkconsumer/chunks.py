@@ -1,0 +1,200 @@
+"""What flows from the fetcher to the iterators: partition records, chunks of messages, bounded queues."""
+from __future__ import annotations
+
+import collections
+import operator
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+from confluent_kafka import Message
+
+from zkconsumer.errors import ConsumerError
+
+__all__ = ["Chunk", "Message", "PartitionTopicInfo", "StreamQueue", "END"]
+
+_remaining = operator.length_hint
+
+
+class PartitionTopicInfo:
+    """Positions of one owned partition (the Scala class of the same name).
+
+    fetched_offset: next offset the fetcher will put into the queue.
+    consumed_offset: next offset the application has not yet finished (what a commit writes).
+        The iterator delivering a chunk of this partition publishes that chunk (`live`), and the
+        position is read from it on demand: nothing is written per message.
+    committed_offset: last value written to offset storage (commits skip unchanged partitions).
+    active: False once released by a rebalance. Setting it stops a chunk being delivered at
+        once, and queued chunks of inactive partitions are dropped unseen.
+    epoch: the czxid of /brokers/topics/<topic> when claimed, naming the topic's incarnation:
+        positions of a deleted (and maybe re-created) topic must never be committed. None: unknown.
+    """
+
+    __slots__ = ("topic", "partition", "thread_id", "queue", "fetched_offset", "_consumed",
+                 "committed_offset", "_active", "epoch", "live")
+
+    def __init__(self, topic: str, partition: int, thread_id: str, queue: "StreamQueue", offset: int,
+                 epoch: int | None = None) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.thread_id = thread_id
+        self.queue = queue
+        self.fetched_offset = offset
+        self._consumed = offset
+        self.committed_offset = offset
+        self._active = True
+        self.epoch = epoch
+        # (messages + sentinel, the list iterator over them, the stop list) of the chunk being
+        # delivered; see delivery.ConsumerIterator. None while no chunk of it is being delivered.
+        self.live: tuple[list[Any], Any, list[int]] | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    @active.setter
+    def active(self, value: bool) -> None:
+        self._active = value
+        live = self.live
+        if not value and live is not None:
+            live[2].clear()  # the iterator hands out nothing more of this chunk
+
+    @property
+    def consumed_offset(self) -> int:
+        live = self.live
+        if live is not None:
+            position = live_position(live[0], live[1])
+            if position > self._consumed:
+                return position
+        return self._consumed
+
+    @consumed_offset.setter
+    def consumed_offset(self, value: int) -> None:
+        self._consumed = value
+
+    def advance(self, offset: int) -> None:
+        """Move consumed_offset forward to `offset` (never backwards)."""
+        if offset > self._consumed:
+            self._consumed = offset
+
+    def __repr__(self) -> str:
+        return (f"PartitionTopicInfo({self.topic}-{self.partition} thread={self.thread_id} "
+                f"fetched={self.fetched_offset} consumed={self.consumed_offset} "
+                f"committed={self.committed_offset} active={self.active})")
+
+
+def live_position(data: list[Any], cursor: Any) -> int:
+    """The next offset not finished in a chunk being delivered; -1 if none of it was handed out yet.
+
+    `data` is the chunk's messages plus one sentinel and `cursor` the list iterator over it. The
+    last message handed out is still being processed, so it does not count; once the sentinel
+    was pulled, the application asked for more after the last message, so all of them count.
+    """
+    pulled = len(data) - _remaining(cursor)
+    if pulled == 0:
+        return -1
+    if pulled >= len(data):
+        return data[-2].offset() + 1
+    return data[pulled - 1].offset()
+
+
+class Chunk:
+    """Consecutive messages of one partition, as fetched together (confluent_kafka.Message objects)."""
+
+    __slots__ = ("info", "messages")
+
+    def __init__(self, info: PartitionTopicInfo, messages: Sequence[Message]) -> None:
+        self.info = info
+        self.messages = messages
+
+
+END = object()  # shutdown sentinel: ends the iterator for good (compared by identity)
+
+
+class StreamQueue:
+    """A queue of at most `capacity` chunks that never blocks its producer.
+
+    The fetcher calls `offer()`; on False it pauses the partition and keeps the chunk until
+    `on_space` fires (called from the consuming thread after it takes a chunk), so one slow
+    stream never stalls the others.
+    """
+
+    def __init__(self, capacity: int, name: str = "") -> None:
+        if capacity < 1:
+            raise ValueError("queued.max.message.chunks must be >= 1")
+        self.capacity = capacity
+        self.name = name
+        self._chunks: collections.deque[object] = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._refused = False
+        self._error: BaseException | None = None
+        self._closed = False
+        self.on_space: Callable[[], None] | None = None
+
+    def offer(self, chunk: Chunk) -> bool:
+        """Enqueue unless full or closed. False means: hold the chunk and pause its partition."""
+        with self._cond:
+            if self._closed:
+                return True  # swallow: nobody will read it, and the fetcher must not hold it forever
+            if len(self._chunks) >= self.capacity:
+                self._refused = True
+                return False
+            self._chunks.append(chunk)
+            self._cond.notify()
+            return True
+
+    def take(self, timeout: float | None) -> Chunk | object | None:
+        """Next chunk, `END`, or None on timeout. Raises the error set by `fail()`."""
+        callback = None
+        with self._cond:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not self._chunks and self._error is None:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+            if self._error is not None and (not self._chunks or self._chunks[0] is not END):
+                raise ConsumerError(f"consumer stream {self.name} failed: {self._error}") from self._error
+            item = self._chunks.popleft()
+            if item is END:
+                self._chunks.appendleft(item)  # stays ended for every later call
+            elif self._refused:
+                self._refused = False
+                callback = self.on_space
+        if callback is not None:
+            callback()
+        return item
+
+    def clear(self) -> int:
+        """Drop queued chunks (rebalance step 2). Returns how many were dropped."""
+        with self._cond:
+            kept = [c for c in self._chunks if c is END]
+            dropped = len(self._chunks) - len(kept)
+            self._chunks = collections.deque(kept)
+            refused, self._refused = self._refused, False
+        if refused and self.on_space is not None:
+            self.on_space()
+        return dropped
+
+    def close(self) -> None:
+        """Shutdown: drop what is queued and end the iterator after its current message (a queue
+        that failed first keeps raising its error instead: the failure is the news)."""
+        with self._cond:
+            self._chunks = collections.deque([END] if self._error is None else [])
+            self._closed = True
+            self._cond.notify_all()
+
+    def fail(self, error: BaseException) -> None:
+        """Make the iterator raise ConsumerError(error) once it has drained nothing further."""
+        with self._cond:
+            if self._error is None:
+                self._error = error
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return sum(1 for c in self._chunks if c is not END)
