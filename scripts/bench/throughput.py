@@ -1,19 +1,27 @@
-"""Throughput: a bare confluent-kafka consume(batch) loop vs. our ConsumerIterator, one run, one cluster.
+"""Throughput: bare confluent-kafka loops, our iterator and batches, and the Scala consumer; one run, one cluster.
 
     .venv/bin/python scripts/bench/throughput.py --messages 2000000
 
 Measures, over the same 8-partition topic of 100-byte messages (each reader starts at offset 0;
-every clock starts at the reader's first message, so connection set-up is not counted):
-  (a) raw        confluent_kafka.Consumer (our fetcher's librdkafka settings), assign() +
-                 consume(10000) loop, touching every value
-  (b) iterator   ConsumerConnector, one stream, `for msg in stream` touching msg.value
+our clocks start at the reader's first message, so connection set-up is not counted):
+  (a) raw        confluent_kafka.Consumer with our fetcher's librdkafka settings ("tuned raw"),
+                 assign() + consume(10000) loop, touching every value
+  (a0) default   the same loop with librdkafka's default settings (what a user writes first)
+  (b) iterator   ConsumerConnector, one stream, `for msg in stream` touching msg.value()
   (c) streams    ConsumerConnector, N streams drained by N threads
   (d) batches    ConsumerConnector, one stream, `for batch in stream.batches()`
-The last line is machine-readable: ratio=<b/a> raw_msgs_per_s=<a> iterator_msgs_per_s=<b>
+  (e) scala      kafka 1.1.1 `kafka.tools.ConsumerPerformance --zookeeper ... --threads 1` (the
+                 Scala ZooKeeper consumer; its own clock includes its rebalance, so it is a bit
+                 pessimistic for Scala)
+  (f) pykafka    BalancedConsumer, if pykafka is installed (else skipped, with a message)
+The last line is machine-readable:
+ratio=<b/a> batch_ratio=<d/a> scala_ratio=<d/e> iterator_scala_ratio=<b/e> default_ratio=<a0/a>
+raw_msgs_per_s=<a> ... loadavg=<1-minute load when the run ended>
 """
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
 import uuid
@@ -24,6 +32,7 @@ from zkconsumer import ConsumerConnector, ConsumerTimeout
 from zkconsumer.fetch_settings import FetchSettings
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster
+from zkconsumer.testing.scala import run_tool
 
 PARTITIONS = 8
 
@@ -50,6 +59,59 @@ def raw(bootstrap: str, topic: str, count: int) -> float:
     elapsed = time.perf_counter() - began  # type: ignore[operator]
     consumer.close()
     return count / elapsed
+
+
+def raw_default(bootstrap: str, topic: str, count: int) -> float:
+    """librdkafka's defaults: only what a consumer must be told."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-default-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    seen = nbytes = 0
+    began = None
+    while seen < count:
+        for m in consumer.consume(10000, 1.0):
+            if m.error() is None:
+                if began is None:
+                    began = time.perf_counter()
+                seen += 1
+                nbytes += len(m.value())
+    elapsed = time.perf_counter() - began  # type: ignore[operator]
+    consumer.close()
+    return count / elapsed
+
+
+def scala(zookeeper: str, topic: str, count: int) -> float:
+    """kafka 1.1.1 ConsumerPerformance on the old (ZooKeeper) consumer, one thread; its nMsg.sec."""
+    out = run_tool("kafka.tools.ConsumerPerformance", "--zookeeper", zookeeper, "--topic", topic,
+                   "--messages", str(count), "--threads", "1", "--group", f"bench-scala-{uuid.uuid4().hex[:6]}",
+                   "--timeout", "5000", timeout=600)
+    header, *rows = [line for line in out.splitlines() if "," in line]
+    fields = [f.strip() for f in header.split(",")]
+    values = [v.strip() for v in rows[-1].split(",")]
+    return float(values[fields.index("nMsg.sec")])
+
+
+def pykafka_rate(zookeeper: str, bootstrap: str, topic: str, count: int) -> float | None:
+    try:
+        from pykafka import KafkaClient  # type: ignore[import-not-found]
+    except ImportError:
+        print("(f) pykafka                  : skipped (pykafka is not installed)", flush=True)
+        return None
+    client = KafkaClient(hosts=bootstrap)
+    consumer = client.topics[topic.encode()].get_balanced_consumer(
+        consumer_group=f"bench-pykafka-{uuid.uuid4().hex[:6]}".encode(), zookeeper_connect=zookeeper,
+        auto_offset_reset=-2, consumer_timeout_ms=5000)
+    seen, began = 0, 0.0
+    for msg in consumer:
+        if msg is None:
+            break
+        if not seen:
+            began = time.perf_counter()
+        seen += 1
+        if seen == count:
+            break
+    consumer.stop()
+    return seen / (time.perf_counter() - began) if seen else None
 
 
 def connector(zookeeper: str) -> ConsumerConnector:
@@ -129,16 +191,28 @@ def main() -> None:
         produce(cluster.bootstrap_servers, topic, args.messages, args.size)
         print(f"produced {args.messages} x {args.size} B in {time.perf_counter() - began:.1f}s", flush=True)
         raw(cluster.bootstrap_servers, topic, min(args.messages, 200_000))  # warm the broker's page cache/JIT
+        zk = cluster.zookeeper_connect
         a = max(raw(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
-        print(f"(a) raw consume(batch) loop : {a:12,.0f} msg/s", flush=True)
-        b = max(iterator(cluster.zookeeper_connect, topic, args.messages) for _ in range(args.repeat))
-        print(f"(b) one ConsumerIterator     : {b:12,.0f} msg/s  ({b / a:.2f} of raw)", flush=True)
-        c = many_streams(cluster.zookeeper_connect, topic, args.messages, args.streams)
-        print(f"(c) {args.streams} streams, {args.streams} threads : {c:12,.0f} msg/s  ({c / a:.2f} of raw)", flush=True)
-        d = batches(cluster.zookeeper_connect, topic, args.messages)
-        print(f"(d) one stream, batches()   : {d:12,.0f} msg/s  ({d / a:.2f} of raw)", flush=True)
-        print(f"ratio={b / a:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
-              f"streams_msgs_per_s={c:.0f} batch_msgs_per_s={d:.0f}")
+        print(f"(a) tuned raw consume loop   : {a:12,.0f} msg/s", flush=True)
+        a0 = raw_default(cluster.bootstrap_servers, topic, args.messages)
+        print(f"(a0) default-settings loop   : {a0:12,.0f} msg/s  ({a0 / a:.2f} of tuned raw)", flush=True)
+        b = max(iterator(zk, topic, args.messages) for _ in range(args.repeat))
+        print(f"(b) one ConsumerIterator     : {b:12,.0f} msg/s  ({b / a:.2f} of tuned raw)", flush=True)
+        c = many_streams(zk, topic, args.messages, args.streams)
+        print(f"(c) {args.streams} streams, {args.streams} threads   : {c:12,.0f} msg/s  ({c / a:.2f} of tuned raw)",
+              flush=True)
+        d = max(batches(zk, topic, args.messages) for _ in range(args.repeat))
+        print(f"(d) one stream, batches()    : {d:12,.0f} msg/s  ({d / a:.2f} of tuned raw)", flush=True)
+        e = scala(zk, topic, args.messages)
+        print(f"(e) Scala 1.1.1 ConsumerPerformance, 1 thread: {e:12,.0f} msg/s  ({e / a:.2f} of tuned raw)",
+              flush=True)
+        f = pykafka_rate(zk, cluster.bootstrap_servers, topic, min(args.messages, 200_000))
+        if f is not None:
+            print(f"(f) pykafka BalancedConsumer : {f:12,.0f} msg/s  ({f / a:.2f} of tuned raw)", flush=True)
+        print(f"ratio={b / a:.3f} batch_ratio={d / a:.3f} scala_ratio={d / e:.3f} iterator_scala_ratio={b / e:.3f} "
+              f"default_ratio={a0 / a:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
+              f"streams_msgs_per_s={c:.0f} batch_msgs_per_s={d:.0f} scala_msgs_per_s={e:.0f} "
+              f"loadavg={os.getloadavg()[0]:.2f}")
     finally:
         cluster.stop()
 

@@ -17,8 +17,9 @@ def test_throughput_benchmark_smoke() -> None:
                            "--smoke"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     last = done.stdout.strip().splitlines()[-1]
-    assert re.fullmatch(r"ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ "
-                        r"streams_msgs_per_s=\d+ batch_msgs_per_s=\d+", last), last
+    assert re.fullmatch(r"ratio=\d+\.\d+ batch_ratio=\d+\.\d+ scala_ratio=\d+\.\d+ iterator_scala_ratio=\d+\.\d+ "
+                        r"default_ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
+                        r"batch_msgs_per_s=\d+ scala_msgs_per_s=\d+ loadavg=\d+\.\d+", last), last
 
 
 def test_handover_benchmark_smoke(tmp_path: Path) -> None:

@@ -275,10 +275,14 @@ class LocalCluster:
                 return
             except ClusterStartError:
                 # On a starved machine a starting broker can lose its own ZooKeeper session and exit
-                # ("fatal exception during startup"): start it again, as an operator would.
-                if broker.process.running or attempt == 3:
+                # ("fatal exception during startup"), or hang in that state: start it again, as an
+                # operator would.
+                if attempt == 3:
                     raise
-                log.warning("kafka-%d exited while starting (attempt %d); starting it again", broker_id, attempt)
+                state = "hung" if broker.process.running else "exited"
+                log.warning("kafka-%d %s while starting (attempt %d); starting it again", broker_id, state, attempt)
+                if broker.process.running:
+                    broker.process.kill()
                 self._wait_path_gone(f"/brokers/ids/{broker_id}", timeout)
 
     def wait_metadata(self, timeout: float = 60.0) -> None:
