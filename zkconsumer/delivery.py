@@ -77,6 +77,8 @@ class DeliveryGate:
             if not self.ended:
                 self.lease_until = until
             self._cond.notify_all()
+        if until < self.clock():  # confirmed too long ago (a starved renewer): out already
+            self.enforce_lease()
 
     def end(self) -> None:
         """Shutdown or failure: let every waiting iterator through to the end of its stream (every

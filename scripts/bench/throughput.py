@@ -84,7 +84,7 @@ def scala(zookeeper: str, topic: str, count: int) -> float:
     """kafka 1.1.1 ConsumerPerformance on the old (ZooKeeper) consumer, one thread; its nMsg.sec."""
     out = run_tool("kafka.tools.ConsumerPerformance", "--zookeeper", zookeeper, "--topic", topic,
                    "--messages", str(count), "--threads", "1", "--group", f"bench-scala-{uuid.uuid4().hex[:6]}",
-                   "--timeout", "5000", timeout=600)
+                   timeout=600)
     header, *rows = [line for line in out.splitlines() if "," in line]
     fields = [f.strip() for f in header.split(",")]
     values = [v.strip() for v in rows[-1].split(",")]

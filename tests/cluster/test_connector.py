@@ -135,7 +135,7 @@ def test_consumer_timeout_raises_and_iteration_continues(cluster, topic_factory,
         got = []
         while len(got) < 3:
             try:
-                got.append(next(iter(stream)).offset)
+                got.append(next(iter(stream)).offset())
             except ConsumerTimeout:
                 continue
         assert got == [0, 1, 2]
