@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from zkconsumer import zkdata
 from zkconsumer.errors import CommitFailed, RegistrationConflict, ZooKeeperUnavailable
@@ -204,6 +204,33 @@ class GroupZk:
         # look at each node to say who is in the way.
         mine = self._which_are_ours(todo)
         return sorted(k for k in todo if k not in mine)
+
+    def watch_until_free(self, keys: Iterable[TopicPartition], on_free: Callable[[], None]) -> bool:
+        """Watch owner nodes others hold; `on_free` runs (on kazoo's thread) once every one is gone.
+
+        Returns True if they are all gone already. A watch that fires for any other reason (the
+        node changed, or the connection dropped and kazoo dropped its watches) calls `on_free`
+        too: the caller looks again, as it would have after a fixed back-off.
+        """
+        pending = {self._owner_path(k) for k in keys}
+        lock = threading.Lock()
+
+        def seen(event: WatchedEvent) -> None:  # kazoo reports paths without the chroot
+            with lock:
+                if event.type == EventType.DELETED:
+                    pending.discard(event.path)
+                    free = not pending
+                else:
+                    free = True
+            if free:
+                on_free()
+
+        for path in sorted(pending):
+            if self.io.exists(path, watch=seen) is None:
+                with lock:
+                    pending.discard(path)
+        with lock:
+            return not pending
 
     def not_ours(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """Which of these owner nodes are gone or no longer hold our thread id in our session."""

@@ -84,6 +84,7 @@ class Outcome:
     """What one rebalance attempt did."""
 
     done: bool                  # False: someone else still owns part of our share; try again
+    blocked: tuple[TopicPartition, ...] = ()  # what others still own (done=False)
     claimed: int = 0
     released: int = 0
     kept: int = 0
@@ -137,13 +138,15 @@ class Rebalancer:
                         self.stats.last_error = None
                         return True
                     error = "another member still owns some of our partitions"
+                    blocked = outcome.blocked
                 except Exception as exc:  # noqa: BLE001 - classified right here
                     if not is_retriable(exc):
                         raise
                     error = describe(exc)
+                    blocked = ()
                     log.warning("%s: rebalance attempt %d failed: %s", self.consumer_id, attempt, error)
                 self.stats.last_error = error
-                if self._stopping.wait(self.config.rebalance_backoff_ms / 1000.0):
+                if self._pause(blocked):
                     return True
             self.stats.failed += 1
             failure = ConsumerRebalanceFailed(
@@ -152,6 +155,25 @@ class Rebalancer:
             log.error("%s", failure)
             self.listener.on_rebalance_failed(failure)
             return False
+
+    def _pause(self, blocked: tuple[TopicPartition, ...]) -> bool:
+        """Wait before the next attempt; True if stopping. Owner nodes in our way are watched, and
+        the next attempt starts the moment the last of them is deleted (rebalance.backoff.ms is
+        the longest wait, as it is the only wait when there is nothing to watch)."""
+        backoff_s = self.config.rebalance_backoff_ms / 1000.0
+        free = threading.Event()
+        try:
+            if blocked and self.group.watch_until_free(blocked, free.set):
+                return self._stopping.is_set()
+        except Exception as exc:  # noqa: BLE001 - only a shortcut: fall back to the plain back-off
+            if not is_retriable(exc):
+                raise
+        deadline = time.monotonic() + backoff_s
+        while not self._stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or free.wait(min(left, 0.05)):
+                break
+        return self._stopping.is_set()
 
     def _attempt(self) -> Outcome:
         self.membership.ensure_registered()
@@ -174,7 +196,7 @@ class Rebalancer:
         if conflicts:
             log.info("%s: %d partitions still owned by others (e.g. %s-%d); backing off",
                      self.consumer_id, len(conflicts), *conflicts[0])
-            return Outcome(done=False)
+            return Outcome(done=False, blocked=tuple(conflicts))
         self._start(steps.claim, sessions_lost)
         owned = self.assignment.owned()
         log.info("%s owns %d partitions (%d new, %d released, %d kept): %s", self.consumer_id, len(owned),
