@@ -34,3 +34,13 @@ def test_handover_benchmark_smoke(tmp_path: Path) -> None:
     # Stop-the-world interrupts every partition at every event; incremental only those that move.
     interrupted = [float(re.search(r"interrupted_per_event=(\S+)", line).group(1)) for line in lines]  # type: ignore[union-attr]
     assert interrupted[1] >= 4.0 > interrupted[0]
+
+
+def test_soak_benchmark_smoke() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/soak.py"), "--seconds", "12", "--smoke"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    found = re.fullmatch(r"rss_start_mb=\d+ rss_warm_mb=\d+ rss_max_mb=\d+ rss_end_mb=\d+ bound_mb=\d+ "
+                         r"consumed=(\d+) seconds=12 loadavg=\d+\.\d+", last)
+    assert found and int(found.group(1)) > 0, last
