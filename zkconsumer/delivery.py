@@ -1,8 +1,9 @@
 """Handing messages to the application: the delivery gate (session lease) and the ConsumerIterator.
 
-Speed comes from iterating each chunk with C-level iterators: `for msg in stream` runs
-`itertools.chain` over one `itertools.compress(cursor, stop)` per chunk, so no Python code runs
-per message. Exactness comes from two lists per chunk that other threads can act on atomically:
+Speed comes from iterating with C-level iterators: `for msg in stream` runs `itertools.chain`
+over one `itertools.compress(cursor, stop)` per slice of at most SLICE messages of a chunk, so no
+Python code runs per message; the gate and the lease are checked between slices. Exactness comes
+from two lists per slice that other threads can act on atomically:
 
 - `cursor` iterates the chunk's messages plus one sentinel; how far it got says exactly which
   messages were handed out (`chunks.live_position`), so commits read positions on demand;
@@ -21,9 +22,23 @@ from operator import length_hint
 from typing import Any, Callable, Iterator, Sequence
 
 from zkconsumer.chunks import END, Chunk, Message, PartitionTopicInfo, StreamQueue, live_position
-from zkconsumer.errors import ConsumerTimeout
+from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
 _SENTINEL = [None]
+SLICE = 128  # messages handed out between two looks at the gate (and lease): a frozen process's overrun
+
+
+class _Raising(Iterator[Message]):
+    """An iterator that raises `error` once, then ends (how the chain reports a timeout and lives on)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self._error: BaseException | None = error
+
+    def __next__(self) -> Message:
+        error, self._error = self._error, None
+        if error is None:
+            raise StopIteration
+        raise error
 
 
 class DeliveryGate:
@@ -32,9 +47,9 @@ class DeliveryGate:
     Closed on SUSPENDED/LOST. Also a lease: every confirmed ZooKeeper round trip at time t
     extends `lease_until` to a bit less than t + session timeout (our session, hence our owner
     nodes, cannot expire before that). A process frozen past its session timeout (GC pause,
-    SIGSTOP) therefore hands out nothing on waking until the session is confirmed again. The
-    gate is checked at every chunk; closing it, or the lease running out (seen by `LeaseGuard`),
-    stops the chunks being delivered too.
+    SIGSTOP) therefore hands out at most the rest of the slice it was in (SLICE messages) on
+    waking, until the session is confirmed again. The gate is checked before every slice;
+    closing it, or the lease running out (seen by `LeaseGuard`), stops the slice being delivered.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
@@ -152,7 +167,8 @@ class ConsumerIterator(Iterator[Message]):
     confluent_kafka.Message objects (`msg.value()`, `msg.offset()`, ...).
 
     `for msg in stream` runs at C speed (see the module docstring); calling `next()` on this
-    object works too, a little slower. After a ConsumerTimeout, iterate again.
+    object works too, a little slower. After a ConsumerTimeout, iterate again (the same
+    `iter(stream)` object also goes on working).
     """
 
     def __init__(self, queue: StreamQueue, consumer_timeout_ms: int = -1,
@@ -179,15 +195,26 @@ class ConsumerIterator(Iterator[Message]):
         return next(iter(self))
 
     def _chunks(self) -> Iterator[Iterator[Message]]:
-        """Yields one stoppable iterator per chunk; runs only between chunks."""
+        """Yields one stoppable iterator per slice of a chunk; runs only between slices.
+
+        A timeout or a failed stream is yielded as an iterator that raises it once: the chain
+        (what a caller of iter(stream) may hold on to) stays usable afterwards.
+        """
         try:
             while True:
                 self._finish_live()
                 self._settle_batch()
-                found = self._next_messages()
+                try:
+                    found = self._next_messages()
+                except (ConsumerTimeout, ConsumerError) as exc:
+                    yield _Raising(exc)
+                    continue
                 if found is None:
                     return  # the connector shut down
                 info, messages = found
+                if len(messages) > SLICE:  # the gate and the lease are looked at again after each slice
+                    self._resume = (info, messages[SLICE:])
+                    messages = messages[:SLICE]
                 data: list[Any] = list(messages)
                 data += _SENTINEL
                 cursor, stop = iter(data), [1] * (len(data) - 1)
@@ -197,12 +224,15 @@ class ConsumerIterator(Iterator[Message]):
                 if not info.active or not self._gate.usable():
                     stop.clear()
                 yield itertools.compress(cursor, stop)
-        except Exception:
-            self._fast = None  # a raising generator is finished: the next iteration starts afresh
+                del found, messages, data, cursor, stop  # hold no delivered messages while waiting
+        except GeneratorExit:
+            raise
+        except BaseException:
+            self._fast = None  # e.g. KeyboardInterrupt in take(): the next iteration starts afresh
             raise
 
     def _finish_live(self) -> None:
-        """The application asked for more after the live chunk ended (normally or stopped)."""
+        """The application asked for more after the live slice ended (normally or stopped)."""
         info = self._current
         if info is None:
             return
@@ -217,7 +247,14 @@ class ConsumerIterator(Iterator[Message]):
             return
         info.advance(data[handed].offset())
         if info.active:  # stopped by the gate: the rest waits for it to open again
-            self._resume = (info, data[handed:-1])
+            self._keep_rest(info, data[handed:-1])
+
+    def _keep_rest(self, info: PartitionTopicInfo, rest: list[Message]) -> None:
+        """Put what a stopped slice did not hand out before the rest of its chunk."""
+        pending = self._resume
+        if pending is not None and pending[0] is info:
+            rest = rest + list(pending[1])
+        self._resume = (info, rest)
 
     def _next_messages(self) -> tuple[PartitionTopicInfo, Sequence[Message]] | None:
         """The next messages to deliver, once the gate lets them through; None at the end."""
@@ -271,7 +308,7 @@ class ConsumerIterator(Iterator[Message]):
             if handed > 0:
                 info.advance(data[handed - 1].offset() + 1)
             if handed < len(data) - 1 and info.active:
-                self._resume = (info, data[handed:-1])
+                self._keep_rest(info, data[handed:-1])
         found = self._next_messages()
         if found is None:
             raise StopIteration

@@ -56,7 +56,8 @@ class Fetcher:
         self._lock = threading.Lock()  # closing, and calls run inline once the thread is gone
         self._failure: BaseException | None = None
         self._infos: dict[Key, PartitionTopicInfo] = {}
-        self._shared_partitions: frozenset[int] = frozenset()  # numbers assigned in 2+ topics
+        self._ever_assigned: set[Key] = set()
+        self._shared_partitions: frozenset[int] = frozenset()  # numbers that 2+ topics have
         self._held: dict[Key, list[Message]] = {}  # refused messages per partition, in order
         self._paused: set[Key] = set()
         self._warned: dict[object, list[float]] = {}
@@ -332,8 +333,12 @@ class Fetcher:
 
     def _set_infos(self, infos: dict[Key, PartitionTopicInfo]) -> None:
         self._infos = infos
-        numbers = collections.Counter(p for _, p in infos)
-        self._shared_partitions = frozenset(p for p, n in numbers.items() if n > 1)
+        # Every partition ever assigned: a late message of one no longer assigned must not merge
+        # into the run of another topic's partition with the same number (split_runs).
+        if not self._ever_assigned.issuperset(infos):
+            self._ever_assigned.update(infos)
+            numbers = collections.Counter(p for _, p in self._ever_assigned)
+            self._shared_partitions = frozenset(p for p, n in numbers.items() if n > 1)
 
     def _on_message_error(self, m) -> None:  # type: ignore[no-untyped-def]
         err: KafkaError = m.error()

@@ -4,9 +4,9 @@ librdkafka appends each fetch response's messages of one partition to the consum
 one piece, so a batch is a handful of long runs. Finding their ends message by message in
 Python cost more than everything else the fetcher does; here `map()` reads each message's
 error and partition in C, galloping probes find where a partition's run ends, and one
-`list.count` over the run verifies it (a partition that shows up again after another one,
-say, falls back to a linear scan). Topics are compared only for partition numbers that more
-than one assigned topic has.
+`list.count` per probed segment verifies it, so the cost stays linear however the partitions
+interleave. Topics are compared only for partition numbers that more than one topic has (the
+fetcher counts every topic it ever assigned: librdkafka returns no other messages).
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def split_runs(messages: Sequence[Message], shared_partitions: frozenset[int] = 
     """Consecutive messages of one (topic, partition), in order; every error message is a run of its own.
 
     Concatenated, the runs are `messages`; two neighbouring runs of data messages never share a
-    (topic, partition). `shared_partitions` names the partition numbers assigned in several
-    topics: only there are topics compared.
+    (topic, partition). `shared_partitions` names the partition numbers several topics of this
+    consumer have: only there are topics compared.
     """
     n = len(messages)
     if n == 0:
@@ -68,21 +68,27 @@ def spans(keys: list[Any]) -> list[tuple[int, int]]:
 
 
 def _span_end(keys: list[Any], i: int, n: int) -> int:
-    key = keys[i]
-    same, step, probe = i, 1, i + 1
-    while probe < n and keys[probe] == key:  # gallop: i+1, i+2, i+4, ...
-        same, step = probe, step * 2
-        probe = same + step
-    lo, hi = same + 1, min(probe, n)  # keys[same] == key; keys[hi] != key unless hi == n
-    while lo < hi:
+    """End of the span of keys[i]: gallop over segments of doubling length, each verified whole by
+    list.count (C); the segment holding the end is bisected the same way. Linear in the span."""
+    key, end, step = keys[i], i + 1, 1
+    while end < n:
+        probe = min(n, end + step)
+        segment = keys[end:probe]
+        if segment.count(key) != len(segment):
+            return _first_other(keys, key, end, probe)
+        end, step = probe, step * 2
+    return end
+
+
+def _first_other(keys: list[Any], key: Any, lo: int, hi: int) -> int:
+    """The first index in [lo, hi) whose key differs, knowing one does."""
+    while hi - lo > 8:
         mid = (lo + hi) // 2
-        if keys[mid] == key:
-            lo = mid + 1
+        half = keys[lo:mid]
+        if half.count(key) == len(half):
+            lo = mid
         else:
             hi = mid
-    if keys[i:lo].count(key) == lo - i:
-        return lo
-    j = i + 1  # the probes skipped over another key's messages: walk
-    while j < n and keys[j] == key:
-        j += 1
-    return j
+    while keys[lo] == key:
+        lo += 1
+    return lo

@@ -213,3 +213,47 @@ def test_model_no_gap_no_repeat_and_positions_between_handed_and_finished(ops: l
                 assert info.consumed_offset == in_flight_from  # still being processed
             else:
                 assert info.consumed_offset == high + 1
+
+
+def test_a_lapse_nobody_reported_stops_delivery_at_the_next_slice() -> None:
+    # A frozen process waking up: the lease ran out while no thread could look. The iterating
+    # thread gets there first; the slice it is in is all it may still hand out.
+    from zkconsumer.delivery import SLICE
+
+    q = StreamQueue(2)
+    gate = DeliveryGate()
+    info = make_info(q)
+    q.offer(chunk(info, 0, 10 * SLICE))
+    iterator = ConsumerIterator(q, consumer_timeout_ms=10, gate=gate)
+    it = iter(iterator)
+    assert [next(it).offset() for _ in range(10)] == list(range(10))
+    gate.lease_until = time.monotonic() - 1  # lapsed, and no renew()/guard call saw it
+    got = []
+    with pytest.raises(ConsumerTimeout, match="delivery paused"):
+        for msg in it:
+            got.append(msg.offset())
+    assert got == list(range(10, SLICE))
+    gate.renew(time.monotonic() + 60)
+    assert next(it).offset() == SLICE  # the same iterator goes on after the timeout, from where it stopped
+
+
+def test_a_held_iterator_survives_timeouts_and_interrupts() -> None:
+    class Interrupting(StreamQueue):
+        interrupt = True
+
+        def take(self, timeout):  # type: ignore[no-untyped-def]
+            if self.interrupt:
+                self.interrupt = False
+                raise KeyboardInterrupt
+            return super().take(timeout)
+
+    q = Interrupting(2)
+    info = make_info(q)
+    iterator = ConsumerIterator(q, consumer_timeout_ms=10)
+    with pytest.raises(KeyboardInterrupt):
+        next(iterator)
+    it = iter(iterator)  # a fresh chain after the interrupt
+    with pytest.raises(ConsumerTimeout):
+        next(it)
+    q.offer(chunk(info, 0, 3))
+    assert [next(it).offset() for _ in range(3)] == [0, 1, 2]  # the same object, after a timeout

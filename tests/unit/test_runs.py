@@ -79,3 +79,27 @@ def test_spans_are_maximal_runs_of_equal_keys(keys: list[int]) -> None:
 def test_islands_between_probes_fall_back_to_a_walk() -> None:
     keys = [0] * 5 + [1] + [0] * 200  # probes at 1, 2, 4, 8, ... all see 0
     assert spans(keys) == [(0, 5), (5, 6), (6, 206)]
+
+
+def test_interleaved_partitions_cost_linear_time() -> None:
+    # A A B A A B ...: galloping from each A lands on A's to the end of the batch; each probed
+    # segment is verified on its own, so the total stays linear (it was quadratic).
+    keys = [0, 0, 1] * 4000
+    found = spans(keys)
+    assert len(found) == 8000 and found[:3] == [(0, 2), (2, 3), (3, 5)]
+
+
+def test_the_fetcher_compares_topics_for_numbers_any_topic_it_ever_had() -> None:
+    from zkconsumer.chunks import PartitionTopicInfo, StreamQueue
+    from zkconsumer.fetcher import Fetcher, FetchSettings
+
+    f = Fetcher(FetchSettings("127.0.0.1:9", "g", "c"), name="t", on_error=lambda exc: None)
+    q = StreamQueue(1)
+    f._set_infos({("a", 0): PartitionTopicInfo("a", 0, "t-0", q, 0)})
+    assert f._shared_partitions == frozenset()
+    # "a" is gone, "b" has partition 0 too: a late message of a-0 must not join b-0's run.
+    f._set_infos({("b", 0): PartitionTopicInfo("b", 0, "t-0", q, 0)})
+    assert f._shared_partitions == frozenset({0})
+    late_a = Message(topic="a", partition=0, offset=100)
+    b = [Message(topic="b", partition=0, offset=o) for o in (5, 6)]
+    assert [len(r) for r in split_runs([late_a, *b], f._shared_partitions)] == [1, 2]
