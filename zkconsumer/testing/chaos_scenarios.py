@@ -298,7 +298,8 @@ def bounce_broker(env: ChaosEnv, broker_id: int, down_s: float = 3.0) -> None:
         env.checker.note("broker-kill", None, str(broker_id))
         env.cluster.brokers[broker_id].kill()
         time.sleep(down_s)
-        env.cluster.restart_broker(broker_id)
+        # Recovering ~80 logs after a kill -9 took 134 s under a CPU hog: be as patient as an operator.
+        env.cluster.restart_broker(broker_id, timeout=300.0)
 
 
 def add_partitions(env: ChaosEnv, topic: str, extra: int = 2) -> None:
