@@ -41,8 +41,20 @@ def add_partitions(bootstrap: str, name: str, total: int, timeout: float = 60.0)
 
 
 def delete_topic(bootstrap: str, name: str, timeout: float = 60.0) -> None:
+    """Delete a topic; a broker that failed the request (its own ZooKeeper session expired on a
+    starved machine: "Unknown broker error") is asked again until `timeout`."""
     client = admin(bootstrap)
-    client.delete_topics([name], operation_timeout=timeout)[name].result(timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.delete_topics([name], operation_timeout=timeout)[name].result(timeout)
+            return
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return  # an earlier attempt went through after all
+            if exc.args[0].fatal() or time.monotonic() > deadline:
+                raise
+            time.sleep(2.0)
 
 
 def wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout: float) -> None:
