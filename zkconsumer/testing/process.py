@@ -85,7 +85,8 @@ class JavaProcess:
     def kill(self) -> None:
         """SIGKILL the whole process group: what a crashed machine looks like to its peers."""
         self._signal(signal.SIGKILL)
-        self._wait(10.0)
+        # A JVM in the middle of an fsync on a starved machine took over 10 s to go.
+        self._wait(60.0)
 
     def log_tail(self, lines: int = 40) -> str:
         try:
