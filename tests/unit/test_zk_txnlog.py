@@ -59,6 +59,18 @@ def test_causes_of_each_nodes_end(tmp_path: Path) -> None:
     assert not ends[("/g/owners/t/0", 3)].session_ended and ends[("/g/owners/t/2", 4)].session_ended
 
 
+def test_a_failed_multi_applies_nothing(tmp_path: Path) -> None:
+    # What a claim of two nodes looks like when the second already exists: the first op is logged
+    # as a create, the failing one as an error; ZooKeeper applies neither.
+    err = struct.pack(">i", -110)
+    _log(tmp_path, 1,
+         _entry(1, 1, 1, 1000, tl.MULTI, _multi((tl.CREATE, _create("/g/owners/t/0", True)), (tl.ERROR, err))),
+         _entry(2, 1, 2, 1001, tl.CREATE, _create("/g/owners/t/0", True)),
+         _entry(2, 2, 3, 1002, tl.DELETE, _string("/g/owners/t/0")))
+    ends = tl.node_ends(tmp_path, "/g")
+    assert [(path, czxid, e.owner_session) for (path, czxid), e in ends.items()] == [("/g/owners/t/0", 2, 2)]
+
+
 def test_a_torn_last_entry_ends_the_log(tmp_path: Path) -> None:
     good = _entry(1, 1, 1, 1000, tl.CREATE, _create("/x", False))
     torn = bytearray(_entry(1, 2, 2, 1001, tl.DELETE, _string("/x")))

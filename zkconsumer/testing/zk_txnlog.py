@@ -122,9 +122,13 @@ def _body(r: _Reader, session: int, cxid: int, zxid: int, time_ms: int, type_: i
     elif type_ in (DELETE, DELETE_CONTAINER):
         yield Txn(session, cxid, zxid, time_ms, DELETE, r.string())
     elif type_ == MULTI:
-        for _ in range(max(r.int(), 0)):
-            sub_type, sub = r.int(), _Reader(r.buffer())
-            yield from _body(sub, session, cxid, zxid, time_ms, sub_type)
+        ops = [(r.int(), r.buffer()) for _ in range(max(r.int(), 0))]
+        # A failed multi is logged with the ops before the failing one unchanged and the rest as
+        # errors; the server applies none of it.
+        if any(sub_type == ERROR for sub_type, _ in ops):
+            return
+        for sub_type, body in ops:
+            yield from _body(_Reader(body), session, cxid, zxid, time_ms, sub_type)
     elif type_ in (CREATE_SESSION, CLOSE_SESSION):
         yield Txn(session, cxid, zxid, time_ms, type_)
 
