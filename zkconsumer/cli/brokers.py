@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from typing import Iterable
 
@@ -63,8 +64,11 @@ class Watermarks:
 
     def __exit__(self, *exc: object) -> None:
         if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+            consumer, self._consumer = self._consumer, None
+            # Bounded like every close on an exit path: a Ctrl-C must end the command.
+            closer = threading.Thread(target=consumer.close, name="zkconsumer-close-watermarks", daemon=True)
+            closer.start()
+            closer.join(10.0)
 
     @property
     def available(self) -> bool:
