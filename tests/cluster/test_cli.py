@@ -279,7 +279,10 @@ def test_top_under_a_terminal_refreshes_until_ctrl_c(cluster, zk, topic_factory,
         wait_for_balanced(zk, group_id, [topic], members=1)
         child = pexpect.spawn(ZKCONSUMER, ["top", "--zookeeper", cluster.zookeeper_connect, "--group", group_id,
                                            "--interval", "0.5"], timeout=30, dimensions=(50, 320),
-                              env={**os.environ, "COLUMNS": "320", "LINES": "50"})
+                              env={**os.environ, "COLUMNS": "320", "LINES": "50"},
+                              # A suite started as a background job (`.ci/run &`) ignores SIGINT, and
+                              # children inherit that: give the CLI the default, as a terminal would.
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         child.expect(f"group {group_id}")
         child.expect("Partitions")
         child.expect(f"{group_id}_t-0")
