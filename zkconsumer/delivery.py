@@ -21,7 +21,7 @@ import time
 from operator import length_hint
 from typing import Any, Callable, Iterator, Sequence
 
-from zkconsumer.chunks import END, Chunk, Message, PartitionTopicInfo, StreamQueue, live_position
+from zkconsumer.chunks import END, Chunk, Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
 _SENTINEL = [None]
@@ -360,4 +360,4 @@ def _first_unfinished(messages: Sequence[Message], consumed: int) -> int:
     return lo
 
 
-__all__ = ["ConsumerIterator", "DeliveryGate", "LeaseGuard", "live_position"]
+__all__ = ["ConsumerIterator", "DeliveryGate", "LeaseGuard"]

@@ -41,11 +41,9 @@ def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
     kafka.produce_bulk(bootstrap, topic, count, size, PARTITIONS)
 
 
-def raw(bootstrap: str, topic: str, count: int) -> float:
-    """The same librdkafka settings our fetcher uses; the clock starts at the first message."""
-    settings = FetchSettings(bootstrap_servers=bootstrap, group_id=f"bench-raw-{uuid.uuid4().hex[:6]}",
-                             client_id="bench-raw")
-    consumer = Consumer(settings.consumer_config())
+def consume_loop(config: dict[str, object], topic: str, count: int) -> float:
+    """assign() + consume(10000) loop touching every value; the clock starts at the first message."""
+    consumer = Consumer(config)
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     seen = nbytes = 0
     began = None
@@ -59,25 +57,19 @@ def raw(bootstrap: str, topic: str, count: int) -> float:
     elapsed = time.perf_counter() - began  # type: ignore[operator]
     consumer.close()
     return count / elapsed
+
+
+def raw(bootstrap: str, topic: str, count: int) -> float:
+    """The same librdkafka settings our fetcher uses."""
+    settings = FetchSettings(bootstrap_servers=bootstrap, group_id=f"bench-raw-{uuid.uuid4().hex[:6]}",
+                             client_id="bench-raw")
+    return consume_loop(settings.consumer_config(), topic, count)
 
 
 def raw_default(bootstrap: str, topic: str, count: int) -> float:
     """librdkafka's defaults: only what a consumer must be told."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-default-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    seen = nbytes = 0
-    began = None
-    while seen < count:
-        for m in consumer.consume(10000, 1.0):
-            if m.error() is None:
-                if began is None:
-                    began = time.perf_counter()
-                seen += 1
-                nbytes += len(m.value())
-    elapsed = time.perf_counter() - began  # type: ignore[operator]
-    consumer.close()
-    return count / elapsed
+    return consume_loop({"bootstrap.servers": bootstrap, "group.id": f"bench-default-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False}, topic, count)
 
 
 def scala(zookeeper: str, topic: str, count: int) -> float:
