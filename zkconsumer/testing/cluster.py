@@ -113,12 +113,14 @@ class ZooKeeperNode:
         self.workdir = workdir
         self.data_dir = workdir / "zookeeper-data"
         cfg = workdir / "zoo.cfg"
-        # tickTime 500 => negotiable session timeouts of 1..10 s, so expiry tests are quick.
+        # tickTime 500 => sessions as short as 1 s, so expiry tests are quick. maxSessionTimeout is
+        # raised from 20 ticks (10 s) so a broker's own 30 s session (--cpu-hog) is not cut to 10 s:
+        # a broker JVM starting on a starved machine lost its session while starting up.
         # forceSync=no: under a CPU hog with a broker recovering its logs, fsyncs of the write-ahead
         # log took up to 10 s and stalled every write until sessions expired. A restarted server
         # still finds everything (the page cache survives a process); only a machine crash would not.
         cfg.write_text(
-            f"tickTime=500\ndataDir={self.data_dir}\nclientPort={self.port}\n"
+            f"tickTime=500\nmaxSessionTimeout=60000\ndataDir={self.data_dir}\nclientPort={self.port}\n"
             "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\nforceSync=no\n"
             "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n")
         log4j = workdir / "log4j.properties"
