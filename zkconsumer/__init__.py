@@ -1,4 +1,6 @@
 """zkconsumer: Kafka's legacy ZooKeeper-coordinated high-level consumer, as a drop-in Python group member."""
+__version__ = "0.1.0"  # first: modules below read it while the package is still importing
+
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.connector import ConsumerConnector
 from zkconsumer.listener import ConsumerRebalanceFailed, ConsumerRebalanceListener
@@ -12,4 +14,3 @@ __all__ = [
     "ConsumerRebalanceFailed", "ConsumerRebalanceListener", "ConsumerTimeout", "KafkaStream", "Message",
     "RegistrationConflict", "Whitelist", "ZkDataError",
 ]
-__version__ = "0.1.0"

@@ -40,6 +40,8 @@ zkconsumer.compat.version         1.1                0.8.2 .. 1.1             ol
 zkconsumer.rebalance.recheck.ms   30000              >= 0 (0: off)            longest back-off between retries of a failed rebalance
 zkconsumer.rebalance.incremental  true               true | false             only partitions that move stop fetching
 zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re-check owners; rebalance on zombies/gaps
+zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes this long after the
+                                                                              commit when a Scala member may claim them
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
 librdkafka.<name>                 (unset)            text                     given as <name> to the confluent-kafka Consumer
 ================================= ================== ======================== ================================================
@@ -140,6 +142,7 @@ _SPECS = (
     _Spec("zkconsumer.rebalance.recheck.ms", int, 30000, minimum=0),
     _Spec("zkconsumer.rebalance.incremental", bool, True),
     _Spec("zkconsumer.watchdog.interval.ms", int, 10000, minimum=0),
+    _Spec("zkconsumer.release.linger.ms", int, 1000, minimum=0),
     _Spec("zkconsumer.zookeeper.digest", str),
 )
 _SPEC_BY_NAME = {spec.name: spec for spec in _SPECS}
@@ -302,6 +305,7 @@ class ConsumerConfig:
     rebalance_recheck_ms: int
     rebalance_incremental: bool
     watchdog_interval_ms: int
+    release_linger_ms: int
     zookeeper_digest: str | None
     # Sorted (name, value) pairs rather than a dict so the config stays hashable and immutable.
     librdkafka_items: tuple[tuple[str, str], ...] = ()

@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Mapping
 
-from zkconsumer import zkio
+from zkconsumer import __version__, zkdata, zkio
 from zkconsumer.assignment import Assignment
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.errors import ConsumerError, ConsumerRebalanceFailed, is_retriable
@@ -19,7 +19,8 @@ from zkconsumer.listener import ConsumerRebalanceListener
 from zkconsumer.membership import Membership
 from zkconsumer.metrics import ConnectorCollector, Snapshot
 from zkconsumer.offsets import OffsetStore, PeriodicTask
-from zkconsumer.rebalancer import NoFetcher, PartitionFetcher, Rebalancer
+from zkconsumer.partition_fetcher import NoFetcher, PartitionFetcher
+from zkconsumer.rebalancer import Rebalancer
 from zkconsumer.stream import KafkaStream, StreamSet
 from zkconsumer.subscription import (StaticSubscription, Subscription, TopicFilter, WildcardSubscription,
                                      encode_registration, make_consumer_id)
@@ -227,7 +228,8 @@ class ConsumerConnector:
         membership = Membership(
             self.group, self.assignment, streams.gate,
             registration=lambda: encode_registration(subscription, int(time.time() * 1000), cfg.compat),
-            session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0, trigger=worker.trigger)
+            session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0, trigger=worker.trigger,
+            marker=zkdata.encode_zkconsumer_marker(__version__))
         offsets = OffsetStore(self.group, storage=cfg.offsets_storage, dual_commit=cfg.dual_commit_enabled,
                               kafka_consumer=lambda: rebalancer.fetcher.consumer if rebalancer.fetcher else None,
                               backoff_ms=cfg.offsets_channel_backoff_ms,

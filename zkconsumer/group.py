@@ -102,6 +102,36 @@ class GroupZk:
             if self.io.exists(self.member_path, watch=lambda _e: gone.set()) is not None:
                 gone.wait(max(0.0, min(1.0, deadline - time.monotonic())))
 
+    def mark_as_zkconsumer(self, data: bytes) -> bool:
+        """Create our marker node in the live session (before registering, so whoever sees our
+        registration sees the marker too); True once it exists in that session.
+
+        Scala members never write one, so a member without a marker may be a Scala member (see
+        ReleaseLinger). A marker still held by an older session of ours goes with that session;
+        until then we count as unmarked, which only costs a linger.
+        """
+        session = self.live_session
+        if session is None:
+            return False
+        path = zkdata.zkconsumer_member_path(self.group_id, self.consumer_id)
+        try:
+            self._ensure(zkdata.zkconsumer_members_path(self.group_id))
+            self.io.create(path, data, ephemeral=True)
+            return True
+        except NoNodeError:  # the folder was deleted under us: next attempt creates it again
+            self._ensured.discard(zkdata.zkconsumer_members_path(self.group_id))
+            return False
+        except NodeExistsError:
+            stat = self.io.exists(path)
+            return stat is not None and stat.ephemeralOwner == session
+
+    def zkconsumer_members(self) -> set[str]:
+        """Consumer ids of the members that marked themselves as zkconsumer members."""
+        try:
+            return set(self.io.children(zkdata.zkconsumer_members_path(self.group_id)))
+        except NoNodeError:
+            return set()
+
     def is_registered(self) -> bool:
         stat = self.io.exists(self.member_path)
         return stat is not None and self.session is not None and stat.ephemeralOwner == self.session

@@ -25,7 +25,7 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from zkconsumer import zkdata
 from zkconsumer.assignment import Assignment
-from zkconsumer.errors import SessionLost, ZooKeeperUnavailable
+from zkconsumer.errors import SessionLost, ZooKeeperUnavailable, is_retriable
 from zkconsumer.group import GroupZk
 from zkconsumer.stream import DeliveryGate
 
@@ -101,7 +101,8 @@ class Membership:
 
     def __init__(self, group: GroupZk, assignment: Assignment, gate: DeliveryGate, *,
                  registration: Callable[[], bytes], session_timeout_s: float,
-                 trigger: Callable[[str], None], clock: Callable[[], float] = time.monotonic) -> None:
+                 trigger: Callable[[str], None], marker: bytes | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.group = group
         self.assignment = assignment
         self.gate = gate
@@ -113,6 +114,8 @@ class Membership:
         self.state = State.UNREGISTERED
         self.waiting_for_brokers = False
         self._warned_unknown_timeout = False
+        self._marker = marker
+        self._marked_session: int | None = None
 
     # ---- session ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -148,9 +151,11 @@ class Membership:
         if self.state is State.STOPPED:
             raise SessionLost("the member is stopping")
         if self.state is not State.EXPIRED and live == registered and self.group.is_registered():
+            self._mark()
             return
         # A new session, or our node deleted by hand (owner nodes of the same session stay ours).
         lost_before = self.assignment.sessions_lost
+        self._mark()
         sent = self._clock()
         session = self.group.register(self._registration(), wait_for_stale_s=self._configured_timeout_s)
         if self.group.live_session != session or self.assignment.sessions_lost != lost_before:
@@ -159,6 +164,20 @@ class Membership:
                  self.group.session or 0)
         self._extend_lease(sent)
         self._apply(Event.REGISTERED)
+
+    def _mark(self) -> None:
+        """Mark this member as a zkconsumer member once per session (best effort: unmarked only
+        makes other zkconsumer members linger before handing partitions to us)."""
+        session = self.group.live_session
+        if self._marker is None or session is None or self._marked_session == session:
+            return
+        try:
+            if self.group.mark_as_zkconsumer(self._marker):
+                self._marked_session = session
+        except Exception as exc:  # noqa: BLE001 - classified right here
+            if not is_retriable(exc):
+                raise
+            log.debug("%s: could not write the zkconsumer marker yet: %s", self.group.consumer_id, exc)
 
     def renew_lease(self) -> None:
         """A confirmed round trip in our session lets delivery go on (see DeliveryGate)."""

@@ -5,7 +5,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Mapping
 
 from zkconsumer.assignment import Assignment
 from zkconsumer.config import ConsumerConfig
@@ -13,9 +13,11 @@ from zkconsumer.fetcher import Fetcher
 from zkconsumer.errors import (BrokersUnavailable, ConsumerRebalanceFailed, SessionLost, ZooKeeperUnavailable,
                                describe, is_retriable)
 from zkconsumer.group import GroupZk
+from zkconsumer.linger import ReleaseLinger
 from zkconsumer.listener import ConsumerRebalanceListener
 from zkconsumer.membership import Membership
 from zkconsumer.offsets import OffsetStore
+from zkconsumer.partition_fetcher import PartitionFetcher
 from zkconsumer.peers import IgnoredPeerReporter, evaluate_peers
 from zkconsumer.rebalance import Decision, by_topic, decide, partitions_text, plan, subscribed_topics
 from zkconsumer.stream import PartitionTopicInfo, StreamSet
@@ -26,49 +28,6 @@ from zkconsumer.zkio import Deadline
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-
-
-class PartitionFetcher(Protocol):
-    """What a rebalance needs from the fetcher (zkconsumer.fetcher.Fetcher, or NoFetcher)."""
-
-    def assign(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
-
-    def add(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
-
-    def remove(self, keys: Sequence[TopicPartition]) -> None: ...
-
-    def stop_fetching(self) -> None: ...
-
-    def assigned(self) -> set[TopicPartition] | None: ...
-
-    def close(self, timeout: float = 10.0) -> None: ...
-
-    @property
-    def consumer(self) -> object | None: ...
-
-
-class NoFetcher:
-    """fetch=False: own partitions without reading them (e.g. a Spark driver whose executors read)."""
-
-    consumer = None
-
-    def assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
-        pass
-
-    def add(self, infos: Sequence[PartitionTopicInfo]) -> None:
-        pass
-
-    def remove(self, keys: Sequence[TopicPartition]) -> None:
-        pass
-
-    def stop_fetching(self) -> None:
-        pass
-
-    def assigned(self) -> set[TopicPartition] | None:
-        return None  # nothing to compare with
-
-    def close(self, timeout: float = 10.0) -> None:
-        pass
 
 
 @dataclass
@@ -118,6 +77,7 @@ class Rebalancer:
         self.topic_epochs: dict[str, int | None] = {}
         self.peers = IgnoredPeerReporter()
         self._stopping = threading.Event()
+        self.linger = ReleaseLinger(group, config.release_linger_ms / 1000.0, self._stopping)
 
     # ---- rebalance -----------------------------------------------------------------------------
     def synced_rebalance(self, reason: str) -> bool:
@@ -184,7 +144,7 @@ class Rebalancer:
         self._reconcile()
         incremental = self.config.rebalance_incremental
         steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
-        self._release(steps.release, stop_the_world=not incremental)
+        self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
         self._finish_releases()
         if self._stopping.is_set():
             return Outcome(done=True)
@@ -264,7 +224,8 @@ class Rebalancer:
         if self.fetcher is not None and (lost or drifted or extra):
             self.fetcher.remove(sorted(lost | drifted | extra))
 
-    def _release(self, release: Mapping[TopicPartition, str], *, stop_the_world: bool) -> None:
+    def _release(self, release: Mapping[TopicPartition, str], *, stop_the_world: bool,
+                 new_owners: Mapping[TopicPartition, str]) -> None:
         """Stop delivering, commit, tell the listener; the owner nodes go in _finish_releases."""
         if stop_the_world and self.fetcher is not None:
             self.fetcher.stop_fetching()
@@ -274,6 +235,7 @@ class Rebalancer:
         if release or self.assignment.releasing():  # also what an earlier failed attempt left pending
             self._commit_quietly()
         if release:
+            self.linger.handing_over({k: new_owners[k] for k in release if k in new_owners})
             self.listener.before_releasing_partitions(by_topic(release))
 
     def _finish_releases(self) -> None:
@@ -281,6 +243,7 @@ class Rebalancer:
         pending = self.assignment.releasing()
         if not pending:
             return
+        self.linger.wait()
         confirmed = self.group.release(pending)
         self.assignment.released(confirmed)
         if self.fetcher is not None and confirmed:
@@ -398,6 +361,8 @@ class Rebalancer:
             unwritten = {}
             if self.config.auto_commit_enable:
                 unwritten = self._final_commit(infos)
+            if infos:
+                self.linger.before_leaving((timeout_s - (time.monotonic() - began)) / 2)
             if self.fetcher is not None:
                 self.fetcher.close(timeout=max(0.1, timeout_s - (time.monotonic() - began)))
             return unwritten

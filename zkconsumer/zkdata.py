@@ -39,6 +39,20 @@ def member_path(group: str, consumer_id: str) -> str:
     return f"{ids_path(group)}/{_segment('consumer id', consumer_id)}"
 
 
+def zkconsumer_members_path(group: str) -> str:
+    """Where zkconsumer members mark themselves (one ephemeral node each); Scala members never write here."""
+    return f"{group_path(group)}/zkconsumer/members"
+
+
+def zkconsumer_member_path(group: str, consumer_id: str) -> str:
+    return f"{zkconsumer_members_path(group)}/{_segment('consumer id', consumer_id)}"
+
+
+def encode_zkconsumer_marker(library_version: str) -> bytes:
+    """The marker's data: which library wrote the member's registration (for operators and tools)."""
+    return _to_bytes(f'{{"version":1,"library":"zkconsumer","library_version":{_jackson_quote(library_version)}}}')
+
+
 def owners_path(group: str, topic: str | None = None) -> str:
     return f"{group_path(group)}/owners" + ("" if topic is None else f"/{_segment('topic', topic)}")
 

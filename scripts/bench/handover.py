@@ -15,11 +15,24 @@ per mode:
 The last line per mode is machine-readable:
   mode=<m> events=<n> interrupted_per_event=<x> unowned_median_s=<x> unowned_p99_s=<x> unowned_max_s=<x>
   idle_median_s=<x> idle_max_s=<x>
+
+--mixed runs a group of zkconsumer and real Scala 1.1.1 members instead (half each), twice: with
+the release linger (zkconsumer.release.linger.ms, default) and without it (0). Events cycle through
+join zkconsumer, join Scala, leave zkconsumer, leave Scala (the oldest of its kind). Per run:
+  handovers     owner changes between two members, by kind (zk->scala, scala->zk, ...)
+  stale         for each hand-over, the messages the new owner delivered again that the old owner
+                had already delivered (a Scala member starting from an offset read before the old
+                owner's last commit); reported for zk->scala, where the linger should make it 0
+  reg->own      per kind, from a joiner's registration to its last claim of that event: median / p95
+The last line is machine-readable:
+  mixed=1 handovers_zk_scala=<n> stale_zk_scala=<n> stale_zk_scala_nolinger=<n> zk_reg_own_median_s=<x>
+  scala_reg_own_median_s=<x> scala_reg_own_median_nolinger_s=<x> unowned_p99_s=<x> loadavg=<x>
 """
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import pickle
 import statistics
 import sys
@@ -102,6 +115,110 @@ def run_mode(cluster: LocalCluster, incremental: bool, args: argparse.Namespace,
             "idle_median_s": statistics.median(idle) if idle else 0.0, "idle_max_s": max(idle, default=0.0)}
 
 
+def mixed_events(env: ChaosEnv, args: argparse.Namespace) -> None:
+    for i in range(args.events):
+        kind = ("process", "scala")[i % 2]
+        if (i // 2) % 2 == 0:
+            sc.join_members(env, 1, kind)  # type: ignore[arg-type]
+        else:
+            sc.leave_member(env, next(m for m in env.live if m.kind == kind))
+        time.sleep(args.dwell)
+
+
+def handovers(h: History, kinds: dict[str, str]) -> list[tuple[str, int]]:
+    """(kind pair like "zk->scala", messages the new owner delivered again) per owner change: the
+    offsets it delivered during its span that the old owner had delivered during its own."""
+    delivered: dict[tuple[str, int], list[tuple[float, int]]] = {}
+    for d in h.deliveries:
+        delivered.setdefault((d.member, d.partition), []).append((d.at, d.offset))
+
+    def during(span) -> set[int]:  # type: ignore[no-untyped-def]
+        end = float("inf") if span.end is None else span.end
+        return {o for at, o in delivered.get((span.member, span.partition), []) if span.start <= at <= end}
+
+    by_partition: dict[int, list] = {}  # type: ignore[type-arg]
+    for span in sorted(h.spans, key=lambda s: s.start):
+        by_partition.setdefault(span.partition, []).append(span)
+    out = []
+    for spans in by_partition.values():
+        for before, after in zip(spans, spans[1:]):
+            if before.member == after.member or not h.since <= after.start <= h.until:
+                continue
+            last_old = max(during(before), default=-1)
+            pair = f"{kinds.get(before.member, '?')}->{kinds.get(after.member, '?')}"
+            out.append((pair, sum(1 for o in during(after) if o <= last_old)))
+    return out
+
+
+def reg_to_own(h: History, kinds: dict[str, str], window: float) -> dict[str, list[float]]:
+    """Per kind: each registration in the judged window -> the last claim of that member within `window`."""
+    out: dict[str, list[float]] = {}
+    for inc in h.incarnations:
+        if inc.start < h.since or inc.start > h.until:
+            continue
+        starts = [s.start for s in h.spans if s.member == inc.member and inc.start <= s.start <= inc.start + window]
+        if starts:
+            out.setdefault(kinds.get(inc.member, "?"), []).append(max(starts) - inc.start)
+    return out
+
+
+def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, workdir: Path) -> dict[str, float]:
+    mode = f"mixed-linger{linger_ms}"
+    settings = ChaosSettings(rate=args.rate, session_timeout_ms=args.session_timeout_ms,
+                             extra={"zkconsumer.release.linger.ms": linger_ms})
+    topic = f"{TOPIC}-{mode}"
+    env = ChaosEnv(cluster, f"handover-{mode}", {topic: args.partitions}, workdir / mode, settings)
+    try:
+        env.start()
+        env.join(args.members // 2, "process")
+        env.join(args.members - args.members // 2, "scala")  # type: ignore[arg-type]
+        env.settle("start", dwell=3.0)
+        mixed_events(env, args)
+        report = env.finish()
+    finally:
+        env.close()
+    if report.lost or report.unconverged or report.errors:
+        print(report.describe(), file=sys.stderr)
+        raise SystemExit(f"{mode}: messages lost or the group did not converge; numbers would mean nothing")
+    kinds = {m.consumer_id: ("scala" if m.kind == "scala" else "zk") for m in env.members}
+    h: History = pickle.loads((workdir / mode / "history.pickle").read_bytes())
+    changes = handovers(h, kinds)
+    owning = reg_to_own(h, kinds, window=args.dwell + 10.0)
+    windows = [s for _, s in unowned_windows(h)]
+    result: dict[str, float] = {"events": args.events, "overlaps": len(report.overlaps),
+                                "unowned_p99_s": percentile(windows, 0.99)}
+    for pair in ("zk->scala", "scala->zk", "zk->zk", "scala->scala"):
+        key = pair.replace("->", "_")
+        result[f"handovers_{key}"] = sum(1 for p, _ in changes if p == pair)
+        result[f"stale_{key}"] = sum(n for p, n in changes if p == pair)
+        result[f"stale_handovers_{key}"] = sum(1 for p, n in changes if p == pair and n)
+    for kind in ("zk", "scala"):
+        times = owning.get(kind, [])
+        result[f"{kind}_reg_own_median_s"] = statistics.median(times) if times else 0.0
+        result[f"{kind}_reg_own_p95_s"] = percentile(times, 0.95)
+        result[f"{kind}_joins"] = len(times)
+    return result
+
+
+def print_mixed(results: dict[int, dict[str, float]]) -> None:
+    print(f"\n{'linger':>8}{'pair':>14}{'hand-overs':>12}{'with stale':>12}{'stale msgs':>12}")
+    for linger, r in results.items():
+        for pair in ("zk_scala", "scala_zk", "zk_zk", "scala_scala"):
+            print(f"{linger:>6}ms{pair.replace('_', '->'):>14}{r['handovers_' + pair]:>12.0f}"
+                  f"{r['stale_handovers_' + pair]:>12.0f}{r['stale_' + pair]:>12.0f}")
+    print(f"\n{'linger':>8}{'kind':>8}{'joins':>7}{'reg->own med':>14}{'p95':>8}{'unowned p99':>13}{'overlaps':>10}")
+    for linger, r in results.items():
+        for kind in ("zk", "scala"):
+            print(f"{linger:>6}ms{kind:>8}{r[kind + '_joins']:>7.0f}{r[kind + '_reg_own_median_s']:>13.2f}s"
+                  f"{r[kind + '_reg_own_p95_s']:>7.2f}s{r['unowned_p99_s']:>12.2f}s{r['overlaps']:>10.0f}")
+    on, off = (results[k] for k in sorted(results, reverse=True))
+    print(f"mixed=1 handovers_zk_scala={on['handovers_zk_scala']:.0f} stale_zk_scala={on['stale_zk_scala']:.0f} "
+          f"stale_zk_scala_nolinger={off['stale_zk_scala']:.0f} zk_reg_own_median_s={on['zk_reg_own_median_s']:.3f} "
+          f"scala_reg_own_median_s={on['scala_reg_own_median_s']:.3f} "
+          f"scala_reg_own_median_nolinger_s={off['scala_reg_own_median_s']:.3f} "
+          f"unowned_p99_s={on['unowned_p99_s']:.3f} loadavg={os.getloadavg()[0]:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--members", type=int, default=6)
@@ -110,12 +227,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=240.0, help="messages/s over all partitions")
     parser.add_argument("--dwell", type=float, default=2.0, help="seconds of traffic after each event")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--mixed", action="store_true", help="zkconsumer and Scala 1.1.1 members, linger on/off")
+    parser.add_argument("--linger-ms", type=int, default=1000, help="release linger of the --mixed run with it")
+    parser.add_argument("--session-timeout-ms", type=int, default=6000,
+                        help="--mixed: every member's (Scala's default; a JVM starting on a busy machine needs it)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="zkconsumer-handover-"))
     print(f"members={args.members} partitions={args.partitions} events={args.events} "
           f"rate={args.rate:.0f}/s workdir={workdir}", flush=True)
+    if args.mixed:
+        with LocalCluster(brokers=1, workdir=workdir / "cluster") as cluster:
+            print_mixed({linger: run_mixed(cluster, linger, args, workdir) for linger in (args.linger_ms, 0)})
+        return 0
     results = {}
     with LocalCluster(brokers=1, workdir=workdir / "cluster") as cluster:
         for incremental in (True, False):

@@ -36,6 +36,20 @@ def test_handover_benchmark_smoke(tmp_path: Path) -> None:
     assert interrupted[1] >= 4.0 > interrupted[0]
 
 
+@pytest.mark.interop
+def test_mixed_handover_benchmark_smoke(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/handover.py"), "--mixed", "--members", "2",
+                           "--partitions", "4", "--events", "4", "--dwell", "0.5", "--workdir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    found = re.fullmatch(r"mixed=1 handovers_zk_scala=(\d+) stale_zk_scala=\d+ stale_zk_scala_nolinger=\d+ "
+                         r"zk_reg_own_median_s=\d+\.\d+ scala_reg_own_median_s=\d+\.\d+ "
+                         r"scala_reg_own_median_nolinger_s=\d+\.\d+ unowned_p99_s=\d+\.\d+ loadavg=\d+\.\d+", last)
+    assert found, last
+    assert int(found.group(1)) >= 1, "the zkconsumer member never handed a partition to a Scala member"
+
+
 def test_soak_benchmark_smoke() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/soak.py"), "--seconds", "12", "--smoke"],
                           capture_output=True, text=True, timeout=300)

@@ -54,6 +54,7 @@ EXPECTED_DEFAULTS = {
     "zkconsumer.rebalance.recheck.ms": 30000,
     "zkconsumer.rebalance.incremental": True,
     "zkconsumer.watchdog.interval.ms": 10000,
+    "zkconsumer.release.linger.ms": 1000,
     "zkconsumer.zookeeper.digest": None,
 }
 

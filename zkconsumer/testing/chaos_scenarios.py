@@ -17,12 +17,14 @@ from zkconsumer.testing.chaos import Checker, ConvergenceError, Report, wait_con
 from zkconsumer.testing.chaos_members import (InProcessMember, ProcessMember, expire_session, garble_registration,
                                               start_members)
 from zkconsumer.testing.chaos_producer import SteadyProducer
+from zkconsumer.testing.chaos_scala import ScalaChaosMember
 from zkconsumer.testing.chaos_proxy import TcpProxy
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["inproc", "process"]
-Member = InProcessMember | ProcessMember
+Kind = Literal["inproc", "process", "scala"]
+Member = InProcessMember | ProcessMember | ScalaChaosMember
+Forked = (ProcessMember, ScalaChaosMember)  # members in a process of their own
 
 
 @dataclass
@@ -127,7 +129,7 @@ class ChaosEnv:
         """Tear everything down (after finish(), or after a failure half-way)."""
         for member in self.members:
             try:
-                if isinstance(member, ProcessMember) and member.exited() is None:
+                if isinstance(member, Forked) and member.exited() is None:
                     if member.stopped:
                         member.kill()
                     else:
@@ -160,6 +162,9 @@ class ChaosEnv:
         member: Member
         if kind == "inproc":
             member = InProcessMember(props, streams, self.checker.sink, self.checker.note)
+        elif kind == "scala":
+            member = ScalaChaosMember(zookeeper, self.group, props, streams, self.workdir,
+                                      f"member-{next(self._names)}", self.checker.note)
         else:
             member = ProcessMember(zookeeper, self.group, props, streams, self.workdir, f"member-{next(self._names)}",
                                    self.checker.note)
@@ -170,7 +175,7 @@ class ChaosEnv:
         """Start `count` members at once and wait until each has joined (its first rebalance)."""
         started = start_members(lambda: self.new_member(kind, proxied=proxied), count)
         for member in started:
-            if isinstance(member, ProcessMember):
+            if isinstance(member, Forked):
                 self.checker.follow(member.out, member.consumer_id)
         self.members += started
         return started
@@ -184,7 +189,7 @@ class ChaosEnv:
 
     def _check_processes(self) -> None:
         for member in self.members:
-            if isinstance(member, ProcessMember) and member.alive and member.exited() is not None:
+            if isinstance(member, Forked) and member.alive and member.exited() is not None:
                 member.alive = False
                 self.failures.append(f"member {member.describe()} exited with {member.exited()}:\n"
                                      f"{member.log_tail(15)}")

@@ -125,13 +125,14 @@ class ScalaMember:
 
     `topics` maps topic -> streams (static); otherwise `whitelist`/`blacklist` + `streams`.
     `consumer.id` is always set to `name`, so `consumer_id` is f"{group}_{name}".
-    Each delivery is a flushed "<topic> <partition> <offset>" line in `out_path`.
+    Each delivery is a flushed "<topic> <partition> <offset>" line in `out_path` (`timed`: the
+    chaos members' "<clock> <topic> <partition> <offset> <value>", for a chaos Checker to follow).
     """
 
     def __init__(self, zookeeper_connect: str, group: str, name: str, *, workdir: Path,
                  topics: Mapping[str, int] | None = None, whitelist: str | None = None,
                  blacklist: str | None = None, streams: int = 1, strategy: str = "range",
-                 properties: Mapping[str, object] | None = None) -> None:
+                 properties: Mapping[str, object] | None = None, timed: bool = False) -> None:
         if (topics is None) == (whitelist is None and blacklist is None):
             raise ValueError("give either topics or one of whitelist/blacklist")
         self.group = group
@@ -144,7 +145,7 @@ class ScalaMember:
                  "consumer.id": name, "partition.assignment.strategy": strategy, **(properties or {})}
         props_path = workdir / f"scala-{name}.properties"
         props_path.write_text("".join(f"{k}={_escape_property(str(v))}\n" for k, v in props.items()))
-        args = ["--props", str(props_path), "--out", str(self.out_path)]
+        args = ["--props", str(props_path), "--out", str(self.out_path)] + (["--timed"] if timed else [])
         if topics is not None:
             for topic, count in topics.items():
                 args += ["--topic", f"{topic}={count}"]
@@ -220,7 +221,8 @@ def read_deliveries(path: Path) -> list[tuple[str, int, int]]:
     out = []
     for line in text.splitlines(keepends=True):
         if line.endswith("\n"):  # a torn last line (kill -9 mid-write) is not a delivery
-            topic, partition, offset = line.split()
+            fields = line.split()
+            topic, partition, offset = fields[1:4] if len(fields) >= 5 else fields
             out.append((topic, int(partition), int(offset)))
     return out
 

@@ -122,7 +122,8 @@ class SimMember:
             "zookeeper.connect": "sim:2181", "group.id": self.group_id, "consumer.id": self.name,
             "zookeeper.session.timeout.ms": self.session_timeout_ms, "rebalance.max.retries": 1,
             "rebalance.backoff.ms": 0, "offsets.channel.backoff.ms": 0, "auto.offset.reset": "smallest",
-            "consumer.timeout.ms": 0, "offsets.commit.max.retries": 1})
+            "consumer.timeout.ms": 0, "offsets.commit.max.retries": 1,
+            "zkconsumer.release.linger.ms": 0})  # every member here is a zkconsumer member (and lingers sleep)
         self.client: Any = self.model.client(self.name, timeout=self.session_timeout_ms / 1000.0)
         self.client.start()
         clock = lambda: self.model.now_ms / 1000.0  # noqa: E731
@@ -134,7 +135,7 @@ class SimMember:
         self.membership = Membership(self.group, self.assignment, self.streams.gate,
                                      registration=lambda: encode_registration(subscription, 1, self.config.compat),
                                      session_timeout_s=self.session_timeout_ms / 1000.0, trigger=self.trigger,
-                                     clock=clock)
+                                     marker=zkdata.encode_zkconsumer_marker("sim"), clock=clock)
         self.fetcher = SimFetcher(self.log_)
         self.offsets = OffsetStore(self.group, storage="zookeeper", dual_commit=False, kafka_consumer=lambda: None,
                                    backoff_ms=0, timeout_ms=0)

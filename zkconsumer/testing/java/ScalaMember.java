@@ -4,7 +4,9 @@
 //            (--topic TOPIC=STREAMS)... | (--whitelist REGEX | --blacklist REGEX) --streams N
 //
 // The properties file must set zookeeper.connect, group.id and consumer.id (so the harness knows
-// the consumer id). Every message becomes a flushed line "<topic> <partition> <offset>" in --out.
+// the consumer id). Every message becomes a flushed line "<topic> <partition> <offset>" in --out;
+// with --timed, "<clock> <topic> <partition> <offset> <value>" as zkconsumer's chaos members write
+// it (<clock>: System.nanoTime in seconds, which on Linux is CLOCK_MONOTONIC like theirs).
 // Once the streams exist, stdout gets "READY <consumerId>". SIGTERM runs connector.shutdown()
 // (which commits) from a shutdown hook; stdout then gets "STOPPED".
 import java.io.FileInputStream;
@@ -16,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 
@@ -35,6 +38,7 @@ public final class ScalaMember {
     // offsets shutdown() commits cover exactly the lines written (no loss, no phantom delivery).
     private static final Object LOCK = new Object();
     private static volatile boolean stopping = false;
+    private static boolean timed = false;
 
     public static void main(String[] args) throws Exception {
         String propsFile = null, outFile = null, regex = null;
@@ -42,6 +46,11 @@ public final class ScalaMember {
         int streams = 1;
         Map<String, Integer> topics = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i += 2) {
+            if (args[i].equals("--timed")) {
+                timed = true;
+                i -= 1;
+                continue;
+            }
             String value = args[i + 1];
             switch (args[i]) {
                 case "--props": propsFile = value; break;
@@ -114,6 +123,13 @@ public final class ScalaMember {
                         }
                         MessageAndMetadata<byte[], byte[]> m = it.next();
                         String line = m.topic() + " " + m.partition() + " " + m.offset() + "\n";
+                        if (timed) {
+                            byte[] raw = m.message();
+                            String value = raw == null ? "-"
+                                : new String(raw, StandardCharsets.UTF_8).replace(' ', '_').replace('\n', '_');
+                            line = String.format(Locale.ROOT, "%.6f %s %d %d %s\n", System.nanoTime() / 1e9,
+                                                 m.topic(), m.partition(), m.offset(), value);
+                        }
                         out.write(line.getBytes(StandardCharsets.UTF_8));
                         out.flush();
                     }
