@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss
+from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.testing.chaos_proxy import TcpProxy
@@ -22,12 +24,24 @@ from zkconsumer.testing.members import drain
 Note = Callable[..., None]  # checker.note(kind, member, detail="")
 
 
-def expire_session(hosts: str, client_id: tuple[int, bytes]) -> None:
-    """Expire a ZooKeeper session for real: attach a second client to it, then close that client."""
-    twin = KazooClient(hosts=hosts, client_id=client_id, timeout=10.0)
-    twin.start(timeout=15)
-    twin.stop()
-    twin.close()
+def expire_session(hosts: str, client_id: tuple[int, bytes], attempts: int = 3) -> None:
+    """End a ZooKeeper session for real: attach a second client to it, then close that client.
+
+    The twin connects without the chroot: kazoo's start() reads the chroot after connecting, and
+    that read fails with ConnectionLoss when the session's own client reconnects in between (the
+    server drops the older of two connections of one session). Such a race is tried again.
+    """
+    for attempt in range(1, attempts + 1):
+        twin = KazooClient(hosts=hosts.split("/", 1)[0], client_id=client_id, timeout=10.0)
+        try:
+            twin.start(timeout=15)
+            return
+        except (ConnectionLoss, KazooTimeoutError):
+            if attempt == attempts:
+                raise
+        finally:
+            twin.stop()
+            twin.close()
 
 
 def garble_registration(zk, group: str, data: bytes = b"\x00{garbage: not json") -> str:  # type: ignore[no-untyped-def]
