@@ -13,7 +13,8 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from zkconsumer import zkdata
@@ -124,6 +125,17 @@ class GroupZk:
         except NodeExistsError:
             stat = self.io.exists(path)
             return stat is not None and stat.ephemeralOwner == session
+
+    def unmark_as_zkconsumer(self) -> None:
+        """Delete our marker if the live session holds it (best effort: ZooKeeper errors are logged)."""
+        session = self.live_session
+        path = zkdata.zkconsumer_member_path(self.group_id, self.consumer_id)
+        try:
+            stat = self.io.exists(path)
+            if stat is not None and stat.ephemeralOwner == session:
+                self.io.delete(path, version=stat.version)
+        except (KazooException, KazooTimeoutError, ZooKeeperUnavailable) as exc:
+            log.warning("%s: could not delete our zkconsumer marker %s: %r", self.consumer_id, path, exc)
 
     def zkconsumer_members(self) -> set[str]:
         """Consumer ids of the members that marked themselves as zkconsumer members."""

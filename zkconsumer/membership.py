@@ -21,11 +21,14 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from zkconsumer import zkdata
 from zkconsumer.assignment import Assignment
-from zkconsumer.errors import SessionLost, ZooKeeperUnavailable, is_retriable
+from zkconsumer.errors import (RegistrationConflict, SessionLost, ZkConsumerError, ZooKeeperUnavailable,
+                               describe)
 from zkconsumer.group import GroupZk
 from zkconsumer.stream import DeliveryGate
 
@@ -157,7 +160,13 @@ class Membership:
         lost_before = self.assignment.sessions_lost
         self._mark()
         sent = self._clock()
-        session = self.group.register(self._registration(), wait_for_stale_s=self._configured_timeout_s)
+        try:
+            session = self.group.register(self._registration(), wait_for_stale_s=self._configured_timeout_s)
+        except RegistrationConflict:
+            # Our marker must not vouch for whoever holds this consumer id (maybe a Scala member).
+            self._marked_session = None
+            self.group.unmark_as_zkconsumer()
+            raise
         if self.group.live_session != session or self.assignment.sessions_lost != lost_before:
             raise SessionLost(f"session 0x{session:x} ended while registering; registering again")
         log.info("%s registered in group %s (session 0x%x)", self.group.consumer_id, self.group.group_id,
@@ -174,10 +183,9 @@ class Membership:
         try:
             if self.group.mark_as_zkconsumer(self._marker):
                 self._marked_session = session
-        except Exception as exc:  # noqa: BLE001 - classified right here
-            if not is_retriable(exc):
-                raise
-            log.debug("%s: could not write the zkconsumer marker yet: %s", self.group.consumer_id, exc)
+        except (KazooException, KazooTimeoutError, ZkConsumerError) as exc:
+            log.warning("%s: could not write the zkconsumer marker yet (%s); peers linger before handing "
+                        "partitions to us", self.group.consumer_id, describe(exc))
 
     def renew_lease(self) -> None:
         """A confirmed round trip in our session lets delivery go on (see DeliveryGate)."""

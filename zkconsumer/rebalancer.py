@@ -232,18 +232,21 @@ class Rebalancer:
         self.assignment.begin_release(release)
         if stop_the_world:
             self.streams.clear()  # after begin_release: nothing queued of them may be handed out
-        if release or self.assignment.releasing():  # also what an earlier failed attempt left pending
+        pending = self.assignment.releasing()  # also what an earlier failed attempt left pending
+        if pending:
             self._commit_quietly()
         if release:
-            self.linger.handing_over({k: new_owners[k] for k in release if k in new_owners})
-            self.listener.before_releasing_partitions(by_topic(release))
+            self.listener.before_releasing_partitions(by_topic(release))  # where manual committers commit
+        if pending:
+            self.linger.handing_over(new_owners[k] for k in pending if k in new_owners)
 
     def _finish_releases(self) -> None:
         """Delete every owner node still pending (this attempt's and any earlier failed one's)."""
         pending = self.assignment.releasing()
         if not pending:
             return
-        self.linger.wait()
+        if not self.linger.wait():
+            return  # stopping: the nodes go with the session, after the shutdown's own linger
         confirmed = self.group.release(pending)
         self.assignment.released(confirmed)
         if self.fetcher is not None and confirmed:

@@ -127,36 +127,39 @@ def mixed_events(env: ChaosEnv, args: argparse.Namespace) -> None:
 
 def handovers(h: History, kinds: dict[str, str]) -> list[tuple[str, int]]:
     """(kind pair like "zk->scala", messages the new owner delivered again) per owner change: the
-    offsets it delivered during its span that the old owner had delivered during its own."""
-    delivered: dict[tuple[str, int], list[tuple[float, int]]] = {}
+    offsets it delivered while it owned the partition that the old owner had already delivered."""
+    delivered: dict[tuple[str, str, int], list[tuple[float, int]]] = {}
     for d in h.deliveries:
-        delivered.setdefault((d.member, d.partition), []).append((d.at, d.offset))
-
-    def during(span) -> set[int]:  # type: ignore[no-untyped-def]
-        end = float("inf") if span.end is None else span.end
-        return {o for at, o in delivered.get((span.member, span.partition), []) if span.start <= at <= end}
-
-    by_partition: dict[int, list] = {}  # type: ignore[type-arg]
+        delivered.setdefault((d.member, d.topic, d.partition), []).append((d.at, d.offset))
+    by_partition: dict[tuple[str, int], list] = {}  # type: ignore[type-arg]
     for span in sorted(h.spans, key=lambda s: s.start):
-        by_partition.setdefault(span.partition, []).append(span)
+        by_partition.setdefault((span.topic, span.partition), []).append(span)
     out = []
     for spans in by_partition.values():
         for before, after in zip(spans, spans[1:]):
             if before.member == after.member or not h.since <= after.start <= h.until:
                 continue
-            last_old = max(during(before), default=-1)
+            # Everything the old owner delivered before the hand-over (a stop-the-world owner splits
+            # its ownership into several spans of the same member).
+            old = delivered.get((before.member, after.topic, after.partition), [])
+            last_old = max((o for at, o in old if at <= after.start), default=-1)
+            end = float("inf") if after.end is None else after.end
+            new = {o for at, o in delivered.get((after.member, after.topic, after.partition), [])
+                   if after.start <= at <= end}
             pair = f"{kinds.get(before.member, '?')}->{kinds.get(after.member, '?')}"
-            out.append((pair, sum(1 for o in during(after) if o <= last_old)))
+            out.append((pair, sum(1 for o in new if o <= last_old)))
     return out
 
 
-def reg_to_own(h: History, kinds: dict[str, str], window: float) -> dict[str, list[float]]:
-    """Per kind: each registration in the judged window -> the last claim of that member within `window`."""
+def reg_to_own(h: History, kinds: dict[str, str]) -> dict[str, list[float]]:
+    """Per kind: each registration in the judged window -> the member's last claim before the next event."""
+    events = sorted(n.at for n in h.notes if n.kind == "fault")
     out: dict[str, list[float]] = {}
     for inc in h.incarnations:
         if inc.start < h.since or inc.start > h.until:
             continue
-        starts = [s.start for s in h.spans if s.member == inc.member and inc.start <= s.start <= inc.start + window]
+        until = next((at for at in events if at > inc.start), h.until)
+        starts = [s.start for s in h.spans if s.member == inc.member and inc.start <= s.start <= until]
         if starts:
             out.setdefault(kinds.get(inc.member, "?"), []).append(max(starts) - inc.start)
     return out
@@ -183,7 +186,7 @@ def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, w
     kinds = {m.consumer_id: ("scala" if m.kind == "scala" else "zk") for m in env.members}
     h: History = pickle.loads((workdir / mode / "history.pickle").read_bytes())
     changes = handovers(h, kinds)
-    owning = reg_to_own(h, kinds, window=args.dwell + 10.0)
+    owning = reg_to_own(h, kinds)
     windows = [s for _, s in unowned_windows(h)]
     result: dict[str, float] = {"events": args.events, "overlaps": len(report.overlaps),
                                 "unowned_p99_s": percentile(windows, 0.99)}
@@ -238,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"members={args.members} partitions={args.partitions} events={args.events} "
           f"rate={args.rate:.0f}/s workdir={workdir}", flush=True)
     if args.mixed:
+        if args.linger_ms <= 0:
+            parser.error("--linger-ms must be > 0 (the run without a linger is always made too)")
         with LocalCluster(brokers=1, workdir=workdir / "cluster") as cluster:
             print_mixed({linger: run_mixed(cluster, linger, args, workdir) for linger in (args.linger_ms, 0)})
         return 0

@@ -9,7 +9,11 @@ import time
 from zkconsumer import zkdata
 from zkconsumer.group import GroupZk
 from zkconsumer.linger import ReleaseLinger
-from zkconsumer.testing.sim_schedule import GROUP, Options, Schedule
+from zkconsumer.listener import ConsumerRebalanceListener
+from zkconsumer.subscription import StaticSubscription, encode_registration
+from zkconsumer.testing.sim_schedule import GROUP, TOPIC, Options, Schedule
+from zkconsumer.testing.simulation import SimMember, owner_nodes
+from zkconsumer.testing.zkmodel import FAIL_BEFORE
 from zkconsumer.testing.zkmodel import ZkModel
 
 MARKER = zkdata.encode_zkconsumer_marker("test")
@@ -62,39 +66,43 @@ def test_no_marker_folder_means_no_zkconsumer_members() -> None:
     assert group.zkconsumer_members() == set()
 
 
-def test_hand_over_to_an_unmarked_member_lingers_to_a_marked_one_does_not() -> None:
+def test_hand_over_lingers_only_when_some_member_may_be_a_scala_member() -> None:
     model = ZkModel()
     me = _member(model, "me", marked=True)
     _member(model, "peer", marked=True)
-    _member(model, "scala", marked=False)
     linger = ReleaseLinger(me, 0.3, threading.Event())
-    linger.handing_over({("t", 0): "g_peer-0", ("t", 1): "g_me-0"})
-    assert _timed_wait(linger) < 0.05
-    linger.handing_over({("t", 2): "g_scala-0"})
+    linger.handing_over(["g_peer-0", "g_me-0"])
+    assert _timed_wait(linger) < 0.05  # only zkconsumer members in the group
+    linger.handing_over(["g_gone-0"])  # a new owner named by our assignment, unmarked (or left)
     assert 0.25 <= _timed_wait(linger) < 1.0
     assert _timed_wait(linger) < 0.05  # once over, over
+    _member(model, "scala", marked=False)
+    linger.handing_over(["g_peer-0"])  # the Scala member may compute another assignment than ours
+    assert 0.25 <= _timed_wait(linger) < 1.0
 
 
-def test_zero_linger_and_stopping_never_wait() -> None:
+def test_zero_linger_never_waits_and_stopping_cuts_it_short() -> None:
     model = ZkModel()
     me = _member(model, "me", marked=True)
     _member(model, "scala", marked=False)
     off = ReleaseLinger(me, 0.0, threading.Event())
-    off.handing_over({("t", 0): "g_scala-0"})
-    assert _timed_wait(off) < 0.05
+    off.handing_over(["g_scala-0"])
+    assert _timed_wait(off) < 0.05 and off.wait() is True
     stopping = threading.Event()
     on = ReleaseLinger(me, 5.0, stopping)
-    on.handing_over({("t", 0): "g_scala-0"})
+    on.handing_over(["g_scala-0"])
     threading.Timer(0.1, stopping.set).start()
-    assert _timed_wait(on) < 1.0
+    began = time.monotonic()
+    assert on.wait() is False  # the caller leaves the nodes to the session's close
+    assert time.monotonic() - began < 1.0
 
 
 def test_unreadable_markers_count_as_scala_members() -> None:
     model = ZkModel()
     me = _member(model, "me", marked=True)
     linger = ReleaseLinger(me, 0.2, threading.Event())
-    model.disconnect(me.client)  # the marker folder cannot be read: assume the worst
-    linger.handing_over({("t", 0): "g_peer-0"})
+    model.disconnect(me.client)  # the group cannot be read: assume the worst
+    linger.handing_over([])
     assert _timed_wait(linger) >= 0.15
 
 
@@ -134,3 +142,95 @@ def test_a_member_is_marked_before_it_is_registered_and_again_in_a_new_session()
         s.model.deliver(member.client)
         member.rebalance()
     assert observer.exists(marker).ephemeralOwner == observer.exists(registration).ephemeralOwner
+
+
+# ---- the Rebalancer's use of it ------------------------------------------------------------------
+
+def _mixed_world(linger_s: float) -> tuple[Schedule, SimMember, list[tuple[str, float]]]:
+    """m1 owns every partition; then an unmarked member (a Scala member) registers and takes half."""
+    s = Schedule(0, Options(members=0, partitions=4))
+    m1 = s.add_member()
+    for _ in range(3):
+        s.model.advance(250)
+        m1.rebalance()
+    assert len(owner_nodes(s.model, GROUP, TOPIC)) == 4
+    m1.rebalancer.linger.linger_s = linger_s
+    times: list[tuple[str, float]] = []
+    commit = m1.rebalancer._commit_quietly
+
+    def recorded_commit() -> None:
+        commit()
+        times.append(("commit", time.monotonic()))
+    m1.rebalancer._commit_quietly = recorded_commit  # type: ignore[method-assign]
+
+    def hook(client: object, op: str, path: str) -> None:
+        if op == "delete" and "/owners/" in path and getattr(client, "name") == m1.name:
+            times.append(("delete", time.monotonic()))
+    s.model.set_fault_hook(hook)
+    scala = s.model.client("scala")
+    scala.start()
+    scala.create(zkdata.member_path(GROUP, f"{GROUP}_scala"), ephemeral=True, makepath=True,
+                 value=encode_registration(StaticSubscription.of({TOPIC: 1}), 1))
+    s.model.deliver()
+    return s, m1, times
+
+
+def _first_delete_after_last_commit(times: list[tuple[str, float]]) -> float:
+    last_commit = max(t for what, t in times if what == "commit")
+    return min(t for what, t in times if what == "delete" and t >= last_commit) - last_commit
+
+
+def test_a_release_to_a_scala_member_lingers_after_the_commit() -> None:
+    s, m1, times = _mixed_world(0.3)
+    m1.rebalance()
+    assert _first_delete_after_last_commit(times) >= 0.3
+    assert len(owner_nodes(s.model, GROUP, TOPIC)) < 4  # the Scala member's share was released
+
+
+def test_a_release_retried_after_a_failure_lingers_after_its_new_commit() -> None:
+    s, m1, times = _mixed_world(0.3)
+    fired = hook_first_owner_delete_fails(s, m1, times)
+    m1.rebalance()  # commit, linger, the delete fails: the release stays pending
+    assert fired and len(owner_nodes(s.model, GROUP, TOPIC)) == 4
+    s.model.reconnect(m1.client)
+    for _ in range(3):  # the retry commits again, so lingers again before deleting
+        s.model.advance(250)
+        s.model.deliver(m1.client)
+        m1.rebalance()
+    assert _first_delete_after_last_commit(times) >= 0.3
+    assert len(owner_nodes(s.model, GROUP, TOPIC)) < 4
+
+
+def hook_first_owner_delete_fails(s: Schedule, m1: SimMember, times: list[tuple[str, float]]) -> list[str]:
+    fired: list[str] = []
+
+    def hook(client: object, op: str, path: str) -> object:
+        if op == "delete" and "/owners/" in path and getattr(client, "name") == m1.name:
+            if not fired:
+                fired.append(path)
+                return FAIL_BEFORE
+            times.append(("delete", time.monotonic()))
+        return None
+    s.model.set_fault_hook(hook)
+    return fired
+
+
+def test_the_linger_starts_after_the_listener_that_may_commit() -> None:
+    s, m1, times = _mixed_world(0.3)
+
+    class SlowCommitter(ConsumerRebalanceListener):
+        def before_releasing_partitions(self, partitions: dict[str, set[int]]) -> None:
+            time.sleep(0.4)  # e.g. flushing a sink, then commit_offsets()
+            times.append(("commit", time.monotonic()))
+    m1.rebalancer.listener = SlowCommitter()
+    m1.rebalance()
+    assert _first_delete_after_last_commit(times) >= 0.3
+
+
+def test_stopping_during_the_linger_leaves_the_nodes_to_the_session_close() -> None:
+    s, m1, _ = _mixed_world(5.0)
+    threading.Timer(0.2, m1.rebalancer.begin_shutdown).start()
+    began = time.monotonic()
+    m1.rebalance()
+    assert time.monotonic() - began < 2.0
+    assert len(owner_nodes(s.model, GROUP, TOPIC)) == 4  # not deleted right after the commit

@@ -222,7 +222,7 @@ def read_deliveries(path: Path) -> list[tuple[str, int, int]]:
     for line in text.splitlines(keepends=True):
         if line.endswith("\n"):  # a torn last line (kill -9 mid-write) is not a delivery
             fields = line.split()
-            topic, partition, offset = fields[1:4] if len(fields) >= 5 else fields
+            topic, partition, offset = fields if len(fields) == 3 else fields[1:4]
             out.append((topic, int(partition), int(offset)))
     return out
 

@@ -125,7 +125,7 @@ public final class ScalaMember {
                         String line = m.topic() + " " + m.partition() + " " + m.offset() + "\n";
                         if (timed) {
                             byte[] raw = m.message();
-                            String value = raw == null ? "-"
+                            String value = raw == null || raw.length == 0 ? "-"
                                 : new String(raw, StandardCharsets.UTF_8).replace(' ', '_').replace('\n', '_');
                             line = String.format(Locale.ROOT, "%.6f %s %d %d %s\n", System.nanoTime() / 1e9,
                                                  m.topic(), m.partition(), m.offset(), value);
