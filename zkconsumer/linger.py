@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Iterable
+from typing import Collection, Iterable
 
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
@@ -24,15 +24,16 @@ class ReleaseLinger:
     committed and deleted the node in between, its claim succeeds and it starts from the offset
     it read before our commit, delivering again what we delivered. While our node stays, that
     claim fails and Scala reads the offsets again on its next attempt. So after every commit that
-    precedes a release, the owner nodes stay `linger_s` longer whenever the group has a member
-    that did not mark itself as a zkconsumer member (GroupZk.mark_as_zkconsumer): the new owner
-    the assignment names, or any member registered now (one that joined after our read of the
-    group may compute another assignment than ours).
+    precedes a release, the owner nodes stay `linger_s` longer when a member that did not mark
+    itself as a zkconsumer member (GroupZk.mark_as_zkconsumer) may claim them: a new owner our
+    assignment names, or, if the members changed since we decided, any member registered now
+    (it may compute another assignment than ours). Hand-overs between zkconsumer members in a
+    mixed group do not wait.
 
     Example::
 
         linger = ReleaseLinger(group, 1.0, stopping)
-        linger.handing_over(["g_scala-1-0"])   # after the commit and the listener
+        linger.handing_over(["g_scala-1-0"], decided_with={"g_me", "g_scala-1"})  # after the commit
         if linger.wait():                      # before deleting the owner nodes
             ...delete them...
     """
@@ -43,12 +44,13 @@ class ReleaseLinger:
         self._stopping = stopping
         self._until = 0.0  # monotonic time before which released owner nodes stay
 
-    def handing_over(self, new_owner_threads: Iterable[str]) -> None:
-        """Owner nodes are about to go (their commit is written): linger if a Scala member may claim."""
+    def handing_over(self, new_owner_threads: Iterable[str], decided_with: Collection[str] | None = None) -> None:
+        """Owner nodes are about to go (their commit is written): linger if a Scala member may claim.
+        `decided_with`: the members the assignment was computed from (None: unknown, check all)."""
         if self.linger_s <= 0:
             return
         named = {consumer_id_of_thread(thread) for thread in new_owner_threads}
-        unmarked = self._unmarked(named)
+        unmarked = self._unmarked(named, decided_with)
         if unmarked:
             log.info("%s: keeping released owner nodes %.1fs after the commit: %s may be a Scala member",
                      self.group.consumer_id, self.linger_s, ", ".join(sorted(unmarked)))
@@ -70,7 +72,7 @@ class ReleaseLinger:
         if linger_s <= 0:
             return
         try:
-            unmarked = self._unmarked(set(), fail_safe=False)
+            unmarked = self._unmarked(set(), None, fail_safe=False)
         except _ZOOKEEPER_FAILURES as exc:
             log.warning("%s: leaving without a linger: cannot read the group (%s)", self.group.consumer_id,
                         describe(exc))
@@ -80,10 +82,13 @@ class ReleaseLinger:
                      self.group.consumer_id, linger_s, ", ".join(sorted(unmarked)))
             time.sleep(linger_s)
 
-    def _unmarked(self, named: set[str], *, fail_safe: bool = True) -> set[str]:
-        """Members registered now, plus `named`, without a zkconsumer marker (ourselves excepted)."""
+    def _unmarked(self, named: set[str], decided_with: Collection[str] | None, *,
+                  fail_safe: bool = True) -> set[str]:
+        """`named`, plus every member registered now unless they are exactly `decided_with`, without
+        a zkconsumer marker (ourselves excepted)."""
         try:
-            members = set(self.group.member_ids()) | named
+            registered = set(self.group.member_ids())
+            members = named if decided_with is not None and registered == set(decided_with) else named | registered
             unmarked = members - self.group.zkconsumer_members()
         except _ZOOKEEPER_FAILURES as exc:
             if not fail_safe:

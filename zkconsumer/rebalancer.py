@@ -77,6 +77,7 @@ class Rebalancer:
         self.topic_epochs: dict[str, int | None] = {}
         self.peers = IgnoredPeerReporter()
         self._stopping = threading.Event()
+        self._decided_with: set[str] | None = None  # the members the last decision was computed from
         self.linger = ReleaseLinger(group, config.release_linger_ms / 1000.0, self._stopping)
 
     # ---- rebalance -----------------------------------------------------------------------------
@@ -168,6 +169,7 @@ class Rebalancer:
         """Read the group (arming every watch with the read it guards) and compute the assignment."""
         m = self.membership
         registrations, unreadable = self.group.read_registrations(watch=m.on_members_changed)
+        self._decided_with = set(registrations) | set(unreadable)
         m.waiting_for_brokers = True  # before the read: a broker arriving right after it must trigger
         brokers = self.group.cluster.brokers(watch=m.on_brokers_changed)
         if not brokers:
@@ -238,7 +240,7 @@ class Rebalancer:
         if release:
             self.listener.before_releasing_partitions(by_topic(release))  # where manual committers commit
         if pending:
-            self.linger.handing_over(new_owners[k] for k in pending if k in new_owners)
+            self.linger.handing_over((new_owners[k] for k in pending if k in new_owners), self._decided_with)
 
     def _finish_releases(self) -> None:
         """Delete every owner node still pending (this attempt's and any earlier failed one's)."""

@@ -20,9 +20,11 @@ The last line per mode is machine-readable:
 the release linger (zkconsumer.release.linger.ms, default) and without it (0). Events cycle through
 join zkconsumer, join Scala, leave zkconsumer, leave Scala (the oldest of its kind). Per run:
   handovers     owner changes between two members, by kind (zk->scala, scala->zk, ...)
-  stale         for each hand-over, the messages the new owner delivered again that the old owner
-                had already delivered (a Scala member starting from an offset read before the old
-                owner's last commit); reported for zk->scala, where the linger should make it 0
+  stale         for each hand-over, the messages the new owner delivered below the offset committed
+                when it took over (a Scala member starting from an offset read before the old
+                owner's last commit); for zk->scala the linger should make it 0
+  in-flight     re-deliveries at or above that commit: the one message the old owner's
+                application held when it let go (at-least-once: consumed when the next is asked for)
   reg->own      per kind, from a joiner's registration to its last claim of that event: median / p95
 The last line is machine-readable:
   mixed=1 handovers_zk_scala=<n> stale_zk_scala=<n> stale_zk_scala_nolinger=<n> zk_reg_own_median_s=<x>
@@ -125,29 +127,37 @@ def mixed_events(env: ChaosEnv, args: argparse.Namespace) -> None:
         time.sleep(args.dwell)
 
 
-def handovers(h: History, kinds: dict[str, str]) -> list[tuple[str, int]]:
-    """(kind pair like "zk->scala", messages the new owner delivered again) per owner change: the
-    offsets it delivered while it owned the partition that the old owner had already delivered."""
+def handovers(h: History, kinds: dict[str, str]) -> list[tuple[str, int, int]]:
+    """Per owner change: (kind pair like "zk->scala", stale, again).
+
+    again: offsets the new owner delivered while it owned the partition that the old owner had
+    already delivered. stale: those of them below the offset committed when the new owner took
+    over; the rest is the message the old owner's application held at the release (consumed only
+    once it asks for the next: at-least-once), not a stale start.
+    """
     delivered: dict[tuple[str, str, int], list[tuple[float, int]]] = {}
     for d in h.deliveries:
         delivered.setdefault((d.member, d.topic, d.partition), []).append((d.at, d.offset))
+    commits: dict[tuple[str, int], list[tuple[float, int]]] = {}
+    for c in h.commits:
+        commits.setdefault((c.topic, c.partition), []).append((c.at, c.offset))
     by_partition: dict[tuple[str, int], list] = {}  # type: ignore[type-arg]
     for span in sorted(h.spans, key=lambda s: s.start):
         by_partition.setdefault((span.topic, span.partition), []).append(span)
     out = []
-    for spans in by_partition.values():
+    for key, spans in by_partition.items():
         for before, after in zip(spans, spans[1:]):
             if before.member == after.member or not h.since <= after.start <= h.until:
                 continue
             # Everything the old owner delivered before the hand-over (a stop-the-world owner splits
             # its ownership into several spans of the same member).
-            old = delivered.get((before.member, after.topic, after.partition), [])
+            old = delivered.get((before.member, *key), [])
             last_old = max((o for at, o in old if at <= after.start), default=-1)
+            committed = max(((at, o) for at, o in commits.get(key, []) if at <= after.start), default=(0.0, -1))[1]
             end = float("inf") if after.end is None else after.end
-            new = {o for at, o in delivered.get((after.member, after.topic, after.partition), [])
-                   if after.start <= at <= end}
+            new = {o for at, o in delivered.get((after.member, *key), []) if after.start <= at <= end}
             pair = f"{kinds.get(before.member, '?')}->{kinds.get(after.member, '?')}"
-            out.append((pair, sum(1 for o in new if o <= last_old)))
+            out.append((pair, sum(1 for o in new if o < committed), sum(1 for o in new if o <= last_old)))
     return out
 
 
@@ -192,9 +202,10 @@ def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, w
                                 "unowned_p99_s": percentile(windows, 0.99)}
     for pair in ("zk->scala", "scala->zk", "zk->zk", "scala->scala"):
         key = pair.replace("->", "_")
-        result[f"handovers_{key}"] = sum(1 for p, _ in changes if p == pair)
-        result[f"stale_{key}"] = sum(n for p, n in changes if p == pair)
-        result[f"stale_handovers_{key}"] = sum(1 for p, n in changes if p == pair and n)
+        result[f"handovers_{key}"] = sum(1 for p, _, _ in changes if p == pair)
+        result[f"stale_{key}"] = sum(n for p, n, _ in changes if p == pair)
+        result[f"stale_handovers_{key}"] = sum(1 for p, n, _ in changes if p == pair and n)
+        result[f"again_{key}"] = sum(n for p, _, n in changes if p == pair)
     for kind in ("zk", "scala"):
         times = owning.get(kind, [])
         result[f"{kind}_reg_own_median_s"] = statistics.median(times) if times else 0.0
@@ -204,11 +215,12 @@ def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, w
 
 
 def print_mixed(results: dict[int, dict[str, float]]) -> None:
-    print(f"\n{'linger':>8}{'pair':>14}{'hand-overs':>12}{'with stale':>12}{'stale msgs':>12}")
+    print(f"\n{'linger':>8}{'pair':>14}{'hand-overs':>12}{'with stale':>12}{'stale msgs':>12}{'in-flight':>11}")
     for linger, r in results.items():
         for pair in ("zk_scala", "scala_zk", "zk_zk", "scala_scala"):
             print(f"{linger:>6}ms{pair.replace('_', '->'):>14}{r['handovers_' + pair]:>12.0f}"
-                  f"{r['stale_handovers_' + pair]:>12.0f}{r['stale_' + pair]:>12.0f}")
+                  f"{r['stale_handovers_' + pair]:>12.0f}{r['stale_' + pair]:>12.0f}"
+                  f"{r['again_' + pair] - r['stale_' + pair]:>11.0f}")
     print(f"\n{'linger':>8}{'kind':>8}{'joins':>7}{'reg->own med':>14}{'p95':>8}{'unowned p99':>13}{'overlaps':>10}")
     for linger, r in results.items():
         for kind in ("zk", "scala"):

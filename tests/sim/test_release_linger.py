@@ -77,8 +77,12 @@ def test_hand_over_lingers_only_when_some_member_may_be_a_scala_member() -> None
     assert 0.25 <= _timed_wait(linger) < 1.0
     assert _timed_wait(linger) < 0.05  # once over, over
     _member(model, "scala", marked=False)
-    linger.handing_over(["g_peer-0"])  # the Scala member may compute another assignment than ours
-    assert 0.25 <= _timed_wait(linger) < 1.0
+    linger.handing_over(["g_peer-0"], decided_with={"g_me", "g_peer", "g_scala"})
+    assert _timed_wait(linger) < 0.05  # to a zkconsumer member, decided with the Scala member known
+    linger.handing_over(["g_peer-0"], decided_with={"g_me", "g_peer"})
+    assert 0.25 <= _timed_wait(linger) < 1.0  # the Scala member joined since: its assignment may differ
+    linger.handing_over(["g_peer-0"])
+    assert 0.25 <= _timed_wait(linger) < 1.0  # what we decided with is unknown
 
 
 def test_zero_linger_never_waits_and_stopping_cuts_it_short() -> None:
