@@ -273,6 +273,26 @@ def test_remove_drops_held_chunks_and_unpauses(make_fetcher, topic_factory, prod
     assert [m.offset for m in drain(ConsumerIterator(q, 200), 20)] == list(range(480, 500))
 
 
+def test_held_values_beyond_the_byte_bound_pause_the_partition(make_fetcher, topic_factory, produce) -> None:
+    topic = topic_factory(partitions=1)
+    produce(topic, 50, partitions=1, value_size=1000)
+    q = StreamQueue(1, "s")
+    f = make_fetcher(batch_size=10_000, queued_max_message_chunks=1, fetch_message_max_bytes=20_000)
+    f.assign(infos_for(topic, [0], q))
+    deadline = time.monotonic() + 10
+    while len(q) < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    produce(topic, 300, partitions=1, start=50, value_size=1000)  # the queue is full: these are held
+    while not f._paused and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # Far below batch_size messages: the 1 x 20,000-byte legacy bound paused it.
+    assert f._paused == {(topic, 0)} and 20 <= len(f._held[(topic, 0)]) <= 300
+    assert f._held_bytes[(topic, 0)] >= 20_000
+    got = drain(ConsumerIterator(q, 200), 350)
+    assert [m.offset for m in got] == list(range(350))
+    assert not f._paused and not f._held and not f._held_bytes
+
+
 def test_stale_and_inactive_partitions_are_not_delivered(make_fetcher, topic_factory, produce) -> None:
     topic = topic_factory(partitions=1)
     produce(topic, 100, partitions=1)
