@@ -17,6 +17,7 @@ from zkconsumer.zkio import Deadline
 from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo
 from zkconsumer.errors import ConsumerError
 from zkconsumer.consumer_proxy import ConsumerProxy
+from zkconsumer.log_throttle import throttled_logger
 from zkconsumer.runs import split_runs
 from zkconsumer.watermarks import watermarks
 
@@ -76,7 +77,7 @@ class Fetcher:
             raise RuntimeError(f"fetcher {self.name} already started")
         conf = self.settings.consumer_config()
         conf.setdefault("error_cb", self._on_client_error)
-        conf.setdefault("logger", logging.getLogger(f"{__name__}.librdkafka"))
+        conf.setdefault("logger", throttled_logger(f"{__name__}.librdkafka"))
         self._raw = Consumer(conf)
         self._thread = threading.Thread(target=self._run, name=f"{self.name}-fetcher", daemon=True)
         self._thread.start()
