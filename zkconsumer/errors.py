@@ -101,3 +101,8 @@ def describe(exc: BaseException) -> str:
     """`Type: message` (kazoo's ConnectionLoss, for one, has an empty message)."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# What a best-effort ZooKeeper step (a marker, a linger's look at the group) may raise and log
+# instead of failing: kazoo's errors (NoAuth included), its timeouts, and our own wrappers of them.
+ZOOKEEPER_FAILURES: tuple[type[BaseException], ...] = (KazooException, KazooTimeoutError, ZkConsumerError)

@@ -13,12 +13,11 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from zkconsumer import zkdata
-from zkconsumer.errors import CommitFailed, RegistrationConflict, ZooKeeperUnavailable
+from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
 from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.rebalance import partitions_text
 from zkconsumer.zkdata import Registration, ZkDataError
@@ -134,7 +133,7 @@ class GroupZk:
             stat = self.io.exists(path)
             if stat is not None and stat.ephemeralOwner == session:
                 self.io.delete(path, version=stat.version)
-        except (KazooException, KazooTimeoutError, ZooKeeperUnavailable) as exc:
+        except ZOOKEEPER_FAILURES as exc:
             log.warning("%s: could not delete our zkconsumer marker %s: %r", self.consumer_id, path, exc)
 
     def zkconsumer_members(self) -> set[str]:

@@ -6,18 +6,11 @@ import threading
 import time
 from typing import Collection, Iterable
 
-from kazoo.exceptions import KazooException
-from kazoo.handlers.threading import KazooTimeoutError
-
-from zkconsumer.errors import ZkConsumerError, describe
+from zkconsumer.errors import ZOOKEEPER_FAILURES, describe
 from zkconsumer.group import GroupZk
 from zkconsumer.zkdata import consumer_id_of_thread
 
 log = logging.getLogger(__name__)
-
-# What reading the group may raise: any of it means "cannot tell", which is answered with a linger.
-_ZOOKEEPER_FAILURES = (KazooException, KazooTimeoutError, ZkConsumerError)
-
 
 class ReleaseLinger:
     """Why: a Scala member reads a partition's offset *before* it claims the owner node. If we
@@ -59,11 +52,8 @@ class ReleaseLinger:
     def wait(self) -> bool:
         """Until the linger of the last hand-over is over: True; False when stopping cut it short
         (the caller then leaves the nodes to the session's close, after `before_leaving`)."""
-        while time.monotonic() < self._until:
-            if self._stopping.is_set():
-                return False
-            time.sleep(min(0.05, max(0.0, self._until - time.monotonic())))
-        return True
+        left = self._until - time.monotonic()
+        return left <= 0 or not self._stopping.wait(left)
 
     def before_leaving(self, budget_s: float) -> None:
         """Leaving hands every partition over: after the final commit, linger when any other member
@@ -73,7 +63,7 @@ class ReleaseLinger:
             return
         try:
             unmarked = self._unmarked(set(), None, fail_safe=False)
-        except _ZOOKEEPER_FAILURES as exc:
+        except ZOOKEEPER_FAILURES as exc:
             log.warning("%s: leaving without a linger: cannot read the group (%s)", self.group.consumer_id,
                         describe(exc))
             return
@@ -90,7 +80,7 @@ class ReleaseLinger:
             registered = set(self.group.member_ids())
             members = named if decided_with is not None and registered == set(decided_with) else named | registered
             unmarked = members - self.group.zkconsumer_members()
-        except _ZOOKEEPER_FAILURES as exc:
+        except ZOOKEEPER_FAILURES as exc:
             if not fail_safe:
                 raise
             log.warning("%s: cannot read the group's zkconsumer markers (%s); lingering as for a Scala member",

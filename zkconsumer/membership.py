@@ -21,13 +21,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from kazoo.exceptions import KazooException
-from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from zkconsumer import zkdata
 from zkconsumer.assignment import Assignment
-from zkconsumer.errors import (RegistrationConflict, SessionLost, ZkConsumerError, ZooKeeperUnavailable,
+from zkconsumer.errors import (ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZooKeeperUnavailable,
                                describe)
 from zkconsumer.group import GroupZk
 from zkconsumer.stream import DeliveryGate
@@ -183,7 +181,7 @@ class Membership:
         try:
             if self.group.mark_as_zkconsumer(self._marker):
                 self._marked_session = session
-        except (KazooException, KazooTimeoutError, ZkConsumerError) as exc:
+        except ZOOKEEPER_FAILURES as exc:
             log.warning("%s: could not write the zkconsumer marker yet (%s); peers linger before handing "
                         "partitions to us", self.group.consumer_id, describe(exc))
 

@@ -130,18 +130,24 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float,
     return client
 
 
+def run_bounded(fn: Callable[[], object], timeout_s: float, name: str) -> bool:
+    """Run `fn` on a daemon thread named `name`, waiting at most `timeout_s` (a close on an exit
+    path must not hang it); False if it had not finished (it goes on in the background)."""
+    import threading
+
+    worker = threading.Thread(target=fn, name=name, daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    return not worker.is_alive()
+
+
 def close_quietly(client: Any, timeout_s: float) -> bool:
     """Close the session (our ephemeral nodes vanish at once) without waiting past `timeout_s`;
     False if kazoo did not finish in time (it goes on in the background)."""
-    import threading
-
     def run() -> None:
         try:
             client.stop()
             client.close()
         except Exception:  # noqa: BLE001 - already disconnected; nothing left to clean
             pass
-    closer = threading.Thread(target=run, name="zkconsumer-close-session", daemon=True)
-    closer.start()
-    closer.join(timeout_s)
-    return not closer.is_alive()
+    return run_bounded(run, timeout_s, "zkconsumer-close-session")

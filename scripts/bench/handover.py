@@ -41,9 +41,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 from zkconsumer.testing import chaos_scenarios as sc
-from zkconsumer.testing.chaos_history import History
+from zkconsumer.testing.chaos_history import History, Span
 from zkconsumer.testing.chaos_scenarios import ChaosEnv, ChaosSettings
 from zkconsumer.testing.cluster import LocalCluster
 
@@ -57,18 +58,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def consecutive_spans(h: History) -> Iterator[tuple[Span, Span]]:
+    """Every pair of consecutive owner-node lives of one partition, in time order."""
+    for key in sorted({(s.topic, s.partition) for s in h.spans}):
+        spans = h.partition_spans(*key)
+        yield from zip(spans, spans[1:])
+
+
 def unowned_windows(h: History) -> list[tuple[int, float]]:
     """(partition, seconds) for every gap between consecutive owner nodes within since..until."""
-    gaps = []
-    by_partition: dict[int, list] = {}  # type: ignore[type-arg]
-    for span in sorted(h.spans, key=lambda s: s.start):
-        by_partition.setdefault(span.partition, []).append(span)
-    for partition, spans in by_partition.items():
-        for before, after in zip(spans, spans[1:]):
-            if before.end is None or before.end < h.since or after.start > h.until:
-                continue
-            gaps.append((partition, max(0.0, after.start - before.end)))
-    return gaps
+    return [(after.partition, max(0.0, after.start - before.end)) for before, after in consecutive_spans(h)
+            if before.end is not None and before.end >= h.since and after.start <= h.until]
 
 
 def idle_gaps(h: History) -> dict[int, float]:
@@ -141,23 +141,20 @@ def handovers(h: History, kinds: dict[str, str]) -> list[tuple[str, int, int]]:
     commits: dict[tuple[str, int], list[tuple[float, int]]] = {}
     for c in h.commits:
         commits.setdefault((c.topic, c.partition), []).append((c.at, c.offset))
-    by_partition: dict[tuple[str, int], list] = {}  # type: ignore[type-arg]
-    for span in sorted(h.spans, key=lambda s: s.start):
-        by_partition.setdefault((span.topic, span.partition), []).append(span)
     out = []
-    for key, spans in by_partition.items():
-        for before, after in zip(spans, spans[1:]):
-            if before.member == after.member or not h.since <= after.start <= h.until:
-                continue
-            # Everything the old owner delivered before the hand-over (a stop-the-world owner splits
-            # its ownership into several spans of the same member).
-            old = delivered.get((before.member, *key), [])
-            last_old = max((o for at, o in old if at <= after.start), default=-1)
-            committed = max(((at, o) for at, o in commits.get(key, []) if at <= after.start), default=(0.0, -1))[1]
-            end = float("inf") if after.end is None else after.end
-            new = {o for at, o in delivered.get((after.member, *key), []) if after.start <= at <= end}
-            pair = f"{kinds.get(before.member, '?')}->{kinds.get(after.member, '?')}"
-            out.append((pair, sum(1 for o in new if o < committed), sum(1 for o in new if o <= last_old)))
+    for before, after in consecutive_spans(h):
+        if before.member == after.member or not h.since <= after.start <= h.until:
+            continue
+        key = (after.topic, after.partition)
+        # Everything the old owner delivered before the hand-over (a stop-the-world owner splits
+        # its ownership into several spans of the same member).
+        old = delivered.get((before.member, *key), [])
+        last_old = max((o for at, o in old if at <= after.start), default=-1)
+        committed = max(((at, o) for at, o in commits.get(key, []) if at <= after.start), default=(0.0, -1))[1]
+        end = float("inf") if after.end is None else after.end
+        new = {o for at, o in delivered.get((after.member, *key), []) if after.start <= at <= end}
+        pair = f"{kinds.get(before.member, '?')}->{kinds.get(after.member, '?')}"
+        out.append((pair, sum(1 for o in new if o < committed), sum(1 for o in new if o <= last_old)))
     return out
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from typing import Iterable
 
@@ -11,6 +10,7 @@ from kazoo.client import KazooClient
 from zkconsumer.cli.common import CliError, warn
 from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.zkdata import ZkDataError
+from zkconsumer.zkio import run_bounded
 
 TopicPartition = tuple[str, int]
 _quiet = logging.getLogger("zkconsumer.cli.librdkafka")
@@ -66,9 +66,7 @@ class Watermarks:
         if self._consumer is not None:
             consumer, self._consumer = self._consumer, None
             # Bounded like every close on an exit path: a Ctrl-C must end the command.
-            closer = threading.Thread(target=consumer.close, name="zkconsumer-close-watermarks", daemon=True)
-            closer.start()
-            closer.join(10.0)
+            run_bounded(consumer.close, 10.0, "zkconsumer-close-watermarks")
 
     @property
     def available(self) -> bool:
