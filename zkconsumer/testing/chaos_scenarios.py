@@ -39,6 +39,7 @@ class ChaosSettings:
     rate: float = 160.0            # messages/s over every partition
     converge_timeout_s: float = 45.0
     deliver_timeout_s: float = 60.0
+    member_nice: int | None = None  # nice value of member processes (None: the driver's own)
     extra: dict[str, object] = field(default_factory=dict)
 
     def props(self, zookeeper: str, group: str) -> dict[str, object]:
@@ -167,7 +168,7 @@ class ChaosEnv:
                                       f"member-{next(self._names)}", self.checker.note)
         else:
             member = ProcessMember(zookeeper, self.group, props, streams, self.workdir, f"member-{next(self._names)}",
-                                   self.checker.note)
+                                   self.checker.note, nice=self.settings.member_nice)
         member.proxy = proxy
         return member
 
