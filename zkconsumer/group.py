@@ -220,38 +220,46 @@ class GroupZk:
         return out
 
     # ---- ownership -----------------------------------------------------------------------------
-    def claim(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
-        """Create every owner node in one transaction: all or nothing.
+    def claim(self, owners: Mapping[TopicPartition, str], *, partial: bool = False) -> list[TopicPartition]:
+        """Create our owner nodes in one transaction; returns the partitions someone else still owns.
 
-        Returns the partitions someone else still owns (empty on success). A node that already
-        holds our thread id in our session (a claim whose answer was lost) counts as claimed.
+        All or nothing by default (the legacy claim): if any node is held, nothing is created.
+        With `partial`, the nodes nobody holds are created and only the held ones are returned,
+        so free partitions do not wait for a neighbour's release. A node that already holds our
+        thread id in our session (a claim whose answer was lost) counts as claimed.
         """
         for topic in sorted({t for t, _ in owners}):
             self._ensure(zkdata.owners_path(self.group_id, topic))
-        mine = self._which_are_ours(owners)
-        todo = {k: v for k, v in owners.items() if k not in mine}
+        answers = self._read_owner_nodes(owners)
+        mine = {k for k, answer in answers.items() if self._ours(answer, owners[k]) is not None}
+        held = sorted(k for k, answer in answers.items() if answer is not None and k not in mine)
+        if held and not partial:
+            return held  # the transaction would fail on them: no write, the caller watches them
+        todo = {k: v for k, v in owners.items() if k not in mine and answers[k] is None}
         if not todo:
-            return []
+            return held
         txn = self.client.transaction()
         for key, thread_id in todo.items():
             txn.create(self._owner_path(key), zkdata.encode_owner(thread_id), ephemeral=True)
         results = self.io.commit(txn, f"claim {len(todo)} partitions")
         if not any(isinstance(r, Exception) for r in results):
-            return []
+            return held
         for result in results:
             if isinstance(result, NoNodeError):  # an owners folder was deleted under us
                 self._ensured.clear()
-        # A failed multi reports the culprit's own error and a rollback marker for the rest:
-        # look at each node to say who is in the way.
-        mine = self._which_are_ours(todo)
-        return sorted(k for k in todo if k not in mine)
+        # Someone created one of them since we looked (the transaction reports the culprit's own
+        # error and a rollback marker for the rest): look at each node again.
+        mine = self._which_are_ours(owners)
+        return sorted(k for k in owners if k not in mine)
 
-    def watch_until_free(self, keys: Iterable[TopicPartition], on_free: Callable[[], None]) -> bool:
-        """Watch owner nodes others hold; `on_free` runs (on kazoo's thread) once every one is gone.
+    def watch_until_free(self, keys: Iterable[TopicPartition], on_free: Callable[[], None], *,
+                         any_free: bool = False) -> bool:
+        """Watch owner nodes others hold; `on_free` runs (on kazoo's thread) once every one is gone,
+        or with `any_free` once the first is.
 
-        Returns True if they are all gone already. A watch that fires for any other reason (the
-        node changed, or the connection dropped and kazoo dropped its watches) calls `on_free`
-        too: the caller looks again, as it would have after a fixed back-off.
+        Returns True if they are all gone (with `any_free`: any is gone) already. A watch that
+        fires for any other reason (the node changed, or the connection dropped and kazoo dropped
+        its watches) calls `on_free` too: the caller looks again, as after a fixed back-off.
         """
         pending = {self._owner_path(k) for k in keys}
         lock = threading.Lock()
@@ -260,18 +268,20 @@ class GroupZk:
             with lock:
                 if event.type == EventType.DELETED:
                     pending.discard(event.path)
-                    free = not pending
+                    free = any_free or not pending
                 else:
                     free = True
             if free:
                 on_free()
 
+        gone = False
         for path in sorted(pending):
             if self.io.exists(path, watch=seen) is None:
+                gone = True
                 with lock:
                     pending.discard(path)
         with lock:
-            return not pending
+            return (any_free and gone) or not pending
 
     def not_ours(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """Which of these owner nodes are gone or no longer hold our thread id in our session."""
@@ -370,10 +380,13 @@ class GroupZk:
             self.io.ensure_path(path)
             self._ensured.add(path)
 
+    def _read_owner_nodes(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
+        """key -> (data, stat) of its owner node, None where there is none."""
+        return self.io.many(((k, self.client.get_async(self._owner_path(k))) for k in keys), "read owner nodes")
+
     def _owner_stats(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, ZnodeStat | None]:
         """key -> stat of the owner node if it is ours (our thread id, our session), else None."""
-        found = self.io.many(((k, self.client.get_async(self._owner_path(k))) for k in owners), "read owner nodes")
-        return {key: self._ours(answer, owners[key]) for key, answer in found.items()}
+        return {key: self._ours(answer, owners[key]) for key, answer in self._read_owner_nodes(owners).items()}
 
     def _which_are_ours(self, owners: Mapping[TopicPartition, str]) -> set[TopicPartition]:
         return {k for k, stat in self._owner_stats(owners).items() if stat is not None}

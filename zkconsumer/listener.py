@@ -19,7 +19,9 @@ class ConsumerRebalanceListener:
         """Called with topic -> partitions currently owned, before they are released."""
 
     def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, Mapping[int, str]]) -> None:
-        """Called with the group-wide topic -> partition -> thread id once ours are claimed."""
+        """Called with the group-wide topic -> partition -> thread id once ours are claimed, before
+        they are fetched. An incremental member that could claim only part of its share (the rest
+        still held by others) calls it again for each later part."""
 
     def on_rebalance_failed(self, error: ConsumerRebalanceFailed) -> None:
         """Called when all rebalance.max.retries attempts failed; the member keeps retrying."""

@@ -87,7 +87,10 @@ class Rebalancer:
         with self._lock:
             began = time.monotonic()
             attempts = self.config.rebalance_max_retries
-            for attempt in range(1, attempts + 1):
+            attempt = 0
+            refunds = attempts  # a bound even if a neighbour kept deleting what we claimed
+            while attempt < attempts:
+                attempt += 1
                 if self._stopping.is_set():
                     return True
                 log.info("%s: rebalance attempt %d/%d (%s)", self.consumer_id, attempt, attempts, reason)
@@ -100,6 +103,8 @@ class Rebalancer:
                         return True
                     error = "another member still owns some of our partitions"
                     blocked = outcome.blocked
+                    if outcome.claimed and refunds > 0:
+                        attempt, refunds = attempt - 1, refunds - 1  # progress is not a failed attempt
                 except Exception as exc:  # noqa: BLE001 - classified right here
                     if not is_retriable(exc):
                         raise
@@ -119,12 +124,14 @@ class Rebalancer:
 
     def _pause(self, blocked: tuple[TopicPartition, ...]) -> bool:
         """Wait before the next attempt; True if stopping. Owner nodes in our way are watched, and
-        the next attempt starts the moment the last of them is deleted (rebalance.backoff.ms is
-        the longest wait, as it is the only wait when there is nothing to watch)."""
+        the next attempt starts the moment the last of them is deleted, or in incremental mode the
+        first (rebalance.backoff.ms is the longest wait, and the only one when there is nothing to
+        watch)."""
         backoff_s = self.config.rebalance_backoff_ms / 1000.0
         free = threading.Event()
         try:
-            if blocked and self.group.watch_until_free(blocked, free.set):
+            any_free = self.config.rebalance_incremental
+            if blocked and self.group.watch_until_free(blocked, free.set, any_free=any_free):
                 return self._stopping.is_set()
         except Exception as exc:  # noqa: BLE001 - only a shortcut: fall back to the plain back-off
             if not is_retriable(exc):
@@ -150,15 +157,24 @@ class Rebalancer:
         if self._stopping.is_set():
             return Outcome(done=True)
         try:
-            conflicts = self.group.claim(steps.claim)                        # 9 claim, all or nothing
+            # 9 claim: all or nothing as Scala does; incremental members take what is free at once
+            # and wait only for the partitions others still hold.
+            blocked = self.group.claim(steps.claim, partial=incremental)
         except BaseException:
             self.assignment.adopt_orphans(steps.claim)  # some nodes may exist: delete them next time
             raise
-        if conflicts:
+        held = set(blocked)
+        claimed = {k: t for k, t in steps.claim.items() if k not in held}
+        if blocked and not incremental:
             log.info("%s: %d partitions still owned by others (e.g. %s-%d); backing off",
-                     self.consumer_id, len(conflicts), *conflicts[0])
-            return Outcome(done=False, blocked=tuple(conflicts))
-        self._start(steps.claim, sessions_lost)
+                     self.consumer_id, len(blocked), *blocked[0])
+            return Outcome(done=False, blocked=tuple(blocked))
+        if claimed or not blocked:
+            self._start(claimed, sessions_lost)
+        if blocked:
+            log.info("%s: claimed %d partitions; %d still owned by others (e.g. %s-%d), waiting for them",
+                     self.consumer_id, len(claimed), len(blocked), *blocked[0])
+            return Outcome(done=False, blocked=tuple(blocked), claimed=len(claimed), released=len(steps.release))
         owned = self.assignment.owned()
         log.info("%s owns %d partitions (%d new, %d released, %d kept): %s", self.consumer_id, len(owned),
                  len(steps.claim), len(steps.release), len(steps.keep),

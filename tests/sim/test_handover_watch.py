@@ -1,9 +1,12 @@
-"""GroupZk.watch_until_free on the in-memory ZooKeeper: a claimer blocked by another member's owner
-nodes is woken when the last of them is deleted, not after a fixed back-off."""
+"""Claims blocked by another member's owner nodes, on the in-memory ZooKeeper: the claimer is woken
+when the nodes are deleted, not after a fixed back-off, and an incremental member takes the free
+partitions of its share at once instead of waiting for the held ones."""
 from __future__ import annotations
 
 from zkconsumer import zkdata
 from zkconsumer.group import GroupZk
+from zkconsumer.testing.sim_schedule import GROUP, TOPIC, Options, Schedule
+from zkconsumer.testing.simulation import owner_nodes
 from zkconsumer.testing.zkmodel import ZkModel
 
 
@@ -44,3 +47,78 @@ def test_already_free_and_session_end() -> None:
     model.expire(other)  # a crashed owner: its node goes with its session
     model.deliver()
     assert woken == [True]
+
+
+def test_any_free_wakes_at_the_first_deletion() -> None:
+    model = ZkModel()
+    other, me = model.client("other"), model.client("me")
+    other.start()
+    me.start()
+    paths = [_owner(other, "g", "t", p) for p in (0, 1)]
+    group = GroupZk(me, "g", "g_me", timeout_s=0.0)
+    woken: list[bool] = []
+    assert group.watch_until_free([("t", 0), ("t", 1)], lambda: woken.append(True), any_free=True) is False
+    other.delete(paths[1])
+    model.deliver()
+    assert woken == [True]
+    assert group.watch_until_free([("t", 0), ("t", 1)], lambda: None, any_free=True) is True  # t-1 is gone
+
+
+def _claimer(model: ZkModel) -> GroupZk:
+    me = model.client("me")
+    me.start()
+    group = GroupZk(me, "g", "g_me", timeout_s=0.0)
+    group.register(b"{}")
+    return group
+
+
+def test_all_or_nothing_claim_creates_nothing_while_one_node_is_held() -> None:
+    model = ZkModel()
+    other = model.client("other")
+    other.start()
+    _owner(other, "g", "t", 1)
+    group = _claimer(model)
+    share = {("t", 0): "g_me-0", ("t", 1): "g_me-0", ("t", 2): "g_me-0"}
+    assert group.claim(share) == [("t", 1)]
+    assert group.not_ours(share) == [("t", 0), ("t", 1), ("t", 2)]
+
+
+def test_partial_claim_takes_the_free_nodes_and_reports_the_held_ones() -> None:
+    model = ZkModel()
+    other = model.client("other")
+    other.start()
+    _owner(other, "g", "t", 1)
+    group = _claimer(model)
+    share = {("t", 0): "g_me-0", ("t", 1): "g_me-0", ("t", 2): "g_me-0"}
+    assert group.claim(share, partial=True) == [("t", 1)]
+    assert group.not_ours(share) == [("t", 1)]
+    assert group.claim(share, partial=True) == [("t", 1)]  # again: ours stay ours, nothing rewritten
+    model.expire(other)
+    model.deliver()
+    assert group.claim(share, partial=True) == []
+    assert group.not_ours(share) == []
+
+
+def test_an_incremental_member_fetches_the_free_part_of_its_share_while_a_neighbour_still_holds_the_rest() -> None:
+    s = Schedule(0, Options(members=0, partitions=6))
+    m1 = s.add_member()  # two streams a member
+    for _ in range(3):
+        s.model.advance(250)
+        m1.rebalance()
+    assert len(owner_nodes(s.model, GROUP, TOPIC)) == 6
+    m2 = s.add_member()  # range over m1-0, m1-1, m2-0: m2 gets 4-5
+    # m1 has let go of partition 5 only (its rebalance is still to come), then m2 rebalances first.
+    observer = s.model.client("observer")
+    observer.start()
+    observer.delete(zkdata.owner_path(GROUP, TOPIC, 5))
+    m2.rebalance()
+    owners = owner_nodes(s.model, GROUP, TOPIC)
+    assert owners[5][0].startswith(m2.consumer_id) and owners[4][0].startswith(m1.consumer_id)
+    assert m2.assignment.owned().keys() == {(TOPIC, 5)} and m2.fetcher.assigned() == {(TOPIC, 5)}
+    s.model.deliver()  # m1 hears of m2's registration
+    m1.rebalance()  # releases 4 (and finds 5 no longer its own)
+    s.model.deliver()
+    m2.rebalance()
+    assert {p: thread.rsplit("-", 1)[0] for p, (thread, _) in owner_nodes(s.model, GROUP, TOPIC).items()} == \
+        {**{p: m1.consumer_id for p in range(4)}, 4: m2.consumer_id, 5: m2.consumer_id}
+    assert m2.assignment.owned().keys() == {(TOPIC, 4), (TOPIC, 5)}
