@@ -43,6 +43,8 @@ zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re
 zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes this long after the
                                                                               commit when a Scala member may claim them
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
+zkconsumer.zookeeper.jute.maxbuffer 1048575          >= 4096                  the servers' jute.maxbuffer: largest request
+zkconsumer.zookeeper.transaction.max.bytes = half of it 1024 .. maxbuffer-1024 claims are split into transactions of this size
 librdkafka.<name>                 (unset)            text                     given as <name> to the confluent-kafka Consumer
 ================================= ================== ======================== ================================================
 
@@ -144,6 +146,8 @@ _SPECS = (
     _Spec("zkconsumer.watchdog.interval.ms", int, 10000, minimum=0),
     _Spec("zkconsumer.release.linger.ms", int, 1000, minimum=0),
     _Spec("zkconsumer.zookeeper.digest", str),
+    _Spec("zkconsumer.zookeeper.jute.maxbuffer", int, 0xFFFFF, minimum=4096),
+    _Spec("zkconsumer.zookeeper.transaction.max.bytes", int, minimum=1024),
 )
 _SPEC_BY_NAME = {spec.name: spec for spec in _SPECS}
 REQUIRED = ("zookeeper.connect", "group.id")
@@ -233,6 +237,8 @@ def _fill_derived_defaults(values: dict[str, Any]) -> None:
         values["client_id"] = values["group_id"]
     if values["dual_commit_enabled"] is None:
         values["dual_commit_enabled"] = values["offsets_storage"] == "kafka"
+    if values["zookeeper_transaction_max_bytes"] is None:
+        values["zookeeper_transaction_max_bytes"] = values["zookeeper_jute_maxbuffer"] // 2
 
 
 def _check_combined(values: dict[str, Any]) -> None:
@@ -249,6 +255,11 @@ def _check_combined(values: dict[str, Any]) -> None:
         # Scala's KafkaScheduler throws on a 0 period and commits only once for a negative one.
         raise _invalid("auto.commit.interval.ms", values["auto_commit_interval_ms"],
                        "integer >= 1 while auto.commit.enable=true")
+    if values["zookeeper_transaction_max_bytes"] > values["zookeeper_jute_maxbuffer"] - 1024:
+        # the server drops the connection on a request over jute.maxbuffer (headers come on top)
+        raise _invalid("zkconsumer.zookeeper.transaction.max.bytes", values["zookeeper_transaction_max_bytes"],
+                       f"integer <= zkconsumer.zookeeper.jute.maxbuffer - 1024 "
+                       f"({values['zookeeper_jute_maxbuffer'] - 1024})")
     digest = values["zookeeper_digest"]
     if digest is not None and not re.fullmatch(r"[^:]+:.*", digest, re.DOTALL):
         raise _invalid("zkconsumer.zookeeper.digest", "<hidden>", "user:password")
@@ -307,6 +318,8 @@ class ConsumerConfig:
     watchdog_interval_ms: int
     release_linger_ms: int
     zookeeper_digest: str | None
+    zookeeper_jute_maxbuffer: int
+    zookeeper_transaction_max_bytes: int
     # Sorted (name, value) pairs rather than a dict so the config stays hashable and immutable.
     librdkafka_items: tuple[tuple[str, str], ...] = ()
 

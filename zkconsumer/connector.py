@@ -65,7 +65,8 @@ class ConsumerConnector:
                                             uuid_int=uuid.uuid4().int)
         self._zk = self._connect_zookeeper()
         self.group = GroupZk(self._zk, self.config.group_id, self.consumer_id,
-                             timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0)
+                             timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0,
+                             transaction_max_bytes=self.config.zookeeper_transaction_max_bytes)
         self.assignment = Assignment()
         self._lock = threading.Lock()
         self._subscription: Subscription | None = None
@@ -180,8 +181,8 @@ class ConsumerConnector:
             self._rebalancer.begin_shutdown()
         for task in self._tasks:
             task.stop(timeout=deadline.remaining(timeout))
-        if self._watchdog is not None:
-            self._watchdog.stop(timeout=deadline.remaining(timeout))
+        if self._watchdog is not None:  # read-only: not waited for (a check of thousands of nodes is slow)
+            self._watchdog.stop(timeout=min(1.0, deadline.remaining(timeout)))
         if self._worker is not None:
             self._worker.stop(timeout=deadline.remaining(timeout))
         unwritten: dict[tuple[str, int], int] = {}
@@ -258,7 +259,8 @@ class ConsumerConnector:
         watchdog = None
         if cfg.watchdog_interval_ms > 0:
             watchdog = Watchdog(self.consumer_id, interval_s=cfg.watchdog_interval_ms / 1000.0,
-                                check=rebalancer.health_problems, trigger=worker.trigger, on_error=self._die)
+                                check=rebalancer.health_problems, trigger=worker.trigger, on_error=self._die,
+                                activity=lambda: worker.activity)
         with self._lock:  # a shutdown from another thread either sees all of them or none
             if self._closed:
                 return

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
-from zkconsumer import zkdata
+from zkconsumer import transactions, zkdata
 from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
 from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.rebalance import partitions_text
@@ -41,7 +41,8 @@ class GroupZk:
         conflicts = group.claim({("orders", 0): "billing_host-...-0"})
     """
 
-    def __init__(self, client: Any, group_id: str, consumer_id: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, client: Any, group_id: str, consumer_id: str, *, timeout_s: float = 30.0,
+                 transaction_max_bytes: int = 0xFFFFF // 2) -> None:
         self.client = client
         self.io = ZkIO(client, timeout_s)
         self.cluster = ClusterMetadata(self.io)
@@ -50,6 +51,7 @@ class GroupZk:
         self.member_path = zkdata.member_path(group_id, consumer_id)
         self.session: int | None = None  # the session our member node was created in
         self._ensured: set[str] = set()
+        self._transaction_max_bytes = transaction_max_bytes
 
     @property
     def live_session(self) -> int | None:
@@ -221,7 +223,8 @@ class GroupZk:
 
     # ---- ownership -----------------------------------------------------------------------------
     def claim(self, owners: Mapping[TopicPartition, str], *, partial: bool = False) -> list[TopicPartition]:
-        """Create our owner nodes in one transaction; returns the partitions someone else still owns.
+        """Create our owner nodes (in transactions of at most transaction_max_bytes); returns the
+        partitions someone else still owns.
 
         All or nothing by default (the legacy claim): if any node is held, nothing is created.
         With `partial`, the nodes nobody holds are created and only the held ones are returned,
@@ -236,21 +239,35 @@ class GroupZk:
         if held and not partial:
             return held  # the transaction would fail on them: no write, the caller watches them
         todo = {k: v for k, v in owners.items() if k not in mine and answers[k] is None}
-        if not todo:
-            return held
+        blocked = list(held)
+        created: dict[TopicPartition, str] = {}
+        for keys in self._claim_transactions(todo):
+            chunk = {k: todo[k] for k in keys}
+            if self._create_owner_nodes(chunk):
+                created.update(chunk)
+            elif partial:
+                blocked += [k for k in chunk if k not in self._which_are_ours(chunk)]
+            else:  # roll back, as Scala's claim deletes what it created when one create fails
+                self.release(created)
+                mine = self._which_are_ours(owners)
+                return sorted(k for k in owners if k not in mine)
+        return sorted(blocked)
+
+    def _claim_transactions(self, todo: Mapping[TopicPartition, str]) -> Iterator[list[TopicPartition]]:
+        sizes = ((k, transactions.create_size(self._owner_path(k), zkdata.encode_owner(t))) for k, t in todo.items())
+        return transactions.batches(sizes, self._transaction_max_bytes)
+
+    def _create_owner_nodes(self, owners: Mapping[TopicPartition, str]) -> bool:
+        """One transaction; False if any node was there (someone created it since we looked)."""
         txn = self.client.transaction()
-        for key, thread_id in todo.items():
+        for key, thread_id in owners.items():
             txn.create(self._owner_path(key), zkdata.encode_owner(thread_id), ephemeral=True)
-        results = self.io.commit(txn, f"claim {len(todo)} partitions")
-        if not any(isinstance(r, Exception) for r in results):
-            return held
+        results = self.io.commit(txn, f"claim {len(owners)} partitions")
         for result in results:
             if isinstance(result, NoNodeError):  # an owners folder was deleted under us
                 self._ensured.clear()
-        # Someone created one of them since we looked (the transaction reports the culprit's own
-        # error and a rollback marker for the rest): look at each node again.
-        mine = self._which_are_ours(owners)
-        return sorted(k for k in owners if k not in mine)
+        # A failed multi reports the culprit's own error and a rollback marker for the rest.
+        return not any(isinstance(r, Exception) for r in results)
 
     def watch_until_free(self, keys: Iterable[TopicPartition], on_free: Callable[[], None], *,
                          any_free: bool = False) -> bool:

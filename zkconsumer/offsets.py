@@ -182,6 +182,9 @@ class PeriodicTask:
             try:
                 self._fn()
             except Exception as exc:  # noqa: BLE001 - retriable: report and keep the schedule; else surface
+                if self._stop.is_set() and is_retriable(exc):
+                    log.debug("%s stopped during a run: %s", self._thread.name, describe(exc))
+                    return  # the session closing under a run still under way: expected, not news
                 if self._on_error is not None and not is_retriable(exc):
                     log.error("%s failed with a bug: %s", self._thread.name, describe(exc), exc_info=True)
                     self._on_error(exc)

@@ -318,7 +318,11 @@ class Rebalancer:
             return []
         members = set(self.group.member_ids())
         partitions = {t: parts for t, parts in self.last_assignment.items() if t in self.my_topics}
-        owners = {t: self.group.owners(t) for t in partitions}
+        owners = {}
+        for topic in partitions:
+            if self._stopping.is_set():
+                return []  # leaving: the answer would not be acted on, and the session is closing
+            owners[topic] = self.group.owners(topic)
         # Deleting an adopted node is fenced by session, so one of an older session is left alone.
         orphans = self.assignment.adopt_orphans({(t, p): thread for t, found in owners.items()
                                                  for p, thread in found.items() if self._is_our_thread(thread)})

@@ -51,20 +51,27 @@ def find_problems(partitions: Mapping[str, Iterable[int]], owners: Mapping[str, 
 
 
 class Watchdog:
-    """Every interval, compare ZooKeeper's owners with the group; a problem seen twice in a row
-    (so not a rebalance in flight) triggers a rebalance and counts in `alerts`.
+    """Every interval, compare ZooKeeper's owners with the group; a problem seen by two checks with
+    no rebalance activity between them triggers a rebalance and counts in `alerts`.
+
+    `activity` counts this member's rebalance triggers and finished runs (RebalanceWorker.activity):
+    a change in flight (ours, or the one a group event announced) is not a problem until it has
+    outlived the rebalance round it caused.
 
     Example::
 
         watchdog = Watchdog("g_c1", interval_s=10.0, check=rebalancer.health_problems,
-                            trigger=worker.trigger)
+                            trigger=worker.trigger, activity=lambda: worker.activity)
         watchdog.start(); ...; watchdog.stop()
     """
 
     def __init__(self, consumer_id: str, *, interval_s: float, check: Callable[[], list[str]],
-                 trigger: Callable[[str], None], on_error: Callable[[BaseException], None] | None = None) -> None:
+                 trigger: Callable[[str], None], on_error: Callable[[BaseException], None] | None = None,
+                 activity: Callable[[], int] = lambda: 0) -> None:
         self._check = check
         self._trigger = trigger
+        self._activity = activity
+        self._last_activity: int | None = None
         self._previous: set[str] = set()
         self.alerts = 0            # checks that found a persistent problem (zkconsumer_watchdog_alerts)
         self.problems: list[str] = []  # the persistent problems of the last check
@@ -73,14 +80,21 @@ class Watchdog:
     def start(self) -> None:
         self._task.start()
 
-    def stop(self, timeout: float = 30.0) -> None:
+    def stop(self, timeout: float = 1.0) -> None:
+        """Stop checking. A check under way is not waited for beyond `timeout`: it only reads, and
+        its reads fail quietly once the session is closed."""
         self._task.stop(timeout)
 
     def run_once(self) -> list[str]:
-        """One check; returns the problems that persisted since the previous check."""
+        """One check; returns the problems that persisted since the previous check with no
+        rebalance activity in between."""
+        before = self._activity()
         current = set(self._check())
-        persistent = sorted(current & self._previous)
-        self._previous = current
+        after = self._activity()
+        quiet = before == after == self._last_activity
+        self._last_activity = after
+        persistent = sorted(current & self._previous) if quiet else []
+        self._previous = current if before == after else set()  # a check during a change proves nothing
         self.problems = persistent
         if persistent:
             self.alerts += 1

@@ -42,6 +42,7 @@ class RebalanceWorker:
         self._stopping = False
         self.failed_runs = 0
         self.total_failed_runs = 0
+        self.activity = 0  # triggers and finished runs so far: the watchdog's "something changed"
         self._thread = threading.Thread(target=self._loop, name=f"{consumer_id}_watcher_executor", daemon=True)
 
     @property
@@ -55,6 +56,7 @@ class RebalanceWorker:
         with self._cond:
             if reason not in self._reasons:
                 self._reasons.append(reason)
+            self.activity += 1
             self._cond.notify()
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -98,7 +100,11 @@ class RebalanceWorker:
             if self._stopping:
                 raise _Stopping()
             reasons, self._reasons = self._reasons, []
-        ok = self._run(", ".join(reasons) or f"retry {self.failed_runs} after a failed rebalance")
+        try:
+            ok = self._run(", ".join(reasons) or f"retry {self.failed_runs} after a failed rebalance")
+        finally:
+            with self._cond:
+                self.activity += 1
         if ok:
             self.failed_runs = 0
         else:

@@ -84,3 +84,34 @@ def test_a_bug_in_the_rebalance_thread_takes_the_member_out_of_the_group(cluster
     finally:
         conn.shutdown(timeout=5.0)
         other.shutdown(timeout=5.0)
+
+
+def test_a_leave_does_not_wait_for_a_watchdog_check_under_way(cluster, zk, topic_factory, group_id,
+                                                              caplog) -> None:  # type: ignore[no-untyped-def]
+    topic = topic_factory(partitions=2)
+    conn = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **FAST,
+                              "zkconsumer.watchdog.interval.ms": 100})
+    checking, leaving = threading.Event(), threading.Event()
+    try:
+        conn.create_message_streams({topic: 1})
+        wait_for_balanced(zk, group_id, [topic], members=1)
+        rebalancer = conn._rebalancer
+        assert rebalancer is not None
+        check = rebalancer.health_problems
+
+        def slow_check() -> list[str]:  # a check reading thousands of owner nodes
+            checking.set()
+            leaving.wait(20)
+            return check()  # reads in the session being closed
+        rebalancer.health_problems = slow_check  # type: ignore[method-assign]
+        assert checking.wait(10)
+        began = time.monotonic()
+        conn.shutdown(timeout=30)
+        took = time.monotonic() - began
+        assert took < 8, f"the leave waited {took:.1f}s for the watchdog"
+        assert zk.get_children(zkdata.ids_path(group_id)) == []
+    finally:
+        leaving.set()
+        conn.shutdown(timeout=5)
+    time.sleep(0.5)  # the check, released, ends against the closed session: quietly
+    assert not [r for r in caplog.records if "watchdog" in r.getMessage() and r.levelno >= 30]

@@ -1,6 +1,7 @@
-"""Claims blocked by another member's owner nodes, on the in-memory ZooKeeper: the claimer is woken
-when the nodes are deleted, not after a fixed back-off, and an incremental member takes the free
-partitions of its share at once instead of waiting for the held ones."""
+"""Claims on the in-memory ZooKeeper: a claimer blocked by another member's owner nodes is woken
+when they are deleted, not after a fixed back-off; an incremental member takes the free partitions
+of its share at once; a claim larger than one transaction may be is split, and an all-or-nothing
+claim whose later transaction fails rolls the earlier ones back."""
 from __future__ import annotations
 
 from zkconsumer import zkdata
@@ -64,10 +65,10 @@ def test_any_free_wakes_at_the_first_deletion() -> None:
     assert group.watch_until_free([("t", 0), ("t", 1)], lambda: None, any_free=True) is True  # t-1 is gone
 
 
-def _claimer(model: ZkModel) -> GroupZk:
+def _claimer(model: ZkModel, transaction_max_bytes: int = 1 << 19) -> GroupZk:
     me = model.client("me")
     me.start()
-    group = GroupZk(me, "g", "g_me", timeout_s=0.0)
+    group = GroupZk(me, "g", "g_me", timeout_s=0.0, transaction_max_bytes=transaction_max_bytes)
     group.register(b"{}")
     return group
 
@@ -122,3 +123,54 @@ def test_an_incremental_member_fetches_the_free_part_of_its_share_while_a_neighb
     assert {p: thread.rsplit("-", 1)[0] for p, (thread, _) in owner_nodes(s.model, GROUP, TOPIC).items()} == \
         {**{p: m1.consumer_id for p in range(4)}, 4: m2.consumer_id, 5: m2.consumer_id}
     assert m2.assignment.owned().keys() == {(TOPIC, 4), (TOPIC, 5)}
+
+
+def _count_transactions(model: ZkModel) -> list[str]:
+    seen: list[str] = []
+    model.set_fault_hook(lambda client, op, path: seen.append(path) if op == "multi" else None)
+    return seen
+
+
+def test_a_claim_over_the_transaction_budget_is_split() -> None:
+    model = ZkModel()
+    group = _claimer(model, transaction_max_bytes=600)  # two or three creates a transaction
+    transactions = _count_transactions(model)
+    share = {("t", p): "g_me-0" for p in range(12)}
+    assert group.claim(share) == []
+    assert group.not_ours(share) == [] and len(transactions) >= 4
+
+
+def _created_after_our_read(group: GroupZk, key: tuple[str, int]) -> None:
+    """Make the claim's read miss the node another member holds: it was created right after."""
+    read = group._read_owner_nodes
+    calls = iter(range(1 << 30))
+
+    def first_read_misses_it(keys):  # type: ignore[no-untyped-def]
+        found = read(keys)
+        return {**found, key: None} if next(calls) == 0 and key in found else found
+    group._read_owner_nodes = first_read_misses_it  # type: ignore[method-assign]
+
+
+def test_an_all_or_nothing_claim_rolls_back_its_earlier_transactions_when_a_later_one_fails() -> None:
+    model = ZkModel()
+    other = model.client("other")
+    other.start()
+    _owner(other, "g", "t", 10)
+    group = _claimer(model, transaction_max_bytes=600)
+    _created_after_our_read(group, ("t", 10))
+    share = {("t", p): "g_me-0" for p in range(12)}
+    assert ("t", 10) in group.claim(share)
+    assert group.not_ours(share) == sorted(share)  # nothing of ours is left
+
+
+def test_a_partial_claim_keeps_the_transactions_that_succeeded() -> None:
+    model = ZkModel()
+    other = model.client("other")
+    other.start()
+    _owner(other, "g", "t", 10)
+    group = _claimer(model, transaction_max_bytes=600)
+    _created_after_our_read(group, ("t", 10))
+    share = {("t", p): "g_me-0" for p in range(12)}
+    blocked = group.claim(share, partial=True)
+    assert ("t", 10) in blocked and len(blocked) < 4  # only the failed transaction's partitions
+    assert group.not_ours(share) == blocked

@@ -56,6 +56,8 @@ EXPECTED_DEFAULTS = {
     "zkconsumer.watchdog.interval.ms": 10000,
     "zkconsumer.release.linger.ms": 1000,
     "zkconsumer.zookeeper.digest": None,
+    "zkconsumer.zookeeper.jute.maxbuffer": 1048575,
+    "zkconsumer.zookeeper.transaction.max.bytes": 524287,
 }
 
 
@@ -481,3 +483,10 @@ def test_as_properties_round_trips(props: dict[str, object]) -> None:
     assert again == config
     assert ConsumerConfig.from_properties(dump_properties(config.as_properties())) == config
     assert all(again.get(name) == config.get(name) for name in KNOWN_PROPERTIES)
+
+
+def test_the_transaction_budget_follows_jute_maxbuffer_and_stays_below_it() -> None:
+    config = ConsumerConfig.from_mapping({**BASE, "zkconsumer.zookeeper.jute.maxbuffer": "4194304"})
+    assert config.zookeeper_transaction_max_bytes == 2097152
+    with pytest.raises(ConfigError, match="zkconsumer.zookeeper.transaction.max.bytes.*1047551"):
+        ConsumerConfig.from_mapping({**BASE, "zkconsumer.zookeeper.transaction.max.bytes": "1048000"})

@@ -134,3 +134,18 @@ def test_triggers_during_a_run_coalesce_into_one_more_run() -> None:
     time.sleep(0.3)
     w.stop()
     assert reasons == ["a", "b, c"]
+
+
+def test_activity_counts_triggers_and_finished_runs() -> None:
+    runs = Runs(failures=0)
+    w = worker(runs)
+    try:
+        assert w.activity == 0
+        w.trigger("member joined")
+        assert runs.done.wait(5)
+        deadline = time.monotonic() + 5
+        while w.activity < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert w.activity == 2  # the trigger and the run it caused: what the watchdog waits out
+    finally:
+        w.stop(timeout=5)

@@ -1,6 +1,15 @@
-"""Watchdog: which ownership states count as problems, and that only persistent ones trigger."""
+"""Watchdog: which ownership states count as problems, that only ones outliving a rebalance
+round trigger, and that a check under way never holds up a leave."""
 from __future__ import annotations
 
+import logging
+import threading
+import time
+
+import pytest
+from kazoo.exceptions import ConnectionLoss
+
+from zkconsumer.offsets import PeriodicTask
 from zkconsumer.watchdog import Watchdog, find_problems
 
 
@@ -35,3 +44,46 @@ def test_only_problems_seen_twice_in_a_row_trigger() -> None:
     assert dog.run_once() == []
     assert dog.run_once() == []
     assert triggered == ["watchdog: t-1 has no owner"] and dog.alerts == 1
+
+
+def test_a_problem_seen_across_rebalance_activity_is_a_change_in_flight() -> None:
+    reports = iter([["t-1 has no owner"]] * 6)
+    activity = [0]
+    triggered: list[str] = []
+    dog = Watchdog("g_a", interval_s=60, check=lambda: next(reports), trigger=triggered.append,
+                   activity=lambda: activity[0])
+    assert dog.run_once() == []
+    activity[0] += 2  # a group change: triggered, then a rebalance ran
+    assert dog.run_once() == []  # the change may not have reached every member yet
+    assert dog.run_once() == ["t-1 has no owner"]  # it outlived that round: act
+    assert triggered == ["watchdog: t-1 has no owner"]
+
+
+def test_a_check_during_a_rebalance_proves_nothing() -> None:
+    activity = [0]
+
+    def check_while_a_rebalance_runs() -> list[str]:
+        activity[0] += 1
+        return ["t-1 has no owner"]
+    dog = Watchdog("g_a", interval_s=60, check=check_while_a_rebalance_runs, trigger=lambda _r: None,
+                   activity=lambda: activity[0])
+    assert [dog.run_once() for _ in range(4)] == [[], [], [], []] and dog.alerts == 0
+
+
+def test_a_stopped_task_ends_quietly_when_its_run_fails_after_the_stop(caplog) -> None:  # type: ignore[no-untyped-def]
+    started, closed = threading.Event(), threading.Event()
+
+    def slow_read() -> None:
+        started.set()
+        closed.wait(5)
+        raise ConnectionLoss()  # the session was closed under it
+    task = PeriodicTask("g_a-watchdog", 0.01, slow_read, on_error=lambda exc: pytest.fail(f"surfaced {exc!r}"))
+    task.start()
+    assert started.wait(5)
+    began = time.monotonic()
+    task.stop(timeout=0.2)  # not waited for beyond its timeout
+    assert time.monotonic() - began < 1.0
+    closed.set()
+    task.thread.join(5)
+    assert not task.thread.is_alive()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -1,0 +1,47 @@
+"""One member claims 20,000 partitions at once on the real ZooKeeper: the claim is split into
+transactions under zkconsumer.zookeeper.transaction.max.bytes (one would be ~2.8 MB, which
+the server refuses above jute.maxbuffer, 1 MiB)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kazoo.client import KazooClient
+
+from zkconsumer import ConsumerConnector, zkdata
+
+pytestmark = pytest.mark.cluster
+
+PARTITIONS = 20_000
+
+
+def test_one_member_claims_twenty_thousand_partitions(cluster, zk, group_id) -> None:  # type: ignore[no-untyped-def]
+    # The topic lives only in a chroot of its own: the broker never sees it, so it creates no
+    # 20,000 logs; the member needs nothing of Kafka with fetch=False.
+    chroot = f"/large-claims-{group_id}"
+    root = KazooClient(hosts=cluster.zookeeper.hosts)
+    root.start(timeout=30)
+    try:
+        broker_id = sorted(zk.get_children(zkdata.BROKER_IDS))[0]
+        registration, _ = zk.get(f"{zkdata.BROKER_IDS}/{broker_id}")
+        root.create(f"{chroot}{zkdata.BROKER_IDS}/{broker_id}", registration, makepath=True)
+        assignment = {str(p): [int(broker_id)] for p in range(PARTITIONS)}
+        root.create(f"{chroot}{zkdata.BROKER_TOPICS}/huge",
+                    json.dumps({"version": 1, "partitions": assignment}).encode(), makepath=True)
+        member = ConsumerConnector({"zookeeper.connect": f"{cluster.zookeeper.hosts}{chroot}", "group.id": group_id,
+                                    "zookeeper.session.timeout.ms": 30000, "rebalance.backoff.ms": 500},
+                                   fetch=False)
+        try:
+            began = time.monotonic()
+            member.create_message_streams({"huge": 1})
+            took = time.monotonic() - began
+            owners = root.get_children(f"{chroot}{zkdata.owners_path(group_id, 'huge')}")
+            assert len(owners) == PARTITIONS and len(member.owned_partitions()) == PARTITIONS, took
+        finally:
+            member.shutdown()
+        assert root.get_children(f"{chroot}{zkdata.owners_path(group_id, 'huge')}") == []  # released on leave
+    finally:
+        root.delete(chroot, recursive=True)
+        root.stop()
+        root.close()

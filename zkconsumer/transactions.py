@@ -1,0 +1,35 @@
+"""Pure: split the operations of a large ZooKeeper transaction into transactions under a byte budget.
+
+A ZooKeeper server drops the connection on any request larger than its `jute.maxbuffer`
+(1 MiB less one byte by default), and a claim is one create per partition (~140 bytes each),
+so one member taking ~7,300 partitions at once used to lose its connection instead of claiming.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, TypeVar
+
+K = TypeVar("K")
+
+# A create inside a multi, besides its path and data: the multi's op header (type, done, err),
+# the length prefixes, the flags, and an ACL list (world:anyone, or a digest ACL of ~60 bytes).
+CREATE_OVERHEAD = 128
+
+
+def create_size(path: str, data: bytes) -> int:
+    """An upper bound on what one create adds to a multi request, in bytes."""
+    return CREATE_OVERHEAD + len(path.encode()) + len(data)
+
+
+def batches(items: Iterable[tuple[K, int]], budget: int) -> Iterator[list[K]]:
+    """Consecutive groups of keys whose sizes add up to at most `budget` (an item larger than the
+    budget alone makes a group of its own, which the server may then refuse)."""
+    group: list[K] = []
+    used = 0
+    for key, size in items:
+        if group and used + size > budget:
+            yield group
+            group, used = [], 0
+        group.append(key)
+        used += size
+    if group:
+        yield group
