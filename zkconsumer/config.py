@@ -43,8 +43,10 @@ zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re
 zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes this long after the
                                                                               commit when a Scala member may claim them
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
-zkconsumer.zookeeper.jute.maxbuffer 1048575          >= 4096                  the servers' jute.maxbuffer: largest request
-zkconsumer.zookeeper.transaction.max.bytes = half of it 1024 .. maxbuffer-1024 claims are split into transactions of this size
+zkconsumer.zookeeper.jute.maxbuffer                                           the servers' jute.maxbuffer: largest request
+                                  1048575            >= 4096
+zkconsumer.zookeeper.transaction.max.bytes                                    claims are split in transactions of this size
+                                  = maxbuffer / 2    1024 .. maxbuffer - 1024
 librdkafka.<name>                 (unset)            text                     given as <name> to the confluent-kafka Consumer
 ================================= ================== ======================== ================================================
 

@@ -260,7 +260,7 @@ class ConsumerConnector:
         if cfg.watchdog_interval_ms > 0:
             watchdog = Watchdog(self.consumer_id, interval_s=cfg.watchdog_interval_ms / 1000.0,
                                 check=rebalancer.health_problems, trigger=worker.trigger, on_error=self._die,
-                                activity=lambda: worker.activity)
+                                activity=worker.activity)
         with self._lock:  # a shutdown from another thread either sees all of them or none
             if self._closed:
                 return

@@ -248,7 +248,9 @@ class GroupZk:
             elif partial:
                 blocked += [k for k in chunk if k not in self._which_are_ours(chunk)]
             else:  # roll back, as Scala's claim deletes what it created when one create fails
-                self.release(created)
+                left = set(created) - set(self.release(created))
+                if left:  # the caller schedules every node of the claim for deletion
+                    raise ZooKeeperUnavailable(f"could not roll back the claim of {partitions_text(left)}")
                 mine = self._which_are_ours(owners)
                 return sorted(k for k in owners if k not in mine)
         return sorted(blocked)

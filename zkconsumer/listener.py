@@ -21,7 +21,8 @@ class ConsumerRebalanceListener:
     def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, Mapping[int, str]]) -> None:
         """Called with the group-wide topic -> partition -> thread id once ours are claimed, before
         they are fetched. An incremental member that could claim only part of its share (the rest
-        still held by others) calls it again for each later part."""
+        still held by others) calls it again for each later part; the map is the whole decision
+        either way, not what has started (ask the connector's owned_partitions() for that)."""
 
     def on_rebalance_failed(self, error: ConsumerRebalanceFailed) -> None:
         """Called when all rebalance.max.retries attempts failed; the member keeps retrying."""

@@ -88,7 +88,7 @@ class Rebalancer:
             began = time.monotonic()
             attempts = self.config.rebalance_max_retries
             attempt = 0
-            refunds = attempts  # a bound even if a neighbour kept deleting what we claimed
+            refunds: int | None = None  # progress attempts left uncounted (a bound set by the first)
             while attempt < attempts:
                 attempt += 1
                 if self._stopping.is_set():
@@ -103,8 +103,11 @@ class Rebalancer:
                         return True
                     error = "another member still owns some of our partitions"
                     blocked = outcome.blocked
-                    if outcome.claimed and refunds > 0:
-                        attempt, refunds = attempt - 1, refunds - 1  # progress is not a failed attempt
+                    if outcome.claimed:  # progress is not a failed attempt: each one claims one more
+                        if refunds is None:  # partition, so the share bounds them
+                            refunds = outcome.claimed + len(outcome.blocked)
+                        if refunds > 0:
+                            attempt, refunds = attempt - 1, refunds - 1
                 except Exception as exc:  # noqa: BLE001 - classified right here
                     if not is_retriable(exc):
                         raise

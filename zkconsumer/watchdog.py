@@ -54,9 +54,9 @@ class Watchdog:
     """Every interval, compare ZooKeeper's owners with the group; a problem seen by two checks with
     no rebalance activity between them triggers a rebalance and counts in `alerts`.
 
-    `activity` counts this member's rebalance triggers and finished runs (RebalanceWorker.activity):
-    a change in flight (ours, or the one a group event announced) is not a problem until it has
-    outlived the rebalance round it caused.
+    `activity` moves with this member's rebalance triggers, run starts and ends, and is None while
+    a run is under way or pending (RebalanceWorker.activity): a change in flight (ours, or the one
+    a group event announced) is not a problem until it has outlived the rebalance round it caused.
 
     Example::
 
@@ -67,7 +67,7 @@ class Watchdog:
 
     def __init__(self, consumer_id: str, *, interval_s: float, check: Callable[[], list[str]],
                  trigger: Callable[[str], None], on_error: Callable[[BaseException], None] | None = None,
-                 activity: Callable[[], int] = lambda: 0) -> None:
+                 activity: Callable[[], int | None] = lambda: 0) -> None:
         self._check = check
         self._trigger = trigger
         self._activity = activity
@@ -91,10 +91,11 @@ class Watchdog:
         before = self._activity()
         current = set(self._check())
         after = self._activity()
-        quiet = before == after == self._last_activity
+        calm = before is not None and before == after  # no rebalance ran or began during the check
+        quiet = calm and before == self._last_activity  # ...nor since the previous check
         self._last_activity = after
         persistent = sorted(current & self._previous) if quiet else []
-        self._previous = current if before == after else set()  # a check during a change proves nothing
+        self._previous = current if calm else set()  # a check during a change proves nothing
         self.problems = persistent
         if persistent:
             self.alerts += 1

@@ -42,7 +42,8 @@ class RebalanceWorker:
         self._stopping = False
         self.failed_runs = 0
         self.total_failed_runs = 0
-        self.activity = 0  # triggers and finished runs so far: the watchdog's "something changed"
+        self._activity = 0  # triggers, run starts and run ends so far
+        self._running = False
         self._thread = threading.Thread(target=self._loop, name=f"{consumer_id}_watcher_executor", daemon=True)
 
     @property
@@ -56,8 +57,14 @@ class RebalanceWorker:
         with self._cond:
             if reason not in self._reasons:
                 self._reasons.append(reason)
-            self.activity += 1
+            self._activity += 1
             self._cond.notify()
+
+    def activity(self) -> int | None:
+        """A count that moves with every trigger, run start and run end; None while a run is under
+        way or pending (the watchdog's "a change is in flight")."""
+        with self._cond:
+            return None if self._running or self._reasons else self._activity
 
     def stop(self, timeout: float = 30.0) -> None:
         with self._cond:
@@ -100,11 +107,14 @@ class RebalanceWorker:
             if self._stopping:
                 raise _Stopping()
             reasons, self._reasons = self._reasons, []
+            self._activity += 1
+            self._running = True
         try:
             ok = self._run(", ".join(reasons) or f"retry {self.failed_runs} after a failed rebalance")
         finally:
             with self._cond:
-                self.activity += 1
+                self._activity += 1
+                self._running = False
         if ok:
             self.failed_runs = 0
         else:

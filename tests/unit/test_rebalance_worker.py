@@ -136,16 +136,23 @@ def test_triggers_during_a_run_coalesce_into_one_more_run() -> None:
     assert reasons == ["a", "b, c"]
 
 
-def test_activity_counts_triggers_and_finished_runs() -> None:
-    runs = Runs(failures=0)
-    w = worker(runs)
+def test_activity_moves_with_each_round_and_is_none_while_one_is_under_way() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def run(reason: str) -> bool:
+        entered.set()
+        return release.wait(5)
+    w = worker(run)
     try:
-        assert w.activity == 0
+        assert w.activity() == 0
         w.trigger("member joined")
-        assert runs.done.wait(5)
+        assert entered.wait(5)
+        assert w.activity() is None  # a change in flight: the watchdog waits it out
+        release.set()
         deadline = time.monotonic() + 5
-        while w.activity < 2 and time.monotonic() < deadline:
+        while w.activity() is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert w.activity == 2  # the trigger and the run it caused: what the watchdog waits out
+        assert w.activity() == 3  # the trigger, the run's start and its end
     finally:
+        release.set()
         w.stop(timeout=5)

@@ -70,6 +70,17 @@ def test_a_check_during_a_rebalance_proves_nothing() -> None:
     assert [dog.run_once() for _ in range(4)] == [[], [], [], []] and dog.alerts == 0
 
 
+def test_checks_while_one_long_rebalance_runs_do_not_alarm() -> None:
+    reports = iter([["t-1 has no owner"]] * 4)
+    running: list[int | None] = [None]  # RebalanceWorker.activity() while a run is under way
+    dog = Watchdog("g_a", interval_s=60, check=lambda: next(reports), trigger=lambda _r: None,
+                   activity=lambda: running[0])
+    assert dog.run_once() == [] and dog.run_once() == []  # both inside one long run
+    running[0] = 7  # it ended; the problem is still there
+    assert dog.run_once() == []
+    assert dog.run_once() == ["t-1 has no owner"]
+
+
 def test_a_stopped_task_ends_quietly_when_its_run_fails_after_the_stop(caplog) -> None:  # type: ignore[no-untyped-def]
     started, closed = threading.Event(), threading.Event()
 

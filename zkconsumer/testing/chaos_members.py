@@ -100,19 +100,6 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
         pass
 
 
-def _child_setup(arm: bool, nice: int | None) -> Callable[[], None] | None:
-    """What the forked member runs before exec: the death signal (main thread only) and its nice value."""
-    if not arm and nice is None:
-        return None
-
-    def setup() -> None:  # pragma: no cover - runs in the forked child
-        if nice is not None:
-            os.setpriority(os.PRIO_PROCESS, 0, nice)  # a higher value than the parent's needs no privilege
-        if arm:
-            _die_with_parent()
-    return setup
-
-
 class ProcessMember:
     """zkconsumer.testing.chaos_member in a child process: can be killed -9, stopped and continued."""
 
@@ -140,7 +127,9 @@ class ProcessMember:
         arm = threading.current_thread() is threading.main_thread()
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(self._args, stdout=subprocess.PIPE, stderr=log, text=True,
-                                         preexec_fn=_child_setup(arm, self._nice))
+                                         preexec_fn=_die_with_parent if arm else None)
+        if self._nice is not None:  # after the fork, not in it: preexec_fn is unsafe beside threads
+            os.setpriority(os.PRIO_PROCESS, self.proc.pid, self._nice)
 
     def wait_ready(self, timeout: float = 60.0) -> "ProcessMember":
         """Until the member has joined (its first rebalance succeeded) and said who it is."""
