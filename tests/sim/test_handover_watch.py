@@ -18,13 +18,17 @@ def _owner(client, group: str, topic: str, partition: int) -> str:  # type: igno
     return path
 
 
-def test_wakes_when_the_last_blocking_owner_node_is_deleted() -> None:
+def _world(transaction_max_bytes: int = 1 << 19) -> tuple[ZkModel, object, GroupZk]:
+    """A model, another member's started client, and our registered GroupZk."""
     model = ZkModel()
-    other, me = model.client("other"), model.client("me")
+    other = model.client("other")
     other.start()
-    me.start()
+    return model, other, _claimer(model, transaction_max_bytes)
+
+
+def test_wakes_when_the_last_blocking_owner_node_is_deleted() -> None:
+    model, other, group = _world()
     paths = [_owner(other, "g", "t", p) for p in (0, 1)]
-    group = GroupZk(me, "g", "g_me", timeout_s=0.0)
     woken: list[bool] = []
     assert group.watch_until_free([("t", 0), ("t", 1)], lambda: woken.append(True)) is False
     other.delete(paths[0])
@@ -36,11 +40,7 @@ def test_wakes_when_the_last_blocking_owner_node_is_deleted() -> None:
 
 
 def test_already_free_and_session_end() -> None:
-    model = ZkModel()
-    other, me = model.client("other"), model.client("me")
-    other.start()
-    me.start()
-    group = GroupZk(me, "g", "g_me", timeout_s=0.0)
+    model, other, group = _world()
     assert group.watch_until_free([("t", 0)], lambda: None) is True  # nothing in the way
     _owner(other, "g", "t", 0)
     woken: list[bool] = []
@@ -51,12 +51,8 @@ def test_already_free_and_session_end() -> None:
 
 
 def test_any_free_wakes_at_the_first_deletion() -> None:
-    model = ZkModel()
-    other, me = model.client("other"), model.client("me")
-    other.start()
-    me.start()
+    model, other, group = _world()
     paths = [_owner(other, "g", "t", p) for p in (0, 1)]
-    group = GroupZk(me, "g", "g_me", timeout_s=0.0)
     woken: list[bool] = []
     assert group.watch_until_free([("t", 0), ("t", 1)], lambda: woken.append(True), any_free=True) is False
     other.delete(paths[1])
@@ -74,22 +70,16 @@ def _claimer(model: ZkModel, transaction_max_bytes: int = 1 << 19) -> GroupZk:
 
 
 def test_all_or_nothing_claim_creates_nothing_while_one_node_is_held() -> None:
-    model = ZkModel()
-    other = model.client("other")
-    other.start()
+    model, other, group = _world()
     _owner(other, "g", "t", 1)
-    group = _claimer(model)
     share = {("t", 0): "g_me-0", ("t", 1): "g_me-0", ("t", 2): "g_me-0"}
     assert group.claim(share) == [("t", 1)]
     assert group.not_ours(share) == [("t", 0), ("t", 1), ("t", 2)]
 
 
 def test_partial_claim_takes_the_free_nodes_and_reports_the_held_ones() -> None:
-    model = ZkModel()
-    other = model.client("other")
-    other.start()
+    model, other, group = _world()
     _owner(other, "g", "t", 1)
-    group = _claimer(model)
     share = {("t", 0): "g_me-0", ("t", 1): "g_me-0", ("t", 2): "g_me-0"}
     assert group.claim(share, partial=True) == [("t", 1)]
     assert group.not_ours(share) == [("t", 1)]
@@ -132,8 +122,7 @@ def _count_transactions(model: ZkModel) -> list[str]:
 
 
 def test_a_claim_over_the_transaction_budget_is_split() -> None:
-    model = ZkModel()
-    group = _claimer(model, transaction_max_bytes=600)  # two or three creates a transaction
+    model, _other, group = _world(600)  # two or three creates a transaction
     transactions = _count_transactions(model)
     share = {("t", p): "g_me-0" for p in range(12)}
     assert group.claim(share) == []
@@ -152,11 +141,8 @@ def _created_after_our_read(group: GroupZk, key: tuple[str, int]) -> None:
 
 
 def test_an_all_or_nothing_claim_rolls_back_its_earlier_transactions_when_a_later_one_fails() -> None:
-    model = ZkModel()
-    other = model.client("other")
-    other.start()
+    model, other, group = _world(600)
     _owner(other, "g", "t", 10)
-    group = _claimer(model, transaction_max_bytes=600)
     _created_after_our_read(group, ("t", 10))
     share = {("t", p): "g_me-0" for p in range(12)}
     assert ("t", 10) in group.claim(share)
@@ -164,11 +150,8 @@ def test_an_all_or_nothing_claim_rolls_back_its_earlier_transactions_when_a_late
 
 
 def test_a_partial_claim_keeps_the_transactions_that_succeeded() -> None:
-    model = ZkModel()
-    other = model.client("other")
-    other.start()
+    model, other, group = _world(600)
     _owner(other, "g", "t", 10)
-    group = _claimer(model, transaction_max_bytes=600)
     _created_after_our_read(group, ("t", 10))
     share = {("t", p): "g_me-0" for p in range(12)}
     blocked = group.claim(share, partial=True)
