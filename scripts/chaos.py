@@ -31,6 +31,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from kazoo.exceptions import NoNodeError
+
 from zkconsumer.testing import chaos_scenarios as sc
 from zkconsumer.testing.chaos import Report
 from zkconsumer.testing.chaos_members import ProcessMember
@@ -111,8 +113,11 @@ class Chaos:
             if self.garbage and rng.random() < 0.5:
                 path = self.garbage.pop()
                 with env.fault("garbled registration removed"):
-                    env.zk.delete(path)
-                detail = "removed"
+                    try:
+                        env.zk.delete(path)
+                        detail = "removed"
+                    except NoNodeError:  # ephemeral: it went with an expired session of the driver's
+                        detail = "gone already"
             else:
                 self.garbage.append(sc.garble_peer(env))
                 detail = "added"
