@@ -95,15 +95,13 @@ def test_a_leave_does_not_wait_for_a_watchdog_check_under_way(cluster, zk, topic
     try:
         conn.create_message_streams({topic: 1})
         wait_for_balanced(zk, group_id, [topic], members=1)
-        rebalancer = conn._rebalancer
-        assert rebalancer is not None
-        check = rebalancer.health_problems
+        read_owners = conn.group.owners
 
-        def slow_check() -> list[str]:  # a check reading thousands of owner nodes
+        def slow_read(topic: str) -> dict[int, str]:  # the check midway through thousands of owner nodes
             checking.set()
             leaving.wait(20)
-            return check()  # reads in the session being closed
-        rebalancer.health_problems = slow_check  # type: ignore[method-assign]
+            return read_owners(topic)  # in the session being closed
+        conn.group.owners = slow_read  # type: ignore[method-assign]
         assert checking.wait(10)
         began = time.monotonic()
         conn.shutdown(timeout=30)
