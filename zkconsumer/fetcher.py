@@ -124,6 +124,8 @@ class Fetcher:
 
     def assigned(self) -> set[Key]:
         """What librdkafka currently has assigned (empty once closed)."""
+        # On the fetcher thread, as every Consumer call: called from another thread while the
+        # fetcher thread looped on consume(), it never returned (confluent-kafka 2.16.1).
         return self._call(lambda: set() if self._closed else {  # type: ignore[return-value]
             (tp.topic, tp.partition) for tp in self._raw.assignment()}, required=False)
 

@@ -335,42 +335,46 @@ class GroupZk:
         races raises CommitFailed naming the partitions.
         """
         results: dict[TopicPartition, bool] = {}
-        failed = []
-        for key, offset in offsets.items():
-            outcome = self._commit_one(key, offset, owners[key], attempts)
-            if outcome is None:
-                failed.append(key)
-            else:
-                results[key] = outcome
-        if failed:
-            raise CommitFailed("could not write offsets of " + partitions_text(failed)
-                               + f" in {attempts} attempts", failed)
+        pending = dict(offsets)
+        for _ in range(max(1, attempts)):  # the offset node or its parent may appear or vanish under us
+            if not pending:
+                break
+            # Three pipelined rounds for all partitions (owner nodes, offset nodes, the fenced
+            # writes), not three round trips each: a release commits every moving partition.
+            answers = self._read_owner_nodes(pending)
+            stats = {k: self._ours(answers[k], owners[k]) for k in pending}
+            for key in [k for k, stat in stats.items() if stat is None]:
+                log.warning("not committing %s-%d=%d: %s is no longer ours", key[0], key[1], pending.pop(key),
+                            self._owner_path(key))
+                results[key] = False
+            present = self.io.many(((k, self.client.exists_async(zkdata.offset_path(self.group_id, *k)))
+                                    for k in pending), "read offset nodes")
+            for topic in sorted({k[0] for k, stat in present.items() if stat is None}):
+                self._ensure(zkdata.offsets_path(self.group_id, topic))
+            sent = [(key, self._fenced_offset_write(key, offset, stats[key], present[key] is not None))
+                    for key, offset in pending.items()]
+            for key, answer in sent:
+                outcome = self.io.wait(answer, f"commit {zkdata.offset_path(self.group_id, *key)}")
+                if not any(isinstance(r, Exception) for r in outcome):
+                    results[key] = True
+                    del pending[key]
+                elif any(isinstance(r, NoNodeError) for r in outcome):
+                    self._ensured.discard(zkdata.offsets_path(self.group_id, key[0]))  # deleted under us
+        if pending:
+            raise CommitFailed("could not write offsets of " + partitions_text(pending)
+                               + f" in {attempts} attempts", list(pending))
         return results
 
-    def _commit_one(self, key: TopicPartition, offset: int, thread_id: str, attempts: int) -> bool | None:
-        owner_path = self._owner_path(key)
-        offset_path = zkdata.offset_path(self.group_id, *key)
-        data = zkdata.encode_offset(offset)
-        for _ in range(max(1, attempts)):  # the offset node or its parent may appear or vanish under us
-            stat = self._owner_stat_if_ours(owner_path, thread_id)
-            if stat is None:
-                log.warning("not committing %s-%d=%d: %s is no longer ours", key[0], key[1], offset, owner_path)
-                return False
-            exists = self.io.exists(offset_path) is not None
-            if not exists:
-                self._ensure(zkdata.offsets_path(self.group_id, key[0]))
-            txn = self.client.transaction()
-            txn.check(owner_path, stat.version)
-            if exists:
-                txn.set_data(offset_path, data)
-            else:
-                txn.create(offset_path, data)
-            results = self.io.commit(txn, f"commit {offset_path}")
-            if not any(isinstance(r, Exception) for r in results):
-                return True
-            if any(isinstance(r, NoNodeError) for r in results):
-                self._ensured.discard(zkdata.offsets_path(self.group_id, key[0]))  # deleted under us
-        return None
+    def _fenced_offset_write(self, key: TopicPartition, offset: int, owner: ZnodeStat, exists: bool) -> Any:
+        """Send (not wait for) one multi: our owner node unchanged, and the offset written."""
+        path = zkdata.offset_path(self.group_id, *key)
+        txn = self.client.transaction()
+        txn.check(self._owner_path(key), owner.version)
+        if exists:
+            txn.set_data(path, zkdata.encode_offset(offset))
+        else:
+            txn.create(path, zkdata.encode_offset(offset))
+        return txn.commit_async()
 
     def withdraw_offset(self, key: TopicPartition, offset: int, thread_id: str) -> bool:
         """Delete the offset node if it still holds `offset` and we still own the partition (one multi)."""

@@ -83,17 +83,22 @@ class Rebalancer:
     # ---- rebalance -----------------------------------------------------------------------------
     def synced_rebalance(self, reason: str) -> bool:
         """Up to rebalance.max.retries attempts; True on success (or when stopping). A failure that is
-        not retriable (a bug, a listener's own exception) is raised: the caller takes the member out."""
+        not retriable (a bug, a listener's own exception) is raised: the caller takes the member out.
+
+        An attempt that claimed part of our share, or whose wait a blocking owner node's deletion
+        cut short, is not counted: the group is moving. Such free attempts are bounded by the size
+        of the share, so a run still ends if nodes keep appearing and vanishing in our way."""
         with self._lock:
             began = time.monotonic()
             attempts = self.config.rebalance_max_retries
             attempt = 0
-            refunds: int | None = None  # progress attempts left uncounted (a bound set by the first)
+            free_attempts: int | None = None
             while attempt < attempts:
                 attempt += 1
                 if self._stopping.is_set():
                     return True
                 log.info("%s: rebalance attempt %d/%d (%s)", self.consumer_id, attempt, attempts, reason)
+                progress = False
                 try:
                     outcome = self._attempt()
                     if outcome.done:
@@ -103,11 +108,9 @@ class Rebalancer:
                         return True
                     error = "another member still owns some of our partitions"
                     blocked = outcome.blocked
-                    if outcome.claimed:  # progress is not a failed attempt: each one claims one more
-                        if refunds is None:  # partition, so the share bounds them
-                            refunds = outcome.claimed + len(outcome.blocked)
-                        if refunds > 0:
-                            attempt, refunds = attempt - 1, refunds - 1
+                    progress = outcome.claimed > 0
+                    if free_attempts is None:
+                        free_attempts = outcome.claimed + len(blocked)
                 except Exception as exc:  # noqa: BLE001 - classified right here
                     if not is_retriable(exc):
                         raise
@@ -115,8 +118,11 @@ class Rebalancer:
                     blocked = ()
                     log.warning("%s: rebalance attempt %d failed: %s", self.consumer_id, attempt, error)
                 self.stats.last_error = error
-                if self._pause(blocked):
+                wait = self._pause(blocked)
+                if wait == "stopping":
                     return True
+                if (progress or wait == "freed") and free_attempts:
+                    attempt, free_attempts = attempt - 1, free_attempts - 1
             self.stats.failed += 1
             failure = ConsumerRebalanceFailed(
                 f"{self.consumer_id} can't rebalance after {attempts} retries ({self.stats.last_error}); "
@@ -125,26 +131,28 @@ class Rebalancer:
             self.listener.on_rebalance_failed(failure)
             return False
 
-    def _pause(self, blocked: tuple[TopicPartition, ...]) -> bool:
-        """Wait before the next attempt; True if stopping. Owner nodes in our way are watched, and
-        the next attempt starts the moment the last of them is deleted, or in incremental mode the
-        first (rebalance.backoff.ms is the longest wait, and the only one when there is nothing to
-        watch)."""
+    def _pause(self, blocked: tuple[TopicPartition, ...]) -> str:
+        """Wait before the next attempt: "stopping", "freed" (a watched owner node in our way was
+        deleted: the last of them, or in incremental mode the first) or "waited" (rebalance.backoff.ms
+        ran out, the only wait when there is nothing to watch)."""
         backoff_s = self.config.rebalance_backoff_ms / 1000.0
         free = threading.Event()
         try:
             any_free = self.config.rebalance_incremental
             if blocked and self.group.watch_until_free(blocked, free.set, any_free=any_free):
-                return self._stopping.is_set()
+                free.set()
         except Exception as exc:  # noqa: BLE001 - only a shortcut: fall back to the plain back-off
             if not is_retriable(exc):
                 raise
         deadline = time.monotonic() + backoff_s
-        while not self._stopping.is_set():
+        while not self._stopping.is_set() and not free.is_set():
             left = deadline - time.monotonic()
-            if left <= 0 or free.wait(min(left, 0.05)):
+            if left <= 0:
                 break
-        return self._stopping.is_set()
+            free.wait(min(left, 0.05))
+        if self._stopping.is_set():
+            return "stopping"
+        return "freed" if free.is_set() else "waited"
 
     def _attempt(self) -> Outcome:
         self.membership.ensure_registered()

@@ -14,6 +14,7 @@ per mode:
                 partitions (steady state: 1 / per-partition rate)
 The last line per mode is machine-readable:
   mode=<m> events=<n> interrupted_per_event=<x> unowned_median_s=<x> unowned_p99_s=<x> unowned_max_s=<x>
+  leave_unowned_p99_s=<x> join_unowned_p99_s=<x> (windows after a clean leave / a join)
   idle_median_s=<x> idle_max_s=<x>
 
 --mixed runs a group of zkconsumer and real Scala 1.1.1 members instead (half each), twice: with
@@ -71,6 +72,18 @@ def unowned_windows(h: History) -> list[tuple[int, float]]:
             if before.end is not None and before.end >= h.since and after.start <= h.until]
 
 
+def windows_by_event(h: History) -> dict[str, list[float]]:
+    """The unowned windows grouped by the driver's event they followed ("clean leave", "1 join")."""
+    faults = sorted((n.at, n.detail) for n in h.notes if n.kind == "fault")
+    out: dict[str, list[float]] = {}
+    for before, after in consecutive_spans(h):
+        if before.end is None or before.end < h.since or after.start > h.until:
+            continue
+        cause = next((what for at, what in reversed(faults) if at <= before.end), "start")
+        out.setdefault(cause, []).append(max(0.0, after.start - before.end))
+    return out
+
+
 def idle_gaps(h: History) -> dict[int, float]:
     """Per partition, the longest time between two first deliveries within since..until."""
     first: dict[tuple[int, int], float] = {}
@@ -109,7 +122,10 @@ def run_mode(cluster: LocalCluster, incremental: bool, args: argparse.Namespace,
     h: History = pickle.loads((workdir / mode / "history.pickle").read_bytes())
     windows = [s for _, s in unowned_windows(h)]
     idle = list(idle_gaps(h).values())
+    by_event = windows_by_event(h)
     return {"events": args.events, "interrupted_per_event": len(windows) / args.events,
+            "leave_unowned_p99_s": percentile(by_event.get("clean leave", []), 0.99),
+            "join_unowned_p99_s": percentile(by_event.get("1 join", []), 0.99),
             "unowned_median_s": statistics.median(windows) if windows else 0.0,
             "unowned_p95_s": percentile(windows, 0.95), "unowned_p99_s": percentile(windows, 0.99),
             "unowned_max_s": max(windows, default=0.0),
@@ -269,8 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     for mode, r in results.items():
         print(f"mode={mode} events={r['events']} interrupted_per_event={r['interrupted_per_event']:.2f} "
               f"unowned_median_s={r['unowned_median_s']:.3f} unowned_p99_s={r['unowned_p99_s']:.3f} "
-              f"unowned_max_s={r['unowned_max_s']:.3f} "
-              f"idle_median_s={r['idle_median_s']:.3f} idle_max_s={r['idle_max_s']:.3f}")
+              f"unowned_max_s={r['unowned_max_s']:.3f} leave_unowned_p99_s={r['leave_unowned_p99_s']:.3f} "
+              f"join_unowned_p99_s={r['join_unowned_p99_s']:.3f} idle_median_s={r['idle_median_s']:.3f} idle_max_s={r['idle_max_s']:.3f}")
     return 0
 
 
