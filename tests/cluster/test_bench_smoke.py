@@ -30,7 +30,8 @@ def test_handover_benchmark_smoke(tmp_path: Path) -> None:
     lines = done.stdout.strip().splitlines()[-2:]
     for mode, line in zip(("incremental", "stop-the-world"), lines):
         assert re.fullmatch(rf"mode={mode} events=2 interrupted_per_event=\d+\.\d+ unowned_median_s=\d+\.\d+ unowned_p99_s=\d+\.\d+ "
-                            r"unowned_max_s=\d+\.\d+ idle_median_s=\d+\.\d+ idle_max_s=\d+\.\d+", line), line
+                            r"unowned_max_s=\d+\.\d+ leave_unowned_p99_s=\d+\.\d+ join_unowned_p99_s=\d+\.\d+ "
+                            r"idle_median_s=\d+\.\d+ idle_max_s=\d+\.\d+", line), line
     # Stop-the-world interrupts every partition at every event; incremental only those that move.
     interrupted = [float(re.search(r"interrupted_per_event=(\S+)", line).group(1)) for line in lines]  # type: ignore[union-attr]
     assert interrupted[1] >= 4.0 > interrupted[0]

@@ -43,13 +43,13 @@ def test_joiner_starts_at_the_offset_committed_just_before_the_release(mixed, cl
         handed_over: list[bool] = []
         real_claim = GroupZk.claim
 
-        def claim(self: GroupZk, owners):  # type: ignore[no-untyped-def]
+        def claim(self: GroupZk, owners, **kwargs):  # type: ignore[no-untyped-def]
             # The old owner finishes its rebalance (commit 20, then release) just as we claim.
             if (topic, 1) in owners and not handed_over:
                 old_owner.set(zkdata.offset_path(g, topic, 1), b"20")
                 old_owner.delete(zkdata.owner_path(g, topic, 1))
                 handed_over.append(True)
-            return real_claim(self, owners)
+            return real_claim(self, owners, **kwargs)
 
         monkeypatch.setattr(GroupZk, "claim", claim)
         mixed.add_py("b-py", {topic: 1})  # range: a-old-0 keeps 0, b-py-0 takes 1
