@@ -61,7 +61,7 @@ class Watchdog:
     Example::
 
         watchdog = Watchdog("g_c1", interval_s=10.0, check=rebalancer.health_problems,
-                            trigger=worker.trigger, activity=lambda: worker.activity)
+                            trigger=worker.trigger, activity=worker.activity)
         watchdog.start(); ...; watchdog.stop()
     """
 
