@@ -341,8 +341,7 @@ class GroupZk:
                 break
             # Three pipelined rounds for all partitions (owner nodes, offset nodes, the fenced
             # writes), not three round trips each: a release commits every moving partition.
-            answers = self._read_owner_nodes(pending)
-            stats = {k: self._ours(answers[k], owners[k]) for k in pending}
+            stats = self._owner_stats({k: owners[k] for k in pending})
             for key in [k for k, stat in stats.items() if stat is None]:
                 log.warning("not committing %s-%d=%d: %s is no longer ours", key[0], key[1], pending.pop(key),
                             self._owner_path(key))
