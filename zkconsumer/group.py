@@ -20,6 +20,7 @@ from zkconsumer import transactions, zkdata
 from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
 from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.rebalance import partitions_text
+from zkconsumer.watched_folder import WatchedFolder
 from zkconsumer.zkdata import Registration, ZkDataError
 from zkconsumer.zkio import Watch, ZkIO
 
@@ -52,6 +53,11 @@ class GroupZk:
         self.session: int | None = None  # the session our member node was created in
         self._ensured: set[str] = set()
         self._transaction_max_bytes = transaction_max_bytes
+        # Registrations and owner nodes as the watches we hold say they are (see WatchedFolder):
+        # a rebalance or a watchdog check re-reads only what changed since the last one.
+        self._members = WatchedFolder(self.io, zkdata.ids_path(group_id))
+        self._owner_folders: dict[str, WatchedFolder] = {}
+        self._warned: set[tuple[str, int, int]] = set()
 
     @property
     def live_session(self) -> int | None:
@@ -155,20 +161,25 @@ class GroupZk:
 
     def read_registrations(self, watch: Watch | None = None) -> tuple[dict[str, Registration],
                                                                       dict[str, ZkDataError]]:
-        """Every member's registration, and separately those that could not be decoded."""
-        ids = self.member_ids(watch=watch)
-        paths = {cid: zkdata.member_path(self.group_id, cid) for cid in ids}
-        found = self.io.many(((cid, self.client.get_async(p)) for cid, p in paths.items()), "read registrations")
+        """Every member's registration, and separately those that could not be decoded.
+
+        Served from the watched cache: only registrations that changed since the last read are
+        read again. `watch` runs when the list of members changes (it stays set for later reads).
+        """
+        if watch is not None:
+            self._members.on_change = watch
         good: dict[str, Registration] = {}
         bad: dict[str, ZkDataError] = {}
-        for cid, answer in found.items():
-            if answer is None:
-                continue  # left while we were reading
+        for cid, (data, _stat) in self._members.read().items():
             try:
-                good[cid] = Registration.decode(answer[0], paths[cid])
+                good[cid] = Registration.decode(data, zkdata.member_path(self.group_id, cid))
             except ZkDataError as exc:
                 bad[cid] = exc
         return good, bad
+
+    def watched_member_ids(self) -> list[str]:
+        """The registered members as our watches say (no request unless the list changed)."""
+        return self._members.names()
 
     def read_offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Committed offsets; -1 where none exists, or where it predates the topic itself.
@@ -197,29 +208,43 @@ class GroupZk:
         return out
 
     def owners(self, topic: str) -> dict[int, str]:
-        """partition -> owner thread id for one topic. Children that are not partition numbers and
-        owner values that cannot be decoded are skipped with a warning naming the node."""
-        folder = zkdata.owners_path(self.group_id, topic)
-        try:
-            children = self.io.children(folder)
-        except NoNodeError:
-            return {}
-        numbers = []
-        for child in children:
-            if child.isascii() and child.isdigit():
-                numbers.append(int(child))
-            else:
-                log.warning("ignoring %s/%s: not a partition number", folder, child)
-        found = self.io.many(((p, self.client.get_async(f"{folder}/{p}")) for p in numbers), "read owners")
+        """partition -> owner thread id for one topic, as our watches say: only owner nodes that
+        changed since the last call are read. Children that are not partition numbers and owner
+        values that cannot be decoded are skipped with a warning naming the node."""
         out = {}
-        for partition, answer in found.items():
-            if answer is None:
-                continue
+        folder = zkdata.owners_path(self.group_id, topic)
+        for partition, (data, stat) in self._watched_owner_nodes(topic).items():
             try:
-                out[partition] = zkdata.decode_owner(answer[0], f"{folder}/{partition}")
+                out[partition] = zkdata.decode_owner(data, f"{folder}/{partition}")
             except ZkDataError as exc:
-                log.warning("ignoring garbled owner node %s", exc)
+                self._warn_once(f"{folder}/{partition}", stat, "ignoring garbled owner node %s", exc)
         return out
+
+    def _watched_owner_nodes(self, topic: str) -> dict[int, tuple[bytes, ZnodeStat]]:
+        folder = self._owner_folders.get(topic)
+        if folder is None:
+            folder = self._owner_folders[topic] = WatchedFolder(self.io, zkdata.owners_path(self.group_id, topic))
+        out = {}
+        for child, answer in folder.read().items():
+            if child.isascii() and child.isdigit():
+                out[int(child)] = answer
+            else:
+                self._warn_once(f"{folder.path}/{child}", answer[1], "ignoring %s/%s: not a partition number",
+                                folder.path, child)
+        return out
+
+    def forget_owners_except(self, topics: Iterable[str]) -> None:
+        """Stop caching owner nodes of other topics (their watches fire once more, unheard)."""
+        keep = set(topics)
+        for topic in [t for t in self._owner_folders if t not in keep]:
+            del self._owner_folders[topic]
+
+    def _warn_once(self, path: str, stat: ZnodeStat, message: str, *args: object) -> None:
+        """Log a bad node once per version of it, not at every cached read."""
+        seen = (path, stat.czxid, stat.mzxid)
+        if seen not in self._warned:
+            self._warned.add(seen)
+            log.warning(message, *args)
 
     # ---- ownership -----------------------------------------------------------------------------
     def claim(self, owners: Mapping[TopicPartition, str], *, partial: bool = False) -> list[TopicPartition]:
@@ -302,9 +327,17 @@ class GroupZk:
         with lock:
             return (any_free and gone) or not pending
 
-    def not_ours(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
-        """Which of these owner nodes are gone or no longer hold our thread id in our session."""
-        mine = self._which_are_ours(owners)
+    def not_ours(self, owners: Mapping[TopicPartition, str], *, watched: bool = False) -> list[TopicPartition]:
+        """Which of these owner nodes are gone or no longer hold our thread id in our session.
+
+        `watched`: judge by the watched owner folders (no request while nothing changed) and read
+        afresh only the nodes they call not ours, since a node we created a moment ago may not be
+        in them yet (its watch event can reach them after the create's own answer reached us).
+        """
+        if watched:
+            nodes = {t: self._watched_owner_nodes(t) for t in {t for t, _ in owners}}
+            owners = {k: v for k, v in owners.items() if self._ours(nodes[k[0]].get(k[1]), v) is None}
+        mine = self._which_are_ours(owners) if owners else set()
         return sorted(k for k in owners if k not in mine)
 
     def release(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:

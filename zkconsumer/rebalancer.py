@@ -236,7 +236,7 @@ class Rebalancer:
                         self.consumer_id, partitions_text(stale))
             self.assignment.begin_release(sorted(stale))
         rest = {k: i.thread_id for k, i in owned.items() if k not in stale}
-        lost = set(self.group.not_ours(rest))
+        lost = set(self.group.not_ours(rest, watched=True))  # no per-partition request while all is well
         fetched = self.fetcher.assigned() if self.fetcher is not None else None
         drifted = (set(rest) - fetched - lost) if fetched is not None else set()
         if lost:
@@ -327,8 +327,10 @@ class Rebalancer:
         session that we neither own nor release are scheduled for deletion."""
         if self._stopping.is_set() or not self.last_assignment:
             return []
-        members = set(self.group.member_ids())
+        # From the watched caches: an idle check sends no request; one after a change reads what changed.
+        members = set(self.group.watched_member_ids())
         partitions = {t: parts for t, parts in self.last_assignment.items() if t in self.my_topics}
+        self.group.forget_owners_except(partitions)
         owners = {}
         for topic in partitions:
             if self._stopping.is_set():

@@ -1,0 +1,180 @@
+"""WatchedFolder on the in-memory ZooKeeper: a read asks only for what changed, and never hides a change."""
+from __future__ import annotations
+
+from typing import Any
+
+from kazoo.protocol.states import EventType, WatchedEvent
+
+from zkconsumer.testing.zkmodel import ZkModel
+from zkconsumer.watched_folder import WatchedFolder
+from zkconsumer.zkio import ZkIO
+
+FOLDER = "/f"
+
+
+def _world(children: int = 3) -> tuple[ZkModel, Any, Any, WatchedFolder]:
+    model = ZkModel()
+    admin, me = model.client("admin"), model.client("me")
+    admin.start()
+    me.start()
+    admin.ensure_path(FOLDER)
+    for i in range(children):
+        admin.create(f"{FOLDER}/c{i}", f"v{i}".encode())
+    return model, admin, me, WatchedFolder(ZkIO(me, 0.0), FOLDER)
+
+
+def _calls(model: ZkModel) -> list[tuple[str, str]]:
+    return [(c.op, c.path) for c in model.calls if c.client == "me"]
+
+
+def _data(folder: WatchedFolder) -> dict[str, bytes]:
+    return {name: data for name, (data, _stat) in folder.read().items()}
+
+
+def test_an_unchanged_folder_is_read_once() -> None:
+    model, _admin, _me, folder = _world()
+    assert _data(folder) == {"c0": b"v0", "c1": b"v1", "c2": b"v2"}
+    first = len(_calls(model))
+    assert first == 4  # the list and three children
+    model.deliver()
+    for _ in range(5):
+        assert _data(folder) == {"c0": b"v0", "c1": b"v1", "c2": b"v2"}
+        assert folder.names() == ["c0", "c1", "c2"]
+    assert len(_calls(model)) == first
+    assert folder.requests == first
+
+
+def test_a_new_child_costs_the_list_and_that_child() -> None:
+    model, admin, _me, folder = _world()
+    folder.read()
+    before = len(_calls(model))
+    admin.create(f"{FOLDER}/c9", b"new")
+    model.deliver()
+    assert _data(folder)["c9"] == b"new"
+    assert _calls(model)[before:] == [("get_children", FOLDER), ("get", f"{FOLDER}/c9")]
+
+
+def test_a_changed_child_costs_that_child_only() -> None:
+    model, admin, _me, folder = _world()
+    folder.read()
+    before = len(_calls(model))
+    admin.set(f"{FOLDER}/c1", b"changed")
+    model.deliver()
+    assert _data(folder)["c1"] == b"changed"
+    assert _calls(model)[before:] == [("get", f"{FOLDER}/c1")]
+
+
+def test_a_deleted_child_costs_the_list_only() -> None:
+    model, admin, _me, folder = _world()
+    folder.read()
+    before = len(_calls(model))
+    admin.delete(f"{FOLDER}/c0")
+    model.deliver()
+    assert sorted(_data(folder)) == ["c1", "c2"]
+    assert _calls(model)[before:] == [("get_children", FOLDER)]
+
+
+def test_deleted_and_created_again_between_reads_is_read_again() -> None:
+    model, admin, _me, folder = _world()
+    folder.read()
+    admin.delete(f"{FOLDER}/c2")
+    admin.create(f"{FOLDER}/c2", b"second incarnation")
+    model.deliver()
+    assert _data(folder)["c2"] == b"second incarnation"
+
+
+def test_a_change_while_its_read_is_on_the_wire_is_not_hidden() -> None:
+    """The child's watch fires after ZooKeeper answered but before the answer is stored: the
+    answer is used for this read and the child is read again next time."""
+    model, admin, _me, folder = _world()
+    folder.read()
+    admin.set(f"{FOLDER}/c1", b"one")
+    model.deliver()
+    real_many = folder.io.many
+
+    def many_then_change(calls: Any, what: str) -> Any:
+        answers = real_many(calls, what)
+        admin.set(f"{FOLDER}/c1", b"two")  # after the answer "one" and its new watch
+        model.deliver()
+        return answers
+
+    folder.io.many = many_then_change  # type: ignore[method-assign]
+    assert _data(folder)["c1"] == b"one"
+    folder.io.many = real_many  # type: ignore[method-assign]
+    assert _data(folder)["c1"] == b"two"
+
+
+def test_a_list_change_while_the_list_is_on_the_wire_is_not_hidden() -> None:
+    model, admin, _me, folder = _world()
+    real_children = folder.io.children
+
+    def children_then_add(path: str, watch: Any = None) -> list[str]:
+        names = real_children(path, watch=watch)
+        admin.create(f"{FOLDER}/late", b"x")
+        model.deliver()
+        return names
+
+    folder.io.children = children_then_add  # type: ignore[method-assign]
+    assert "late" not in _data(folder)
+    folder.io.children = real_children  # type: ignore[method-assign]
+    assert "late" in _data(folder)
+
+
+def test_a_dropped_link_makes_everything_stale() -> None:
+    model, admin, me, folder = _world()
+    folder.read()
+    model.disconnect(me)  # kazoo fires every watch with NONE and forgets them
+    model.deliver()
+    admin.set(f"{FOLDER}/c0", b"while away")  # no watch of ours sees this
+    model.reconnect(me)
+    model.deliver()
+    before = len(_calls(model))
+    assert _data(folder)["c0"] == b"while away"
+    assert len(_calls(model)) - before == 4
+
+
+def test_a_lost_session_makes_everything_stale() -> None:
+    model, admin, me, folder = _world()
+    folder.read()
+    model.expire(me)
+    model.deliver()
+    admin.delete(f"{FOLDER}/c1")
+    model.reconnect(me)
+    model.deliver()
+    assert sorted(_data(folder)) == ["c0", "c2"]
+
+
+def test_a_missing_folder_reads_empty_and_is_watched_for_its_creation() -> None:
+    model = ZkModel()
+    admin, me = model.client("admin"), model.client("me")
+    admin.start()
+    me.start()
+    events: list[WatchedEvent] = []
+    folder = WatchedFolder(ZkIO(me, 0.0), "/missing", on_change=events.append)
+    assert folder.read() == {}
+    assert folder.read() == {}
+    assert [op for op, _ in _calls(model)] == ["get_children", "exists"]  # the second read asked nothing
+    admin.ensure_path("/missing")
+    admin.create("/missing/a", b"1")
+    model.deliver()
+    assert [e.type for e in events] == [EventType.CREATED]
+    assert _data(folder) == {"a": b"1"}
+
+
+def test_on_change_runs_after_the_cache_noted_the_change() -> None:
+    model, admin, _me, folder = _world()
+    seen: list[list[str]] = []
+    folder.on_change = lambda _event: seen.append(folder.names())
+    folder.read()
+    admin.create(f"{FOLDER}/c7", b"x")
+    model.deliver()
+    assert seen == [["c0", "c1", "c2", "c7"]]  # the callback's own read already sees the new child
+
+
+def test_invalidate_reads_everything_again() -> None:
+    model, _admin, _me, folder = _world()
+    folder.read()
+    before = len(_calls(model))
+    folder.invalidate()
+    folder.read()
+    assert len(_calls(model)) - before == 4

@@ -1,0 +1,73 @@
+"""ZooKeeper requests per member on the in-memory ZooKeeper: an idle watchdog check asks nothing, and
+a join costs each member the new registration and the partitions that move, not the whole group."""
+from __future__ import annotations
+
+from collections import Counter
+
+from zkconsumer import zkdata
+from zkconsumer.testing.sim_schedule import GROUP, Options, Schedule
+from zkconsumer.testing.simulation import SimMember
+
+
+def _settle(s: Schedule, n: int = 12) -> None:
+    for _ in range(n):
+        s.model.advance(250)
+        for m in s.live():
+            s.model.deliver(m.client)
+            m.rebalance()
+            m.consume(50)
+
+
+def _requests(s: Schedule, member: SimMember, since: int) -> Counter[str]:
+    """Requests `member` sent since call number `since`, by kind and folder."""
+    ids = zkdata.ids_path(GROUP)
+    kinds: Counter[str] = Counter()
+    for call in s.model.calls[since:]:
+        if call.client == member.name:
+            kinds[call.op + (" ids" if call.path.startswith(ids) else "")] += 1
+    return kinds
+
+
+def test_an_idle_watchdog_check_sends_no_request() -> None:
+    s = Schedule(0, Options(members=0, partitions=16))
+    members = [s.add_member() for _ in range(4)]
+    _settle(s)
+    for m in members:
+        m.check_health()  # the first check reads the owner nodes and arms their watches
+    s.model.deliver()
+    since = len(s.model.calls)
+    for _ in range(3):
+        for m in members:
+            assert m.rebalancer.health_problems() == []
+    assert [c for c in s.model.calls[since:]] == []
+
+
+def test_a_join_reads_the_new_registration_only() -> None:
+    s = Schedule(0, Options(members=0, partitions=16))
+    members = [s.add_member() for _ in range(6)]
+    _settle(s)
+    since = len(s.model.calls)
+    s.add_member()
+    _settle(s)
+    for m in members:
+        asked = _requests(s, m, since)
+        assert asked["get ids"] == 1, (m.name, asked)  # six others were cached
+        assert asked["get_children ids"] >= 1
+
+
+def test_a_rebalance_that_moves_nothing_reads_no_owner_node() -> None:
+    s = Schedule(0, Options(members=0, partitions=16))
+    members = [s.add_member() for _ in range(4)]
+    _settle(s)
+    for m in members:
+        m.trigger("warm up")  # the first reconcile reads the topic's owner nodes and watches them
+    _settle(s, 2)
+    since, before = len(s.model.calls), [sorted(m.assignment.owned()) for m in members]
+    assert sum(map(len, before)) == 16
+    for m in members:
+        m.trigger("nothing changed")
+    _settle(s, 2)
+    owners = zkdata.owners_path(GROUP, "t")
+    touched = [c for c in s.model.calls[since:] if c.path.startswith(owners)]
+    assert touched == []
+    assert [sorted(m.assignment.owned()) for m in members] == before

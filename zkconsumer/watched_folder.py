@@ -1,0 +1,130 @@
+"""A ZooKeeper folder's children and their data, kept current by watches: a read asks only for what changed.
+
+The watchdog and every rebalance attempt of every member read whole folders (the group's member
+registrations, a topic's owner nodes). Read afresh each time, that is O(members × partitions)
+requests per interval for an idle group. Here a child watch on the folder says when the list of
+names changed, a data watch on each child says when that child changed or went, and a read
+re-asks ZooKeeper only for those. kazoo fires every watch with a NONE event when the link drops
+(and the session may be gone), which makes everything stale: the next read re-reads it all.
+
+Races: a watch may fire while the read it should invalidate is on the wire. Each name (and the
+list) carries a generation, bumped by its watch; an answer is cached only if its generation did
+not move meanwhile, so a change is never hidden behind an answer read before it.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import WatchedEvent, ZnodeStat
+
+from zkconsumer.zkio import ZkIO
+
+Entry = tuple[bytes, ZnodeStat]
+
+__all__ = ["WatchedFolder"]
+
+
+class WatchedFolder:
+    """The children of `path` with their (data, stat), re-read only where a watch fired.
+
+    `on_change(event)` (optional) runs on kazoo's thread when the list of children changes, after
+    the cache has noted it, so a caller woken by it reads the new list. A missing folder reads
+    as empty and is watched for its creation.
+
+    Example::
+
+        members = WatchedFolder(io, "/consumers/g/ids")
+        entries = members.read()          # first read: the list and every child
+        entries = members.read()          # nothing changed: no request at all
+    """
+
+    def __init__(self, io: ZkIO, path: str, on_change: Callable[[WatchedEvent], object] | None = None) -> None:
+        self.io = io
+        self.path = path.rstrip("/")
+        self.on_change = on_change
+        self.requests = 0  # sent so far (tests and benchmarks count them)
+        self._lock = threading.Lock()
+        self._names: list[str] | None = None  # None: not known (never read, or a watch fired since)
+        self._list_generation = 0
+        self._entries: dict[str, Entry] = {}
+        self._generations: dict[str, int] = {}
+        self._stale: set[str] = set()
+
+    def read(self) -> dict[str, Entry]:
+        """name -> (data, stat) of every child; children deleted while being read are left out."""
+        names = self._current_names()
+        with self._lock:
+            todo = {n: self._generations.get(n, 0) for n in names if n not in self._entries or n in self._stale}
+        client = self.io.client
+        answers = self.io.many(((n, client.get_async(f"{self.path}/{n}", watch=self._child_watch(n))) for n in todo),
+                               f"read {self.path}") if todo else {}
+        self.requests += len(todo)
+        with self._lock:
+            for name, answer in answers.items():
+                if self._generations.get(name, 0) != todo[name]:
+                    continue  # changed while on the wire: stays stale, read again next time
+                self._stale.discard(name)
+                if answer is None:
+                    self._entries.pop(name, None)
+                else:
+                    self._entries[name] = answer
+            listed = set(names)
+            for gone in [n for n in self._entries if n not in listed]:
+                del self._entries[gone]
+            out = {}
+            for name in names:
+                answer = answers.get(name, self._entries.get(name))
+                if answer is not None:
+                    out[name] = answer
+            return out
+
+    def names(self) -> list[str]:
+        """The children's names (no data is read)."""
+        return list(self._current_names())
+
+    def invalidate(self) -> None:
+        """Forget everything: the next read asks ZooKeeper for all of it again."""
+        with self._lock:
+            self._names = None
+            self._list_generation += 1
+            self._stale.update(self._entries)
+            for name in self._entries:
+                self._generations[name] = self._generations.get(name, 0) + 1
+
+    def _current_names(self) -> list[str]:
+        with self._lock:
+            if self._names is not None:
+                return self._names
+            generation = self._list_generation
+        while True:
+            self.requests += 1
+            try:
+                names = sorted(self.io.children(self.path, watch=self._list_watch))
+                break
+            except NoNodeError:
+                pass
+            self.requests += 1  # not there: watch for its creation instead
+            if self.io.exists(self.path, watch=self._list_watch) is None:
+                names = []
+                break
+        with self._lock:
+            if self._list_generation == generation:
+                self._names = names
+            return names
+
+    def _list_watch(self, event: WatchedEvent) -> None:
+        with self._lock:
+            self._names = None
+            self._list_generation += 1
+        if self.on_change is not None:
+            self.on_change(event)
+
+    def _child_watch(self, name: str) -> Callable[[WatchedEvent], None]:
+        def fired(_event: WatchedEvent) -> None:
+            with self._lock:
+                self._generations[name] = self._generations.get(name, 0) + 1
+                self._stale.add(name)
+        return fired
+
