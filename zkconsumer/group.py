@@ -20,7 +20,7 @@ from zkconsumer import transactions, zkdata
 from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
 from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.rebalance import partitions_text
-from zkconsumer.watched_folder import WatchedFolder
+from zkconsumer.watched_folder import WatchedFolder, WatchedNodes
 from zkconsumer.zkdata import Registration, ZkDataError
 from zkconsumer.zkio import Watch, ZkIO
 
@@ -57,6 +57,7 @@ class GroupZk:
         # a rebalance or a watchdog check re-reads only what changed since the last one.
         self._members = WatchedFolder(self.io, zkdata.ids_path(group_id))
         self._owner_folders: dict[str, WatchedFolder] = {}
+        self._own_owner_nodes = WatchedNodes(self.io)
         self._warned: set[tuple[str, int, int]] = set()
 
     @property
@@ -330,13 +331,14 @@ class GroupZk:
     def not_ours(self, owners: Mapping[TopicPartition, str], *, watched: bool = False) -> list[TopicPartition]:
         """Which of these owner nodes are gone or no longer hold our thread id in our session.
 
-        `watched`: judge by the watched owner folders (no request while nothing changed) and read
-        afresh only the nodes they call not ours, since a node we created a moment ago may not be
-        in them yet (its watch event can reach them after the create's own answer reached us).
+        `watched`: judge by the nodes' data watches (no request for a node unchanged since the last
+        such call; pass every owned node each time, the others are forgotten) and read afresh only
+        the nodes that look not ours.
         """
         if watched:
-            nodes = {t: self._watched_owner_nodes(t) for t in {t for t, _ in owners}}
-            owners = {k: v for k, v in owners.items() if self._ours(nodes[k[0]].get(k[1]), v) is None}
+            paths = {k: self._owner_path(k) for k in owners}
+            found = self._own_owner_nodes.read(list(paths.values()))
+            owners = {k: v for k, v in owners.items() if self._ours(found[paths[k]], v) is None}
         mine = self._which_are_ours(owners) if owners else set()
         return sorted(k for k in owners if k not in mine)
 

@@ -1,4 +1,4 @@
-"""A ZooKeeper folder's children and their data, kept current by watches: a read asks only for what changed.
+"""ZooKeeper folders and nodes kept current by watches: a read asks only for what changed since the last.
 
 The watchdog and every rebalance attempt of every member read whole folders (the group's member
 registrations, a topic's owner nodes). Read afresh each time, that is O(members × partitions)
@@ -23,7 +23,7 @@ from zkconsumer.zkio import ZkIO
 
 Entry = tuple[bytes, ZnodeStat]
 
-__all__ = ["WatchedFolder"]
+__all__ = ["WatchedFolder", "WatchedNodes"]
 
 
 class WatchedFolder:
@@ -128,3 +128,50 @@ class WatchedFolder:
                 self._stale.add(name)
         return fired
 
+
+
+class WatchedNodes:
+    """(data, stat) of chosen nodes, each read once and then only after its data watch fired.
+
+    For a member's own owner nodes: asking "are these still ours?" every attempt costs nothing
+    while they are unchanged. A missing node is not cached (it is asked about again next time).
+
+    Example::
+
+        mine = WatchedNodes(io)
+        found = mine.read(["/consumers/g/owners/t/0", "/consumers/g/owners/t/1"])  # path -> entry or None
+    """
+
+    def __init__(self, io: ZkIO) -> None:
+        self.io = io
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._entries: dict[str, Entry] = {}
+        self._generations: dict[str, int] = {}
+
+    def read(self, paths: list[str]) -> dict[str, Entry | None]:
+        """path -> (data, stat), None where there is no node. Forgets every path not asked for."""
+        with self._lock:
+            wanted = set(paths)
+            for path in [p for p in self._entries if p not in wanted]:
+                del self._entries[path]
+            for path in [p for p in self._generations if p not in wanted]:
+                del self._generations[path]
+            todo = {p: self._generations.setdefault(p, 0) for p in paths if p not in self._entries}
+        client = self.io.client
+        answers = self.io.many(((p, client.get_async(p, watch=self._watch(p))) for p in todo),
+                               "read watched nodes") if todo else {}
+        self.requests += len(todo)
+        with self._lock:
+            for path, answer in answers.items():
+                if answer is not None and self._generations.get(path, 0) == todo[path]:
+                    self._entries[path] = answer
+            return {p: answers[p] if p in answers else self._entries.get(p) for p in paths}
+
+    def _watch(self, path: str) -> Callable[[WatchedEvent], None]:
+        def fired(_event: WatchedEvent) -> None:
+            with self._lock:
+                if path in self._generations or path in self._entries:
+                    self._generations[path] = self._generations.get(path, 0) + 1
+                    self._entries.pop(path, None)
+        return fired

@@ -12,8 +12,9 @@ range assignment names for the members registered. For each cell:
   leave     that member shut down, until converged (likewise)
   requests  ZooKeeper requests per change, per member (server's zk_packets_received, less the
             observer's own requests, over the M+1 members; the joiner's and leaver's own included)
-  idle      requests per member per second over --idle seconds of a converged group (pings and
-            the lease included; the watchdog checks once per zkconsumer.watchdog.interval.ms)
+  idle      requests per member per second over --idle seconds of a converged group, from one
+            watchdog interval after converging (pings and the lease included; the watchdog checks
+            once per zkconsumer.watchdog.interval.ms)
   cpu       CPU seconds of this process per member per change, the observer's thread excluded
 The last line is machine-readable:
   cells=N worst_join_s= worst_leave_s= idle_zk_req_per_member_s= zk_req_per_change_per_member=
@@ -129,7 +130,7 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
         members = start_members(config, members_n)
         observer.wait(args.timeout)
         initial = time.monotonic() - began
-        time.sleep(args.settle)
+        time.sleep(args.settle + args.watchdog_ms / 1000.0)  # the first check after a change reads what changed
         before, seen = packets_received(port), observer.requests
         time.sleep(args.idle)
         idle = (packets_received(port) - before - 1 - (observer.requests - seen)) / members_n / args.idle

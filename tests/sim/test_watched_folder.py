@@ -6,7 +6,7 @@ from typing import Any
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from zkconsumer.testing.zkmodel import ZkModel
-from zkconsumer.watched_folder import WatchedFolder
+from zkconsumer.watched_folder import WatchedFolder, WatchedNodes
 from zkconsumer.zkio import ZkIO
 
 FOLDER = "/f"
@@ -178,3 +178,49 @@ def test_invalidate_reads_everything_again() -> None:
     folder.invalidate()
     folder.read()
     assert len(_calls(model)) - before == 4
+
+
+# ---- WatchedNodes ------------------------------------------------------------------------------
+
+def test_watched_nodes_are_read_once_until_their_watch_fires() -> None:
+    model, admin, me, _folder = _world()
+    nodes = WatchedNodes(ZkIO(me, 0.0))
+    paths = [f"{FOLDER}/c0", f"{FOLDER}/c1", f"{FOLDER}/gone"]
+    assert {p: e and e[0] for p, e in nodes.read(paths).items()} == {paths[0]: b"v0", paths[1]: b"v1", paths[2]: None}
+    before = len(_calls(model))
+    nodes.read(paths)
+    assert _calls(model)[before:] == [("get", paths[2])]  # only the missing one is asked again
+    admin.set(paths[1], b"changed")
+    admin.delete(paths[0])
+    model.deliver()
+    before = len(_calls(model))
+    found = nodes.read(paths)
+    assert found[paths[0]] is None and found[paths[1]] is not None and found[paths[1]][0] == b"changed"
+    assert sorted(_calls(model)[before:]) == sorted(("get", p) for p in paths)
+
+
+def test_watched_nodes_forget_what_is_not_asked_for() -> None:
+    model, _admin, me, _folder = _world()
+    nodes = WatchedNodes(ZkIO(me, 0.0))
+    nodes.read([f"{FOLDER}/c0", f"{FOLDER}/c1"])
+    nodes.read([f"{FOLDER}/c1"])
+    before = len(_calls(model))
+    nodes.read([f"{FOLDER}/c0", f"{FOLDER}/c1"])
+    assert _calls(model)[before:] == [("get", f"{FOLDER}/c0")]
+
+
+def test_watched_nodes_do_not_cache_an_answer_overtaken_by_a_change() -> None:
+    model, admin, me, _folder = _world()
+    nodes = WatchedNodes(ZkIO(me, 0.0))
+    real_many = nodes.io.many
+
+    def many_then_change(calls: Any, what: str) -> Any:
+        answers = real_many(calls, what)
+        admin.set(f"{FOLDER}/c0", b"after")
+        model.deliver()
+        return answers
+
+    nodes.io.many = many_then_change  # type: ignore[method-assign]
+    assert nodes.read([f"{FOLDER}/c0"])[f"{FOLDER}/c0"][0] == b"v0"  # type: ignore[index]
+    nodes.io.many = real_many  # type: ignore[method-assign]
+    assert nodes.read([f"{FOLDER}/c0"])[f"{FOLDER}/c0"][0] == b"after"  # type: ignore[index]
