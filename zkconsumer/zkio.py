@@ -107,7 +107,9 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float,
     changes that, the attribute stays None and the lease falls back to the configured timeout.
     """
     from kazoo.client import KazooClient
-    client = KazooClient(hosts=hosts, timeout=session_timeout_s, auth_data=auth,
+
+    from zkconsumer.kazoo_handler import make_handler
+    client = KazooClient(hosts=hosts, timeout=session_timeout_s, auth_data=auth, handler=make_handler(),
                          connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0})
     client.negotiated_session_timeout_ms = None
     connection: Any = getattr(client, "_connection", None)
