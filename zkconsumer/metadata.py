@@ -4,6 +4,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
+from kazoo.protocol.states import ZnodeStat
+
 from zkconsumer import zkdata
 from zkconsumer.zkdata import BrokerInfo
 from zkconsumer.zkio import Watch, ZkIO
@@ -26,6 +28,7 @@ class ClusterMetadata:
 
     def __init__(self, io: ZkIO | Any) -> None:
         self.io = io if isinstance(io, ZkIO) else ZkIO(io, timeout_s=30.0)
+        self._decoded: dict[str, tuple[tuple[int, int], list[int]]] = {}  # topic -> (node version, partitions)
 
     def brokers(self, watch: Watch | None = None) -> list[BrokerInfo]:
         """Every registered broker. A child that is not a broker id is skipped with a warning naming
@@ -68,8 +71,18 @@ class ClusterMetadata:
                 out[topic] = ([], None)
                 continue
             data, stat = answer
-            out[topic] = (sorted(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic))), stat.czxid)
+            out[topic] = (self._partitions_of(topic, data, stat), stat.czxid)
         return out
+
+    def _partitions_of(self, topic: str, data: bytes, stat: ZnodeStat) -> list[int]:
+        """Decoded once per version of the topic node: every rebalance attempt reads it, and at
+        thousands of partitions the JSON costs more than the read."""
+        known = self._decoded.get(topic)
+        if known is not None and known[0] == (stat.czxid, stat.mzxid):
+            return list(known[1])
+        partitions = sorted(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic)))
+        self._decoded[topic] = ((stat.czxid, stat.mzxid), partitions)
+        return list(partitions)
 
     def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
         """topic -> sorted partition ids; a topic without a node has none (as in Scala)."""

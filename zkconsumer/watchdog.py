@@ -89,6 +89,9 @@ class Watchdog:
         """One check; returns the problems that persisted since the previous check with no
         rebalance activity in between."""
         before = self._activity()
+        if before is None:  # a rebalance is under way or pending: what a check saw now could not count
+            self._last_activity, self._previous, self.problems = None, set(), []
+            return []  # and not reading saves the group O(partitions) reads per member mid-change
         current = set(self._check())
         after = self._activity()
         calm = before is not None and before == after  # no rebalance ran or began during the check

@@ -71,3 +71,26 @@ def test_a_rebalance_that_moves_nothing_reads_no_owner_node() -> None:
     touched = [c for c in s.model.calls[since:] if c.path.startswith(owners)]
     assert touched == []
     assert [sorted(m.assignment.owned()) for m in members] == before
+
+
+def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from zkconsumer import metadata
+    from zkconsumer.testing.zkmodel import ZkModel
+
+    model = ZkModel()
+    client = model.client("me")
+    client.start()
+    client.create(zkdata.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1]}}).encode(),
+                  makepath=True)
+    decoded: list[bytes] = []
+    real = zkdata.decode_topic_partitions
+    monkeypatch.setattr(metadata.zkdata, "decode_topic_partitions", lambda data, path: decoded.append(data) or real(data, path))
+    cluster = metadata.ClusterMetadata(client)
+    assert cluster.topics(["t"])["t"][0] == [0, 1]
+    assert cluster.topics(["t"])["t"][0] == [0, 1]
+    assert len(decoded) == 1
+    client.set(zkdata.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1], "2": [1]}}).encode())
+    assert cluster.topics(["t"])["t"][0] == [0, 1, 2]
+    assert len(decoded) == 2

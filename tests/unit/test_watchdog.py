@@ -98,3 +98,13 @@ def test_a_stopped_task_ends_quietly_when_its_run_fails_after_the_stop(caplog) -
     task.thread.join(5)
     assert not task.thread.is_alive()
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_no_check_is_read_while_a_rebalance_is_under_way_or_pending() -> None:
+    checks: list[int] = []
+    running: list[int | None] = [None]
+    dog = Watchdog("g_a", interval_s=60, check=lambda: checks.append(1) or ["t-1 has no owner"],  # type: ignore[func-returns-value]
+                   trigger=lambda _r: None, activity=lambda: running[0])
+    assert dog.run_once() == [] and checks == []  # mid-change: nothing read from ZooKeeper
+    running[0] = 3
+    assert dog.run_once() == [] and dog.run_once() == ["t-1 has no owner"] and len(checks) == 2
