@@ -6,7 +6,8 @@ Per cell MxP: M members (ConsumerConnector, fetch=False, one stream each, range 
 default settings) in this one process, one topic of P partitions. The topic lives in a chroot of
 its own with a copy of the broker's registration, so the broker creates no logs for it and the
 members need nothing of Kafka. Converged = every partition owned exactly once by the thread
-range assignment names for the members registered. For each cell:
+range assignment names for the members present (judged from what each member says it owns, then
+confirmed once against the owner nodes). For each cell:
   initial   all M members started at once, until converged
   join      one more member started, until converged (median and max of --repeats)
   leave     that member shut down, until converged (likewise)
@@ -60,21 +61,20 @@ def packets_received(port: int) -> int:
 
 
 class Observer:
-    """Reads the group from its own session and counts its own requests (they are not the members')."""
+    """Judges convergence from what the members say they own (no request), then confirms it once
+    against the owner nodes from its own session, counting those requests (they are not the members')."""
 
     def __init__(self, client: KazooClient, group: str, partitions: int) -> None:
         self.client, self.group, self.partitions = client, group, partitions
         self.requests = 0
 
-    def converged(self) -> bool:
-        members = self.client.get_children(zkdata.ids_path(self.group))
-        folder = zkdata.owners_path(self.group, TOPIC)
-        owned = self.client.get_children(folder) if self.client.exists(folder) else []
-        self.requests += 3
-        if not members or len(owned) != self.partitions:
-            return False
-        wanted = range_assign(AssignmentInput({TOPIC: [f"{m}-0" for m in members]},
+    def converged(self, members: list[ConsumerConnector]) -> bool:
+        wanted = range_assign(AssignmentInput({TOPIC: [f"{m.consumer_id}-0" for m in members]},
                                               {TOPIC: list(range(self.partitions))}))
+        if any(m.owned_partitions() != {k: t for k, t in wanted.items() if t == f"{m.consumer_id}-0"}
+               for m in members):
+            return False
+        folder = zkdata.owners_path(self.group, TOPIC)
         answers = [(p, self.client.get_async(f"{folder}/{p}")) for p in range(self.partitions)]
         self.requests += self.partitions
         try:
@@ -82,10 +82,10 @@ class Observer:
         except Exception:  # noqa: BLE001 - a node went between the list and the read: not converged
             return False
 
-    def wait(self, timeout: float) -> float:
+    def wait(self, members: list[ConsumerConnector], timeout: float) -> float:
         began = time.monotonic()
         while time.monotonic() - began < timeout:
-            if self.converged():
+            if self.converged(members):
                 return time.monotonic() - began
             time.sleep(0.05)
         raise RuntimeError(f"group {self.group} did not converge within {timeout:.0f} s")
@@ -128,7 +128,7 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
                   "zkconsumer.watchdog.interval.ms": args.watchdog_ms}
         began = time.monotonic()
         members = start_members(config, members_n)
-        observer.wait(args.timeout)
+        observer.wait(members, args.timeout)
         initial = time.monotonic() - began
         time.sleep(args.settle + args.watchdog_ms / 1000.0)  # the first check after a change reads what changed
         before, seen = packets_received(port), observer.requests
@@ -148,9 +148,12 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
                 began = time.monotonic()
                 if kind == "join":
                     extra = start_members(config, 1)[0]
-                elif extra is not None:
+                    present = members + [extra]
+                else:
+                    assert extra is not None
                     extra.shutdown()
-                observer.wait(args.timeout)
+                    present = members
+                observer.wait(present, args.timeout)
                 took = time.monotonic() - began
                 (joins if kind == "join" else leaves).append(took)
                 sent = packets_received(port) - before - 1 - (observer.requests - seen)

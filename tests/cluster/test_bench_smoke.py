@@ -59,3 +59,15 @@ def test_soak_benchmark_smoke() -> None:
     found = re.fullmatch(r"rss_start_mb=\d+ rss_warm_mb=\d+ rss_max_mb=\d+ rss_end_mb=\d+ bound_mb=\d+ "
                          r"consumed=(\d+) seconds=12 loadavg=\d+\.\d+", last)
     assert found and int(found.group(1)) > 0, last
+
+
+def test_scale_benchmark_smoke(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/scale.py"), "--cells", "2x8", "--repeats", "1",
+                           "--idle", "2", "--settle", "0.2", "--watchdog-ms", "500", "--workdir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    found = re.fullmatch(r"cells=1 worst_join_s=\d+\.\d+ worst_leave_s=\d+\.\d+ idle_zk_req_per_member_s=\d+\.\d+ "
+                         r"zk_req_per_change_per_member=(\d+\.\d+) cpu_s_per_member_per_change=\d+\.\d+ "
+                         r"loadavg=\d+\.\d+", last)
+    assert found and float(found.group(1)) > 0, last
