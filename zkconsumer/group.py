@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 from zkconsumer import transactions, zkdata
 from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
@@ -58,7 +58,24 @@ class GroupZk:
         self._members = WatchedFolder(self.io, zkdata.ids_path(group_id))
         self._owner_folders: dict[str, WatchedFolder] = {}
         self._own_owner_nodes = WatchedNodes(self.io)
+        # kazoo runs state listeners at once on its connection thread, but queues the NONE events
+        # that tell each watch it is gone: a read right after a reconnect could still trust the
+        # caches, whose watches died with the link. Everything is forgotten at the drop instead.
+        add_listener = getattr(client, "add_listener", None)
+        if add_listener is not None:
+            add_listener(self._on_connection_state)
         self._warned: set[tuple[str, int, int]] = set()
+
+    def _on_connection_state(self, state: str) -> None:
+        if state in (KazooState.SUSPENDED, KazooState.LOST):
+            self.forget_cached_reads()
+
+    def forget_cached_reads(self) -> None:
+        """Make the next reads of registrations and owner nodes ask ZooKeeper for everything."""
+        self._members.invalidate()
+        for folder in list(self._owner_folders.values()):
+            folder.invalidate()
+        self._own_owner_nodes.invalidate()
 
     @property
     def live_session(self) -> int | None:
@@ -169,9 +186,15 @@ class GroupZk:
         """
         if watch is not None:
             self._members.on_change = watch
+        entries = self._members.read()
+        if self.session is not None and self.consumer_id not in entries:
+            # Registered, yet not in the list: our own create's watch event may still be queued
+            # behind its answer. Read the list afresh rather than fail the attempt on it.
+            self._members.invalidate()
+            entries = self._members.read()
         good: dict[str, Registration] = {}
         bad: dict[str, ZkDataError] = {}
-        for cid, (data, _stat) in self._members.read().items():
+        for cid, (data, _stat) in entries.items():
             try:
                 good[cid] = Registration.decode(data, zkdata.member_path(self.group_id, cid))
             except ZkDataError as exc:

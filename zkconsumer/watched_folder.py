@@ -73,6 +73,9 @@ class WatchedFolder:
             listed = set(names)
             for gone in [n for n in self._entries if n not in listed]:
                 del self._entries[gone]
+            for gone in [n for n in self._generations if n not in listed and n not in todo]:
+                del self._generations[gone]  # (a late watch of a gone name only re-adds one number)
+            self._stale &= listed
             out = {}
             for name in names:
                 answer = answers.get(name, self._entries.get(name))
@@ -148,6 +151,13 @@ class WatchedNodes:
         self._lock = threading.Lock()
         self._entries: dict[str, Entry] = {}
         self._generations: dict[str, int] = {}
+
+    def invalidate(self) -> None:
+        """Forget everything: the next read asks ZooKeeper for all of it again."""
+        with self._lock:
+            for path in self._entries:
+                self._generations[path] = self._generations.get(path, 0) + 1
+            self._entries.clear()
 
     def read(self, paths: list[str]) -> dict[str, Entry | None]:
         """path -> (data, stat), None where there is no node. Forgets every path not asked for."""

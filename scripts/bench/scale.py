@@ -102,6 +102,15 @@ def start_members(config: dict[str, object], count: int) -> list[ConsumerConnect
     return members
 
 
+def stop_members(members: list[ConsumerConnector]) -> None:
+    """All at once: one by one, every leave would make the rest rebalance again."""
+    threads = [threading.Thread(target=m.shutdown, name=f"stop-{i}") for i, m in enumerate(members)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argparse.Namespace) -> dict[str, float]:
     chroot = f"/scale-{members_n}x{partitions}-{int(time.time())}"
     group = f"scale-{members_n}x{partitions}"
@@ -170,8 +179,7 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
               f"{idle:6.2f}   cpu/member/change {row['cpu_s_per_member_per_change']:.3f} s", flush=True)
         return row
     finally:
-        for m in members:
-            m.shutdown()
+        stop_members(members)
         observer_client.stop()
         root.delete(chroot, recursive=True)
         root.stop()

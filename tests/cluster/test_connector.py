@@ -9,6 +9,7 @@ import time
 import pytest
 
 from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist, zkdata
+from zkconsumer.kazoo_handler import PollHandler
 from zkconsumer.testing import kafka
 from zkconsumer.testing.members import keys_of, Recorder, committed_offsets, drain, owner_table, wait_for_balanced
 
@@ -30,6 +31,7 @@ def test_single_member_consumes_everything_with_exact_znodes(cluster, zk, topic_
     with connector(cluster, group_id, consumer_id="c1", auto_commit_enable=False) as conn:
         streams = conn.create_message_streams({topic: 2})
         assert conn.consumer_id == f"{group_id}_c1"
+        assert isinstance(conn._zk.handler, PollHandler)  # kazoo's select on poll(2), see kazoo_handler.py
         drain("c1", streams[topic], recorder)
         recorder.wait_for(keys_of(sent), timeout=60)
 

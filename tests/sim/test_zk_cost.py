@@ -94,3 +94,41 @@ def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type:
     client.set(zkdata.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1], "2": [1]}}).encode())
     assert cluster.topics(["t"])["t"][0] == [0, 1, 2]
     assert len(decoded) == 2
+
+
+def test_a_reconnect_does_not_trust_caches_whose_watches_died_with_the_link() -> None:
+    """kazoo tells each watch it is gone by a queued NONE event, but runs state listeners at once:
+    a read right after the reconnect, before those events ran, must not serve the old list."""
+    from zkconsumer.group import GroupZk
+    from zkconsumer.testing.zkmodel import ZkModel
+
+    model = ZkModel()
+    admin, me = model.client("admin"), model.client("me")
+    admin.start()
+    me.start()
+    group = GroupZk(me, GROUP, f"{GROUP}_me", timeout_s=0.0)
+    group.ensure_paths()
+    group.register(b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}')
+    model.deliver()
+    assert sorted(group.read_registrations()[0]) == [f"{GROUP}_me"]
+    model.disconnect(me)
+    assert model.deliver_listeners(me) == 1  # the SUSPENDED listener; the NONE events stay queued
+    assert model.pending_events(me) > 0
+    admin.create(zkdata.member_path(GROUP, f"{GROUP}_new"),
+                 b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"2"}')
+    model.reconnect(me)
+    assert sorted(group.read_registrations()[0]) == [f"{GROUP}_me", f"{GROUP}_new"]
+
+
+def test_our_own_registration_is_listed_even_before_its_watch_event_ran() -> None:
+    from zkconsumer.group import GroupZk
+    from zkconsumer.testing.zkmodel import ZkModel
+
+    model = ZkModel()
+    me = model.client("me")
+    me.start()
+    group = GroupZk(me, GROUP, f"{GROUP}_me", timeout_s=0.0)
+    group.ensure_paths()
+    assert group.read_registrations()[0] == {}
+    group.register(b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}')
+    assert sorted(group.read_registrations()[0]) == [f"{GROUP}_me"]  # its child event not delivered yet

@@ -219,6 +219,15 @@ class ZkModel:
                 return True
         return False
 
+    def deliver_listeners(self, client: FakeKazooClient) -> int:
+        """Run only the client's queued state-listener callbacks, leaving its watch events queued:
+        kazoo runs listeners at once on its connection thread, watch events later on another."""
+        items = [i for i in self._queue if i.client is client and i.listener]
+        for item in items:
+            self._queue.remove(item)
+            self._run(item)
+        return len(items)
+
     def deliver(self, client: FakeKazooClient | None = None, max_steps: int = 100_000) -> int:
         n = 0
         while self.deliver_one(client):
