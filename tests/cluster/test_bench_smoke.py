@@ -12,11 +12,16 @@ pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_throughput_benchmark_smoke() -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/throughput.py"), "--messages", "20000",
-                           "--smoke"], capture_output=True, text=True, timeout=300)
+def last_line(script: str, *args: str, timeout: float) -> str:
+    """Run scripts/bench/<script> to its end (it must succeed) and return its last output line."""
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench" / script), *args],
+                          capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
-    last = done.stdout.strip().splitlines()[-1]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_throughput_benchmark_smoke() -> None:
+    last = last_line("throughput.py", "--messages", "20000", "--smoke", timeout=300)
     assert re.fullmatch(r"ratio=\d+\.\d+ batch_ratio=\d+\.\d+ scala_ratio=\d+\.\d+ iterator_scala_ratio=\d+\.\d+ "
                         r"default_ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
                         r"batch_msgs_per_s=\d+ scala_msgs_per_s=\d+ loadavg=\d+\.\d+", last), last
@@ -39,11 +44,8 @@ def test_handover_benchmark_smoke(tmp_path: Path) -> None:
 
 @pytest.mark.interop
 def test_mixed_handover_benchmark_smoke(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/handover.py"), "--mixed", "--members", "2",
-                           "--partitions", "4", "--events", "4", "--dwell", "0.5", "--workdir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    last = done.stdout.strip().splitlines()[-1]
+    last = last_line("handover.py", "--mixed", "--members", "2", "--partitions", "4", "--events", "4",
+                     "--dwell", "0.5", "--workdir", str(tmp_path), timeout=900)
     found = re.fullmatch(r"mixed=1 handovers_zk_scala=(\d+) stale_zk_scala=\d+ stale_zk_scala_nolinger=\d+ "
                          r"zk_reg_own_median_s=\d+\.\d+ scala_reg_own_median_s=\d+\.\d+ "
                          r"scala_reg_own_median_nolinger_s=\d+\.\d+ unowned_p99_s=\d+\.\d+ loadavg=\d+\.\d+", last)
@@ -52,21 +54,15 @@ def test_mixed_handover_benchmark_smoke(tmp_path: Path) -> None:
 
 
 def test_soak_benchmark_smoke() -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/soak.py"), "--seconds", "12", "--smoke"],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    last = done.stdout.strip().splitlines()[-1]
+    last = last_line("soak.py", "--seconds", "12", "--smoke", timeout=300)
     found = re.fullmatch(r"rss_start_mb=\d+ rss_warm_mb=\d+ rss_max_mb=\d+ rss_end_mb=\d+ bound_mb=\d+ "
                          r"consumed=(\d+) seconds=12 loadavg=\d+\.\d+", last)
     assert found and int(found.group(1)) > 0, last
 
 
 def test_scale_benchmark_smoke(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/scale.py"), "--cells", "2x8", "--repeats", "1",
-                           "--idle", "2", "--settle", "0.2", "--watchdog-ms", "500", "--workdir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    last = done.stdout.strip().splitlines()[-1]
+    last = last_line("scale.py", "--cells", "2x8", "--repeats", "1", "--idle", "2", "--settle", "0.2",
+                     "--watchdog-ms", "500", "--workdir", str(tmp_path), timeout=300)
     found = re.fullmatch(r"cells=1 worst_join_s=\d+\.\d+ worst_leave_s=\d+\.\d+ idle_zk_req_per_member_s=\d+\.\d+ "
                          r"zk_req_per_change_per_member=(\d+\.\d+) cpu_s_per_member_per_change=\d+\.\d+ "
                          r"loadavg=\d+\.\d+", last)
