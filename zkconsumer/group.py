@@ -20,7 +20,8 @@ from zkconsumer import transactions, zkdata
 from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
 from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.rebalance import partitions_text
-from zkconsumer.watched_folder import WatchedFolder, WatchedNodes
+from zkconsumer.group_reads import GroupReads
+from zkconsumer.watched_folder import WatchedNodes
 from zkconsumer.zkdata import Registration, ZkDataError
 from zkconsumer.zkio import Watch, ZkIO
 
@@ -53,10 +54,9 @@ class GroupZk:
         self.session: int | None = None  # the session our member node was created in
         self._ensured: set[str] = set()
         self._transaction_max_bytes = transaction_max_bytes
-        # Registrations and owner nodes as the watches we hold say they are (see WatchedFolder):
-        # a rebalance or a watchdog check re-reads only what changed since the last one.
-        self._members = WatchedFolder(self.io, zkdata.ids_path(group_id))
-        self._owner_folders: dict[str, WatchedFolder] = {}
+        # Registrations and owner nodes as the watches we hold say they are: a rebalance or a
+        # watchdog check re-reads only what changed since the last one.
+        self.reads = GroupReads(self.io, group_id)
         self._own_owner_nodes = WatchedNodes(self.io)
         # kazoo runs state listeners at once on its connection thread, but queues the NONE events
         # that tell each watch it is gone: a read right after a reconnect could still trust the
@@ -64,7 +64,6 @@ class GroupZk:
         add_listener = getattr(client, "add_listener", None)
         if add_listener is not None:
             add_listener(self._on_connection_state)
-        self._warned: set[tuple[str, int, int]] = set()
 
     def _on_connection_state(self, state: str) -> None:
         if state in (KazooState.SUSPENDED, KazooState.LOST):
@@ -72,9 +71,7 @@ class GroupZk:
 
     def forget_cached_reads(self) -> None:
         """Make the next reads of registrations and owner nodes ask ZooKeeper for everything."""
-        self._members.invalidate()
-        for folder in list(self._owner_folders.values()):
-            folder.invalidate()
+        self.reads.forget()
         self._own_owner_nodes.invalidate()
 
     @property
@@ -174,36 +171,14 @@ class GroupZk:
         return stat is not None and self.session is not None and stat.ephemeralOwner == self.session
 
     # ---- group reads -----------------------------------------------------------------------
-    def member_ids(self, watch: Watch | None = None) -> list[str]:
-        return sorted(self.io.children(zkdata.ids_path(self.group_id), watch=watch))
-
     def read_registrations(self, watch: Watch | None = None) -> tuple[dict[str, Registration],
                                                                       dict[str, ZkDataError]]:
-        """Every member's registration, and separately those that could not be decoded.
+        """Every member's registration, and separately those that could not be decoded (cached:
+        see GroupReads.registrations). `watch` runs when the list of members changes."""
+        return self.reads.registrations(watch, own_id=self.consumer_id if self.session is not None else None)
 
-        Served from the watched cache: only registrations that changed since the last read are
-        read again. `watch` runs when the list of members changes (it stays set for later reads).
-        """
-        if watch is not None:
-            self._members.on_change = watch
-        entries = self._members.read()
-        if self.session is not None and self.consumer_id not in entries:
-            # Registered, yet not in the list: our own create's watch event may still be queued
-            # behind its answer. Read the list afresh rather than fail the attempt on it.
-            self._members.invalidate()
-            entries = self._members.read()
-        good: dict[str, Registration] = {}
-        bad: dict[str, ZkDataError] = {}
-        for cid, (data, _stat) in entries.items():
-            try:
-                good[cid] = Registration.decode(data, zkdata.member_path(self.group_id, cid))
-            except ZkDataError as exc:
-                bad[cid] = exc
-        return good, bad
-
-    def watched_member_ids(self) -> list[str]:
-        """The registered members as our watches say (no request unless the list changed)."""
-        return self._members.names()
+    def member_ids(self, watch: Watch | None = None) -> list[str]:
+        return sorted(self.io.children(zkdata.ids_path(self.group_id), watch=watch))
 
     def read_offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Committed offsets; -1 where none exists, or where it predates the topic itself.
@@ -230,45 +205,6 @@ class GroupZk:
                 continue
             out[key] = zkdata.decode_offset(data, path)
         return out
-
-    def owners(self, topic: str) -> dict[int, str]:
-        """partition -> owner thread id for one topic, as our watches say: only owner nodes that
-        changed since the last call are read. Children that are not partition numbers and owner
-        values that cannot be decoded are skipped with a warning naming the node."""
-        out = {}
-        folder = zkdata.owners_path(self.group_id, topic)
-        for partition, (data, stat) in self._watched_owner_nodes(topic).items():
-            try:
-                out[partition] = zkdata.decode_owner(data, f"{folder}/{partition}")
-            except ZkDataError as exc:
-                self._warn_once(f"{folder}/{partition}", stat, "ignoring garbled owner node %s", exc)
-        return out
-
-    def _watched_owner_nodes(self, topic: str) -> dict[int, tuple[bytes, ZnodeStat]]:
-        folder = self._owner_folders.get(topic)
-        if folder is None:
-            folder = self._owner_folders[topic] = WatchedFolder(self.io, zkdata.owners_path(self.group_id, topic))
-        out = {}
-        for child, answer in folder.read().items():
-            if child.isascii() and child.isdigit():
-                out[int(child)] = answer
-            else:
-                self._warn_once(f"{folder.path}/{child}", answer[1], "ignoring %s/%s: not a partition number",
-                                folder.path, child)
-        return out
-
-    def forget_owners_except(self, topics: Iterable[str]) -> None:
-        """Stop caching owner nodes of other topics (their watches fire once more, unheard)."""
-        keep = set(topics)
-        for topic in [t for t in self._owner_folders if t not in keep]:
-            del self._owner_folders[topic]
-
-    def _warn_once(self, path: str, stat: ZnodeStat, message: str, *args: object) -> None:
-        """Log a bad node once per version of it, not at every cached read."""
-        seen = (path, stat.czxid, stat.mzxid)
-        if seen not in self._warned:
-            self._warned.add(seen)
-            log.warning(message, *args)
 
     # ---- ownership -----------------------------------------------------------------------------
     def claim(self, owners: Mapping[TopicPartition, str], *, partial: bool = False) -> list[TopicPartition]:

@@ -328,14 +328,14 @@ class Rebalancer:
         if self._stopping.is_set() or not self.last_assignment:
             return []
         # From the watched caches: an idle check sends no request; one after a change reads what changed.
-        members = set(self.group.watched_member_ids())
+        members = set(self.group.reads.member_ids())
         partitions = {t: parts for t, parts in self.last_assignment.items() if t in self.my_topics}
-        self.group.forget_owners_except(partitions)
+        self.group.reads.forget_owners_except(partitions)
         owners = {}
         for topic in partitions:
             if self._stopping.is_set():
                 return []  # leaving: the answer would not be acted on, and the session is closing
-            owners[topic] = self.group.owners(topic)
+            owners[topic] = self.group.reads.owners(topic)
         # Deleting an adopted node is fenced by session, so one of an older session is left alone.
         orphans = self.assignment.adopt_orphans({(t, p): thread for t, found in owners.items()
                                                  for p, thread in found.items() if self._is_our_thread(thread)})

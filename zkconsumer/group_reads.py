@@ -1,0 +1,104 @@
+"""The group as our watches say it is: registrations, member ids and owner nodes, re-read only where a watch fired.
+
+Read afresh, these are O(members) requests per rebalance attempt and O(partitions) per watchdog
+check on every member; served from WatchedFolders they cost only what changed. Writes never use
+them: a claim, release or commit reads the nodes it writes afresh, for the versions it fences on.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+from kazoo.protocol.states import ZnodeStat
+
+from zkconsumer import zkdata
+from zkconsumer.watched_folder import WatchedFolder
+from zkconsumer.zkdata import Registration, ZkDataError
+from zkconsumer.zkio import Watch, ZkIO
+
+log = logging.getLogger(__name__)
+
+__all__ = ["GroupReads"]
+
+
+class GroupReads:
+    """Cached reads of `/consumers/<group>`: `ids` and each subscribed topic's `owners` folder.
+
+    Example::
+
+        reads = GroupReads(io, "billing")
+        good, bad = reads.registrations(watch=on_members_changed)
+        owners = reads.owners("orders")        # partition -> owner thread id
+    """
+
+    def __init__(self, io: ZkIO, group_id: str) -> None:
+        self.io = io
+        self.group_id = group_id
+        self._members = WatchedFolder(io, zkdata.ids_path(group_id))
+        self._owner_folders: dict[str, WatchedFolder] = {}
+        self._warned: set[tuple[str, int, int]] = set()
+
+    def forget(self) -> None:
+        """Make the next reads ask ZooKeeper for everything (the watches went with the link)."""
+        self._members.invalidate()
+        for folder in list(self._owner_folders.values()):
+            folder.invalidate()
+
+    def registrations(self, watch: Watch | None = None, *, own_id: str | None = None) -> tuple[
+            dict[str, Registration], dict[str, ZkDataError]]:
+        """Every member's registration, and separately those that could not be decoded.
+
+        Only registrations that changed since the last read are read again. `watch` runs when
+        the list of members changes (it stays set for later reads). `own_id`: our consumer id
+        once registered; if the cached list lacks it, our own create's watch event may still be
+        queued behind its answer, so the list is read afresh rather than failing the attempt.
+        """
+        if watch is not None:
+            self._members.on_change = watch
+        entries = self._members.read()
+        if own_id is not None and own_id not in entries:
+            self._members.invalidate()
+            entries = self._members.read()
+        good: dict[str, Registration] = {}
+        bad: dict[str, ZkDataError] = {}
+        for cid, (data, _stat) in entries.items():
+            try:
+                good[cid] = Registration.decode(data, zkdata.member_path(self.group_id, cid))
+            except ZkDataError as exc:
+                bad[cid] = exc
+        return good, bad
+
+    def member_ids(self) -> list[str]:
+        """The registered members (no request unless the list changed)."""
+        return self._members.names()
+
+    def owners(self, topic: str) -> dict[int, str]:
+        """partition -> owner thread id for one topic. Children that are not partition numbers and
+        owner values that cannot be decoded are skipped with a warning naming the node (once)."""
+        folder = self._owner_folders.get(topic)
+        if folder is None:
+            folder = self._owner_folders[topic] = WatchedFolder(self.io, zkdata.owners_path(self.group_id, topic))
+        out = {}
+        for child, (data, stat) in folder.read().items():
+            path = f"{folder.path}/{child}"
+            if not (child.isascii() and child.isdigit()):
+                self._warn_once(path, stat, "ignoring %s: not a partition number", path)
+                continue
+            try:
+                out[int(child)] = zkdata.decode_owner(data, path)
+            except ZkDataError as exc:
+                self._warn_once(path, stat, "ignoring garbled owner node %s", exc)
+        return out
+
+    def forget_owners_except(self, topics: Iterable[str]) -> None:
+        """Stop caching owner nodes of other topics (their watches fire once more, unheard)."""
+        keep = set(topics)
+        for topic in [t for t in self._owner_folders if t not in keep]:
+            del self._owner_folders[topic]
+
+    def _warn_once(self, path: str, stat: ZnodeStat, message: str, *args: object) -> None:
+        """Log a bad node once per version of it, not at every cached read."""
+        seen = (path, stat.czxid, stat.mzxid)
+        if seen not in self._warned:
+            self._warned.add(seen)
+            log.warning(message, *args)
