@@ -18,9 +18,9 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 from zkconsumer import transactions, zkdata
 from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
+from zkconsumer.group_reads import GroupReads
 from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.rebalance import partitions_text
-from zkconsumer.group_reads import GroupReads
 from zkconsumer.watched_folder import WatchedNodes
 from zkconsumer.zkdata import Registration, ZkDataError
 from zkconsumer.zkio import Watch, ZkIO
