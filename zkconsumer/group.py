@@ -18,7 +18,7 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 from zkconsumer import transactions, zkdata
 from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
-from zkconsumer.group_reads import GroupReads
+from zkconsumer.group_reads import GroupReads, decode_owners
 from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.rebalance import partitions_text
 from zkconsumer.watched_folder import WatchedNodes
@@ -179,6 +179,17 @@ class GroupZk:
 
     def member_ids(self, watch: Watch | None = None) -> list[str]:
         return sorted(self.io.children(zkdata.ids_path(self.group_id), watch=watch))
+
+    def owners(self, topic: str) -> dict[int, str]:
+        """partition -> owner thread id for one topic, read afresh and setting no watch: for
+        one-shot readers such as a Spark plan (a member's repeated checks use `reads.owners`)."""
+        folder = zkdata.owners_path(self.group_id, topic)
+        try:
+            children = self.io.children(folder)
+        except NoNodeError:
+            return {}
+        found = self.io.many(((c, self.client.get_async(f"{folder}/{c}")) for c in children), "read owners")
+        return decode_owners(folder, {c: answer for c, answer in found.items() if answer is not None})
 
     def read_offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Committed offsets; -1 where none exists, or where it predates the topic itself.

@@ -7,7 +7,7 @@ them: a claim, release or commit reads the nodes it writes afresh, for the versi
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from typing import Callable, Iterable, Mapping
 
 from kazoo.protocol.states import ZnodeStat
 
@@ -18,7 +18,7 @@ from zkconsumer.zkio import Watch, ZkIO
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupReads"]
+__all__ = ["GroupReads", "decode_owners"]
 
 
 class GroupReads:
@@ -73,22 +73,12 @@ class GroupReads:
         return self._members.names()
 
     def owners(self, topic: str) -> dict[int, str]:
-        """partition -> owner thread id for one topic. Children that are not partition numbers and
-        owner values that cannot be decoded are skipped with a warning naming the node (once)."""
+        """partition -> owner thread id for one topic (see decode_owners; each bad node is warned
+        about once per version, not at every cached read)."""
         folder = self._owner_folders.get(topic)
         if folder is None:
             folder = self._owner_folders[topic] = WatchedFolder(self.io, zkdata.owners_path(self.group_id, topic))
-        out = {}
-        for child, (data, stat) in folder.read().items():
-            path = f"{folder.path}/{child}"
-            if not (child.isascii() and child.isdigit()):
-                self._warn_once(path, stat, "ignoring %s: not a partition number", path)
-                continue
-            try:
-                out[int(child)] = zkdata.decode_owner(data, path)
-            except ZkDataError as exc:
-                self._warn_once(path, stat, "ignoring garbled owner node %s", exc)
-        return out
+        return decode_owners(folder.path, folder.read(), self._warn_once)
 
     def forget_owners_except(self, topics: Iterable[str]) -> None:
         """Stop caching owner nodes of other topics (their watches fire once more, unheard)."""
@@ -102,3 +92,26 @@ class GroupReads:
         if seen not in self._warned:
             self._warned.add(seen)
             log.warning(message, *args)
+
+
+def warn(_path: str, _stat: ZnodeStat, message: str, *args: object) -> None:
+    """decode_owners' `warn` for one-shot readers: every bad node, every time."""
+    log.warning(message, *args)
+
+
+def decode_owners(folder: str, entries: Mapping[str, tuple[bytes, ZnodeStat]],
+                  warn: Callable[..., None] = warn) -> dict[int, str]:
+    """partition -> owner thread id from a topic's owner nodes (child name -> (data, stat)).
+    Children that are not partition numbers and owner values that cannot be decoded are skipped,
+    `warn(path, stat, message, *args)` naming the node."""
+    out = {}
+    for child, (data, stat) in entries.items():
+        path = f"{folder}/{child}"
+        if not (child.isascii() and child.isdigit()):
+            warn(path, stat, "ignoring %s: not a partition number", path)
+            continue
+        try:
+            out[int(child)] = zkdata.decode_owner(data, path)
+        except ZkDataError as exc:
+            warn(path, stat, "ignoring garbled owner node %s", exc)
+    return out

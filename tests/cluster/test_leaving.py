@@ -95,13 +95,13 @@ def test_a_leave_does_not_wait_for_a_watchdog_check_under_way(cluster, zk, topic
     try:
         conn.create_message_streams({topic: 1})
         wait_for_balanced(zk, group_id, [topic], members=1)
-        read_owners = conn.group.owners
+        read_owners = conn.group.reads.owners
 
         def slow_read(topic: str) -> dict[int, str]:  # the check midway through thousands of owner nodes
             checking.set()
             leaving.wait(20)
             return read_owners(topic)  # in the session being closed
-        conn.group.owners = slow_read  # type: ignore[method-assign]
+        conn.group.reads.owners = slow_read  # type: ignore[method-assign]
         assert checking.wait(10)
         began = time.monotonic()
         conn.shutdown(timeout=30)

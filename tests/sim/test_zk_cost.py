@@ -132,3 +132,16 @@ def test_our_own_registration_is_listed_even_before_its_watch_event_ran() -> Non
     assert group.read_registrations()[0] == {}
     group.register(b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}')
     assert sorted(group.read_registrations()[0]) == [f"{GROUP}_me"]  # its child event not delivered yet
+
+
+def test_one_shot_owner_reads_set_no_watch_and_skip_bad_nodes(caplog) -> None:  # type: ignore[no-untyped-def]
+    """GroupZk.owners (a Spark plan's read) reads afresh each time; bad children are skipped."""
+    s = Schedule(0, Options(members=0, partitions=2))
+    m1 = s.add_member()
+    _settle(s, 4)
+    folder = zkdata.owners_path(GROUP, "t")
+    s.admin.create(f"{folder}/not-a-number", b"x")
+    since = len(s.model.calls)
+    assert sorted(m1.group.owners("t")) == [0, 1] and sorted(m1.group.owners("t")) == [0, 1]
+    assert len([c for c in s.model.calls[since:] if c.client == m1.name]) == 2 * 4  # list + 3 children, twice
+    assert "not-a-number" in caplog.text
