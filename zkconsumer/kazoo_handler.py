@@ -14,9 +14,10 @@ from kazoo.handlers.threading import SequentialThreadingHandler
 
 __all__ = ["PollHandler", "poll_select", "make_handler"]
 
-_READ = select.POLLIN | select.POLLPRI if hasattr(select, "poll") else 0
-_WRITE = select.POLLOUT if hasattr(select, "poll") else 0
-_TROUBLE = (select.POLLERR | select.POLLHUP | select.POLLNVAL) if hasattr(select, "poll") else 0
+_HAS_POLL = hasattr(select, "poll")  # not on Windows
+_READ = select.POLLIN | select.POLLPRI if _HAS_POLL else 0
+_WRITE = select.POLLOUT if _HAS_POLL else 0
+_TROUBLE = (select.POLLERR | select.POLLHUP | select.POLLNVAL) if _HAS_POLL else 0
 
 
 def _fd(obj: Any) -> int:
@@ -57,4 +58,4 @@ class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]
 
 def make_handler() -> SequentialThreadingHandler:
     """PollHandler where the platform has poll(2) (not Windows), else kazoo's own."""
-    return PollHandler() if hasattr(select, "poll") else SequentialThreadingHandler()
+    return PollHandler() if _HAS_POLL else SequentialThreadingHandler()

@@ -29,9 +29,10 @@ __all__ = ["WatchedFolder", "WatchedNodes"]
 class WatchedFolder:
     """The children of `path` with their (data, stat), re-read only where a watch fired.
 
-    `on_change(event)` (optional) runs on kazoo's thread when the list of children changes, after
-    the cache has noted it, so a caller woken by it reads the new list. A missing folder reads
-    as empty and is watched for its creation.
+    The list of names is cached behind a child watch on the folder; the children themselves are
+    a WatchedNodes. `on_change(event)` (optional) runs on kazoo's thread when the list of
+    children changes, after the cache has noted it, so a caller woken by it reads the new list.
+    A missing folder reads as empty and is watched for its creation.
 
     Example::
 
@@ -44,44 +45,22 @@ class WatchedFolder:
         self.io = io
         self.path = path.rstrip("/")
         self.on_change = on_change
-        self.requests = 0  # sent so far (tests and benchmarks count them)
+        self._children = WatchedNodes(io, f"read {self.path}")
+        self._list_requests = 0
         self._lock = threading.Lock()
         self._names: list[str] | None = None  # None: not known (never read, or a watch fired since)
         self._list_generation = 0
-        self._entries: dict[str, Entry] = {}
-        self._generations: dict[str, int] = {}
-        self._stale: set[str] = set()
+
+    @property
+    def requests(self) -> int:
+        """Requests sent so far (tests and benchmarks count them)."""
+        return self._list_requests + self._children.requests
 
     def read(self) -> dict[str, Entry]:
         """name -> (data, stat) of every child; children deleted while being read are left out."""
-        names = self._current_names()
-        with self._lock:
-            todo = {n: self._generations.get(n, 0) for n in names if n not in self._entries or n in self._stale}
-        client = self.io.client
-        answers = self.io.many(((n, client.get_async(f"{self.path}/{n}", watch=self._child_watch(n))) for n in todo),
-                               f"read {self.path}") if todo else {}
-        self.requests += len(todo)
-        with self._lock:
-            for name, answer in answers.items():
-                if self._generations.get(name, 0) != todo[name]:
-                    continue  # changed while on the wire: stays stale, read again next time
-                self._stale.discard(name)
-                if answer is None:
-                    self._entries.pop(name, None)
-                else:
-                    self._entries[name] = answer
-            listed = set(names)
-            for gone in [n for n in self._entries if n not in listed]:
-                del self._entries[gone]
-            for gone in [n for n in self._generations if n not in listed and n not in todo]:
-                del self._generations[gone]  # (a late watch of a gone name only re-adds one number)
-            self._stale &= listed
-            out = {}
-            for name in names:
-                answer = answers.get(name, self._entries.get(name))
-                if answer is not None:
-                    out[name] = answer
-            return out
+        paths = {name: f"{self.path}/{name}" for name in self._current_names()}
+        found = self._children.read(list(paths.values()))
+        return {name: entry for name, path in paths.items() if (entry := found[path]) is not None}
 
     def names(self) -> list[str]:
         """The children's names (no data is read)."""
@@ -92,9 +71,7 @@ class WatchedFolder:
         with self._lock:
             self._names = None
             self._list_generation += 1
-            self._stale.update(self._entries)
-            for name in self._entries:
-                self._generations[name] = self._generations.get(name, 0) + 1
+        self._children.invalidate()
 
     def _current_names(self) -> list[str]:
         with self._lock:
@@ -102,13 +79,13 @@ class WatchedFolder:
                 return self._names
             generation = self._list_generation
         while True:
-            self.requests += 1
+            self._list_requests += 1
             try:
                 names = sorted(self.io.children(self.path, watch=self._list_watch))
                 break
             except NoNodeError:
                 pass
-            self.requests += 1  # not there: watch for its creation instead
+            self._list_requests += 1  # not there: watch for its creation instead
             if self.io.exists(self.path, watch=self._list_watch) is None:
                 names = []
                 break
@@ -124,14 +101,6 @@ class WatchedFolder:
         if self.on_change is not None:
             self.on_change(event)
 
-    def _child_watch(self, name: str) -> Callable[[WatchedEvent], None]:
-        def fired(_event: WatchedEvent) -> None:
-            with self._lock:
-                self._generations[name] = self._generations.get(name, 0) + 1
-                self._stale.add(name)
-        return fired
-
-
 
 class WatchedNodes:
     """(data, stat) of chosen nodes, each read once and then only after its data watch fired.
@@ -145,8 +114,9 @@ class WatchedNodes:
         found = mine.read(["/consumers/g/owners/t/0", "/consumers/g/owners/t/1"])  # path -> entry or None
     """
 
-    def __init__(self, io: ZkIO) -> None:
+    def __init__(self, io: ZkIO, what: str = "read watched nodes") -> None:
         self.io = io
+        self.what = what  # names the batch in a timeout's message
         self.requests = 0
         self._lock = threading.Lock()
         self._entries: dict[str, Entry] = {}
@@ -170,13 +140,13 @@ class WatchedNodes:
             todo = {p: self._generations.setdefault(p, 0) for p in paths if p not in self._entries}
         client = self.io.client
         answers = self.io.many(((p, client.get_async(p, watch=self._watch(p))) for p in todo),
-                               "read watched nodes") if todo else {}
+                               self.what) if todo else {}
         self.requests += len(todo)
         with self._lock:
             for path, answer in answers.items():
                 if answer is not None and self._generations.get(path, 0) == todo[path]:
                     self._entries[path] = answer
-            return {p: answers[p] if p in answers else self._entries.get(p) for p in paths}
+            return {p: answers[p] if p in answers else self._entries.get(p) for p in paths}  # in the order asked
 
     def _watch(self, path: str) -> Callable[[WatchedEvent], None]:
         def fired(_event: WatchedEvent) -> None:
