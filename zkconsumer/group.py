@@ -242,7 +242,8 @@ class GroupZk:
             if self._create_owner_nodes(chunk):
                 created.update(chunk)
             elif partial:
-                blocked += [k for k in chunk if k not in self._which_are_ours(chunk)]
+                ours = self._which_are_ours(chunk)  # once per chunk: one pipelined read of its nodes
+                blocked += [k for k in chunk if k not in ours]
             else:  # roll back, as Scala's claim deletes what it created when one create fails
                 left = set(created) - set(self.release(created))
                 if left:  # the caller schedules every node of the claim for deletion

@@ -17,6 +17,8 @@ confirmed once against the owner nodes). For each cell:
             watchdog interval after converging (pings and the lease included; the watchdog checks
             once per zkconsumer.watchdog.interval.ms)
   cpu       CPU seconds of this process per member per change, the observer's thread excluded
+  --by-kind also prints, per change, the members' requests per member by kind and znode folder
+            (counted in this process as kazoo queues them; the observer's excluded)
 The last line is machine-readable:
   cells=N worst_join_s= worst_leave_s= idle_zk_req_per_member_s= zk_req_per_change_per_member=
   cpu_s_per_member_per_change= loadavg=
@@ -24,6 +26,7 @@ The last line is machine-readable:
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import logging
 import os
@@ -44,6 +47,40 @@ from zkconsumer.assignors import AssignmentInput, range_assign  # noqa: E402
 from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
 
 TOPIC = "scale"
+KINDS: "RequestKinds | None" = None
+
+
+class RequestKinds:
+    """Counts the requests kazoo clients in this process queue, by request kind and znode folder."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.skip: set[int] = set()
+        original = KazooClient._call
+        counts, skip = self.counts, self.skip
+
+        def counting_call(client: KazooClient, request: object, async_object: object) -> object:
+            if id(client) not in skip:
+                counts[self.kind(request)] += 1
+            return original(client, request, async_object)
+
+        KazooClient._call = counting_call  # type: ignore[method-assign]
+
+    @staticmethod
+    def kind(request: object) -> str:
+        name = type(request).__name__
+        path = getattr(request, "path", None)
+        if not isinstance(path, str):
+            return name
+        parts = path.strip("/").split("/")  # the chroot comes first
+        at = parts.index("consumers") if "consumers" in parts else -1
+        # <chroot>/consumers/<group>/<folder>/...: name the folder and how deep below it the node is
+        folder = (f"{parts[at + 2]}{'/*' * (len(parts) - at - 3)}" if 0 <= at < len(parts) - 2
+                  else "/".join(parts[1:3]))
+        return f"{name} {folder}"
+
+    def snapshot(self) -> collections.Counter[str]:
+        return collections.Counter(self.counts)
 
 
 def packets_received(port: int) -> int:
@@ -131,6 +168,8 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
         root.create(f"{chroot}{zkdata.BROKER_TOPICS}/{TOPIC}",
                     json.dumps({"version": 1, "partitions": layout}).encode(), makepath=True)
         observer_client.start(timeout=30)
+        if KINDS is not None:
+            KINDS.skip.add(id(observer_client))
         observer = Observer(observer_client, group, partitions)
         config = {"zookeeper.connect": cluster.zookeeper.hosts + chroot, "group.id": group,
                   "zookeeper.session.timeout.ms": args.session_ms,
@@ -153,6 +192,7 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
                 time.sleep(args.settle)
                 before, seen = packets_received(port), observer.requests
                 cpu_before = time.process_time()
+                kinds_before = KINDS.snapshot() if KINDS is not None else None
                 observer_cpu = time.thread_time()
                 began = time.monotonic()
                 if kind == "join":
@@ -167,6 +207,11 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
                 (joins if kind == "join" else leaves).append(took)
                 sent = packets_received(port) - before - 1 - (observer.requests - seen)
                 requests.append(sent / (members_n + 1))
+                if kinds_before is not None:
+                    assert KINDS is not None
+                    moved = KINDS.snapshot() - kinds_before
+                    print(f"  {kind}: " + ", ".join(f"{k} {n / (members_n + 1):.1f}" for k, n in moved.most_common()),
+                          flush=True)
                 cpu.append((time.process_time() - cpu_before - (time.thread_time() - observer_cpu)) / (members_n + 1))
         row = {"members": members_n, "partitions": partitions, "initial_s": initial,
                "join_median_s": statistics.median(joins), "join_max_s": max(joins),
@@ -195,7 +240,10 @@ def main() -> int:
     parser.add_argument("--watchdog-ms", type=int, default=10000)
     parser.add_argument("--timeout", type=float, default=300.0, help="longest wait for convergence")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--by-kind", action="store_true", help="print the members' requests by kind per change")
     args = parser.parse_args()
+    global KINDS
+    KINDS = RequestKinds() if args.by_kind else None
     logging.basicConfig(level=logging.ERROR, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     cells = [tuple(int(x) for x in cell.split("x")) for cell in args.cells.split(",")]
     with LocalCluster(workdir=Path(args.workdir) if args.workdir else None) as cluster:

@@ -145,3 +145,35 @@ def test_one_shot_owner_reads_set_no_watch_and_skip_bad_nodes(caplog) -> None:  
     assert sorted(m1.group.owners("t")) == [0, 1] and sorted(m1.group.owners("t")) == [0, 1]
     assert len([c for c in s.model.calls[since:] if c.client == m1.name]) == 2 * 4  # list + 3 children, twice
     assert "not-a-number" in caplog.text
+
+
+def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
+    """A node created between the claim's read and its transaction fails the transaction; finding
+    which of the chunk's nodes are ours then costs one read per node, not one per node per node."""
+    from zkconsumer.group import GroupZk
+    from zkconsumer.testing.zkmodel import ZkModel
+
+    model = ZkModel()
+    groups = []
+    for name in ("me", "other"):
+        client = model.client(name)
+        client.start()
+        group = GroupZk(client, "g", f"g_{name}", timeout_s=0.0)
+        group.register(b"{}")
+        groups.append(group)
+    me, other = groups
+    wanted = {("t", p): "g_me-0" for p in range(40)}
+    read = me._read_owner_nodes
+
+    def then_taken(keys):  # type: ignore[no-untyped-def]
+        found = read(keys)
+        if len(found) == len(wanted):  # the first read only: someone claims partition 7 meanwhile
+            assert other.claim({("t", 7): "g_other-0"}) == []
+        return found
+    me._read_owner_nodes = then_taken  # type: ignore[method-assign]
+    since = len(model.calls)
+    assert me.claim(wanted, partial=True) == sorted(wanted)  # the failed chunk waits for the next attempt
+    owners = zkdata.owners_path("g", "t")
+    reads = [c for c in model.calls[since:] if c.client == "me" and c.op == "get" and c.path.startswith(owners)]
+    assert len(reads) == 2 * len(wanted)  # the first read and one re-read of the failed chunk
+    assert me.claim(wanted, partial=True) == [("t", 7)]
