@@ -58,6 +58,7 @@ class GroupZk:
         # watchdog check re-reads only what changed since the last one.
         self.reads = GroupReads(self.io, group_id)
         self._own_owner_nodes = WatchedNodes(self.io)
+        self._wanted_owner_nodes = WatchedNodes(self.io, "read owner nodes to claim")
         # kazoo runs state listeners at once on its connection thread, but queues the NONE events
         # that tell each watch it is gone: a read right after a reconnect could still trust the
         # caches, whose watches died with the link. Everything is forgotten at the drop instead.
@@ -73,6 +74,7 @@ class GroupZk:
         """Make the next reads of registrations and owner nodes ask ZooKeeper for everything."""
         self.reads.forget()
         self._own_owner_nodes.invalidate()
+        self._wanted_owner_nodes.invalidate()
 
     @property
     def live_session(self) -> int | None:
@@ -229,7 +231,7 @@ class GroupZk:
         """
         for topic in sorted({t for t, _ in owners}):
             self._ensure(zkdata.owners_path(self.group_id, topic))
-        answers = self._read_owner_nodes(owners)
+        answers = self._read_nodes_to_claim(owners)
         mine = {k for k, answer in answers.items() if self._ours(answer, owners[k]) is not None}
         held = sorted(k for k, answer in answers.items() if answer is not None and k not in mine)
         if held and not partial:
@@ -411,6 +413,19 @@ class GroupZk:
     def _read_owner_nodes(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
         """key -> (data, stat) of its owner node, None where there is none."""
         return self.io.many(((k, self.client.get_async(self._owner_path(k))) for k in keys), "read owner nodes")
+
+    def _read_nodes_to_claim(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
+        """Like _read_owner_nodes, but a node another member holds is asked for again only after
+        its watch fired: a member waiting for a neighbour's release re-reads what was released, not
+        every node still in its way. A stale "held" only delays the claim to the next attempt; a
+        node that looks ours (a claim whose answer was lost) is confirmed by a fresh read."""
+        paths = {k: self._owner_path(k) for k in owners}
+        found = self._wanted_owner_nodes.read(list(paths.values()))
+        answers = {k: found[path] for k, path in paths.items()}
+        looks_ours = [k for k, answer in answers.items() if self._ours(answer, owners[k]) is not None]
+        if looks_ours:
+            answers.update(self._read_owner_nodes(looks_ours))
+        return answers
 
     def _owner_stats(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, ZnodeStat | None]:
         """key -> stat of the owner node if it is ours (our thread id, our session), else None."""

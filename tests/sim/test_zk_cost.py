@@ -163,17 +163,44 @@ def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
         groups.append(group)
     me, other = groups
     wanted = {("t", p): "g_me-0" for p in range(40)}
-    read = me._read_owner_nodes
+    read = me._read_nodes_to_claim
 
-    def then_taken(keys):  # type: ignore[no-untyped-def]
-        found = read(keys)
+    def then_taken(owners):  # type: ignore[no-untyped-def]
+        found = read(owners)
         if len(found) == len(wanted):  # the first read only: someone claims partition 7 meanwhile
             assert other.claim({("t", 7): "g_other-0"}) == []
         return found
-    me._read_owner_nodes = then_taken  # type: ignore[method-assign]
+    me._read_nodes_to_claim = then_taken  # type: ignore[method-assign]
     since = len(model.calls)
     assert me.claim(wanted, partial=True) == sorted(wanted)  # the failed chunk waits for the next attempt
     owners = zkdata.owners_path("g", "t")
     reads = [c for c in model.calls[since:] if c.client == "me" and c.op == "get" and c.path.startswith(owners)]
     assert len(reads) == 2 * len(wanted)  # the first read and one re-read of the failed chunk
     assert me.claim(wanted, partial=True) == [("t", 7)]
+
+
+def test_a_claim_waiting_for_a_neighbour_rereads_only_what_was_released() -> None:
+    from zkconsumer.group import GroupZk
+    from zkconsumer.testing.zkmodel import ZkModel
+
+    model = ZkModel()
+    groups = []
+    for name in ("me", "other"):
+        client = model.client(name)
+        client.start()
+        group = GroupZk(client, "g", f"g_{name}", timeout_s=0.0)
+        group.register(b"{}")
+        groups.append(group)
+    me, other = groups
+    keys = [("t", p) for p in range(40)]
+    assert other.claim({k: "g_other-0" for k in keys}) == []
+    wanted = {k: "g_me-0" for k in keys}
+    assert me.claim(wanted, partial=True) == keys
+    assert other.release({k: "g_other-0" for k in keys[:5]}) == keys[:5]
+    model.deliver()  # the data watches of the five released nodes fire
+    since = len(model.calls)
+    assert me.claim(wanted, partial=True) == keys[5:]
+    owners = zkdata.owners_path("g", "t")
+    reads = [c.path for c in model.calls[since:] if c.client == "me" and c.op == "get" and c.path.startswith(owners)]
+    assert sorted(reads) == sorted(zkdata.owner_path("g", *k) for k in keys[:5])
+    assert me.not_ours({k: "g_me-0" for k in keys[:5]}) == []  # and they are ours now
