@@ -8,7 +8,9 @@ from typing import Iterator
 
 from kazoo.client import KazooClient
 
+from zkconsumer.config import ConsumerConfig
 from zkconsumer.group import GroupZk
+from zkconsumer.metadata import bootstrap_servers, no_endpoint_message
 from zkconsumer.zkdata import BrokerInfo
 
 from spark_jobs.kafka_read import LogOffsets
@@ -41,12 +43,13 @@ def zookeeper(opts: SourceOptions) -> Iterator[KazooClient]:
         client.close()
 
 
-def bootstrap_of(brokers: list[BrokerInfo]) -> str:
-    """host:port,... of every broker's PLAINTEXT endpoint (the legacy consumer's only protocol)."""
-    addresses = [a for a in (b.plaintext_address() for b in brokers) if a]
-    if not addresses:
-        raise ConnectionError("no broker with a PLAINTEXT endpoint is registered under /brokers/ids")
-    return ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addresses)
+def bootstrap_of(brokers: list[BrokerInfo], config: ConsumerConfig) -> str:
+    """host:port,... of every broker's endpoint for the configured listener or security protocol."""
+    choice = {"security_protocol": config.broker_security_protocol, "listener": config.broker_listener}
+    bootstrap = bootstrap_servers(brokers, **choice)
+    if not bootstrap:
+        raise ConnectionError(no_endpoint_message(brokers, **choice))
+    return bootstrap
 
 
 def subscribed_keys(group: GroupZk, opts: SourceOptions) -> list[Key]:
@@ -89,7 +92,7 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         keys = subscribed_keys(group, opts)
         committed = group.read_offsets(keys)
         owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
-        bootstrap = opts.bootstrap_override or bootstrap_of(group.cluster.brokers())
+        bootstrap = opts.bootstrap_override or bootstrap_of(group.cluster.brokers(), opts.config)
     offsets = LogOffsets(bootstrap, read_committed=opts.isolation_committed(), client_config=opts.client_security())
     try:
         spans = offsets.spans(keys)

@@ -148,7 +148,9 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         return self._connector().group.client.state == KazooState.CONNECTED
 
     def _bootstrap(self) -> str:
-        return self.opts.bootstrap_override or bootstrap_of(self._connector().group.cluster.brokers())
+        if self.opts.bootstrap_override:
+            return self.opts.bootstrap_override
+        return bootstrap_of(self._connector().group.cluster.brokers(), self.opts.config)
 
     def _spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
         if self._log_offsets is None:

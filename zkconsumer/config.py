@@ -43,6 +43,9 @@ zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re
 zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes this long after the
                                                                               commit when a Scala member may claim them
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
+zkconsumer.broker.listener        (unset)            a listener name          connect to brokers through this listener;
+                                                                              unset: the first endpoint speaking
+                                                                              librdkafka.security.protocol (PLAINTEXT)
 zkconsumer.zookeeper.jute.maxbuffer                                           the servers' jute.maxbuffer: largest request
                                   1048575            >= 4096
 zkconsumer.zookeeper.transaction.max.bytes                                    claims are split in transactions of this size
@@ -72,6 +75,7 @@ from typing import Any, Literal
 from zkconsumer.compat import DEFAULT_VERSION, Compat
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.properties import parse_properties
+from zkconsumer.zkdata import SECURITY_PROTOCOLS
 
 __all__ = ["ConfigError", "ConsumerConfig", "KNOWN_PROPERTIES", "LIBRDKAFKA_PREFIX", "merge", "parse_properties"]
 
@@ -148,6 +152,7 @@ _SPECS = (
     _Spec("zkconsumer.watchdog.interval.ms", int, 10000, minimum=0),
     _Spec("zkconsumer.release.linger.ms", int, 1000, minimum=0),
     _Spec("zkconsumer.zookeeper.digest", str),
+    _Spec("zkconsumer.broker.listener", str),
     _Spec("zkconsumer.zookeeper.jute.maxbuffer", int, 0xFFFFF, minimum=4096),
     _Spec("zkconsumer.zookeeper.transaction.max.bytes", int, minimum=1024),
 )
@@ -320,6 +325,7 @@ class ConsumerConfig:
     watchdog_interval_ms: int
     release_linger_ms: int
     zookeeper_digest: str | None
+    broker_listener: str | None
     zookeeper_jute_maxbuffer: int
     zookeeper_transaction_max_bytes: int
     # Sorted (name, value) pairs rather than a dict so the config stays hashable and immutable.
@@ -360,6 +366,9 @@ class ConsumerConfig:
         except ValueError as exc:  # Compat's message already lists the accepted versions
             raise ConfigError("zkconsumer.compat.version", f"invalid value {values['compat']!r} for consumer "
                               f"property 'zkconsumer.compat.version': {exc}") from None
+        protocol = passthrough.get("security.protocol", "PLAINTEXT")
+        if protocol.upper() not in SECURITY_PROTOCOLS:
+            raise _invalid("librdkafka.security.protocol", protocol, " | ".join(SECURITY_PROTOCOLS))
         return cls(**values, librdkafka_items=tuple(sorted(passthrough.items())))
 
     @classmethod
@@ -381,6 +390,11 @@ class ConsumerConfig:
     def librdkafka_overrides(self) -> dict[str, str]:
         """``librdkafka.*`` properties with the prefix stripped (a fresh dict each call)."""
         return dict(self.librdkafka_items)
+
+    @property
+    def broker_security_protocol(self) -> str:
+        """The protocol spoken to brokers (librdkafka.security.protocol, upper-cased; PLAINTEXT)."""
+        return dict(self.librdkafka_items).get("security.protocol", "PLAINTEXT").upper()
 
     @property
     def zookeeper_hosts(self) -> tuple[tuple[str, int], ...]:

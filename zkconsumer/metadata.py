@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from kazoo.protocol.states import ZnodeStat
 
@@ -94,3 +94,44 @@ class ClusterMetadata:
         found = self.io.many(((t, self.io.client.exists_async(zkdata.topic_path(t))) for t in wanted),
                              "read topic epochs")
         return {t: (stat.czxid if stat is not None else None) for t, stat in found.items()}
+
+
+def bootstrap_servers(brokers: Iterable[BrokerInfo], *, security_protocol: str = "PLAINTEXT",
+                      listener: str | None = None, on_unreadable: Callable[[str], object] | None = None) -> str:
+    """host:port,... of each broker's endpoint for `listener` (by name), or else for the first
+    endpoint speaking `security_protocol`; "" when no broker has one.
+
+    A registration whose endpoints cannot be parsed raises ValueError naming the broker, unless
+    `on_unreadable` takes the message (the CLI warns and goes on with the other brokers).
+    """
+    addresses = []
+    for broker in brokers:
+        try:
+            address = broker.address_for(security_protocol, listener)
+        except ValueError as exc:
+            message = f"{zkdata.broker_path(broker.broker_id)}: {exc}"
+            if on_unreadable is None:
+                raise ValueError(message) from None
+            on_unreadable(message)
+            continue
+        if address is not None:
+            host, port = address
+            addresses.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    return ",".join(addresses)
+
+
+def no_endpoint_message(brokers: Iterable[BrokerInfo], *, security_protocol: str = "PLAINTEXT",
+                        listener: str | None = None) -> str:
+    """Why bootstrap_servers found nothing, naming what each broker does register."""
+    wanted = f"a listener named {listener.upper()}" if listener else f"a {security_protocol.upper()} endpoint"
+    seen = []
+    for broker in brokers:
+        try:
+            ends = ", ".join(f"{e.listener} ({e.security_protocol})" for e in broker.end_points()) or "none"
+        except ValueError as exc:
+            ends = f"unreadable: {exc}"
+        seen.append(f"broker {broker.broker_id}: {ends}")
+    if not seen:
+        return f"no broker is registered under {zkdata.BROKER_IDS}"
+    return (f"no broker registers {wanted} with a host ({'; '.join(seen)}); set librdkafka.security.protocol "
+            "or zkconsumer.broker.listener to one the brokers offer")

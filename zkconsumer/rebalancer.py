@@ -16,6 +16,7 @@ from zkconsumer.group import GroupZk
 from zkconsumer.linger import ReleaseLinger
 from zkconsumer.listener import ConsumerRebalanceListener
 from zkconsumer.membership import Membership
+from zkconsumer.metadata import bootstrap_servers, no_endpoint_message
 from zkconsumer.offsets import OffsetStore
 from zkconsumer.partition_fetcher import PartitionFetcher
 from zkconsumer.peers import IgnoredPeerReporter, evaluate_peers
@@ -315,10 +316,11 @@ class Rebalancer:
 
     def _ensure_fetcher(self, brokers: list) -> None:  # type: ignore[type-arg]
         if self.fetcher is None:
-            addresses = [b.plaintext_address() for b in brokers]
-            bootstrap = ",".join(f"{h}:{p}" for h, p in (a for a in addresses if a))
+            choice = {"security_protocol": self.config.broker_security_protocol,
+                      "listener": self.config.broker_listener}
+            bootstrap = bootstrap_servers(brokers, **choice)
             if not bootstrap:
-                raise BrokersUnavailable("no broker has a PLAINTEXT endpoint yet (the legacy consumer needs one)")
+                raise BrokersUnavailable(no_endpoint_message(brokers, **choice))
             self.fetcher = self._make_fetcher(bootstrap)
 
     # ---- health --------------------------------------------------------------------------------

@@ -195,7 +195,7 @@ def decode_offset(data: bytes, path: str) -> int:
 
 # ---------------------------------------------------------------- /brokers/ids/<id> (BrokerIdZNode.decode, 1.1.1)
 
-_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")  # the 1.1 enum; TRACE is gone
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")  # the 1.1 enum; TRACE is gone
 # EndPoint.uriParseExp, matched in full; Java's "." stops at every line terminator.
 _ENDPOINT = re.compile(r"([^\n\r\x85\u2028\u2029]*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 
@@ -226,11 +226,11 @@ class BrokerInfo:
         """EndPoint.createEndPoint per listener (ValueError where Scala throws); v1 has one PLAINTEXT."""
         if self.version == 1:
             return (EndPoint("PLAINTEXT", self.host, -1 if self.port is None else self.port, "PLAINTEXT"),)
-        protocols = {name: name for name in _SECURITY_PROTOCOLS}
+        protocols = {name: name for name in SECURITY_PROTOCOLS}
         if self.listener_security_protocol_map is not None:
             protocols = {}  # keys are used as written; only endpoint listener names get upper-cased
             for listener, protocol in self.listener_security_protocol_map:
-                if protocol.upper() not in _SECURITY_PROTOCOLS:  # SecurityProtocol.forName
+                if protocol.upper() not in SECURITY_PROTOCOLS:  # SecurityProtocol.forName
                     raise ValueError(f"unknown security protocol {protocol!r} for listener {listener!r}")
                 protocols[listener] = protocol.upper()
         parsed = []
@@ -248,8 +248,14 @@ class BrokerInfo:
 
     def plaintext_address(self) -> tuple[str, int] | None:
         """ClientUtils.getPlaintextBrokerEndPoints: the first PLAINTEXT endpoint; None if none is usable."""
+        return self.address_for("PLAINTEXT")
+
+    def address_for(self, security_protocol: str, listener: str | None = None) -> tuple[str, int] | None:
+        """(host, port) of the endpoint named `listener`, or else of the first endpoint speaking
+        `security_protocol`; None if there is none or it has no host (a wildcard bind)."""
         for end_point in self.end_points():
-            if end_point.security_protocol == "PLAINTEXT":
+            if (end_point.listener == listener.upper() if listener is not None
+                    else end_point.security_protocol == security_protocol.upper()):
                 return None if end_point.host is None else (end_point.host, end_point.port)
         return None
 

@@ -56,6 +56,7 @@ EXPECTED_DEFAULTS = {
     "zkconsumer.watchdog.interval.ms": 10000,
     "zkconsumer.release.linger.ms": 1000,
     "zkconsumer.zookeeper.digest": None,
+    "zkconsumer.broker.listener": None,
     "zkconsumer.zookeeper.jute.maxbuffer": 1048575,
     "zkconsumer.zookeeper.transaction.max.bytes": 524287,
 }
@@ -186,7 +187,7 @@ INVALID = [
     ("zkconsumer.compat.version", "0.8.1"), ("zkconsumer.rebalance.recheck.ms", "-1"),
     ("zkconsumer.watchdog.interval.ms", "-5"), ("zkconsumer.rebalance.incremental", "yes"),
     ("zkconsumer.zookeeper.digest", "no-colon"), ("zkconsumer.zookeeper.digest", ":pw"),
-    ("librdkafka.debug", ["a"]),
+    ("librdkafka.debug", ["a"]), ("librdkafka.security.protocol", "TLS"),
 ]
 
 
@@ -465,6 +466,8 @@ def valid_mappings(draw: st.DrawFn) -> dict[str, object]:
         "zkconsumer.compat.version": st.sampled_from(["0.8.2", "0.9", "0.10.1", "1.0.1", "1.1", "1.1.0"]),
         "zkconsumer.rebalance.recheck.ms": st.integers(0, 10**6).flatmap(_int_text),
         "zkconsumer.zookeeper.digest": st.from_regex(r"[a-z]{1,8}:[ -~]{0,8}", fullmatch=True),
+        "zkconsumer.broker.listener": st.from_regex(r"[A-Za-z_]{1,12}", fullmatch=True),
+        "librdkafka.security.protocol": st.sampled_from(["plaintext", "SSL", "sasl_ssl", "SASL_PLAINTEXT"]),
         "librdkafka.debug": st.sampled_from(["all", "broker,topic", True, 3]),
     }
     for name in draw(st.sets(st.sampled_from(sorted(optional)))):
@@ -490,3 +493,9 @@ def test_the_transaction_budget_follows_jute_maxbuffer_and_stays_below_it() -> N
     assert config.zookeeper_transaction_max_bytes == 2097152
     with pytest.raises(ConfigError, match="zkconsumer.zookeeper.transaction.max.bytes.*1047551"):
         ConsumerConfig.from_mapping({**BASE, "zkconsumer.zookeeper.transaction.max.bytes": "1048000"})
+
+
+def test_the_broker_security_protocol_comes_from_librdkafka_and_defaults_to_plaintext() -> None:
+    assert build_raw({}).broker_security_protocol == "PLAINTEXT"
+    assert build_raw({"librdkafka.security.protocol": "sasl_ssl"}).broker_security_protocol == "SASL_SSL"
+    assert build_raw({"zkconsumer.broker.listener": "EXTERNAL"}).broker_listener == "EXTERNAL"

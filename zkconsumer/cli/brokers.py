@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
 
 from kazoo.client import KazooClient
 
-from zkconsumer.cli.common import CliError, warn
-from zkconsumer.metadata import ClusterMetadata
-from zkconsumer.zkdata import ZkDataError
+from zkconsumer.cli.common import EXIT_USAGE, CliError, warn
+from zkconsumer.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
+from zkconsumer.properties import parse_properties
+from zkconsumer.zkdata import SECURITY_PROTOCOLS, ZkDataError
 from zkconsumer.zkio import run_bounded
 
 TopicPartition = tuple[str, int]
@@ -18,24 +20,50 @@ _quiet.addHandler(logging.NullHandler())
 _quiet.propagate = False
 
 
-def bootstrap_from_zookeeper(client: KazooClient) -> str | None:
-    """host:port,... of every registered broker's PLAINTEXT endpoint (as ClientUtils did); None if none."""
-    addresses = []
+@dataclass(frozen=True)
+class BrokerAccess:
+    """How a command reaches the brokers: --bootstrap-server, or the endpoints under /brokers/ids
+    of --broker-listener or of the security.protocol in --command-config (PLAINTEXT), with the
+    file's librdkafka settings (TLS, SASL) on the connection."""
+
+    bootstrap_override: str | None = None
+    settings: Mapping[str, str] = field(default_factory=dict)
+    listener: str | None = None
+
+    @property
+    def security_protocol(self) -> str:
+        return self.settings.get("security.protocol", "PLAINTEXT").upper()
+
+    @classmethod
+    def from_options(cls, bootstrap: str | None, command_config: str | None, listener: str | None) -> "BrokerAccess":
+        """Read --command-config (a .properties file of librdkafka settings) into a BrokerAccess."""
+        settings: dict[str, str] = {}
+        if command_config is not None:
+            try:
+                with open(command_config, encoding="iso-8859-1") as handle:
+                    settings = parse_properties(handle.read())
+            except (OSError, ValueError) as exc:
+                raise CliError(f"--command-config {command_config}: {exc}", EXIT_USAGE) from None
+            protocol = settings.get("security.protocol", "PLAINTEXT")
+            if protocol.upper() not in SECURITY_PROTOCOLS:
+                raise CliError(f"--command-config {command_config}: security.protocol={protocol} is not one of "
+                               + " | ".join(SECURITY_PROTOCOLS), EXIT_USAGE)
+        return cls(bootstrap, settings, listener)
+
+
+def bootstrap_from_zookeeper(client: KazooClient, access: BrokerAccess = BrokerAccess()) -> str | None:
+    """host:port,... of every registered broker's endpoint for the access's listener or protocol
+    (PLAINTEXT, as ClientUtils did); None (with a warning saying what the brokers offer) if none."""
+    choice = {"security_protocol": access.security_protocol, "listener": access.listener}
     try:
         brokers = ClusterMetadata(client).brokers()
     except ZkDataError as exc:
         warn(f"skipping a garbled broker registration: {exc}")
         return None
-    for broker in brokers:
-        try:
-            address = broker.plaintext_address()
-        except ValueError as exc:
-            warn(f"broker {broker.broker_id}: {exc}")
-            continue
-        if address is not None:
-            host, port = address
-            addresses.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
-    return ",".join(addresses) or None
+    bootstrap = bootstrap_servers(brokers, on_unreadable=warn, **choice)
+    if not bootstrap:
+        warn(no_endpoint_message(brokers, **choice))
+    return bootstrap or None
 
 
 class Watermarks:
@@ -45,11 +73,13 @@ class Watermarks:
     and every lookup then returns nothing instead of waiting on each partition.
     """
 
-    def __init__(self, bootstrap: str | None, timeout: float = 10.0, *, quiet: bool = False) -> None:
+    def __init__(self, bootstrap: str | None, timeout: float = 10.0, *, quiet: bool = False,
+                 settings: Mapping[str, str] | None = None) -> None:
         self.bootstrap = bootstrap
         self.timeout = timeout
         self.quiet = quiet
-        self.reason: str | None = None if bootstrap else "no PLAINTEXT broker registered under /brokers/ids"
+        self.settings = dict(settings or {})  # librdkafka connection settings (TLS, SASL)
+        self.reason: str | None = None if bootstrap else "no broker endpoint found under /brokers/ids"
         self._consumer = None
         self._existing: dict[str, set[int]] | None = None
 
@@ -57,7 +87,7 @@ class Watermarks:
         if self.bootstrap:
             from confluent_kafka import Consumer
             self._consumer = Consumer({
-                "bootstrap.servers": self.bootstrap, "group.id": f"zkconsumer-cli-{uuid.uuid4().hex[:12]}",
+                **self.settings, "bootstrap.servers": self.bootstrap, "group.id": f"zkconsumer-cli-{uuid.uuid4().hex[:12]}",
                 "enable.auto.commit": False, "socket.timeout.ms": int(self.timeout * 1000),
                 "log.connection.close": False, "logger": _quiet})
         return self
@@ -123,10 +153,10 @@ class Watermarks:
         return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None}
 
 
-def open_watermarks(client: KazooClient, bootstrap_override: str | None, *, quiet: bool = False) -> Watermarks:
+def open_watermarks(client: KazooClient, access: BrokerAccess, *, quiet: bool = False) -> Watermarks:
     """Watermarks bootstrapped from --bootstrap-server or /brokers/ids (a warning if neither works)."""
-    bootstrap = bootstrap_override or bootstrap_from_zookeeper(client)
-    marks = Watermarks(bootstrap, quiet=quiet)
+    bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access)
+    marks = Watermarks(bootstrap, quiet=quiet, settings=access.settings)
     if marks.reason and not quiet:
         warn(f"log offsets unavailable: {marks.reason}")
     return marks

@@ -1,12 +1,14 @@
 """`zkconsumer groups list|describe|delete`: ConsumerGroupCommand --zookeeper and ConsumerOffsetChecker."""
 from __future__ import annotations
 
+import functools
+
 import click
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from zkconsumer import zkdata
-from zkconsumer.cli.brokers import open_watermarks
+from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (EXIT_USAGE, CliError, children, emit_json, expected_errors, group_option,
                                    json_option, member_count, require_group, warn, zk_options, zk_session)
 from zkconsumer.cli.render import TextTable, show
@@ -59,8 +61,21 @@ def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_jso
 
 
 def bootstrap_option(fn):  # type: ignore[no-untyped-def]
+    """--bootstrap-server, --command-config and --broker-listener, handed to the command as one
+    `brokers` (a BrokerAccess)."""
+    @functools.wraps(fn)
+    def command(*args, bootstrap_server, command_config, broker_listener, **kwargs):  # type: ignore[no-untyped-def]
+        return fn(*args, brokers=BrokerAccess.from_options(bootstrap_server, command_config, broker_listener),
+                  **kwargs)
+
+    command = click.option("--broker-listener", metavar="NAME",
+                           help="Reach brokers through this listener of theirs (default: the first endpoint "
+                                "speaking the --command-config security.protocol, PLAINTEXT).")(command)
+    command = click.option("--command-config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+                           help="librdkafka settings for the broker connections (security.protocol, ssl.*, "
+                                "sasl.*), one name=value per line.")(command)
     return click.option("--bootstrap-server", metavar="HOST:PORT[,...]",
-                        help="Brokers for log offsets (default: PLAINTEXT endpoints under /brokers/ids).")(fn)
+                        help="Brokers for log offsets (default: their endpoints under /brokers/ids).")(command)
 
 
 @groups.command("describe")
@@ -74,7 +89,7 @@ def bootstrap_option(fn):  # type: ignore[no-untyped-def]
 @json_option
 @expected_errors
 def describe(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, topics: tuple[str, ...],
-             show_members: bool, bootstrap_server: str | None, as_json: bool) -> None:
+             show_members: bool, brokers: BrokerAccess, as_json: bool) -> None:
     """Show a group's offsets, lag and owners per partition, and flag problems.
 
     Columns: TOPIC, PARTITION, CURRENT-OFFSET (committed, in ZooKeeper), LOG-END-OFFSET, LAG, OWNER
@@ -94,7 +109,7 @@ def describe(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: st
     """
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         require_group(client, group, zookeeper)
-        with open_watermarks(client, bootstrap_server) as marks:
+        with open_watermarks(client, brokers) as marks:
             snapshot = take_snapshot(client, group, marks, topics=topics or None)
     if as_json:
         emit_json(snapshot.as_dict())

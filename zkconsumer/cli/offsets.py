@@ -8,7 +8,7 @@ import click
 from kazoo.client import KazooClient
 
 from zkconsumer import zkdata
-from zkconsumer.cli.brokers import open_watermarks
+from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (EXIT_PROBLEM, EXIT_USAGE, CliError, children, emit_json, expected_errors,
                                    group_option, json_option, member_count, progress, require_group, warn,
                                    zk_options, zk_session)
@@ -219,7 +219,7 @@ def _target(to_earliest: bool, to_latest: bool, to_offset: int | None, to_dateti
 @expected_errors
 def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, topic: str, to_earliest: bool,
           to_latest: bool, to_offset: int | None, to_datetime: str | None, shift_by: int | None,
-          partitions: str | None, execute: bool, force: bool, bootstrap_server: str | None, as_json: bool) -> None:
+          partitions: str | None, execute: bool, force: bool, brokers: BrokerAccess, as_json: bool) -> None:
     """Reset a group's committed offsets for one topic. THIS WRITES, but only with --execute.
 
     Prints the plan (old -> new per partition, every new offset clamped to [log start, log end]
@@ -259,7 +259,7 @@ def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, 
         keys = [(topic, p) for p in chosen]
         current, garbled = read_offsets(client, group, [topic])
         owners, _ = read_owners(client, group, [topic])
-        with open_watermarks(client, bootstrap_server, quiet=True) as marks:
+        with open_watermarks(client, brokers, quiet=True) as marks:
             log = marks.offsets(keys)
             if not marks.available or not log:
                 raise CliError(f"cannot reset without the log offsets: {marks.reason or 'no broker answered'}")

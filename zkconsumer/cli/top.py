@@ -8,7 +8,7 @@ import click
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer.cli.brokers import open_watermarks
+from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (emit_json, expected_errors, group_option, json_option, require_group,
                                    zk_options, zk_session)
 from zkconsumer.cli.groups import bootstrap_option
@@ -95,7 +95,7 @@ def _renderable(items: list[TextTable | str]) -> Any:
 @json_option
 @expected_errors
 def top(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, interval: float, once: bool,
-        bootstrap_server: str | None, as_json: bool) -> None:
+        brokers: BrokerAccess, as_json: bool) -> None:
     """Watch a group live: members, partitions per member, lag per partition and messages/s.
 
     Refreshes every --interval seconds until Ctrl-C. OUT/S is computed from committed offsets, so
@@ -110,7 +110,7 @@ def top(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, in
     tracker = RateTracker()
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         require_group(client, group, zookeeper)
-        with open_watermarks(client, bootstrap_server) as marks:
+        with open_watermarks(client, brokers) as marks:
             def frame() -> tuple[GroupSnapshot, list[TextTable | str]]:
                 snapshot = take_snapshot(client, group, marks)
                 return snapshot, frame_tables(snapshot, tracker.update(snapshot), interval)
