@@ -1,4 +1,4 @@
-"""A real ZooKeeper plus 1..N ZooKeeper-mode Kafka 3.9 brokers run as child JVMs on loopback."""
+"""A real ZooKeeper plus 1..N ZooKeeper-mode Kafka brokers (3.9.1 unless asked) run as child JVMs on loopback."""
 from __future__ import annotations
 
 import logging
@@ -12,6 +12,8 @@ from typing import Callable
 
 from zkconsumer.testing.jars import classpath
 from zkconsumer.testing.process import JavaProcess
+from zkconsumer.testing.versions import (DEFAULT_KAFKA, KafkaRelease, ZooKeeperRelease, kafka_release,
+                                         zookeeper_release)
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,20 @@ def zookeeper_ruok(port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+def zookeeper_version(port: int, timeout: float = 2.0) -> str | None:
+    """The server's version from `srvr` ("3.4.14-4c25d480..., built on ..." -> "3.4.14"); None if no answer."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(b"srvr")
+            answer = b""
+            while chunk := s.recv(4096):
+                answer += chunk
+    except OSError:
+        return None
+    first = answer.decode(errors="replace").partition("\n")[0]  # "Zookeeper version: 3.4.14-..."
+    return first.partition(":")[2].strip().split("-")[0].split(",")[0] or None
+
+
 def wait_until(check: Callable[[], bool], timeout: float, what: str, proc: JavaProcess) -> None:
     """Poll check() until true; fail fast with the log tail if proc died or time ran out."""
     deadline = time.monotonic() + timeout
@@ -106,9 +122,14 @@ def connect_zk(hosts: str, **kwargs: object):  # -> started kazoo.client.KazooCl
 
 
 class ZooKeeperNode:
-    """A standalone ZooKeeper server (the one inside the Kafka 3.9 classpath) with a fixed port."""
+    """A standalone ZooKeeper server with a fixed port: by default the one inside the Kafka 3.9 jars.
 
-    def __init__(self, workdir: Path, *, port: int | None = None) -> None:
+    `broker_jars` is the jar set to run when `release.jar_set` is None (a broker's bundled server).
+    """
+
+    def __init__(self, workdir: Path, *, port: int | None = None, release: ZooKeeperRelease | None = None,
+                 broker_jars: str = "kafka39") -> None:
+        self.release = release or zookeeper_release(None, kafka_release(DEFAULT_KAFKA))
         self.port = port or free_port()
         self.workdir = workdir
         self.data_dir = workdir / "zookeeper-data"
@@ -127,7 +148,8 @@ class ZooKeeperNode:
         self.process = JavaProcess("zookeeper", [
             "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             f"-Dlog4j.configuration=file:{log4j}", "-Dzookeeper.admin.enableServer=false",
-            "-cp", classpath("kafka39"), "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg),
+            "-cp", classpath(self.release.jar_set or broker_jars), "org.apache.zookeeper.server.ZooKeeperServerMain",
+            str(cfg),
         ], log_path=workdir / "zookeeper.log")
 
     @property
@@ -154,7 +176,9 @@ class KafkaBroker:
     """One ZooKeeper-mode broker with a PLAINTEXT loopback listener on a fixed port."""
 
     def __init__(self, broker_id: int, workdir: Path, zookeeper_connect: str,
-                 jvm_opts: tuple[str, ...], extra_properties: dict[str, str]) -> None:
+                 jvm_opts: tuple[str, ...], extra_properties: dict[str, str],
+                 release: KafkaRelease | None = None) -> None:
+        self.release = release or kafka_release(DEFAULT_KAFKA)
         self.broker_id = broker_id
         self.port = free_port()
         self.log_dir = workdir / f"kafka-{broker_id}-data"
@@ -166,7 +190,7 @@ class KafkaBroker:
             f"zookeeper.connect={zookeeper_connect}\n")
         self.process = JavaProcess(f"kafka-{broker_id}", [
             *jvm_opts, f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}",
-            f"-Dkafka.logs.dir={workdir}", "-cp", classpath("kafka39"), "kafka.Kafka", str(props),
+            f"-Dkafka.logs.dir={workdir}", "-cp", classpath(self.release.jar_set), "kafka.Kafka", str(props),
         ], log_path=workdir / f"kafka-{broker_id}.log")
 
     @property
@@ -181,11 +205,15 @@ class KafkaBroker:
 
 
 class LocalCluster:
-    """ZooKeeper + `brokers` Kafka brokers from the kafka39 jars, on free loopback ports.
+    """ZooKeeper + `brokers` Kafka brokers on free loopback ports.
+
+    `kafka_version` picks the broker release (see versions.KAFKA: 0.10.2.2 .. 3.9.1) and
+    `zookeeper_version` the ZooKeeper server (3.4.14, 3.5.10, 3.8; None: the one the broker's
+    jars bundle). A version's jars are fetched with Maven the first time it is used.
 
     Example::
 
-        with LocalCluster(brokers=1, chroot="/kafka") as cluster:
+        with LocalCluster(brokers=1, chroot="/kafka", kafka_version="1.1.1", zookeeper_version="3.4.14") as cluster:
             cluster.create_topic("orders", partitions=8)
             print(cluster.zookeeper_connect, cluster.bootstrap_servers)
 
@@ -195,7 +223,10 @@ class LocalCluster:
 
     def __init__(self, brokers: int = 1, *, chroot: str | None = "/kafka", workdir: Path | None = None,
                  jvm_opts: tuple[str, ...] = TEST_JVM_OPTS, broker_properties: dict[str, str] | None = None,
-                 keep_logs: bool = False) -> None:
+                 keep_logs: bool = False, kafka_version: str = DEFAULT_KAFKA,
+                 zookeeper_version: str | None = None) -> None:
+        self.kafka = kafka_release(kafka_version)
+        self.zookeeper_release = zookeeper_release(zookeeper_version, self.kafka)
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if chroot is not None and (not chroot.startswith("/") or chroot.endswith("/")):
@@ -206,9 +237,9 @@ class LocalCluster:
         (self.workdir / "log4j.properties").write_text(LOG4J)
         self.keep_logs = keep_logs
         self.chroot = chroot
-        self.zookeeper = ZooKeeperNode(self.workdir)
-        self.brokers = [KafkaBroker(i, self.workdir, self.zookeeper_connect, jvm_opts, broker_properties or {})
-                        for i in range(brokers)]
+        self.zookeeper = ZooKeeperNode(self.workdir, release=self.zookeeper_release, broker_jars=self.kafka.jar_set)
+        self.brokers = [KafkaBroker(i, self.workdir, self.zookeeper_connect, jvm_opts, broker_properties or {},
+                                    self.kafka) for i in range(brokers)]
         self.start_seconds: float | None = None
 
     # ---- addresses -------------------------------------------------------------------------

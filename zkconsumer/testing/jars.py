@@ -8,8 +8,12 @@ from pathlib import Path
 
 # Each entry is a folder of jars built from scripts/jars/<name>/pom.xml:
 #   kafka39  the ZooKeeper-mode Kafka 3.9 broker, plus the ZooKeeper server it bundles
-#   kafka11  the legacy Scala 1.1.1 client (never mixed with kafka39 on one classpath)
-KNOWN = ("kafka39", "kafka11", "spark-kafka")
+#   kafka11  the legacy Scala 1.1.1 client (never mixed with kafka39 on one classpath); also the 1.1.1 broker
+# and, fetched only when LocalCluster first runs that version (versions.py maps versions to sets):
+#   kafka0102 kafka0113 kafka241 kafka282  ZooKeeper-era brokers, each with the ZooKeeper it bundles
+#   zk3414 zk3510                           standalone ZooKeeper servers
+MATRIX = ("kafka0102", "kafka0113", "kafka241", "kafka282", "zk3414", "zk3510")
+KNOWN = ("kafka39", "kafka11", "spark-kafka", *MATRIX)
 MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 
 

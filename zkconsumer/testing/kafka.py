@@ -71,14 +71,16 @@ def wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout: float)
 
 
 def produce_numbered(bootstrap: str, topic: str, count: int, *, partitions: int | None = None,
-                     start: int = 0, value_size: int | None = None, keyed: bool = False) -> list[Produced]:
+                     start: int = 0, value_size: int | None = None, keyed: bool = False,
+                     idempotent: bool = True) -> list[Produced]:
     """Produce messages `start`..`start+count-1` and return every acknowledged one.
 
     With `partitions`, message i goes to partition i % partitions (deterministic spread);
     otherwise the partitioner chooses. Values are b"<topic>-<i>", padded to `value_size`.
+    `idempotent=False` for brokers older than 0.11 (versions.KafkaRelease.idempotent_producer).
     """
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
-                         "enable.idempotence": True})
+                         "enable.idempotence": idempotent})
     acked: list[Produced] = []
     failures: list[KafkaError] = []
 
