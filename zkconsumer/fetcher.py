@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from zkconsumer.fetch_settings import FetchSettings
 from zkconsumer.zkio import Deadline
 from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo
-from zkconsumer.errors import ConsumerError
+from zkconsumer.errors import BrokersUnavailable, ConsumerError
 from zkconsumer.consumer_proxy import ConsumerProxy
 from zkconsumer.log_throttle import throttled_logger
 from zkconsumer.runs import split_runs
@@ -32,6 +32,7 @@ _HELD_POLL_TIMEOUT = 0.01  # while some partitions wait for queue space, notice 
 _IDLE_WAIT = 1.0           # nothing fetchable: sleep until a command or queue space wakes us
 _COMMAND_TIMEOUT = 60.0
 _WARN_EVERY = 30.0         # rate limit of repeated warnings (per error code)
+_DOWN = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})  # no broker answered: say why, if known
 
 
 class Fetcher:
@@ -70,6 +71,7 @@ class Fetcher:
         self._held_bytes: dict[Key, int] = {}  # the sizes of their values
         self._paused: set[Key] = set()
         self._warned: dict[object, list[float]] = {}
+        self._connection_error: tuple[float, str] | None = None  # when and why the brokers were unreachable
         self.deadline = Deadline(None)  # a shutdown's: bounds every command posted from now on
 
     def start(self) -> None:
@@ -158,6 +160,11 @@ class Fetcher:
             while True:
                 try:
                     return fut.result(timeout=min(0.2, limit))
+                except KafkaException as exc:
+                    explained = self.explain(exc)
+                    if explained is exc:
+                        raise
+                    raise explained from exc
                 except CancelledError:
                     break  # the thread failed before running it
                 except FutureTimeout:
@@ -292,7 +299,15 @@ class Fetcher:
                          info.topic, info.partition, start, policy)
 
     def _watermarks(self, key: Key) -> tuple[int, int]:
-        return watermarks(self._raw, key, max(self.settings.socket_timeout_ms, 1000) / 1000)
+        try:
+            return watermarks(self._raw, key, max(self.settings.socket_timeout_ms, 1000) / 1000)
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() in _DOWN and not self._raw.assignment():
+                # librdkafka hands its connection errors to error_cb only inside poll/consume, which
+                # has not run yet on a first assignment: serve them now (nothing assigned, so no
+                # message can come back), so the error names why the brokers are down.
+                self._raw.poll(0)
+            raise
 
     def _forget(self, keys: Iterable[Key]) -> None:
         """Drop held messages and pause state (librdkafka keeps a pause across unassign/assign)."""
@@ -359,7 +374,19 @@ class Fetcher:
         """librdkafka error_cb, served inside consume() on the fetcher thread."""
         if err.fatal():
             raise KafkaException(err)  # re-raised by consume(): ends the thread
+        if err.code() not in _DOWN:
+            self._connection_error = (time.monotonic(), err.str())
         self._warn(err.code(), "%s: %s (librdkafka retries)", self.name, err)
+
+    def explain(self, exc: KafkaException) -> BaseException:
+        """A request that failed because no broker is reachable, as a BrokersUnavailable that names
+        the connection error behind it (a TLS handshake or SASL failure says what to fix; "all
+        broker connections are down" does not). Any other error is returned unchanged."""
+        err, known = exc.args[0] if exc.args else None, self._connection_error
+        if not isinstance(err, KafkaError) or err.code() not in _DOWN or known is None \
+                or time.monotonic() - known[0] > _WARN_EVERY:
+            return exc
+        return BrokersUnavailable(f"{err.str()}; the last broker connection error was: {known[1]}")
 
     def _reset_out_of_range(self, key: Key, offset: int | None) -> None:
         """OFFSET_OUT_OF_RANGE: move fetched and consumed offset to the log start or end."""

@@ -12,6 +12,7 @@ from typing import Callable
 
 from zkconsumer.testing.jars import classpath
 from zkconsumer.testing.process import JavaProcess
+from zkconsumer.testing.secure import BrokerSecurity
 from zkconsumer.testing.versions import (DEFAULT_KAFKA, KafkaRelease, ZooKeeperRelease, kafka_release,
                                          zookeeper_release)
 
@@ -177,16 +178,19 @@ class KafkaBroker:
 
     def __init__(self, broker_id: int, workdir: Path, zookeeper_connect: str,
                  jvm_opts: tuple[str, ...], extra_properties: dict[str, str],
-                 release: KafkaRelease | None = None) -> None:
+                 release: KafkaRelease | None = None, extra_listeners: tuple[str, ...] = ()) -> None:
         self.release = release or kafka_release(DEFAULT_KAFKA)
         self.broker_id = broker_id
         self.port = free_port()
+        # Listeners named after their protocol (SSL, SASL_SSL), on ports of their own.
+        self.listener_ports = {"PLAINTEXT": self.port, **{name: free_port() for name in extra_listeners}}
         self.log_dir = workdir / f"kafka-{broker_id}-data"
         props = workdir / f"server-{broker_id}.properties"
         extra = "".join(f"{k}={v}\n" for k, v in extra_properties.items())
+        listeners = ",".join(f"{name}://127.0.0.1:{port}" for name, port in self.listener_ports.items())
         props.write_text(
             BROKER_PROPERTIES + extra + f"broker.id={broker_id}\n"
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port}\nlog.dirs={self.log_dir}\n"
+            f"listeners={listeners}\nlog.dirs={self.log_dir}\n"
             f"zookeeper.connect={zookeeper_connect}\n")
         self.process = JavaProcess(f"kafka-{broker_id}", [
             *jvm_opts, f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}",
@@ -224,8 +228,9 @@ class LocalCluster:
     def __init__(self, brokers: int = 1, *, chroot: str | None = "/kafka", workdir: Path | None = None,
                  jvm_opts: tuple[str, ...] = TEST_JVM_OPTS, broker_properties: dict[str, str] | None = None,
                  keep_logs: bool = False, kafka_version: str = DEFAULT_KAFKA,
-                 zookeeper_version: str | None = None) -> None:
+                 zookeeper_version: str | None = None, security: BrokerSecurity | None = None) -> None:
         self.kafka = kafka_release(kafka_version)
+        self.security = security
         self.zookeeper_release = zookeeper_release(zookeeper_version, self.kafka)
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -238,8 +243,9 @@ class LocalCluster:
         self.keep_logs = keep_logs
         self.chroot = chroot
         self.zookeeper = ZooKeeperNode(self.workdir, release=self.zookeeper_release, broker_jars=self.kafka.jar_set)
-        self.brokers = [KafkaBroker(i, self.workdir, self.zookeeper_connect, jvm_opts, broker_properties or {},
-                                    self.kafka) for i in range(brokers)]
+        properties = {**(security.broker_properties() if security else {}), **(broker_properties or {})}
+        self.brokers = [KafkaBroker(i, self.workdir, self.zookeeper_connect, jvm_opts, properties, self.kafka,
+                                    security.listeners if security else ()) for i in range(brokers)]
         self.start_seconds: float | None = None
 
     # ---- addresses -------------------------------------------------------------------------
@@ -257,6 +263,10 @@ class LocalCluster:
     def bootstrap_servers(self) -> str:
         return ",".join(b.address for b in self.brokers)
 
+    def listener_bootstrap(self, listener: str) -> str:
+        """host:port,... of every broker's `listener` (PLAINTEXT, or one of the security's)."""
+        return ",".join(f"127.0.0.1:{b.listener_ports[listener]}" for b in self.brokers)
+
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self, timeout: float = 120.0, *, detach: bool = False) -> "LocalCluster":
         """Start ZooKeeper, then the brokers; return once clients can use every broker."""
@@ -272,6 +282,8 @@ class LocalCluster:
             if len(self.brokers) > 1:
                 self._wait_controller(timeout)
             self.wait_metadata(timeout)
+            if self.security is not None:
+                self.security.create_scram_users(self.bootstrap_servers)
         except BaseException:
             self.stop(keep_logs=True)
             raise

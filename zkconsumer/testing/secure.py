@@ -1,0 +1,92 @@
+"""Throwaway TLS material and SASL users for brokers with SSL and SASL_SSL listeners (tests only)."""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+__all__ = ["BrokerSecurity", "make_ca"]
+
+PASSWORD = "zkconsumer-test"  # protects the keystore of a throwaway CA; never a real secret
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    done = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"openssl {' '.join(args[:2])} failed: {done.stderr.strip()[-500:]}")
+
+
+def make_ca(folder: Path, name: str = "ca") -> Path:
+    """A self-signed CA (name.pem, name.key) in folder; returns the certificate's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.pem",
+             "-days", "3", "-subj", f"/CN=zkconsumer test {name}", cwd=folder)
+    return folder / f"{name}.pem"
+
+
+@dataclass(frozen=True)
+class BrokerSecurity:
+    """SSL and SASL_SSL listeners next to the harness's own PLAINTEXT one (which the harness keeps
+    using for topics and production): a certificate for 127.0.0.1/localhost signed by a throwaway
+    CA, SASL PLAIN users from the listener's JAAS line and SCRAM-SHA-256 users created through the
+    brokers (Kafka >= 2.7) once they are up.
+
+    Example::
+
+        security = BrokerSecurity.create(workdir / "tls")
+        with LocalCluster(security=security) as cluster:
+            conf = security.client_settings("SASL_SSL", mechanism="SCRAM-SHA-256")
+    """
+
+    folder: Path
+    users: Mapping[str, str] = field(default_factory=lambda: {"alice": "alice-secret"})
+    listeners: tuple[str, ...] = ("SSL", "SASL_SSL")
+
+    @classmethod
+    def create(cls, folder: Path, **kwargs: object) -> "BrokerSecurity":
+        ca = make_ca(folder)
+        (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr",
+                 "-subj", "/CN=localhost", cwd=folder)
+        _openssl("x509", "-req", "-in", "broker.csr", "-CA", ca.name, "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", "broker.pem", "-days", "3", "-extfile", "san.ext", cwd=folder)
+        _openssl("pkcs12", "-export", "-in", "broker.pem", "-inkey", "broker.key", "-certfile", ca.name,
+                 "-name", "broker", "-out", "broker.p12", "-passout", f"pass:{PASSWORD}", cwd=folder)
+        return cls(folder, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def ca_location(self) -> str:
+        return str(self.folder / "ca.pem")
+
+    def broker_properties(self) -> dict[str, str]:
+        plain_users = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
+        return {
+            "ssl.keystore.location": str(self.folder / "broker.p12"), "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.password": PASSWORD, "ssl.key.password": PASSWORD,
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config":
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};",
+            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        }
+
+    def client_settings(self, protocol: str, *, mechanism: str = "PLAIN", user: str = "alice",
+                        password: str | None = None, ca_location: str | None = None) -> dict[str, str]:
+        """librdkafka settings of a client of `protocol` (SSL or SASL_SSL), without the prefix."""
+        conf = {"security.protocol": protocol, "ssl.ca.location": ca_location or self.ca_location}
+        if protocol.upper().startswith("SASL"):
+            conf.update({"sasl.mechanism": mechanism, "sasl.username": user,
+                         "sasl.password": self.users[user] if password is None else password})
+        return conf
+
+    def create_scram_users(self, bootstrap: str, timeout: float = 30.0) -> None:
+        """SCRAM-SHA-256 credentials for every user, through a broker's PLAINTEXT listener."""
+        from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
+                                           UserScramCredentialUpsertion)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+        futures = admin.alter_user_scram_credentials(
+            [UserScramCredentialUpsertion(u, info, p.encode()) for u, p in self.users.items()])
+        for future in futures.values():
+            future.result(timeout=timeout)
