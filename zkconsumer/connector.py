@@ -70,7 +70,7 @@ class ConsumerConnector:
         self.group = GroupZk(self._zk, self.config.group_id, self.consumer_id,
                              timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0,
                              transaction_max_bytes=self.config.zookeeper_transaction_max_bytes,
-                             identity=self.zk_auth.identity)
+                             identity=self.zk_auth.identity, acl=self.zk_auth.node_acl())
         self.assignment = Assignment()
         self._lock = threading.Lock()
         self._subscription: Subscription | None = None

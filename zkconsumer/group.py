@@ -44,9 +44,11 @@ class GroupZk:
     """
 
     def __init__(self, client: Any, group_id: str, consumer_id: str, *, timeout_s: float = 30.0,
-                 transaction_max_bytes: int = 0xFFFFF // 2, identity: str = "this client") -> None:
+                 transaction_max_bytes: int = 0xFFFFF // 2, identity: str = "this client",
+                 acl: list[Any] | None = None) -> None:
         self.client = client
         self.io = ZkIO(client, timeout_s, identity)
+        self.acl = acl  # of owner and offset nodes and their folders (ZkAuth.node_acl); None: open
         self.cluster = ClusterMetadata(self.io)
         self.group_id = group_id
         self.consumer_id = consumer_id
@@ -184,7 +186,7 @@ class GroupZk:
 
     def owners(self, topic: str) -> dict[int, str]:
         """partition -> owner thread id for one topic, read afresh and setting no watch: for
-        one-shot readers such as a Spark plan (a member's repeated checks use `reads.owners`)."""
+        one-shot readers such as a Spark plan (a member's repeated checks use `reads.owner_threads`)."""
         folder = zkdata.owners_path(self.group_id, topic)
         try:
             children = self.io.children(folder)
@@ -262,7 +264,7 @@ class GroupZk:
         """One transaction; False if any node was there (someone created it since we looked)."""
         txn = self.client.transaction()
         for key, thread_id in owners.items():
-            txn.create(self._owner_path(key), zkdata.encode_owner(thread_id), ephemeral=True)
+            txn.create(self._owner_path(key), zkdata.encode_owner(thread_id), acl=self.acl, ephemeral=True)
         results = self.io.commit(txn, f"claim {len(owners)} partitions")
         for result in results:
             if isinstance(result, NoNodeError):  # an owners folder was deleted under us
@@ -380,7 +382,7 @@ class GroupZk:
         if exists:
             txn.set_data(path, zkdata.encode_offset(offset))
         else:
-            txn.create(path, zkdata.encode_offset(offset))
+            txn.create(path, zkdata.encode_offset(offset), acl=self.acl)
         return txn.commit_async()
 
     def withdraw_offset(self, key: TopicPartition, offset: int, thread_id: str) -> bool:
@@ -407,7 +409,9 @@ class GroupZk:
 
     def _ensure(self, path: str) -> None:
         if path not in self._ensured:
-            self.io.ensure_path(path)
+            # owners/ and offsets/ get our ACL; the group node and ids/ stay open (created first)
+            secured = path.startswith((zkdata.owners_path(self.group_id), zkdata.offsets_path(self.group_id)))
+            self.io.ensure_path(path, self.acl if secured else None)
             self._ensured.add(path)
 
     def _read_owner_nodes(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:

@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Mapping
 from kazoo.protocol.states import ZnodeStat
 
 from zkconsumer import zkdata
-from zkconsumer.watched_folder import WatchedFolder
+from zkconsumer.watched_folder import WatchedFolder, WatchedNodes
 from zkconsumer.zkdata import Registration, ZkDataError
 from zkconsumer.zkio import Watch, ZkIO
 
@@ -22,27 +22,28 @@ __all__ = ["GroupReads", "decode_owners"]
 
 
 class GroupReads:
-    """Cached reads of `/consumers/<group>`: `ids` and each subscribed topic's `owners` folder.
+    """Cached reads of `/consumers/<group>`: `ids`, the zkconsumer markers and chosen owner nodes.
 
     Example::
 
         reads = GroupReads(io, "billing")
         good, bad = reads.registrations(watch=on_members_changed)
-        owners = reads.owners("orders")        # partition -> owner thread id
+        owners = reads.owner_threads([("orders", 0)])   # (topic, partition) -> owner thread id
     """
 
     def __init__(self, io: ZkIO, group_id: str) -> None:
         self.io = io
         self.group_id = group_id
         self._members = WatchedFolder(io, zkdata.ids_path(group_id))
-        self._owner_folders: dict[str, WatchedFolder] = {}
+        self._marked = WatchedFolder(io, zkdata.zkconsumer_members_path(group_id))
+        self._checked = WatchedNodes(io, "read owner nodes to check")
         self._warned: set[tuple[str, int, int]] = set()
 
     def forget(self) -> None:
         """Make the next reads ask ZooKeeper for everything (the watches went with the link)."""
         self._members.invalidate()
-        for folder in list(self._owner_folders.values()):
-            folder.invalidate()
+        self._marked.invalidate()
+        self._checked.invalidate()
 
     def registrations(self, watch: Watch | None = None, *, own_id: str | None = None) -> tuple[
             dict[str, Registration], dict[str, ZkDataError]]:
@@ -72,19 +73,26 @@ class GroupReads:
         """The registered members (no request unless the list changed)."""
         return self._members.names()
 
-    def owners(self, topic: str) -> dict[int, str]:
-        """partition -> owner thread id for one topic (see decode_owners; each bad node is warned
-        about once per version, not at every cached read)."""
-        folder = self._owner_folders.get(topic)
-        if folder is None:
-            folder = self._owner_folders[topic] = WatchedFolder(self.io, zkdata.owners_path(self.group_id, topic))
-        return decode_owners(folder.path, folder.read(), self._warn_once)
+    def marked_member_ids(self) -> set[str]:
+        """The members that marked themselves as zkconsumer members (Scala members never do)."""
+        return set(self._marked.names())
 
-    def forget_owners_except(self, topics: Iterable[str]) -> None:
-        """Stop caching owner nodes of other topics (their watches fire once more, unheard)."""
-        keep = set(topics)
-        for topic in [t for t in self._owner_folders if t not in keep]:
-            del self._owner_folders[topic]
+    def owner_threads(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+        """(topic, partition) -> owner thread id, None where there is no node or it is garbled
+        (warned about once per version). A node unchanged since the last call costs no request;
+        keys not asked for are forgotten."""
+        paths = {k: zkdata.owner_path(self.group_id, *k) for k in keys}
+        found = self._checked.read(list(paths.values()))
+        out: dict[tuple[str, int], str | None] = {}
+        for key, path in paths.items():
+            entry = found[path]
+            out[key] = None
+            if entry is not None:
+                try:
+                    out[key] = zkdata.decode_owner(entry[0], path)
+                except ZkDataError as exc:
+                    self._warn_once(path, entry[1], "ignoring garbled owner node %s", exc)
+        return out
 
     def _warn_once(self, path: str, stat: ZnodeStat, message: str, *args: object) -> None:
         """Log a bad node once per version of it, not at every cached read."""

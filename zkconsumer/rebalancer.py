@@ -22,7 +22,7 @@ from zkconsumer.partition_fetcher import PartitionFetcher
 from zkconsumer.peers import IgnoredPeerReporter, evaluate_peers
 from zkconsumer.rebalance import Decision, by_topic, decide, partitions_text, plan, subscribed_topics
 from zkconsumer.stream import PartitionTopicInfo, StreamSet
-from zkconsumer.watchdog import find_problems
+from zkconsumer.watchdog import find_problems, partitions_to_check
 from zkconsumer.zkdata import consumer_id_of_thread
 from zkconsumer.zkio import Deadline
 
@@ -79,6 +79,7 @@ class Rebalancer:
         self.peers = IgnoredPeerReporter()
         self._stopping = threading.Event()
         self._decided_with: set[str] | None = None  # the members the last decision was computed from
+        self._claimed: set[TopicPartition] = set()  # claims the watchdog checks (see health_problems)
         self.linger = ReleaseLinger(group, config.release_linger_ms / 1000.0, self._stopping)
 
     # ---- rebalance -----------------------------------------------------------------------------
@@ -164,6 +165,7 @@ class Rebalancer:
         self._reconcile()
         incremental = self.config.rebalance_incremental
         steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
+        self._claimed.update(steps.claim)  # the watchdog checks them too, while a node of ours holds one
         self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
         self._finish_releases()
         if self._stopping.is_set():
@@ -325,19 +327,29 @@ class Rebalancer:
 
     # ---- health --------------------------------------------------------------------------------
     def health_problems(self) -> list[str]:
-        """Ownership problems in our topics right now (see watchdog.find_problems). Owner nodes of our
-        session that we neither own nor release are scheduled for deletion."""
+        """Ownership problems in the partitions this member checks (watchdog.partitions_to_check:
+        its own share, what it claimed, and Scala members' shares for one member), as
+        watchdog.find_problems words them. Owner nodes of our session that we neither own nor
+        release are scheduled for deletion."""
         if self._stopping.is_set() or not self.last_assignment:
             return []
-        # From the watched caches: an idle check sends no request; one after a change reads what changed.
-        members = set(self.group.reads.member_ids())
-        partitions = {t: parts for t, parts in self.last_assignment.items() if t in self.my_topics}
-        self.group.reads.forget_owners_except(partitions)
-        owners = {}
-        for topic in partitions:
-            if self._stopping.is_set():
-                return []  # leaving: the answer would not be acted on, and the session is closing
-            owners[topic] = self.group.reads.owners(topic)
+        # From the watched caches: an idle check sends no request; one after a change reads what
+        # changed in the partitions this member checks, not the whole group's moves.
+        reads = self.group.reads
+        members = set(reads.member_ids())
+        expected = {t: parts for t, parts in self.last_assignment.items() if t in self.my_topics}
+        claimed = set(self._claimed)
+        keys = partitions_to_check(expected, self.consumer_id, members, reads.marked_member_ids(), claimed)
+        if self._stopping.is_set():
+            return []  # leaving: the answer would not be acted on, and the session is closing
+        found = reads.owner_threads(sorted(keys))
+        # A claimed partition stays checked while a node of ours holds it (it may be an orphan).
+        self._claimed.difference_update(k for k in claimed if not self._is_our_thread(found.get(k) or ""))
+        owners: dict[str, dict[int, str]] = {}
+        for (topic, partition), thread in found.items():
+            if thread is not None:
+                owners.setdefault(topic, {})[partition] = thread
+        partitions = {t: {p: thread for p, thread in parts.items() if (t, p) in keys} for t, parts in expected.items()}
         # Deleting an adopted node is fenced by session, so one of an older session is left alone.
         orphans = self.assignment.adopt_orphans({(t, p): thread for t, found in owners.items()
                                                  for p, thread in found.items() if self._is_our_thread(thread)})

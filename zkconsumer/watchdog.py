@@ -50,6 +50,27 @@ def find_problems(partitions: Mapping[str, Iterable[int]], owners: Mapping[str, 
     return problems
 
 
+def partitions_to_check(expected: Mapping[str, Mapping[int, str]], me: str, members: set[str],
+                        marked: set[str], claimed: Iterable[TopicPartition]) -> set[TopicPartition]:
+    """The partitions one member's watchdog reads (pure): those the assignment gives its threads;
+    those it claimed in this session (an orphan node of ours is found by us, who can delete it);
+    and, for the zkconsumer member with the lowest id, those of every member without a zkconsumer
+    marker (Scala members run no watchdog). With one zkconsumer member registered, every partition
+    is checked by somebody, and a change costs each member what moved in its own share."""
+    zkconsumer_members = sorted((marked & members) | {me})
+    designated = zkconsumer_members[0] == me
+    out = set(claimed)
+    for topic, parts in expected.items():
+        for partition, thread in parts.items():
+            try:
+                owner = consumer_id_of_thread(thread)
+            except ValueError:
+                owner = None
+            if owner == me or (designated and owner not in marked):
+                out.add((topic, partition))
+    return out
+
+
 class Watchdog:
     """Every interval, compare ZooKeeper's owners with the group; a problem seen by two checks with
     no rebalance activity between them triggers a rebalance and counts in `alerts`.

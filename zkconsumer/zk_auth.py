@@ -94,10 +94,12 @@ def parse_jaas(text: str, section: str = "Client") -> LoginModule:
 
 @dataclass(frozen=True)
 class ZkAuth:
-    """Credentials for kazoo and the ACL of the nodes we create.
+    """Credentials for kazoo and the ACL of the owner and offset nodes we create.
 
-    `set_acl` gives our nodes the ACL a secured Scala member gives its own (Kafka's
-    ZkUtils.defaultAcls): every right to the identity that created it, read to everyone.
+    `set_acl` gives those nodes (and the owners/offsets folders) the ACL a secured Scala 1.1
+    member gives its own: every right to the identity that created it, read to everyone. The
+    group node, ids/ and member registrations stay open, as Scala leaves them, so members of
+    other identities can still join.
     """
 
     digest: str | None = None
@@ -115,11 +117,14 @@ class ZkAuth:
         return "an unauthenticated client"
 
     def kazoo_options(self) -> dict[str, Any]:
-        """auth_data, sasl_options and default_acl for KazooClient."""
-        from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+        """auth_data and sasl_options for KazooClient."""
         return {"auth_data": [("digest", self.digest)] if self.digest else None,
-                "sasl_options": dict(self.sasl) if self.sasl is not None else None,
-                "default_acl": CREATOR_ALL_ACL + READ_ACL_UNSAFE if self.set_acl else None}
+                "sasl_options": dict(self.sasl) if self.sasl is not None else None}
+
+    def node_acl(self) -> list[Any] | None:
+        """The ACL of the owner and offset nodes we create; None: ZooKeeper's open default."""
+        from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+        return CREATOR_ALL_ACL + READ_ACL_UNSAFE if self.set_acl else None
 
 
 def _sasl_options(module: LoginModule, where: str) -> dict[str, str]:

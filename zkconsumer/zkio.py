@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterable, TypeVar
 
-from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.exceptions import AuthFailedError, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState, WatchedEvent, ZnodeStat
 
@@ -61,6 +61,9 @@ class ZkIO:
             raise ZooKeeperUnavailable(f"no answer from ZooKeeper within {timeout:.1f}s to {what}") from None
         except NoAuthError:
             raise self._denied(what) from None
+        except AuthFailedError:  # kazoo reports CONNECTED before a SASL login is refused
+            raise ZooKeeperAccessDenied(f"ZooKeeper rejected {self.identity}: authentication failed "
+                                        f"(at {what})") from None
         if isinstance(answer, list):
             for index, result in enumerate(answer):
                 if isinstance(result, NoAuthError):
@@ -91,12 +94,14 @@ class ZkIO:
     def delete(self, path: str, version: int = -1) -> None:
         self.wait(self.client.delete_async(path, version=version), f"delete {path}")
 
-    def ensure_path(self, path: str) -> None:
-        """Create the persistent node and its parents (kazoo's ensure_path, bounded)."""
-        self.wait(self.client.ensure_path_async(path), f"ensure_path {path}")
+    def ensure_path(self, path: str, acl: list[Any] | None = None) -> None:
+        """Create the persistent node and its missing parents, with `acl` (kazoo's ensure_path, bounded)."""
+        self.wait(self.client.ensure_path_async(path, acl), f"ensure_path {path}")
 
     def commit(self, txn: Any, what: str) -> list[Any]:
+        chroot = getattr(self.client, "chroot", "") or ""
         paths = [getattr(op, "path", "?") for op in getattr(txn, "operations", [])]
+        paths = [p[len(chroot):] if chroot and p.startswith(chroot + "/") else p for p in paths]  # as elsewhere
         return self.wait(txn.commit_async(), what, paths)  # type: ignore[no-any-return]
 
     def many(self, calls: Iterable[tuple[T, Any]], what: str) -> dict[T, Any]:
@@ -150,6 +155,13 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
         if refused:
             raise ZooKeeperAccessDenied(f"ZooKeeper at {hosts} rejected {auth.identity}: authentication failed")
         raise KazooTimeoutError(f"no ZooKeeper connection within {connect_timeout_s:g} s")
+    if auth.sasl is not None:  # kazoo says CONNECTED before the SASL exchange ends: one request shows it
+        try:
+            ZkIO(client, connect_timeout_s, f"{auth.identity} at {hosts}").exists("/")
+        except BaseException:
+            client.stop()
+            client.close()
+            raise
     return client
 
 

@@ -95,13 +95,13 @@ def test_a_leave_does_not_wait_for_a_watchdog_check_under_way(cluster, zk, topic
     try:
         conn.create_message_streams({topic: 1})
         wait_for_balanced(zk, group_id, [topic], members=1)
-        read_owners = conn.group.reads.owners
+        read_owners = conn.group.reads.owner_threads
 
-        def slow_read(topic: str) -> dict[int, str]:  # the check midway through thousands of owner nodes
+        def slow_read(keys):  # type: ignore[no-untyped-def]  # the check midway through thousands of nodes
             checking.set()
             leaving.wait(20)
-            return read_owners(topic)  # in the session being closed
-        conn.group.reads.owners = slow_read  # type: ignore[method-assign]
+            return read_owners(keys)  # in the session being closed
+        conn.group.reads.owner_threads = slow_read  # type: ignore[method-assign]
         assert checking.wait(10)
         began = time.monotonic()
         conn.shutdown(timeout=30)

@@ -224,3 +224,24 @@ def test_a_claim_confirms_a_node_that_looks_ours_before_counting_it() -> None:
     assert not model.exists(zkdata.owner_path("g", "t", 0))
     assert me.claim(wanted) == []
     assert model.exists(zkdata.owner_path("g", "t", 0))  # created again, not taken from the cache
+
+
+def test_a_watchdog_check_after_a_change_reads_its_own_share_not_the_groups_moves() -> None:
+    s = Schedule(0, Options(members=0, partitions=48))
+    members = [s.add_member() for _ in range(6)]
+    _settle(s)
+    for m in members:
+        m.check_health()  # arms the watches of what each checks
+    s.model.deliver()
+    s.add_member()  # range assignment moves most of the 48 partitions
+    _settle(s)
+    s.model.deliver()
+    owners = zkdata.owners_path(GROUP, "t")
+    designated = min(m.consumer_id for m in members)
+    for m in members:
+        since, claimed = len(s.model.calls), len(m.rebalancer._claimed)  # its claims, some moved on since
+        assert m.rebalancer.health_problems() == []
+        reads = [c for c in s.model.calls[since:] if c.client == m.name and c.path.startswith(owners)]
+        share = [k for k, thread in m.rebalancer.last_assignment["t"].items() if thread.startswith(m.consumer_id)]
+        if m.consumer_id != designated:
+            assert len(reads) <= len(share) + claimed, (m.name, len(reads), len(share))  # the group moved ~40

@@ -108,3 +108,18 @@ def test_no_check_is_read_while_a_rebalance_is_under_way_or_pending() -> None:
     assert dog.run_once() == [] and checks == []  # mid-change: nothing read from ZooKeeper
     running[0] = 3
     assert dog.run_once() == [] and dog.run_once() == ["t-1 has no owner"] and len(checks) == 2
+
+
+def test_each_partition_is_checked_by_its_zkconsumer_owner_or_the_designated_member() -> None:
+    from zkconsumer.watchdog import partitions_to_check
+    expected = {"t": {0: "g_a-0", 1: "g_a-0", 2: "g_b-0", 3: "g_scala-0", 4: "not a thread"}}
+    members, marked = {"g_a", "g_b", "g_scala"}, {"g_a", "g_b"}
+    a = partitions_to_check(expected, "g_a", members, marked, claimed=())
+    b = partitions_to_check(expected, "g_b", members, marked, claimed=[("t", 0)])
+    assert a == {("t", 0), ("t", 1), ("t", 3), ("t", 4)}  # g_a has the lowest id: Scala's share too
+    assert b == {("t", 2), ("t", 0)}  # its own share, and a claim of its own that may be an orphan
+    assert a | b == {("t", p) for p in range(5)}
+    # before its marker is read, a member still counts itself among the zkconsumer members
+    # no marker read yet: a member counts itself as a zkconsumer member; the lowest such checks the rest
+    alone = partitions_to_check(expected, "g_b", members, set(), claimed=())
+    assert alone == {("t", p) for p in range(5)}

@@ -78,8 +78,8 @@ def test_the_inline_login_module_gives_digest_md5_and_scala_acls() -> None:
     assert auth.sasl == {"mechanism": "DIGEST-MD5", "username": "alice", "password": "pw"}
     assert auth.identity == "sasl:alice (DIGEST-MD5)"
     options = auth.kazoo_options()
-    assert options["sasl_options"] == dict(auth.sasl) and options["auth_data"] is None
-    assert options["default_acl"] == [ACL(Permissions.ALL, Id("auth", "")), ACL(Permissions.READ, Id("world", "anyone"))]
+    assert options == {"sasl_options": dict(auth.sasl), "auth_data": None}
+    assert auth.node_acl() == [ACL(Permissions.ALL, Id("auth", "")), ACL(Permissions.READ, Id("world", "anyone"))]
 
 
 def test_a_jaas_file_section_and_the_switches(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_a_jaas_file_section_and_the_switches(tmp_path: Path) -> None:
     off = zookeeper_auth(_config(**{"java.security.auth.login.config": str(path), "zookeeper.sasl.client": "false"}))
     assert off.sasl is None and not off.set_acl
     no_acl = zookeeper_auth(_config(**{"java.security.auth.login.config": str(path), "zookeeper.set.acl": "false"}))
-    assert no_acl.sasl is not None and no_acl.kazoo_options()["default_acl"] is None
+    assert no_acl.sasl is not None and no_acl.node_acl() is None
 
 
 def test_digest_only_keeps_open_acls_unless_asked() -> None:

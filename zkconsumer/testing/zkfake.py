@@ -111,8 +111,8 @@ class SimTransaction:
     def __init__(self, client: FakeKazooClient) -> None:
         self._client, self.operations, self.committed = client, list[_Op](), False
 
-    def create(self, path: str, value: bytes = b"", ephemeral: bool = False) -> None:
-        self._add(_Op("create", path, value, ephemeral=ephemeral))
+    def create(self, path: str, value: bytes = b"", acl: object = None, ephemeral: bool = False) -> None:
+        self._add(_Op("create", path, value, ephemeral=ephemeral))  # ACLs are not modelled
 
     def check(self, path: str, version: int) -> None:
         self._add(_Op("check", path, version=version))
@@ -322,7 +322,7 @@ class FakeKazooClient:
         return arm
 
     def create_async(self, path: str, value: bytes = b"", ephemeral: bool = False,
-                     makepath: bool = False) -> SimAsync[str]:
+                     makepath: bool = False, acl: object = None) -> SimAsync[str]:
         if not isinstance(value, bytes):
             raise TypeError("Invalid type for 'value' (must be a byte string)")
         m, out = self._model, SimAsync[str](done=False)
@@ -342,7 +342,7 @@ class FakeKazooClient:
         attempt()
         return out
 
-    def ensure_path_async(self, path: str) -> SimAsync[bool | str]:
+    def ensure_path_async(self, path: str, acl: object = None) -> SimAsync[bool | str]:
         """kazoo's algorithm: exists, else ensure the parent and create; True if it was there already."""
         out = SimAsync[Union[bool, str]](done=False)
 
