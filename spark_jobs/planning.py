@@ -11,6 +11,7 @@ from kazoo.client import KazooClient
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.group import GroupZk
 from zkconsumer.metadata import bootstrap_servers, no_endpoint_message
+from zkconsumer.zk_auth import zookeeper_auth
 from zkconsumer.zkdata import BrokerInfo
 
 from spark_jobs.kafka_read import LogOffsets
@@ -25,10 +26,11 @@ PLANNER_ID = "zkconsumer-spark-planner"
 def zookeeper(opts: SourceOptions) -> Iterator[KazooClient]:
     """A short-lived kazoo session for planning reads (bounded retries, closed on exit)."""
     cfg = opts.config
-    auth = [("digest", cfg.zookeeper_digest)] if cfg.zookeeper_digest else None
+    auth = zookeeper_auth(cfg)
     client = KazooClient(hosts=cfg.zookeeper_connect, timeout=cfg.zookeeper_session_timeout_ms / 1000.0,
-                         auth_data=auth, connection_retry={"max_tries": 3, "delay": 0.2, "max_delay": 2.0},
-                         command_retry={"max_tries": 5, "delay": 0.1, "max_delay": 2.0, "deadline": 30.0})
+                         connection_retry={"max_tries": 3, "delay": 0.2, "max_delay": 2.0},
+                         command_retry={"max_tries": 5, "delay": 0.1, "max_delay": 2.0, "deadline": 30.0},
+                         **auth.kazoo_options())
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "No chroot path exists": a missing group reads as empty
@@ -88,7 +90,7 @@ class BatchPlan:
 def plan_batch(opts: SourceOptions) -> BatchPlan:
     """Start (explicit > committed > startingOffsets fallback) and end (explicit > log end) per partition."""
     with zookeeper(opts) as client:
-        group = GroupZk(client, opts.group_id, PLANNER_ID)
+        group = GroupZk(client, opts.group_id, PLANNER_ID, identity=zookeeper_auth(opts.config).identity)
         keys = subscribed_keys(group, opts)
         committed = group.read_offsets(keys)
         owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}

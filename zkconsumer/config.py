@@ -43,6 +43,12 @@ zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re
 zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes this long after the
                                                                               commit when a Scala member may claim them
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
+zookeeper.sasl.jaas.config        (unset)            Module required k="v";   SASL login to ZooKeeper (DigestLoginModule:
+                                                                              DIGEST-MD5; Krb5LoginModule: GSSAPI)
+java.security.auth.login.config   (unset)            a JAAS file path         the same from a JAAS file's Client section
+zookeeper.sasl.clientconfig       Client             a section name           the JAAS file's section to use
+zookeeper.sasl.client             true               true | false             false: no SASL even with a JAAS file
+zookeeper.set.acl                 = SASL is used     true | false             our nodes: creator all, world read (Scala's)
 zkconsumer.broker.listener        (unset)            a listener name          connect to brokers through this listener;
                                                                               unset: the first endpoint speaking
                                                                               librdkafka.security.protocol (PLAINTEXT)
@@ -153,6 +159,11 @@ _SPECS = (
     _Spec("zkconsumer.release.linger.ms", int, 1000, minimum=0),
     _Spec("zkconsumer.zookeeper.digest", str),
     _Spec("zkconsumer.broker.listener", str),
+    _Spec("zookeeper.sasl.jaas.config", str),
+    _Spec("java.security.auth.login.config", str),
+    _Spec("zookeeper.sasl.clientconfig", str, "Client"),
+    _Spec("zookeeper.sasl.client", bool, True),
+    _Spec("zookeeper.set.acl", bool),
     _Spec("zkconsumer.zookeeper.jute.maxbuffer", int, 0xFFFFF, minimum=4096),
     _Spec("zkconsumer.zookeeper.transaction.max.bytes", int, minimum=1024),
 )
@@ -267,6 +278,8 @@ def _check_combined(values: dict[str, Any]) -> None:
         raise _invalid("zkconsumer.zookeeper.transaction.max.bytes", values["zookeeper_transaction_max_bytes"],
                        f"integer <= zkconsumer.zookeeper.jute.maxbuffer - 1024 "
                        f"({values['zookeeper_jute_maxbuffer'] - 1024})")
+    if values["broker_listener"] == "":
+        values["broker_listener"] = None  # an empty value reads as unset, as Kafka's optional strings do
     digest = values["zookeeper_digest"]
     if digest is not None and not re.fullmatch(r"[^:]+:.*", digest, re.DOTALL):
         raise _invalid("zkconsumer.zookeeper.digest", "<hidden>", "user:password")
@@ -326,6 +339,11 @@ class ConsumerConfig:
     release_linger_ms: int
     zookeeper_digest: str | None
     broker_listener: str | None
+    zookeeper_sasl_jaas_config: str | None
+    java_security_auth_login_config: str | None
+    zookeeper_sasl_clientconfig: str
+    zookeeper_sasl_client: bool
+    zookeeper_set_acl: bool | None
     zookeeper_jute_maxbuffer: int
     zookeeper_transaction_max_bytes: int
     # Sorted (name, value) pairs rather than a dict so the config stays hashable and immutable.
@@ -431,6 +449,9 @@ class ConsumerConfig:
             out[LIBRDKAFKA_PREFIX + name] = "****" if redact and secret else value
         if redact and self.zookeeper_digest is not None:
             out["zkconsumer.zookeeper.digest"] = self.zookeeper_digest.split(":", 1)[0] + ":****"
+        if redact and self.zookeeper_sasl_jaas_config is not None:
+            out["zookeeper.sasl.jaas.config"] = re.sub(r'(password\s*=\s*)("(?:[^"\\]|\\.)*"|\S+?(?=;|\s|$))',
+                                                       r'\1"****"', self.zookeeper_sasl_jaas_config)
         return out
 
     def __repr__(self) -> str:

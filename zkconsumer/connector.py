@@ -11,7 +11,8 @@ from typing import Mapping
 from zkconsumer import __version__, zkdata, zkio
 from zkconsumer.assignment import Assignment
 from zkconsumer.config import ConfigError, ConsumerConfig
-from zkconsumer.errors import ConsumerError, ConsumerRebalanceFailed, is_retriable
+from zkconsumer.errors import (ConsumerError, ConsumerRebalanceFailed, ZkConsumerError, ZooKeeperAccessDenied,
+                               is_retriable)
 from zkconsumer.fetch_settings import FetchSettings
 from zkconsumer.fetcher import Fetcher
 from zkconsumer.group import GroupZk
@@ -26,6 +27,7 @@ from zkconsumer.subscription import (StaticSubscription, Subscription, TopicFilt
                                      encode_registration, make_consumer_id)
 from zkconsumer.watchdog import Watchdog
 from zkconsumer.worker import RebalanceWorker
+from zkconsumer.zk_auth import zookeeper_auth
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +65,12 @@ class ConsumerConnector:
         self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id,
                                             hostname=socket.gethostname(), now_ms=int(time.time() * 1000),
                                             uuid_int=uuid.uuid4().int)
+        self.zk_auth = zookeeper_auth(self.config)  # a bad JAAS setting fails here, naming the property
         self._zk = self._connect_zookeeper()
         self.group = GroupZk(self._zk, self.config.group_id, self.consumer_id,
                              timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0,
-                             transaction_max_bytes=self.config.zookeeper_transaction_max_bytes)
+                             transaction_max_bytes=self.config.zookeeper_transaction_max_bytes,
+                             identity=self.zk_auth.identity)
         self.assignment = Assignment()
         self._lock = threading.Lock()
         self._subscription: Subscription | None = None
@@ -207,10 +211,11 @@ class ConsumerConnector:
     # ---- wiring --------------------------------------------------------------------------------
     def _connect_zookeeper(self):  # type: ignore[no-untyped-def]
         cfg = self.config
-        auth = [("digest", cfg.zookeeper_digest)] if cfg.zookeeper_digest else None
         try:
             return zkio.connect(cfg.zookeeper_connect, session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
-                                connect_timeout_s=cfg.zookeeper_connection_timeout_ms / 1000.0, auth=auth)
+                                connect_timeout_s=cfg.zookeeper_connection_timeout_ms / 1000.0, auth=self.zk_auth)
+        except ZooKeeperAccessDenied:
+            raise
         except Exception as exc:
             raise ConnectionError(f"cannot reach ZooKeeper at {cfg.zookeeper_connect} within "
                                   f"{cfg.zookeeper_connection_timeout_ms} ms: {exc}") from exc
@@ -244,6 +249,9 @@ class ConsumerConnector:
             ok = self._rebalance("consumer started")
         except Exception as exc:
             self.shutdown()
+            if isinstance(exc, ZkConsumerError):  # a setting to fix (access denied, ...): it says what
+                raise ConsumerRebalanceFailed(f"{self.consumer_id}: initial rebalance failed: {exc}; the "
+                                              "connector was shut down") from exc
             raise ConsumerRebalanceFailed(f"{self.consumer_id}: initial rebalance failed with a bug ({exc!r}); "
                                           "the connector was shut down") from exc
         if not ok:
@@ -300,7 +308,7 @@ class ConsumerConnector:
         if self.failure is not None or self._closed:
             return
         self.failure = error
-        kind = "bug" if not is_retriable(error) else "failure"
+        kind = "failure" if is_retriable(error) or isinstance(error, ZkConsumerError) else "bug"
         log.error("%s: background %s, leaving the group: %r", self.consumer_id, kind, error)
         self.assignment.begin_release(list(self.assignment.owned()))  # nothing more is handed out
         if self._streams is not None:

@@ -47,8 +47,13 @@ class ZooKeeperUnavailable(ZkConsumerError, ConnectionError):
     retriable = True
 
 
+class ZooKeeperAccessDenied(ZkConsumerError, PermissionError):
+    """ZooKeeper refused our credentials (AuthFailed) or a request for want of rights on a node
+    (NoAuth); the message names the node and our identity. A setting to fix: never retried."""
+
+
 class BrokersUnavailable(ZkConsumerError, ConnectionError):
-    """No usable Kafka broker (none registered, none with a PLAINTEXT endpoint, or no connection yet)."""
+    """No usable Kafka broker (none registered, none with the wanted endpoint, or no connection yet)."""
 
     retriable = True
 

@@ -374,7 +374,7 @@ class Fetcher:
         """librdkafka error_cb, served inside consume() on the fetcher thread."""
         if err.fatal():
             raise KafkaException(err)  # re-raised by consume(): ends the thread
-        if err.code() not in _DOWN:
+        if err.code() != KafkaError._ALL_BROKERS_DOWN:
             self._connection_error = (time.monotonic(), err.str())
         self._warn(err.code(), "%s: %s (librdkafka retries)", self.name, err)
 

@@ -44,9 +44,9 @@ class GroupZk:
     """
 
     def __init__(self, client: Any, group_id: str, consumer_id: str, *, timeout_s: float = 30.0,
-                 transaction_max_bytes: int = 0xFFFFF // 2) -> None:
+                 transaction_max_bytes: int = 0xFFFFF // 2, identity: str = "this client") -> None:
         self.client = client
-        self.io = ZkIO(client, timeout_s)
+        self.io = ZkIO(client, timeout_s, identity)
         self.cluster = ClusterMetadata(self.io)
         self.group_id = group_id
         self.consumer_id = consumer_id

@@ -133,5 +133,7 @@ def no_endpoint_message(brokers: Iterable[BrokerInfo], *, security_protocol: str
         seen.append(f"broker {broker.broker_id}: {ends}")
     if not seen:
         return f"no broker is registered under {zkdata.BROKER_IDS}"
+    if listener:
+        wanted += f" speaking {security_protocol.upper()} (librdkafka.security.protocol)"
     return (f"no broker registers {wanted} with a host ({'; '.join(seen)}); set librdkafka.security.protocol "
             "or zkconsumer.broker.listener to one the brokers offer")

@@ -203,8 +203,8 @@ class Rebalancer:
         if not brokers:
             log.warning("%s: no brokers registered; waiting for /brokers/ids to change", self.consumer_id)
             return None
+        self._ensure_fetcher(brokers)  # no fitting endpoint: keep waiting for /brokers/ids to change
         m.waiting_for_brokers = False
-        self._ensure_fetcher(brokers)
         compat = self.config.compat
         wildcard = any(r.pattern != "static" for r in registrations.values())
         all_topics = self.group.cluster.all_topics(watch=m.on_topic_list_changed if wildcard else None)

@@ -252,11 +252,14 @@ class BrokerInfo:
 
     def address_for(self, security_protocol: str, listener: str | None = None) -> tuple[str, int] | None:
         """(host, port) of the endpoint named `listener`, or else of the first endpoint speaking
-        `security_protocol`; None if there is none or it has no host (a wildcard bind)."""
+        `security_protocol`; None if there is none, it has no host (a wildcard bind), or the named
+        listener speaks another protocol (librdkafka would fail its handshake)."""
         for end_point in self.end_points():
-            if (end_point.listener == listener.upper() if listener is not None
-                    else end_point.security_protocol == security_protocol.upper()):
-                return None if end_point.host is None else (end_point.host, end_point.port)
+            if (end_point.listener == listener.upper() if listener else
+                    end_point.security_protocol == security_protocol.upper()):
+                if end_point.host is None or end_point.security_protocol != security_protocol.upper():
+                    return None
+                return end_point.host, end_point.port
         return None
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterable, TypeVar
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import WatchedEvent, ZnodeStat
+from kazoo.protocol.states import KeeperState, WatchedEvent, ZnodeStat
 
-from zkconsumer.errors import ZooKeeperUnavailable
+from zkconsumer.errors import ZooKeeperAccessDenied, ZooKeeperUnavailable
+from zkconsumer.zk_auth import ZkAuth
 
 T = TypeVar("T")
 Watch = Callable[[WatchedEvent], object]
@@ -44,18 +45,31 @@ class ZkIO:
         children = io.children("/consumers/g/ids", watch=on_change)
     """
 
-    def __init__(self, client: Any, timeout_s: float) -> None:
+    def __init__(self, client: Any, timeout_s: float, identity: str = "this client") -> None:
         self.client = client
         self.timeout_s = timeout_s
+        self.identity = identity  # who we are to ZooKeeper, named when it refuses us
         self.deadline = Deadline(None)  # tightened by shutdown
 
-    def wait(self, async_result: Any, what: str) -> Any:
-        """The answer to one request, waiting at most the timeout."""
+    def wait(self, async_result: Any, what: str, paths: list[str] | None = None) -> Any:
+        """The answer to one request, waiting at most the timeout. NoAuth, also inside a
+        transaction's results (`paths` names its operations), raises ZooKeeperAccessDenied."""
         timeout = self.deadline.remaining(self.timeout_s)
         try:
-            return async_result.get(timeout=timeout)
+            answer = async_result.get(timeout=timeout)
         except KazooTimeoutError:
             raise ZooKeeperUnavailable(f"no answer from ZooKeeper within {timeout:.1f}s to {what}") from None
+        except NoAuthError:
+            raise self._denied(what) from None
+        if isinstance(answer, list):
+            for index, result in enumerate(answer):
+                if isinstance(result, NoAuthError):
+                    raise self._denied(f"{what} ({paths[index]})" if paths and index < len(paths) else what)
+        return answer
+
+    def _denied(self, what: str) -> ZooKeeperAccessDenied:
+        return ZooKeeperAccessDenied(f"ZooKeeper refused {what} to {self.identity}: NoAuth (the ACL of the node or "
+                                     "its parent does not allow it; check the credentials and zookeeper.set.acl)")
 
     def get(self, path: str, watch: Watch | None = None) -> tuple[bytes, ZnodeStat]:
         return self.wait(self.client.get_async(path, watch=watch), f"get {path}")  # type: ignore[no-any-return]
@@ -82,7 +96,8 @@ class ZkIO:
         self.wait(self.client.ensure_path_async(path), f"ensure_path {path}")
 
     def commit(self, txn: Any, what: str) -> list[Any]:
-        return self.wait(txn.commit_async(), what)  # type: ignore[no-any-return]
+        paths = [getattr(op, "path", "?") for op in getattr(txn, "operations", [])]
+        return self.wait(txn.commit_async(), what, paths)  # type: ignore[no-any-return]
 
     def many(self, calls: Iterable[tuple[T, Any]], what: str) -> dict[T, Any]:
         """Wait for several requests sent at once: key -> result, or None for a node that does not
@@ -97,8 +112,7 @@ class ZkIO:
         return out
 
 
-def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float,
-            auth: list[tuple[str, str]] | None = None) -> Any:
+def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, auth: ZkAuth = ZkAuth()) -> Any:
     """A started KazooClient that keeps reconnecting, and records the session timeout the server
     granted as `negotiated_session_timeout_ms` (None until known).
 
@@ -109,8 +123,8 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float,
     from kazoo.client import KazooClient
 
     from zkconsumer.kazoo_handler import make_handler
-    client = KazooClient(hosts=hosts, timeout=session_timeout_s, auth_data=auth, handler=make_handler(),
-                         connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0})
+    client = KazooClient(hosts=hosts, timeout=session_timeout_s, handler=make_handler(),
+                         connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0}, **auth.kazoo_options())
     client.negotiated_session_timeout_ms = None
     connection: Any = getattr(client, "_connection", None)
     original = getattr(connection, "_connect", None)
@@ -123,12 +137,19 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float,
                 pass
             return answer
         connection._connect = recording_connect
-    try:
-        client.start(timeout=connect_timeout_s)
-    except Exception:
+    # kazoo's start() would wait out the whole timeout after a refused login: watch the state instead.
+    started = client.start_async()
+    deadline = time.monotonic() + connect_timeout_s
+    while not client.connected and client.client_state != KeeperState.AUTH_FAILED \
+            and time.monotonic() < deadline:
+        started.wait(0.05)
+    if not client.connected:
+        refused = client.client_state == KeeperState.AUTH_FAILED
         client.stop()  # kazoo refuses close() while its connection thread still retries
         client.close()
-        raise
+        if refused:
+            raise ZooKeeperAccessDenied(f"ZooKeeper at {hosts} rejected {auth.identity}: authentication failed")
+        raise KazooTimeoutError(f"no ZooKeeper connection within {connect_timeout_s:g} s")
     return client
 
 

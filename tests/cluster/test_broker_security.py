@@ -86,9 +86,10 @@ def test_a_secured_listener_is_chosen_by_protocol_and_consumed(secured, protocol
 def test_a_listener_name_picks_the_endpoint(secured) -> None:  # type: ignore[no-untyped-def]
     cluster, security, sent = secured
     settings = security.client_settings("SSL")
-    conn = _consume_all(_config(cluster, "sec_listener", settings, **{"zkconsumer.broker.listener": "ssl"}), sent)
+    conn = _consume_all(_config(cluster, "sec_listener", settings, **{"zkconsumer.broker.listener": "external"}),
+                        sent)
     try:
-        assert _fetcher_bootstrap(conn) == cluster.listener_bootstrap("SSL")
+        assert _fetcher_bootstrap(conn) == cluster.listener_bootstrap("EXTERNAL")  # not the first SSL one
     finally:
         conn.shutdown()
 

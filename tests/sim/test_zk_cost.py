@@ -167,8 +167,8 @@ def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
 
     def then_taken(owners):  # type: ignore[no-untyped-def]
         found = read(owners)
-        if len(found) == len(wanted):  # the first read only: someone claims partition 7 meanwhile
-            assert other.claim({("t", 7): "g_other-0"}) == []
+        if len(found) == len(wanted) and other.not_ours({("t", 7): "g_other-0"}):
+            assert other.claim({("t", 7): "g_other-0"}) == []  # the first read: someone claims 7 meanwhile
         return found
     me._read_nodes_to_claim = then_taken  # type: ignore[method-assign]
     since = len(model.calls)
@@ -204,3 +204,23 @@ def test_a_claim_waiting_for_a_neighbour_rereads_only_what_was_released() -> Non
     reads = [c.path for c in model.calls[since:] if c.client == "me" and c.op == "get" and c.path.startswith(owners)]
     assert sorted(reads) == sorted(zkdata.owner_path("g", *k) for k in keys[:5])
     assert me.not_ours({k: "g_me-0" for k in keys[:5]}) == []  # and they are ours now
+
+
+def test_a_claim_confirms_a_node_that_looks_ours_before_counting_it() -> None:
+    """A cached "ours" whose watch has not been delivered yet (the node was released meanwhile)
+    must not count as claimed: the claim re-reads it and creates it again."""
+    from zkconsumer.group import GroupZk
+    from zkconsumer.testing.zkmodel import ZkModel
+
+    model = ZkModel()
+    client = model.client("me")
+    client.start()
+    me = GroupZk(client, "g", "g_me", timeout_s=0.0)
+    me.register(b"{}")
+    wanted = {("t", 0): "g_me-0"}
+    assert me.claim(wanted) == []
+    assert me.claim(wanted) == []  # a repeated claim (its answer lost): the node is read, ours, and cached
+    assert me.release(wanted) == [("t", 0)]  # its watch fires but is not delivered yet
+    assert not model.exists(zkdata.owner_path("g", "t", 0))
+    assert me.claim(wanted) == []
+    assert model.exists(zkdata.owner_path("g", "t", 0))  # created again, not taken from the cache

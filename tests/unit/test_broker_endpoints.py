@@ -31,10 +31,18 @@ def test_the_first_endpoint_of_the_protocol_is_chosen_on_every_broker() -> None:
     assert bootstrap_servers(MIXED, security_protocol="SASL_SSL") == "b0.example:9094,b1.example:9094"
 
 
-def test_a_listener_name_wins_over_the_protocol() -> None:
-    assert bootstrap_servers(MIXED, security_protocol="SSL", listener="sasl_ssl") == "b0.example:9094,b1.example:9094"
-    assert bootstrap_servers(MIXED, listener="secure") == "b0.example:9093,[::1]:9093"
-    assert bootstrap_servers(MIXED, listener="EXTERNAL") == ""
+def test_a_listener_name_picks_among_endpoints_of_the_protocol() -> None:
+    assert bootstrap_servers(MIXED, security_protocol="sasl_ssl", listener="sasl_ssl") == "b0.example:9094,b1.example:9094"
+    assert bootstrap_servers(MIXED, security_protocol="SSL", listener="secure") == "b0.example:9093,[::1]:9093"
+    assert bootstrap_servers(MIXED, security_protocol="SSL", listener="EXTERNAL") == ""
+    assert bootstrap_servers(MIXED, security_protocol="SSL", listener="") == "b0.example:9093,[::1]:9093"  # unset
+
+
+def test_a_listener_speaking_another_protocol_is_refused_and_explained() -> None:
+    assert bootstrap_servers(MIXED, listener="secure") == ""  # SSL, while the protocol is PLAINTEXT
+    message = no_endpoint_message(MIXED, listener="secure")
+    assert "a listener named SECURE speaking PLAINTEXT (librdkafka.security.protocol)" in message
+    assert "SECURE (SSL)" in message
 
 
 def test_the_legacy_default_still_reads_plaintext_only_brokers() -> None:

@@ -57,6 +57,11 @@ EXPECTED_DEFAULTS = {
     "zkconsumer.release.linger.ms": 1000,
     "zkconsumer.zookeeper.digest": None,
     "zkconsumer.broker.listener": None,
+    "zookeeper.sasl.jaas.config": None,
+    "java.security.auth.login.config": None,
+    "zookeeper.sasl.clientconfig": "Client",
+    "zookeeper.sasl.client": True,
+    "zookeeper.set.acl": None,
     "zkconsumer.zookeeper.jute.maxbuffer": 1048575,
     "zkconsumer.zookeeper.transaction.max.bytes": 524287,
 }
@@ -499,3 +504,4 @@ def test_the_broker_security_protocol_comes_from_librdkafka_and_defaults_to_plai
     assert build_raw({}).broker_security_protocol == "PLAINTEXT"
     assert build_raw({"librdkafka.security.protocol": "sasl_ssl"}).broker_security_protocol == "SASL_SSL"
     assert build_raw({"zkconsumer.broker.listener": "EXTERNAL"}).broker_listener == "EXTERNAL"
+    assert build_raw({"zkconsumer.broker.listener": " "}).broker_listener is None  # empty reads as unset

@@ -12,7 +12,7 @@ from zkconsumer import errors
 from zkconsumer.config import ConfigError
 from zkconsumer.errors import (BrokersUnavailable, CommitFailed, ConsumerError, ConsumerRebalanceFailed,
                                ConsumerTimeout, RegistrationConflict, SessionLost, ShutdownIncomplete,
-                               ZkConsumerError, ZooKeeperUnavailable, is_retriable)
+                               ZkConsumerError, ZooKeeperAccessDenied, ZooKeeperUnavailable, is_retriable)
 from zkconsumer.kafkajson import ZkDataError
 
 # ---- third-party errors ----------------------------------------------------------------------------
@@ -92,6 +92,7 @@ EXPECTED_FLAGS: dict[type[ZkConsumerError], bool] = {
     RegistrationConflict: True,
     ZooKeeperUnavailable: True,
     BrokersUnavailable: True,
+    ZooKeeperAccessDenied: False,
     SessionLost: True,
     CommitFailed: True,
     ShutdownIncomplete: False,
@@ -190,3 +191,4 @@ def test_carried_details() -> None:
     assert ShutdownIncomplete("x", {("t", 1): 7}).uncommitted == {("t", 1): 7}
     assert isinstance(ConsumerError("x"), RuntimeError)
     assert isinstance(BrokersUnavailable("x"), ConnectionError)
+    assert isinstance(ZooKeeperAccessDenied("x"), PermissionError)

@@ -27,7 +27,7 @@ class BrokerAccess:
     file's librdkafka settings (TLS, SASL) on the connection."""
 
     bootstrap_override: str | None = None
-    settings: Mapping[str, str] = field(default_factory=dict)
+    settings: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold passwords
     listener: str | None = None
 
     @property
@@ -41,14 +41,17 @@ class BrokerAccess:
         if command_config is not None:
             try:
                 with open(command_config, encoding="iso-8859-1") as handle:
-                    settings = parse_properties(handle.read())
-            except (OSError, ValueError) as exc:
+                    settings = {k: v.strip() for k, v in parse_properties(handle.read()).items()}
+            except OSError as exc:
                 raise CliError(f"--command-config {command_config}: {exc}", EXIT_USAGE) from None
+            except ValueError:  # its message quotes the value, which may be a password
+                raise CliError(f"--command-config {command_config}: not a .properties file (a malformed "
+                               "\\u escape or line continuation?)", EXIT_USAGE) from None
             protocol = settings.get("security.protocol", "PLAINTEXT")
             if protocol.upper() not in SECURITY_PROTOCOLS:
                 raise CliError(f"--command-config {command_config}: security.protocol={protocol} is not one of "
                                + " | ".join(SECURITY_PROTOCOLS), EXIT_USAGE)
-        return cls(bootstrap, settings, listener)
+        return cls(bootstrap, settings, listener or None)
 
 
 def bootstrap_from_zookeeper(client: KazooClient, access: BrokerAccess = BrokerAccess()) -> str | None:

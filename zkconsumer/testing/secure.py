@@ -60,7 +60,7 @@ def make_ca(folder: Path, name: str = "ca") -> Path:
 
 @dataclass(frozen=True)
 class BrokerSecurity:
-    """SSL and SASL_SSL listeners next to the harness's own PLAINTEXT one (which the harness keeps
+    """SSL, SASL_SSL and a second SSL listener (EXTERNAL) next to the harness's own PLAINTEXT one (which the harness keeps
     using for topics and production): a certificate for 127.0.0.1/localhost signed by a throwaway
     CA, SASL PLAIN users from the listener's JAAS line and SCRAM-SHA-256 users created through the
     brokers (Kafka >= 2.7) once they are up.
@@ -74,7 +74,8 @@ class BrokerSecurity:
 
     folder: Path
     users: Mapping[str, str] = field(default_factory=lambda: {"alice": "alice-secret"})
-    listeners: tuple[str, ...] = ("SSL", "SASL_SSL")
+    # EXTERNAL is a second SSL listener: choosing by name must pick it over the first SSL endpoint
+    listeners: tuple[str, ...] = ("SSL", "SASL_SSL", "EXTERNAL")
 
     @classmethod
     def create(cls, folder: Path, **kwargs: object) -> "BrokerSecurity":
@@ -95,6 +96,7 @@ class BrokerSecurity:
     def broker_properties(self) -> dict[str, str]:
         plain_users = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
         return {
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,EXTERNAL:SSL",
             "ssl.keystore.location": str(self.folder / "broker.p12"), "ssl.keystore.type": "PKCS12",
             "ssl.keystore.password": PASSWORD, "ssl.key.password": PASSWORD,
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",

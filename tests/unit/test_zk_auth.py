@@ -1,0 +1,142 @@
+"""ZooKeeper authentication settings: JAAS texts, the identity named in errors, the ACL of our nodes,
+and NoAuth answers turned into one clear, non-retriable error naming the node."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kazoo.exceptions import NoAuthError, RolledBackError
+from kazoo.security import ACL, Id, Permissions
+
+from zkconsumer.config import ConfigError, ConsumerConfig
+from zkconsumer.errors import ZooKeeperAccessDenied, is_retriable
+from zkconsumer.zk_auth import (DIGEST_MODULE, KERBEROS_MODULE, JaasError, parse_jaas, parse_login_module,
+                                zookeeper_auth)
+from zkconsumer.zkio import ZkIO
+
+JAAS_FILE = f"""
+// the broker's and the client's sections, as Kafka's docs show them
+KafkaServer {{
+    org.apache.kafka.common.security.plain.PlainLoginModule required username="b" password="bp";
+}};
+/* the one a consumer uses */
+Client {{
+    {DIGEST_MODULE} required
+    username="alice"
+    password="a \\"quoted\\" secret";
+}};
+Other {{ {KERBEROS_MODULE} required useKeyTab=true principal="zk/host@REALM"; }};
+"""
+
+
+def _config(**props: object) -> ConsumerConfig:
+    return ConsumerConfig.from_mapping({"zookeeper.connect": "zk:2181", "group.id": "g", **props})
+
+
+def test_a_jaas_file_section_is_read() -> None:
+    module = parse_jaas(JAAS_FILE)
+    assert (module.name, module.flag) == (DIGEST_MODULE, "required")
+    assert module.options == {"username": "alice", "password": 'a "quoted" secret'}
+    assert parse_jaas(JAAS_FILE, "Other").options == {"useKeyTab": "true", "principal": "zk/host@REALM"}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("Client { x required a=1 }", "does not end with ';'"),
+    ("Client { x a=1; };", "expected a login module and a flag"),
+    ("Client { x required a; };", "expected key=value"),
+    ('Client { x required a="open; };', "cannot read"),
+    ("Client { x required a=1;", "no closing"),
+    ("Client { };", "names no login module"),
+    ("Server { x required; };", "no section 'Client' (found: Server)"),
+])
+def test_a_broken_jaas_text_names_the_problem(text: str, message: str) -> None:
+    with pytest.raises(JaasError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_jaas(text)
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60))
+def test_any_text_parses_or_raises_jaas_error(text: str) -> None:
+    try:
+        parse_jaas(text)
+    except JaasError:
+        pass
+
+
+@given(st.from_regex(r"[A-Za-z0-9_.-]{1,10}", fullmatch=True), st.text(alphabet=st.characters(
+    blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=20))
+def test_any_password_survives_quoting(user: str, password: str) -> None:
+    quoted = password.replace("\\", "\\\\").replace('"', '\\"')
+    module = parse_login_module(f'{DIGEST_MODULE} required username="{user}" password="{quoted}";')
+    assert module.options == {"username": user, "password": password}
+
+
+def test_the_inline_login_module_gives_digest_md5_and_scala_acls() -> None:
+    auth = zookeeper_auth(_config(**{"zookeeper.sasl.jaas.config":
+                                     f'{DIGEST_MODULE} required username="alice" password="pw";'}))
+    assert auth.sasl == {"mechanism": "DIGEST-MD5", "username": "alice", "password": "pw"}
+    assert auth.identity == "sasl:alice (DIGEST-MD5)"
+    options = auth.kazoo_options()
+    assert options["sasl_options"] == dict(auth.sasl) and options["auth_data"] is None
+    assert options["default_acl"] == [ACL(Permissions.ALL, Id("auth", "")), ACL(Permissions.READ, Id("world", "anyone"))]
+
+
+def test_a_jaas_file_section_and_the_switches(tmp_path: Path) -> None:
+    path = tmp_path / "jaas.conf"
+    path.write_text(JAAS_FILE)
+    auth = zookeeper_auth(_config(**{"java.security.auth.login.config": str(path)}))
+    assert auth.sasl is not None and auth.sasl["username"] == "alice" and auth.set_acl
+    kerberos = zookeeper_auth(_config(**{"java.security.auth.login.config": str(path),
+                                         "zookeeper.sasl.clientconfig": "Other"}))
+    assert kerberos.sasl == {"mechanism": "GSSAPI", "principal": "zk/host@REALM"}
+    off = zookeeper_auth(_config(**{"java.security.auth.login.config": str(path), "zookeeper.sasl.client": "false"}))
+    assert off.sasl is None and not off.set_acl
+    no_acl = zookeeper_auth(_config(**{"java.security.auth.login.config": str(path), "zookeeper.set.acl": "false"}))
+    assert no_acl.sasl is not None and no_acl.kazoo_options()["default_acl"] is None
+
+
+def test_digest_only_keeps_open_acls_unless_asked() -> None:
+    auth = zookeeper_auth(_config(**{"zkconsumer.zookeeper.digest": "bob:pw"}))
+    assert (auth.identity, auth.set_acl, auth.kazoo_options()["auth_data"]) == ("digest:bob", False, [("digest", "bob:pw")])
+    assert zookeeper_auth(_config(**{"zkconsumer.zookeeper.digest": "bob:pw", "zookeeper.set.acl": "true"})).set_acl
+    assert zookeeper_auth(_config()).identity == "an unauthenticated client"
+
+
+@pytest.mark.parametrize(("props", "key", "message"), [
+    ({"java.security.auth.login.config": "/no/such/jaas.conf"}, "java.security.auth.login.config", "cannot read"),
+    ({"zookeeper.sasl.jaas.config": "x required;"}, "zookeeper.sasl.jaas.config", "not supported"),
+    ({"zookeeper.sasl.jaas.config": f'{DIGEST_MODULE} required username="a";'}, "zookeeper.sasl.jaas.config",
+     "needs password"),
+])
+def test_bad_settings_name_their_property(props: dict[str, str], key: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        zookeeper_auth(_config(**props))
+    assert caught.value.key == key
+
+
+def test_the_jaas_password_is_redacted() -> None:
+    config = _config(**{"zookeeper.sasl.jaas.config": f'{DIGEST_MODULE} required username="alice" password="pw;x";'})
+    shown = config.as_properties(redact=True)["zookeeper.sasl.jaas.config"]
+    assert "pw" not in shown and 'username="alice"' in shown and 'password="****"' in shown
+
+
+class _Answer:
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def get(self, timeout: float) -> object:
+        if isinstance(self.value, BaseException):
+            raise self.value
+        return self.value
+
+
+def test_noauth_names_the_request_the_node_and_the_identity() -> None:
+    io = ZkIO(object(), 1.0, "sasl:bob (DIGEST-MD5)")
+    with pytest.raises(ZooKeeperAccessDenied, match=r"refused delete /consumers/g/owners/t/0 to sasl:bob"):
+        io.wait(_Answer(NoAuthError()), "delete /consumers/g/owners/t/0")
+    results = [RolledBackError(), NoAuthError()]
+    with pytest.raises(ZooKeeperAccessDenied, match=r"claim 2 partitions \(/consumers/g/owners/t/1\)") as caught:
+        io.wait(_Answer(results), "claim 2 partitions", ["/consumers/g/owners/t/0", "/consumers/g/owners/t/1"])
+    assert not is_retriable(caught.value)
+    assert io.wait(_Answer([RolledBackError(), ValueError()]), "other") is not None  # other failures pass through

@@ -1,0 +1,171 @@
+"""How a member authenticates to ZooKeeper (digest, or SASL from a JAAS login section) and which ACL its nodes get."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+__all__ = ["JaasError", "ZkAuth", "parse_jaas", "parse_login_module", "zk_auth", "zookeeper_auth"]
+
+DIGEST_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+KERBEROS_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+_FLAGS = ("required", "requisite", "sufficient", "optional")
+_TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|"(?:[^"\\]|\\.)*"|[{};=]|[^\s{};="]+', re.DOTALL)
+
+
+class JaasError(ValueError):
+    """A JAAS text that cannot be read, or one without the login section or options we need."""
+
+
+@dataclass(frozen=True)
+class LoginModule:
+    name: str
+    flag: str
+    options: Mapping[str, str]
+
+
+def _tokens(text: str) -> list[str]:
+    out, at = [], 0
+    while at < len(text):
+        match = _TOKEN.match(text, at)
+        if match is None:  # an unterminated quote or comment
+            raise JaasError(f"cannot read the JAAS text at {text[at:at + 20]!r}")
+        token, at = match.group(), match.end()
+        if token.strip() and not token.startswith(("//", "/*")):
+            out.append(token)
+    return out
+
+
+def _unquote(token: str) -> str:
+    if token.startswith('"'):
+        return re.sub(r"\\(.)", r"\1", token[1:-1])
+    return token
+
+
+def _modules(tokens: list[str], at: int, end_token: str | None) -> tuple[list[LoginModule], int]:
+    """`Module flag key=value ... ;` entries up to `end_token` (None: the end of the text)."""
+    modules = []
+    while at < len(tokens) and tokens[at] != end_token:
+        if at + 1 >= len(tokens) or tokens[at + 1].lower() not in _FLAGS:
+            raise JaasError(f"expected a login module and a flag ({'/'.join(_FLAGS)}) at {tokens[at]!r}")
+        name, flag, at = tokens[at], tokens[at + 1].lower(), at + 2
+        options: dict[str, str] = {}
+        while at < len(tokens) and tokens[at] != ";":
+            if tokens[at] == "}":
+                raise JaasError(f"the entry of {name} does not end with ';'")
+            if at + 2 >= len(tokens) or tokens[at + 1] != "=":
+                raise JaasError(f"expected key=value in the options of {name}, got {tokens[at]!r}")
+            options[tokens[at]] = _unquote(tokens[at + 2])
+            at += 3
+        if at >= len(tokens):
+            raise JaasError(f"the entry of {name} does not end with ';'")
+        modules.append(LoginModule(name, flag, options))
+        at += 1
+    return modules, at
+
+
+def parse_login_module(text: str) -> LoginModule:
+    """One login module entry, as in Kafka's sasl.jaas.config: `Module required key="value";`."""
+    modules, _ = _modules(_tokens(text), 0, None)
+    if len(modules) != 1:
+        raise JaasError(f"expected exactly one login module entry, found {len(modules)}")
+    return modules[0]
+
+
+def parse_jaas(text: str, section: str = "Client") -> LoginModule:
+    """The first login module of `section` in a JAAS configuration file's text."""
+    tokens, at = _tokens(text), 0
+    sections: list[str] = []
+    while at < len(tokens):
+        if at + 1 >= len(tokens) or tokens[at + 1] != "{":
+            raise JaasError(f"expected 'Name {{' at {tokens[at]!r}")
+        name = tokens[at]
+        modules, at = _modules(tokens, at + 2, "}")
+        if at >= len(tokens):
+            raise JaasError(f"section {name} has no closing '}}'")
+        at += 1 + (at + 1 < len(tokens) and tokens[at + 1] == ";")
+        if name == section:
+            if not modules:
+                raise JaasError(f"section {section} names no login module")
+            return modules[0]
+        sections.append(name)
+    raise JaasError(f"no section {section!r} (found: {', '.join(sections) or 'none'})")
+
+
+@dataclass(frozen=True)
+class ZkAuth:
+    """Credentials for kazoo and the ACL of the nodes we create.
+
+    `set_acl` gives our nodes the ACL a secured Scala member gives its own (Kafka's
+    ZkUtils.defaultAcls): every right to the identity that created it, read to everyone.
+    """
+
+    digest: str | None = None
+    sasl: Mapping[str, str] | None = None
+    set_acl: bool = False
+
+    @property
+    def identity(self) -> str:
+        """Who we are to ZooKeeper, for error messages (no secret)."""
+        if self.sasl is not None:
+            who = self.sasl.get("username") or self.sasl.get("principal") or "the ticket cache's principal"
+            return f"sasl:{who} ({self.sasl['mechanism']})"
+        if self.digest is not None:
+            return f"digest:{self.digest.split(':', 1)[0]}"
+        return "an unauthenticated client"
+
+    def kazoo_options(self) -> dict[str, Any]:
+        """auth_data, sasl_options and default_acl for KazooClient."""
+        from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+        return {"auth_data": [("digest", self.digest)] if self.digest else None,
+                "sasl_options": dict(self.sasl) if self.sasl is not None else None,
+                "default_acl": CREATOR_ALL_ACL + READ_ACL_UNSAFE if self.set_acl else None}
+
+
+def _sasl_options(module: LoginModule, where: str) -> dict[str, str]:
+    if module.name == DIGEST_MODULE:
+        missing = [k for k in ("username", "password") if k not in module.options]
+        if missing:
+            raise JaasError(f"{where}: {DIGEST_MODULE} needs {' and '.join(missing)}")
+        return {"mechanism": "DIGEST-MD5", "username": module.options["username"],
+                "password": module.options["password"]}
+    if module.name == KERBEROS_MODULE:  # pure-sasl's GSSAPI uses the process's ticket cache
+        options = {"mechanism": "GSSAPI"}
+        if "principal" in module.options:
+            options["principal"] = module.options["principal"]
+        return options
+    raise JaasError(f"{where}: login module {module.name} is not supported "
+                    f"(use {DIGEST_MODULE} or {KERBEROS_MODULE})")
+
+
+def zk_auth(*, digest: str | None, jaas_inline: str | None, jaas_file_text: str | None, jaas_file: str | None,
+            section: str, sasl_client: bool, set_acl: bool | None) -> ZkAuth:
+    """The ZkAuth the properties describe: an inline login module wins over a JAAS file's section;
+    `sasl_client=false` turns SASL off (as the JVM's zookeeper.sasl.client); set_acl defaults to
+    "SASL is used", as a Scala member secures its nodes exactly when its JAAS has a Client section."""
+    sasl = None
+    if sasl_client and jaas_inline is not None:
+        sasl = _sasl_options(parse_login_module(jaas_inline), "zookeeper.sasl.jaas.config")
+    elif sasl_client and jaas_file_text is not None:
+        sasl = _sasl_options(parse_jaas(jaas_file_text, section), f"{jaas_file} section {section}")
+    return ZkAuth(digest=digest, sasl=sasl, set_acl=(sasl is not None) if set_acl is None else set_acl)
+
+
+def zookeeper_auth(config: Any) -> ZkAuth:
+    """The ZkAuth of a ConsumerConfig, reading the JAAS file it names; ConfigError names the property."""
+    from zkconsumer.config import ConfigError
+    path = config.java_security_auth_login_config
+    file_text = None
+    if path is not None and config.zookeeper_sasl_client and config.zookeeper_sasl_jaas_config is None:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                file_text = handle.read()
+        except OSError as exc:
+            raise ConfigError("java.security.auth.login.config", f"cannot read the JAAS file {path}: {exc}") from None
+    try:
+        return zk_auth(digest=config.zookeeper_digest, jaas_inline=config.zookeeper_sasl_jaas_config,
+                       jaas_file_text=file_text, jaas_file=path, section=config.zookeeper_sasl_clientconfig,
+                       sasl_client=config.zookeeper_sasl_client, set_acl=config.zookeeper_set_acl)
+    except JaasError as exc:
+        key = "zookeeper.sasl.jaas.config" if config.zookeeper_sasl_jaas_config else "java.security.auth.login.config"
+        raise ConfigError(key, f"{key}: {exc}") from None
