@@ -73,11 +73,14 @@ class MixedGroup:
 
     # ---- joining and leaving ---------------------------------------------------------------
     def add_scala(self, name: str, topics: Mapping[str, int] | None = None, *, whitelist: str | None = None,
-                  streams: int = 1, strategy: str = "range", **props: object) -> ScalaMember:
-        """Start a Scala member (returns before it is ready; see wait_ready)."""
+                  streams: int = 1, strategy: str = "range", zookeeper_sasl: tuple[str, str] | None = None,
+                  **props: object) -> ScalaMember:
+        """Start a Scala member (returns before it is ready; see wait_ready); `zookeeper_sasl` =
+        (user, password) logs it in to ZooKeeper with SASL DIGEST-MD5."""
         member = ScalaMember(self.cluster.zookeeper_connect, self.group, name, workdir=self.workdir,
                              topics=topics, whitelist=whitelist, streams=streams, strategy=strategy,
-                             properties={k.replace("_", "."): v for k, v in props.items()})
+                             properties={k.replace("_", "."): v for k, v in props.items()},
+                             zookeeper_sasl=zookeeper_sasl)
         self.scala[name] = member.start()
         return member
 

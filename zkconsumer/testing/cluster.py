@@ -8,11 +8,11 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from zkconsumer.testing.jars import classpath
 from zkconsumer.testing.process import JavaProcess
-from zkconsumer.testing.secure import BrokerSecurity
+from zkconsumer.testing.secure import BrokerSecurity, zookeeper_sasl_server
 from zkconsumer.testing.versions import (DEFAULT_KAFKA, KafkaRelease, ZooKeeperRelease, kafka_release,
                                          zookeeper_release)
 
@@ -126,15 +126,17 @@ class ZooKeeperNode:
     """A standalone ZooKeeper server with a fixed port: by default the one inside the Kafka 3.9 jars.
 
     `broker_jars` is the jar set to run when `release.jar_set` is None (a broker's bundled server).
+    `sasl_users` (user -> password) enables SASL DIGEST-MD5 authentication (secure.zookeeper_sasl_server).
     """
 
     def __init__(self, workdir: Path, *, port: int | None = None, release: ZooKeeperRelease | None = None,
-                 broker_jars: str = "kafka39") -> None:
+                 broker_jars: str = "kafka39", sasl_users: Mapping[str, str] | None = None) -> None:
         self.release = release or zookeeper_release(None, kafka_release(DEFAULT_KAFKA))
         self.port = port or free_port()
         self.workdir = workdir
         self.data_dir = workdir / "zookeeper-data"
         cfg = workdir / "zoo.cfg"
+        sasl_cfg, sasl_flags = zookeeper_sasl_server(workdir, sasl_users) if sasl_users else ("", [])
         # tickTime 500 => sessions as short as 1 s, so expiry tests are quick. maxSessionTimeout is
         # raised from 20 ticks (10 s) so a broker's own 30 s session (--cpu-hog) is not cut to 10 s:
         # a broker JVM starting on a starved machine lost its session while starting up.
@@ -144,11 +146,11 @@ class ZooKeeperNode:
         cfg.write_text(
             f"tickTime=500\nmaxSessionTimeout=60000\ndataDir={self.data_dir}\nclientPort={self.port}\n"
             "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\nforceSync=no\n"
-            "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n")
+            "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n" + sasl_cfg)
         log4j = workdir / "log4j.properties"
         self.process = JavaProcess("zookeeper", [
             "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j.configuration=file:{log4j}", "-Dzookeeper.admin.enableServer=false",
+            f"-Dlog4j.configuration=file:{log4j}", "-Dzookeeper.admin.enableServer=false", *sasl_flags,
             "-cp", classpath(self.release.jar_set or broker_jars), "org.apache.zookeeper.server.ZooKeeperServerMain",
             str(cfg),
         ], log_path=workdir / "zookeeper.log")
@@ -214,6 +216,7 @@ class LocalCluster:
     `kafka_version` picks the broker release (see versions.KAFKA: 0.10.2.2 .. 3.9.1) and
     `zookeeper_version` the ZooKeeper server (3.4.14, 3.5.10, 3.8; None: the one the broker's
     jars bundle). A version's jars are fetched with Maven the first time it is used.
+    `zookeeper_sasl_users` (user -> password): ZooKeeper takes SASL DIGEST-MD5 logins (brokers do not log in).
 
     Example::
 
@@ -228,7 +231,8 @@ class LocalCluster:
     def __init__(self, brokers: int = 1, *, chroot: str | None = "/kafka", workdir: Path | None = None,
                  jvm_opts: tuple[str, ...] = TEST_JVM_OPTS, broker_properties: dict[str, str] | None = None,
                  keep_logs: bool = False, kafka_version: str = DEFAULT_KAFKA,
-                 zookeeper_version: str | None = None, security: BrokerSecurity | None = None) -> None:
+                 zookeeper_version: str | None = None, security: BrokerSecurity | None = None,
+                 zookeeper_sasl_users: Mapping[str, str] | None = None) -> None:
         self.kafka = kafka_release(kafka_version)
         self.security = security
         self.zookeeper_release = zookeeper_release(zookeeper_version, self.kafka)
@@ -242,7 +246,8 @@ class LocalCluster:
         (self.workdir / "log4j.properties").write_text(LOG4J)
         self.keep_logs = keep_logs
         self.chroot = chroot
-        self.zookeeper = ZooKeeperNode(self.workdir, release=self.zookeeper_release, broker_jars=self.kafka.jar_set)
+        self.zookeeper = ZooKeeperNode(self.workdir, release=self.zookeeper_release, broker_jars=self.kafka.jar_set,
+                                       sasl_users=zookeeper_sasl_users)
         properties = {**(security.broker_properties() if security else {}), **(broker_properties or {})}
         self.brokers = [KafkaBroker(i, self.workdir, self.zookeeper_connect, jvm_opts, properties, self.kafka,
                                     security.listeners if security else ()) for i in range(brokers)]

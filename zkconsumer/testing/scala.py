@@ -11,6 +11,11 @@ Example::
     member.start(); member.wait_ready()
     ...; member.stop()                    # SIGTERM: connector.shutdown() commits, then exit
     print(member.deliveries())            # [("t", 0, 0), ("t", 0, 1), ...]
+
+With `zookeeper_sasl=(user, password)` the member logs in to ZooKeeper with SASL DIGEST-MD5 (a JAAS
+file with a `Client` section, named by -Djava.security.auth.login.config): Kafka 1.1.1 then sees
+ZooKeeper security enabled and creates its owners/ and offsets/ nodes with ACLs `sasl:<user>` ALL
++ `world:anyone` READ (ids/, its member node and the group node stay open: world ALL).
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from typing import Mapping
 
 from zkconsumer.testing.jars import jar_dir, jars_home
 from zkconsumer.testing.process import JavaProcess
+from zkconsumer.testing.secure import client_jaas
 
 JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 SOURCE = Path(__file__).with_name("java") / "ScalaMember.java"
@@ -127,12 +133,14 @@ class ScalaMember:
     `consumer.id` is always set to `name`, so `consumer_id` is f"{group}_{name}".
     Each delivery is a flushed "<topic> <partition> <offset>" line in `out_path` (`timed`: the
     chaos members' "<clock> <topic> <partition> <offset> <value>", for a chaos Checker to follow).
+    `zookeeper_sasl` = (user, password): log in to ZooKeeper with SASL DIGEST-MD5 (module docstring).
     """
 
     def __init__(self, zookeeper_connect: str, group: str, name: str, *, workdir: Path,
                  topics: Mapping[str, int] | None = None, whitelist: str | None = None,
                  blacklist: str | None = None, streams: int = 1, strategy: str = "range",
-                 properties: Mapping[str, object] | None = None, timed: bool = False) -> None:
+                 properties: Mapping[str, object] | None = None, timed: bool = False,
+                 zookeeper_sasl: tuple[str, str] | None = None) -> None:
         if (topics is None) == (whitelist is None and blacklist is None):
             raise ValueError("give either topics or one of whitelist/blacklist")
         self.group = group
@@ -153,8 +161,13 @@ class ScalaMember:
             args += ["--whitelist", whitelist] if whitelist is not None else ["--blacklist", str(blacklist)]
             args += ["--streams", str(streams)]
         home = member_home()
+        sasl_flags: list[str] = []
+        if zookeeper_sasl is not None:
+            jaas_path = workdir / f"scala-{name}.jaas"
+            jaas_path.write_text(client_jaas(*zookeeper_sasl))
+            sasl_flags = [f"-Djava.security.auth.login.config={jaas_path}"]
         self.process = JavaProcess(f"scala-{name}", [
-            *JVM_OPTS, f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
+            *JVM_OPTS, *sasl_flags, f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
             "-cp", _classpath(home), MAIN_CLASS, *args], log_path=self.log_path)
         self._log_start = 0  # a restart under the same name appends: only read this run's part
 

@@ -1,4 +1,4 @@
-"""Throwaway TLS material and SASL users for brokers with SSL and SASL_SSL listeners (tests only)."""
+"""Throwaway TLS material and SASL users for secured brokers, and JAAS files for a SASL ZooKeeper (tests only)."""
 from __future__ import annotations
 
 import subprocess
@@ -6,9 +6,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["BrokerSecurity", "make_ca"]
+__all__ = ["BrokerSecurity", "make_ca", "zookeeper_server_jaas", "client_jaas", "zookeeper_sasl_server"]
 
 PASSWORD = "zkconsumer-test"  # protects the keystore of a throwaway CA; never a real secret
+DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+SASL_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+
+
+def _jaas_quote(value: str) -> str:
+    if '"' in value or "\\" in value:
+        raise ValueError(f"a JAAS value cannot hold quotes or backslashes here: {value!r}")
+    return f'"{value}"'
+
+
+def zookeeper_server_jaas(users: Mapping[str, str]) -> str:
+    """A JAAS file's text whose `Server` section lets each user -> password in with SASL DIGEST-MD5."""
+    if not users:
+        raise ValueError("a SASL ZooKeeper needs at least one user")
+    lines = "".join(f"\n  user_{user}={_jaas_quote(password)}" for user, password in users.items())
+    return f"Server {{\n  {DIGEST_LOGIN_MODULE} required{lines};\n}};\n"
+
+
+def client_jaas(user: str, password: str, section: str = "Client") -> str:
+    """A JAAS file's text with one section (`Client`: what a ZooKeeper client JVM reads) for DIGEST-MD5."""
+    return (f"{section} {{\n  {DIGEST_LOGIN_MODULE} required\n  username={_jaas_quote(user)}\n"
+            f"  password={_jaas_quote(password)};\n}};\n")
+
+
+def zookeeper_sasl_server(workdir: Path, users: Mapping[str, str]) -> tuple[str, list[str]]:
+    """Write workdir/zookeeper-server.jaas; return the zoo.cfg lines and the JVM flags of a SASL server.
+
+    Clients without credentials still connect (the server does not require authentication); those
+    with credentials get a `sasl:<user>` identity that ACLs can name.
+    """
+    jaas = workdir / "zookeeper-server.jaas"
+    jaas.write_text(zookeeper_server_jaas(users))
+    return f"authProvider.1={SASL_PROVIDER}\n", [f"-Djava.security.auth.login.config={jaas}"]
 
 
 def _openssl(*args: str, cwd: Path) -> None:
