@@ -351,8 +351,8 @@ class Rebalancer:
                 owners.setdefault(topic, {})[partition] = thread
         partitions = {t: {p: thread for p, thread in parts.items() if (t, p) in keys} for t, parts in expected.items()}
         # Deleting an adopted node is fenced by session, so one of an older session is left alone.
-        orphans = self.assignment.adopt_orphans({(t, p): thread for t, found in owners.items()
-                                                 for p, thread in found.items() if self._is_our_thread(thread)})
+        orphans = self.assignment.adopt_orphans({key: thread for key, thread in found.items()
+                                                 if thread is not None and self._is_our_thread(thread)})
         if orphans:
             self.membership.trigger("watchdog: owner nodes of this member that it does not own")
         fetcher = self.fetcher

@@ -67,3 +67,17 @@ def test_scale_benchmark_smoke(tmp_path: Path) -> None:
                          r"zk_req_per_change_per_member=(\d+\.\d+) cpu_s_per_member_per_change=\d+\.\d+ "
                          r"loadavg=\d+\.\d+", last)
     assert found and float(found.group(1)) > 0, last
+
+
+def test_matrix_script_smoke() -> None:
+    """scripts/matrix.py counts a pairing's results and fails when a test does (cheap tests stand in
+    for the real ones, which run on the old pairings in scripts/test.sh)."""
+    def run(tests: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(ROOT / "scripts/matrix.py"), "--pairings", "3.9.1/bundled",
+                               "--tests", tests], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    good = run("tests/unit/test_watchdog.py")
+    assert good.returncode == 0, good.stdout[-2000:]
+    passed = int(re.search(r"(\d+) passed", good.stdout).group(1))  # type: ignore[union-attr]
+    assert good.stdout.strip().splitlines()[-1] == f"pairings=1 passed={passed} failed=0"
+    bad = run("tests/unit/no_such_test_file.py")
+    assert bad.returncode == 1 and bad.stdout.strip().splitlines()[-1] == "pairings=1 passed=0 failed=1", bad.stdout

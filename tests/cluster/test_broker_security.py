@@ -19,7 +19,8 @@ from zkconsumer import ConsumerConnector
 from zkconsumer.errors import ConsumerRebalanceFailed
 from zkconsumer.cli.main import cli as cli_main
 from zkconsumer.testing import kafka
-from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
+from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.fixtures import running
 from zkconsumer.testing.members import Recorder, drain, keys_of
 from zkconsumer.testing.secure import BrokerSecurity, make_ca
 
@@ -35,16 +36,10 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalClu
     folder = tmp_path_factory.mktemp("secured")
     security = BrokerSecurity.create(folder / "tls")
     cluster = LocalCluster(brokers=1, chroot="/secured", workdir=folder / "cluster", security=security)
-    try:
-        cluster.start(timeout=90)
-    except ClusterStartError as exc:
-        pytest.fail(f"the secured cluster did not start:\n{exc}", pytrace=False)
-    try:
+    with running(cluster, "the secured cluster", timeout=90):
         cluster.create_topic(TOPIC, partitions=PARTITIONS)
         sent = kafka.produce_numbered(cluster.bootstrap_servers, TOPIC, MESSAGES, partitions=PARTITIONS)
         yield cluster, security, sent
-    finally:
-        cluster.stop()
 
 
 def _config(cluster: LocalCluster, group: str, settings: dict[str, str], **extra: object) -> dict[str, object]:

@@ -19,8 +19,8 @@ import pytest
 
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
-from zkconsumer.testing.jars import JarsMissingError
+from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.fixtures import running
 from zkconsumer.testing.members import committed_offsets, keys_of
 from zkconsumer.testing.scala import FAST_PROPERTIES, ScalaMember
 from zkconsumer.testing.secure import DIGEST_LOGIN_MODULE, client_jaas
@@ -43,14 +43,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """ZooKeeper with SASL DIGEST-MD5 users alice and bob (brokers unauthenticated); fails, never skips."""
     folder = tmp_path_factory.mktemp("zksasl")
     cluster = LocalCluster(brokers=1, chroot="/zksasl", workdir=folder / "cluster", zookeeper_sasl_users=USERS)
-    try:
-        cluster.start(timeout=90)
-    except (ClusterStartError, JarsMissingError) as exc:
-        pytest.fail(f"the SASL ZooKeeper cluster did not start:\n{exc}", pytrace=False)
-    try:
+    with running(cluster, "the SASL ZooKeeper cluster", timeout=90):
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def credentials(style: str, folder: Path, user: str = "alice", password: str = "alice-secret") -> dict[str, str]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import Counter
 
 from zkconsumer import zkdata
+from zkconsumer.group import GroupZk
 from zkconsumer.testing.sim_schedule import GROUP, Options, Schedule
 from zkconsumer.testing.simulation import SimMember
+from zkconsumer.testing.zkmodel import ZkModel
 
 
 def _settle(s: Schedule, n: int = 12) -> None:
@@ -16,6 +18,19 @@ def _settle(s: Schedule, n: int = 12) -> None:
             s.model.deliver(m.client)
             m.rebalance()
             m.consume(50)
+
+
+def _registered(*names: str) -> tuple[ZkModel, list[GroupZk]]:
+    """An in-memory ZooKeeper with one registered GroupZk per name (group g, member ids g_<name>)."""
+    model = ZkModel()
+    groups = []
+    for name in names:
+        client = model.client(name)
+        client.start()
+        group = GroupZk(client, "g", f"g_{name}", timeout_s=0.0)
+        group.register(b"{}")
+        groups.append(group)
+    return model, groups
 
 
 def _requests(s: Schedule, member: SimMember, since: int) -> Counter[str]:
@@ -150,18 +165,7 @@ def test_one_shot_owner_reads_set_no_watch_and_skip_bad_nodes(caplog) -> None:  
 def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
     """A node created between the claim's read and its transaction fails the transaction; finding
     which of the chunk's nodes are ours then costs one read per node, not one per node per node."""
-    from zkconsumer.group import GroupZk
-    from zkconsumer.testing.zkmodel import ZkModel
-
-    model = ZkModel()
-    groups = []
-    for name in ("me", "other"):
-        client = model.client(name)
-        client.start()
-        group = GroupZk(client, "g", f"g_{name}", timeout_s=0.0)
-        group.register(b"{}")
-        groups.append(group)
-    me, other = groups
+    model, (me, other) = _registered("me", "other")
     wanted = {("t", p): "g_me-0" for p in range(40)}
     read = me._read_nodes_to_claim
 
@@ -180,18 +184,7 @@ def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
 
 
 def test_a_claim_waiting_for_a_neighbour_rereads_only_what_was_released() -> None:
-    from zkconsumer.group import GroupZk
-    from zkconsumer.testing.zkmodel import ZkModel
-
-    model = ZkModel()
-    groups = []
-    for name in ("me", "other"):
-        client = model.client(name)
-        client.start()
-        group = GroupZk(client, "g", f"g_{name}", timeout_s=0.0)
-        group.register(b"{}")
-        groups.append(group)
-    me, other = groups
+    model, (me, other) = _registered("me", "other")
     keys = [("t", p) for p in range(40)]
     assert other.claim({k: "g_other-0" for k in keys}) == []
     wanted = {k: "g_me-0" for k in keys}
@@ -209,14 +202,7 @@ def test_a_claim_waiting_for_a_neighbour_rereads_only_what_was_released() -> Non
 def test_a_claim_confirms_a_node_that_looks_ours_before_counting_it() -> None:
     """A cached "ours" whose watch has not been delivered yet (the node was released meanwhile)
     must not count as claimed: the claim re-reads it and creates it again."""
-    from zkconsumer.group import GroupZk
-    from zkconsumer.testing.zkmodel import ZkModel
-
-    model = ZkModel()
-    client = model.client("me")
-    client.start()
-    me = GroupZk(client, "g", "g_me", timeout_s=0.0)
-    me.register(b"{}")
+    model, (me,) = _registered("me")
     wanted = {("t", 0): "g_me-0"}
     assert me.claim(wanted) == []
     assert me.claim(wanted) == []  # a repeated claim (its answer lost): the node is read, ours, and cached

@@ -3,11 +3,14 @@
 Enable with ``pytest_plugins = ["zkconsumer.testing.fixtures"]``. The cluster comes from
 ZKCONSUMER_CLUSTER: ``local`` (default: ZooKeeper + one broker from jars), ``docker``
 (compose.yaml through testcontainers) or ``external`` (ZKCONSUMER_ZOOKEEPER and
-ZKCONSUMER_BOOTSTRAP name a running cluster). A cluster that cannot start FAILS the
-tests that need it, with the JVM log tail: it never skips them.
+ZKCONSUMER_BOOTSTRAP name a running cluster). A local cluster runs the Kafka release
+ZKCONSUMER_KAFKA_VERSION (default 3.9.1) on the ZooKeeper ZKCONSUMER_ZOOKEEPER_VERSION (default:
+the one the release bundles); see zkconsumer.testing.versions. A cluster that cannot start FAILS
+the tests that need it, with the JVM log tail: it never skips them.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -19,6 +22,21 @@ import pytest
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster, connect_zk
 from zkconsumer.testing.jars import JarsMissingError
+from zkconsumer.testing.versions import DEFAULT_KAFKA
+
+
+@contextlib.contextmanager
+def running(cluster: LocalCluster, what: str, timeout: float = 120.0) -> Iterator[LocalCluster]:
+    """Start `cluster` for a fixture, failing the test (never skipping it) with the JVM log tail
+    when it cannot start; stop it afterwards."""
+    try:
+        cluster.start(timeout=timeout)
+    except (ClusterStartError, JarsMissingError) as exc:
+        pytest.fail(f"{what} did not start:\n{exc}", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @dataclass(frozen=True)
@@ -46,15 +64,13 @@ def start_cluster_for_tests(mode: str | None = None) -> Iterator[LocalCluster | 
         with docker_cluster() as cluster:
             yield cluster
     elif mode == "local":
-        cluster = LocalCluster(brokers=1, chroot="/zkc-tests")
-        try:
-            cluster.start()
-        except (ClusterStartError, JarsMissingError) as exc:
-            pytest.fail(f"local Kafka/ZooKeeper cluster did not start:\n{exc}", pytrace=False)
-        try:
+        kafka_version = os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA
+        zookeeper_version = os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None
+        local = LocalCluster(brokers=1, chroot="/zkc-tests", kafka_version=kafka_version,
+                             zookeeper_version=zookeeper_version)
+        with running(local, f"local Kafka {kafka_version} / ZooKeeper {zookeeper_version or 'bundled'} cluster") \
+                as cluster:
             yield cluster
-        finally:
-            cluster.stop()
     else:
         raise pytest.UsageError(f"ZKCONSUMER_CLUSTER={mode!r}: use local, docker or external")
 
@@ -103,7 +119,11 @@ def topic_factory(cluster, request: pytest.FixtureRequest) -> Callable[..., str]
 def produce(cluster) -> Callable[..., list[kafka.Produced]]:  # type: ignore[no-untyped-def]
     """produce(topic, count, partitions=None, start=0, value_size=None) -> acknowledged messages."""
 
+    release = getattr(cluster, "kafka", None)  # a LocalCluster's KafkaRelease; others run a current broker
+    idempotent = release is None or release.idempotent_producer
+
     def _produce(topic: str, count: int, **kwargs: object) -> list[kafka.Produced]:
+        kwargs.setdefault("idempotent", idempotent)
         return kafka.produce_numbered(cluster.bootstrap_servers, topic, count, **kwargs)  # type: ignore[arg-type]
 
     return _produce

@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from zkconsumer.zk_auth import DIGEST_MODULE
+
 __all__ = ["BrokerSecurity", "make_ca", "zookeeper_server_jaas", "client_jaas", "zookeeper_sasl_server"]
 
 PASSWORD = "zkconsumer-test"  # protects the keystore of a throwaway CA; never a real secret
-DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+DIGEST_LOGIN_MODULE = DIGEST_MODULE  # the login module a Scala member and we use for DIGEST-MD5
 SASL_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
 
 

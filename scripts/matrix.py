@@ -1,0 +1,73 @@
+"""Run the connector, interop, CLI and Spark smoke tests on every Kafka/ZooKeeper pairing the harness knows.
+
+    .venv/bin/python scripts/matrix.py                       # every pairing, the default tests
+    .venv/bin/python scripts/matrix.py --pairings 1.1.1/3.4.14,0.10.2.2/3.4.14 --tests tests/cluster/test_connector.py
+
+Each pairing is one pytest run with ZKCONSUMER_KAFKA_VERSION / ZKCONSUMER_ZOOKEEPER_VERSION set,
+so the session's local cluster runs that broker release on that ZooKeeper server (jars fetched
+with Maven the first time). Prints a table (pairing, passed, failed, seconds) and, last, the
+machine-readable line `pairings=N passed=N failed=N`; exits 1 if any test failed or errored.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRINGS = ("0.10.2.2/3.4.14", "0.11.0.3/3.4.14", "1.1.1/3.4.14", "1.1.1/3.5.10", "2.4.1/3.5.10",
+            "2.8.2/3.5.10", "3.9.1/bundled")
+TESTS = ("tests/cluster/test_connector.py", "tests/cluster/test_cli.py", "tests/interop",
+         "tests/spark/test_spark_bench_smoke.py")
+
+
+def run_pairing(pairing: str, tests: list[str], extra: list[str]) -> tuple[int, int, float]:
+    """(passed, failed or errored, seconds) of one pytest run against `pairing` (kafka/zookeeper)."""
+    kafka, _, zookeeper = pairing.partition("/")
+    env = {**os.environ, "ZKCONSUMER_KAFKA_VERSION": kafka,
+           "ZKCONSUMER_ZOOKEEPER_VERSION": "" if zookeeper in ("", "bundled") else zookeeper}
+    with tempfile.TemporaryDirectory(prefix="zkconsumer-matrix-") as folder:
+        report = Path(folder) / "report.xml"
+        began = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               f"--junitxml={report}", *tests, *extra], cwd=ROOT, env=env)
+        seconds = time.monotonic() - began
+        if not report.exists():  # pytest could not even collect: count the run as one failure
+            return 0, 1, seconds
+        suite = ET.parse(report).getroot()
+        suite = suite if suite.tag == "testsuite" else suite.find("testsuite")  # type: ignore[assignment]
+        total, failed = int(suite.get("tests", 0)), int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        skipped = int(suite.get("skipped", 0))
+    if done.returncode not in (0, 1):  # interrupted, usage error, internal error
+        failed = max(failed, 1)
+    return total - failed - skipped, failed, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairings", default=",".join(PAIRINGS), help="kafka/zookeeper,... (zookeeper "
+                        "'bundled': the release's own)")
+    parser.add_argument("--tests", default=",".join(TESTS), help="pytest paths, comma-separated")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
+    args = parser.parse_args()
+    pairings = [p.strip() for p in args.pairings.split(",") if p.strip()]
+    tests = [t.strip() for t in args.tests.split(",") if t.strip()]
+    rows = []
+    for pairing in pairings:
+        print(f"=== Kafka {pairing.replace('/', ' on ZooKeeper ')}", flush=True)
+        rows.append((pairing, *run_pairing(pairing, tests, args.pytest_args)))
+    print(f"\n{'pairing':<20} {'passed':>7} {'failed':>7} {'seconds':>8}")
+    for pairing, passed, failed, seconds in rows:
+        print(f"{pairing:<20} {passed:>7} {failed:>7} {seconds:>8.0f}")
+    total_passed, total_failed = sum(r[1] for r in rows), sum(r[2] for r in rows)
+    print(f"pairings={len(rows)} passed={total_passed} failed={total_failed}")
+    return 1 if total_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
