@@ -47,10 +47,10 @@ def zookeeper(opts: SourceOptions) -> Iterator[KazooClient]:
 
 def bootstrap_of(brokers: list[BrokerInfo], config: ConsumerConfig) -> str:
     """host:port,... of every broker's endpoint for the configured listener or security protocol."""
-    choice = {"security_protocol": config.broker_security_protocol, "listener": config.broker_listener}
-    bootstrap = bootstrap_servers(brokers, **choice)
+    protocol, listener = config.broker_security_protocol, config.broker_listener
+    bootstrap = bootstrap_servers(brokers, security_protocol=protocol, listener=listener)
     if not bootstrap:
-        raise ConnectionError(no_endpoint_message(brokers, **choice))
+        raise ConnectionError(no_endpoint_message(brokers, security_protocol=protocol, listener=listener))
     return bootstrap
 
 

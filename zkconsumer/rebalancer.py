@@ -318,11 +318,10 @@ class Rebalancer:
 
     def _ensure_fetcher(self, brokers: list) -> None:  # type: ignore[type-arg]
         if self.fetcher is None:
-            choice = {"security_protocol": self.config.broker_security_protocol,
-                      "listener": self.config.broker_listener}
-            bootstrap = bootstrap_servers(brokers, **choice)
+            protocol, listener = self.config.broker_security_protocol, self.config.broker_listener
+            bootstrap = bootstrap_servers(brokers, security_protocol=protocol, listener=listener)
             if not bootstrap:
-                raise BrokersUnavailable(no_endpoint_message(brokers, **choice))
+                raise BrokersUnavailable(no_endpoint_message(brokers, security_protocol=protocol, listener=listener))
             self.fetcher = self._make_fetcher(bootstrap)
 
     # ---- health --------------------------------------------------------------------------------

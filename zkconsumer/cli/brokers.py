@@ -57,15 +57,15 @@ class BrokerAccess:
 def bootstrap_from_zookeeper(client: KazooClient, access: BrokerAccess = BrokerAccess()) -> str | None:
     """host:port,... of every registered broker's endpoint for the access's listener or protocol
     (PLAINTEXT, as ClientUtils did); None (with a warning saying what the brokers offer) if none."""
-    choice = {"security_protocol": access.security_protocol, "listener": access.listener}
+    protocol, listener = access.security_protocol, access.listener
     try:
         brokers = ClusterMetadata(client).brokers()
     except ZkDataError as exc:
         warn(f"skipping a garbled broker registration: {exc}")
         return None
-    bootstrap = bootstrap_servers(brokers, on_unreadable=warn, **choice)
+    bootstrap = bootstrap_servers(brokers, security_protocol=protocol, listener=listener, on_unreadable=warn)
     if not bootstrap:
-        warn(no_endpoint_message(brokers, **choice))
+        warn(no_endpoint_message(brokers, security_protocol=protocol, listener=listener))
     return bootstrap or None
 
 
