@@ -45,7 +45,7 @@ def run_pairing(pairing: str, tests: list[str], extra: list[str]) -> tuple[int, 
         skipped = int(suite.get("skipped", 0))
     if done.returncode not in (0, 1):  # interrupted, usage error, internal error
         failed = max(failed, 1)
-    return total - failed - skipped, failed, seconds
+    return max(0, total - failed - skipped), failed, seconds  # a collection error counts no test
 
 
 def main() -> int:

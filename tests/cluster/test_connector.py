@@ -166,7 +166,7 @@ def test_added_partitions_are_assigned(cluster, zk, topic_factory, produce, grou
     with connector(cluster, group_id) as conn:
         drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
         wait_for_balanced(zk, group_id, [topic], members=1)
-        kafka.add_partitions(cluster.bootstrap_servers, topic, 5)
+        kafka.add_partitions(cluster.bootstrap_servers, topic, 5, zk=zk)  # zk: brokers before 1.0
         owners = wait_for_balanced(zk, group_id, [topic], members=1)
         assert sorted(p for _, p in owners) == [0, 1, 2, 3, 4]
         sent = produce(topic, 50, partitions=5)

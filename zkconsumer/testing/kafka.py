@@ -1,8 +1,10 @@
 """Test-side Kafka helpers over confluent-kafka: create topics, produce numbered messages, read back."""
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
@@ -34,9 +36,24 @@ def create_topic(bootstrap: str, name: str, partitions: int, replication_factor:
     wait_for_leaders(bootstrap, name, partitions, timeout)
 
 
-def add_partitions(bootstrap: str, name: str, total: int, timeout: float = 60.0) -> None:
+def add_partitions(bootstrap: str, name: str, total: int, timeout: float = 60.0, *, zk: Any = None) -> None:
+    """Grow a topic to `total` partitions. Brokers before 1.0 have no CreatePartitions: with `zk`
+    (a kazoo client in the brokers' chroot) the topic node is rewritten instead, as
+    `kafka-topics --alter --zookeeper` did, and the controller creates the new partitions."""
     client = admin(bootstrap)
-    client.create_partitions([NewPartitions(name, total)])[name].result(timeout)
+    try:
+        client.create_partitions([NewPartitions(name, total)])[name].result(timeout)
+    except KafkaException as exc:
+        if zk is None or exc.args[0].code() != KafkaError._UNSUPPORTED_FEATURE:
+            raise
+        path = f"/brokers/topics/{name}"
+        data, stat = zk.get(path)
+        doc = json.loads(data)
+        layout = doc["partitions"]
+        replicas = [layout[str(p)] for p in sorted(map(int, layout))]
+        for p in range(len(layout), total):  # new partitions copy the existing replica lists in turn
+            layout[str(p)] = replicas[p % len(replicas)]
+        zk.set(path, json.dumps(doc).encode(), version=stat.version)
     wait_for_leaders(bootstrap, name, total, timeout)
 
 
