@@ -325,3 +325,37 @@ def test_missing_acl_is_reported_as_noauth_on_the_znode(mixed, zk, cluster, topi
     assert where in message, f"the znode is not named: {message}"
     assert "still owns" not in message, message
     assert elapsed < 30, f"took {elapsed:.1f}s to report it"
+
+
+def test_the_cli_writes_a_secured_group_with_zk_jaas(mixed, zk, cluster, topic_factory, produce,
+                                                     tmp_path: Path) -> None:
+    """`offsets reset` on a group a secured Scala member committed to: refused without credentials
+    (saying how to log in), done with --zk-jaas, and the node keeps its secured ACL."""
+    from click.testing import CliRunner
+
+    from zkconsumer.cli.main import cli
+    topic = topic_factory(partitions=PARTITIONS)
+    g = mixed.group
+    sent = produce(topic, BATCH * PARTITIONS, partitions=PARTITIONS)
+    mixed.add_scala("a-scala", {topic: 1}, zookeeper_sasl=ALICE, **COMMIT_SOON)
+    mixed.wait_ready()
+    mixed.wait_for(keys_of(sent))
+    wait_committed(zk, g, topic, BATCH)
+    mixed.leave("a-scala")
+    jaas = tmp_path / "client.jaas"
+    jaas.write_text(client_jaas(*ALICE))
+    args = ["offsets", "reset", "--zookeeper", cluster.zookeeper_connect, "--group", g, "--topic", topic,
+            "--to-offset", "5", "--execute"]
+    runner = CliRunner()
+    refused = runner.invoke(cli, args)
+    assert refused.exit_code != 0 and "NoAuth" in refused.output and "--zk-jaas" in refused.output, refused.output
+    assert committed_offsets(zk, g, topic) == {p: BATCH for p in range(PARTITIONS)}
+    done = runner.invoke(cli, [*args, "--zk-jaas", str(jaas)])
+    assert done.exit_code == 0, done.output
+    assert committed_offsets(zk, g, topic) == {p: 5 for p in range(PARTITIONS)}
+    assert acls(zk, zkdata.offset_path(g, topic, 0)) == SECURED
+    wrong = tmp_path / "wrong.jaas"
+    wrong.write_text(client_jaas("alice", "not-the-password"))
+    rejected = runner.invoke(cli, [*args, "--zk-jaas", str(wrong)])
+    assert rejected.exit_code != 0 and "rejected sasl:alice (DIGEST-MD5): authentication failed" in rejected.output, \
+        rejected.output

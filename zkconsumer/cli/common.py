@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import json
 import logging
@@ -15,6 +16,7 @@ from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNod
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer import zkdata
+from zkconsumer.zk_auth import JaasError, ZkAuth, zk_auth
 from zkconsumer.zkio import close_quietly
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -22,6 +24,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 ENV_ZOOKEEPER = "ZKCONSUMER_ZOOKEEPER"
 ENV_DIGEST = "ZKCONSUMER_ZK_DIGEST"
+ENV_JAAS = "ZKCONSUMER_ZK_JAAS"
+# The --zk-jaas file of the command being run (set by zk_options' wrapper, read by zk_session).
+_JAAS_FILE: contextvars.ContextVar[str | None] = contextvars.ContextVar("zk_jaas", default=None)
 
 
 class CliError(click.ClickException):
@@ -52,8 +57,8 @@ def expected_errors(fn: F) -> F:
         except CliError:
             raise
         except NoAuthError as exc:
-            raise CliError(f"ZooKeeper refused access ({type(exc).__name__}); "
-                           "pass --zk-digest user:password (or ZKCONSUMER_ZK_DIGEST)") from None
+            raise CliError(f"ZooKeeper refused access ({type(exc).__name__}); pass --zk-jaas FILE (SASL, as "
+                           "the group's Scala members log in) or --zk-digest user:password") from None
         except (KazooTimeoutError, KazooException) as exc:
             detail = str(exc) or type(exc).__name__
             raise CliError(f"ZooKeeper request failed: {detail}") from None
@@ -90,7 +95,20 @@ def _check_digest(_ctx: click.Context, _param: click.Parameter, value: str | Non
 
 
 def zk_options(fn: F) -> F:
-    """--zookeeper, --zk-digest and --zk-timeout, with their environment variables."""
+    """--zookeeper, --zk-digest, --zk-jaas and --zk-timeout, with their environment variables."""
+    wrapped = fn
+
+    @functools.wraps(wrapped)
+    def command(*args: Any, zk_jaas: str | None, **kwargs: Any) -> Any:
+        token = _JAAS_FILE.set(zk_jaas)
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            _JAAS_FILE.reset(token)
+
+    fn = click.option("--zk-jaas", envvar=ENV_JAAS, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+                      help=f"Log in to ZooKeeper with SASL as the JAAS file's Client section says, as a Scala "
+                           f"member does; nodes the command creates get the secured ACL (env {ENV_JAAS}).")(command)
     fn = click.option("--zk-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
                       metavar="SECONDS", help="Give up connecting to ZooKeeper after this long.")(fn)
     fn = click.option("--zk-digest", envvar=ENV_DIGEST, callback=_check_digest, metavar="USER:PASSWORD",
@@ -113,18 +131,22 @@ def group_option(fn: F) -> F:
 
 @contextlib.contextmanager
 def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[KazooClient]:
-    """A started kazoo client with bounded command retries; CliError if unreachable within `timeout`."""
-    auth = [("digest", digest)] if digest else None
-    client = KazooClient(hosts=zookeeper, timeout=max(timeout, 4.0), auth_data=auth,
+    """A started kazoo client with bounded command retries; CliError if unreachable within `timeout`.
+    With --zk-jaas it logs in with SASL, and nodes it creates get a secured Scala member's ACL."""
+    auth = _auth(digest, _JAAS_FILE.get())
+    client = KazooClient(hosts=zookeeper, timeout=max(timeout, 4.0), default_acl=auth.node_acl(),
                          connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
-                         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0, "deadline": timeout})
+                         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0, "deadline": timeout},
+                         **auth.kazoo_options())
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "No chroot path exists": reported as an unknown group instead
             client.start(timeout=timeout)
+            if auth.sasl is not None:
+                client.exists("/")  # kazoo says CONNECTED before the SASL exchange ends
     except AuthFailedError:
         _close(client)
-        raise CliError(f"ZooKeeper at {zookeeper} rejected the --zk-digest credentials") from None
+        raise CliError(f"ZooKeeper at {zookeeper} rejected {auth.identity}: authentication failed") from None
     except (KazooTimeoutError, KazooException, OSError) as exc:
         _close(client)
         detail = "" if isinstance(exc, KazooTimeoutError) else f" ({exc})"
@@ -133,6 +155,21 @@ def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[K
         yield client
     finally:
         _close(client)
+
+
+def _auth(digest: str | None, jaas_file: str | None) -> ZkAuth:
+    text = None
+    if jaas_file is not None:
+        try:
+            with open(jaas_file, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise CliError(f"--zk-jaas {jaas_file}: {exc}", EXIT_USAGE) from None
+    try:
+        return zk_auth(digest=digest, jaas_inline=None, jaas_file_text=text, jaas_file=jaas_file, section="Client",
+                       sasl_client=True, set_acl=None)
+    except JaasError as exc:
+        raise CliError(f"--zk-jaas {jaas_file}: {exc}", EXIT_USAGE) from None
 
 
 def _close(client: KazooClient) -> None:

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 
 import click
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError, NodeExistsError
+from kazoo.exceptions import NoAuthError, NoNodeError, NodeExistsError
 
 from zkconsumer import zkdata
 from zkconsumer.cli.common import progress
@@ -71,6 +71,10 @@ def write_offset_guarded(client: KazooClient, group: str, topic: str, partition:
         results = txn.commit()
         if not any(isinstance(r, Exception) for r in results):
             return None
+        if any(isinstance(r, NoAuthError) for r in results):  # an ACL, not a race: retrying cannot help
+            where = owner if isinstance(results[0], NoAuthError) else path
+            return (f"ZooKeeper refused the write to {where} (NoAuth); pass --zk-jaas FILE (SASL, as the "
+                    "group's Scala members log in) or --zk-digest user:password")
         if isinstance(results[0], NodeExistsError):
             try:
                 holder, stat = client.get(owner)
