@@ -281,6 +281,16 @@ def test_wrong_password_fails_once_naming_the_identity(cluster, zk, group_id: st
 
 # ------------------------------------------------------------------------------------- (d)
 
+def secured_scala_committed_and_left(mixed, zk, produce, topic: str) -> None:  # type: ignore[no-untyped-def]
+    """A secured Scala member (alice) consumes BATCH messages per partition, commits them, and leaves."""
+    sent = produce(topic, BATCH * PARTITIONS, partitions=PARTITIONS)
+    mixed.add_scala("a-scala", {topic: 1}, zookeeper_sasl=ALICE, **COMMIT_SOON)
+    mixed.wait_ready()
+    mixed.wait_for(keys_of(sent))
+    wait_committed(zk, mixed.group, topic, BATCH)
+    mixed.leave("a-scala")
+
+
 @pytest.mark.parametrize("step", ["claim", "commit"])
 def test_missing_acl_is_reported_as_noauth_on_the_znode(mixed, zk, cluster, topic_factory, produce,
                                                         step: str) -> None:
@@ -292,12 +302,7 @@ def test_missing_acl_is_reported_as_noauth_on_the_znode(mixed, zk, cluster, topi
     g = mixed.group
     if step == "commit":
         zk.ensure_path(zkdata.owners_path(g, topic))  # open (world ALL): made before the Scala member
-    sent = produce(topic, BATCH * PARTITIONS, partitions=PARTITIONS)
-    mixed.add_scala("a-scala", {topic: 1}, zookeeper_sasl=ALICE, **COMMIT_SOON)
-    mixed.wait_ready()
-    mixed.wait_for(keys_of(sent))
-    wait_committed(zk, g, topic, BATCH)
-    mixed.leave("a-scala")
+    secured_scala_committed_and_left(mixed, zk, produce, topic)
     assert acls(zk, zkdata.offset_path(g, topic, 0)) == SECURED
     assert acls(zk, zkdata.owners_path(g, topic)) == (OPEN if step == "commit" else SECURED)
 
@@ -336,12 +341,7 @@ def test_the_cli_writes_a_secured_group_with_zk_jaas(mixed, zk, cluster, topic_f
     from zkconsumer.cli.main import cli
     topic = topic_factory(partitions=PARTITIONS)
     g = mixed.group
-    sent = produce(topic, BATCH * PARTITIONS, partitions=PARTITIONS)
-    mixed.add_scala("a-scala", {topic: 1}, zookeeper_sasl=ALICE, **COMMIT_SOON)
-    mixed.wait_ready()
-    mixed.wait_for(keys_of(sent))
-    wait_committed(zk, g, topic, BATCH)
-    mixed.leave("a-scala")
+    secured_scala_committed_and_left(mixed, zk, produce, topic)
     jaas = tmp_path / "client.jaas"
     jaas.write_text(client_jaas(*ALICE))
     args = ["offsets", "reset", "--zookeeper", cluster.zookeeper_connect, "--group", g, "--topic", topic,
