@@ -359,3 +359,23 @@ def test_the_cli_writes_a_secured_group_with_zk_jaas(mixed, zk, cluster, topic_f
     rejected = runner.invoke(cli, [*args, "--zk-jaas", str(wrong)])
     assert rejected.exit_code != 0 and "rejected sasl:alice (DIGEST-MD5): authentication failed" in rejected.output, \
         rejected.output
+
+
+def test_a_cli_write_into_a_new_group_leaves_the_group_node_open(cluster, zk, tmp_path: Path) -> None:
+    """The CLI's guarded write with --zk-jaas creates a missing group the way a secured Scala member
+    does: the group node open (others must register under it), owners/ and offsets/ secured."""
+    from zkconsumer.cli import common
+    from zkconsumer.cli.writer import write_offset_guarded
+    jaas = tmp_path / "client.jaas"
+    jaas.write_text(client_jaas(*ALICE))
+    group, topic = "g-cli-fresh-group", "t-cli-fresh-group"
+    token = common._JAAS_FILE.set(str(jaas))
+    try:
+        with common.zk_session(cluster.zookeeper_connect, None, 10.0) as client:
+            assert write_offset_guarded(client, group, topic, 0, 7) is None
+    finally:
+        common._JAAS_FILE.reset(token)
+    assert acls(zk, zkdata.group_path(group)) == OPEN
+    assert acls(zk, zkdata.owners_path(group)) == SECURED
+    assert acls(zk, zkdata.offset_path(group, topic, 0)) == SECURED
+    assert committed_offsets(zk, group, topic) == {0: 7}

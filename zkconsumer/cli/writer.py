@@ -7,6 +7,7 @@ from typing import Any, Iterable
 import click
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError, NodeExistsError
+from kazoo.security import OPEN_ACL_UNSAFE
 
 from zkconsumer import zkdata
 from zkconsumer.cli.common import progress
@@ -57,6 +58,9 @@ def write_offset_guarded(client: KazooClient, group: str, topic: str, partition:
     owner = zkdata.owner_path(group, topic, partition)
     path = zkdata.offset_path(group, topic, partition)
     data = zkdata.encode_offset(offset)
+    # The group node stays open, as a secured Scala member leaves it (other identities register
+    # under it); owners/ and offsets/ below get the session's default ACL (secured with --zk-jaas).
+    client.ensure_path(zkdata.group_path(group), acl=OPEN_ACL_UNSAFE)
     client.ensure_path(zkdata.owners_path(group, topic))
     client.ensure_path(zkdata.offsets_path(group, topic))
     for _ in range(5):
