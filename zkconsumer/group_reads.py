@@ -83,16 +83,8 @@ class GroupReads:
         keys not asked for are forgotten."""
         paths = {k: zkdata.owner_path(self.group_id, *k) for k in keys}
         found = self._checked.read(list(paths.values()))
-        out: dict[tuple[str, int], str | None] = {}
-        for key, path in paths.items():
-            entry = found[path]
-            out[key] = None
-            if entry is not None:
-                try:
-                    out[key] = zkdata.decode_owner(entry[0], path)
-                except ZkDataError as exc:
-                    self._warn_once(path, entry[1], "ignoring garbled owner node %s", exc)
-        return out
+        return {key: None if (entry := found[path]) is None else _decode_owner(path, entry, self._warn_once)
+                for key, path in paths.items()}
 
     def _warn_once(self, path: str, stat: ZnodeStat, message: str, *args: object) -> None:
         """Log a bad node once per version of it, not at every cached read."""
@@ -118,8 +110,16 @@ def decode_owners(folder: str, entries: Mapping[str, tuple[bytes, ZnodeStat]],
         if not (child.isascii() and child.isdigit()):
             warn(path, stat, "ignoring %s: not a partition number", path)
             continue
-        try:
-            out[int(child)] = zkdata.decode_owner(data, path)
-        except ZkDataError as exc:
-            warn(path, stat, "ignoring garbled owner node %s", exc)
+        thread = _decode_owner(path, (data, stat), warn)
+        if thread is not None:
+            out[int(child)] = thread
     return out
+
+
+def _decode_owner(path: str, entry: tuple[bytes, ZnodeStat], warn: Callable[..., None]) -> str | None:
+    """The owner thread id an owner node holds; None (and `warn`) if its value cannot be decoded."""
+    try:
+        return zkdata.decode_owner(entry[0], path)
+    except ZkDataError as exc:
+        warn(path, entry[1], "ignoring garbled owner node %s", exc)
+        return None

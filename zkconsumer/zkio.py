@@ -145,23 +145,20 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     # kazoo's start() would wait out the whole timeout after a refused login: watch the state instead.
     started = client.start_async()
     deadline = time.monotonic() + connect_timeout_s
-    while not client.connected and client.client_state != KeeperState.AUTH_FAILED \
-            and time.monotonic() < deadline:
-        started.wait(0.05)
-    if not client.connected:
-        refused = client.client_state == KeeperState.AUTH_FAILED
+    try:
+        while not client.connected and client.client_state != KeeperState.AUTH_FAILED \
+                and time.monotonic() < deadline:
+            started.wait(0.05)
+        if client.client_state == KeeperState.AUTH_FAILED:
+            raise ZooKeeperAccessDenied(f"ZooKeeper at {hosts} rejected {auth.identity}: authentication failed")
+        if not client.connected:
+            raise KazooTimeoutError(f"no ZooKeeper connection within {connect_timeout_s:g} s")
+        if auth.sasl is not None:  # kazoo says CONNECTED before the SASL exchange ends: one request shows it
+            ZkIO(client, connect_timeout_s, f"{auth.identity} at {hosts}").exists("/")
+    except BaseException:
         client.stop()  # kazoo refuses close() while its connection thread still retries
         client.close()
-        if refused:
-            raise ZooKeeperAccessDenied(f"ZooKeeper at {hosts} rejected {auth.identity}: authentication failed")
-        raise KazooTimeoutError(f"no ZooKeeper connection within {connect_timeout_s:g} s")
-    if auth.sasl is not None:  # kazoo says CONNECTED before the SASL exchange ends: one request shows it
-        try:
-            ZkIO(client, connect_timeout_s, f"{auth.identity} at {hosts}").exists("/")
-        except BaseException:
-            client.stop()
-            client.close()
-            raise
+        raise
     return client
 
 
