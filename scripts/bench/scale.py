@@ -30,7 +30,6 @@ import collections
 import json
 import logging
 import os
-import socket
 import statistics
 import sys
 import threading
@@ -44,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from zkconsumer import ConsumerConnector, zkdata  # noqa: E402
 from zkconsumer.assignors import AssignmentInput, range_assign  # noqa: E402
-from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
+from zkconsumer.testing.cluster import LocalCluster, four_letter_word  # noqa: E402
 
 TOPIC = "scale"
 KINDS: "RequestKinds | None" = None
@@ -85,12 +84,8 @@ class RequestKinds:
 
 def packets_received(port: int) -> int:
     """The server's count of requests received (mntr)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(b"mntr")
-        reply = b""
-        while chunk := sock.recv(65536):
-            reply += chunk
-    for line in reply.decode().splitlines():
+    reply = four_letter_word(port, "mntr", timeout=10) or ""
+    for line in reply.splitlines():
         name, _, value = line.partition("\t")
         if name == "zk_packets_received":
             return int(value)

@@ -82,17 +82,23 @@ def zookeeper_ruok(port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def zookeeper_version(port: int, timeout: float = 2.0) -> str | None:
-    """The server's version from `srvr` ("3.4.14-4c25d480..., built on ..." -> "3.4.14"); None if no answer."""
+def four_letter_word(port: int, word: str, timeout: float = 2.0) -> str | None:
+    """The server's whole answer to a four-letter word (srvr, mntr, ...); None if it did not answer."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.sendall(b"srvr")
+            s.sendall(word.encode())
             answer = b""
-            while chunk := s.recv(4096):
+            while chunk := s.recv(65536):
                 answer += chunk
     except OSError:
         return None
-    first = answer.decode(errors="replace").partition("\n")[0]  # "Zookeeper version: 3.4.14-..."
+    return answer.decode(errors="replace")
+
+
+def zookeeper_version(port: int, timeout: float = 2.0) -> str | None:
+    """The server's version from `srvr` ("3.4.14-4c25d480..., built on ..." -> "3.4.14"); None if no answer."""
+    answer = four_letter_word(port, "srvr", timeout)
+    first = (answer or "").partition("\n")[0]  # "Zookeeper version: 3.4.14-..."
     return first.partition(":")[2].strip().split("-")[0].split(",")[0] or None
 
 
