@@ -1,6 +1,7 @@
 """Chaos run: a random mix of faults against one zkconsumer group on an embedded cluster, then the verdict.
 
     .venv/bin/python scripts/chaos.py --events 200 --members 16 --partitions 64 [--seed N] [--brokers 1|3] [--cpu-hog]
+        [--kafka-version 1.1.1 --zookeeper-version 3.4.14]
 
 Members run as child processes (zkconsumer.testing.chaos_member), each talking to ZooKeeper
 through a proxy of its own, subscribed to chaos-main (--partitions) and chaos-aux (a few
@@ -38,6 +39,7 @@ from zkconsumer.testing.chaos import Report
 from zkconsumer.testing.chaos_members import ProcessMember
 from zkconsumer.testing.chaos_scenarios import ChaosEnv, ChaosSettings
 from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.versions import DEFAULT_KAFKA
 
 MAIN, AUX = "chaos-main", "chaos-aux"
 WEIGHTS = {"join": 3, "burst-join": 1, "leave": 3, "kill": 3, "expire": 3, "stall": 1, "zk-cut": 1,
@@ -160,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=64)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--brokers", type=int, choices=(1, 3), default=1)
+    parser.add_argument("--kafka-version", default=os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA,
+                        help="broker release (default: $ZKCONSUMER_KAFKA_VERSION, else %(default)s)")
+    parser.add_argument("--zookeeper-version", default=os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None,
+                        help="ZooKeeper server (default: $ZKCONSUMER_ZOOKEEPER_VERSION, else the broker's own)")
     parser.add_argument("--rate", type=float, default=None, help="messages/s (default: 5 per partition, <= 400)")
     parser.add_argument("--session-timeout-ms", type=int, default=4000)
     parser.add_argument("--workdir", type=Path, default=None, help="member logs and the pickled history")
@@ -224,7 +230,8 @@ def run(args: argparse.Namespace, member_nice: int | None = None) -> int:
     settings = ChaosSettings(session_timeout_ms=args.session_timeout_ms, rate=rate, converge_timeout_s=60.0,
                              deliver_timeout_s=120.0, member_nice=member_nice)
     print(f"seed={seed} events={args.events} members={args.members} partitions={args.partitions}+{aux} "
-          f"brokers={args.brokers} rate={rate:.0f}/s cpu_hogs={args.cpu_hog} workdir={workdir}", flush=True)
+          f"brokers={args.brokers} kafka={args.kafka_version} zookeeper={args.zookeeper_version or 'bundled'} "
+          f"rate={rate:.0f}/s cpu_hogs={args.cpu_hog} workdir={workdir}", flush=True)
     replication = min(3, args.brokers)
     # Under a CPU hog the brokers' own 6 s ZooKeeper sessions (the test default) expire while they are
     # starved and they exit; they get Kafka's default 18 s then, and the cluster's JVMs run ahead of
@@ -233,7 +240,8 @@ def run(args: argparse.Namespace, member_nice: int | None = None) -> int:
     # the 200-event run ended in broker restarts): give the broker, not the members, 30 s.
     broker_properties = {"zookeeper.session.timeout.ms": "30000"} if args.cpu_hog else None
     with LocalCluster(brokers=args.brokers, chroot="/chaos", workdir=workdir / "cluster",
-                      broker_properties=broker_properties) as cluster:
+                      broker_properties=broker_properties, kafka_version=args.kafka_version,
+                      zookeeper_version=args.zookeeper_version) as cluster:
         env = ChaosEnv(cluster, "chaos-group", {MAIN: args.partitions, AUX: aux}, workdir, settings,
                        replication=replication)
         try:

@@ -1,4 +1,4 @@
-"""Run the connector, interop, CLI and Spark smoke tests on every Kafka/ZooKeeper pairing the harness knows.
+"""Run the connector, interop, CLI, Burrow and Spark smoke tests on every Kafka/ZooKeeper pairing the harness knows.
 
     .venv/bin/python scripts/matrix.py                       # every pairing, the default tests
     .venv/bin/python scripts/matrix.py --pairings 1.1.1/3.4.14,0.10.2.2/3.4.14 --tests tests/cluster/test_connector.py
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PAIRINGS = ("0.10.2.2/3.4.14", "0.11.0.3/3.4.14", "1.1.1/3.4.14", "1.1.1/3.5.10", "2.4.1/3.5.10",
             "2.8.2/3.5.10", "3.9.1/bundled")
-TESTS = ("tests/cluster/test_connector.py", "tests/cluster/test_cli.py", "tests/interop",
-         "tests/spark/test_spark_bench_smoke.py")
+TESTS = ("tests/cluster/test_connector.py", "tests/cluster/test_cli.py", "tests/cluster/test_burrow.py",
+         "tests/interop", "tests/spark/test_spark_bench_smoke.py")
 
 
 def run_pairing(pairing: str, tests: list[str], extra: list[str]) -> tuple[int, int, float]:

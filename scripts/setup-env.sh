@@ -17,6 +17,7 @@ need() {  # need <command> <debian package> <what for>
 }
 need java openjdk-17-jre-headless "runs ZooKeeper and Kafka"
 need mvn maven "fetches the Kafka jars"
+need krb5-config libkrb5-dev "builds the kerberos package (ZooKeeper GSSAPI logins)"
 PYTHON="${PYTHON:-python3}"
 "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 10)' 2>/dev/null || {
   echo "zkconsumer: Python >= 3.10 is required (found: $("$PYTHON" --version 2>&1))" >&2; exit 1; }
@@ -31,7 +32,7 @@ want="$(cat setup.cfg scripts/constraints.txt | sha256sum | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "installing zkconsumer and its dependencies into .venv (pyspark is large: first time takes minutes)..."
   "$PY" -m pip install -q --upgrade pip
-  "$PY" -m pip install -q -c scripts/constraints.txt -e ".[spark,dev]"
+  "$PY" -m pip install -q -c scripts/constraints.txt -e ".[spark,dev,kerberos]"
   echo "$want" > "$stamp"
 fi
 scripts/fetch-jars.sh

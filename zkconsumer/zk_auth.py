@@ -1,6 +1,8 @@
 """How a member authenticates to ZooKeeper (digest, or SASL from a JAAS login section) and which ACL its nodes get."""
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -9,6 +11,7 @@ __all__ = ["JaasError", "ZkAuth", "parse_jaas", "parse_login_module", "zk_auth",
 
 DIGEST_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
 KERBEROS_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+CLIENT_KEYTAB_ENV = "KRB5_CLIENT_KTNAME"  # MIT Kerberos: the keytab a client logs in from by itself
 _FLAGS = ("required", "requisite", "sufficient", "optional")
 _TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|"(?:[^"\\]|\\.)*"|[{};=]|[^\s{};="]+', re.DOTALL)
 
@@ -105,6 +108,7 @@ class ZkAuth:
     digest: str | None = None
     sasl: Mapping[str, str] | None = None
     set_acl: bool = False
+    keytab: str | None = None  # Krb5LoginModule's keyTab (useKeyTab=true), see use_client_keytab
 
     @property
     def identity(self) -> str:
@@ -127,18 +131,62 @@ class ZkAuth:
         return CREATOR_ALL_ACL + READ_ACL_UNSAFE if self.set_acl else None
 
 
-def _sasl_options(module: LoginModule, where: str) -> dict[str, str]:
+    def use_client_keytab(self) -> None:
+        """Let MIT Kerberos log the principal in from `keytab`, as the JVM's Krb5LoginModule does.
+
+        pure-sasl's GSSAPI (through pykerberos) takes no keytab argument: the library reads the
+        client keytab from KRB5_CLIENT_KTNAME, one per process. _kerberos_options refused a
+        configuration whose keytab differs from one already set there.
+        """
+        if self.keytab is not None:
+            os.environ.setdefault(CLIENT_KEYTAB_ENV, self.keytab)
+
+    def kerberos_login_problem(self, host: str) -> str | None:
+        """Why Kerberos cannot give us credentials for `host`'s ZooKeeper service; None if it can
+        or GSSAPI is not used. kazoo acquires them on its connection thread, where a failure
+        would end the thread silently, so the member asks first."""
+        if self.sasl is None or self.sasl.get("mechanism") != "GSSAPI":
+            return None
+        import kerberos  # _kerberos_options checked that it is installed
+
+        service = f"{self.sasl.get('service', 'zookeeper')}@{host}"
+        try:
+            _, context = kerberos.authGSSClientInit(service=service, principal=self.sasl.get("principal"))
+        except kerberos.GSSError as exc:
+            return "; ".join(str(part[0]) for part in exc.args if isinstance(part, tuple) and part)
+        kerberos.authGSSClientClean(context)
+        return None
+
+
+def _kerberos_options(module: LoginModule, where: str) -> tuple[dict[str, str], str | None]:
+    """GSSAPI sasl_options and the keytab to log in from (None: the process's ticket cache)."""
+    if importlib.util.find_spec("kerberos") is None:
+        raise JaasError(f"{where}: {KERBEROS_MODULE} (GSSAPI) needs the Python package kerberos: "
+                        f"pip install 'zkconsumer[kerberos]' (it builds against MIT Kerberos: libkrb5-dev)")
+    options = {"mechanism": "GSSAPI"}
+    if "principal" in module.options:
+        options["principal"] = module.options["principal"]
+    if module.options.get("useKeyTab", "false").lower() != "true":
+        return options, None
+    keytab = module.options.get("keyTab")
+    if not keytab:
+        raise JaasError(f"{where}: {KERBEROS_MODULE} with useKeyTab=true needs keyTab")
+    current = os.environ.get(CLIENT_KEYTAB_ENV)
+    if current and current != keytab:
+        raise JaasError(f"{where}: keyTab {keytab} differs from {CLIENT_KEYTAB_ENV}={current}; "
+                        f"a process logs in from one client keytab")
+    return options, keytab
+
+
+def _sasl_options(module: LoginModule, where: str) -> tuple[dict[str, str], str | None]:
     if module.name == DIGEST_MODULE:
         missing = [k for k in ("username", "password") if k not in module.options]
         if missing:
             raise JaasError(f"{where}: {DIGEST_MODULE} needs {' and '.join(missing)}")
         return {"mechanism": "DIGEST-MD5", "username": module.options["username"],
-                "password": module.options["password"]}
-    if module.name == KERBEROS_MODULE:  # pure-sasl's GSSAPI uses the process's ticket cache
-        options = {"mechanism": "GSSAPI"}
-        if "principal" in module.options:
-            options["principal"] = module.options["principal"]
-        return options
+                "password": module.options["password"]}, None
+    if module.name == KERBEROS_MODULE:
+        return _kerberos_options(module, where)
     raise JaasError(f"{where}: login module {module.name} is not supported "
                     f"(use {DIGEST_MODULE} or {KERBEROS_MODULE})")
 
@@ -148,12 +196,13 @@ def zk_auth(*, digest: str | None, jaas_inline: str | None, jaas_file_text: str 
     """The ZkAuth the properties describe: an inline login module wins over a JAAS file's section;
     `sasl_client=false` turns SASL off (as the JVM's zookeeper.sasl.client); set_acl defaults to
     "SASL is used", as a Scala member secures its nodes exactly when its JAAS has a Client section."""
-    sasl = None
+    sasl, keytab = None, None
     if sasl_client and jaas_inline is not None:
-        sasl = _sasl_options(parse_login_module(jaas_inline), "zookeeper.sasl.jaas.config")
+        sasl, keytab = _sasl_options(parse_login_module(jaas_inline), "zookeeper.sasl.jaas.config")
     elif sasl_client and jaas_file_text is not None:
-        sasl = _sasl_options(parse_jaas(jaas_file_text, section), f"{jaas_file} section {section}")
-    return ZkAuth(digest=digest, sasl=sasl, set_acl=(sasl is not None) if set_acl is None else set_acl)
+        sasl, keytab = _sasl_options(parse_jaas(jaas_file_text, section), f"{jaas_file} section {section}")
+    return ZkAuth(digest=digest, sasl=sasl, set_acl=(sasl is not None) if set_acl is None else set_acl,
+                  keytab=keytab)
 
 
 def zookeeper_auth(config: Any) -> ZkAuth:

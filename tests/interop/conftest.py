@@ -14,6 +14,7 @@ import pytest
 
 from zkconsumer import ConsumerConnector, Whitelist
 from zkconsumer.testing.members import Recorder, drain, wait_for_balanced
+from zkconsumer.testing.kdc import KerberosLogin
 from zkconsumer.testing.process import _die_with_parent
 from zkconsumer.testing.scala import FAST_PROPERTIES, ScalaMember, read_deliveries
 
@@ -74,13 +75,13 @@ class MixedGroup:
     # ---- joining and leaving ---------------------------------------------------------------
     def add_scala(self, name: str, topics: Mapping[str, int] | None = None, *, whitelist: str | None = None,
                   streams: int = 1, strategy: str = "range", zookeeper_sasl: tuple[str, str] | None = None,
-                  **props: object) -> ScalaMember:
+                  zookeeper_kerberos: KerberosLogin | None = None, **props: object) -> ScalaMember:
         """Start a Scala member (returns before it is ready; see wait_ready); `zookeeper_sasl` =
-        (user, password) logs it in to ZooKeeper with SASL DIGEST-MD5."""
+        (user, password) logs it in to ZooKeeper with SASL DIGEST-MD5, `zookeeper_kerberos` with GSSAPI."""
         member = ScalaMember(self.cluster.zookeeper_connect, self.group, name, workdir=self.workdir,
                              topics=topics, whitelist=whitelist, streams=streams, strategy=strategy,
                              properties={k.replace("_", "."): v for k, v in props.items()},
-                             zookeeper_sasl=zookeeper_sasl)
+                             zookeeper_sasl=zookeeper_sasl, zookeeper_kerberos=zookeeper_kerberos)
         self.scala[name] = member.start()
         return member
 

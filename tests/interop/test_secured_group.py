@@ -20,7 +20,7 @@ import pytest
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.testing.cluster import LocalCluster
-from zkconsumer.testing.fixtures import running
+from zkconsumer.testing.fixtures import running, versions_from_env
 from zkconsumer.testing.members import committed_offsets, keys_of
 from zkconsumer.testing.scala import FAST_PROPERTIES, ScalaMember
 from zkconsumer.testing.secure import DIGEST_LOGIN_MODULE, client_jaas
@@ -42,7 +42,8 @@ SASL_FAILURE = "failed to SASL authenticate"  # the ZooKeeper server's WARN line
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """ZooKeeper with SASL DIGEST-MD5 users alice and bob (brokers unauthenticated); fails, never skips."""
     folder = tmp_path_factory.mktemp("zksasl")
-    cluster = LocalCluster(brokers=1, chroot="/zksasl", workdir=folder / "cluster", zookeeper_sasl_users=USERS)
+    cluster = LocalCluster(brokers=1, chroot="/zksasl", workdir=folder / "cluster", zookeeper_sasl_users=USERS,
+                           **versions_from_env())
     with running(cluster, "the SASL ZooKeeper cluster", timeout=90):
         yield cluster
 

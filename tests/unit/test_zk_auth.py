@@ -2,6 +2,7 @@
 and NoAuth answers turned into one clear, non-retriable error naming the node."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from kazoo.security import ACL, Id, Permissions
 
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.errors import ZooKeeperAccessDenied, is_retriable
-from zkconsumer.zk_auth import (DIGEST_MODULE, KERBEROS_MODULE, JaasError, parse_jaas, parse_login_module,
+from zkconsumer.zk_auth import (CLIENT_KEYTAB_ENV, DIGEST_MODULE, KERBEROS_MODULE, JaasError, zk_auth, parse_jaas, parse_login_module,
                                 zookeeper_auth)
 from zkconsumer.zkio import ZkIO
 
@@ -27,7 +28,7 @@ Client {{
     username="alice"
     password="a \\"quoted\\" secret";
 }};
-Other {{ {KERBEROS_MODULE} required useKeyTab=true principal="zk/host@REALM"; }};
+Other {{ {KERBEROS_MODULE} required useKeyTab=true keyTab="/etc/zk.keytab" principal="zk/host@REALM"; }};
 """
 
 
@@ -39,7 +40,8 @@ def test_a_jaas_file_section_is_read() -> None:
     module = parse_jaas(JAAS_FILE)
     assert (module.name, module.flag) == (DIGEST_MODULE, "required")
     assert module.options == {"username": "alice", "password": 'a "quoted" secret'}
-    assert parse_jaas(JAAS_FILE, "Other").options == {"useKeyTab": "true", "principal": "zk/host@REALM"}
+    assert parse_jaas(JAAS_FILE, "Other").options == {"useKeyTab": "true", "keyTab": "/etc/zk.keytab",
+                                                 "principal": "zk/host@REALM"}
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -90,6 +92,7 @@ def test_a_jaas_file_section_and_the_switches(tmp_path: Path) -> None:
     kerberos = zookeeper_auth(_config(**{"java.security.auth.login.config": str(path),
                                          "zookeeper.sasl.clientconfig": "Other"}))
     assert kerberos.sasl == {"mechanism": "GSSAPI", "principal": "zk/host@REALM"}
+    assert kerberos.keytab == "/etc/zk.keytab" and auth.keytab is None
     off = zookeeper_auth(_config(**{"java.security.auth.login.config": str(path), "zookeeper.sasl.client": "false"}))
     assert off.sasl is None and not off.set_acl
     no_acl = zookeeper_auth(_config(**{"java.security.auth.login.config": str(path), "zookeeper.set.acl": "false"}))
@@ -140,3 +143,43 @@ def test_noauth_names_the_request_the_node_and_the_identity() -> None:
         io.wait(_Answer(results), "claim 2 partitions", ["/consumers/g/owners/t/0", "/consumers/g/owners/t/1"])
     assert not is_retriable(caught.value)
     assert io.wait(_Answer([RolledBackError(), ValueError()]), "other") is not None  # other failures pass through
+
+
+def _kerberos(module_options: str, monkeypatch: pytest.MonkeyPatch, keytab_env: str | None = None) -> ConsumerConfig:
+    if keytab_env is None:
+        monkeypatch.delenv(CLIENT_KEYTAB_ENV, raising=False)
+    else:
+        monkeypatch.setenv(CLIENT_KEYTAB_ENV, keytab_env)
+    return _config(**{"zookeeper.sasl.jaas.config": f"{KERBEROS_MODULE} required {module_options};"})
+
+
+def test_a_kerberos_keytab_becomes_the_processs_client_keytab(monkeypatch: pytest.MonkeyPatch) -> None:
+    auth = zookeeper_auth(_kerberos('useKeyTab=true keyTab="/k/alice.keytab" principal="alice@R"', monkeypatch))
+    assert (auth.keytab, auth.identity, auth.set_acl) == ("/k/alice.keytab", "sasl:alice@R (GSSAPI)", True)
+    auth.use_client_keytab()
+    assert __import__("os").environ[CLIENT_KEYTAB_ENV] == "/k/alice.keytab"
+    # The same keytab again is fine; the ticket cache (no useKeyTab) leaves the environment alone.
+    assert zookeeper_auth(_kerberos('useKeyTab=true keyTab="/k/alice.keytab"', monkeypatch, "/k/alice.keytab")).keytab
+    cache = zookeeper_auth(_kerberos('useTicketCache=true principal="alice@R"', monkeypatch))
+    cache.use_client_keytab()
+    assert cache.keytab is None and CLIENT_KEYTAB_ENV not in __import__("os").environ
+
+
+@pytest.mark.parametrize(("options", "keytab_env", "message"), [
+    ("useKeyTab=true", None, "useKeyTab=true needs keyTab"),
+    ('useKeyTab=true keyTab="/k/a.keytab"', "/k/other.keytab",
+     "keyTab /k/a.keytab differs from KRB5_CLIENT_KTNAME=/k/other.keytab"),
+])
+def test_kerberos_settings_a_process_cannot_honour_name_the_property(
+        options: str, keytab_env: str | None, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="zookeeper.sasl.jaas.config") as failure:
+        zookeeper_auth(_kerberos(options, monkeypatch, keytab_env))
+    assert message in str(failure.value)
+
+
+def test_kerberos_without_the_kerberos_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "kerberos" else real(name, *a))
+    with pytest.raises(JaasError, match=r"pip install 'zkconsumer\[kerberos\]'"):
+        zk_auth(digest=None, jaas_inline=f"{KERBEROS_MODULE} required;", jaas_file_text=None, jaas_file=None,
+                section="Client", sasl_client=True, set_acl=None)

@@ -312,7 +312,7 @@ def add_partitions(env: ChaosEnv, topic: str, extra: int = 2) -> None:
     total = env.topics[topic] + extra
     assert env.producer is not None
     with env.fault(f"{topic}: {env.topics[topic]} -> {total} partitions"):
-        kafka.add_partitions(env.cluster.bootstrap_servers, topic, total)
+        kafka.add_partitions(env.cluster.bootstrap_servers, topic, total, zk=env.zk)  # zk: brokers before 1.0
         env.topics[topic] = total
         env.producer.set_partitions(topic, total)
 

@@ -8,13 +8,16 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from zkconsumer.testing.jars import classpath
 from zkconsumer.testing.process import JavaProcess
 from zkconsumer.testing.secure import BrokerSecurity, zookeeper_sasl_server
 from zkconsumer.testing.versions import (DEFAULT_KAFKA, KafkaRelease, ZooKeeperRelease, kafka_release,
                                          zookeeper_release)
+
+if TYPE_CHECKING:
+    from zkconsumer.testing.kdc import Kdc
 
 log = logging.getLogger(__name__)
 
@@ -132,17 +135,26 @@ class ZooKeeperNode:
     """A standalone ZooKeeper server with a fixed port: by default the one inside the Kafka 3.9 jars.
 
     `broker_jars` is the jar set to run when `release.jar_set` is None (a broker's bundled server).
-    `sasl_users` (user -> password) enables SASL DIGEST-MD5 authentication (secure.zookeeper_sasl_server).
+    `sasl_users` (user -> password) enables SASL DIGEST-MD5 authentication (secure.zookeeper_sasl_server);
+    `kerberos` GSSAPI instead: the server is zookeeper/localhost in that KDC's realm and clients
+    reach it as localhost:<port>.
     """
 
     def __init__(self, workdir: Path, *, port: int | None = None, release: ZooKeeperRelease | None = None,
-                 broker_jars: str = "kafka39", sasl_users: Mapping[str, str] | None = None) -> None:
+                 broker_jars: str = "kafka39", sasl_users: Mapping[str, str] | None = None,
+                 kerberos: Kdc | None = None) -> None:
+        if sasl_users and kerberos is not None:
+            raise ValueError("a ZooKeeper server takes one SASL mechanism: DIGEST-MD5 users or Kerberos")
         self.release = release or zookeeper_release(None, kafka_release(DEFAULT_KAFKA))
         self.port = port or free_port()
         self.workdir = workdir
         self.data_dir = workdir / "zookeeper-data"
+        self.host = "localhost" if kerberos is not None else "127.0.0.1"
         cfg = workdir / "zoo.cfg"
-        sasl_cfg, sasl_flags = zookeeper_sasl_server(workdir, sasl_users) if sasl_users else ("", [])
+        if kerberos is not None:
+            sasl_cfg, sasl_flags = kerberos.zookeeper_server(workdir)
+        else:
+            sasl_cfg, sasl_flags = zookeeper_sasl_server(workdir, sasl_users) if sasl_users else ("", [])
         # tickTime 500 => sessions as short as 1 s, so expiry tests are quick. maxSessionTimeout is
         # raised from 20 ticks (10 s) so a broker's own 30 s session (--cpu-hog) is not cut to 10 s:
         # a broker JVM starting on a starved machine lost its session while starting up.
@@ -163,7 +175,7 @@ class ZooKeeperNode:
 
     @property
     def hosts(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def start(self, timeout: float = 60.0) -> None:
         self.process.start()
@@ -222,7 +234,8 @@ class LocalCluster:
     `kafka_version` picks the broker release (see versions.KAFKA: 0.10.2.2 .. 3.9.1) and
     `zookeeper_version` the ZooKeeper server (3.4.14, 3.5.10, 3.8; None: the one the broker's
     jars bundle). A version's jars are fetched with Maven the first time it is used.
-    `zookeeper_sasl_users` (user -> password): ZooKeeper takes SASL DIGEST-MD5 logins (brokers do not log in).
+    `zookeeper_sasl_users` (user -> password): ZooKeeper takes SASL DIGEST-MD5 logins (brokers do not log in);
+    `zookeeper_kerberos`: it takes GSSAPI logins of that KDC's realm instead.
 
     Example::
 
@@ -238,7 +251,8 @@ class LocalCluster:
                  jvm_opts: tuple[str, ...] = TEST_JVM_OPTS, broker_properties: dict[str, str] | None = None,
                  keep_logs: bool = False, kafka_version: str = DEFAULT_KAFKA,
                  zookeeper_version: str | None = None, security: BrokerSecurity | None = None,
-                 zookeeper_sasl_users: Mapping[str, str] | None = None) -> None:
+                 zookeeper_sasl_users: Mapping[str, str] | None = None,
+                 zookeeper_kerberos: Kdc | None = None) -> None:
         self.kafka = kafka_release(kafka_version)
         self.security = security
         self.zookeeper_release = zookeeper_release(zookeeper_version, self.kafka)
@@ -253,7 +267,7 @@ class LocalCluster:
         self.keep_logs = keep_logs
         self.chroot = chroot
         self.zookeeper = ZooKeeperNode(self.workdir, release=self.zookeeper_release, broker_jars=self.kafka.jar_set,
-                                       sasl_users=zookeeper_sasl_users)
+                                       sasl_users=zookeeper_sasl_users, kerberos=zookeeper_kerberos)
         properties = {**(security.broker_properties() if security else {}), **(broker_properties or {})}
         self.brokers = [KafkaBroker(i, self.workdir, self.zookeeper_connect, jvm_opts, properties, self.kafka,
                                     security.listeners if security else ()) for i in range(brokers)]

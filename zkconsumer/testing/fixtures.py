@@ -15,7 +15,7 @@ import itertools
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypedDict
 
 import pytest
 
@@ -37,6 +37,18 @@ def running(cluster: LocalCluster, what: str, timeout: float = 120.0) -> Iterato
         yield cluster
     finally:
         cluster.stop()
+
+
+class ClusterVersions(TypedDict):
+    kafka_version: str
+    zookeeper_version: str | None
+
+
+def versions_from_env() -> ClusterVersions:
+    """LocalCluster's kafka_version / zookeeper_version as ZKCONSUMER_KAFKA_VERSION and
+    ZKCONSUMER_ZOOKEEPER_VERSION ask (scripts/matrix.py sets them); the defaults otherwise."""
+    return ClusterVersions(kafka_version=os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA,
+                           zookeeper_version=os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None)
 
 
 @dataclass(frozen=True)
@@ -64,12 +76,10 @@ def start_cluster_for_tests(mode: str | None = None) -> Iterator[LocalCluster | 
         with docker_cluster() as cluster:
             yield cluster
     elif mode == "local":
-        kafka_version = os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA
-        zookeeper_version = os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None
-        local = LocalCluster(brokers=1, chroot="/zkc-tests", kafka_version=kafka_version,
-                             zookeeper_version=zookeeper_version)
-        with running(local, f"local Kafka {kafka_version} / ZooKeeper {zookeeper_version or 'bundled'} cluster") \
-                as cluster:
+        versions = versions_from_env()
+        local = LocalCluster(brokers=1, chroot="/zkc-tests", **versions)
+        with running(local, f"local Kafka {versions['kafka_version']} / ZooKeeper "
+                            f"{versions['zookeeper_version'] or 'bundled'} cluster") as cluster:
             yield cluster
     else:
         raise pytest.UsageError(f"ZKCONSUMER_CLUSTER={mode!r}: use local, docker or external")

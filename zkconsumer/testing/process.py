@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 _LIVE: "weakref.WeakSet[JavaProcess]" = weakref.WeakSet()
 _PR_SET_PDEATHSIG = 1
@@ -40,9 +40,11 @@ class JavaProcess:
         zk.start(); ...; zk.stop()
     """
 
-    def __init__(self, name: str, args: Sequence[str], *, log_path: Path, java: str = "java") -> None:
+    def __init__(self, name: str, args: Sequence[str], *, log_path: Path, java: str = "java",
+                 env: Mapping[str, str] | None = None) -> None:
         self.name = name
         self.args = list(args)
+        self.env = dict(env or {})  # added to this process's environment
         self.log_path = Path(log_path)
         self.java = java
         self._popen: subprocess.Popen[bytes] | None = None
@@ -60,6 +62,7 @@ class JavaProcess:
             self._popen = subprocess.Popen(
                 [self.java, *self.args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, preexec_fn=_die_with_parent if arm else None,
+                env={**os.environ, **self.env} if self.env else None,
             )
         if not detach:
             _LIVE.add(self)

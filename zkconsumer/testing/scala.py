@@ -27,11 +27,14 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from zkconsumer.testing.jars import jar_dir, jars_home
 from zkconsumer.testing.process import JavaProcess
 from zkconsumer.testing.secure import client_jaas
+
+if TYPE_CHECKING:
+    from zkconsumer.testing.kdc import KerberosLogin
 
 JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 SOURCE = Path(__file__).with_name("java") / "ScalaMember.java"
@@ -133,14 +136,16 @@ class ScalaMember:
     `consumer.id` is always set to `name`, so `consumer_id` is f"{group}_{name}".
     Each delivery is a flushed "<topic> <partition> <offset>" line in `out_path` (`timed`: the
     chaos members' "<clock> <topic> <partition> <offset> <value>", for a chaos Checker to follow).
-    `zookeeper_sasl` = (user, password): log in to ZooKeeper with SASL DIGEST-MD5 (module docstring).
+    `zookeeper_sasl` = (user, password): log in to ZooKeeper with SASL DIGEST-MD5 (module docstring);
+    `zookeeper_kerberos`: log in with GSSAPI from that principal's keytab instead.
     """
 
     def __init__(self, zookeeper_connect: str, group: str, name: str, *, workdir: Path,
                  topics: Mapping[str, int] | None = None, whitelist: str | None = None,
                  blacklist: str | None = None, streams: int = 1, strategy: str = "range",
                  properties: Mapping[str, object] | None = None, timed: bool = False,
-                 zookeeper_sasl: tuple[str, str] | None = None) -> None:
+                 zookeeper_sasl: tuple[str, str] | None = None,
+                 zookeeper_kerberos: KerberosLogin | None = None) -> None:
         if (topics is None) == (whitelist is None and blacklist is None):
             raise ValueError("give either topics or one of whitelist/blacklist")
         self.group = group
@@ -162,10 +167,14 @@ class ScalaMember:
             args += ["--streams", str(streams)]
         home = member_home()
         sasl_flags: list[str] = []
-        if zookeeper_sasl is not None:
+        jaas = client_jaas(*zookeeper_sasl) if zookeeper_sasl else None
+        if zookeeper_kerberos is not None:
+            jaas = zookeeper_kerberos.client_jaas()
+            sasl_flags = zookeeper_kerberos.kdc.jvm_flags()
+        if jaas is not None:
             jaas_path = workdir / f"scala-{name}.jaas"
-            jaas_path.write_text(client_jaas(*zookeeper_sasl))
-            sasl_flags = [f"-Djava.security.auth.login.config={jaas_path}"]
+            jaas_path.write_text(jaas)
+            sasl_flags.append(f"-Djava.security.auth.login.config={jaas_path}")
         self.process = JavaProcess(f"scala-{name}", [
             *JVM_OPTS, *sasl_flags, f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
             "-cp", _classpath(home), MAIN_CLASS, *args], log_path=self.log_path)
