@@ -32,6 +32,16 @@ ARROW_SCHEMA = to_arrow_schema(SCHEMA, timezone="UTC")
 _TS_TYPE = ARROW_SCHEMA.field("timestamp").type
 _HEADERS_TYPE = ARROW_SCHEMA.field("headers").type
 _EOF, _RESET = -191, -140  # KafkaError._PARTITION_EOF, KafkaError._AUTO_OFFSET_RESET
+# What librdkafka reports while it reconnects by itself (a broker restarting, a leader moving):
+# _TRANSPORT, _ALL_BROKERS_DOWN, _RESOLVE, _TIMED_OUT, LEADER_NOT_AVAILABLE,
+# NOT_LEADER_FOR_PARTITION, REQUEST_TIMED_OUT, NETWORK_EXCEPTION. confluent-kafka marks every
+# per-message error retriable() == False, these included: pollTimeoutMs bounds the wait instead.
+TRANSIENT_CODES = frozenset({-195, -187, -193, -185, 5, 6, 7, 13})
+
+
+class FetchTimeoutError(RuntimeError):
+    """A range made no progress for pollTimeoutMs while its offsets should exist: the partition is
+    unavailable. The task fails (Spark retries it) whatever failOnDataLoss says: nothing is lost."""
 
 
 def to_record_batch(msgs: list[Any], topic: str, partition: int) -> pa.RecordBatch:
@@ -96,11 +106,11 @@ def read_range(part: OffsetRange, conf: Mapping[str, object], *, batch_size: int
                     break
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > poll_timeout_s:
-                message = (f"{part.topic}-{part.partition}: no message at offset {pos} within "
-                           f"{poll_timeout_s:.0f}s (range [{part.start}, {part.end}))")
-                if fail_on_data_loss:
-                    raise DataLossError(message + "; raise pollTimeoutMs or set failOnDataLoss=false")
-                log.warning("%s; skipping the rest of the range", message)
+                if not _log_ends_before(consumer, part, pos, poll_timeout_s, fail_on_data_loss):
+                    raise FetchTimeoutError(
+                        f"{part.topic}-{part.partition}: no message at offset {pos} within {poll_timeout_s:.0f}s "
+                        f"(range [{part.start}, {part.end}) from {part.bootstrap}); the partition is "
+                        f"unavailable. The task fails so that Spark retries it; raise pollTimeoutMs to wait longer")
                 break
     except KafkaException as exc:
         raise RuntimeError(f"reading {part.topic}-{part.partition} [{part.start}, {part.end}) from "
@@ -128,10 +138,31 @@ def _handle_event(consumer: Any, part: OffsetRange, event: Any, pos: int, fail_o
             return part.end
         consumer.assign([TopicPartition(part.topic, part.partition, low)])
         return low
-    if event.error().fatal() or not event.error().retriable():
+    if event.error().fatal() or not (event.error().retriable() or code in TRANSIENT_CODES):
         raise KafkaException(event.error())
     log.warning("%s-%d: %s (retrying)", part.topic, part.partition, event.error())
     return pos
+
+
+def _log_ends_before(consumer: Any, part: OffsetRange, pos: int, timeout_s: float, fail_on_data_loss: bool) -> bool:
+    """After a fruitless wait: True if the log now ends at or before `pos` (offsets of the range were
+    truncated away: data loss, raised or skipped as failOnDataLoss says); False if the partition
+    could not be asked or still holds offsets past `pos` (unavailable, not lost)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition),
+                                                   timeout=min(timeout_s, 30.0))
+    except KafkaException:
+        return False
+    if high > pos:
+        return False
+    message = (f"{part.topic}-{part.partition}: the log now ends at {high}, before offset {pos} "
+               f"(range [{part.start}, {part.end})): offsets up to {part.end} were truncated away")
+    if fail_on_data_loss:
+        raise DataLossError(message + ". Set failOnDataLoss=false to skip them.")
+    log.warning("%s; skipping the rest of the range (failOnDataLoss=false)", message)
+    return True
 
 
 class LogOffsets:
