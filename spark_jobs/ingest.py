@@ -4,10 +4,10 @@
         --zookeeper zk:2181/kafka --group billing --topic orders --output hdfs:///data/orders [--format parquet]
 
 Each run writes PATH/run=<topic>-<hash of its offset ranges> and, once that write succeeded, a
-marker file (_ZKCONSUMER_RANGES.json) with the ranges; only then are the offsets committed to
-/consumers/<group>/offsets. A run that died between write and commit is found again by its
-marker: the rerun commits past it instead of reading it again, so the output never holds a
-message twice. Run directories without a marker (a write that died) are deleted before writing.
+marker file (_ZKCONSUMER_RANGES.json) with the group, the topic's incarnation and the ranges;
+only then are the offsets committed to /consumers/<group>/offsets. A run of the same group and
+incarnation that died between write and commit is found again by its marker: the rerun commits
+past it instead of reading it again, so the output never holds a message twice. Run directories without a marker (a write that died) are deleted before writing.
 One ingest per group and topic at a time; the group must have no live member owning the topic.
 """
 from __future__ import annotations
@@ -75,10 +75,12 @@ class HadoopFs:
 
 @dataclass(frozen=True)
 class Run:
-    """One run directory: its name and (once complete) the ranges its marker records."""
+    """One run directory: its name and (once complete) what its marker records."""
 
     name: str
     ranges: dict[int, tuple[int, int]] | None  # partition -> [start, end); None: no marker
+    group: str | None = None
+    epoch: int | None = None  # the topic's incarnation (its node's czxid) the ranges belong to
 
 
 def find_runs(fs: HadoopFs, topic: str) -> list[Run]:
@@ -90,8 +92,19 @@ def find_runs(fs: HadoopFs, topic: str) -> list[Run]:
         text = fs.read(f"{fs.root}/{name}/{MARKER}")
         doc = json.loads(text) if text else None
         ranges = None if doc is None else {int(p): (r[0], r[1]) for p, r in doc["ranges"].items()}
-        runs.append(Run(name, ranges))
+        runs.append(Run(name, ranges, (doc or {}).get("group"), (doc or {}).get("epoch")))
     return runs
+
+
+def same_incarnation(runs: Sequence[Run], group: str, epoch: int | None) -> tuple[list[Run], list[Run]]:
+    """(runs recovery may chain through, the others): a complete run counts only if it was written
+    for this group and this incarnation of the topic. Offsets of a deleted topic's run mean
+    nothing in the topic created again under its name (chaining through them skipped its data)."""
+    usable, other = [], []
+    for run in runs:
+        (usable if run.ranges is not None and run.group == group and run.epoch == epoch and epoch is not None
+         else other).append(run)
+    return usable, other
 
 
 def recover(starts: dict[Key, int], runs: Sequence[Run]) -> dict[Key, int]:
@@ -158,7 +171,11 @@ def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[s
     for stale in (r for r in runs if r.ranges is None):  # a write that died before its marker
         log(f"{topic}: deleting incomplete {stale.name}")
         fs.delete(f"{fs.root}/{stale.name}")
-    done = [r for r in runs if r.ranges is not None]
+    epoch = plan.epochs.get(topic)
+    done, others = same_incarnation([r for r in runs if r.ranges is not None], args.group, epoch)
+    for run in others:
+        log(f"{topic}: not resuming past {run.name}: written for group {run.group} and topic incarnation "
+            f"{run.epoch}, this is group {args.group} and incarnation {epoch}")
     planned = {p.key: p.start for p in plan.partitions}
     starts = recover(planned, done)
     ends = {p.key: max(p.end, starts[p.key]) for p in plan.partitions}
@@ -173,7 +190,9 @@ def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[s
         total = sum(hi - lo for lo, hi in ranges.values())
         log(f"{topic}: reading {total} messages from {len(ranges)} partitions into {path}")
         as_json = {f"{t}/{p}": v for (t, p), v in sorted(starts.items())}
+        # "partitions" pins the read to this plan: a partition added since is left to the next run.
         df = (spark.read.format("zkconsumer").options(**options)
+              .option("partitions", ",".join(f"{t}/{p}" for t, p in sorted(starts)))
               .option("startingOffsets", json.dumps(as_json))
               .option("endingOffsets", json.dumps({f"{t}/{p}": v for (t, p), v in sorted(ends.items())}))
               .load())
@@ -181,7 +200,7 @@ def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[s
         with Progress(spark, topic):
             df.write.mode("overwrite").format(args.format).save(path)
         fs.write(f"{path}/{MARKER}", json.dumps(
-            {"group": args.group, "topic": topic, "written_at": int(time.time() * 1000),
+            {"group": args.group, "topic": topic, "epoch": epoch, "written_at": int(time.time() * 1000),
              "ranges": {str(p): [lo, hi] for (_, p), (lo, hi) in sorted(ranges.items())}}))
         log(f"{topic}: wrote {total} messages")
         if os.environ.get(FAIL_ENV):

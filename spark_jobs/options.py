@@ -16,7 +16,7 @@ from spark_jobs.offsets import EARLIEST, decode_offsets
 SOURCE_OPTIONS = frozenset({
     "topics", "whitelist", "blacklist", "streams", "startingoffsets", "endingoffsets",
     "ignorecommittedoffsets", "maxoffsetspertrigger", "failondataloss", "minpartitions",
-    "batchsize", "polltimeoutms", "bootstrap.servers", "path",
+    "batchsize", "polltimeoutms", "bootstrap.servers", "path", "partitions",
 })
 # librdkafka settings the executor reader depends on (bounded reads, no broker-side commits).
 READER_FORCED: dict[str, object] = {"enable.partition.eof": True, "enable.auto.commit": False,
@@ -88,6 +88,7 @@ class SourceOptions:
     batch_size: int = 20000
     poll_timeout_ms: int = 120000
     bootstrap_override: str | None = None
+    partitions: frozenset[tuple[str, int]] | None = None  # batch: read exactly these, no others
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -166,6 +167,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         raise OptionError("option 'endingOffsets' must be latest or a JSON object")
     if not streaming and "maxoffsetspertrigger" in opts:
         raise OptionError("option 'maxOffsetsPerTrigger' applies to streaming reads only")
+    partitions = _partitions(opts.get("partitions"), streaming)
     return SourceOptions(
         consumer_props=consumer, topics=topics, topic_filter=topic_filter,
         streams=_int(opts, "streams", 1, 1) or 1, starting=starting, starting_explicit=starting_explicit,
@@ -176,5 +178,24 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         min_partitions=_int(opts, "minpartitions", None, 1),
         batch_size=_int(opts, "batchsize", 20000, 1) or 20000,
         poll_timeout_ms=_int(opts, "polltimeoutms", 120000, 1) or 120000,
-        bootstrap_override=opts.get("bootstrap.servers") or None,
+        bootstrap_override=opts.get("bootstrap.servers") or None, partitions=partitions,
     )
+
+
+def _partitions(raw: str | None, streaming: bool) -> frozenset[tuple[str, int]] | None:
+    """"orders/0,orders/3" -> {("orders", 0), ("orders", 3)}: a batch read of exactly these partitions
+    (the ingest job pins its plan with it, so a partition added meanwhile is not read unrecorded)."""
+    if raw is None:
+        return None
+    if streaming:
+        raise OptionError("option 'partitions' applies to batch reads (spark.read) only: a stream reads "
+                          "what the group assigns it")
+    keys = set()
+    for item in (i.strip() for i in raw.split(",") if i.strip()):
+        topic, slash, number = item.rpartition("/")
+        if not slash or not topic or not number.isdigit():
+            raise OptionError(f"option 'partitions': {item!r} is not topic/partition (e.g. orders/3)")
+        keys.add((topic, int(number)))
+    if not keys:
+        raise OptionError("option 'partitions' names no partition")
+    return frozenset(keys)

@@ -57,7 +57,14 @@ def bootstrap_of(brokers: list[BrokerInfo], config: ConsumerConfig) -> str:
 def subscribed_keys(group: GroupZk, opts: SourceOptions) -> list[Key]:
     """Every (topic, partition) of the subscription, from /brokers/topics (as the members see it)."""
     topics = list(opts.topics) if opts.topic_filter is None else [t for t in group.cluster.all_topics() if opts.wants(t)]
-    return sorted((t, p) for t, parts in group.cluster.partitions(topics).items() for p in parts)
+    keys = sorted((t, p) for t, parts in group.cluster.partitions(topics).items() for p in parts)
+    if opts.partitions is None:
+        return keys
+    missing = sorted(opts.partitions - set(keys))
+    if missing:
+        raise OptionError("option 'partitions' names " + ", ".join(f"{t}/{p}" for t, p in missing) +
+                          ", not partitions of the subscribed topics now")
+    return sorted(opts.partitions)
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,7 @@ class PartitionPlan:
 class BatchPlan:
     bootstrap: str
     partitions: list[PartitionPlan]
+    epochs: dict[str, int | None]  # topic -> its incarnation (topic node czxid) when planned
 
     @property
     def total(self) -> int:
@@ -95,6 +103,7 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         committed = group.read_offsets(keys)
         owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
         bootstrap = opts.bootstrap_override or bootstrap_of(group.cluster.brokers(), opts.config)
+        epochs = group.cluster.topic_epochs(t for t, _ in keys)
     offsets = LogOffsets(bootstrap, read_committed=opts.isolation_committed(), client_config=opts.client_security())
     try:
         spans = offsets.spans(keys)
@@ -111,4 +120,4 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         if end > high:
             raise OptionError(f"endingOffsets for {key[0]}/{key[1]} is {end}, past the log end {high}")
         plans.append(PartitionPlan(key, committed[key], owners.get(key), low, high, start, max(start, end)))
-    return BatchPlan(bootstrap, plans)
+    return BatchPlan(bootstrap, plans, epochs)

@@ -141,3 +141,56 @@ def test_ingest_refuses_a_topic_that_a_live_member_owns(spark, cluster, zk, topi
         assert ingest.main(argv, spark=spark) == ingest.EXIT_OWNED
     assert not (tmp_path / "out").exists()
     assert committed_offsets(zk, group_id, topic) == {}
+
+
+def test_ingest_does_not_resume_past_a_run_of_a_deleted_topic(spark, cluster, zk, topic_factory, group_id,
+                                                             tmp_path, monkeypatch) -> None:
+    """A run of the old topic was written but not committed; the topic is deleted and created again
+    with fewer messages. Before: recovery chained through the old run ([0, 100)) and asked for
+    offsets up to 100 in a log ending at 30, on every rerun; the new topic's data was never read."""
+    topic = topic_factory(partitions=1)
+    out = tmp_path / "out"
+    argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
+    kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=1)
+    monkeypatch.setenv(ingest.FAIL_ENV, "1")
+    with pytest.raises(RuntimeError, match=ingest.FAIL_ENV):
+        ingest.main(argv, spark=spark)
+    monkeypatch.delenv(ingest.FAIL_ENV)
+    kafka.delete_topic(cluster.bootstrap_servers, topic)
+    kafka.wait_topic_deleted(zk, topic)
+    cluster.create_topic(topic, partitions=1)
+    reborn = kafka.produce_numbered(cluster.bootstrap_servers, topic, 30, partitions=1, start=1000)
+
+    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    new = {(m.offset, f"{topic}-{1000 + m.offset}".encode()) for m in reborn}
+    rows = [(o, v) for _, _, o, v in sink_rows(spark, str(out))]
+    assert new <= set(rows) and len(rows) == 100 + 30, "the new topic's messages, once each, beside the old run"
+    assert committed_offsets(zk, group_id, topic) == {0: 30}
+    markers = [json.loads((p / ingest.MARKER).read_text()) for p in out.iterdir() if p.name.startswith("run=")]
+    assert len({m["epoch"] for m in markers}) == 2 and {m["group"] for m in markers} == {group_id}
+
+
+def test_ingest_leaves_a_partition_added_during_the_run_to_the_next_run(spark, cluster, zk, topic_factory, group_id,
+                                                                       tmp_path, monkeypatch) -> None:
+    """Partitions are added between the job's plan and the executors' read. Before: the read
+    re-planned, wrote the new partition's messages unrecorded and uncommitted, and the next run
+    wrote them again."""
+    topic = topic_factory(partitions=2)
+    out = tmp_path / "out"
+    argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
+    sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 40, partitions=2)
+    planned = ingest.plan_batch
+
+    def plan_then_grow(opts):  # type: ignore[no-untyped-def]
+        plan = planned(opts)
+        kafka.add_partitions(cluster.bootstrap_servers, topic, 3, zk=zk)
+        sent.extend(kafka.produce_numbered(cluster.bootstrap_servers, topic, 10, partitions=3, start=40))
+        return plan
+
+    monkeypatch.setattr(ingest, "plan_batch", plan_then_grow)
+    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    monkeypatch.setattr(ingest, "plan_batch", planned)
+    assert {p for _, p, _, _ in sink_rows(spark, str(out))} == {0, 1}, "only the planned partitions"
+    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}, "no duplicates, no loss"
+    assert committed_offsets(zk, group_id, topic) == log_ends(cluster, topic)

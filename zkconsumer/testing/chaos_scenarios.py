@@ -332,12 +332,8 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge
     with env.fault(f"{topic} deleted and created again") if converge else nullcontext():
         env.checker.note("topic-delete", None, topic)
         kafka.delete_topic(env.cluster.bootstrap_servers, topic)
+        kafka.wait_topic_deleted(env.zk, topic, timeout)
         deadline = time.monotonic() + timeout
-        while env.zk.exists(zkdata.topic_path(topic)) is not None or \
-                env.zk.exists(f"/admin/delete_topics/{topic}") is not None:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {topic} still not deleted after {timeout:.0f}s")
-            time.sleep(0.1)
         # The old incarnation is gone: whatever is committed from here on belongs to the new one.
         env.epochs[topic] += 1
         env.checker.new_epoch(topic, env.epochs[topic])

@@ -57,6 +57,16 @@ def add_partitions(bootstrap: str, name: str, total: int, timeout: float = 60.0,
     wait_for_leaders(bootstrap, name, total, timeout)
 
 
+def wait_topic_deleted(zk: Any, name: str, timeout: float = 60.0) -> None:
+    """Until the controller finished deleting `name`: its topic node and its deletion request are gone
+    (`zk`: a kazoo client in the brokers' chroot). Only then can the name be created again."""
+    deadline = time.monotonic() + timeout
+    while zk.exists(f"/brokers/topics/{name}") is not None or zk.exists(f"/admin/delete_topics/{name}") is not None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name} still not deleted after {timeout:.0f}s")
+        time.sleep(0.1)
+
+
 def delete_topic(bootstrap: str, name: str, timeout: float = 60.0) -> None:
     """Delete a topic; a broker that failed the request (its own ZooKeeper session expired on a
     starved machine: "Unknown broker error") is asked again until `timeout`."""
