@@ -29,7 +29,13 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
-__all__ = ["GroupZk", "RegistrationConflict"]
+__all__ = ["GroupZk", "RegistrationConflict", "offset_predates_topic"]
+
+
+def offset_predates_topic(offset_stat: ZnodeStat, topic_epoch: int | None) -> bool:
+    """Whether an offset node was last written before the topic's node (czxid `topic_epoch`) was
+    created: it then belongs to a deleted incarnation of the topic and is no valid offset."""
+    return topic_epoch is not None and offset_stat.mzxid < topic_epoch
 
 
 class GroupZk:
@@ -213,8 +219,7 @@ class GroupZk:
                 out[key] = -1
                 continue
             data, stat = answer
-            born = created[key[0]]
-            if born is not None and stat.mzxid < born:
+            if offset_predates_topic(stat, created[key[0]]):
                 log.warning("%s was committed before topic %s was (re)created; ignoring it", path, key[0])
                 out[key] = -1
                 continue

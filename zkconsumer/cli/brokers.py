@@ -15,9 +15,9 @@ from zkconsumer.zkdata import SECURITY_PROTOCOLS, ZkDataError
 from zkconsumer.zkio import run_bounded
 
 TopicPartition = tuple[str, int]
-_quiet = logging.getLogger("zkconsumer.cli.librdkafka")
-_quiet.addHandler(logging.NullHandler())
-_quiet.propagate = False
+LIBRDKAFKA_LOG = logging.getLogger("zkconsumer.cli.librdkafka")  # swallowed: the tools report errors themselves
+LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
+LIBRDKAFKA_LOG.propagate = False
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class Watermarks:
             self._consumer = Consumer({
                 **self.settings, "bootstrap.servers": self.bootstrap, "group.id": f"zkconsumer-cli-{uuid.uuid4().hex[:12]}",
                 "enable.auto.commit": False, "socket.timeout.ms": int(self.timeout * 1000),
-                "log.connection.close": False, "logger": _quiet})
+                "log.connection.close": False, "logger": LIBRDKAFKA_LOG})
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -47,8 +47,29 @@ def warn(message: str) -> None:
     click.echo(f"zkconsumer: warning: {message}", err=True)
 
 
+def expected_error_message(exc: BaseException) -> str | None:
+    """The one line for a failure an operator can cause (ZooKeeper down, no permission, garbled
+    znodes, an unreadable file, a Kafka error); None for anything else (a bug)."""
+    if isinstance(exc, CliError):
+        return exc.format_message()
+    if isinstance(exc, NoAuthError):
+        return (f"ZooKeeper refused access ({type(exc).__name__}); pass --zk-jaas FILE (SASL, as the group's "
+                "Scala members log in) or --zk-digest user:password")
+    if isinstance(exc, (KazooTimeoutError, KazooException)):
+        return f"ZooKeeper request failed: {str(exc) or type(exc).__name__}"
+    if isinstance(exc, zkdata.ZkDataError):
+        return f"unreadable znode {exc}"
+    if isinstance(exc, OSError):  # a file that cannot be opened or written, mostly
+        return str(exc)
+    from confluent_kafka import KafkaException
+    if isinstance(exc, KafkaException):
+        error = exc.args[0] if exc.args else exc
+        return f"Kafka error: {error.str() if hasattr(error, 'str') else error}"
+    return None
+
+
 def expected_errors(fn: F) -> F:
-    """Turn failures an operator can cause (ZooKeeper down, no permission, garbled znodes) into CliError."""
+    """Turn failures an operator can cause into CliError (see expected_error_message)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -56,22 +77,11 @@ def expected_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except CliError:
             raise
-        except NoAuthError as exc:
-            raise CliError(f"ZooKeeper refused access ({type(exc).__name__}); pass --zk-jaas FILE (SASL, as "
-                           "the group's Scala members log in) or --zk-digest user:password") from None
-        except (KazooTimeoutError, KazooException) as exc:
-            detail = str(exc) or type(exc).__name__
-            raise CliError(f"ZooKeeper request failed: {detail}") from None
-        except zkdata.ZkDataError as exc:
-            raise CliError(f"unreadable znode {exc}") from None
-        except OSError as exc:  # a file that cannot be opened or written, mostly
-            raise CliError(str(exc)) from None
         except Exception as exc:
-            from confluent_kafka import KafkaException
-            if isinstance(exc, KafkaException):
-                error = exc.args[0] if exc.args else exc
-                raise CliError(f"Kafka error: {error.str() if hasattr(error, 'str') else error}") from None
-            raise
+            message = expected_error_message(exc)
+            if message is None:
+                raise
+            raise CliError(message) from None
     return wrapper  # type: ignore[return-value]
 
 

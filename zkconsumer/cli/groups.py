@@ -5,12 +5,12 @@ import functools
 
 import click
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from zkconsumer import zkdata
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (EXIT_USAGE, CliError, children, emit_json, expected_errors, group_option,
                                    json_option, member_count, require_group, warn, zk_options, zk_session)
+from zkconsumer.cli.group_delete import delete_fenced
 from zkconsumer.cli.render import TextTable, show
 from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
 
@@ -97,7 +97,8 @@ def describe(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: st
     Problems flagged: unowned (members subscribe to the topic but nobody owns the partition),
     zombie-owner (the owner's consumer id is not registered), owner-not-subscribed,
     owner-session-mismatch (duplicate consumer id), offset-after-log-end, offset-before-log-start,
-    bad-offset, unknown-partition, and unreadable registrations.
+    bad-offset, offset-older-than-topic (committed before the topic was re-created: members ignore
+    it), unknown-partition, and unreadable registrations.
 
     Exit status 0 when the group could be described (use `zkconsumer verify` for pass/fail),
     1 when it could not (unknown group, ZooKeeper unreachable).
@@ -157,7 +158,9 @@ def delete(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str 
 
     This WRITES (deletes) at once, like the original tool. It works only while the group has no
     registered members (/consumers/<group>/ids has no children); otherwise it fails with
-    "... failed because its consumers are still active".
+    "... failed because its consumers are still active". The deletes are ZooKeeper transactions
+    that fail as a whole if a member registers meanwhile: the command then stops with an error
+    naming that member and leaves its nodes (registration, owner nodes, offsets) in place.
 
     \b
       --group G            deletes /consumers/G recursively
@@ -177,8 +180,7 @@ def delete(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str 
             require_group(client, group, zookeeper)
             if member_count(client, group):
                 raise CliError(f"Delete for group '{group}' failed because its consumers are still active.")
-            paths = _paths_to_delete(client, group, topic)
-            _delete(client, paths, dry_run)
+            _delete(client, group, _paths_to_delete(client, group, topic), dry_run)
             return
         assert topic is not None
         deleted_any = False
@@ -188,7 +190,7 @@ def delete(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str 
             if member_count(client, name):
                 warn(f"Delete for group '{name}' topic '{topic}' skipped because its consumers are still active.")
                 continue
-            _delete(client, _paths_to_delete(client, name, topic), dry_run)
+            _delete(client, name, _paths_to_delete(client, name, topic), dry_run)
             deleted_any = True
         if not deleted_any:
             raise CliError(f"no inactive group has offsets for topic {topic!r}")
@@ -203,19 +205,10 @@ def _paths_to_delete(client: KazooClient, group: str, topic: str | None) -> list
     return paths
 
 
-def _delete(client: KazooClient, paths: list[str], dry_run: bool) -> None:
-    for path in paths:
-        if dry_run:
+def _delete(client: KazooClient, group: str, paths: list[str], dry_run: bool) -> None:
+    if dry_run:
+        for path in paths:
             click.echo(f"would delete {path}")
-            continue
-        for _ in range(3):
-            try:
-                client.delete(path, recursive=True)
-                break
-            except NoNodeError:
-                break
-            except NotEmptyError:  # a child appeared while deleting; look again
-                continue
-        else:
-            raise CliError(f"could not delete {path}: nodes keep appearing under it (a consumer joined?)")
+        return
+    for path in delete_fenced(client, group, paths):
         click.echo(f"deleted {path}")

@@ -1,6 +1,7 @@
 """`zkconsumer offsets export|import|reset`: ExportZkOffsets, ImportZkOffsets and UpdateOffsetsInZK, safer."""
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Iterable
 
@@ -16,8 +17,13 @@ from zkconsumer.cli.formats import (InputError, OffsetEntry, Target, export_json
                                     parse_export_json, parse_export_lines, parse_partitions, reset_offset)
 from zkconsumer.cli.groups import bootstrap_option
 from zkconsumer.cli.render import show
-from zkconsumer.cli.snapshot import read_offsets, read_owners, read_partitions
-from zkconsumer.cli.writer import PlannedWrite, echo_summary, execute, plan_table
+from zkconsumer.cli.committed import ZkOffsets, read_offsets
+from zkconsumer.cli.kafka_offsets import KafkaCommits, open_kafka_commits, zookeeper_only_option
+from zkconsumer.cli.snapshot import read_owners, read_partitions
+from zkconsumer.cli.writer import PlannedWrite, echo_summary, plan_table
+from zkconsumer.cli.writer import execute as execute_plan
+
+TopicPartition = tuple[str, int]
 
 
 @click.group("offsets")
@@ -26,6 +32,14 @@ def offsets() -> None:
 
     Import and reset only print their plan unless given --execute, refuse groups with live members
     unless given --force, and never overwrite the offset of a partition that has an owner node.
+
+    \b
+    KAFKA-SIDE OFFSETS: members with offsets.storage=kafka (dual commit by default) resume from
+    the larger of their ZooKeeper and Kafka offsets, so a ZooKeeper-only write would be ignored.
+    Import and reset therefore ask the brokers whether the group holds offsets in Kafka for the
+    topic; if it does, every new offset is written to ZooKeeper (guarded) and then to Kafka.
+    When the brokers cannot be asked, they stop; --zookeeper-only skips the question for groups
+    known to keep offsets in ZooKeeper only.
 
     \b
     Examples:
@@ -54,7 +68,8 @@ def export(zookeeper: str, zk_digest: str | None, zk_timeout: float, groups: tup
 
     Paths are relative to the chroot, so the file can be imported into another chroot or cluster.
     With --json the file is {"version": 1, "offsets": [{"group", "topic", "partition", "offset"}]}
-    instead. Unreadable offset nodes are skipped with a warning (exit status 1).
+    instead. Unreadable offset nodes are skipped with a warning (exit status 1); so are, with a
+    warning only, offsets committed before their topic was (re)created, which members ignore.
 
     \b
     Examples:
@@ -83,10 +98,12 @@ def _read_all(client: KazooClient, groups: Iterable[str]) -> tuple[list[OffsetEn
     entries, bad = [], []
     with progress(total, "exporting offsets") as bar:
         for group, group_topics in topics.items():
-            values, garbled = read_offsets(client, group, group_topics)
-            entries += [OffsetEntry(group, t, p, o) for (t, p), o in values.items()]
-            bad += [(zkdata.offset_path(group, *k), r) for k, r in garbled.items()]
-            bar.advance(len(values) + len(garbled))
+            found = read_offsets(client, group, group_topics)
+            entries += [OffsetEntry(group, t, p, o) for (t, p), o in found.valid.items()]
+            bad += [(zkdata.offset_path(group, *k), r) for k, r in found.garbled.items()]
+            for key in sorted(found.stale):  # importing it later would make it current again
+                warn(f"not exported {zkdata.offset_path(group, *key)}: {found.stale_note(key)}")
+            bar.advance(len(found.valid) + len(found.garbled) + len(found.stale))
     return sorted(entries), bad
 
 
@@ -100,18 +117,24 @@ def _read_all(client: KazooClient, groups: Iterable[str]) -> tuple[list[OffsetEn
 @click.option("--execute", is_flag=True, help="Write the offsets. Without it only the plan is printed.")
 @click.option("--force", is_flag=True, help="Proceed although a group has live members (owned partitions are "
                                             "still refused).")
+@zookeeper_only_option
+@bootstrap_option
 @expected_errors
 def import_(zookeeper: str, zk_digest: str | None, zk_timeout: float, input_file: click.utils.LazyFile,
-            as_json: bool, execute: bool, force: bool) -> None:
+            as_json: bool, execute: bool, force: bool, zookeeper_only: bool, brokers: BrokerAccess) -> None:
     """Write offsets from an export file (ImportZkOffsets). THIS WRITES, but only with --execute.
 
     Lines are `/consumers/<group>/offsets/<topic>/<partition>:<offset>`; reading stops at the first
     empty line, as the original did. Every line is checked before anything is written. Groups with
     registered members are refused unless --force; a partition that has an owner node is never
-    written (its owner would overwrite the value at its next commit).
+    written (its owner would overwrite the value at its next commit). A group that also commits
+    offsets to Kafka gets the new offsets there too (see KAFKA-SIDE OFFSETS in `offsets --help`).
+
+    A write failing midway (ZooKeeper lost, no permission) stops the import: the table then says
+    which partitions were written and which were not, and the error follows on stderr.
 
     Exit status: 0 when everything planned was written (or, without --execute, could be), 1 when a
-    partition was refused, 2 for a bad file.
+    partition was refused or not written, 2 for a bad file.
 
     \b
     Examples:
@@ -125,26 +148,31 @@ def import_(zookeeper: str, zk_digest: str | None, zk_timeout: float, input_file
         raise CliError(f"{getattr(input_file, 'name', 'input')}: {exc}", EXIT_USAGE) from None
     if not entries:
         raise CliError("the input holds no offsets", EXIT_USAGE)
-    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
+    error = None
+    with zk_session(zookeeper, zk_digest, zk_timeout) as client, contextlib.ExitStack() as stack:
         groups = sorted({e.group for e in entries})
         _refuse_live_groups(client, groups, force)
-        plan = []
+        plan: list[PlannedWrite] = []
+        kafka: dict[str, KafkaCommits] = {}
         for group in groups:
             mine = [e for e in entries if e.group == group]
             topics = sorted({e.topic for e in mine})
-            current, garbled = read_offsets(client, group, topics)
+            found = read_offsets(client, group, topics)
             owners, _ = read_owners(client, group, topics)
+            in_kafka, commits = _kafka_side(client, brokers, group, topics, zookeeper_only, stack)
+            if in_kafka and commits is not None:
+                kafka[group] = commits
             for entry in mine:
                 key = (entry.topic, entry.partition)
-                row = PlannedWrite(group, entry.topic, entry.partition, current.get(key), entry.offset)
-                if key in garbled:
-                    row.note = f"current value unreadable: {garbled[key]}"
+                row = PlannedWrite(group, entry.topic, entry.partition, found.valid.get(key), entry.offset,
+                                   kafka=in_kafka.get(key), to_kafka=bool(in_kafka))
+                _describe_current(row, found)
                 if key in owners:
                     row.refused = f"owned by {owners[key].thread_id}"
                 plan.append(row)
         if execute:
-            _execute(client, plan, "importing offsets")
-    _finish(plan, execute, with_group=True)
+            error = execute_plan(client, plan, description="importing offsets", kafka=kafka)
+    _finish(plan, execute, with_group=True, error=error)
 
 
 def _refuse_live_groups(client: KazooClient, groups: Iterable[str], force: bool) -> None:
@@ -158,17 +186,39 @@ def _refuse_live_groups(client: KazooClient, groups: Iterable[str], force: bool)
         warn(f"group {group} has {count} live members (--force): their partitions are refused, others are written")
 
 
-def _execute(client: KazooClient, plan: list[PlannedWrite], description: str) -> None:
-    execute(client, plan, description=description)
+def _kafka_side(client: KazooClient, brokers: BrokerAccess, group: str, topics: list[str], zookeeper_only: bool,
+                stack: contextlib.ExitStack) -> tuple[dict[TopicPartition, int], KafkaCommits | None]:
+    """The group's Kafka-committed offsets for every partition of `topics` (empty: the group does not
+    commit to Kafka, or --zookeeper-only), and the KafkaCommits to write them with."""
+    if zookeeper_only:
+        return {}, None
+    commits = stack.enter_context(open_kafka_commits(client, brokers, group))
+    keys = {(t, p) for t, ps in read_partitions(client, topics).items() for p in ps}
+    return commits.committed(keys), commits
+
+
+def _describe_current(row: PlannedWrite, found: ZkOffsets) -> None:
+    key = (row.topic, row.partition)
+    if key in found.garbled:
+        row.add_note(f"current value unreadable: {found.garbled[key]}")
+    row.add_note(found.stale_note(key))
+    if row.to_kafka:
+        row.add_note(f"the group commits to Kafka (Kafka holds {'none' if row.kafka is None else row.kafka}): "
+                     "written to both")
 
 
 def _finish(plan: list[PlannedWrite], executed: bool, *, with_group: bool, as_json: bool = False,
-            extra: dict | None = None) -> None:
+            extra: dict | None = None, error: str | None = None) -> None:
     if as_json:
-        emit_json({**(extra or {}), "executed": executed, "partitions": [row.as_dict() for row in plan]})
+        emit_json({**(extra or {}), "executed": executed, "partitions": [row.as_dict() for row in plan],
+                   **({"error": error} if error else {})})
     else:
         show(plan_table(plan, with_group=with_group))
         echo_summary(plan, executed)
+    if error is not None:
+        first = next(row for row in plan if row.failed)
+        raise CliError(f"writing {zkdata.offset_path(first.group, first.topic, first.partition)} failed, "
+                       f"nothing written from there on: {error}")
     if any(row.refused for row in plan):
         sys.exit(EXIT_PROBLEM)
 
@@ -214,12 +264,14 @@ def _target(to_earliest: bool, to_latest: bool, to_offset: int | None, to_dateti
 @click.option("--execute", is_flag=True, help="Write the new offsets. Without it only the plan is printed.")
 @click.option("--force", is_flag=True, help="Proceed although the group has live members; partitions with an "
                                             "owner node are still refused.")
+@zookeeper_only_option
 @bootstrap_option
 @json_option
 @expected_errors
 def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, topic: str, to_earliest: bool,
           to_latest: bool, to_offset: int | None, to_datetime: str | None, shift_by: int | None,
-          partitions: str | None, execute: bool, force: bool, brokers: BrokerAccess, as_json: bool) -> None:
+          partitions: str | None, execute: bool, force: bool, zookeeper_only: bool, brokers: BrokerAccess,
+          as_json: bool) -> None:
     """Reset a group's committed offsets for one topic. THIS WRITES, but only with --execute.
 
     Prints the plan (old -> new per partition, every new offset clamped to [log start, log end]
@@ -228,7 +280,13 @@ def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, 
     its next commit (the check and the write are one ZooKeeper transaction). A member that joins
     between the plan and the write may still start from the old offset: stop the group first.
 
-    Exit status: 0 done (or planned), 1 a partition was refused or the group is live, 2 bad options.
+    CURRENT-OFFSET is the offset a member resumes from: none where the node was committed before
+    the topic was (re)created (members ignore it; --shift-by then has nothing to shift from). A
+    group that also commits to Kafka is shifted from the larger of the two offsets and gets the
+    new offsets in both (see KAFKA-SIDE OFFSETS in `offsets --help`).
+
+    Exit status: 0 done (or planned), 1 a partition was refused or not written or the group is live,
+    2 bad options.
 
     \b
     Examples:
@@ -241,7 +299,7 @@ def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, 
         only = parse_partitions(partitions) if partitions else None
     except InputError as exc:
         raise CliError(f"--partitions: {exc}", EXIT_USAGE) from None
-    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
+    with zk_session(zookeeper, zk_digest, zk_timeout) as client, contextlib.ExitStack() as stack:
         require_group(client, group, zookeeper)
         try:
             zkdata.topic_path(topic)
@@ -257,8 +315,9 @@ def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, 
         chosen = only if only is not None else known
         _refuse_live_groups(client, [group], force)
         keys = [(topic, p) for p in chosen]
-        current, garbled = read_offsets(client, group, [topic])
+        found = read_offsets(client, group, [topic])
         owners, _ = read_owners(client, group, [topic])
+        in_kafka, commits = _kafka_side(client, brokers, group, [topic], zookeeper_only, stack)
         with open_watermarks(client, brokers, quiet=True) as marks:
             log = marks.offsets(keys)
             if not marks.available or not log:
@@ -266,18 +325,19 @@ def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, 
             times = marks.offsets_for_time(keys, timestamp_ms) if timestamp_ms is not None else {}
         plan = []
         for key in keys:
-            old = current.get(key)
-            row = PlannedWrite(group, topic, key[1], old, None)
+            row = PlannedWrite(group, topic, key[1], found.valid.get(key), None, kafka=in_kafka.get(key),
+                               to_kafka=bool(in_kafka))
             if key not in log:
                 row.note = "no log offsets from the brokers"
             else:
                 row.log_start, row.log_end = log[key]
-                row.new, row.note = reset_offset(target, old, row.log_start, row.log_end, times.get(key))
-            if key in garbled:
-                row.note = (row.note + "; " if row.note else "") + f"current value unreadable: {garbled[key]}"
+                row.new, row.note = reset_offset(target, row.effective, row.log_start, row.log_end, times.get(key))
+            _describe_current(row, found)
             if key in owners and row.new is not None:
                 row.refused = f"owned by {owners[key].thread_id}"
             plan.append(row)
+        error = None
         if execute:
-            _execute(client, plan, "resetting offsets")
-    _finish(plan, execute, with_group=False, as_json=as_json, extra={"group": group, "topic": topic})
+            error = execute_plan(client, plan, description="resetting offsets",
+                                 kafka={group: commits} if in_kafka and commits else {})
+    _finish(plan, execute, with_group=False, as_json=as_json, extra={"group": group, "topic": topic}, error=error)

@@ -10,6 +10,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer import zkdata
+from zkconsumer.cli.committed import read_offsets
 from zkconsumer.cli.common import children
 from zkconsumer.compat import DEFAULT
 from zkconsumer.subscription import from_registration, thread_ids_for
@@ -29,6 +30,7 @@ DUPLICATE_MEMBER = "duplicate-member"
 AFTER_END = "offset-after-log-end"
 BEFORE_START = "offset-before-log-start"
 BAD_OFFSET = "bad-offset"
+STALE_OFFSET = "offset-older-than-topic"
 NO_PARTITION = "unknown-partition"
 REBALANCE_PROBLEMS = frozenset({UNOWNED, ZOMBIE, NOT_SUBSCRIBED, FOREIGN_SESSION, BAD_OWNER, BAD_REGISTRATION,
                                 DUPLICATE_SUBSCRIPTION, DUPLICATE_MEMBER})
@@ -165,7 +167,8 @@ def duplicate_subscription_keys(data: bytes) -> list[str]:
 def analyse(members: Mapping[str, Member], owners: Mapping[TopicPartition, Owner],
             offsets: Mapping[TopicPartition, int | None], partitions: Mapping[str, Iterable[int]],
             log_offsets: Mapping[TopicPartition, tuple[int, int]], *, bad_offsets: Mapping[TopicPartition, str] = {},
-            bad_owner_nodes: Iterable[Problem] = (), log_offsets_known: bool = True) -> list[PartitionState]:
+            stale_offsets: Mapping[TopicPartition, str] = {}, bad_owner_nodes: Iterable[Problem] = (),
+            log_offsets_known: bool = True) -> list[PartitionState]:
     """One PartitionState per partition of interest, with its problems.
 
     Partitions of interest: every partition the brokers list for a topic in `partitions`, plus any
@@ -176,7 +179,7 @@ def analyse(members: Mapping[str, Member], owners: Mapping[TopicPartition, Owner
         for topic, threads in member.threads.items():
             subscribed.setdefault(topic, set()).update(threads)
     broker_keys = {(t, p) for t, ps in partitions.items() for p in ps}
-    keys = sorted(broker_keys | set(owners) | set(offsets) | set(bad_offsets))
+    keys = sorted(broker_keys | set(owners) | set(offsets) | set(bad_offsets) | set(stale_offsets))
     rows = []
     for key in keys:
         topic, partition = key
@@ -186,6 +189,8 @@ def analyse(members: Mapping[str, Member], owners: Mapping[TopicPartition, Owner
             row.log_start, row.log_end = log_offsets[key]
         if key in bad_offsets:
             row.problems.append(Problem(BAD_OFFSET, bad_offsets[key], topic, partition))
+        if key in stale_offsets:
+            row.problems.append(Problem(STALE_OFFSET, stale_offsets[key], topic, partition))
         if key not in broker_keys:
             row.problems.append(Problem(NO_PARTITION, f"{topic}-{partition} is not in /brokers/topics", *key))
         if owner is None:
@@ -293,28 +298,6 @@ def read_owners(client: KazooClient, group: str, topics: Iterable[str]
     return owners, problems
 
 
-def read_offsets(client: KazooClient, group: str, topics: Iterable[str]
-                 ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str]]:
-    """Every offset node under offsets/<topic>; garbled ones separately (key -> reason)."""
-    asyncs = {}
-    for topic in topics:
-        folder = zkdata.offsets_path(group, topic)
-        for child in children(client, folder):
-            if child.lstrip("-").isdigit():
-                asyncs[(topic, int(child))] = client.get_async(f"{folder}/{child}")
-    offsets, bad = {}, {}
-    for key, result in asyncs.items():
-        try:
-            data, _ = result.get()
-        except NoNodeError:
-            continue
-        try:
-            offsets[key] = zkdata.decode_offset(data, zkdata.offset_path(group, *key))
-        except ZkDataError as exc:
-            bad[key] = exc.reason
-    return offsets, bad
-
-
 def read_partitions(client: KazooClient, topics: Iterable[str]) -> dict[str, list[int]]:
     """topic -> partitions listed in /brokers/topics/T (none for a missing or garbled topic node)."""
     asyncs = {t: client.get_async(zkdata.topic_path(t)) for t in set(topics)}
@@ -344,15 +327,16 @@ def take_snapshot(client: KazooClient, group: str, watermarks: Any = None, *, ex
     members, duplicates = read_members(client, group, all_topics, exclude_internal=exclude_internal)
     wanted = group_topics(client, group, members) if topics is None else sorted(set(topics))
     owners, owner_problems = read_owners(client, group, wanted)
-    offsets, bad_offsets = read_offsets(client, group, wanted)
+    found = read_offsets(client, group, wanted)
     partitions = read_partitions(client, wanted)
-    keys = {(t, p) for t, ps in partitions.items() for p in ps} | set(owners) | set(offsets)
+    keys = {(t, p) for t, ps in partitions.items() for p in ps} | set(owners) | set(found.valid)
     log_offsets: dict[TopicPartition, tuple[int, int]] = {}
     reason = "not requested"
     if watermarks is not None:
         log_offsets = watermarks.offsets(keys) if watermarks.available else {}
         reason = watermarks.reason
-    rows = analyse(members, owners, offsets, partitions, log_offsets, bad_offsets=bad_offsets,
+    rows = analyse(members, owners, found.valid, partitions, log_offsets, bad_offsets=found.garbled,
+                   stale_offsets={k: found.stale_note(k) for k in found.stale},
                    bad_owner_nodes=[p for p in owner_problems if p.partition is not None],
                    log_offsets_known=reason is None)
     problems = member_problems(members, duplicates) + [p for p in owner_problems if p.partition is None]

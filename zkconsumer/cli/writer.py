@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import click
 from kazoo.client import KazooClient
@@ -10,7 +10,8 @@ from kazoo.exceptions import NoAuthError, NoNodeError, NodeExistsError
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from zkconsumer import zkdata
-from zkconsumer.cli.common import progress
+from zkconsumer.cli.common import expected_error_message, progress
+from zkconsumer.cli.kafka_offsets import KafkaCommits
 from zkconsumer.cli.render import TextTable
 
 # Data of the placeholder owner node a guarded write creates and deletes in the same transaction.
@@ -19,7 +20,12 @@ PLACEHOLDER = b"zkconsumer-cli-offset-writer"
 
 @dataclass
 class PlannedWrite:
-    """One partition's offset change; `new` None (or `refused`) means it will not be written."""
+    """One partition's offset change; `new` None (or `refused`) means it will not be written.
+
+    `current` is the valid ZooKeeper offset (None: none, or one older than the topic). With
+    `to_kafka` the group also commits to Kafka (`kafka`: its offset there), and the new offset
+    is written to both, as its members read the larger of the two.
+    """
 
     group: str
     topic: str
@@ -31,21 +37,43 @@ class PlannedWrite:
     note: str = ""
     refused: str | None = None
     written: bool = False
+    kafka: int | None = None
+    to_kafka: bool = False
+    failed: str | None = None  # why it was not written although planned (the command stopped)
+
+    @property
+    def effective(self) -> int | None:
+        """The offset a member resumes from: the larger of ZooKeeper's and Kafka's."""
+        found = [o for o in (self.current, self.kafka if self.to_kafka else None) if o is not None and o >= 0]
+        return max(found) if found else None
+
+    @property
+    def needs_write(self) -> bool:
+        if self.new is None or self.refused or self.failed:
+            return False
+        return self.new != self.current or (self.to_kafka and self.new != self.kafka)
 
     @property
     def status(self) -> str:
+        if self.failed:
+            return f"not written: {self.failed}"
         if self.written:
-            return "written"
+            return f"partly written: {self.refused}" if self.refused else "written"
         if self.refused:
             return f"refused: {self.refused}"
         if self.new is None:
             return "skipped"
-        return "unchanged" if self.new == self.current else "planned"
+        return "planned" if self.needs_write else "unchanged"
+
+    def add_note(self, text: str) -> None:
+        if text:
+            self.note = f"{self.note}; {text}" if self.note else text
 
     def as_dict(self) -> dict[str, Any]:
         return {"group": self.group, "topic": self.topic, "partition": self.partition,
-                "current_offset": self.current, "new_offset": self.new, "log_start_offset": self.log_start,
-                "log_end_offset": self.log_end, "note": self.note, "status": self.status}
+                "current_offset": self.current, "kafka_offset": self.kafka if self.to_kafka else None,
+                "new_offset": self.new, "log_start_offset": self.log_start, "log_end_offset": self.log_end,
+                "note": self.note, "status": self.status}
 
 
 def write_offset_guarded(client: KazooClient, group: str, topic: str, partition: int, offset: int) -> str | None:
@@ -97,33 +125,61 @@ def plan_table(plan: Iterable[PlannedWrite], *, with_group: bool) -> TextTable:
                                                         "LOG-END"}))
     for row in plan:
         status = row.status + (f" ({row.note})" if row.note else "")
-        style = "red" if row.refused else ("green" if row.written else None)
+        style = "red" if row.refused or row.failed else ("green" if row.written else None)
         table.add(([row.group] if with_group else []) + [row.topic, row.partition, row.current, row.new,
                                                           row.log_start, row.log_end, status], style=style)
     return table
 
 
-def execute(client: KazooClient, plan: list[PlannedWrite], *, description: str) -> None:
-    """Write every planned change that is a change (guarded); marks rows written or refused."""
-    todo = [row for row in plan if row.new is not None and not row.refused and row.new != row.current]
+def execute(client: KazooClient, plan: list[PlannedWrite], *, description: str,
+            kafka: Mapping[str, KafkaCommits] | None = None) -> str | None:
+    """Write every planned change (guarded), then the Kafka side of groups that commit there; marks
+    rows written, refused or failed. Returns None, or the error that stopped the writes midway
+    (rows from there on are marked failed, so the table shows what was written and what was not)."""
+    todo = [row for row in plan if row.needs_write]
+    error = None
     with progress(len(todo), description) as bar:
-        for row in todo:
-            reason = write_offset_guarded(client, row.group, row.topic, row.partition, row.new)  # type: ignore[arg-type]
+        for index, row in enumerate(todo):
+            try:
+                reason = write_offset_guarded(client, row.group, row.topic, row.partition, row.new)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - expected ones end the writes; bugs are raised
+                error = expected_error_message(exc)
+                if error is None:
+                    raise
+                row.failed = error
+                for rest in todo[index + 1:]:
+                    rest.failed = "not attempted (stopped at the error above)"
+                break
             if reason is None:
                 row.written = True
             else:
                 row.refused = reason
             bar.advance()
+    # ZooKeeper first: its write is the one fenced against a partition owner, so Kafka only gets
+    # offsets that passed that check.
+    for group, commits in sorted((kafka or {}).items()):
+        rows = {(r.topic, r.partition): r for r in todo if r.group == group and r.written and r.to_kafka}
+        answers = commits.commit({key: row.new for key, row in rows.items()})  # type: ignore[misc]
+        for key, refusal in answers.items():
+            if refusal is not None:
+                rows[key].refused = (f"written to ZooKeeper only, Kafka refused: {refusal} (the group's members "
+                                     "read the larger of the two)")
+    return error
 
 
 def summary(plan: list[PlannedWrite], executed: bool) -> str:
-    changes = [r for r in plan if r.new is not None and r.new != r.current and not r.refused]
+    changes = [r for r in plan if r.needs_write]
     refused = [r for r in plan if r.refused]
     if not executed:
         text = (f"{len(changes)} offsets would change; nothing was written. Re-run with --execute to write them."
                 if changes else "Nothing to change.")
     else:
-        text = f"{sum(r.written for r in plan)} offsets written."
+        written = [r for r in plan if r.written]
+        both = sum(r.to_kafka and not r.refused for r in written)
+        text = f"{len(written)} offsets written" + (f" ({both} of them to ZooKeeper and Kafka)." if both else ".")
+        failed = sum(r.failed is not None for r in plan)
+        if failed:
+            text += f" {failed} not written (see STATUS)."
     if refused:
         text += f" {len(refused)} partitions refused (see STATUS)."
     return text

@@ -1,0 +1,61 @@
+"""A group's ZooKeeper offset nodes as members read them: valid, garbled, or older than their topic."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from zkconsumer import zkdata
+from zkconsumer.cli.common import children
+from zkconsumer.group import offset_predates_topic
+from zkconsumer.metadata import ClusterMetadata
+from zkconsumer.zkdata import ZkDataError
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class ZkOffsets:
+    """`valid`: what a member resumes from. `garbled`: key -> why the node cannot be decoded.
+    `stale`: key -> the value of a node last written before its topic was (re)created, which the
+    core ignores (a member starts from auto.offset.reset), so it is no current offset either."""
+
+    valid: dict[TopicPartition, int] = field(default_factory=dict)
+    garbled: dict[TopicPartition, str] = field(default_factory=dict)
+    stale: dict[TopicPartition, int] = field(default_factory=dict)
+
+    def stale_note(self, key: TopicPartition) -> str:
+        return (f"ZooKeeper holds {self.stale[key]}, committed before topic {key[0]} was (re)created: "
+                "members ignore it" if key in self.stale else "")
+
+
+def read_offsets(client: KazooClient, group: str, topics: Iterable[str]) -> ZkOffsets:
+    """Every offset node under offsets/<topic>, sorted as valid, garbled or stale."""
+    topics = sorted(set(topics))
+    asyncs = {}
+    for topic in topics:
+        folder = zkdata.offsets_path(group, topic)
+        for child in children(client, folder):
+            if child.lstrip("-").isdigit():
+                asyncs[(topic, int(child))] = client.get_async(f"{folder}/{child}")
+    # Read after the offset nodes: a topic re-created in between then makes them stale, never the
+    # other way round (an old node taken for current).
+    epochs = ClusterMetadata(client).topic_epochs(topics) if asyncs else {}
+    out = ZkOffsets()
+    for key, result in asyncs.items():
+        try:
+            data, stat = result.get()
+        except NoNodeError:
+            continue
+        try:
+            value = zkdata.decode_offset(data, zkdata.offset_path(group, *key))
+        except ZkDataError as exc:
+            out.garbled[key] = exc.reason
+            continue
+        if offset_predates_topic(stat, epochs.get(key[0])):
+            out.stale[key] = value
+        else:
+            out.valid[key] = value
+    return out

@@ -1,0 +1,119 @@
+"""Delete an inactive group's nodes in transactions that fail as a whole if a member registers meanwhile.
+
+A member registers by creating /consumers/<group>/ids/<consumer-id>; ZooKeeper cannot compare a
+node's children in a transaction, but it refuses to delete a node that has any. So every
+transaction starts by deleting ids/ (and, unless it is the group's last one, creating it again as
+it was): with a member registered, that delete fails and nothing of the transaction happens. If
+ids/ does not exist, the transaction creates and deletes it instead, which fails if a member made
+it meanwhile. A large group takes several transactions; a member that registers between two of
+them stops the rest, and what was deleted before it registered stays deleted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError, NodeExistsError, NotEmptyError, RolledBackError, RuntimeInconsistency
+
+from zkconsumer import transactions, zkdata
+from zkconsumer.cli.common import CliError, children
+
+# A delete inside a multi besides its path: op header, length prefix and version (generous).
+DELETE_OVERHEAD = 64
+BUDGET = 0xFFFFF // 2  # half of the server's default jute.maxbuffer, as the core's claims use
+ATTEMPTS = 3
+
+
+class MemberJoined(Exception):
+    """A transaction's fence failed or a node appeared: look whether a member registered."""
+
+
+@dataclass(frozen=True)
+class _Ids:
+    """ids/ as found before the deletes: recreated with its data and ACL between transactions."""
+
+    path: str
+    exists: bool
+    data: bytes = b""
+    acl: tuple = ()
+
+
+def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str]:
+    """Delete every root (the group node, or a topic's owners/ and offsets/ folders) with all below
+    it; returns the roots that existed. CliError naming the member if one registers meanwhile
+    (its nodes are left as they are)."""
+    deleted_batches = 0
+    for _ in range(ATTEMPTS):
+        ids = _read_ids(client, group)
+        _stop_if_members(client, group, deleted_batches)
+        found = [r for r in roots if client.exists(r) is not None]
+        if not found:
+            return []
+        nodes = [path for root in found for path in _post_order(client, root, skip=ids.path)]
+        whole_group = zkdata.group_path(group) in found
+        try:
+            for batch, last in _batches(nodes):
+                _commit(client, ids, batch, final=last and whole_group)
+                deleted_batches += 1
+            return found
+        except MemberJoined:
+            continue  # a member, or only a node that appeared: look again
+    _stop_if_members(client, group, deleted_batches)
+    raise CliError(f"could not delete {', '.join(roots)}: nodes keep appearing under it (a consumer joining?)")
+
+
+def _read_ids(client: KazooClient, group: str) -> _Ids:
+    path = zkdata.ids_path(group)
+    try:
+        data, _ = client.get(path)
+        acl, _ = client.get_acls(path)
+    except NoNodeError:
+        return _Ids(path, False)
+    return _Ids(path, True, data or b"", tuple(acl))
+
+
+def _stop_if_members(client: KazooClient, group: str, deleted_batches: int) -> None:
+    members = sorted(children(client, zkdata.ids_path(group)))
+    if not members:
+        return
+    done = (" Nothing was deleted." if not deleted_batches else
+            f" {deleted_batches} earlier transaction(s) of the delete had gone through before it registered.")
+    raise CliError(f"Delete for group '{group}' stopped: consumer {', '.join(members)} registered under "
+                   f"{zkdata.ids_path(group)} while the group was being deleted; its nodes were left in place."
+                   + done)
+
+
+def _post_order(client: KazooClient, root: str, *, skip: str) -> Iterator[str]:
+    """root and every node below it, children before their parent, leaving out `skip` (ids/)."""
+    for child in sorted(children(client, root)):
+        path = f"{root}/{child}"
+        if path != skip:
+            yield from _post_order(client, path, skip=skip)
+    yield root
+
+
+def _batches(nodes: list[str]) -> Iterator[tuple[list[str], bool]]:
+    groups = list(transactions.batches(((p, DELETE_OVERHEAD + len(p.encode())) for p in nodes), BUDGET)) or [[]]
+    for index, batch in enumerate(groups):
+        yield batch, index == len(groups) - 1
+
+
+def _commit(client: KazooClient, ids: _Ids, paths: list[str], *, final: bool) -> None:
+    txn = client.transaction()
+    if ids.exists:
+        txn.delete(ids.path)  # fails while a member is registered
+        if not final:
+            txn.create(ids.path, ids.data, acl=list(ids.acl) or None)
+    else:
+        txn.create(ids.path, b"")  # fails if a member created ids/ meanwhile
+        txn.delete(ids.path)
+    for path in paths:
+        txn.delete(path)
+    results = txn.commit()
+    failures = [r for r in results if isinstance(r, Exception)]
+    if not failures:
+        return
+    if any(isinstance(r, (NotEmptyError, NodeExistsError, NoNodeError)) for r in failures):
+        raise MemberJoined()
+    raise next((r for r in failures if not isinstance(r, (RolledBackError, RuntimeInconsistency))), failures[0])

@@ -1,0 +1,97 @@
+"""The Kafka side of a group that commits there too (offsets.storage=kafka, dual commit): read and write it.
+
+Such members read the larger of their ZooKeeper and Kafka offsets (or Kafka's alone), so an
+offset written to ZooKeeper only is ignored wherever Kafka holds a larger one. Nothing in
+ZooKeeper says how a group stores offsets; whether Kafka holds offsets of the group is what
+tells, and is asked of the brokers.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping, TypeVar
+
+import click
+from kazoo.client import KazooClient
+
+from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper
+from zkconsumer.cli.common import CliError
+from zkconsumer.zkio import run_bounded
+
+TopicPartition = tuple[str, int]
+F = TypeVar("F", bound=Callable[..., Any])
+
+ZOOKEEPER_ONLY_HINT = ("fix the broker connection (--bootstrap-server, --command-config), or pass --zookeeper-only "
+                       "if the group's members keep offsets in ZooKeeper only (offsets.storage=zookeeper)")
+
+
+class KafkaCommits:
+    """One group's Kafka-committed offsets, through a confluent-kafka Consumer carrying the group's
+    id that never subscribes, so it never joins (or disturbs) the group. Commits go out with no
+    generation, as a dual-commit member's (and Scala's OffsetCommitRequest with generation -1) do.
+
+    Use as a context manager.
+    """
+
+    def __init__(self, bootstrap: str, group: str, settings: Mapping[str, str], timeout: float = 30.0) -> None:
+        self.bootstrap = bootstrap
+        self.group = group
+        self.timeout = timeout
+        from confluent_kafka import Consumer
+        self._consumer = Consumer({**settings, "bootstrap.servers": bootstrap, "group.id": group,
+                                   "enable.auto.commit": False, "log.connection.close": False, "logger": LIBRDKAFKA_LOG})
+
+    def __enter__(self) -> "KafkaCommits":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        run_bounded(self._consumer.close, 10.0, "zkconsumer-close-kafka-commits")
+
+    def committed(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """key -> the group's Kafka-committed offset, for the keys that have one; CliError when the
+        brokers cannot say (the caller cannot then know whether a ZooKeeper write takes effect)."""
+        from confluent_kafka import KafkaException, TopicPartition as KafkaTP
+        keys = sorted(set(keys))
+        if not keys:
+            return {}
+        try:
+            found = self._consumer.committed([KafkaTP(t, p) for t, p in keys], timeout=self.timeout)
+        except KafkaException as exc:
+            raise CliError(f"cannot read group {self.group}'s Kafka-committed offsets from {self.bootstrap} "
+                           f"({_text(exc)}), so cannot tell whether its members would ignore a ZooKeeper-only "
+                           f"write; {ZOOKEEPER_ONLY_HINT}") from None
+        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None and tp.offset >= 0}
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, str | None]:
+        """Write offsets; key -> None (written) or why Kafka refused it."""
+        from confluent_kafka import KafkaException, TopicPartition as KafkaTP
+        if not offsets:
+            return {}
+        try:
+            results = self._consumer.commit(offsets=[KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())],
+                                            asynchronous=False)
+        except KafkaException as exc:
+            return {key: _text(exc) for key in offsets}
+        out: dict[TopicPartition, str | None] = {key: None for key in offsets}
+        for tp in results or []:
+            if tp.error is not None:
+                out[(tp.topic, tp.partition)] = tp.error.str()
+        return out
+
+
+def zookeeper_only_option(fn: F) -> F:
+    return click.option("--zookeeper-only", is_flag=True,
+                        help="Do not ask the brokers whether the group also commits offsets to Kafka; write "
+                             "ZooKeeper only (right only for members with offsets.storage=zookeeper).")(fn)
+
+
+def _text(exc: Exception) -> str:
+    error = exc.args[0] if exc.args else exc
+    return error.str() if hasattr(error, "str") else str(error)
+
+
+def open_kafka_commits(client: KazooClient, access: BrokerAccess, group: str) -> KafkaCommits:
+    """KafkaCommits for `group`, bootstrapped as the log-offset reads are; CliError without brokers."""
+    bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access)
+    if not bootstrap:
+        raise CliError(f"no broker to ask whether group {group} also commits offsets to Kafka (then its members "
+                       f"would ignore a ZooKeeper-only write); {ZOOKEEPER_ONLY_HINT}")
+    return KafkaCommits(bootstrap, group, access.settings)
