@@ -141,6 +141,11 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         if required not in consumer:
             raise OptionError(f"option {required!r} is required")
     config = ConsumerConfig.from_mapping(consumer)  # validates every legacy property now, on the driver
+    if config.offsets_storage == "kafka":
+        # Reads start at ZooKeeper offsets and commits go there: a group that keeps its offsets in
+        # Kafka would be read from stale positions, and its members would not see our commits.
+        raise OptionError("offsets.storage=kafka: the zkconsumer source reads and commits the group's ZooKeeper "
+                          "offsets only; use Spark's kafka source for a group that keeps its offsets in Kafka")
     chosen = [k for k in ("topics", "whitelist", "blacklist") if opts.get(k, "").strip()]
     if len(chosen) != 1:
         raise OptionError("give exactly one of the options 'topics' (comma-separated), 'whitelist' or "
