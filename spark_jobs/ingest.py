@@ -8,15 +8,18 @@ marker file (_ZKCONSUMER_RANGES.json) with the group, the topic's incarnation an
 only then are the offsets committed to /consumers/<group>/offsets. A run of the same group and
 incarnation that died between write and commit is found again by its marker: the rerun commits
 past it instead of reading it again, so the output never holds a message twice. Run directories without a marker (a write that died) are deleted before writing.
-One ingest per group and topic at a time; the group must have no live member owning the topic.
+One ingest per group and topic at a time (an ephemeral lock node in ZooKeeper; a second one
+exits 4); the group must have no live member owning the topic.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import re
+import socket
 import sys
 import threading
 import time
@@ -25,10 +28,12 @@ from typing import Any, Sequence
 
 MARKER = "_ZKCONSUMER_RANGES.json"
 FAIL_ENV = "ZKCONSUMER_INGEST_FAIL_AFTER_WRITE"  # tests: die after the write, before the commit
-EXIT_OK, EXIT_FAILED, EXIT_OWNED, EXIT_COMMIT_REFUSED = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_OWNED, EXIT_COMMIT_REFUSED, EXIT_LOCKED = 0, 1, 2, 3, 4
 
 if __package__ in (None, ""):  # run as a file: --py-files / the wheel come first, else this checkout
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from zkconsumer import zkdata  # noqa: E402
 
 from spark_jobs.offsets import Key  # noqa: E402
 from spark_jobs.options import parse_options  # noqa: E402
@@ -156,10 +161,43 @@ class Progress:
                 last = line
 
 
+def take_lock(client: Any, group: str, topic: str) -> str | None:
+    """Create the group and topic's ingest lock (ephemeral: it goes with this job's session);
+    None when taken, else what the running job wrote into it."""
+    from kazoo.exceptions import NodeExistsError
+
+    path = zkdata.ingest_lock_path(group, topic)
+    me = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": int(time.time() * 1000)})
+    try:
+        client.create(path, me.encode(), ephemeral=True, makepath=True)
+        return None
+    except NodeExistsError:
+        try:
+            return client.get(path)[0].decode(errors="replace")
+        except Exception:  # noqa: BLE001 - it ended between the two requests: report it as it was
+            return "a run that just ended"
+
+
 def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[str, str]) -> int:
+    """One topic, under its lock: a second job at once would delete this one's run in progress
+    as a write that died."""
     options = {"zookeeper.connect": args.zookeeper, "group.id": args.group, "topics": topic,
                "startingOffsets": args.starting, **props}
     opts = parse_options(options, streaming=False)
+    with zookeeper(opts) as client:
+        holder = take_lock(client, args.group, topic)
+        if holder is not None:
+            log(f"{topic}: refusing: another ingest of group {args.group} runs ({holder}; lock "
+                f"{zkdata.ingest_lock_path(args.group, topic)}); one at a time")
+            return EXIT_LOCKED
+        try:
+            return _ingest_locked(spark, args, topic, options, opts)
+        finally:
+            with contextlib.suppress(Exception):  # the session's end removes it anyway
+                client.delete(zkdata.ingest_lock_path(args.group, topic))
+
+
+def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: dict[str, str], opts: Any) -> int:
     plan: BatchPlan = plan_batch(opts)
     owned = [p for p in plan.partitions if p.owner]
     if owned:

@@ -53,6 +53,11 @@ def encode_zkconsumer_marker(library_version: str) -> bytes:
     return _to_bytes(f'{{"version":1,"library":"zkconsumer","library_version":{_jackson_quote(library_version)}}}')
 
 
+def ingest_lock_path(group: str, topic: str) -> str:
+    """Ephemeral node held by the one Spark ingest job running for this group and topic."""
+    return f"{group_path(group)}/zkconsumer/ingest/{topic}"
+
+
 def owners_path(group: str, topic: str | None = None) -> str:
     return f"{group_path(group)}/owners" + ("" if topic is None else f"/{_segment('topic', topic)}")
 

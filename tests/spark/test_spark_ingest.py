@@ -13,7 +13,7 @@ import pytest
 from spark_helpers import ROOT, sink_rows
 
 from spark_jobs import ingest
-from zkconsumer import ConsumerConnector
+from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.cli.writer import write_offset_guarded
 from zkconsumer.testing import kafka
 from zkconsumer.testing.members import committed_offsets, wait_for_balanced
@@ -194,3 +194,28 @@ def test_ingest_leaves_a_partition_added_during_the_run_to_the_next_run(spark, c
     assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
     assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}, "no duplicates, no loss"
     assert committed_offsets(zk, group_id, topic) == log_ends(cluster, topic)
+
+
+def test_a_second_ingest_at_once_is_refused_and_touches_nothing(spark, cluster, zk, topic_factory, group_id,
+                                                               tmp_path) -> None:
+    """Before: the second run deleted the first's run directory (no marker yet) as a write that died."""
+    topic = topic_factory(partitions=1)
+    out = tmp_path / "out"
+    argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
+    kafka.produce_numbered(cluster.bootstrap_servers, topic, 10, partitions=1)
+    in_progress = out / f"run={topic}-{'1' * 16}"
+    spark.createDataFrame([(topic, 0, 0, b"x")], "topic string, partition int, offset long, value binary") \
+        .write.parquet(str(in_progress))
+    other = cluster.zk_client()  # the first job's session, holding the lock
+    try:
+        other.create(zkdata.ingest_lock_path(group_id, topic), b'{"host":"elsewhere"}', ephemeral=True,
+                     makepath=True)
+        assert ingest.main(argv, spark=spark) == ingest.EXIT_LOCKED
+        assert in_progress.exists(), "the running job's directory was deleted"
+        assert committed_offsets(zk, group_id, topic) == {}
+    finally:
+        other.stop()
+        other.close()
+    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK  # the lock went with that session
+    assert not in_progress.exists() and committed_offsets(zk, group_id, topic) == {0: 10}
+    assert zk.exists(zkdata.ingest_lock_path(group_id, topic)) is None
