@@ -9,10 +9,8 @@ import time
 
 import pexpect
 import pytest
-from click.testing import CliRunner
 
 from zkconsumer import ConsumerConnector, zkdata
-from zkconsumer.cli.main import cli
 from zkconsumer.testing.members import Recorder, committed_offsets, drain, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
@@ -29,17 +27,6 @@ def member(cluster, group: str, name: str) -> ConsumerConnector:
 
 def keys_of(produced) -> set[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
     return {(m.topic, m.partition, m.offset) for m in produced}
-
-
-@pytest.fixture
-def run(cluster):  # type: ignore[no-untyped-def]
-    """run(*args, input=None) -> click Result, with ZKCONSUMER_ZOOKEEPER pointing at the cluster."""
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
-        return runner.invoke(cli, list(args), input=input, catch_exceptions=False,
-                             env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "COLUMNS": "200"})
-    return invoke
 
 
 def describe(run, group: str) -> dict:  # type: ignore[no-untyped-def]

@@ -6,12 +6,10 @@ import json
 import time
 
 import pytest
-from click.testing import CliRunner
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 
 from zkconsumer import ConsumerConnector, zkdata
-from zkconsumer.cli.main import cli
 from zkconsumer.testing import kafka
 from zkconsumer.testing.members import Recorder, committed_offsets, drain
 
@@ -20,16 +18,6 @@ pytestmark = pytest.mark.cluster
 FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 500, "rebalance.max.retries": 20,
         "auto.offset.reset": "smallest", "consumer.timeout.ms": 200, "auto.commit.enable": False}
 REGISTRATION = b'{"version":1,"subscription":{"%s":1},"pattern":"static","timestamp":"1"}'
-
-
-@pytest.fixture
-def run(cluster):  # type: ignore[no-untyped-def]
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
-        return runner.invoke(cli, list(args), input=input, catch_exceptions=False,
-                             env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "COLUMNS": "200"})
-    return invoke
 
 
 def statuses(result) -> dict[int, str]:  # type: ignore[no-untyped-def]

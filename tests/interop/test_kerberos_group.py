@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from secured_checks import acls, owners_of, wait_committed
 
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
 from zkconsumer.testing.fixtures import running, versions_from_env
 from zkconsumer.testing.kdc import Kdc, KerberosLogin
-from zkconsumer.testing.members import committed_offsets, keys_of
+from zkconsumer.testing.members import keys_of
 from zkconsumer.zk_auth import CLIENT_KEYTAB_ENV
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(240)]
@@ -65,23 +66,6 @@ def jaas_file(login: KerberosLogin, folder: Path) -> dict[str, str]:
     return {"java.security.auth.login.config": str(path)}
 
 
-def acls(zk, path: str) -> frozenset[tuple[str, str, int]]:  # type: ignore[no-untyped-def]
-    return frozenset((a.id.scheme, a.id.id, a.perms) for a in zk.get_acls(path)[0])
-
-
-def wait_committed(zk, group: str, topic: str, offset: int, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    want = {p: offset for p in range(PARTITIONS)}
-    deadline = time.monotonic() + timeout
-    while (have := committed_offsets(zk, group, topic)) != want:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"committed offsets of {group} are {have}, expected {want}")
-        time.sleep(0.1)
-
-
-def owned_by(owners: dict[tuple[str, int], str], group: str, name: str) -> set[int]:
-    return {p for (_, p), thread in owners.items() if thread.rsplit("-", 1)[0] == f"{group}_{name}"}
-
-
 def test_kerberos_mixed_group_hands_over_both_ways(mixed, zk, alice, topic_factory, produce, tmp_path) -> None:
     """Ours (a-py) and a Kerberos Scala member (b-scala) share the group as alice@ZKC.TEST; our owner
     and offset nodes carry the Scala member's ACL. a-py leaves: Scala takes everything where we
@@ -93,7 +77,7 @@ def test_kerberos_mixed_group_hands_over_both_ways(mixed, zk, alice, topic_facto
     mixed.add_scala("b-scala", {topic: 1}, zookeeper_kerberos=alice, **COMMIT_SOON)
     mixed.wait_ready()
     owners = mixed.balanced([topic])
-    assert owned_by(owners, g, "a-py") == {0, 1} and owned_by(owners, g, "b-scala") == {2, 3}, owners
+    assert owners_of(owners, g, "a-py") == {0, 1} and owners_of(owners, g, "b-scala") == {2, 3}, owners
     secured = frozenset({("sasl", alice.principal, 31), ("world", "anyone", 1)})
     for p in range(PARTITIONS):  # ours (0, 1) exactly as the Scala member's (2, 3)
         assert acls(zk, zkdata.owner_path(g, topic, p)) == secured, p
@@ -104,7 +88,7 @@ def test_kerberos_mixed_group_hands_over_both_ways(mixed, zk, alice, topic_facto
         assert acls(zk, zkdata.offset_path(g, topic, p)) == secured, p
 
     mixed.leave("a-py")
-    assert owned_by(mixed.balanced([topic]), g, "b-scala") == set(range(PARTITIONS))
+    assert owners_of(mixed.balanced([topic]), g, "b-scala") == set(range(PARTITIONS))
     batch2 = produce(topic, BATCH * PARTITIONS, partitions=PARTITIONS, start=BATCH * PARTITIONS)
     mixed.wait_for(keys_of(batch2))
     wait_committed(zk, g, topic, 2 * BATCH)
@@ -112,7 +96,7 @@ def test_kerberos_mixed_group_hands_over_both_ways(mixed, zk, alice, topic_facto
     mixed.add_py("c-py", {topic: 1}, **creds, **COMMIT_SOON)
     mixed.balanced([topic])
     mixed.leave("b-scala")
-    assert owned_by(mixed.balanced([topic]), g, "c-py") == set(range(PARTITIONS))
+    assert owners_of(mixed.balanced([topic]), g, "c-py") == set(range(PARTITIONS))
     batch3 = produce(topic, BATCH * PARTITIONS, partitions=PARTITIONS, start=2 * BATCH * PARTITIONS)
     mixed.wait_for(keys_of(batch3))
     mixed.leave("c-py")

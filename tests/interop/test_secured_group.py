@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from secured_checks import acls, owners_of, wait_committed
 
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.errors import ZkConsumerError
@@ -69,23 +70,6 @@ def wording(message: str, *names: str) -> str:
     for name in sorted(names, key=len, reverse=True):
         message = message.replace(name, "<name>")
     return message
-
-
-def acls(zk, path: str) -> frozenset[tuple[str, str, int]]:  # type: ignore[no-untyped-def]
-    return frozenset((a.id.scheme, a.id.id, a.perms) for a in zk.get_acls(path)[0])
-
-
-def wait_committed(zk, group: str, topic: str, offset: int, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    want = {p: offset for p in range(PARTITIONS)}
-    deadline = time.monotonic() + timeout
-    while (have := committed_offsets(zk, group, topic)) != want:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"committed offsets of {group} are {have}, expected {want}")
-        time.sleep(0.1)
-
-
-def owners_of(owners: dict[tuple[str, int], str], group: str, name: str) -> set[int]:
-    return {p for (_, p), thread in owners.items() if thread.rsplit("-", 1)[0] == f"{group}_{name}"}
 
 
 class OffsetWatch:
