@@ -293,14 +293,10 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
                       if k in owned and v > owned[k] and recorded.get(k[0]) == current.get(k[0])})
 
     def stop(self) -> None:
-        """Commit the last planned batch, then leave the group (Spark never calls commit() for it)."""
-        member = self._member
-        if member is not None and self._last_end is not None and not is_initial(self._last_end):
-            try:
-                self.commit(self._last_end)
-            except Exception as exc:  # noqa: BLE001 - leaving matters more; the group re-reads one batch
-                log.warning("committing the last batch of group %s on stop failed: %s", self.opts.group_id, exc)
-        self._member = None
+        """Leave the group without committing the last planned batch: Spark reports a batch done only
+        when it plans the next one, and a stop may have cancelled it (its end would skip it for the
+        member taking over; test_two_queries_... loses messages when stop() commits it)."""
+        member, self._member = self._member, None
         if member is not None:
             member.shutdown()  # leaves the group: our partitions move to the other members
         if self._log_offsets is not None:
