@@ -12,6 +12,8 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]
 EARLIEST, LATEST = -2, -1  # sentinels in startingOffsets JSON (as in Spark's Kafka source)
 FROM = "@from"  # end-offset sub-object: partitions whose batch does not start at the previous end
+EPOCHS = "@epochs"  # sub-object topic -> incarnation (czxid of its ZooKeeper node) the positions count in
+INITIAL = "@initial"  # marks initialOffset()'s answer: the batch planned from it records every start
 
 
 class DataLossError(RuntimeError):
@@ -29,9 +31,14 @@ def parse_key(text: str) -> Key:
     return topic, int(partition)
 
 
-def encode_offsets(positions: Mapping[Key, int], froms: Mapping[Key, int] | None = None) -> dict[str, Any]:
+def encode_offsets(positions: Mapping[Key, int], froms: Mapping[Key, int] | None = None,
+                   epochs: Mapping[str, int] | None = None, *, initial: bool = False) -> dict[str, Any]:
     """Spark offset dict: keys sorted so equal positions always give the same JSON string."""
     doc: dict[str, Any] = {}
+    if initial:
+        doc[INITIAL] = True
+    if epochs:
+        doc[EPOCHS] = {t: int(epochs[t]) for t in sorted(epochs)}
     if froms:
         doc[FROM] = {key_text(k): int(froms[k]) for k in sorted(froms)}
     doc.update((key_text(k), int(positions[k])) for k in sorted(positions))
@@ -39,10 +46,10 @@ def encode_offsets(positions: Mapping[Key, int], froms: Mapping[Key, int] | None
 
 
 def decode_offsets(doc: Mapping[str, Any]) -> dict[Key, int]:
-    """"topic/partition" -> offset (the FROM sub-object is not a position)."""
+    """"topic/partition" -> offset ("@" entries are not positions: topic names never start with "@")."""
     out: dict[Key, int] = {}
     for text, value in doc.items():
-        if text == FROM:
+        if text.startswith("@"):
             continue
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"offset of {text!r} must be an integer, not {value!r}")
@@ -53,6 +60,16 @@ def decode_offsets(doc: Mapping[str, Any]) -> dict[Key, int]:
 def decode_froms(doc: Mapping[str, Any]) -> dict[Key, int]:
     sub = doc.get(FROM) or {}
     return {parse_key(k): int(v) for k, v in sub.items()}
+
+
+def decode_epochs(doc: Mapping[str, Any]) -> dict[str, int]:
+    """topic -> incarnation the positions were counted in; empty for offsets written before epochs
+    were recorded (their positions are trusted as before)."""
+    return {str(t): int(v) for t, v in (doc.get(EPOCHS) or {}).items()}
+
+
+def is_initial(doc: Mapping[str, Any]) -> bool:
+    return bool(doc.get(INITIAL))
 
 
 @dataclass(frozen=True)
@@ -85,8 +102,14 @@ def initial_position(key: Key, committed: int, *, explicit: Mapping[Key, int], f
     return EARLIEST if fallback == "earliest" else LATEST
 
 
-def settle(key: Key, position: int, low: int, high: int, *, fail_on_data_loss: bool) -> int:
-    """Resolve sentinels against the log [low, high); handle positions outside it."""
+def settle(key: Key, position: int, low: int, high: int, *, fail_on_data_loss: bool,
+           past_end_to_end: bool = False) -> int:
+    """Resolve sentinels against the log [low, high); handle positions outside it.
+
+    With `past_end_to_end` (the stream, which tells a re-created topic apart by its incarnation),
+    a position past the log end means a truncated log: what lies below the new end was read
+    before, so failOnDataLoss=false continues at the end instead of re-reading from the start.
+    """
     if position == EARLIEST:
         return low
     if position == LATEST:
@@ -96,32 +119,41 @@ def settle(key: Key, position: int, low: int, high: int, *, fail_on_data_loss: b
     what = "before the log start (deleted by retention?)" if position < low else \
         "after the log end (topic re-created or truncated?)"
     message = f"{key[0]}-{key[1]}: offset {position} is {what}; the log holds [{low}, {high})"
+    resume = high if position > high and past_end_to_end else low
     if fail_on_data_loss:
-        raise DataLossError(message + ". Set failOnDataLoss=false to continue from the earliest offset.")
-    log.warning("%s; continuing from %d (failOnDataLoss=false)", message, low)
-    return low
+        raise DataLossError(f"{message}. Set failOnDataLoss=false to continue from offset {resume}.")
+    log.warning("%s; continuing from %d (failOnDataLoss=false)", message, resume)
+    return resume
 
 
 def rate_limit(spans: Mapping[Key, tuple[int, int]], limit: int | None) -> dict[Key, int]:
-    """End offset per partition so that at most `limit` messages are read over all of them.
+    """End offset per partition so that about `limit` messages are read over all of them.
 
-    Shares are proportional to each partition's backlog; leftovers go to the largest remainders
-    (ties by key), so the sum is exactly min(limit, backlog) and every run plans the same ends.
+    Every partition with a backlog reads at least one message, so none starves behind busy ones
+    (Spark's Kafka source rounds shares below one up to one as well); with more such partitions
+    than `limit` the batch therefore holds one message each. The rest of the limit is shared in
+    proportion to what remains of each backlog, leftovers to the largest remainders (ties by key):
+    the sum is max(limit, partitions with a backlog) capped by the backlog, the same on every run.
     """
     ends = {k: hi for k, (_, hi) in spans.items()}
     backlog = {k: max(0, hi - lo) for k, (lo, hi) in spans.items()}
     total = sum(backlog.values())
     if limit is None or total <= limit:
         return ends
-    shares = {k: limit * n // total for k, n in backlog.items()}
-    leftover = limit - sum(shares.values())
-    remainders = sorted(backlog, key=lambda k: (-(limit * backlog[k] % total), k))
-    for k in remainders:
-        if leftover <= 0:
-            break
-        if shares[k] < backlog[k]:
-            shares[k] += 1
-            leftover -= 1
+    shares = {k: min(1, n) for k, n in backlog.items()}
+    rest = {k: backlog[k] - shares[k] for k in backlog}
+    budget = limit - sum(shares.values())
+    rest_total = sum(rest.values())
+    if budget > 0 and rest_total > 0:  # total > limit, so rest_total > budget: every share fits
+        for k, n in rest.items():
+            shares[k] += budget * n // rest_total
+        leftover = limit - sum(shares.values())
+        for k in sorted(rest, key=lambda k: (-(budget * rest[k] % rest_total), k)):
+            if leftover <= 0:
+                break
+            if shares[k] < backlog[k]:
+                shares[k] += 1
+                leftover -= 1
     return {k: spans[k][0] + shares[k] for k in spans}
 
 

@@ -5,14 +5,14 @@ import logging
 import os
 import signal
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from spark_jobs.kafka_read import SCHEMA, LogOffsets, read_range
-from spark_jobs.offsets import (Key, OffsetRange, batch_ranges, decode_offsets, encode_offsets, initial_position,
-                                rate_limit, settle, split)
+from spark_jobs.offsets import (EARLIEST, Key, OffsetRange, batch_ranges, decode_epochs, decode_offsets,
+                                encode_offsets, initial_position, is_initial, rate_limit, settle, split)
 from spark_jobs.options import SourceOptions, parse_options
 from spark_jobs.planning import bootstrap_of, plan_batch
 
@@ -89,7 +89,9 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
     ConsumerConnector with fetch=False) lives as long as the query; executors get pickled copies
     without it (__getstate__). Offsets: {"topic/partition": next offset} for every partition the
     query has tracked; only owned ones advance. An "@from" sub-object marks partitions whose batch
-    starts elsewhere than the previous end (newly assigned, or resumed past another member).
+    starts elsewhere than the previous end (newly assigned, or resumed past another member), and
+    every partition of the batch planned from initialOffset(), which Spark asks for again when it
+    replays that batch. "@epochs" names the topic incarnation the positions count in.
     """
 
     def __init__(self, opts: SourceOptions) -> None:
@@ -101,6 +103,7 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         self._last_end: dict[str, Any] | None = None
         self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
         self._latest: dict[Key, int] = {}
+        self._owned_epochs: dict[Key, int | None] = {}  # incarnations of the last _owned() snapshot
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -140,8 +143,23 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         signal.signal(signal.SIGTERM, on_sigterm)
 
     def _owned(self) -> dict[Key, int]:
-        """Owned partitions -> consumed position: a consistent snapshot (never a half-installed rebalance)."""
-        return self._connector().owned_positions()
+        """Owned partitions -> consumed position: a consistent snapshot (never a half-installed rebalance).
+
+        Also remembers the topic incarnation each was claimed in: positions planned from this
+        snapshot count in those, and `_commit` writes them only into the same incarnation.
+        """
+        infos = self._connector().assignment.owned_infos()
+        self._owned_epochs = {k: i.epoch for k, i in infos.items()}
+        return {k: i.consumed_offset for k, i in infos.items()}
+
+    def _epochs(self, keys: Iterable[Key]) -> dict[str, int]:
+        """topic -> incarnation (czxid of its node) of the last snapshot, for the topics of `keys`."""
+        out: dict[str, int] = {}
+        for key in keys:
+            epoch = self._owned_epochs.get(key)
+            if epoch is not None:
+                out[key[0]] = max(epoch, out.get(key[0], epoch))  # czxids grow: the newest one
+        return out
 
     def _connected(self) -> bool:
         from kazoo.client import KazooState
@@ -162,8 +180,11 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         """Write progress to /consumers/<group>/offsets, fenced: only partitions we still own."""
         if not positions:
             return
+        epochs = {t: self._owned_epochs.get((t, p)) for t, p in positions}
         try:
-            written = self._connector().commit_positions(positions)
+            # The member checks, under its rebalance lock, that each partition is still claimed in
+            # the incarnation the positions count in: a re-claim in between must not receive them.
+            written = self._connector().commit_positions(positions, epochs=epochs)
         except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the next trigger commits again
             log.warning("committing offsets of group %s failed (%s); will retry at the next trigger",
                         self.opts.group_id, exc)
@@ -174,14 +195,18 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
 
     # ---- Spark's planning calls ----------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
-        """New query: startingOffsets JSON entry > committed offset > startingOffsets earliest/latest."""
+        """New query: startingOffsets JSON entry > committed offset > startingOffsets earliest/latest.
+
+        Spark keeps only batch ends and asks again when it replays batch 0 after a restart; the
+        answer may differ by then, so the batch planned from this one records every start ("@from").
+        """
         owned = self._owned()
         wanted = {k: initial_position(k, zk, explicit=self.opts.starting_explicit, fallback=self.opts.starting,
                                       ignore_committed=self.opts.ignore_committed) for k, zk in owned.items()}
         spans = self._spans(list(wanted))
-        positions = {k: settle(k, pos, *spans[k], fail_on_data_loss=self.opts.fail_on_data_loss)
-                     for k, pos in wanted.items()}
-        self._last_end = encode_offsets(positions)
+        positions = {k: settle(k, pos, *spans[k], fail_on_data_loss=self.opts.fail_on_data_loss,
+                               past_end_to_end=True) for k, pos in wanted.items()}
+        self._last_end = encode_offsets(positions, epochs=self._epochs(owned), initial=True)
         return self._last_end
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -202,35 +227,55 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
             return start
         owned = self._owned()
         first, self._resumed = not self._resumed, True
+        recorded, current = decode_epochs(start), self._epochs(owned)
+        known = self._same_incarnation(before, recorded, current)
         wanted: dict[Key, int] = {}
         for key, committed in owned.items():
-            if key not in before:  # newly assigned: the group's committed offset, else the fallback
-                wanted[key] = initial_position(key, committed, explicit={}, fallback=self.opts.starting,
+            if key not in known:  # new to the query (or its topic re-created): the group's offset, else earliest
+                wanted[key] = initial_position(key, committed, explicit={}, fallback="earliest",
                                                ignore_committed=self.opts.ignore_committed)
             elif first:  # a (re)started query follows its checkpoint
-                wanted[key] = before[key]
+                wanted[key] = known[key]
             else:  # back after another member had it: skip what that member already consumed
-                wanted[key] = max(before[key], committed)
+                wanted[key] = max(known[key], committed)
         spans = self._spans(list(owned))
-        positions = dict(before)
-        froms: dict[Key, int] = {}
+        starts = dict(known)
         for key, pos in wanted.items():
-            positions[key] = settle(key, pos, *spans[key], fail_on_data_loss=self.opts.fail_on_data_loss)
-            if positions[key] != before.get(key):
-                froms[key] = positions[key]
+            starts[key] = settle(key, pos, *spans[key], fail_on_data_loss=self.opts.fail_on_data_loss,
+                                 past_end_to_end=True)
+            if pos == EARLIEST:
+                log.info("%s-%d starts at its earliest offset %d: new to the query, no committed offset",
+                         key[0], key[1], starts[key])
+        froms = {k: v for k, v in starts.items() if v != before.get(k)}
         # Spark asks for the next batch only once the batch ending at `start` completed (and was
         # recorded in the commit log): that progress is safe to show the group's tools now.
-        self._commit({k: positions[k] for k in owned if positions[k] != owned[k]})
+        self._commit({k: starts[k] for k in owned if starts[k] != owned[k]})
         highs = {k: spans[k][1] for k in owned}
         self._latest = highs
         if self._targets is not None:
             highs = {k: min(h, self._targets.setdefault(k, h)) for k, h in highs.items()}
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        positions.update(rate_limit({k: (positions[k], max(positions[k], highs[k])) for k in owned}, max_rows))
-        if positions == before and not froms:
+        positions = dict(starts)
+        positions.update(rate_limit({k: (starts[k], max(starts[k], highs[k])) for k in owned}, max_rows))
+        epochs = {t: e for t, e in {**recorded, **current}.items() if any(k[0] == t for k in positions)}
+        if positions == before and not froms and epochs == recorded:
             return start  # nothing new: the same JSON, so Spark skips the trigger
-        self._last_end = encode_offsets(positions, froms)
+        if is_initial(start):
+            froms = starts  # batch 0: replayed from these even if initialOffset() answers otherwise
+        self._last_end = encode_offsets(positions, froms, epochs)
         return self._last_end
+
+    @staticmethod
+    def _same_incarnation(before: dict[Key, int], recorded: dict[str, int],
+                          current: dict[str, int]) -> dict[Key, int]:
+        """The tracked positions that still mean something: those of a topic deleted and created
+        again since they were counted belong to the old log, and are dropped."""
+        gone = {t for t, e in current.items() if t in recorded and recorded[t] != e}
+        for topic in sorted(gone):
+            log.warning("topic %s was deleted and created again (incarnation %d, was %d): its positions "
+                        "in the checkpoint are dropped; its partitions start over", topic, current[topic],
+                        recorded[topic])
+        return {k: v for k, v in before.items() if k[0] not in gone}
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return encode_offsets(self._latest) if self._latest else None
@@ -240,11 +285,17 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         return split(ranges, self._bootstrap(), self.opts.min_partitions) if ranges else []
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Spark's own "done up to end": commit it where it moves an owned partition forward."""
+        """Spark's own "done up to end": commit it where it moves an owned partition forward and
+        the partition is still claimed in the topic incarnation `end` was counted in."""
         owned = self._owned()
-        self._commit({k: v for k, v in decode_offsets(end).items() if k in owned and v > owned[k]})
+        recorded, current = decode_epochs(end), self._epochs(owned)
+        self._commit({k: v for k, v in decode_offsets(end).items()
+                      if k in owned and v > owned[k] and recorded.get(k[0]) == current.get(k[0])})
 
     def stop(self) -> None:
+        """Leave the group without committing the last planned batch: Spark reports a batch done only
+        when it plans the next one, and a stop may have cancelled it (its end would skip it for the
+        member taking over; test_two_queries_... loses messages when stop() commits it)."""
         member, self._member = self._member, None
         if member is not None:
             member.shutdown()  # leaves the group: our partitions move to the other members

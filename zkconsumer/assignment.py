@@ -184,13 +184,18 @@ class Assignment:
                 self.generation += 1
             return lost
 
-    def record_positions(self, positions: Mapping[TopicPartition, int]) -> list[PartitionTopicInfo]:
+    def record_positions(self, positions: Mapping[TopicPartition, int],
+                         epochs: Mapping[str, int | None] | None = None) -> list[PartitionTopicInfo]:
         """Progress tracked outside the iterators (fetch=False): set consumed offsets of what we own
-        or are releasing; returns the records updated (others are not ours and are ignored)."""
+        or are releasing; returns the records updated (others are not ours and are ignored). With
+        `epochs` (topic -> incarnation the positions count in), records of another incarnation are
+        not ours either: an old topic's position must not land in the new topic's record."""
         with self._lock:
             updated = []
             for key, offset in positions.items():
                 info = self._owned.get(key) or self._releasing.get(key)
+                if info is not None and epochs is not None and info.epoch != epochs.get(key[0], info.epoch):
+                    continue
                 if info is not None and offset >= 0:
                     info.consumed_offset = offset
                     updated.append(info)

@@ -113,13 +113,15 @@ class ConsumerConnector:
         rebalancer.streams.mark_consumed()
         rebalancer.commit()
 
-    def commit_positions(self, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], bool]:
+    def commit_positions(self, positions: Mapping[tuple[str, int], int], *,
+                         epochs: Mapping[str, int | None] | None = None) -> dict[tuple[str, int], bool]:
         """Commit the next offset to read per partition, for progress tracked outside the streams.
 
         Only partitions this member owns are written (fenced by owner node); the result says
-        which were. Use it with `fetch=False`.
+        which were. With `epochs` (topic -> incarnation the positions count in), a partition
+        claimed in another incarnation of its topic is not written either. Use it with `fetch=False`.
         """
-        return self._require_started().commit_positions(positions)
+        return self._require_started().commit_positions(positions, epochs)
 
     def owned_positions(self) -> dict[tuple[str, int], int]:
         """(topic, partition) -> next offset to consume (-1: nothing committed yet) of what we own.

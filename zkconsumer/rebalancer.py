@@ -373,10 +373,12 @@ class Rebalancer:
         with self._lock:
             return self.offsets.commit(self.assignment.committable(), attempts=1 + retries)
 
-    def commit_positions(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, bool]:
-        """Commit progress tracked outside the iterators (next offset to read), owned partitions only."""
+    def commit_positions(self, positions: Mapping[TopicPartition, int],
+                         epochs: Mapping[str, int | None] | None = None) -> dict[TopicPartition, bool]:
+        """Commit progress tracked outside the iterators (next offset to read), owned partitions only
+        (and, with `epochs`, only those claimed in the topic incarnation the positions count in)."""
         with self._lock:
-            infos = self.assignment.record_positions(positions)
+            infos = self.assignment.record_positions(positions, epochs)
             self.offsets.commit(infos)
             mine = {i.key: i for i in infos}
             return {key: key in mine and mine[key].committed_offset == offset for key, offset in positions.items()}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from spark_helpers import FAST, describe, sink_rows, source_end, wait_until
 
-from zkconsumer import ConsumerConnector
+from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.testing import kafka
 from zkconsumer.testing.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
 
@@ -204,3 +204,60 @@ def test_available_now_with_a_whitelist_reads_the_backlog_in_capped_batches_and_
     rows = sink_rows(spark, str(tmp_path / "out"))
     assert counts(rows) == {(m.topic, m.partition, m.offset): 1 for m in sent}
     assert committed_offsets(zk, group_id, topic) == {0: 100, 1: 100, 2: 100}
+
+
+def values(rows: list[tuple[str, int, int, bytes]], topic: str) -> collections.Counter[bytes]:
+    return collections.Counter(v for t, _, _, v in rows if t == topic)
+
+
+def test_a_new_wildcard_topic_is_read_from_its_first_message(
+        spark, cluster, zk, group_id, tmp_path) -> None:
+    prefix = f"wild-{group_id[-12:]}"
+    cluster.create_topic(f"{prefix}-a", 1)
+    reader = (spark.readStream.format("zkconsumer").option("zookeeper.connect", cluster.zookeeper_connect)
+              .option("group.id", group_id).option("whitelist", f"{prefix}-.*"))
+    for key, value in FAST.items():
+        reader = reader.option(key, value)
+    # Default startingOffsets (latest, from auto.offset.reset). Right after a batch, with a long
+    # trigger: the new topic is claimed and filled well before the query plans again.
+    query = start_query(reader.load(), tmp_path, "qw", trigger="10 seconds")
+    try:
+        wait_for_balanced(zk, group_id, [f"{prefix}-a"], members=1, timeout=60)
+        kafka.produce_numbered(cluster.bootstrap_servers, f"{prefix}-a", 3, partitions=1)
+        wait_until(lambda: caught_up(query, ends_of(f"{prefix}-a", cluster)), 60, "a batch of the first topic", query)
+        cluster.create_topic(f"{prefix}-b", 2)
+        sent = kafka.produce_numbered(cluster.bootstrap_servers, f"{prefix}-b", 25, partitions=2)
+        want = ends_of(f"{prefix}-b", cluster)
+        wait_until(lambda: caught_up(query, want), 60, "the query to plan the new topic", query)
+    finally:
+        query.stop()
+    rows = sink_rows(spark, str(tmp_path / "qw-out"))
+    assert values(rows, f"{prefix}-b") == {m.value: 1 for m in sent}, "messages produced before the trigger"
+
+
+def test_a_restarted_query_reads_a_re_created_topic_from_its_start(
+        spark, cluster, zk, stream_reader, group_id, tmp_path) -> None:
+    topic = f"recreated-{group_id[-12:]}"
+    cluster.create_topic(topic, 1)
+    kafka.produce_numbered(cluster.bootstrap_servers, topic, 30, partitions=1)
+    query = start_query(stream_reader(group_id, topic, startingOffsets="earliest"), tmp_path, "qr")
+    try:
+        wait_until(lambda: caught_up(query, {(topic, 0): 30}), 60, "the old topic to be read", query)
+    finally:
+        query.stop()
+    wait_until(lambda: zk.get_children(f"/consumers/{group_id}/ids") == [], 15, "the query to leave the group")
+    kafka.delete_topic(cluster.bootstrap_servers, topic)
+    wait_until(lambda: zk.exists(zkdata.topic_path(topic)) is None, 60, "the topic deletion")
+    cluster.create_topic(topic, 1)
+    sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 45, partitions=1, start=1000)
+    # The checkpoint says 30; in the new log that position would skip [0, 30).
+    query = start_query(stream_reader(group_id, topic), tmp_path, "qr")
+    try:
+        wait_until(lambda: caught_up(query, {(topic, 0): 45}), 60, "the new topic to be read", query)
+        wait_until(lambda: committed_offsets(zk, group_id, topic) == {0: 45}, 30, "45 committed", query)
+    finally:
+        query.stop()
+    rows = sink_rows(spark, str(tmp_path / "qr-out"))
+    fresh = {m.value for m in sent}
+    got = collections.Counter(v for t, _, _, v in rows if t == topic and v in fresh)
+    assert got == {v: 1 for v in fresh}, "every message of the new incarnation exactly once"

@@ -1,0 +1,142 @@
+"""The stream reader's planning against a fake member (the real Assignment) and fake logs: incarnations, new partitions, batch 0, stop."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from kazoo.client import KazooState
+
+from spark_jobs.offsets import batch_ranges, decode_offsets
+from spark_jobs.options import parse_options
+from spark_jobs.source import ReadAllAvailable, ZkStreamReader
+from zkconsumer.assignment import Assignment
+from zkconsumer.stream import PartitionTopicInfo, StreamQueue
+
+Key = tuple[str, int]
+T0, T1 = ("t", 0), ("t", 1)
+
+
+class FakeMember:
+    """A ConsumerConnector(fetch=False) reduced to its partition state (the real Assignment) and the
+    offset nodes it writes: key -> (offset, incarnation of the topic the node was written in)."""
+
+    def __init__(self) -> None:
+        self.assignment = Assignment()
+        self.nodes: dict[Key, tuple[int, int | None]] = {}
+        self.left = False
+        self.group = type("Group", (), {"client": type("Client", (), {"state": KazooState.CONNECTED})()})()
+
+    def claim(self, key: Key, committed: int, epoch: int) -> None:
+        """Claimed (again) in incarnation `epoch`; `committed` is what read_offsets gave (-1: none)."""
+        self.assignment.install([PartitionTopicInfo(key[0], key[1], "q-0", StreamQueue(2), committed, epoch)])
+
+    def release(self, keys: Iterable[Key]) -> None:
+        self.assignment.drop(keys)
+
+    def owned_positions(self) -> dict[Key, int]:
+        return self.assignment.positions()
+
+    def commit_positions(self, positions: Mapping[Key, int], *,
+                         epochs: Mapping[str, int | None] | None = None) -> dict[Key, bool]:
+        recorded = (self.assignment.record_positions(positions) if epochs is None
+                    else self.assignment.record_positions(positions, epochs))
+        done = {i.key: i for i in recorded}
+        for key, info in done.items():
+            self.nodes[key] = (info.consumed_offset, info.epoch)
+        return {k: k in done for k in positions}
+
+    def shutdown(self) -> None:
+        self.left = True
+
+
+class Reader(ZkStreamReader):
+    """The real reader; only the member and the brokers' log spans are fakes."""
+
+    def __init__(self, member: FakeMember, logs: dict[Key, tuple[int, int]], **options: str) -> None:
+        super().__init__(parse_options({"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t",
+                                        **options}, streaming=True))
+        self._member, self.logs = member, logs
+
+    def _connector(self) -> Any:
+        return self._member
+
+    def _spans(self, keys: Any) -> dict[Key, tuple[int, int]]:
+        return {k: self.logs[k] for k in keys}
+
+
+def test_a_restarted_query_does_not_reuse_its_checkpoint_inside_a_re_created_topic() -> None:
+    member = FakeMember()
+    member.claim(T0, -1, epoch=100)
+    reader = Reader(member, {T0: (0, 30)}, startingOffsets="earliest")
+    first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    checkpoint = reader.latestOffset(first, ReadAllAvailable())  # batch 0 [0, 30) done: 30 committed
+    assert decode_offsets(checkpoint) == {T0: 30} and member.nodes[T0] == (30, 100)
+    # The topic is deleted and created again with 45 messages; read_offsets ignores the old node.
+    restarted_member = FakeMember()
+    restarted_member.claim(T0, -1, epoch=200)
+    restarted = Reader(restarted_member, {T0: (0, 45)}, startingOffsets="earliest")
+    end = restarted.latestOffset(checkpoint, ReadAllAvailable())
+    assert batch_ranges(checkpoint, end) == [(T0, 0, 45)], "the new topic is read from its start"
+    assert restarted_member.nodes.get(T0, (0, 200)) == (0, 200), "no old position in the new topic's node"
+
+
+def test_a_running_query_re_claiming_a_re_created_topic_starts_over_and_never_commits_old_positions() -> None:
+    member = FakeMember()
+    member.claim(T0, 50, epoch=100)
+    reader = Reader(member, {T0: (0, 80)})
+    end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    assert batch_ranges(reader.initialOffset(), end) == [(T0, 50, 80)]
+    # Re-created while batch [50, 80) runs; the rebalance re-claims the new incarnation (nothing committed).
+    member.claim(T0, -1, epoch=200)
+    reader.logs[T0] = (0, 60)
+    reader.commit(end)  # Spark's commit of the old batch: 80 belongs to the old topic
+    assert T0 not in member.nodes or member.nodes[T0][0] != 80
+    nxt = reader.latestOffset(end, ReadAllAvailable())
+    assert batch_ranges(end, nxt) == [(T0, 0, 60)], "the new incarnation from its start, not from 80 (or 60)"
+    assert all(offset <= 60 for offset, epoch in member.nodes.values() if epoch == 200)
+
+
+def test_a_partition_new_to_a_running_query_starts_at_earliest_even_with_starting_offsets_latest() -> None:
+    member = FakeMember()
+    member.claim(T0, -1, epoch=100)
+    reader = Reader(member, {T0: (0, 0), T1: (0, 25)})  # default startingOffsets: latest
+    start = reader.initialOffset()
+    assert reader.latestOffset(start, ReadAllAvailable()) is start  # nothing yet
+    member.claim(T1, -1, epoch=100)  # a partition added to the topic; 25 messages before the trigger
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert batch_ranges(start, end) == [(T1, 0, 25)]
+
+
+def test_batch_zero_replays_exactly_although_initial_offset_answers_differently_after_a_restart() -> None:
+    member = FakeMember()
+    member.claim(T0, -1, epoch=100)
+    member.claim(T1, 7, epoch=100)
+    reader = Reader(member, {T0: (0, 40), T1: (0, 20)})  # startingOffsets latest: T0 starts at 40
+    initial = reader.initialOffset()
+    reader.logs[T0] = (0, 55)
+    end0 = reader.latestOffset(initial, ReadAllAvailable())
+    assert batch_ranges(initial, end0) == [(T0, 40, 55), (T1, 7, 20)]
+    # The query dies before batch 0 completes; meanwhile the log grows and the group's offset moves.
+    # Spark keeps end0 only and asks the new process for initialOffset() again.
+    member2 = FakeMember()
+    member2.claim(T0, -1, epoch=100)
+    member2.claim(T1, 12, epoch=100)
+    again = Reader(member2, {T0: (0, 70), T1: (0, 20)}).initialOffset()
+    assert decode_offsets(again) != decode_offsets(initial)
+    assert batch_ranges(again, end0) == [(T0, 40, 55), (T1, 7, 20)]
+
+
+def test_stop_leaves_the_group_without_committing_a_batch_spark_has_not_confirmed() -> None:
+    member = FakeMember()
+    member.claim(T0, -1, epoch=100)
+    reader = Reader(member, {T0: (0, 30)}, startingOffsets="earliest")
+    reader.latestOffset(reader.initialOffset(), ReadAllAvailable())  # batch 0 [0, 30): maybe cancelled by the stop
+    reader.stop()
+    assert member.left and member.nodes.get(T0, (0, 100))[0] == 0
+
+
+def test_positions_counted_in_an_old_incarnation_are_not_recorded_into_the_new_claim() -> None:
+    assignment = Assignment()
+    assignment.install([PartitionTopicInfo("t", 0, "q-0", StreamQueue(2), -1, 200)])
+    assert assignment.record_positions({T0: 80}, {"t": 100}) == []
+    assert assignment.positions() == {T0: -1}
+    assert [i.consumed_offset for i in assignment.record_positions({T0: 5}, {"t": 200})] == [5]
