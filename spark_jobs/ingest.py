@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 MARKER = "_ZKCONSUMER_RANGES.json"
 FAIL_ENV = "ZKCONSUMER_INGEST_FAIL_AFTER_WRITE"  # tests: die after the write, before the commit
@@ -86,6 +86,7 @@ class Run:
     ranges: dict[int, tuple[int, int]] | None  # partition -> [start, end); None: no marker
     group: str | None = None
     epoch: int | None = None  # the topic's incarnation (its node's czxid) the ranges belong to
+    written_at: int | None = None  # ms; markers from before epochs were recorded have only this
 
 
 def find_runs(fs: HadoopFs, topic: str) -> list[Run]:
@@ -97,19 +98,26 @@ def find_runs(fs: HadoopFs, topic: str) -> list[Run]:
         text = fs.read(f"{fs.root}/{name}/{MARKER}")
         doc = json.loads(text) if text else None
         ranges = None if doc is None else {int(p): (r[0], r[1]) for p, r in doc["ranges"].items()}
-        runs.append(Run(name, ranges, (doc or {}).get("group"), (doc or {}).get("epoch")))
+        doc = doc or {}
+        runs.append(Run(name, ranges, doc.get("group"), doc.get("epoch"), doc.get("written_at")))
     return runs
 
 
-def same_incarnation(runs: Sequence[Run], group: str, epoch: int | None) -> tuple[list[Run], list[Run]]:
+def same_incarnation(runs: Sequence[Run], group: str, epoch: int | None,
+                     created_ms: int | None = None) -> tuple[list[Run], list[Run]]:
     """(runs recovery may chain through, the others): a complete run counts only if it was written
-    for this group and this incarnation of the topic. Offsets of a deleted topic's run mean
-    nothing in the topic created again under its name (chaining through them skipped its data)."""
-    usable, other = [], []
-    for run in runs:
-        (usable if run.ranges is not None and run.group == group and run.epoch == epoch and epoch is not None
-         else other).append(run)
-    return usable, other
+    for this group and this incarnation of the topic (a marker without an epoch: written after
+    the topic node was created, at `created_ms`). Offsets of a deleted topic's run mean nothing
+    in the topic created again under its name (chaining through them skipped its data)."""
+    def ours(run: Run) -> bool:
+        if run.ranges is None or run.group != group or epoch is None:
+            return False
+        if run.epoch is not None:
+            return run.epoch == epoch
+        return created_ms is not None and run.written_at is not None and run.written_at >= created_ms
+
+    usable = [r for r in runs if ours(r)]
+    return usable, [r for r in runs if not ours(r)]
 
 
 def recover(starts: dict[Key, int], runs: Sequence[Run]) -> dict[Key, int]:
@@ -127,8 +135,12 @@ def recover(starts: dict[Key, int], runs: Sequence[Run]) -> dict[Key, int]:
     return positions
 
 
-def run_name(topic: str, ranges: dict[Key, tuple[int, int]]) -> str:
-    text = json.dumps({f"{t}/{p}": list(r) for (t, p), r in sorted(ranges.items())}, separators=(",", ":"))
+def run_name(topic: str, ranges: dict[Key, tuple[int, int]], *, group: str, epoch: int | None) -> str:
+    """The run's directory: the same ranges of another group or topic incarnation get another one
+    (the same offsets of a re-created topic are other messages; overwriting would lose the old)."""
+    text = json.dumps({"group": group, "epoch": epoch,
+                       "ranges": {f"{t}/{p}": list(r) for (t, p), r in sorted(ranges.items())}},
+                      separators=(",", ":"))
     return f"run={topic}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
@@ -190,14 +202,31 @@ def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[s
             log(f"{topic}: refusing: another ingest of group {args.group} runs ({holder}; lock "
                 f"{zkdata.ingest_lock_path(args.group, topic)}); one at a time")
             return EXIT_LOCKED
+        lock = zkdata.ingest_lock_path(args.group, topic)
+
+        def check_lock(before: str) -> None:
+            if not holds_lock(client, lock):
+                raise RuntimeError(f"lost the ingest lock {lock} (our ZooKeeper session ended) {before}: "
+                                   "another run may have started; nothing of this run was committed, rerun it")
         try:
-            return _ingest_locked(spark, args, topic, options, opts)
+            return _ingest_locked(spark, args, topic, options, opts, check_lock)
         finally:
-            with contextlib.suppress(Exception):  # the session's end removes it anyway
-                client.delete(zkdata.ingest_lock_path(args.group, topic))
+            if holds_lock(client, lock):  # never another run's: ours went with a lost session
+                with contextlib.suppress(Exception):
+                    client.delete(lock)
 
 
-def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: dict[str, str], opts: Any) -> int:
+def holds_lock(client: Any, path: str) -> bool:
+    """Is the lock node there and held by this client's session?"""
+    try:
+        stat = client.exists(path)
+    except Exception:  # noqa: BLE001 - no answer: not known to be ours
+        return False
+    return stat is not None and client.client_id is not None and stat.ephemeralOwner == client.client_id[0]
+
+
+def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: dict[str, str], opts: Any,
+                   check_lock: Callable[[str], None]) -> int:
     plan: BatchPlan = plan_batch(opts)
     owned = [p for p in plan.partitions if p.owner]
     if owned:
@@ -210,7 +239,8 @@ def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: di
         log(f"{topic}: deleting incomplete {stale.name}")
         fs.delete(f"{fs.root}/{stale.name}")
     epoch = plan.epochs.get(topic)
-    done, others = same_incarnation([r for r in runs if r.ranges is not None], args.group, epoch)
+    done, others = same_incarnation([r for r in runs if r.ranges is not None], args.group, epoch,
+                                    plan.created_ms.get(topic))
     for run in others:
         log(f"{topic}: not resuming past {run.name}: written for group {run.group} and topic incarnation "
             f"{run.epoch}, this is group {args.group} and incarnation {epoch}")
@@ -223,7 +253,7 @@ def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: di
         log(f"{topic}: found written but uncommitted runs; resuming past them at " +
             ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(recovered.items())))
     if ranges:
-        name = run_name(topic, ranges)
+        name = run_name(topic, ranges, group=args.group, epoch=epoch)
         path = f"{fs.root}/{name}"
         total = sum(hi - lo for lo, hi in ranges.values())
         log(f"{topic}: reading {total} messages from {len(ranges)} partitions into {path}")
@@ -237,6 +267,7 @@ def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: di
         spark.sparkContext.setJobDescription(f"zkconsumer ingest {args.group}/{topic} -> {name}")
         with Progress(spark, topic):
             df.write.mode("overwrite").format(args.format).save(path)
+        check_lock("before writing the marker")
         fs.write(f"{path}/{MARKER}", json.dumps(
             {"group": args.group, "topic": topic, "epoch": epoch, "written_at": int(time.time() * 1000),
              "ranges": {str(p): [lo, hi] for (_, p), (lo, hi) in sorted(ranges.items())}}))
@@ -247,6 +278,7 @@ def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: di
     if not ranges and not commits:
         log(f"{topic}: nothing new (committed offsets are at the log end)")
         return EXIT_OK
+    check_lock("before committing")
     return commit(opts, args.group, commits)
 
 

@@ -89,6 +89,7 @@ class BatchPlan:
     bootstrap: str
     partitions: list[PartitionPlan]
     epochs: dict[str, int | None]  # topic -> its incarnation (topic node czxid) when planned
+    created_ms: dict[str, int | None]  # topic -> when its node was created (ctime), for old markers
 
     @property
     def total(self) -> int:
@@ -103,7 +104,9 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         committed = group.read_offsets(keys)
         owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
         bootstrap = opts.bootstrap_override or bootstrap_of(group.cluster.brokers(), opts.config)
-        epochs = group.cluster.topic_epochs(t for t, _ in keys)
+        nodes = group.cluster.topic_stats(t for t, _ in keys)
+        epochs = {t: (stat.czxid if stat is not None else None) for t, stat in nodes.items()}
+        created_ms = {t: (stat.ctime if stat is not None else None) for t, stat in nodes.items()}
     offsets = LogOffsets(bootstrap, read_committed=opts.isolation_committed(), client_config=opts.client_security())
     try:
         spans = offsets.spans(keys)
@@ -120,4 +123,4 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         if end > high:
             raise OptionError(f"endingOffsets for {key[0]}/{key[1]} is {end}, past the log end {high}")
         plans.append(PartitionPlan(key, committed[key], owners.get(key), low, high, start, max(start, end)))
-    return BatchPlan(bootstrap, plans, epochs)
+    return BatchPlan(bootstrap, plans, epochs, created_ms)

@@ -90,10 +90,13 @@ class ClusterMetadata:
 
     def topic_epochs(self, topics: Iterable[str]) -> dict[str, int | None]:
         """topic -> the czxid of its node now (None: the topic does not exist)."""
+        return {t: (stat.czxid if stat is not None else None) for t, stat in self.topic_stats(topics).items()}
+
+    def topic_stats(self, topics: Iterable[str]) -> dict[str, ZnodeStat | None]:
+        """topic -> the stat of its node now (czxid: the incarnation; ctime: when it was created)."""
         wanted = sorted(set(topics))
-        found = self.io.many(((t, self.io.client.exists_async(zkdata.topic_path(t))) for t in wanted),
-                             "read topic epochs")
-        return {t: (stat.czxid if stat is not None else None) for t, stat in found.items()}
+        return self.io.many(((t, self.io.client.exists_async(zkdata.topic_path(t))) for t in wanted),
+                            "read topic nodes")
 
 
 def bootstrap_servers(brokers: Iterable[BrokerInfo], *, security_protocol: str = "PLAINTEXT",

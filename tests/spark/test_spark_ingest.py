@@ -145,9 +145,10 @@ def test_ingest_refuses_a_topic_that_a_live_member_owns(spark, cluster, zk, topi
 
 def test_ingest_does_not_resume_past_a_run_of_a_deleted_topic(spark, cluster, zk, topic_factory, group_id,
                                                              tmp_path, monkeypatch) -> None:
-    """A run of the old topic was written but not committed; the topic is deleted and created again
-    with fewer messages. Before: recovery chained through the old run ([0, 100)) and asked for
-    offsets up to 100 in a log ending at 30, on every rerun; the new topic's data was never read."""
+    """A run of the old topic, [0, 100), was written but not committed; the topic is deleted and
+    created again with 100 other messages. Before: recovery chained through the old run and
+    committed 100 without reading the new topic; and a run of the new topic's [0, 100) would have
+    had the old run's directory name, overwriting its data."""
     topic = topic_factory(partitions=1)
     out = tmp_path / "out"
     argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
@@ -159,13 +160,14 @@ def test_ingest_does_not_resume_past_a_run_of_a_deleted_topic(spark, cluster, zk
     kafka.delete_topic(cluster.bootstrap_servers, topic)
     kafka.wait_topic_deleted(zk, topic)
     cluster.create_topic(topic, partitions=1)
-    reborn = kafka.produce_numbered(cluster.bootstrap_servers, topic, 30, partitions=1, start=1000)
+    kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=1, start=1000)
 
     assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
-    new = {(m.offset, f"{topic}-{1000 + m.offset}".encode()) for m in reborn}
-    rows = [(o, v) for _, _, o, v in sink_rows(spark, str(out))]
-    assert new <= set(rows) and len(rows) == 100 + 30, "the new topic's messages, once each, beside the old run"
-    assert committed_offsets(zk, group_id, topic) == {0: 30}
+    rows = collections.Counter((o, v) for _, _, o, v in sink_rows(spark, str(out)))
+    old = {(o, f"{topic}-{o}".encode()): 1 for o in range(100)}
+    new = {(o, f"{topic}-{1000 + o}".encode()): 1 for o in range(100)}
+    assert rows == {**old, **new}, "each incarnation's messages once, neither run overwritten"
+    assert committed_offsets(zk, group_id, topic) == {0: 100}
     markers = [json.loads((p / ingest.MARKER).read_text()) for p in out.iterdir() if p.name.startswith("run=")]
     assert len({m["epoch"] for m in markers}) == 2 and {m["group"] for m in markers} == {group_id}
 
@@ -219,3 +221,32 @@ def test_a_second_ingest_at_once_is_refused_and_touches_nothing(spark, cluster, 
     assert ingest.main(argv, spark=spark) == ingest.EXIT_OK  # the lock went with that session
     assert not in_progress.exists() and committed_offsets(zk, group_id, topic) == {0: 10}
     assert zk.exists(zkdata.ingest_lock_path(group_id, topic)) is None
+
+
+def test_an_ingest_that_lost_its_lock_mid_write_commits_nothing_and_leaves_the_new_holder(
+        spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch) -> None:
+    """While the job writes, its lock goes (its session ended) and another run takes it. The job
+    must neither write its marker nor commit, and must not delete the other run's lock."""
+    topic = topic_factory(partitions=1)
+    out = tmp_path / "out"
+    argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
+    kafka.produce_numbered(cluster.bootstrap_servers, topic, 10, partitions=1)
+    lock = zkdata.ingest_lock_path(group_id, topic)
+    other = cluster.zk_client()
+    finish_write = ingest.Progress.__exit__
+
+    def write_then_lose_the_lock(self, *exc):  # type: ignore[no-untyped-def]
+        finish_write(self, *exc)
+        zk.delete(lock)
+        other.create(lock, b'{"host":"the other run"}', ephemeral=True)
+
+    monkeypatch.setattr(ingest.Progress, "__exit__", write_then_lose_the_lock)
+    try:
+        with pytest.raises(RuntimeError, match="lost the ingest lock"):
+            ingest.main(argv, spark=spark)
+        assert not any((p / ingest.MARKER).exists() for p in out.iterdir()), "no marker"
+        assert committed_offsets(zk, group_id, topic) == {}, "no commit"
+        assert zk.get(lock)[0] == b'{"host":"the other run"}', "the other run's lock was deleted"
+    finally:
+        other.stop()
+        other.close()

@@ -153,5 +153,8 @@ def test_ingest_recovery_skips_runs_whose_data_is_written_but_not_committed() ->
             Run("run=t-old", {2: (0, 40)}), Run("run=t-c", None)]
     assert recover(starts, runs) == {("t", 0): 175, ("t", 1): 120, ("t", 2): 40}
     ranges = {("t", 0): (0, 5), ("t", 1): (2, 9)}
-    assert run_name("t", ranges) == run_name("t", dict(reversed(list(ranges.items()))))
-    assert run_name("t", ranges) != run_name("t", {("t", 0): (0, 6), ("t", 1): (2, 9)})
+    name = run_name("t", ranges, group="g", epoch=7)
+    assert name == run_name("t", dict(reversed(list(ranges.items()))), group="g", epoch=7)
+    assert name != run_name("t", {("t", 0): (0, 6), ("t", 1): (2, 9)}, group="g", epoch=7)
+    # The same offsets of a re-created topic, or of another group, are other data: another directory.
+    assert name != run_name("t", ranges, group="g", epoch=8) != run_name("t", ranges, group="h", epoch=7)

@@ -13,3 +13,11 @@ def test_only_runs_of_this_group_and_incarnation_are_chained() -> None:
     assert usable == [ours] and others == [old_topic, other_group, unmarked]
     assert recover({("t", 0): 0}, usable) == {("t", 0): 100}
     assert same_incarnation([ours], "g", None) == ([], [ours]), "a topic that does not exist has no runs"
+
+
+def test_a_marker_without_an_epoch_counts_when_written_after_the_topic_was_created() -> None:
+    before = Run("run=t-a", {0: (0, 100)}, "g", None, written_at=1_000)
+    after = Run("run=t-b", {0: (0, 100)}, "g", None, written_at=5_000)
+    usable, others = same_incarnation([before, after], "g", 7, created_ms=2_000)
+    assert usable == [after] and others == [before]
+    assert same_incarnation([after], "g", 7) == ([], [after]), "no creation time: not trusted"
