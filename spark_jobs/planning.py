@@ -27,6 +27,7 @@ def zookeeper(opts: SourceOptions) -> Iterator[KazooClient]:
     """A short-lived kazoo session for planning reads (bounded retries, closed on exit)."""
     cfg = opts.config
     auth = zookeeper_auth(cfg)
+    auth.prepare_login(cfg.zookeeper_connect)  # the keytab; a Kerberos refusal as itself, not a timeout
     client = KazooClient(hosts=cfg.zookeeper_connect, timeout=cfg.zookeeper_session_timeout_ms / 1000.0,
                          connection_retry={"max_tries": 3, "delay": 0.2, "max_delay": 2.0},
                          command_retry={"max_tries": 5, "delay": 0.1, "max_delay": 2.0, "deadline": 30.0},

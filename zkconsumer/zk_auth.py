@@ -141,21 +141,45 @@ class ZkAuth:
         if self.keytab is not None:
             os.environ.setdefault(CLIENT_KEYTAB_ENV, self.keytab)
 
+    def prepare_login(self, hosts: str) -> None:
+        """Run before a kazoo client with these credentials connects to `hosts` (zookeeper.connect):
+        sets the client keytab and, for GSSAPI, has Kerberos issue the ZooKeeper service ticket now.
+        kazoo would ask on its connection thread, where a failure ends the thread silently and the
+        client never connects; here it is ZooKeeperAccessDenied with Kerberos' own words."""
+        from zkconsumer.errors import ZooKeeperAccessDenied
+
+        self.use_client_keytab()
+        problem = self.kerberos_login_problem(_first_host(hosts))
+        if problem is not None:
+            raise ZooKeeperAccessDenied(f"cannot log in to ZooKeeper at {hosts} as {self.identity}: {problem}")
+
     def kerberos_login_problem(self, host: str) -> str | None:
-        """Why Kerberos cannot give us credentials for `host`'s ZooKeeper service; None if it can
-        or GSSAPI is not used. kazoo acquires them on its connection thread, where a failure
-        would end the thread silently, so the member asks first."""
+        """Why Kerberos cannot give us a ticket for `host`'s ZooKeeper service (no credentials for
+        the principal, no such service principal, the KDC unreachable, ...); None if it can or
+        GSSAPI is not used."""
         if self.sasl is None or self.sasl.get("mechanism") != "GSSAPI":
             return None
         import kerberos  # _kerberos_options checked that it is installed
 
         service = f"{self.sasl.get('service', 'zookeeper')}@{host}"
+        context = None
         try:
             _, context = kerberos.authGSSClientInit(service=service, principal=self.sasl.get("principal"))
+            kerberos.authGSSClientStep(context, "")  # acquires the credentials and the service ticket
         except kerberos.GSSError as exc:
             return "; ".join(str(part[0]) for part in exc.args if isinstance(part, tuple) and part)
-        kerberos.authGSSClientClean(context)
+        finally:
+            if context is not None:
+                kerberos.authGSSClientClean(context)
         return None
+
+
+def _first_host(hosts: str) -> str:
+    """The host name of the first server in a connect string ("zk1:2181,zk2/kafka" -> "zk1")."""
+    first = hosts.split("/", 1)[0].split(",")[0]
+    if first.startswith("["):  # [ipv6]:port
+        return first[1:].split("]", 1)[0]
+    return first.rsplit(":", 1)[0] if ":" in first else first
 
 
 def _kerberos_options(module: LoginModule, where: str) -> tuple[dict[str, str], str | None]:

@@ -128,11 +128,7 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     from kazoo.client import KazooClient
 
     from zkconsumer.kazoo_handler import make_handler
-    auth.use_client_keytab()
-    first_host = hosts.split("/", 1)[0].split(",")[0]
-    problem = auth.kerberos_login_problem(first_host.rsplit(":", 1)[0] if ":" in first_host else first_host)
-    if problem is not None:
-        raise ZooKeeperAccessDenied(f"cannot log in to ZooKeeper at {hosts} as {auth.identity}: {problem}")
+    auth.prepare_login(hosts)
     client = KazooClient(hosts=hosts, timeout=session_timeout_s, handler=make_handler(),
                          connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0}, **auth.kazoo_options())
     client.negotiated_session_timeout_ms = None

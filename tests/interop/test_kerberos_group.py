@@ -117,3 +117,25 @@ def test_a_principal_the_keytab_does_not_hold_is_one_clear_error(kdc, alice, clu
                            "java.security.auth.login.config": str(jaas), "zookeeper.connection.timeout.ms": 10000})
     assert "mallory@ZKC.TEST" in str(failure.value), failure.value
     assert time.monotonic() - began < 15
+
+
+def test_the_cli_logs_in_from_the_keytab_of_its_jaas_file(alice, cluster, zk, group_id, tmp_path,
+                                                          monkeypatch) -> None:
+    """`zkconsumer --zk-jaas` with Krb5LoginModule useKeyTab: no ticket cache, no KRB5_CLIENT_KTNAME
+    beforehand; the CLI writes a first offset into the group, as alice."""
+    from click.testing import CliRunner
+
+    from zkconsumer.cli.main import cli
+    monkeypatch.setenv(CLIENT_KEYTAB_ENV, "placeholder")
+    monkeypatch.delenv(CLIENT_KEYTAB_ENV)  # the undo then removes what the CLI sets
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'empty-ccache'}")
+    jaas = tmp_path / "cli.jaas"
+    jaas.write_text(alice.client_jaas())
+    topic = f"kerberos-cli-{group_id[-12:]}"
+    cluster.create_topic(topic, partitions=1)
+    zk.ensure_path(zkdata.ids_path(group_id))  # a group that exists, with nothing committed yet
+    result = CliRunner().invoke(cli, ["offsets", "reset", "--group", group_id, "--topic", topic, "--to-offset", "0",
+                                      "--execute", "--zookeeper-only"], catch_exceptions=False,
+                                env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "ZKCONSUMER_ZK_JAAS": str(jaas)})
+    assert result.exit_code == 0, result.output
+    assert acls(zk, zkdata.offset_path(group_id, topic, 0)) == {("sasl", alice.principal, 31), ("world", "anyone", 1)}

@@ -146,8 +146,9 @@ def test_noauth_names_the_request_the_node_and_the_identity() -> None:
 
 
 def _kerberos(module_options: str, monkeypatch: pytest.MonkeyPatch, keytab_env: str | None = None) -> ConsumerConfig:
-    if keytab_env is None:
-        monkeypatch.delenv(CLIENT_KEYTAB_ENV, raising=False)
+    if keytab_env is None:  # set first, so that the undo also removes what use_client_keytab sets
+        monkeypatch.setenv(CLIENT_KEYTAB_ENV, "placeholder")
+        monkeypatch.delenv(CLIENT_KEYTAB_ENV)
     else:
         monkeypatch.setenv(CLIENT_KEYTAB_ENV, keytab_env)
     return _config(**{"zookeeper.sasl.jaas.config": f"{KERBEROS_MODULE} required {module_options};"})
@@ -183,3 +184,10 @@ def test_kerberos_without_the_kerberos_package_says_what_to_install(monkeypatch:
     with pytest.raises(JaasError, match=r"pip install 'zkconsumer\[kerberos\]'"):
         zk_auth(digest=None, jaas_inline=f"{KERBEROS_MODULE} required;", jaas_file_text=None, jaas_file=None,
                 section="Client", sasl_client=True, set_acl=None)
+
+
+@pytest.mark.parametrize(("hosts", "host"), [("zk1:2181,zk2:2181/kafka", "zk1"), ("zk1/kafka", "zk1"),
+                                             ("localhost:2181", "localhost"), ("[::1]:2181,zk2", "::1")])
+def test_the_kerberos_service_host_is_the_first_servers_name(hosts: str, host: str) -> None:
+    from zkconsumer.zk_auth import _first_host
+    assert _first_host(hosts) == host

@@ -16,6 +16,7 @@ from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNod
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer import zkdata
+from zkconsumer.errors import ZooKeeperAccessDenied
 from zkconsumer.zk_auth import JaasError, ZkAuth, zk_auth
 from zkconsumer.zkio import close_quietly
 
@@ -144,6 +145,10 @@ def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[K
     """A started kazoo client with bounded command retries; CliError if unreachable within `timeout`.
     With --zk-jaas it logs in with SASL, and nodes it creates get a secured Scala member's ACL."""
     auth = _auth(digest, _JAAS_FILE.get())
+    try:
+        auth.prepare_login(zookeeper)
+    except ZooKeeperAccessDenied as exc:
+        raise CliError(str(exc)) from None
     client = KazooClient(hosts=zookeeper, timeout=max(timeout, 4.0), default_acl=auth.node_acl(),
                          connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
                          command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0, "deadline": timeout},

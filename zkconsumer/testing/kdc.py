@@ -90,7 +90,11 @@ class Kdc:
 
     def start(self, timeout: float = 30.0) -> "Kdc":
         self.process.start()
-        wait_until(self._listening, timeout, f"listening on port {self.port}", self.process)
+        try:
+            wait_until(self._listening, timeout, f"listening on port {self.port}", self.process)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
