@@ -53,9 +53,14 @@ def encode_zkconsumer_marker(library_version: str) -> bytes:
     return _to_bytes(f'{{"version":1,"library":"zkconsumer","library_version":{_jackson_quote(library_version)}}}')
 
 
+def ingest_locks_path(group: str) -> str:
+    """Where running Spark ingest jobs of the group hold their locks (one ephemeral node per topic)."""
+    return f"{group_path(group)}/zkconsumer/ingest"
+
+
 def ingest_lock_path(group: str, topic: str) -> str:
     """Ephemeral node held by the one Spark ingest job running for this group and topic."""
-    return f"{group_path(group)}/zkconsumer/ingest/{topic}"
+    return f"{ingest_locks_path(group)}/{topic}"
 
 
 def owners_path(group: str, topic: str | None = None) -> str:

@@ -73,6 +73,22 @@ def test_delete_stops_when_a_member_registers_during_it(cluster, zk, run, topic_
     assert zk.exists(zkdata.group_path(group_id)) is None
 
 
+def test_delete_refuses_while_a_spark_ingest_of_the_group_runs(cluster, zk, run, group_id) -> None:
+    """The ingest job is no member (nothing under ids/), but it commits the offsets a delete removes."""
+    zk.create(zkdata.offset_path(group_id, "orders", 0), b"5", makepath=True)
+    job = cluster.zk_client()
+    try:
+        job.create(zkdata.ingest_lock_path(group_id, "orders"), b"{}", ephemeral=True, makepath=True)
+        result = run("groups", "delete", "--group", group_id)
+        assert result.exit_code == 1 and "Spark ingest job runs for topic orders" in result.stderr, result.output
+        assert committed_offsets(zk, group_id, "orders") == {0: 5}
+    finally:
+        job.stop()
+        job.close()
+    assert run("groups", "delete", "--group", group_id).exit_code == 0
+    assert zk.exists(zkdata.group_path(group_id)) is None
+
+
 # ---------------------------------------------------------------- a re-created topic
 
 def test_reset_and_import_ignore_an_offset_older_than_the_topic(cluster, zk, run, produce, group_id,

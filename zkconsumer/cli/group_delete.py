@@ -74,6 +74,11 @@ def _read_ids(client: KazooClient, group: str) -> _Ids:
 
 
 def _stop_if_members(client: KazooClient, group: str, deleted_batches: int) -> None:
+    ingests = sorted(children(client, zkdata.ingest_locks_path(group)))
+    if ingests:  # not a member, but it commits the offsets a delete would remove
+        raise CliError(f"Delete for group '{group}' stopped: a Spark ingest job runs for topic {', '.join(ingests)} "
+                       f"(lock under {zkdata.ingest_locks_path(group)}); let it finish first."
+                       + ("" if not deleted_batches else f" {deleted_batches} transaction(s) of the delete went through."))
     members = sorted(children(client, zkdata.ids_path(group)))
     if not members:
         return

@@ -58,20 +58,34 @@ class KafkaCommits:
             raise CliError(f"cannot read group {self.group}'s Kafka-committed offsets from {self.bootstrap} "
                            f"({_text(exc)}), so cannot tell whether its members would ignore a ZooKeeper-only "
                            f"write; {ZOOKEEPER_ONLY_HINT}") from None
-        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None and tp.offset >= 0}
+        refused = [tp for tp in found if tp.error is not None]
+        if refused:  # TOPIC_AUTHORIZATION_FAILED and the like: "no Kafka offset" would be a guess
+            raise CliError(f"cannot read group {self.group}'s Kafka-committed offsets of "
+                           + ", ".join(f"{tp.topic}-{tp.partition} ({tp.error.str()})" for tp in refused)
+                           + f" from {self.bootstrap}; {ZOOKEEPER_ONLY_HINT}")
+        return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, str | None]:
         """Write offsets; key -> None (written) or why Kafka refused it."""
         from confluent_kafka import KafkaException, TopicPartition as KafkaTP
         if not offsets:
             return {}
-        try:
-            results = self._consumer.commit(offsets=[KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())],
-                                            asynchronous=False)
-        except KafkaException as exc:
-            return {key: _text(exc) for key in offsets}
+        answers: list[Any] = []
+
+        def commit_now() -> None:
+            try:
+                answers.append(self._consumer.commit(
+                    offsets=[KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=False))
+            except KafkaException as exc:
+                answers.append(exc)
+        # A synchronous commit has no timeout of its own: a coordinator that went away would hang the
+        # command after ZooKeeper was already written.
+        if not run_bounded(commit_now, self.timeout, "zkconsumer-kafka-commit"):
+            return {key: f"no answer from the group coordinator within {self.timeout:g} s" for key in offsets}
+        if isinstance(answers[0], KafkaException):
+            return {key: _text(answers[0]) for key in offsets}
         out: dict[TopicPartition, str | None] = {key: None for key in offsets}
-        for tp in results or []:
+        for tp in answers[0] or []:
             if tp.error is not None:
                 out[(tp.topic, tp.partition)] = tp.error.str()
         return out
