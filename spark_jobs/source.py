@@ -148,7 +148,9 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         Also remembers the topic incarnation each was claimed in: positions planned from this
         snapshot count in those, and `_commit` writes them only into the same incarnation.
         """
-        infos = self._connector().assignment.owned_infos()
+        # Inactive: fenced (the topic was deleted or re-created) or stopped; the next rebalance
+        # resolves them, and listing their log offsets would fail the query meanwhile.
+        infos = {k: i for k, i in self._connector().assignment.owned_infos().items() if i.active}
         self._owned_epochs = {k: i.epoch for k, i in infos.items()}
         return {k: i.consumed_offset for k, i in infos.items()}
 
@@ -162,8 +164,7 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         return out
 
     def _connected(self) -> bool:
-        from kazoo.client import KazooState
-        return self._connector().group.client.state == KazooState.CONNECTED
+        return bool(self._connector().ownership_confirmed())
 
     def _bootstrap(self) -> str:
         if self.opts.bootstrap_override:

@@ -128,6 +128,13 @@ class ConsumerConnector:
         Never blocks on ZooKeeper or a running rebalance."""
         return self.assignment.positions()
 
+    def ownership_confirmed(self) -> bool:
+        """True while ZooKeeper vouches for what we own: connected, and our session confirmed recently
+        enough that it cannot have expired (the lease the iterators' delivery gate checks). After a
+        freeze past the session timeout this is False although kazoo still says CONNECTED."""
+        streams = self._streams
+        return streams is not None and streams.gate.usable()
+
     def owned_partitions(self) -> dict[tuple[str, int], str]:
         """(topic, partition) -> thread id this member owns right now. Never blocks."""
         return self.assignment.owned()

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from kazoo.client import KazooState
-
 from spark_jobs.offsets import batch_ranges, decode_offsets
 from spark_jobs.options import parse_options
 from spark_jobs.source import ReadAllAvailable, ZkStreamReader
@@ -23,7 +21,10 @@ class FakeMember:
         self.assignment = Assignment()
         self.nodes: dict[Key, tuple[int, int | None]] = {}
         self.left = False
-        self.group = type("Group", (), {"client": type("Client", (), {"state": KazooState.CONNECTED})()})()
+        self.confirmed = True  # what the member's delivery gate says (connected, lease running)
+
+    def ownership_confirmed(self) -> bool:
+        return self.confirmed
 
     def claim(self, key: Key, committed: int, epoch: int) -> None:
         """Claimed (again) in incarnation `epoch`; `committed` is what read_offsets gave (-1: none)."""
@@ -140,3 +141,31 @@ def test_positions_counted_in_an_old_incarnation_are_not_recorded_into_the_new_c
     assert assignment.record_positions({T0: 80}, {"t": 100}) == []
     assert assignment.positions() == {T0: -1}
     assert [i.consumed_offset for i in assignment.record_positions({T0: 5}, {"t": 200})] == [5]
+
+
+def test_nothing_new_is_planned_while_zookeeper_does_not_vouch_for_the_ownership() -> None:
+    """A freeze past the session timeout: kazoo still says CONNECTED, but the lease ran out and
+    another member may already own the partitions (before: the query planned them anyway)."""
+    member = FakeMember()
+    member.claim(T0, 10, epoch=100)
+    reader = Reader(member, {T0: (0, 40)})
+    start = reader.initialOffset()
+    member.confirmed = False
+    assert reader.latestOffset(start, ReadAllAvailable()) is start
+    member.confirmed = True
+    assert batch_ranges(start, reader.latestOffset(start, ReadAllAvailable())) == [(T0, 10, 40)]
+
+
+def test_a_deleted_topics_fenced_partitions_are_not_planned_nor_their_offsets_listed() -> None:
+    """Between the topic's deletion (the member fences its partitions at once) and the next
+    rebalance, the query must not ask the brokers for their log offsets: that failed the query."""
+    member = FakeMember()
+    member.claim(T0, 0, epoch=100)
+    member.assignment.install([PartitionTopicInfo("gone", 0, "q-0", StreamQueue(2), 5, 7)])
+    reader = Reader(member, {T0: (0, 20), ("gone", 0): (0, 9)})
+    start = reader.initialOffset()
+    assert decode_offsets(start) == {T0: 0, ("gone", 0): 5}
+    member.assignment.fence_topic("gone", None)
+    del reader.logs[("gone", 0)]  # the brokers no longer know it: asking raises (KeyError here)
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert batch_ranges(start, end) == [(T0, 0, 20)]
