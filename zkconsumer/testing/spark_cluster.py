@@ -1,0 +1,122 @@
+"""A Spark standalone cluster (a master and its workers) started from the pip pyspark install, on loopback."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any, Sequence
+
+from zkconsumer.testing.cluster import free_port, wait_until
+from zkconsumer.testing.process import JavaProcess
+
+
+def spark_home() -> Path:
+    import pyspark
+    return Path(pyspark.__file__).parent
+
+
+class SparkStandalone:
+    """`workers` workers of `cores` cores and `memory` each, and a master, as the pip install ships
+    them (bin/spark-class; there is no sbin/start-master.sh). Logs and work dirs go to `workdir`.
+
+    Example::
+
+        with SparkStandalone(workdir, workers=2) as spark:
+            spark.submit(["job.py", ...], py_files=[wheel])   # spark-submit --master spark.url
+            spark.executor_pids()                             # for kill -9
+    """
+
+    def __init__(self, workdir: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.port, self.ui_port = free_port(), free_port()
+        home = spark_home()
+        self._spark_class = str(home / "bin" / "spark-class")
+        self.env = {"SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(self.workdir),
+                    # Executors' Python workers: this interpreter (it has pyarrow, confluent-kafka, kazoo).
+                    "PYSPARK_PYTHON": sys.executable}
+        self.master = JavaProcess("spark-master", [
+            "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
+            "--webui-port", str(self.ui_port)], log_path=self.workdir / "master.log", java=self._spark_class,
+            env=self.env)
+        self.workers = [JavaProcess(f"spark-worker-{i}", [
+            "org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1", "--cores", str(cores),
+            "--memory", memory, "--work-dir", str(self.workdir / f"worker-{i}"), "--webui-port", str(free_port())],
+            log_path=self.workdir / f"worker-{i}.log", java=self._spark_class, env=self.env) for i in range(workers)]
+
+    @property
+    def url(self) -> str:
+        return f"spark://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 120.0) -> "SparkStandalone":
+        """Start the master, then the workers; return once every worker registered as ALIVE."""
+        try:
+            self.master.start()
+            wait_until(lambda: self.status() is not None, timeout, "answering on its web UI", self.master)
+            for worker in self.workers:
+                worker.start()
+            for worker in self.workers:
+                wait_until(lambda: self.alive_workers() >= len(self.workers), timeout,
+                           f"{len(self.workers)} workers registered", worker)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Workers first (each takes its executors with it: one process group), then the master."""
+        for process in [*self.workers, self.master]:
+            process.stop(timeout=15.0)
+
+    def __enter__(self) -> "SparkStandalone":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def status(self) -> dict[str, Any] | None:
+        """The master's JSON status (workers, active apps); None while it does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=3.0) as answer:
+                return json.load(answer)
+        except (OSError, ValueError):
+            return None
+
+    def alive_workers(self) -> int:
+        status = self.status() or {}
+        return sum(1 for w in status.get("workers", []) if w.get("state") == "ALIVE")
+
+    def executor_pids(self) -> list[int]:
+        """pids of the executor JVMs the workers launched (children running CoarseGrainedExecutorBackend)."""
+        parents = {w.pid for w in self.workers if w.pid is not None}
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid in parents and b"CoarseGrainedExecutorBackend" in cmdline:
+                found.append(int(entry.name))
+        return sorted(found)
+
+    def submit_command(self, args: Sequence[str], *, py_files: Sequence[Path] = (),
+                       conf: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+        """The spark-submit command line and environment for a Python driver on this cluster."""
+        settings = {"spark.ui.enabled": "false", "spark.executor.memory": "512m",
+                    "spark.pyspark.python": sys.executable, **(conf or {})}
+        cmd = [str(Path(sys.executable).with_name("spark-submit")), "--master", self.url,
+               "--driver-memory", "512m", *(a for k, v in settings.items() for a in ("--conf", f"{k}={v}"))]
+        if py_files:
+            cmd += ["--py-files", ",".join(str(p) for p in py_files)]
+        # No PYTHONPATH: zkconsumer reaches the driver and the executors through --py-files only.
+        env = {**os.environ, **self.env, "PYTHONPATH": ""}
+        return [*cmd, *args], env
+
+    def log_tails(self, lines: int = 20) -> str:
+        return "\n".join(f"--- {p.name} ({p.log_path}):\n{p.log_tail(lines)}" for p in [self.master, *self.workers])
