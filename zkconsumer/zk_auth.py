@@ -130,7 +130,6 @@ class ZkAuth:
         from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
         return CREATOR_ALL_ACL + READ_ACL_UNSAFE if self.set_acl else None
 
-
     def use_client_keytab(self) -> None:
         """Let MIT Kerberos log the principal in from `keytab`, as the JVM's Krb5LoginModule does.
 
