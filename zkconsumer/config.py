@@ -218,7 +218,7 @@ def _check_id(key: str, value: str, *, allow_empty: bool) -> None:
         raise _invalid(key, value, accepted)
 
 
-def _parse_zookeeper_connect(text: str) -> tuple[tuple[tuple[str, int], ...], str | None]:
+def parse_zookeeper_connect(text: str) -> tuple[tuple[tuple[str, int], ...], str | None]:
     """Split "h1:2181,h2/chroot" like ZooKeeper's ConnectStringParser, rejecting what it would choke on."""
     accepted = "host[:port][,host[:port]...][/chroot]"
     host_list, slash, path = text.partition("/")
@@ -263,7 +263,7 @@ def _check_combined(values: dict[str, Any]) -> None:
     """Checks that need the final values (derived defaults included)."""
     _check_id("group.id", values["group_id"], allow_empty=False)
     _check_id("client.id", values["client_id"], allow_empty=True)
-    _parse_zookeeper_connect(values["zookeeper_connect"])
+    parse_zookeeper_connect(values["zookeeper_connect"])
     if values["consumer_id"] is not None and "/" in values["consumer_id"]:
         raise _invalid("consumer.id", values["consumer_id"], "any text without '/'", "it names a znode")
     if values["fetch_wait_max_ms"] > values["socket_timeout_ms"]:  # the one Scala `require`
@@ -417,12 +417,12 @@ class ConsumerConfig:
     @property
     def zookeeper_hosts(self) -> tuple[tuple[str, int], ...]:
         """The ensemble as (host, port) pairs, port 2181 where none was given."""
-        return _parse_zookeeper_connect(self.zookeeper_connect)[0]
+        return parse_zookeeper_connect(self.zookeeper_connect)[0]
 
     @property
     def zookeeper_chroot(self) -> str | None:
         """The chroot path ("/kafka") or None; every znode path is relative to it."""
-        return _parse_zookeeper_connect(self.zookeeper_connect)[1]
+        return parse_zookeeper_connect(self.zookeeper_connect)[1]
 
     def get(self, name: str) -> object:
         """Value by property name ("auto.commit.enable"); ConfigError if the name is unknown."""

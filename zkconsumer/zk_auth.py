@@ -148,18 +148,20 @@ class ZkAuth:
         from zkconsumer.errors import ZooKeeperAccessDenied
 
         self.use_client_keytab()
-        problem = self.kerberos_login_problem(_first_host(hosts))
+        problem = self.kerberos_login_problem(hosts)
         if problem is not None:
             raise ZooKeeperAccessDenied(f"cannot log in to ZooKeeper at {hosts} as {self.identity}: {problem}")
 
-    def kerberos_login_problem(self, host: str) -> str | None:
-        """Why Kerberos cannot give us a ticket for `host`'s ZooKeeper service (no credentials for
-        the principal, no such service principal, the KDC unreachable, ...); None if it can or
-        GSSAPI is not used."""
+    def kerberos_login_problem(self, hosts: str) -> str | None:
+        """Why Kerberos cannot give us a ticket for the ZooKeeper service of the first server in
+        `hosts` (no credentials for the principal, no such service principal, the KDC unreachable,
+        ...); None if it can or GSSAPI is not used."""
         if self.sasl is None or self.sasl.get("mechanism") != "GSSAPI":
             return None
         import kerberos  # _kerberos_options checked that it is installed
 
+        from zkconsumer.config import parse_zookeeper_connect
+        host = parse_zookeeper_connect(hosts)[0][0][0]  # kazoo names the service after the host as written
         service = f"{self.sasl.get('service', 'zookeeper')}@{host}"
         context = None
         try:
@@ -171,14 +173,6 @@ class ZkAuth:
             if context is not None:
                 kerberos.authGSSClientClean(context)
         return None
-
-
-def _first_host(hosts: str) -> str:
-    """The host name of the first server in a connect string ("zk1:2181,zk2/kafka" -> "zk1")."""
-    first = hosts.split("/", 1)[0].split(",")[0]
-    if first.startswith("["):  # [ipv6]:port
-        return first[1:].split("]", 1)[0]
-    return first.rsplit(":", 1)[0] if ":" in first else first
 
 
 def _kerberos_options(module: LoginModule, where: str) -> tuple[dict[str, str], str | None]:

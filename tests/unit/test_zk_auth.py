@@ -189,5 +189,5 @@ def test_kerberos_without_the_kerberos_package_says_what_to_install(monkeypatch:
 @pytest.mark.parametrize(("hosts", "host"), [("zk1:2181,zk2:2181/kafka", "zk1"), ("zk1/kafka", "zk1"),
                                              ("localhost:2181", "localhost"), ("[::1]:2181,zk2", "::1")])
 def test_the_kerberos_service_host_is_the_first_servers_name(hosts: str, host: str) -> None:
-    from zkconsumer.zk_auth import _first_host
-    assert _first_host(hosts) == host
+    from zkconsumer.config import parse_zookeeper_connect
+    assert parse_zookeeper_connect(hosts)[0][0][0] == host
