@@ -1,4 +1,4 @@
-"""OffsetStore bookkeeping: what gets written where (dual commit: ZooKeeper, then Kafka), and what the checkpoint remembers."""
+"""OffsetStore bookkeeping: what is written where (dual commit: ZooKeeper, then Kafka), what the checkpoint keeps."""
 from __future__ import annotations
 
 import logging
