@@ -10,7 +10,9 @@ from typing import Mapping
 
 from zkconsumer import __version__, zkdata, zkio
 from zkconsumer.assignment import Assignment
+from zkconsumer.broker_group import admin_config, describe_broker_group
 from zkconsumer.config import ConfigError, ConsumerConfig
+from zkconsumer.dual_commit import BrokerGroupView
 from zkconsumer.errors import (ConsumerError, ConsumerRebalanceFailed, ZkConsumerError, ZooKeeperAccessDenied,
                                is_retriable)
 from zkconsumer.fetch_settings import FetchSettings
@@ -156,6 +158,7 @@ class ConsumerConnector:
             queued_chunks={s.queue.name: len(s.queue) for s in streams.all()} if streams is not None else {},
             zookeeper_commits=offsets.zookeeper_writes, kafka_commits=offsets.kafka_writes,
             commit_failures=offsets.failures,
+            kafka_commits_rejected=offsets.kafka_rejected, kafka_commit_errors=offsets.kafka_failed,
             watchdog_alerts=watchdog.alerts if watchdog is not None else 0,
             ownership_problems=len(watchdog.problems) if watchdog is not None else 0,
             ignored_peers=rebalancer.peers.count)
@@ -248,7 +251,8 @@ class ConsumerConnector:
         offsets = OffsetStore(self.group, storage=cfg.offsets_storage, dual_commit=cfg.dual_commit_enabled,
                               kafka_consumer=lambda: rebalancer.fetcher.consumer if rebalancer.fetcher else None,
                               backoff_ms=cfg.offsets_channel_backoff_ms,
-                              timeout_ms=cfg.offsets_channel_socket_timeout_ms)
+                              timeout_ms=cfg.offsets_channel_socket_timeout_ms,
+                              describe_group=lambda timeout_s: self._describe_broker_group(rebalancer, timeout_s))
         rebalancer = Rebalancer(cfg, self.group, membership, self.assignment, streams, offsets, self._make_fetcher,
                                 self.listener)
         self._worker, self._membership, self._rebalancer = worker, membership, rebalancer
@@ -305,6 +309,12 @@ class ConsumerConnector:
         fetcher = Fetcher(settings, name=self.consumer_id, on_error=self._die)
         fetcher.start()
         return fetcher
+
+    def _describe_broker_group(self, rebalancer: Rebalancer, timeout_s: float) -> BrokerGroupView | None:
+        settings = getattr(rebalancer.fetcher, "settings", None)
+        if not isinstance(settings, FetchSettings):
+            return None
+        return describe_broker_group(admin_config(settings.consumer_config()), self.config.group_id, timeout_s)
 
     def _rebalance(self, reason: str) -> bool:
         assert self._rebalancer is not None

@@ -33,6 +33,8 @@ class Snapshot:
     zookeeper_commits: int = 0
     kafka_commits: int = 0
     commit_failures: int = 0             # offset commits that raised after their retries
+    kafka_commits_rejected: int = 0      # dual commit: Kafka side rejected by a live broker-side group
+    kafka_commit_errors: int = 0         # dual commit: Kafka side failed otherwise (broker down, timeout)
     watchdog_alerts: int = 0             # checks that found a persistent ownership problem
     ownership_problems: int = 0          # persistent problems at the last check
     ignored_peers: int = 0               # members whose registration we cannot evaluate
@@ -65,6 +67,12 @@ def families(snap: Snapshot, client_id: str, group_id: str) -> list[Metric]:
                                labels=base + ["stream"])
     for stream, chunks in sorted(snap.queued_chunks.items()):
         queued.add_metric(ids + [stream], chunks)
+    dual = CounterMetricFamily(
+        "zkconsumer_dual_commit_kafka_failures",
+        "Dual commit: Kafka-side commits that failed while ZooKeeper was written (rejected: a broker-coordinated "
+        "group with the same id is active; transient: broker down, timeout)", labels=base + ["reason"])
+    dual.add_metric(ids + ["rejected"], snap.kafka_commits_rejected)
+    dual.add_metric(ids + ["transient"], snap.kafka_commit_errors)
     return [
         rebalances,
         gauge("zkconsumer_rebalance_last_seconds", "Duration of the last successful rebalance",
@@ -81,6 +89,7 @@ def families(snap: Snapshot, client_id: str, group_id: str) -> list[Metric]:
         counter("zkconsumer_commit_failures",
                 "Offset commits that failed after their retries (messages since the last commit may repeat)",
                 snap.commit_failures),
+        dual,
         gauge("zkconsumer_ignored_peers",
               "Group members whose registration this member cannot evaluate and leaves out of the assignment",
               snap.ignored_peers),

@@ -6,7 +6,9 @@ import threading
 import time
 from typing import Callable, Iterable
 
-from zkconsumer.errors import BrokersUnavailable, CommitFailed, describe, is_retriable
+from zkconsumer import dual_commit
+from zkconsumer.dual_commit import BrokerGroupView, KafkaCommitEpisodes, KafkaFailure
+from zkconsumer.errors import BrokersUnavailable, CommitFailed, ZkConsumerError, describe, is_retriable
 from zkconsumer.group import GroupZk
 from zkconsumer.stream import PartitionTopicInfo
 
@@ -14,28 +16,48 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
+# The once-per-episode look at the broker-side group must not hold commits (and the rebalancer's lock) long.
+_DESCRIBE_TIMEOUT_S = 5.0
+
+
+class KafkaSideFailed(ZkConsumerError):
+    """Dual commit: ZooKeeper was written, but the Kafka-side write failed with a non-retriable error
+    (a bug or a fatal client error); the cause is chained."""
+
 
 class OffsetStore:
     """offsets.storage=zookeeper (default), =kafka, and dual.commit.enabled (write both, read max).
 
     Kafka-side commits go through the connector's confluent-kafka Consumer with the group's
     id and no generation, like Scala's OffsetCommitRequest with generation -1.
+
+    With dual commit ZooKeeper is written first (fenced by owner node), then Kafka with the full
+    map of what ZooKeeper accepted. A Kafka-side failure never undoes or prevents the ZooKeeper
+    write: rejections by a live broker-coordinated group with our id and transient failures are
+    counted and reported once per episode, and the next commit sends the full map again.
+    `describe_group(timeout_s)` names that broker group's members in the report.
     """
 
     def __init__(self, group: GroupZk, *, storage: str, dual_commit: bool,
-                 kafka_consumer: Callable[[], object | None], backoff_ms: int, timeout_ms: int) -> None:
+                 kafka_consumer: Callable[[], object | None], backoff_ms: int, timeout_ms: int,
+                 describe_group: Callable[[float], BrokerGroupView | None] | None = None) -> None:
         self.group = group
         self.use_zookeeper = storage == "zookeeper" or dual_commit
         self.use_kafka = storage == "kafka"
         self._kafka_consumer = kafka_consumer
+        self._describe_group = describe_group
         self._backoff_s = backoff_ms / 1000.0
         self._timeout_s = timeout_ms / 1000.0
         self.zookeeper_writes = 0  # ZooKeeperCommitsPerSec's counter
         self.kafka_writes = 0      # KafkaCommitsPerSec's counter
         self.failures = 0          # commits that raised (zkconsumer_commit_failures_total)
+        self.kafka_rejected = 0    # dual commit: Kafka-side commits a live broker-side group rejected
+        self.kafka_failed = 0      # dual commit: Kafka-side commits that failed otherwise (transient)
+        self.kafka_episodes = KafkaCommitEpisodes()
 
     def read(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """-1 where nothing is committed; with dual commit the larger of the two (migration path)."""
+        """-1 where nothing is committed; with dual commit the larger of the two (migration path: what
+        that gives when one of the two writes failed is in docs/design.md, "Dual commit during a migration")."""
         keys = list(keys)
         result = {k: -1 for k in keys}
         if self.use_zookeeper:
@@ -60,8 +82,9 @@ class OffsetStore:
                 deadline = self.group.io.deadline  # a shutdown's: no retry past it
                 if attempt == attempts or not is_retriable(exc) or deadline.expired():
                     self.failures += 1
-                    log.error("offset commit failed after %d attempts (%s): messages since the last commit "
-                              "will be delivered again if these partitions move", attempt, describe(exc))
+                    if not isinstance(exc, KafkaSideFailed):  # that one says itself what was written
+                        log.error("offset commit failed after %d attempts (%s): messages since the last "
+                                  "commit will be delivered again if these partitions move", attempt, describe(exc))
                     raise
                 log.warning("offset commit attempt %d/%d failed (%s); retrying", attempt, attempts, describe(exc))
                 time.sleep(deadline.remaining(self._backoff_s))
@@ -71,21 +94,66 @@ class OffsetStore:
         # Snapshot once: iterator threads keep advancing consumed_offset while we write, and the
         # checkpoint must record the value actually written, or a later commit skips the rest.
         snapshot = [(i, i.consumed_offset) for i in self._current_incarnation(infos)]
-        if self.use_kafka:
-            # Scala commits the full map to Kafka (KAFKA-1510): that also keeps them from expiring.
+        todo = [(i, o) for i, o in snapshot if o >= 0 and o != i.committed_offset]
+        if not self.use_zookeeper:  # Kafka is the only store: its failure is the commit's
             full = [(i, o) for i, o in snapshot if o >= 0]
             self._write_kafka(full)
             self.kafka_writes += len(full)
-        todo = [(i, o) for i, o in snapshot if o >= 0 and o != i.committed_offset]
+            self._checkpoint(todo, {i.key: True for i, _ in todo})
+            return len(todo)
         written = {i.key: True for i, _ in todo}
-        if self.use_zookeeper and todo:
+        if todo:
             written = self.group.commit_offsets({i.key: o for i, o in todo}, {i.key: i.thread_id for i, _ in todo})
             self._withdraw_overtaken([(i, o) for i, o in todo if written[i.key]], written)
             self.zookeeper_writes += sum(written.values())
+        self._checkpoint(todo, written)
+        if self.use_kafka:
+            # Scala commits the full map to Kafka (KAFKA-1510): that also keeps them from expiring.
+            # A partition ZooKeeper just fenced off is another member's now: its Kafka offset is too.
+            self._write_kafka_beside_zookeeper([(i, o) for i, o in snapshot if o >= 0 and written.get(i.key, True)])
+        return sum(written.values())
+
+    @staticmethod
+    def _checkpoint(todo: list[tuple[PartitionTopicInfo, int]], written: dict[TopicPartition, bool]) -> None:
         for info, offset in todo:
             if written[info.key]:  # a fenced-off partition keeps its old checkpoint
                 info.committed_offset = offset
-        return sum(written.values())
+
+    def _write_kafka_beside_zookeeper(self, full: list[tuple[PartitionTopicInfo, int]]) -> None:
+        """Dual commit's Kafka side, after ZooKeeper was written: failures are reported, not raised
+        (unless they are bugs); the next commit sends the full map again."""
+        if not full:
+            return
+        try:
+            self._write_kafka(full)
+        except Exception as exc:  # noqa: BLE001 - classified: bugs and fatal errors are raised
+            kind = dual_commit.classify(exc)
+            if kind is KafkaFailure.FATAL:
+                raise KafkaSideFailed(f"group {self.group.group_id}: ZooKeeper offsets were written, but the Kafka-"
+                                      f"side commit failed with a non-retriable error: {describe(exc)}") from exc
+            self._kafka_failed(kind, exc)
+            return
+        self.kafka_writes += len(full)
+        ended = self.kafka_episodes.succeeded()
+        if ended is not None:
+            log.info(dual_commit.recovered_info(self.group.group_id, ended))
+
+    def _kafka_failed(self, kind: KafkaFailure, exc: BaseException) -> None:
+        if kind is KafkaFailure.REJECTED:
+            self.kafka_rejected += 1
+        else:
+            self.kafka_failed += 1
+        error = dual_commit.error_text(exc)
+        if not self.kafka_episodes.failed(kind):
+            log.debug("group %s: Kafka-side commit failed again (%s, %s)", self.group.group_id, kind.value, error)
+            return
+        if kind is KafkaFailure.TRANSIENT:
+            log.warning(dual_commit.transient_warning(self.group.group_id, error))
+            return
+        view = None
+        if self._describe_group is not None:
+            view = self._describe_group(self.group.io.deadline.remaining(min(_DESCRIBE_TIMEOUT_S, self._timeout_s)))
+        log.warning(dual_commit.rejected_warning(self.group.group_id, error, view))
 
     def _current_incarnation(self, infos: list[PartitionTopicInfo]) -> list[PartitionTopicInfo]:
         """Leave out partitions claimed in a topic that has since been deleted (or re-created).

@@ -1,14 +1,26 @@
-"""OffsetStore bookkeeping: what gets written, and what the checkpoint remembers."""
+"""OffsetStore bookkeeping: what is written where (dual commit: ZooKeeper, then Kafka), what the checkpoint keeps."""
 from __future__ import annotations
 
-from zkconsumer.offsets import OffsetStore
+import logging
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from zkconsumer.dual_commit import BrokerGroupView, BrokerMember
+from zkconsumer.errors import BrokersUnavailable
+from zkconsumer.offsets import KafkaSideFailed, OffsetStore
 from zkconsumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.zkio import Deadline
 
 
 class RecordingGroup:
     """Stands in for GroupZk's commit_offsets and topic_epochs; `during_write` runs while the write is in flight."""
 
-    def __init__(self, during_write=None, fenced=(), epochs=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, during_write=None, fenced=(), epochs=None, events=None) -> None:  # type: ignore[no-untyped-def]
+        self.group_id = "billing"
+        self.io = self  # GroupZk.io.deadline
+        self.deadline = Deadline(None)
+        self.events: list[str] = events if events is not None else []
         self.writes: list[dict] = []  # type: ignore[type-arg]
         self.during_write = during_write
         self.fenced = set(fenced)
@@ -20,6 +32,7 @@ class RecordingGroup:
 
     def commit_offsets(self, offsets, owners):  # type: ignore[no-untyped-def]
         self.writes.append(dict(offsets))
+        self.events.append("zookeeper")
         if self.during_write:
             self.during_write()
         return {k: k not in self.fenced for k in offsets}
@@ -90,3 +103,134 @@ def test_positions_of_a_deleted_topic_are_never_written() -> None:
     group = RecordingGroup(epochs={})
     assert store(group).commit([gone]) == 0
     assert group.writes == []
+
+
+class FakeKafka:
+    """Stands in for the fetcher's Consumer: commit() records the full map, or raises what `fail` holds."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+        self.commits: list[dict] = []  # type: ignore[type-arg]
+        self.fail: list[BaseException | None] = []  # one per call, then success
+
+    def commit(self, offsets, asynchronous):  # type: ignore[no-untyped-def]
+        assert asynchronous is False
+        self.events.append("kafka")
+        error = self.fail.pop(0) if self.fail else None
+        if error is not None:
+            raise error
+        self.commits.append({(tp.topic, tp.partition): tp.offset for tp in offsets})
+        return offsets
+
+
+def unknown_member() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID, "Commit failed: Broker: Unknown member"))
+
+
+class DualStore(OffsetStore):
+    """offsets.storage=kafka over the fakes; `asked` lists the timeouts the broker group was described with."""
+
+    def __init__(self, group: RecordingGroup, kafka: FakeKafka, *, dual_commit: bool = True,
+                 described: BrokerGroupView | None = None) -> None:
+        self.asked: list[float] = []
+
+        def describe(timeout_s: float) -> BrokerGroupView | None:
+            self.asked.append(timeout_s)
+            return described
+        super().__init__(group, storage="kafka", dual_commit=dual_commit,  # type: ignore[arg-type]
+                         kafka_consumer=lambda: kafka, backoff_ms=1, timeout_ms=30000, describe_group=describe)
+
+
+def test_dual_commit_writes_zookeeper_first_then_the_full_map_to_kafka() -> None:
+    events: list[str] = []
+    group, kafka = RecordingGroup(events=events), FakeKafka(events)
+    a, b = info(0, 5), info(1, 7)
+    a.consumed_offset = 9
+    assert DualStore(group, kafka).commit([a, b]) == 1
+    assert events == ["zookeeper", "kafka"]
+    assert group.writes == [{("t", 0): 9}]
+    assert kafka.commits == [{("t", 0): 9, ("t", 1): 7}]  # full map (KAFKA-1510), unchanged ones too
+
+
+def test_a_partition_zookeeper_fenced_off_is_not_written_to_kafka_either() -> None:
+    events: list[str] = []
+    group, kafka = RecordingGroup(fenced=[("t", 0)], events=events), FakeKafka(events)
+    a, b = info(0, 5), info(1, 7)
+    a.consumed_offset = 9
+    DualStore(group, kafka).commit([a, b])
+    assert kafka.commits == [{("t", 1): 7}]
+    assert a.committed_offset == 5
+
+
+def test_a_live_broker_group_never_stops_zookeeper_commits_and_is_warned_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    events: list[str] = []
+    group, kafka = RecordingGroup(events=events), FakeKafka(events)
+    view = BrokerGroupView("Stable", (BrokerMember("billing-new", "/10.0.0.7", "billing-new-1f2e"),))
+    offsets = DualStore(group, kafka, described=view)
+    a = info(0, 0)
+    kafka.fail = [unknown_member(), unknown_member(), unknown_member()]
+    caplog.set_level(logging.DEBUG, logger="zkconsumer.offsets")
+    for offset in (10, 20, 30):
+        a.consumed_offset = offset
+        assert offsets.commit([a], attempts=3) == 1  # no retry of the Kafka side, no raise
+    assert group.writes == [{("t", 0): 10}, {("t", 0): 20}, {("t", 0): 30}]
+    assert a.committed_offset == 30
+    assert (offsets.kafka_rejected, offsets.kafka_failed, offsets.kafka_writes, offsets.failures) == (3, 0, 0, 0)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "group billing" in warnings[0] and "UNKNOWN_MEMBER_ID" in warnings[0]
+    assert "client.id=billing-new host=/10.0.0.7" in warnings[0]
+    assert len(offsets.asked) == 1 and 0 < offsets.asked[0] <= 5.0  # looked up once, bounded
+
+    a.consumed_offset = 40
+    offsets.commit([a])
+    assert kafka.commits == [{("t", 0): 40}]
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert infos == ["group billing: Kafka-side offset commits succeed again after 3 failed (3 rejected); "
+                     "ZooKeeper commits were written throughout"]
+
+
+def test_transient_kafka_failures_with_dual_commit_are_retried_at_the_next_commit(
+        caplog: pytest.LogCaptureFixture) -> None:
+    events: list[str] = []
+    group, kafka = RecordingGroup(events=events), FakeKafka(events)
+    offsets = DualStore(group, kafka)
+    a, b = info(0, 0), info(1, 4)
+    a.consumed_offset = 10
+    kafka.fail = [KafkaException(KafkaError(KafkaError._ALL_BROKERS_DOWN, "all brokers down")),
+                  BrokersUnavailable("no broker connection yet")]
+    assert offsets.commit([a, b], attempts=3) == 1
+    assert events == ["zookeeper", "kafka"]  # one Kafka try per commit: the next commit is the retry
+    assert offsets.commit([a, b]) == 0       # nothing changed for ZooKeeper; Kafka still behind
+    assert offsets.commit([a, b]) == 0
+    assert kafka.commits == [{("t", 0): 10, ("t", 1): 4}]
+    assert offsets.kafka_failed == 2 and offsets.asked == []
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+
+
+def test_a_bug_on_the_kafka_side_is_raised_after_zookeeper_was_written() -> None:
+    events: list[str] = []
+    group, kafka = RecordingGroup(events=events), FakeKafka(events)
+    offsets = DualStore(group, kafka)
+    a = info(0, 0)
+    a.consumed_offset = 10
+    kafka.fail = [AttributeError("no attribute 'commit'")]
+    with pytest.raises(KafkaSideFailed, match="group billing: ZooKeeper offsets were written"):
+        offsets.commit([a], attempts=3)
+    assert group.writes == [{("t", 0): 10}] and a.committed_offset == 10
+    assert offsets.failures == 1
+
+
+def test_kafka_as_the_only_store_still_raises_and_keeps_the_checkpoint() -> None:
+    events: list[str] = []
+    group, kafka = RecordingGroup(events=events), FakeKafka(events)
+    offsets = DualStore(group, kafka, dual_commit=False)
+    a = info(0, 5)
+    a.consumed_offset = 10
+    kafka.fail = [unknown_member(), unknown_member()]
+    with pytest.raises(KafkaException):
+        offsets.commit([a], attempts=2)
+    assert group.writes == [] and a.committed_offset == 5 and offsets.failures == 1
+    assert offsets.commit([a]) == 1
+    assert kafka.commits == [{("t", 0): 10}] and a.committed_offset == 10
