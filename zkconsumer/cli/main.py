@@ -9,6 +9,7 @@ import click
 from zkconsumer import __version__
 from zkconsumer.cli.consume import consume
 from zkconsumer.cli.groups import groups
+from zkconsumer.cli.migrate import migrate
 from zkconsumer.cli.offsets import offsets
 from zkconsumer.cli.top import top
 from zkconsumer.cli.verify import verify
@@ -48,6 +49,8 @@ def cli(verbose: int) -> None:
       offsets export   ExportZkOffsets
       offsets import   ImportZkOffsets (plan first; writes with --execute)
       offsets reset    UpdateOffsetsInZK and more (plan first; writes with --execute)
+      migrate plan     a group's ZooKeeper and broker sides, and what moving it would do
+      migrate offsets  copy offsets ZooKeeper <-> brokers (plan first; writes with --execute)
       verify           VerifyConsumerRebalance, plus zombie and duplicate checks
       top              a live view of members, lag and throughput
 
@@ -56,7 +59,7 @@ def cli(verbose: int) -> None:
     commands take --json. Commands only write where their help says so.
 
     Exit status: 0 ok, 1 a problem was found (or an expected error such as an unknown group or
-    unreachable ZooKeeper, printed as one line), 2 a usage error.
+    unreachable ZooKeeper, printed as one line), 2 a usage error; `migrate` adds 3: blocked.
 
     \b
     Examples:
@@ -72,6 +75,7 @@ def cli(verbose: int) -> None:
 cli.add_command(consume)
 cli.add_command(groups)
 cli.add_command(offsets)
+cli.add_command(migrate)
 cli.add_command(verify)
 cli.add_command(top)
 

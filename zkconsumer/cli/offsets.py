@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from typing import Iterable
 
@@ -22,6 +23,7 @@ from zkconsumer.cli.kafka_offsets import KafkaCommits, open_kafka_commits, zooke
 from zkconsumer.cli.snapshot import read_owners, read_partitions
 from zkconsumer.cli.writer import PlannedWrite, echo_summary, plan_table
 from zkconsumer.cli.writer import execute as execute_plan
+from zkconsumer.migration import spark_starting_offsets
 
 TopicPartition = tuple[str, int]
 
@@ -58,9 +60,14 @@ def offsets() -> None:
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-", show_default=True,
               help="File to write ('-' is stdout).")
 @json_option
+@click.option("--format", "fmt", type=click.Choice(["lines", "json", "spark"]), default=None,
+              help="lines (the default, ExportZkOffsets'), json (as --json) or spark: the startingOffsets JSON "
+                   "of Spark's Kafka source, for exactly one --group.")
+@click.option("--topic", "-t", "topics", multiple=True, metavar="TOPIC",
+              help="Only this topic (repeatable); with --format spark, the topics the Spark job subscribes to.")
 @expected_errors
 def export(zookeeper: str, zk_digest: str | None, zk_timeout: float, groups: tuple[str, ...], output: str,
-           as_json: bool) -> None:
+           as_json: bool, fmt: str | None, topics: tuple[str, ...]) -> None:
     """Write committed offsets as ExportZkOffsets did, one line per partition:
 
     \b
@@ -71,29 +78,71 @@ def export(zookeeper: str, zk_digest: str | None, zk_timeout: float, groups: tup
     instead. Unreadable offset nodes are skipped with a warning (exit status 1); so are, with a
     warning only, offsets committed before their topic was (re)created, which members ignore.
 
+    With --format spark (one --group) it is the `startingOffsets` option of Spark's built-in Kafka
+    source, {"topic": {"0": 23, "1": 57}}, naming every partition of the group's topics (Spark
+    wants them all): a partition with no valid committed offset gets -2 (earliest), which is
+    said on stderr. A Spark job moving from the zkconsumer source to Spark's then starts at the
+    group's exact position.
+
     \b
     Examples:
       zkconsumer offsets export --zookeeper zk:2181/kafka --group billing -o billing.offsets
       zkconsumer offsets export --zookeeper zk:2181/kafka --json > all-groups.json
+      zkconsumer offsets export --zookeeper zk:2181/kafka --group billing --format spark
     """
+    if fmt is not None and as_json and fmt != "json":
+        raise CliError(f"--json and --format {fmt} disagree: give one", EXIT_USAGE)
+    fmt = fmt or ("json" if as_json else "lines")
+    if fmt == "spark" and len(set(groups)) != 1:
+        raise CliError("--format spark needs exactly one --group (startingOffsets is one group's position)",
+                       EXIT_USAGE)
+    for topic in topics:
+        try:
+            zkdata.topic_path(topic)
+        except ValueError:
+            raise CliError(f"invalid topic name {topic!r}", EXIT_USAGE) from None
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         for group in groups:
             require_group(client, group, zookeeper)
         names = sorted(set(groups)) if groups else sorted(children(client, zkdata.CONSUMERS))
-        entries, bad = _read_all(client, names)
-    text = export_json(entries) if as_json else format_export(entries)
+        if fmt == "spark":
+            text, bad = _spark_offsets(client, names[0], sorted(set(topics)) or None)
+            done = f"exported group {names[0]}'s startingOffsets to {output}"
+        else:
+            entries, bad = _read_all(client, names, set(topics) or None)
+            text = export_json(entries) if fmt == "json" else format_export(entries)
+            done = f"exported {len(entries)} offsets of {len(names)} groups to {output}"
     with click.open_file(output, "w", encoding="utf-8") as handle:
         handle.write(text)
     if output != "-":
-        click.echo(f"exported {len(entries)} offsets of {len(names)} groups to {output}", err=True)
+        click.echo(done, err=True)
     for key, reason in bad:
         warn(f"skipped {key}: {reason}")
     if bad:
         sys.exit(EXIT_PROBLEM)
 
 
-def _read_all(client: KazooClient, groups: Iterable[str]) -> tuple[list[OffsetEntry], list[tuple[str, str]]]:
-    topics = {g: children(client, zkdata.offsets_path(g)) for g in groups}
+def _spark_offsets(client: KazooClient, group: str, topics: list[str] | None) -> tuple[str, list[tuple[str, str]]]:
+    """startingOffsets JSON for the group's topics (or `topics`), and the unreadable offset nodes."""
+    wanted = topics or sorted(set(children(client, zkdata.offsets_path(group)))
+                              | set(children(client, zkdata.owners_path(group))))
+    found = read_offsets(client, group, wanted)
+    partitions = read_partitions(client, wanted)
+    for topic in [t for t in wanted if not partitions.get(t)]:
+        if topics is not None:
+            raise CliError(f"no such topic {topic!r} (no partitions under /brokers/topics/{topic})")
+        warn(f"left out topic {topic}: it has no partitions under /brokers/topics (deleted?)")
+    doc, missing = spark_starting_offsets({t: ps for t, ps in partitions.items() if ps}, found.valid)
+    if missing:
+        warn(f"no valid committed offset of group {group} for " + ", ".join(f"{t}-{p}" for t, p in missing)
+             + ": -2 (earliest) in startingOffsets")
+    bad = [(zkdata.offset_path(group, *k), r) for k, r in sorted(found.garbled.items())]
+    return json.dumps(doc, sort_keys=True) + "\n", bad
+
+
+def _read_all(client: KazooClient, groups: Iterable[str], only: set[str] | None = None
+              ) -> tuple[list[OffsetEntry], list[tuple[str, str]]]:
+    topics = {g: [t for t in children(client, zkdata.offsets_path(g)) if only is None or t in only] for g in groups}
     total = sum(len(children(client, zkdata.offsets_path(g, t))) for g, ts in topics.items() for t in ts)
     entries, bad = [], []
     with progress(total, "exporting offsets") as bar:

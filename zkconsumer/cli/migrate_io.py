@@ -1,0 +1,145 @@
+"""The I/O of `zkconsumer migrate`: read both sides of a group, write the target store, read it back."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kazoo.client import KazooClient
+
+from zkconsumer import zkdata
+from zkconsumer.cli.broker_group import BrokerGroup, membership_refusal, open_broker_group
+from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
+from zkconsumer.cli.committed import read_offsets
+from zkconsumer.cli.common import EXIT_USAGE, CliError, children
+from zkconsumer.cli.snapshot import read_owners
+from zkconsumer.cli.writer import PlannedWrite
+from zkconsumer.cli.writer import execute as write_zookeeper_guarded
+from zkconsumer.migration import (SCALA, TO_KAFKA, ZKCONSUMER, DirectionPlan, KafkaSide, ZkSide, in_scope,
+                                  mismatches)
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class Evidence:
+    """Both sides of one group as read now, the log offsets of their partitions, and warnings."""
+
+    zk: ZkSide
+    kafka: KafkaSide
+    log: dict[TopicPartition, tuple[int, int]]
+    broker: BrokerGroup
+    zk_group_exists: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def member_kinds(client: KazooClient, group: str) -> dict[str, str]:
+    """consumer id -> ZKCONSUMER when its zkconsumer marker is held by the member's own session,
+    SCALA otherwise (a Scala member, or another library that writes no marker)."""
+    ids = children(client, zkdata.ids_path(group))
+    marked = set(children(client, zkdata.zkconsumer_members_path(group)))
+    member_stats = {cid: client.exists_async(zkdata.member_path(group, cid)) for cid in ids}
+    marker_stats = {cid: client.exists_async(zkdata.zkconsumer_member_path(group, cid)) for cid in ids if cid in marked}
+    kinds = {}
+    for cid, pending in member_stats.items():
+        stat = pending.get()
+        if stat is None:  # left between the listing and the read
+            continue
+        marker = marker_stats[cid].get() if cid in marker_stats else None
+        kinds[cid] = ZKCONSUMER if marker is not None and marker.ephemeralOwner == stat.ephemeralOwner else SCALA
+    return kinds
+
+
+def read_zk_side(client: KazooClient, group: str, topics: list[str] | None) -> tuple[ZkSide, list[str]]:
+    """The ZooKeeper side (valid offsets only) and warnings about nodes that were left out."""
+    wanted = topics if topics is not None else sorted(set(children(client, zkdata.owners_path(group)))
+                                                      | set(children(client, zkdata.offsets_path(group))))
+    owners, owner_problems = read_owners(client, group, wanted)
+    found = read_offsets(client, group, wanted)
+    notes = [f"{zkdata.offset_path(group, *key)} is unreadable ({reason}): counted as no offset"
+             for key, reason in sorted(found.garbled.items())]
+    notes += [f"{zkdata.offset_path(group, *key)}: {found.stale_note(key)}; counted as no offset"
+              for key in sorted(found.stale)]
+    notes += [f"{p.detail}" for p in owner_problems]
+    ingest = tuple(sorted(children(client, zkdata.ingest_locks_path(group))))
+    side = ZkSide(group, member_kinds(client, group), {k: o.thread_id for k, o in owners.items()}, found.valid, ingest)
+    return side, notes
+
+
+def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[str] | None) -> Evidence:
+    """Read ZooKeeper, the broker group (state, members, offsets) and the log offsets of every
+    partition either side knows; CliError when the group is on neither side or the brokers fail."""
+    try:
+        zk_group_exists = client.exists(zkdata.group_path(group)) is not None
+    except ValueError:
+        raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
+    zk, notes = read_zk_side(client, group, topics) if zk_group_exists else (ZkSide(group), [])
+    broker = open_broker_group(client, access, group)
+    kafka = broker.describe(broker.committed())
+    if not zk_group_exists and not kafka.offsets and not kafka.members:
+        raise CliError(f"unknown group {group!r}: no {zkdata.group_path(group)} in ZooKeeper and no offsets or "
+                       f"members on the brokers at {broker.bootstrap}")
+    if topics is not None:
+        kafka = KafkaSide(kafka.state, kafka.members, {k: o for k, o in kafka.offsets.items() if k[0] in topics})
+    assigned = {k for m in kafka.members for k in m.assignment}
+    keys = in_scope(set(zk.offsets) | set(kafka.offsets) | set(zk.owners) | assigned, topics)
+    log: dict[TopicPartition, tuple[int, int]] = {}
+    if keys:
+        with open_watermarks(client, access, quiet=True) as marks:
+            log = marks.offsets(keys)
+            if not marks.available:
+                raise CliError(f"cannot plan group {group}'s offsets without the log offsets: {marks.reason}")
+    return Evidence(zk, kafka, log, broker, zk_group_exists, notes)
+
+
+@dataclass
+class Outcome:
+    """What --execute did: key -> status per planned write, and the error line (None: all verified)."""
+
+    statuses: dict[TopicPartition, str]
+    error: str | None
+
+
+def execute(client: KazooClient, evidence: Evidence, plan: DirectionPlan) -> Outcome:
+    """Write every planned offset to the target store, then read them back.
+
+    Kafka: one alter_consumer_group_offsets request, per-partition errors checked; an error that
+    means "the group has members" is explained with the group's state and members, described
+    again. ZooKeeper: the guarded writer (one transaction per partition that fails if an owner
+    node exists), stopping at the first ZooKeeper error.
+    """
+    group = plan.group
+    todo = {m.key: m.new for m in plan.writes if m.new is not None}
+    if not todo:
+        return Outcome({}, None)
+    refusal = None
+    if plan.target == TO_KAFKA:
+        answers = evidence.broker.alter(todo)
+        if any(answers.values()):
+            refusal = membership_refusal(group, answers, evidence.broker.describe())
+        answers = {k: None if e is None else f"refused by the broker: {e}" for k, e in answers.items()}
+    else:
+        rows = [PlannedWrite(group, m.topic, m.partition, m.target, m.new) for m in plan.writes]
+        stopped = write_zookeeper_guarded(client, rows, description="copying offsets to ZooKeeper")
+        answers = {(r.topic, r.partition): None if r.written else
+                   (f"refused: {r.refused}" if r.refused else f"not written: {r.failed}") for r in rows}
+        if stopped is not None:
+            refusal = f"writing group {group}'s offsets to ZooKeeper stopped: {stopped}"
+    written = [m for m in plan.writes if answers[m.key] is None]
+    read_back = read_target(client, evidence.broker, plan) if written else {}
+    statuses = {key: answer for key, answer in answers.items() if answer is not None}
+    for move, got in mismatches(written, read_back):
+        statuses[move.key] = f"mismatch: wrote {move.new}, read back {'nothing' if got is None else got}"
+    statuses.update({m.key: "written" for m in written if m.key not in statuses})
+    bad = [m for m in plan.writes if statuses[m.key] != "written"]
+    if not bad:
+        return Outcome(statuses, None)
+    listed = "; ".join(f"{m.topic}-{m.partition} {statuses[m.key]}" for m in bad)
+    error = (f"{len(bad)} of group {group}'s {len(plan.writes)} partitions did not read back from {plan.target} "
+             f"as written: {listed}")
+    return Outcome(statuses, f"{refusal}. {error}" if refusal else error)
+
+
+def read_target(client: KazooClient, broker: BrokerGroup, plan: DirectionPlan) -> dict[TopicPartition, int]:
+    """The target store's committed offsets of the plan's partitions, read afresh."""
+    if plan.target == TO_KAFKA:
+        return broker.committed()
+    return read_offsets(client, plan.group, sorted({m.topic for m in plan.moves})).valid
