@@ -107,7 +107,7 @@ class KafkaCommitEpisodes:
         return ended
 
 
-GUIDE = "see the migration guide (docs/design.md, \"Dual commit during a migration\")"
+GUIDE = "see the migration guide (docs/migration.md, \"Never run both kinds at once\")"
 
 
 def rejected_warning(group: str, error: str, view: BrokerGroupView | None) -> str:

@@ -74,6 +74,8 @@ SAFETY: `migrate offsets` only prints its plan unless given --execute. It
 Exit status: 0 no blocker (and, with --execute, everything read back as written), 1 a write
 failed or did not read back (every such partition is named) or another error, 2 a usage error,
 3 blocked: a blocker for the asked direction, nothing written.
+
+The guide, with the duplicate bound measured for each path: docs/migration.md.
 """
 
 
