@@ -14,13 +14,13 @@ rc=$?
 if [ $# -eq 0 ]; then
   # The ZooKeeper-era pairings users run, Kafka 1.1.1 and 0.10.2.2 on ZooKeeper 3.4.14 (everything
   # above ran on 3.9.1 / 3.8): the connector, mixed Scala/zkconsumer groups (plain and Kerberos),
-  # Burrow, and a short chaos mix (kill -9, session expiry, ZooKeeper restart; the random
+  # Burrow, the migration off ZooKeeper and back, and a short chaos mix (kill -9, session expiry, ZooKeeper restart; the random
   # scripts/chaos.py smoke runs on 3.9.1 above). Topic re-creation stays on 3.9.1: on Java 17 a
   # 0.10.2.2 controller sometimes never finishes deleting a topic after other deletions (seen
   # 2026-11-23: still listed after 60 s).
   old_tests=(
     tests/cluster/test_connector.py tests/interop/test_mixed_group.py tests/interop/test_kerberos_group.py
-    tests/cluster/test_burrow.py
+    tests/cluster/test_burrow.py tests/interop/test_migration.py
     tests/chaos/test_members.py::test_kill_minus_9_of_members
     tests/chaos/test_members.py::test_session_expiry_of_a_member
     tests/chaos/test_cluster_faults.py::test_zookeeper_server_restart
