@@ -63,17 +63,7 @@ class Driver:
 
     def group_pids(self) -> list[int]:
         """Live processes of the driver's process group: the JVM, the Python driver, planner workers."""
-        found = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    stat = (entry / "stat").read_text()
-                except OSError:
-                    continue
-                fields = stat.rsplit(")", 1)[1].split()
-                if fields[0] != "Z" and int(fields[2]) == self.popen.pid:
-                    found.append(int(entry.name))
-        return found
+        return process_group(self.popen.pid)
 
     def kill_all(self) -> None:
         """SIGKILL the whole process group (cleanup)."""
@@ -82,6 +72,29 @@ class Driver:
         except ProcessLookupError:
             pass
         self.popen.wait(30)
+
+
+def process_group(pgid: int) -> list[int]:
+    """Live (not zombie) processes whose process group is `pgid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                found.append(int(entry.name))
+    return found
+
+
+def wait_gone(pgid: int, timeout: float, what: str) -> None:
+    """Wait for a killed driver's remaining processes (Python driver, planners) to end by themselves."""
+    deadline = time.monotonic() + timeout
+    while process_group(pgid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not process_group(pgid), f"{what}: processes linger: {process_group(pgid)}"
 
 
 def sink_keys(output: Path) -> collections.Counter[tuple[int, int]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from spark_helpers import ZKCONSUMER
-from standalone_helpers import Driver, Production, ahead_of_the_sink, finish, sink_keys, wait_for
+from standalone_helpers import Driver, Production, ahead_of_the_sink, finish, sink_keys, wait_for, wait_gone
 
 from spark_jobs.checkpoint import CheckpointLog, batch_ids
 from spark_jobs.offsets import decode_offsets
@@ -54,10 +54,7 @@ def test_a_killed_driver_resumes_from_its_checkpoint_exactly_once_and_the_checkp
         in_flight, done = newest(offsets), newest(commits)
         assert in_flight > done, "the kill landed between batches"
         # Its Python processes (the driver script, the planner holding the group member) end by themselves.
-        deadline = time.monotonic() + 60
-        while first.group_pids() and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not first.group_pids(), f"the dead driver's processes linger: {first.group_pids()}"
+        wait_gone(first.popen.pid, 60, "the dead driver")
         deadline = time.monotonic() + 30  # and its member left (or its session expired)
         while zk.get_children(f"/consumers/{group_id}/ids") and time.monotonic() < deadline:
             time.sleep(0.5)
