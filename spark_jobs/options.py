@@ -16,7 +16,7 @@ from spark_jobs.offsets import EARLIEST, decode_offsets
 SOURCE_OPTIONS = frozenset({
     "topics", "whitelist", "blacklist", "streams", "startingoffsets", "endingoffsets",
     "ignorecommittedoffsets", "maxoffsetspertrigger", "failondataloss", "minpartitions",
-    "batchsize", "polltimeoutms", "bootstrap.servers", "path", "partitions",
+    "batchsize", "polltimeoutms", "bootstrap.servers", "path", "partitions", "checkpointlocation",
 })
 # librdkafka settings the executor reader depends on (bounded reads, no broker-side commits).
 READER_FORCED: dict[str, object] = {"enable.partition.eof": True, "enable.auto.commit": False,
@@ -89,6 +89,7 @@ class SourceOptions:
     poll_timeout_ms: int = 120000
     bootstrap_override: str | None = None
     partitions: frozenset[tuple[str, int]] | None = None  # batch: read exactly these, no others
+    checkpoint_location: str | None = None  # stream: the query's checkpoint, read for the last completed batch
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -173,6 +174,9 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     if not streaming and "maxoffsetspertrigger" in opts:
         raise OptionError("option 'maxOffsetsPerTrigger' applies to streaming reads only")
     partitions = _partitions(opts.get("partitions"), streaming)
+    checkpoint = opts.get("checkpointlocation", "").strip() or None
+    if checkpoint is not None and not streaming:
+        raise OptionError("option 'checkpointLocation' applies to streaming reads only (the query's checkpoint)")
     return SourceOptions(
         consumer_props=consumer, topics=topics, topic_filter=topic_filter,
         streams=_int(opts, "streams", 1, 1) or 1, starting=starting, starting_explicit=starting_explicit,
@@ -184,6 +188,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         batch_size=_int(opts, "batchsize", 20000, 1) or 20000,
         poll_timeout_ms=_int(opts, "polltimeoutms", 120000, 1) or 120000,
         bootstrap_override=opts.get("bootstrap.servers") or None, partitions=partitions,
+        checkpoint_location=checkpoint,
     )
 
 

@@ -1,6 +1,7 @@
 """The `zkconsumer` Python data source: bounded reads and micro-batches planned from ZooKeeper group state."""
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import signal
@@ -10,11 +11,13 @@ from typing import Any, Iterable, Iterator, Sequence
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from spark_jobs.checkpoint import CheckpointError, CheckpointLog, last_completed, previous_end
 from spark_jobs.kafka_read import SCHEMA, LogOffsets, read_range
 from spark_jobs.offsets import (EARLIEST, Key, OffsetRange, batch_ranges, decode_epochs, decode_offsets,
                                 encode_offsets, initial_position, is_initial, rate_limit, settle, split)
 from spark_jobs.options import SourceOptions, parse_options
 from spark_jobs.planning import bootstrap_of, plan_batch
+from spark_jobs.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
@@ -34,6 +37,9 @@ except ImportError:  # 4.0/4.1 call latestOffset() without arguments; the stand-
         pass
 
 log = logging.getLogger("spark_jobs.source")
+# stop() gives the last completed batch's commit this long (checkpoint read and ZooKeeper write),
+# then leaves the group regardless: a stuck filesystem or ZooKeeper must not hold the stop.
+STOP_COMMIT_TIMEOUT_S = 15.0
 
 
 class ZkConsumerDataSource(DataSource):
@@ -104,6 +110,10 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
         self._latest: dict[Key, int] = {}
         self._owned_epochs: dict[Key, int | None] = {}  # incarnations of the last _owned() snapshot
+        # Offsets this process planned or Spark handed it (canonical JSON): stop() commits a batch
+        # from the checkpoint only if its offsets are one of these, i.e. really this query's.
+        self._seen: collections.deque[str] = collections.deque(maxlen=64)
+        self._checkpoint_checked = False
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -142,15 +152,16 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
                 os._exit(0)
         signal.signal(signal.SIGTERM, on_sigterm)
 
-    def _owned(self) -> dict[Key, int]:
+    def _owned(self, member: Any = None) -> dict[Key, int]:
         """Owned partitions -> consumed position: a consistent snapshot (never a half-installed rebalance).
 
         Also remembers the topic incarnation each was claimed in: positions planned from this
         snapshot count in those, and `_commit` writes them only into the same incarnation.
         """
+        member = member if member is not None else self._connector()
         # Inactive: fenced (the topic was deleted or re-created) or stopped; the next rebalance
         # resolves them, and listing their log offsets would fail the query meanwhile.
-        infos = {k: i for k, i in self._connector().assignment.owned_infos().items() if i.active}
+        infos = {k: i for k, i in member.assignment.owned_infos().items() if i.active}
         self._owned_epochs = {k: i.epoch for k, i in infos.items()}
         return {k: i.consumed_offset for k, i in infos.items()}
 
@@ -177,15 +188,16 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
                                            client_config=self.opts.client_security())
         return self._log_offsets.spans(keys)
 
-    def _commit(self, positions: dict[Key, int]) -> None:
+    def _commit(self, positions: dict[Key, int], member: Any = None) -> None:
         """Write progress to /consumers/<group>/offsets, fenced: only partitions we still own."""
         if not positions:
             return
+        member = member if member is not None else self._connector()
         epochs = {t: self._owned_epochs.get((t, p)) for t, p in positions}
         try:
             # The member checks, under its rebalance lock, that each partition is still claimed in
             # the incarnation the positions count in: a re-claim in between must not receive them.
-            written = self._connector().commit_positions(positions, epochs=epochs)
+            written = member.commit_positions(positions, epochs=epochs)
         except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the next trigger commits again
             log.warning("committing offsets of group %s failed (%s); will retry at the next trigger",
                         self.opts.group_id, exc)
@@ -227,9 +239,14 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
             log.warning("not connected to ZooKeeper: planning no new data for group %s", self.opts.group_id)
             return start
         owned = self._owned()
-        first, self._resumed = not self._resumed, True
+        self._seen.append(canonical(start))
+        # The first trigger that owns anything: one that waits for a dead predecessor's owner nodes
+        # (a driver killed before its session expired) owns nothing and must not use it up.
+        first, self._resumed = not self._resumed and bool(owned), self._resumed or bool(owned)
         recorded, current = decode_epochs(start), self._epochs(owned)
         known = self._same_incarnation(before, recorded, current)
+        if first and not is_initial(start):
+            self._report_restart(start, {k: v for k, v in known.items() if k in owned}, owned)
         wanted: dict[Key, int] = {}
         for key, committed in owned.items():
             if key not in known:  # new to the query (or its topic re-created): the group's offset, else earliest
@@ -264,7 +281,33 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         if is_initial(start):
             froms = starts  # batch 0: replayed from these even if initialOffset() answers otherwise
         self._last_end = encode_offsets(positions, froms, epochs)
+        self._seen.append(canonical(self._last_end))
         return self._last_end
+
+    def _report_restart(self, start: dict[str, Any], checkpoint: dict[Key, int], zookeeper: dict[Key, int]) -> None:
+        """A resumed query follows its checkpoint, not ZooKeeper: say so loudly where they disagree
+        (an operator's `offsets reset`, another member's progress), quietly where ZooKeeper only
+        trails by the query's own last batch (what a stop or a crash leaves)."""
+        differ = disagreements(checkpoint, zookeeper)
+        if not differ:
+            return
+        hint = ""
+        if self.opts.checkpoint_location:
+            try:
+                trailing, differ = split_trailing(differ, previous_end(CheckpointLog(self.opts.checkpoint_location),
+                                                                       start))
+            except CheckpointError as exc:
+                trailing, hint = {}, f" (could not tell the query's own last commit apart: {exc})"
+            if trailing:
+                log.info("resuming from the checkpoint; ZooKeeper is one batch behind it, at the query's own "
+                         "last commit: %s", describe(trailing))
+        else:
+            hint = " (set the option checkpointLocation to the query's checkpoint to tell its own last commit apart)"
+        if differ:
+            log.warning("group %s: the checkpoint and ZooKeeper disagree: %s. The checkpoint wins: these partitions "
+                        "resume at the checkpoint's offsets and ZooKeeper is overwritten with them at this trigger. "
+                        "To start from the ZooKeeper offsets instead (e.g. after `zkconsumer offsets reset`), start "
+                        "the query with a new checkpoint location%s", self.opts.group_id, describe(differ), hint)
 
     @staticmethod
     def _same_incarnation(before: dict[Key, int], recorded: dict[str, int],
@@ -282,6 +325,10 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         return encode_offsets(self._latest) if self._latest else None
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        self._seen.append(canonical(end))  # also a batch replayed from the checkpoint after a restart
+        if self.opts.checkpoint_location and not self._checkpoint_checked:
+            self._checkpoint_checked = True  # Spark wrote this batch's offsets/<id> before planning its tasks
+            self._check_checkpoint(self.opts.checkpoint_location)
         ranges = batch_ranges(start, end)
         return split(ranges, self._bootstrap(), self.opts.min_partitions) if ranges else []
 
@@ -289,17 +336,57 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         """Spark's own "done up to end": commit it where it moves an owned partition forward and
         the partition is still claimed in the topic incarnation `end` was counted in."""
         owned = self._owned()
-        recorded, current = decode_epochs(end), self._epochs(owned)
-        self._commit({k: v for k, v in decode_offsets(end).items()
-                      if k in owned and v > owned[k] and recorded.get(k[0]) == current.get(k[0])})
+        self._commit(forward_commits(end, owned, self._epochs(owned)))
 
     def stop(self) -> None:
-        """Leave the group without committing the last planned batch: Spark reports a batch done only
-        when it plans the next one, and a stop may have cancelled it (its end would skip it for the
-        member taking over; test_two_queries_... loses messages when stop() commits it)."""
+        """Commit the last batch the sink committed (with the option checkpointLocation), then leave
+        the group. Never the last *planned* batch: a stop may have cancelled it, and its end would
+        make the member taking over skip it; Spark's commit log says which batch really completed."""
         member, self._member = self._member, None
         if member is not None:
+            if self.opts.checkpoint_location:
+                self._commit_completed(member)
             member.shutdown()  # leaves the group: our partitions move to the other members
         if self._log_offsets is not None:
             self._log_offsets.close()
             self._log_offsets = None
+
+    @staticmethod
+    def _check_checkpoint(location: str) -> None:
+        """Say at the first batch, not only at stop, when the option names no checkpoint."""
+        try:
+            if not CheckpointLog(location).exists():
+                log.warning("option checkpointLocation: %s holds no offset log: it must be the query's own "
+                            "checkpointLocation, or stop() cannot commit the last completed batch", location)
+        except CheckpointError as exc:
+            log.warning("option checkpointLocation: %s", exc)
+
+    def _commit_completed(self, member: Any) -> None:
+        """Commit the end of the checkpoint's last committed batch, if this source planned or read it;
+        bounded by STOP_COMMIT_TIMEOUT_S (on a thread: a SIGTERM may arrive while the main thread
+        holds the member's lock, and the filesystem may hang)."""
+        location = str(self.opts.checkpoint_location)
+
+        def work() -> None:
+            try:
+                batch, end = last_completed(CheckpointLog(location), list(self._seen))
+                if end is None:
+                    if self._seen:  # we planned or read batches, yet the last committed one is not ours
+                        log.warning("not committing on stop: the last committed batch in %s (%s) has none of this "
+                                    "query's offsets; the option checkpointLocation must be the query's own "
+                                    "checkpointLocation", location, batch)
+                    return
+                owned = self._owned(member)
+                positions = forward_commits(end, owned, self._epochs(owned))
+                log.info("stop: committing batch %d, which the sink committed: %s", batch,
+                         ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(positions.items())) or "nothing new")
+                self._commit(positions, member)
+            except Exception as exc:  # noqa: BLE001 - the stop goes on; ZooKeeper stays one batch behind
+                log.warning("not committing the last completed batch of group %s on stop: %s", self.opts.group_id, exc)
+
+        worker = threading.Thread(target=work, name="zkconsumer-stop-commit", daemon=True)
+        worker.start()
+        worker.join(STOP_COMMIT_TIMEOUT_S)
+        if worker.is_alive():
+            log.warning("gave up committing the last completed batch of group %s after %.0f s; ZooKeeper stays one "
+                        "batch behind the sink", self.opts.group_id, STOP_COMMIT_TIMEOUT_S)

@@ -1,10 +1,16 @@
-"""Spark test setup: one local[2] SparkSession for the whole run, with the zkconsumer source registered."""
+"""Spark test setup: one local[2] SparkSession for the whole run (zkconsumer source registered), the standalone cluster."""
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from spark_helpers import FAST, spark_environment
+from spark_helpers import FAST, ROOT, spark_environment
+
+from zkconsumer.testing.cluster import ClusterStartError
+from zkconsumer.testing.spark_cluster import SparkStandalone
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +44,27 @@ def stream_reader(spark, cluster) -> Callable[..., Any]:  # type: ignore[no-unty
     return make
 
 
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandalone]:
+    """A master and two 1-core workers, one cluster per test module (stopped after it)."""
+    try:
+        spark = SparkStandalone(tmp_path_factory.mktemp("standalone"), workers=2, cores=1, memory="1g").start()
+    except ClusterStartError as exc:
+        pytest.fail(f"the Spark standalone cluster did not start:\n{exc}", pytrace=False)
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """zkconsumer (with spark_jobs) as users ship it: a wheel built from this checkout, named .zip."""
+    out = tmp_path_factory.mktemp("wheel")
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps",
+                           "-q", "-w", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (built,) = out.glob("zkconsumer-*.whl")
+    # PySpark puts only .zip, .egg and .jar --py-files on the executors' sys.path (PACKAGE_EXTENSIONS);
+    # a pure-Python wheel is a zip: ship it under that name.
+    shipped = built.with_suffix(".zip")
+    built.rename(shipped)
+    return shipped

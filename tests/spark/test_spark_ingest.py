@@ -91,11 +91,13 @@ def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicat
     sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 400, partitions=4)
     argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
 
-    # 1. Full ingest through spark-submit, the code shipped as --py-files (as on a cluster).
-    env = {**os.environ, "PYTHONPATH": ""}
+    # 1. Full ingest through spark-submit, the code shipped as --py-files (as on a cluster), and on
+    # PYTHONPATH for the data source's planner processes, which --py-files does not reach.
+    shipped = py_files(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(shipped)}
     done = subprocess.run([str(Path(sys.executable).with_name("spark-submit")), "--master", "local[2]",
                            "--conf", "spark.ui.enabled=false", "--driver-memory", "512m",
-                           "--py-files", str(py_files(tmp_path)), str(ROOT / "spark_jobs" / "ingest.py"), *argv],
+                           "--py-files", str(shipped), str(ROOT / "spark_jobs" / "ingest.py"), *argv],
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "committed" in done.stdout  # spark-submit passes the driver's stderr (our progress) to stdout

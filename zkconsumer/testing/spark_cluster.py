@@ -114,9 +114,23 @@ class SparkStandalone:
                "--driver-memory", "512m", *(a for k, v in settings.items() for a in ("--conf", f"{k}={v}"))]
         if py_files:
             cmd += ["--py-files", ",".join(str(p) for p in py_files)]
-        # No PYTHONPATH: zkconsumer reaches the driver and the executors through --py-files only.
-        env = {**os.environ, **self.env, "PYTHONPATH": ""}
+        # --py-files reaches the Python driver and the executors, not the Python data source planner
+        # processes the driver JVM starts: those inherit the JVM's PYTHONPATH, so the same files go
+        # there too. Nothing else may supply zkconsumer: an editable install of the checkout in this
+        # interpreter's site-packages is hidden from every process of the application.
+        paths = [str(self._hide_editable_installs()), *(str(p) for p in py_files)]
+        env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(paths)}
         return [*cmd, *args], env
+
+    def _hide_editable_installs(self) -> Path:
+        """A directory whose sitecustomize.py drops setuptools' editable-install finders from sys.meta_path."""
+        folder = self.workdir / "no-editable-installs"
+        folder.mkdir(exist_ok=True)
+        (folder / "sitecustomize.py").write_text(
+            '"""Hide editable installs (setuptools __editable__ finders): test code must come from --py-files."""\n'
+            "import sys\n\n"
+            "sys.meta_path[:] = [f for f in sys.meta_path if '_Editable' not in getattr(f, '__name__', '')]\n")
+        return folder
 
     def log_tails(self, lines: int = 20) -> str:
         return "\n".join(f"--- {p.name} ({p.log_path}):\n{p.log_tail(lines)}" for p in [self.master, *self.workers])

@@ -35,8 +35,10 @@ def main() -> int:
     spark = SparkSession.builder.appName(f"zkconsumer-test-{args.group}").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.dataSource.register(ZkConsumerDataSource)
+    # The reader gets the checkpoint too: stop() commits the last batch its commit log says completed.
     reader = (spark.readStream.format("zkconsumer").option("zookeeper.connect", args.zookeeper)
-              .option("group.id", args.group).option("topics", args.topics))
+              .option("group.id", args.group).option("topics", args.topics)
+              .option("checkpointLocation", args.checkpoint))
     for item in args.option:
         key, _, value = item.partition("=")
         reader = reader.option(key, value)
