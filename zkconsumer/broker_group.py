@@ -20,6 +20,16 @@ _CONSUMER_ONLY = frozenset({
 })
 
 
+# The names Kafka itself gives the states (kafka-consumer-groups.sh prints these).
+STATE_NAMES = {"EMPTY": "Empty", "STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance",
+               "COMPLETING_REBALANCING": "CompletingRebalance", "DEAD": "Dead", "UNKNOWN": "Unknown"}
+
+
+def state_name(state: object) -> str:
+    """Kafka's own name of a confluent-kafka ConsumerGroupState (e.g. PreparingRebalance)."""
+    return STATE_NAMES.get(getattr(state, "name", str(state)), str(state))
+
+
 def admin_config(consumer_config: Mapping[str, object]) -> dict[str, object]:
     """An AdminClient configuration reaching the same brokers, the same way, as a fetcher's Consumer."""
     conf = {k: v for k, v in consumer_config.items() if k not in _CONSUMER_ONLY}
@@ -40,7 +50,7 @@ def describe_broker_group(config: Mapping[str, object], group: str, timeout_s: f
     except Exception as exc:  # noqa: BLE001 - only decorates a warning: any failure means "unknown"
         log.debug("describing broker-side group %s failed: %r", group, exc)
         return None
-    state = getattr(found.state, "name", str(found.state)).title().replace("_", "")
+    state = state_name(found.state)
     members = tuple(BrokerMember(client_id=m.client_id or "", host=m.host or "", member_id=m.member_id or "")
                     for m in found.members)
     return BrokerGroupView(state=state, members=members)

@@ -211,8 +211,12 @@ class OffsetStore:
             offsets=[KafkaTP(i.topic, i.partition, o) for i, o in infos], asynchronous=False)
         failed = [tp for tp in results or [] if tp.error is not None]
         if failed:
-            raise CommitFailed(f"Kafka offset commit failed for {failed[0].topic}-{failed[0].partition}: "
-                               f"{failed[0].error}")
+            from confluent_kafka import KafkaException
+            # The first partition's KafkaError rides along as the cause, so dual commit can tell a
+            # rejection by a live broker-side group (UNKNOWN_MEMBER_ID, ...) from a transient failure.
+            raise CommitFailed(f"Kafka offset commit failed for {len(failed)} partition(s), e.g. {failed[0].topic}-"
+                               f"{failed[0].partition}: {failed[0].error}",
+                               [(tp.topic, tp.partition) for tp in failed]) from KafkaException(failed[0].error)
 
 
 class PeriodicTask:

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import Counter
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 from click.testing import CliRunner
@@ -47,13 +47,16 @@ class Acked:
 
 @pytest.fixture
 def migrate(cluster):  # type: ignore[no-untyped-def]
-    """migrate(*args) -> (exit code, output) of `zkconsumer migrate ...` run in-process."""
+    """migrate(*args) -> (exit code, output) of `zkconsumer migrate ...` run in-process; with
+    --json among the args, the output is the parsed document on stdout."""
     runner = CliRunner()
 
-    def invoke(*args: str) -> tuple[int, str]:
+    def invoke(*args: str) -> tuple[int, Any]:
         result = runner.invoke(cli, ["migrate", *args, "--bootstrap-server", cluster.bootstrap_servers],
                                catch_exceptions=False,
                                env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "COLUMNS": "200"})
+        if "--json" in args:
+            return result.exit_code, json.loads(result.stdout)
         return result.exit_code, result.output
     return invoke
 
@@ -149,16 +152,16 @@ def test_stop_and_copy_to_broker_coordination_then_rollback(cluster, mixed, prod
     consumed_by_now(mixed, acked)
 
     # A live group is a blocker for the copy: nothing is written.
-    code, out = migrate("offsets", "--group", group, "--to", "kafka", "--execute")
-    assert code != 0 and committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS) == {}, out
+    code, doc = migrate("offsets", "--group", group, "--to", "kafka", "--execute", "--json")
+    assert code == 3 and "source-zookeeper-members" in {b["code"] for b in doc["blockers"]}, doc
+    assert committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS) == {}
 
     stop_zookeeper_group(mixed)  # final commits
     at_switch = zookeeper_offsets(mixed, topic)
     assert set(at_switch) == set(range(PARTITIONS)), at_switch
 
-    code, out = migrate("plan", "--group", group, "--json")
-    assert code == 0, out
-    json.loads(out)  # the plan is machine-readable
+    code, doc = migrate("plan", "--group", group, "--json")
+    assert code == 0 and doc["step"]["name"] == "stopped", doc
     code, out = migrate("offsets", "--group", group, "--to", "kafka")  # dry run
     assert code == 0 and committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS) == {}, out
     code, out = migrate("offsets", "--group", group, "--to", "kafka", "--execute")
@@ -208,6 +211,8 @@ def test_rolling_migration_through_dual_commit(cluster, mixed, producing, migrat
     consumed_by_now(mixed, acked)
     wait_until(lambda: len(committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS)) == PARTITIONS,
                "dual commit to reach Kafka for every partition", timeout=30)
+    code, doc = migrate("plan", "--group", group, "--json")
+    assert code == 3 and doc["step"]["name"] == "dual-commit-live", doc  # live members block the copy
 
     # (2) the ZooKeeper group stops with a final commit, written to both stores.
     stop_zookeeper_group(mixed)
@@ -215,8 +220,8 @@ def test_rolling_migration_through_dual_commit(cluster, mixed, producing, migrat
     assert committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS) == at_switch
 
     # (3) the copy has nothing left to do, and says so; running it is harmless.
-    code, out = migrate("offsets", "--group", group, "--to", "kafka", "--execute")
-    assert code == 0, out
+    code, doc = migrate("offsets", "--group", group, "--to", "kafka", "--execute", "--json")
+    assert code == 0 and doc["writes"] == 0 and doc["step"]["name"] == "copied", doc
     assert committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS) == at_switch
 
     # (4) broker-coordinated consumers start from there.
@@ -238,8 +243,9 @@ def test_stop_and_copy_after_the_group_crashed(cluster, mixed, producing, migrat
     for name in ["a-scala", "b-scala"]:
         mixed.kill(name)
     # Their owner nodes stay until their sessions expire: until then the copy is blocked.
-    code, out = migrate("offsets", "--group", group, "--to", "kafka", "--execute")
-    assert code != 0 and committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS) == {}, out
+    code, doc = migrate("offsets", "--group", group, "--to", "kafka", "--execute", "--json")
+    assert code == 3 and doc["blocked"], doc
+    assert committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS) == {}
     wait_until(lambda: not mixed.zk.get_children(f"/consumers/{group}/ids"), "the killed members' sessions to expire")
     at_switch = zookeeper_offsets(mixed, topic)
     assert set(at_switch) == set(range(PARTITIONS)), at_switch

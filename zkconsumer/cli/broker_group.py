@@ -6,15 +6,13 @@ from typing import Any, Mapping
 
 from kazoo.client import KazooClient
 
+from zkconsumer.broker_group import state_name
 from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper
 from zkconsumer.cli.common import CliError
 from zkconsumer.migration import KafkaMember, KafkaSide
 
 TopicPartition = tuple[str, int]
 
-# The names Kafka itself gives the states (kafka-consumer-groups.sh prints these).
-STATE_NAMES = {"EMPTY": "Empty", "STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance",
-               "COMPLETING_REBALANCING": "CompletingRebalance", "DEAD": "Dead", "UNKNOWN": "Unknown"}
 # Per-partition answers to an offset change that mean "the group has members" (or is getting some).
 MEMBERSHIP_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS",
                                "NON_EMPTY_GROUP", "GROUP_SUBSCRIBED_TO_TOPIC", "FENCED_INSTANCE_ID"})
@@ -60,7 +58,7 @@ class BrokerGroup:
                              "describing")
         if found is None:  # newer brokers: no such group
             return KafkaSide("Dead", (), dict(offsets or {}))
-        state = STATE_NAMES.get(getattr(found.state, "name", str(found.state)), str(found.state))
+        state = state_name(found.state)
         members = tuple(KafkaMember(m.member_id, m.client_id or "", m.host or "",
                                     tuple(sorted((tp.topic, tp.partition) for tp in
                                                  (m.assignment.topic_partitions if m.assignment else []))))
@@ -97,6 +95,11 @@ class BrokerGroup:
             if tp.error is not None:
                 out[(tp.topic, tp.partition)] = _error_text(tp.error)
         return out
+
+
+def is_membership_refusal(errors: Mapping[TopicPartition, str | None]) -> bool:
+    """Whether any per-partition answer means "the group has members" (worth describing the group)."""
+    return any(e is not None and e.split(" ", 1)[0] in MEMBERSHIP_ERRORS for e in errors.values())
 
 
 def membership_refusal(group: str, errors: Mapping[TopicPartition, str | None], side: KafkaSide) -> str | None:

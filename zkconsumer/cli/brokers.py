@@ -83,6 +83,9 @@ class Watermarks:
         self.quiet = quiet
         self.settings = dict(settings or {})  # librdkafka connection settings (TLS, SASL)
         self.reason: str | None = None if bootstrap else "no broker endpoint found under /brokers/ids"
+        # Partitions of the last offsets() call the brokers failed to answer for (not: do not have).
+        self.unanswered: dict[TopicPartition, str] = {}
+        self._topic_errors: dict[str, str] = {}
         self._consumer = None
         self._existing: dict[str, set[int]] | None = None
 
@@ -122,13 +125,17 @@ class Watermarks:
             info = meta.topics.get(topic)
             if info is not None and info.error is None:
                 existing[topic] = set(info.partitions)
+            elif info is not None and info.error.name() != "UNKNOWN_TOPIC_OR_PART":
+                self._topic_errors[topic] = info.error.str()  # e.g. not authorized: not "no such topic"
         return existing
 
     def offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         """(topic, partition) -> (log start, log end); partitions the brokers cannot answer are left out."""
         from confluent_kafka import KafkaException, TopicPartition as KafkaTopicPartition
         keys = sorted(set(keys))
+        self._topic_errors = {}
         existing = self._metadata({t for t, _ in keys})
+        self.unanswered = {(t, p): self._topic_errors[t] for t, p in keys if t in self._topic_errors}
         out: dict[TopicPartition, tuple[int, int]] = {}
         for topic, partition in keys:
             if partition not in existing.get(topic, ()):
@@ -137,7 +144,9 @@ class Watermarks:
                 low, high = self._consumer.get_watermark_offsets(  # type: ignore[union-attr]
                     KafkaTopicPartition(topic, partition), timeout=self.timeout, cached=False)
             except KafkaException as exc:
-                warn(f"no log offsets for {topic}-{partition}: {exc.args[0].str() if exc.args else exc}")
+                reason = exc.args[0].str() if exc.args else str(exc)
+                self.unanswered[(topic, partition)] = reason
+                warn(f"no log offsets for {topic}-{partition}: {reason}")
                 continue
             out[(topic, partition)] = (low, high)
         return out

@@ -63,10 +63,13 @@ SAFETY: `migrate offsets` only prints its plan unless given --execute. It
   runs (ZooKeeper: registered members, owner nodes, a Spark ingest job;
   brokers: a group that is not Empty) unless told exactly what to override
   (--force-live-target, --force-live-source). It never moves an offset
-  backwards without --allow-rewind. Source offsets before the log start are
-  clamped up to it (those messages are gone); those beyond the log end are
-  refused unless --clamp-to-log-end. Partitions only the source has are
-  copied; those only the target has are kept and reported. ZooKeeper writes
+  backwards from what the target held when it read it, without
+  --allow-rewind. Source offsets before the log start are clamped up to it
+  (those messages are gone); those beyond the log end are refused unless
+  --clamp-to-log-end. Partitions only the source has are copied; those only
+  the target has are kept and reported. Partitions whose log offsets the
+  brokers do not give, and undecodable ZooKeeper offset nodes to copy, fail
+  the command. ZooKeeper writes
   never race a partition owner; Kafka writes are admin commits, which brokers
   accept only for a group with no members. Every write is read back, and
   running it again after a copy writes nothing.
@@ -165,7 +168,9 @@ def plan(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, t
               help="Proceed although the source side still runs (members, owner nodes, ingest job, a non-Empty "
                    "broker group): the copy is a snapshot its members move past (duplicates, no loss).")
 @click.option("--clamp-to-log-end", is_flag=True, help="Copy source offsets beyond the log end as the log end "
-                                                       "(instead of refusing).")
+                                                       "(instead of refusing). Right for a truncated log; for a "
+                                                       "re-created topic it skips the new log: reset those "
+                                                       "partitions to the earliest offset instead.")
 @topic_option
 @bootstrap_option
 @json_option
@@ -212,6 +217,10 @@ def offsets(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str
         evidence = gather(client, brokers, group, wanted)
         for note in evidence.notes:
             warn(note)
+        if target == TO_KAFKA and evidence.garbled:  # their partitions would silently start elsewhere
+            raise CliError(f"cannot copy group {group}'s offsets to Kafka: {len(evidence.garbled)} ZooKeeper offset "
+                           f"node(s) cannot be decoded ({', '.join(evidence.garbled[:5])}); fix them first, e.g. with "
+                           "`zkconsumer offsets reset ... --execute`")
         chosen = plan_direction(evidence.zk, evidence.kafka, evidence.log, target, overrides, wanted)
         step = migration_step(evidence.zk, evidence.kafka, wanted)
         for blocker in chosen.overridden:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 
 from zkconsumer import zkdata
-from zkconsumer.cli.broker_group import BrokerGroup, membership_refusal, open_broker_group
+from zkconsumer.cli.broker_group import BrokerGroup, is_membership_refusal, membership_refusal, open_broker_group
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.committed import read_offsets
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children
@@ -29,6 +29,7 @@ class Evidence:
     broker: BrokerGroup
     zk_group_exists: bool
     notes: list[str] = field(default_factory=list)
+    garbled: list[str] = field(default_factory=list)  # ZooKeeper offset nodes that could not be decoded
 
 
 def member_kinds(client: KazooClient, group: str) -> dict[str, str]:
@@ -48,8 +49,9 @@ def member_kinds(client: KazooClient, group: str) -> dict[str, str]:
     return kinds
 
 
-def read_zk_side(client: KazooClient, group: str, topics: list[str] | None) -> tuple[ZkSide, list[str]]:
-    """The ZooKeeper side (valid offsets only) and warnings about nodes that were left out."""
+def read_zk_side(client: KazooClient, group: str, topics: list[str] | None) -> tuple[ZkSide, list[str], list[str]]:
+    """The ZooKeeper side (valid offsets only), warnings about nodes that were left out, and the
+    paths of offset nodes that could not be decoded."""
     wanted = topics if topics is not None else sorted(set(children(client, zkdata.owners_path(group)))
                                                       | set(children(client, zkdata.offsets_path(group))))
     owners, owner_problems = read_owners(client, group, wanted)
@@ -61,7 +63,7 @@ def read_zk_side(client: KazooClient, group: str, topics: list[str] | None) -> t
     notes += [f"{p.detail}" for p in owner_problems]
     ingest = tuple(sorted(children(client, zkdata.ingest_locks_path(group))))
     side = ZkSide(group, member_kinds(client, group), {k: o.thread_id for k, o in owners.items()}, found.valid, ingest)
-    return side, notes
+    return side, notes, [zkdata.offset_path(group, *key) for key in sorted(found.garbled)]
 
 
 def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[str] | None) -> Evidence:
@@ -71,7 +73,7 @@ def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[s
         zk_group_exists = client.exists(zkdata.group_path(group)) is not None
     except ValueError:
         raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
-    zk, notes = read_zk_side(client, group, topics) if zk_group_exists else (ZkSide(group), [])
+    zk, notes, garbled = read_zk_side(client, group, topics) if zk_group_exists else (ZkSide(group), [], [])
     broker = open_broker_group(client, access, group)
     kafka = broker.describe(broker.committed())
     if not zk_group_exists and not kafka.offsets and not kafka.members:
@@ -87,7 +89,11 @@ def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[s
             log = marks.offsets(keys)
             if not marks.available:
                 raise CliError(f"cannot plan group {group}'s offsets without the log offsets: {marks.reason}")
-    return Evidence(zk, kafka, log, broker, zk_group_exists, notes)
+            if marks.unanswered:  # a partition left out of the plan would start wherever auto.offset.reset says
+                listed = "; ".join(f"{t}-{p}: {why}" for (t, p), why in sorted(marks.unanswered.items())[:10])
+                raise CliError(f"cannot plan group {group}'s offsets: the brokers at {marks.bootstrap} gave no log "
+                               f"offsets for {len(marks.unanswered)} partition(s) they have ({listed})")
+    return Evidence(zk, kafka, log, broker, zk_group_exists, notes, garbled)
 
 
 @dataclass
@@ -113,8 +119,12 @@ def execute(client: KazooClient, evidence: Evidence, plan: DirectionPlan) -> Out
     refusal = None
     if plan.target == TO_KAFKA:
         answers = evidence.broker.alter(todo)
-        if any(answers.values()):
-            refusal = membership_refusal(group, answers, evidence.broker.describe())
+        if is_membership_refusal(answers):
+            try:
+                refusal = membership_refusal(group, answers, evidence.broker.describe())
+            except CliError as exc:  # the per-partition report below must survive a failed describe
+                refusal = f"the brokers refused offset changes of group {group} as a group with members " \
+                          f"(describing it failed: {exc})"
         answers = {k: None if e is None else f"refused by the broker: {e}" for k, e in answers.items()}
     else:
         rows = [PlannedWrite(group, m.topic, m.partition, m.target, m.new) for m in plan.writes]
@@ -124,9 +134,13 @@ def execute(client: KazooClient, evidence: Evidence, plan: DirectionPlan) -> Out
         if stopped is not None:
             refusal = f"writing group {group}'s offsets to ZooKeeper stopped: {stopped}"
     written = [m for m in plan.writes if answers[m.key] is None]
-    read_back = read_target(client, evidence.broker, plan) if written else {}
     statuses = {key: answer for key, answer in answers.items() if answer is not None}
-    for move, got in mismatches(written, read_back):
+    try:
+        read_back = read_target(client, evidence.broker, plan) if written else {}
+    except CliError as exc:  # written, but not verified: say so per partition instead of losing the report
+        statuses.update({m.key: f"written, not verified: {exc}" for m in written})
+        read_back = None
+    for move, got in mismatches(written, read_back) if read_back is not None else ():
         statuses[move.key] = f"mismatch: wrote {move.new}, read back {'nothing' if got is None else got}"
     statuses.update({m.key: "written" for m in written if m.key not in statuses})
     bad = [m for m in plan.writes if statuses[m.key] != "written"]
