@@ -41,10 +41,17 @@ class Driver:
             self.popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, env=env, cwd=folder,
                                           start_new_session=True, preexec_fn=_die_with_parent)
         assert self.popen.stdout is not None
+        # The driver's first JSON line says it started; Python warnings (pyspark's, e.g. about the
+        # installed pandas) may reach the same stdout before it and are kept for the error.
+        skipped: list[bytes] = []
         line = self.popen.stdout.readline()
+        while line and not line.startswith(b"{") and len(skipped) < 200:
+            skipped.append(line)
+            line = self.popen.stdout.readline()
         if not line.startswith(b"{"):
             self.kill_all()
-            raise AssertionError(f"the driver did not start:\n{self.log_tail()}\n{spark.log_tails()}")
+            printed = b"".join(skipped[-20:]).decode(errors="replace")
+            raise AssertionError(f"the driver did not start:\n{printed}\n{self.log_tail()}\n{spark.log_tails()}")
         self.executor_modules: list[str] = json.loads(line)["executor_modules"]
 
     def log_text(self) -> str:

@@ -72,9 +72,6 @@ DRIVER_OPTIONS: dict[str, object] = {"zookeeper.session.timeout.ms": 6000, "reba
                                      "rebalance.max.retries": 20}
 # Plain members: commit every second, so a kill -9 re-delivers a little, not a minute's worth.
 MEMBER_PROPS = {**FAST_PROPERTIES, "consumer.timeout.ms": 200, "auto.commit.interval.ms": 1000}
-# The Python driver's stderr reaches spark-submit's stdout, where Driver expects its first line to be
-# JSON: pyspark warns there (FutureWarning) when the interpreter has pandas >= 3.
-DRIVER_ENV = {"PYTHONWARNINGS": "ignore::FutureWarning"}
 RECORDING_LAG = 0.5   # a delivery is stamped after the iterator handed it out
 PLANNING_SLACK = 0.1  # file mtimes against the server's millisecond clock
 SUPER_SECRET = 0xB3415C00  # ZooKeeperServer.superSecret: passwd = java.util.Random(id ^ superSecret).nextBytes(16)
@@ -325,8 +322,7 @@ class _WithOptions:
 
 def start_driver(standalone: SparkStandalone, wheel: Path, cluster: Any, group: str, topic: str,
                  folder: Path) -> Driver:
-    return Driver(cast(SparkStandalone, _WithOptions(standalone, DRIVER_OPTIONS)), wheel, cluster, group, topic, folder,
-                  extra_env=DRIVER_ENV)
+    return Driver(cast(SparkStandalone, _WithOptions(standalone, DRIVER_OPTIONS)), wheel, cluster, group, topic, folder)
 
 
 def wait(condition: Any, timeout: float, what: str, driver: Driver) -> None:
