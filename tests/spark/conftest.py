@@ -44,9 +44,10 @@ def stream_reader(spark, cluster) -> Callable[..., Any]:  # type: ignore[no-unty
     return make
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandalone]:
-    """A master and two 1-core workers, one cluster per test module (stopped after it)."""
+    """A master and two 1-core workers shared by the standalone tests (each submits its own
+    application, whose executors end with it; starting a cluster per module cost ~25 s each)."""
     try:
         spark = SparkStandalone(tmp_path_factory.mktemp("standalone"), workers=2, cores=1, memory="1g").start()
     except ClusterStartError as exc:
