@@ -38,7 +38,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -53,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 from zkconsumer.testing import kafka  # noqa: E402
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster  # noqa: E402
 from zkconsumer.testing.jars import jar_dir  # noqa: E402
+from zkconsumer.testing.spark_cluster import build_wheel  # noqa: E402
 
 PARTITIONS = 8
 
@@ -73,18 +73,6 @@ def master_label(master: str) -> str:
     if master.startswith("local"):
         return "local"
     return "standalone" if master.startswith("spark://") else re.split(r"[:/]", master)[0]
-
-
-def build_wheel(out: Path) -> Path:
-    """zkconsumer (with spark_jobs) as users ship it: a wheel of this checkout, renamed .zip (PySpark puts
-    only .zip, .egg and .jar py-files on the executors' sys.path; a pure-Python wheel is a zip)."""
-    out.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
-                          capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise SystemExit(f"building the wheel failed:\n{done.stderr[-3000:]}")
-    (built,) = out.glob("zkconsumer-*.whl")
-    return Path(shutil.move(str(built), str(built.with_suffix(".zip"))))
 
 
 def module_paths(_: object) -> list[str]:
@@ -357,7 +345,7 @@ def main() -> None:
         master = args.master
         wheel = None
         if not master.startswith("local") or args.standalone:
-            wheel = args.wheel.resolve() if args.wheel else build_wheel(workdir / "wheel")
+            wheel = args.wheel.resolve() if args.wheel else build_wheel(workdir / "wheel", ROOT)
             os.environ["PYTHONPATH"] = str(wheel)  # also what the workers (and so the executors) inherit
         executor_memory = "512m" if args.smoke else args.executor_memory
         if args.standalone:

@@ -1,8 +1,6 @@
 """Spark test setup: one local[2] SparkSession for the whole run (zkconsumer source registered), the standalone cluster."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -10,7 +8,7 @@ import pytest
 from spark_helpers import FAST, ROOT, spark_environment
 
 from zkconsumer.testing.cluster import ClusterStartError
-from zkconsumer.testing.spark_cluster import SparkStandalone
+from zkconsumer.testing.spark_cluster import SparkStandalone, build_wheel
 
 
 @pytest.fixture(scope="session")
@@ -59,13 +57,4 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStanda
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """zkconsumer (with spark_jobs) as users ship it: a wheel built from this checkout, named .zip."""
-    out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps",
-                           "-q", "-w", str(out)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    (built,) = out.glob("zkconsumer-*.whl")
-    # PySpark puts only .zip, .egg and .jar --py-files on the executors' sys.path (PACKAGE_EXTENSIONS);
-    # a pure-Python wheel is a zip: ship it under that name.
-    shipped = built.with_suffix(".zip")
-    built.rename(shipped)
-    return shipped
+    return build_wheel(tmp_path_factory.mktemp("wheel"), ROOT)

@@ -8,23 +8,18 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from spark_helpers import FAST, ROOT, describe, sink_rows, source_end, wait_until
+from spark_helpers import FAST, describe, sink_rows, source_end, wait_until
 
 from spark_jobs import ZkConsumerDataSource
 from zkconsumer.cli.writer import write_offset_guarded
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError
 from zkconsumer.testing.members import committed_offsets
-from zkconsumer.testing.spark_connect import SparkConnectServer, build_wheel
+from zkconsumer.testing.spark_connect import SparkConnectServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(420)]
 HIDDEN = ("zkconsumer", "spark_jobs")  # the venv's editable install of the checkout: invisible to the server
 NO_MODULE = "ModuleNotFoundError: No module named 'spark_jobs'"
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_wheel(tmp_path_factory.mktemp("connect-wheel"), ROOT)
 
 
 def started(server: SparkConnectServer) -> SparkConnectServer:

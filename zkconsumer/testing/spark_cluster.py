@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -10,6 +11,21 @@ from typing import Any, Sequence
 
 from zkconsumer.testing.cluster import free_port, wait_until
 from zkconsumer.testing.process import JavaProcess
+
+
+
+def build_wheel(out: Path, root: Path, timeout: float = 300.0) -> Path:
+    """The checkout at `root` (zkconsumer and spark_jobs) as users ship it: a wheel, renamed .zip (PySpark
+    puts only .zip, .egg and .jar py-files on sys.path; a pure-Python wheel is a zip)."""
+    out.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "-q", "-w", str(out)],
+                          capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"pip wheel {root} failed:\n{done.stderr[-3000:]}")
+    (built,) = out.glob("zkconsumer-*.whl")
+    shipped = built.with_suffix(".zip")
+    built.replace(shipped)
+    return shipped
 
 
 def spark_home() -> Path:

@@ -5,7 +5,6 @@ import contextlib
 import os
 import shlex
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -37,20 +36,6 @@ def _maps_hidden(finder):
 sys.meta_path[:] = [f for f in sys.meta_path if not _maps_hidden(f)]
 sys.path[:] = [p for p in sys.path if not any(os.path.isdir(os.path.join(p or ".", n)) for n in HIDDEN)]
 '''
-
-
-def build_wheel(out: Path, root: Path, timeout: float = 300.0) -> Path:
-    """The checkout at `root` (zkconsumer and spark_jobs) as users ship it: a wheel, renamed .zip (PySpark
-    puts only .zip/.egg/.jar py-files on sys.path; a pure-Python wheel is a zip)."""
-    out.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "-q", "-w", str(out)],
-                          capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise RuntimeError(f"pip wheel {root} failed:\n{done.stderr[-3000:]}")
-    (built,) = out.glob("zkconsumer-*.whl")
-    shipped = built.with_suffix(".zip")
-    built.replace(shipped)
-    return shipped
 
 
 class SparkConnectServer:
