@@ -236,14 +236,27 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, math.ceil(p / 100.0 * len(ordered)) - 1))]
 
 
-def wait_sink(out: Path, count: int, timeout: float, what: str, query: Any) -> None:
+def wait_sink(out: Path, count: int, timeout: float, what: str, query: Any,
+              poll: Callable[[], None] = lambda: None) -> None:
     deadline = time.monotonic() + timeout
     while sink_count(out) < count:
         if query.exception() is not None:
             raise SystemExit(f"the query failed waiting for {what}: {query.exception()}")
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out after {timeout:.0f}s waiting for {what} ({sink_count(out)} of {count} rows)")
+        poll()
         time.sleep(0.25)
+
+
+PHASES = ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+
+
+def phase_means(durations: dict[int, dict[str, int]]) -> str:
+    """Mean of each durationMs phase over the sampled micro-batches (where a batch's time goes)."""
+    if not durations:
+        return "no batch progress sampled"
+    return ", ".join(f"{phase} {sum(d.get(phase, 0) for d in durations.values()) / len(durations):.0f}"
+                     for phase in PHASES) + f" ({len(durations)} batches sampled)"
 
 
 def latency_run(spark: Any, label: str, make: Callable[[Path], Any], bootstrap: str, topic: str,
@@ -257,14 +270,24 @@ def latency_run(spark: Any, label: str, make: Callable[[Path], Any], bootstrap: 
              .trigger(processingTime=f"{args.trigger_ms} milliseconds").start())
     try:
         wait_sink(out, PARTITIONS, 300, f"{label}: the primer in the sink", query)
+        durations: dict[int, dict[str, int]] = {}  # batch id -> durationMs, batches after the primer's
+
+        def sample() -> None:
+            progress = query.lastProgress
+            if progress and progress["numInputRows"]:
+                durations.setdefault(progress["batchId"], dict(progress["durationMs"]))
+        primer = (query.lastProgress or {"batchId": -1})["batchId"]
         producer = SteadyProducer(bootstrap, topic, args.rate, args.warmup + args.latency, args.size)
         producer.start()
-        producer.join()
+        while producer.is_alive():
+            sample()
+            producer.join(0.2)
         if producer.failed:
             raise SystemExit(f"{label}: {producer.failed} messages were not delivered")
-        wait_sink(out, PARTITIONS + producer.sent, 120, f"{label}: every message in the sink", query)
+        wait_sink(out, PARTITIONS + producer.sent, 120, f"{label}: every message in the sink", query, sample)
     finally:
         query.stop()
+    durations = {batch: d for batch, d in durations.items() if batch > primer}
     latencies, total, batches = row_latencies(out, producer.started_ms + args.warmup * 1000.0)
     if total != PARTITIONS + producer.sent:
         raise SystemExit(f"{label}: the sink holds {total} rows, {PARTITIONS + producer.sent} were produced")
@@ -275,6 +298,7 @@ def latency_run(spark: Any, label: str, make: Callable[[Path], Any], bootstrap: 
     print(f"  {label}: {len(latencies):,} rows measured in {batches} batches (produced {producer.sent:,} at "
           f"{producer.sent / producer.elapsed:,.0f} msg/s); latency ms p50 {result['p50']:.0f} "
           f"p90 {result['p90']:.0f} p99 {result['p99']:.0f} max {result['max']:.0f}", flush=True)
+    print(f"    mean ms per batch: {phase_means(durations)}", flush=True)
     return result
 
 
