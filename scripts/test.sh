@@ -20,7 +20,7 @@ if [ $# -eq 0 ]; then
   # 2026-11-23: still listed after 60 s).
   old_tests=(
     tests/cluster/test_connector.py tests/interop/test_mixed_group.py tests/interop/test_kerberos_group.py
-    tests/cluster/test_burrow.py tests/interop/test_migration.py
+    tests/cluster/test_burrow.py tests/interop/test_migration_paths.py
     tests/chaos/test_members.py::test_kill_minus_9_of_members
     tests/chaos/test_members.py::test_session_expiry_of_a_member
     tests/chaos/test_cluster_faults.py::test_zookeeper_server_restart

@@ -11,7 +11,7 @@ from zkconsumer.errors import is_retriable
 # What a simple commit (no member id, generation -1) gets when the broker-side group with our id
 # has members of its own. Kafka 3.9.1 (ZooKeeper mode, classic protocol) answered UNKNOWN_MEMBER_ID
 # in every phase a probe tried (joining, Stable, another member's join, leaving);
-# tests/cluster/test_dual_commit.py checks the Stable case. ILLEGAL_GENERATION and
+# tests/cluster/test_dual_commit_group.py checks the Stable case. ILLEGAL_GENERATION and
 # REBALANCE_IN_PROGRESS are the coordinator's other answers to a commit outside the current
 # generation; STALE_MEMBER_EPOCH is the consumer protocol's (KIP-848) counterpart.
 BROKER_GROUP_REJECTIONS: frozenset[int] = frozenset({
