@@ -19,6 +19,7 @@ table printed; the LAST line is machine-readable:
 `duplicates` counts only unexplained ones (outside every uncommitted window); max_converge_s is
 inf if some event never converged. Exit status 1 if any invariant broke, 2 on a harness error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,21 @@ from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.versions import DEFAULT_KAFKA
 
 MAIN, AUX = "chaos-main", "chaos-aux"
-WEIGHTS = {"join": 3, "burst-join": 1, "leave": 3, "kill": 3, "expire": 3, "stall": 1, "zk-cut": 1,
-           "zk-restart": 1, "broker-bounce": 1, "add-partitions": 1, "recreate-topic": 1, "recreate-paused": 1,
-           "garble": 1}
+WEIGHTS = {
+    "join": 3,
+    "burst-join": 1,
+    "leave": 3,
+    "kill": 3,
+    "expire": 3,
+    "stall": 1,
+    "zk-cut": 1,
+    "zk-restart": 1,
+    "broker-bounce": 1,
+    "add-partitions": 1,
+    "recreate-topic": 1,
+    "recreate-paused": 1,
+    "garble": 1,
+}
 
 
 class Chaos:
@@ -135,23 +148,27 @@ def table(report: Report, chaos: Chaos, events: int) -> str:
     for kind in sorted(chaos.counts):
         times = chaos.by_kind[kind]
         done = [t for t in times if t is not None]
-        rows.append(f"{kind:<16}{chaos.counts[kind]:>7}{max(done, default=0):>14.2f}s"
-                    f"{(sum(done) / len(done) if done else 0):>14.2f}s{len(times) - len(done):>7}")
+        rows.append(
+            f"{kind:<16}{chaos.counts[kind]:>7}{max(done, default=0):>14.2f}s"
+            f"{(sum(done) / len(done) if done else 0):>14.2f}s{len(times) - len(done):>7}"
+        )
     key, unowned = report.max_unowned
     late, latency = report.max_latency
-    rows += ["",
-             f"{'events':<22}{events}",
-             f"{'produced':<22}{report.produced}",
-             f"{'delivered':<22}{report.deliveries} ({report.distinct} distinct)",
-             f"{'lost':<22}{len(report.lost)}",
-             f"{'duplicate':<22}{len(report.duplicates)} ({report.allowed_duplicates} inside an uncommitted "
-             f"window, {len(report.bad_duplicates)} unexplained)",
-             f"{'overlaps':<22}{len(report.overlaps)}",
-             f"{'stray deliveries':<22}{report.stray}",
-             f"{'max unowned window':<22}{unowned:.2f}s ({key[0]}-{key[1]})" if key else "max unowned window    -",
-             f"{'max ack-to-delivery':<22}{latency:.2f}s ({late[0]}-{late[1]})" if late else "",
-             f"{'max convergence':<22}{report.max_converge:.2f}s"
-             + (f" ({len(report.unconverged)} never converged)" if report.unconverged else "")]
+    rows += [
+        "",
+        f"{'events':<22}{events}",
+        f"{'produced':<22}{report.produced}",
+        f"{'delivered':<22}{report.deliveries} ({report.distinct} distinct)",
+        f"{'lost':<22}{len(report.lost)}",
+        f"{'duplicate':<22}{len(report.duplicates)} ({report.allowed_duplicates} inside an uncommitted "
+        f"window, {len(report.bad_duplicates)} unexplained)",
+        f"{'overlaps':<22}{len(report.overlaps)}",
+        f"{'stray deliveries':<22}{report.stray}",
+        f"{'max unowned window':<22}{unowned:.2f}s ({key[0]}-{key[1]})" if key else "max unowned window    -",
+        f"{'max ack-to-delivery':<22}{latency:.2f}s ({late[0]}-{late[1]})" if late else "",
+        f"{'max convergence':<22}{report.max_converge:.2f}s"
+        + (f" ({len(report.unconverged)} never converged)" if report.unconverged else ""),
+    ]
     return "\n".join(r for r in rows if r is not None)
 
 
@@ -162,16 +179,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=64)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--brokers", type=int, choices=(1, 3), default=1)
-    parser.add_argument("--kafka-version", default=os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA,
-                        help="broker release (default: $ZKCONSUMER_KAFKA_VERSION, else %(default)s)")
-    parser.add_argument("--zookeeper-version", default=os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None,
-                        help="ZooKeeper server (default: $ZKCONSUMER_ZOOKEEPER_VERSION, else the broker's own)")
+    parser.add_argument(
+        "--kafka-version",
+        default=os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA,
+        help="broker release (default: $ZKCONSUMER_KAFKA_VERSION, else %(default)s)",
+    )
+    parser.add_argument(
+        "--zookeeper-version",
+        default=os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None,
+        help="ZooKeeper server (default: $ZKCONSUMER_ZOOKEEPER_VERSION, else the broker's own)",
+    )
     parser.add_argument("--rate", type=float, default=None, help="messages/s (default: 5 per partition, <= 400)")
     parser.add_argument("--session-timeout-ms", type=int, default=4000)
     parser.add_argument("--workdir", type=Path, default=None, help="member logs and the pickled history")
-    parser.add_argument("--cpu-hog", type=int, nargs="?", const=2, default=0, metavar="N",
-                        help="N busy-looping processes (default 2: one per core here) for the whole run, "
-                             "to judge the group on a starved machine")
+    parser.add_argument(
+        "--cpu-hog",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        metavar="N",
+        help="N busy-looping processes (default 2: one per core here) for the whole run, "
+        "to judge the group on a starved machine",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     hogs = start_cpu_hogs(args.cpu_hog)
@@ -190,8 +220,10 @@ def _spin(deadline: float) -> None:
 
 
 def start_cpu_hogs(count: int, max_seconds: float = 6 * 3600) -> list[multiprocessing.Process]:
-    hogs = [multiprocessing.Process(target=_spin, args=(time.monotonic() + max_seconds,), name=f"cpu-hog-{i}",
-                                    daemon=True) for i in range(count)]
+    hogs = [
+        multiprocessing.Process(target=_spin, args=(time.monotonic() + max_seconds,), name=f"cpu-hog-{i}", daemon=True)
+        for i in range(count)
+    ]
     for hog in hogs:
         hog.start()
     return hogs
@@ -211,15 +243,20 @@ def run_ahead_of_hogs(nice: int = -10) -> int | None:
     try:
         os.setpriority(os.PRIO_PROCESS, 0, nice)  # Linux: this thread; threads made later inherit it
     except OSError as exc:
-        print(f"warning: the cluster and the driver run at the hogs' priority ({exc}); expect harness "
-              f"stalls on a 2-core machine", file=sys.stderr, flush=True)
+        print(
+            f"warning: the cluster and the driver run at the hogs' priority ({exc}); expect harness "
+            f"stalls on a 2-core machine",
+            file=sys.stderr,
+            flush=True,
+        )
         return None
     return before
 
 
 def run(args: argparse.Namespace, member_nice: int | None = None) -> int:
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     if not args.verbose:  # our own clients see the ZooKeeper restarts too: expected, not news
         logging.getLogger("kazoo").setLevel(logging.ERROR)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
@@ -227,11 +264,19 @@ def run(args: argparse.Namespace, member_nice: int | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="zkconsumer-chaos-"))
     aux = max(2, args.partitions // 8)
     rate = args.rate or min(400.0, 5.0 * (args.partitions + aux))
-    settings = ChaosSettings(session_timeout_ms=args.session_timeout_ms, rate=rate, converge_timeout_s=60.0,
-                             deliver_timeout_s=120.0, member_nice=member_nice)
-    print(f"seed={seed} events={args.events} members={args.members} partitions={args.partitions}+{aux} "
-          f"brokers={args.brokers} kafka={args.kafka_version} zookeeper={args.zookeeper_version or 'bundled'} "
-          f"rate={rate:.0f}/s cpu_hogs={args.cpu_hog} workdir={workdir}", flush=True)
+    settings = ChaosSettings(
+        session_timeout_ms=args.session_timeout_ms,
+        rate=rate,
+        converge_timeout_s=60.0,
+        deliver_timeout_s=120.0,
+        member_nice=member_nice,
+    )
+    print(
+        f"seed={seed} events={args.events} members={args.members} partitions={args.partitions}+{aux} "
+        f"brokers={args.brokers} kafka={args.kafka_version} zookeeper={args.zookeeper_version or 'bundled'} "
+        f"rate={rate:.0f}/s cpu_hogs={args.cpu_hog} workdir={workdir}",
+        flush=True,
+    )
     replication = min(3, args.brokers)
     # Under a CPU hog the brokers' own 6 s ZooKeeper sessions (the test default) expire while they are
     # starved and they exit; they get Kafka's default 18 s then, and the cluster's JVMs run ahead of
@@ -239,11 +284,17 @@ def run(args: argparse.Namespace, member_nice: int | None = None) -> int:
     # Under a hog a restarting broker recovering ~80 logs kept losing an 18 s session (4 attempts of
     # the 200-event run ended in broker restarts): give the broker, not the members, 30 s.
     broker_properties = {"zookeeper.session.timeout.ms": "30000"} if args.cpu_hog else None
-    with LocalCluster(brokers=args.brokers, chroot="/chaos", workdir=workdir / "cluster",
-                      broker_properties=broker_properties, kafka_version=args.kafka_version,
-                      zookeeper_version=args.zookeeper_version) as cluster:
-        env = ChaosEnv(cluster, "chaos-group", {MAIN: args.partitions, AUX: aux}, workdir, settings,
-                       replication=replication)
+    with LocalCluster(
+        brokers=args.brokers,
+        chroot="/chaos",
+        workdir=workdir / "cluster",
+        broker_properties=broker_properties,
+        kafka_version=args.kafka_version,
+        zookeeper_version=args.zookeeper_version,
+    ) as cluster:
+        env = ChaosEnv(
+            cluster, "chaos-group", {MAIN: args.partitions, AUX: aux}, workdir, settings, replication=replication
+        )
         try:
             env.start()
             env.join(args.members, "process", proxied=True)  # each behind a proxy of its own: zk-cut
@@ -254,9 +305,12 @@ def run(args: argparse.Namespace, member_nice: int | None = None) -> int:
                 began = time.monotonic()
                 detail = chaos.run(kind)
                 converged = chaos.by_kind[kind][-1] if chaos.by_kind[kind] else None
-                print(f"[{i:>3}/{args.events}] {kind:<15} {detail:<28} took {time.monotonic() - began:5.1f}s, "
-                      f"converged in {'NEVER' if converged is None else f'{converged:.2f}s'}, "
-                      f"{len(env.live)} members", flush=True)
+                print(
+                    f"[{i:>3}/{args.events}] {kind:<15} {detail:<28} took {time.monotonic() - began:5.1f}s, "
+                    f"converged in {'NEVER' if converged is None else f'{converged:.2f}s'}, "
+                    f"{len(env.live)} members",
+                    flush=True,
+                )
             report = env.finish()
         except Exception:
             logging.exception("chaos harness failed (seed %s, workdir %s)", seed, workdir)

@@ -2,6 +2,7 @@
 
 Run through scripts/demo.sh (which installs what is needed first).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,7 @@ def ownership(zk, title: str) -> dict[tuple[str, int], str]:  # type: ignore[no-
         stat = zk.exists(zkdata.offset_path(GROUP, TOPIC, p))
         offsets[p] = zkdata.decode_offset(zk.get(zkdata.offset_path(GROUP, TOPIC, p))[0], "") if stat else "-"
     table = Table(title=title)
-    for col in ("partition", "owner thread (/consumers/%s/owners/%s/<p>)" % (GROUP, TOPIC), "committed offset"):
+    for col in ("partition", f"owner thread (/consumers/{GROUP}/owners/{TOPIC}/<p>)", "committed offset"):
         table.add_column(col)
     for (_, p), owner in sorted(owners.items()):
         table.add_row(str(p), owner, str(offsets[p]))
@@ -45,11 +46,29 @@ def ownership(zk, title: str) -> dict[tuple[str, int], str]:  # type: ignore[no-
 def spawn(cluster: LocalCluster, workdir: Path, name: str) -> tuple[subprocess.Popen, Path]:  # type: ignore[type-arg]
     out = workdir / f"{name}.deliveries"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "zkconsumer.testing.member", "--zookeeper", cluster.zookeeper_connect,
-         "--group", GROUP, "--topic", TOPIC, "--streams", "2", "--out", str(out),
-         f"--property=consumer.id={name}", "--property=auto.commit.interval.ms=1000",
-         "--property=rebalance.backoff.ms=500", "--property=rebalance.max.retries=20"],
-        stdout=subprocess.PIPE, stderr=open(workdir / f"{name}.log", "w"), text=True)
+        [
+            sys.executable,
+            "-m",
+            "zkconsumer.testing.member",
+            "--zookeeper",
+            cluster.zookeeper_connect,
+            "--group",
+            GROUP,
+            "--topic",
+            TOPIC,
+            "--streams",
+            "2",
+            "--out",
+            str(out),
+            f"--property=consumer.id={name}",
+            "--property=auto.commit.interval.ms=1000",
+            "--property=rebalance.backoff.ms=500",
+            "--property=rebalance.max.retries=20",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=open(workdir / f"{name}.log", "w"),
+        text=True,
+    )
     info = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
     console.print(f"  started member [bold]{info['consumer_id']}[/] (pid {proc.pid})")
     return proc, out
@@ -79,8 +98,10 @@ def main() -> int:
     console.rule("zkconsumer demo")
     with console.status("starting ZooKeeper + Kafka 3.9 (ZooKeeper mode) from jars..."):
         cluster = LocalCluster(brokers=1, chroot="/demo").start()
-    console.print(f"cluster up in {cluster.start_seconds:.1f}s: zookeeper.connect={cluster.zookeeper_connect} "
-                  f"bootstrap={cluster.bootstrap_servers}")
+    console.print(
+        f"cluster up in {cluster.start_seconds:.1f}s: zookeeper.connect={cluster.zookeeper_connect} "
+        f"bootstrap={cluster.bootstrap_servers}"
+    )
     members: dict[str, tuple[subprocess.Popen, Path]] = {}  # type: ignore[type-arg]
     try:
         zk = cluster.zk_client()
@@ -106,16 +127,19 @@ def main() -> int:
         proc.wait(30)
         wait_for_balanced(zk, GROUP, [TOPIC], members=2)
         console.print(f"partitions re-owned {time.monotonic() - left_at:.2f}s after bravo left")
-        sent += kafka.produce_numbered(cluster.bootstrap_servers, TOPIC, args.messages - half,
-                                       partitions=PARTITIONS, start=half)
+        sent += kafka.produce_numbered(
+            cluster.bootstrap_servers, TOPIC, args.messages - half, partitions=PARTITIONS, start=half
+        )
         wait_all(files, {(m.partition, m.offset) for m in sent})
         time.sleep(1.5)
         ownership(zk, "ownership with 2 members")
         got = delivered(files)
         missing = {(m.partition, m.offset) for m in sent} - set(got)
         dupes = len(got) - len(set(got))
-        console.print(f"[bold green]produced {len(sent)}, delivered {len(set(got))} distinct, "
-                      f"missing {len(missing)}, duplicates {dupes}[/]")
+        console.print(
+            f"[bold green]produced {len(sent)}, delivered {len(set(got))} distinct, "
+            f"missing {len(missing)}, duplicates {dupes}[/]"
+        )
         zk.stop()
         return 0 if not missing else 1
     finally:

@@ -8,6 +8,7 @@ so the session's local cluster runs that broker release on that ZooKeeper server
 with Maven the first time). Prints a table (pairing, passed, failed, seconds) and, last, the
 machine-readable line `pairings=N passed=N failed=N`; exits 1 if any test failed or errored.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,22 +21,40 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAIRINGS = ("0.10.2.2/3.4.14", "0.11.0.3/3.4.14", "1.1.1/3.4.14", "1.1.1/3.5.10", "2.4.1/3.5.10",
-            "2.8.2/3.5.10", "3.9.1/bundled")
-TESTS = ("tests/cluster/test_connector.py", "tests/cluster/test_cli.py", "tests/cluster/test_burrow.py",
-         "tests/interop", "tests/spark/test_spark_bench_smoke.py")
+PAIRINGS = (
+    "0.10.2.2/3.4.14",
+    "0.11.0.3/3.4.14",
+    "1.1.1/3.4.14",
+    "1.1.1/3.5.10",
+    "2.4.1/3.5.10",
+    "2.8.2/3.5.10",
+    "3.9.1/bundled",
+)
+TESTS = (
+    "tests/cluster/test_connector.py",
+    "tests/cluster/test_cli.py",
+    "tests/cluster/test_burrow.py",
+    "tests/interop",
+    "tests/spark/test_spark_bench_smoke.py",
+)
 
 
 def run_pairing(pairing: str, tests: list[str], extra: list[str]) -> tuple[int, int, float]:
     """(passed, failed or errored, seconds) of one pytest run against `pairing` (kafka/zookeeper)."""
     kafka, _, zookeeper = pairing.partition("/")
-    env = {**os.environ, "ZKCONSUMER_KAFKA_VERSION": kafka,
-           "ZKCONSUMER_ZOOKEEPER_VERSION": "" if zookeeper in ("", "bundled") else zookeeper}
+    env = {
+        **os.environ,
+        "ZKCONSUMER_KAFKA_VERSION": kafka,
+        "ZKCONSUMER_ZOOKEEPER_VERSION": "" if zookeeper in ("", "bundled") else zookeeper,
+    }
     with tempfile.TemporaryDirectory(prefix="zkconsumer-matrix-") as folder:
         report = Path(folder) / "report.xml"
         began = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               f"--junitxml={report}", *tests, *extra], cwd=ROOT, env=env)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *tests, *extra],
+            cwd=ROOT,
+            env=env,
+        )
         seconds = time.monotonic() - began
         if not report.exists():  # pytest could not even collect: count the run as one failure
             return 0, 1, seconds
@@ -50,8 +69,9 @@ def run_pairing(pairing: str, tests: list[str], extra: list[str]) -> tuple[int, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairings", default=",".join(PAIRINGS), help="kafka/zookeeper,... (zookeeper "
-                        "'bundled': the release's own)")
+    parser.add_argument(
+        "--pairings", default=",".join(PAIRINGS), help="kafka/zookeeper,... (zookeeper 'bundled': the release's own)"
+    )
     parser.add_argument("--tests", default=",".join(TESTS), help="pytest paths, comma-separated")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()

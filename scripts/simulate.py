@@ -5,6 +5,7 @@
 
 The last line is machine-readable: schedules=N violations=V per_s=X
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=3, help="failing schedules to shrink and print")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.CRITICAL)
-    options = Options(members=args.members, partitions=args.partitions, steps=args.steps,
-                      fault_rate=args.fault_rate)
+    options = Options(members=args.members, partitions=args.partitions, steps=args.steps, fault_rate=args.fault_rate)
     began = time.monotonic()
     failing = []
     for i in range(args.schedules):

@@ -8,6 +8,7 @@
 
 See spark_jobs/README.md for the options, offset precedence and how to ship it to a cluster.
 """
+
 from spark_jobs.source import ZkConsumerDataSource
 
 __all__ = ["ZkConsumerDataSource"]

@@ -1,9 +1,11 @@
 """Read a streaming query's Spark checkpoint (commit log, offset log) from the planner process, through pyarrow.fs."""
+
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from spark_jobs.offsets import Key, decode_offsets
 from spark_jobs.reconcile import canonical, own_entry
@@ -51,6 +53,7 @@ class CheckpointLog:
     def _open(self) -> tuple[Any, str]:
         if self._fs is None:
             from pyarrow import fs
+
             try:
                 if "://" in self.location or self.location.startswith("file:"):
                     self._fs, self._root = fs.FileSystem.from_uri(self.location)
@@ -62,6 +65,7 @@ class CheckpointLog:
 
     def _names(self, sub: str) -> list[str]:
         from pyarrow import fs
+
         filesystem, root = self._open()
         try:
             infos = filesystem.get_file_info(fs.FileSelector(f"{root}/{sub}", allow_not_found=True))
@@ -72,6 +76,7 @@ class CheckpointLog:
     def exists(self) -> bool:
         """Has Spark written an offset log here (i.e. is this a query's checkpoint)?"""
         from pyarrow import fs
+
         filesystem, root = self._open()
         try:
             return filesystem.get_file_info(f"{root}/{OFFSETS}").type == fs.FileType.Directory

@@ -11,6 +11,7 @@ past it instead of reading it again, so the output never holds a message twice. 
 One ingest per group and topic at a time (an ephemeral lock node in ZooKeeper; a second one
 exits 4); the group must have no live member owning the topic.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 MARKER = "_ZKCONSUMER_RANGES.json"
 FAIL_ENV = "ZKCONSUMER_INGEST_FAIL_AFTER_WRITE"  # tests: die after the write, before the commit
@@ -33,11 +35,10 @@ EXIT_OK, EXIT_FAILED, EXIT_OWNED, EXIT_COMMIT_REFUSED, EXIT_LOCKED = 0, 1, 2, 3,
 if __package__ in (None, ""):  # run as a file: --py-files / the wheel come first, else this checkout
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from zkconsumer import zkdata  # noqa: E402
-
 from spark_jobs.offsets import Key  # noqa: E402
 from spark_jobs.options import parse_options  # noqa: E402
 from spark_jobs.planning import BatchPlan, plan_batch, zookeeper  # noqa: E402
+from zkconsumer import zkdata  # noqa: E402
 
 
 def log(message: str) -> None:
@@ -103,12 +104,14 @@ def find_runs(fs: HadoopFs, topic: str) -> list[Run]:
     return runs
 
 
-def same_incarnation(runs: Sequence[Run], group: str, epoch: int | None,
-                     created_ms: int | None = None) -> tuple[list[Run], list[Run]]:
+def same_incarnation(
+    runs: Sequence[Run], group: str, epoch: int | None, created_ms: int | None = None
+) -> tuple[list[Run], list[Run]]:
     """(runs recovery may chain through, the others): a complete run counts only if it was written
     for this group and this incarnation of the topic (a marker without an epoch: written after
     the topic node was created, at `created_ms`). Offsets of a deleted topic's run mean nothing
     in the topic created again under its name (chaining through them skipped its data)."""
+
     def ours(run: Run) -> bool:
         if run.ranges is None or run.group != group or epoch is None:
             return False
@@ -138,9 +141,10 @@ def recover(starts: dict[Key, int], runs: Sequence[Run]) -> dict[Key, int]:
 def run_name(topic: str, ranges: dict[Key, tuple[int, int]], *, group: str, epoch: int | None) -> str:
     """The run's directory: the same ranges of another group or topic incarnation get another one
     (the same offsets of a re-created topic are other messages; overwriting would lose the old)."""
-    text = json.dumps({"group": group, "epoch": epoch,
-                       "ranges": {f"{t}/{p}": list(r) for (t, p), r in sorted(ranges.items())}},
-                      separators=(",", ":"))
+    text = json.dumps(
+        {"group": group, "epoch": epoch, "ranges": {f"{t}/{p}": list(r) for (t, p), r in sorted(ranges.items())}},
+        separators=(",", ":"),
+    )
     return f"run={topic}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
@@ -154,7 +158,7 @@ class Progress:
         self._thread = threading.Thread(target=self._loop, name="ingest-progress", daemon=True)
         self._began = time.monotonic()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         self._thread.start()
         return self
 
@@ -166,8 +170,12 @@ class Progress:
         last = None
         while not self._done.wait(self._every):
             stages = [self._tracker.getStageInfo(s) for s in self._tracker.getActiveStageIds()]
-            line = ", ".join(f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks"
-                             for s in stages if s is not None) or "planning"
+            line = (
+                ", ".join(
+                    f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks" for s in stages if s is not None
+                )
+                or "planning"
+            )
             if line != last:
                 log(f"{self._label}: {line} ({time.monotonic() - self._began:.0f}s)")
                 last = line
@@ -193,21 +201,31 @@ def take_lock(client: Any, group: str, topic: str) -> str | None:
 def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[str, str]) -> int:
     """One topic, under its lock: a second job at once would delete this one's run in progress
     as a write that died."""
-    options = {"zookeeper.connect": args.zookeeper, "group.id": args.group, "topics": topic,
-               "startingOffsets": args.starting, **props}
+    options = {
+        "zookeeper.connect": args.zookeeper,
+        "group.id": args.group,
+        "topics": topic,
+        "startingOffsets": args.starting,
+        **props,
+    }
     opts = parse_options(options, streaming=False)
     with zookeeper(opts) as client:
         holder = take_lock(client, args.group, topic)
         if holder is not None:
-            log(f"{topic}: refusing: another ingest of group {args.group} runs ({holder}; lock "
-                f"{zkdata.ingest_lock_path(args.group, topic)}); one at a time")
+            log(
+                f"{topic}: refusing: another ingest of group {args.group} runs ({holder}; lock "
+                f"{zkdata.ingest_lock_path(args.group, topic)}); one at a time"
+            )
             return EXIT_LOCKED
         lock = zkdata.ingest_lock_path(args.group, topic)
 
         def check_lock(before: str) -> None:
             if not holds_lock(client, lock):
-                raise RuntimeError(f"lost the ingest lock {lock} (our ZooKeeper session ended) {before}: "
-                                   "another run may have started; nothing of this run was committed, rerun it")
+                raise RuntimeError(
+                    f"lost the ingest lock {lock} (our ZooKeeper session ended) {before}: "
+                    "another run may have started; nothing of this run was committed, rerun it"
+                )
+
         try:
             return _ingest_locked(spark, args, topic, options, opts, check_lock)
         finally:
@@ -225,13 +243,22 @@ def holds_lock(client: Any, path: str) -> bool:
     return stat is not None and client.client_id is not None and stat.ephemeralOwner == client.client_id[0]
 
 
-def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: dict[str, str], opts: Any,
-                   check_lock: Callable[[str], None]) -> int:
+def _ingest_locked(
+    spark: Any,
+    args: argparse.Namespace,
+    topic: str,
+    options: dict[str, str],
+    opts: Any,
+    check_lock: Callable[[str], None],
+) -> int:
     plan: BatchPlan = plan_batch(opts)
     owned = [p for p in plan.partitions if p.owner]
     if owned:
-        log(f"{topic}: refusing: live members of {args.group} own " + ", ".join(
-            f"{p.key[1]} ({p.owner})" for p in owned) + "; stop them first (their offsets would race ours)")
+        log(
+            f"{topic}: refusing: live members of {args.group} own "
+            + ", ".join(f"{p.key[1]} ({p.owner})" for p in owned)
+            + "; stop them first (their offsets would race ours)"
+        )
         return EXIT_OWNED
     fs = HadoopFs(spark, args.output)
     runs = find_runs(fs, topic)
@@ -239,19 +266,24 @@ def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: di
         log(f"{topic}: deleting incomplete {stale.name}")
         fs.delete(f"{fs.root}/{stale.name}")
     epoch = plan.epochs.get(topic)
-    done, others = same_incarnation([r for r in runs if r.ranges is not None], args.group, epoch,
-                                    plan.created_ms.get(topic))
+    done, others = same_incarnation(
+        [r for r in runs if r.ranges is not None], args.group, epoch, plan.created_ms.get(topic)
+    )
     for run in others:
-        log(f"{topic}: not resuming past {run.name}: written for group {run.group} and topic incarnation "
-            f"{run.epoch}, this is group {args.group} and incarnation {epoch}")
+        log(
+            f"{topic}: not resuming past {run.name}: written for group {run.group} and topic incarnation "
+            f"{run.epoch}, this is group {args.group} and incarnation {epoch}"
+        )
     planned = {p.key: p.start for p in plan.partitions}
     starts = recover(planned, done)
     ends = {p.key: max(p.end, starts[p.key]) for p in plan.partitions}
     ranges = {k: (starts[k], ends[k]) for k in starts if ends[k] > starts[k]}
     recovered = {k: v for k, v in starts.items() if v != planned[k]}
     if recovered:
-        log(f"{topic}: found written but uncommitted runs; resuming past them at " +
-            ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(recovered.items())))
+        log(
+            f"{topic}: found written but uncommitted runs; resuming past them at "
+            + ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(recovered.items()))
+        )
     if ranges:
         name = run_name(topic, ranges, group=args.group, epoch=epoch)
         path = f"{fs.root}/{name}"
@@ -259,18 +291,30 @@ def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: di
         log(f"{topic}: reading {total} messages from {len(ranges)} partitions into {path}")
         as_json = {f"{t}/{p}": v for (t, p), v in sorted(starts.items())}
         # "partitions" pins the read to this plan: a partition added since is left to the next run.
-        df = (spark.read.format("zkconsumer").options(**options)
-              .option("partitions", ",".join(f"{t}/{p}" for t, p in sorted(starts)))
-              .option("startingOffsets", json.dumps(as_json))
-              .option("endingOffsets", json.dumps({f"{t}/{p}": v for (t, p), v in sorted(ends.items())}))
-              .load())
+        df = (
+            spark.read.format("zkconsumer")
+            .options(**options)
+            .option("partitions", ",".join(f"{t}/{p}" for t, p in sorted(starts)))
+            .option("startingOffsets", json.dumps(as_json))
+            .option("endingOffsets", json.dumps({f"{t}/{p}": v for (t, p), v in sorted(ends.items())}))
+            .load()
+        )
         spark.sparkContext.setJobDescription(f"zkconsumer ingest {args.group}/{topic} -> {name}")
         with Progress(spark, topic):
             df.write.mode("overwrite").format(args.format).save(path)
         check_lock("before writing the marker")
-        fs.write(f"{path}/{MARKER}", json.dumps(
-            {"group": args.group, "topic": topic, "epoch": epoch, "written_at": int(time.time() * 1000),
-             "ranges": {str(p): [lo, hi] for (_, p), (lo, hi) in sorted(ranges.items())}}))
+        fs.write(
+            f"{path}/{MARKER}",
+            json.dumps(
+                {
+                    "group": args.group,
+                    "topic": topic,
+                    "epoch": epoch,
+                    "written_at": int(time.time() * 1000),
+                    "ranges": {str(p): [lo, hi] for (_, p), (lo, hi) in sorted(ranges.items())},
+                }
+            ),
+        )
         log(f"{topic}: wrote {total} messages")
         if os.environ.get(FAIL_ENV):
             raise RuntimeError(f"{FAIL_ENV} is set: failing after the write, before the commit")
@@ -285,6 +329,7 @@ def _ingest_locked(spark: Any, args: argparse.Namespace, topic: str, options: di
 def commit(opts: Any, group: str, commits: dict[Key, int]) -> int:
     """Write each offset unless a live member owns the partition (one guarded transaction each)."""
     from zkconsumer.cli.writer import write_offset_guarded  # the CLI's owner-fenced offset write
+
     refused = {}
     with zookeeper(opts) as client:
         for (topic, partition), offset in sorted(commits.items()):
@@ -292,26 +337,37 @@ def commit(opts: Any, group: str, commits: dict[Key, int]) -> int:
             if reason is not None:
                 refused[(topic, partition)] = reason
     if commits:
-        log("committed " + ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(commits.items())
-                                     if (t, p) not in refused))
+        log("committed " + ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(commits.items()) if (t, p) not in refused))
     for (topic, partition), reason in sorted(refused.items()):
-        log(f"NOT committed {topic}-{partition}: {reason}. The output is complete and recorded; "
-            "rerun once no member owns it")
+        log(
+            f"NOT committed {topic}-{partition}: {reason}. The output is complete and recorded; "
+            "rerun once no member owns it"
+        )
     return EXIT_COMMIT_REFUSED if refused else EXIT_OK
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="ingest.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="ingest.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--zookeeper", required=True, help="zookeeper.connect, e.g. zk:2181/kafka")
     parser.add_argument("--group", required=True, help="consumer group (group.id) whose offsets advance")
     parser.add_argument("--topic", required=True, action="append", help="topic to ingest (repeatable)")
     parser.add_argument("--output", required=True, help="output root; each run goes to OUTPUT/run=<topic>-<hash>")
     parser.add_argument("--format", default="parquet", help="Spark file format (default parquet)")
-    parser.add_argument("--starting", default="earliest", choices=("earliest", "latest"),
-                        help="where partitions without a committed offset start (default earliest)")
-    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                        help="legacy consumer property or zkconsumer source option (repeatable)")
+    parser.add_argument(
+        "--starting",
+        default="earliest",
+        choices=("earliest", "latest"),
+        help="where partitions without a committed offset start (default earliest)",
+    )
+    parser.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="legacy consumer property or zkconsumer source option (repeatable)",
+    )
     args = parser.parse_args(argv)
     for item in args.property:
         if "=" not in item:
@@ -323,7 +379,9 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> int:
     args = parse_args(argv)
     props = dict(item.split("=", 1) for item in args.property)
     from pyspark.sql import SparkSession
+
     from spark_jobs import ZkConsumerDataSource
+
     session = spark or SparkSession.builder.appName(f"zkconsumer-ingest-{args.group}").getOrCreate()
     session.dataSource.register(ZkConsumerDataSource)
     status = EXIT_OK

@@ -1,32 +1,45 @@
 """Kafka I/O: executor reads of exact offset ranges into Arrow batches; driver-side log offset lookups."""
+
 from __future__ import annotations
 
 import logging
 import time
 from array import array
 from bisect import bisect_left
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType,
-                               TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from spark_jobs.offsets import DataLossError, Key, OffsetRange
 
 log = logging.getLogger(__name__)
 
-SCHEMA = StructType([
-    StructField("key", BinaryType()),
-    StructField("value", BinaryType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("offset", LongType()),
-    StructField("timestamp", TimestampType()),
-    StructField("headers", ArrayType(StructType([StructField("key", StringType()),
-                                                 StructField("value", BinaryType())]))),
-])
+SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField(
+            "headers", ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+        ),
+    ]
+)
 # Spark checks returned batches against exactly this schema (pa.Schema.equals).
 ARROW_SCHEMA = to_arrow_schema(SCHEMA, timezone="UTC")
 _TS_TYPE = ARROW_SCHEMA.field("timestamp").type
@@ -60,21 +73,26 @@ def to_record_batch(msgs: list[Any], topic: str, partition: int) -> pa.RecordBat
     if headers.count(None) == n:
         header_array = pa.nulls(n, _HEADERS_TYPE)
     else:
-        header_array = pa.array([None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers],
-                                _HEADERS_TYPE)
-    return pa.RecordBatch.from_arrays([
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
-        pc.multiply(ms, 1000).cast(_TS_TYPE),
-        header_array,
-    ], schema=ARROW_SCHEMA)
+        header_array = pa.array(
+            [None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers], _HEADERS_TYPE
+        )
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(keys, pa.binary()),
+            pa.array(values, pa.binary()),
+            pa.repeat(pa.scalar(topic, pa.string()), n),
+            pa.repeat(pa.scalar(partition, pa.int32()), n),
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
+            pc.multiply(ms, 1000).cast(_TS_TYPE),
+            header_array,
+        ],
+        schema=ARROW_SCHEMA,
+    )
 
 
-def read_range(part: OffsetRange, conf: Mapping[str, object], *, batch_size: int, fail_on_data_loss: bool,
-               poll_timeout_s: float) -> Iterator[pa.RecordBatch]:
+def read_range(
+    part: OffsetRange, conf: Mapping[str, object], *, batch_size: int, fail_on_data_loss: bool, poll_timeout_s: float
+) -> Iterator[pa.RecordBatch]:
     """Messages [part.start, part.end) of one partition as Arrow batches of up to `batch_size` rows.
 
     Stops at the first offset >= end (compacted logs and transaction markers leave gaps), at an
@@ -98,7 +116,7 @@ def read_range(part: OffsetRange, conf: Mapping[str, object], *, batch_size: int
             if msgs:
                 last = msgs[-1].offset()
                 if last >= part.end:
-                    msgs = msgs[:bisect_left([m.offset() for m in msgs], part.end)]
+                    msgs = msgs[: bisect_left([m.offset() for m in msgs], part.end)]
                 if msgs:
                     yield to_record_batch(msgs, part.topic, part.partition)
                     pos = max(pos, msgs[-1].offset() + 1)
@@ -110,11 +128,13 @@ def read_range(part: OffsetRange, conf: Mapping[str, object], *, batch_size: int
                     raise FetchTimeoutError(
                         f"{part.topic}-{part.partition}: no message at offset {pos} within {poll_timeout_s:.0f}s "
                         f"(range [{part.start}, {part.end}) from {part.bootstrap}); the partition is "
-                        f"unavailable. The task fails so that Spark retries it; raise pollTimeoutMs to wait longer")
+                        f"unavailable. The task fails so that Spark retries it; raise pollTimeoutMs to wait longer"
+                    )
                 break
     except KafkaException as exc:
-        raise RuntimeError(f"reading {part.topic}-{part.partition} [{part.start}, {part.end}) from "
-                           f"{part.bootstrap}: {exc}") from exc
+        raise RuntimeError(
+            f"reading {part.topic}-{part.partition} [{part.start}, {part.end}) from {part.bootstrap}: {exc}"
+        ) from exc
     finally:
         consumer.close()
 
@@ -129,8 +149,10 @@ def _handle_event(consumer: Any, part: OffsetRange, event: Any, pos: int, fail_o
         return part.end if event.offset() >= part.end else pos
     if code == _RESET:  # our offset is out of range: retention deleted it, or the log was truncated
         low, high = consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition), timeout=30)
-        message = (f"{part.topic}-{part.partition}: offset {pos} is out of range; the log holds "
-                   f"[{low}, {high}) (range [{part.start}, {part.end}))")
+        message = (
+            f"{part.topic}-{part.partition}: offset {pos} is out of range; the log holds "
+            f"[{low}, {high}) (range [{part.start}, {part.end}))"
+        )
         if fail_on_data_loss:
             raise DataLossError(message + ". Set failOnDataLoss=false to skip lost offsets.")
         log.warning("%s; continuing from %d (failOnDataLoss=false)", message, low)
@@ -151,14 +173,17 @@ def _log_ends_before(consumer: Any, part: OffsetRange, pos: int, timeout_s: floa
     from confluent_kafka import KafkaException, TopicPartition
 
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition),
-                                                   timeout=min(timeout_s, 30.0))
+        low, high = consumer.get_watermark_offsets(
+            TopicPartition(part.topic, part.partition), timeout=min(timeout_s, 30.0)
+        )
     except KafkaException:
         return False
     if high > pos:
         return False
-    message = (f"{part.topic}-{part.partition}: the log now ends at {high}, before offset {pos} "
-               f"(range [{part.start}, {part.end})): offsets up to {part.end} were truncated away")
+    message = (
+        f"{part.topic}-{part.partition}: the log now ends at {high}, before offset {pos} "
+        f"(range [{part.start}, {part.end})): offsets up to {part.end} were truncated away"
+    )
     if fail_on_data_loss:
         raise DataLossError(message + ". Set failOnDataLoss=false to skip them.")
     log.warning("%s; skipping the rest of the range (failOnDataLoss=false)", message)
@@ -168,9 +193,16 @@ def _log_ends_before(consumer: Any, part: OffsetRange, pos: int, timeout_s: floa
 class LogOffsets:
     """Log start/end offsets through one AdminClient (batched ListOffsets), for driver-side planning."""
 
-    def __init__(self, bootstrap: str, *, read_committed: bool, client_config: Mapping[str, object] | None = None,
-                 timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        read_committed: bool,
+        client_config: Mapping[str, object] | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
         from confluent_kafka.admin import AdminClient
+
         self.bootstrap = bootstrap
         self._admin = AdminClient({**(client_config or {}), "bootstrap.servers": bootstrap})
         self._committed = read_committed
@@ -188,10 +220,12 @@ class LogOffsets:
     def _list(self, keys: list[Key], *, earliest: bool) -> dict[Key, int]:
         from confluent_kafka import IsolationLevel, TopicPartition
         from confluent_kafka.admin import OffsetSpec
+
         spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
         level = IsolationLevel.READ_COMMITTED if self._committed else IsolationLevel.READ_UNCOMMITTED
-        futures = self._admin.list_offsets({TopicPartition(t, p): spec for t, p in keys}, isolation_level=level,
-                                           request_timeout=self._timeout_s)
+        futures = self._admin.list_offsets(
+            {TopicPartition(t, p): spec for t, p in keys}, isolation_level=level, request_timeout=self._timeout_s
+        )
         return {(tp.topic, tp.partition): fut.result(self._timeout_s).offset for tp, fut in futures.items()}
 
     def close(self) -> None:

@@ -1,9 +1,11 @@
 """Offsets as Spark sees them: JSON codec ("topic/partition" keys), start resolution, per-batch ranges."""
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
@@ -27,12 +29,17 @@ def key_text(key: Key) -> str:
 def parse_key(text: str) -> Key:
     topic, sep, partition = text.rpartition("/")
     if not sep or not topic or not partition.isdigit():
-        raise ValueError(f"bad offset key {text!r}: expected \"topic/partition\"")
+        raise ValueError(f'bad offset key {text!r}: expected "topic/partition"')
     return topic, int(partition)
 
 
-def encode_offsets(positions: Mapping[Key, int], froms: Mapping[Key, int] | None = None,
-                   epochs: Mapping[str, int] | None = None, *, initial: bool = False) -> dict[str, Any]:
+def encode_offsets(
+    positions: Mapping[Key, int],
+    froms: Mapping[Key, int] | None = None,
+    epochs: Mapping[str, int] | None = None,
+    *,
+    initial: bool = False,
+) -> dict[str, Any]:
     """Spark offset dict: keys sorted so equal positions always give the same JSON string."""
     doc: dict[str, Any] = {}
     if initial:
@@ -46,7 +53,7 @@ def encode_offsets(positions: Mapping[Key, int], froms: Mapping[Key, int] | None
 
 
 def decode_offsets(doc: Mapping[str, Any]) -> dict[Key, int]:
-    """"topic/partition" -> offset ("@" entries are not positions: topic names never start with "@")."""
+    """ "topic/partition" -> offset ("@" entries are not positions: topic names never start with "@")."""
     out: dict[Key, int] = {}
     for text, value in doc.items():
         if text.startswith("@"):
@@ -91,8 +98,9 @@ class OffsetRange(InputPartition):
         return self.end - self.start
 
 
-def initial_position(key: Key, committed: int, *, explicit: Mapping[Key, int], fallback: str,
-                     ignore_committed: bool) -> int:
+def initial_position(
+    key: Key, committed: int, *, explicit: Mapping[Key, int], fallback: str, ignore_committed: bool
+) -> int:
     """Where a partition starts when no checkpoint covers it: an explicit startingOffsets entry,
     else the group's committed offset (-1: none), else the fallback (EARLIEST/LATEST sentinel)."""
     if key in explicit:
@@ -102,8 +110,9 @@ def initial_position(key: Key, committed: int, *, explicit: Mapping[Key, int], f
     return EARLIEST if fallback == "earliest" else LATEST
 
 
-def settle(key: Key, position: int, low: int, high: int, *, fail_on_data_loss: bool,
-           past_end_to_end: bool = False) -> int:
+def settle(
+    key: Key, position: int, low: int, high: int, *, fail_on_data_loss: bool, past_end_to_end: bool = False
+) -> int:
     """Resolve sentinels against the log [low, high); handle positions outside it.
 
     With `past_end_to_end` (the stream, which tells a re-created topic apart by its incarnation),
@@ -116,8 +125,11 @@ def settle(key: Key, position: int, low: int, high: int, *, fail_on_data_loss: b
         return high
     if low <= position <= high:
         return position
-    what = "before the log start (deleted by retention?)" if position < low else \
-        "after the log end (topic re-created or truncated?)"
+    what = (
+        "before the log start (deleted by retention?)"
+        if position < low
+        else "after the log end (topic re-created or truncated?)"
+    )
     message = f"{key[0]}-{key[1]}: offset {position} is {what}; the log holds [{low}, {high})"
     resume = high if position > high and past_end_to_end else low
     if fail_on_data_loss:
@@ -178,6 +190,8 @@ def split(ranges: Iterable[tuple[Key, int, int]], bootstrap: str, min_partitions
             break
         mid = biggest.start + biggest.size // 2
         parts.remove(biggest)
-        parts += [OffsetRange(biggest.topic, biggest.partition, biggest.start, mid, bootstrap),
-                  OffsetRange(biggest.topic, biggest.partition, mid, biggest.end, bootstrap)]
+        parts += [
+            OffsetRange(biggest.topic, biggest.partition, biggest.start, mid, bootstrap),
+            OffsetRange(biggest.topic, biggest.partition, mid, biggest.end, bootstrap),
+        ]
     return sorted(parts, key=lambda r: (r.topic, r.partition, r.start))

@@ -1,29 +1,58 @@
 """Parse the `zkconsumer` data source options: source settings apart, legacy consumer properties as-is."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Mapping
 
+from spark_jobs.offsets import EARLIEST, decode_offsets
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.fetch_settings import FetchSettings
 from zkconsumer.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 
-from spark_jobs.offsets import EARLIEST, decode_offsets
-
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
-SOURCE_OPTIONS = frozenset({
-    "topics", "whitelist", "blacklist", "streams", "startingoffsets", "endingoffsets",
-    "ignorecommittedoffsets", "maxoffsetspertrigger", "failondataloss", "minpartitions",
-    "batchsize", "polltimeoutms", "bootstrap.servers", "path", "partitions", "checkpointlocation",
-})
+SOURCE_OPTIONS = frozenset(
+    {
+        "topics",
+        "whitelist",
+        "blacklist",
+        "streams",
+        "startingoffsets",
+        "endingoffsets",
+        "ignorecommittedoffsets",
+        "maxoffsetspertrigger",
+        "failondataloss",
+        "minpartitions",
+        "batchsize",
+        "polltimeoutms",
+        "bootstrap.servers",
+        "path",
+        "partitions",
+        "checkpointlocation",
+    }
+)
 # librdkafka settings the executor reader depends on (bounded reads, no broker-side commits).
-READER_FORCED: dict[str, object] = {"enable.partition.eof": True, "enable.auto.commit": False,
-                                    "enable.auto.offset.store": False, "auto.offset.reset": "error"}
+READER_FORCED: dict[str, object] = {
+    "enable.partition.eof": True,
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "auto.offset.reset": "error",
+}
 # librdkafka.* settings the driver's admin client needs as well (TLS, SASL, addressing).
-_CONNECTION_SETTINGS = ("security.", "sasl.", "ssl.", "enable.ssl", "client.", "socket.", "broker.", "metadata.",
-                        "api.version", "resolve.")
+_CONNECTION_SETTINGS = (
+    "security.",
+    "sasl.",
+    "ssl.",
+    "enable.ssl",
+    "client.",
+    "socket.",
+    "broker.",
+    "metadata.",
+    "api.version",
+    "resolve.",
+)
 
 
 class OptionError(ValueError):
@@ -64,8 +93,10 @@ def _position_spec(raw: str | None, key: str, default: str) -> tuple[str, dict[t
     except (ValueError, TypeError):
         explicit = None
     if explicit is None or any(v < EARLIEST for v in explicit.values()):
-        raise OptionError(f"option {key!r} must be earliest, latest or a JSON object like "
-                          f'{{"topic/0": 42}} (-2 earliest, -1 latest), not {text!r}')
+        raise OptionError(
+            f"option {key!r} must be earliest, latest or a JSON object like "
+            f'{{"topic/0": 42}} (-2 earliest, -1 latest), not {text!r}'
+        )
     return default, explicit
 
 
@@ -73,11 +104,11 @@ def _position_spec(raw: str | None, key: str, default: str) -> tuple[str, dict[t
 class SourceOptions:
     """Everything the driver and the executors need, built once from the (string) options."""
 
-    consumer_props: dict[str, str]          # legacy properties for the ConsumerConnector
+    consumer_props: dict[str, str]  # legacy properties for the ConsumerConnector
     topics: tuple[str, ...] = ()
     topic_filter: TopicFilter | None = None
     streams: int = 1
-    starting: str = "latest"                # earliest | latest: partitions without another start
+    starting: str = "latest"  # earliest | latest: partitions without another start
     starting_explicit: dict[tuple[str, int], int] = field(default_factory=dict)
     ending: str = "latest"
     ending_explicit: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -108,19 +139,27 @@ class SourceOptions:
         if self.topic_filter is None:
             return topic in self.topics
         cfg = self.config
-        return self.topic_filter.is_topic_allowed(topic, exclude_internal=cfg.exclude_internal_topics,
-                                                  internal_topics=cfg.compat.internal_topics)
+        return self.topic_filter.is_topic_allowed(
+            topic, exclude_internal=cfg.exclude_internal_topics, internal_topics=cfg.compat.internal_topics
+        )
 
     def reader_config(self) -> dict[str, object]:
         """librdkafka settings for executor reads: the legacy fetch properties mapped as the fetcher
         maps them (FetchSettings), bootstrap filled in per task."""
         cfg = self.config
         settings = FetchSettings(
-            bootstrap_servers="", group_id=cfg.group_id, client_id=cfg.client_id,
-            fetch_message_max_bytes=cfg.fetch_message_max_bytes, fetch_min_bytes=cfg.fetch_min_bytes,
-            fetch_wait_max_ms=cfg.fetch_wait_max_ms, socket_timeout_ms=cfg.socket_timeout_ms,
-            socket_receive_buffer_bytes=cfg.socket_receive_buffer_bytes, auto_offset_reset=cfg.auto_offset_reset,
-            queued_max_message_chunks=cfg.queued_max_message_chunks, overrides=cfg.librdkafka_overrides)
+            bootstrap_servers="",
+            group_id=cfg.group_id,
+            client_id=cfg.client_id,
+            fetch_message_max_bytes=cfg.fetch_message_max_bytes,
+            fetch_min_bytes=cfg.fetch_min_bytes,
+            fetch_wait_max_ms=cfg.fetch_wait_max_ms,
+            socket_timeout_ms=cfg.socket_timeout_ms,
+            socket_receive_buffer_bytes=cfg.socket_receive_buffer_bytes,
+            auto_offset_reset=cfg.auto_offset_reset,
+            queued_max_message_chunks=cfg.queued_max_message_chunks,
+            overrides=cfg.librdkafka_overrides,
+        )
         conf = settings.consumer_config()
         conf.update(READER_FORCED)
         return conf
@@ -145,12 +184,16 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     if config.offsets_storage == "kafka":
         # Reads start at ZooKeeper offsets and commits go there: a group that keeps its offsets in
         # Kafka would be read from stale positions, and its members would not see our commits.
-        raise OptionError("offsets.storage=kafka: the zkconsumer source reads and commits the group's ZooKeeper "
-                          "offsets only; use Spark's kafka source for a group that keeps its offsets in Kafka")
+        raise OptionError(
+            "offsets.storage=kafka: the zkconsumer source reads and commits the group's ZooKeeper "
+            "offsets only; use Spark's kafka source for a group that keeps its offsets in Kafka"
+        )
     chosen = [k for k in ("topics", "whitelist", "blacklist") if opts.get(k, "").strip()]
     if len(chosen) != 1:
-        raise OptionError("give exactly one of the options 'topics' (comma-separated), 'whitelist' or "
-                          f"'blacklist' (a regex); got {chosen or 'none'}")
+        raise OptionError(
+            "give exactly one of the options 'topics' (comma-separated), 'whitelist' or "
+            f"'blacklist' (a regex); got {chosen or 'none'}"
+        )
     topics: tuple[str, ...] = ()
     topic_filter: TopicFilter | None = None
     if chosen[0] == "topics":
@@ -178,28 +221,35 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     if checkpoint is not None and not streaming:
         raise OptionError("option 'checkpointLocation' applies to streaming reads only (the query's checkpoint)")
     return SourceOptions(
-        consumer_props=consumer, topics=topics, topic_filter=topic_filter,
-        streams=_int(opts, "streams", 1, 1) or 1, starting=starting, starting_explicit=starting_explicit,
-        ending=ending, ending_explicit=ending_explicit,
+        consumer_props=consumer,
+        topics=topics,
+        topic_filter=topic_filter,
+        streams=_int(opts, "streams", 1, 1) or 1,
+        starting=starting,
+        starting_explicit=starting_explicit,
+        ending=ending,
+        ending_explicit=ending_explicit,
         ignore_committed=_bool(opts, "ignorecommittedoffsets", False),
         max_offsets_per_trigger=_int(opts, "maxoffsetspertrigger", None, 1),
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         min_partitions=_int(opts, "minpartitions", None, 1),
         batch_size=_int(opts, "batchsize", 20000, 1) or 20000,
         poll_timeout_ms=_int(opts, "polltimeoutms", 120000, 1) or 120000,
-        bootstrap_override=opts.get("bootstrap.servers") or None, partitions=partitions,
+        bootstrap_override=opts.get("bootstrap.servers") or None,
+        partitions=partitions,
         checkpoint_location=checkpoint,
     )
 
 
 def _partitions(raw: str | None, streaming: bool) -> frozenset[tuple[str, int]] | None:
-    """"orders/0,orders/3" -> {("orders", 0), ("orders", 3)}: a batch read of exactly these partitions
+    """ "orders/0,orders/3" -> {("orders", 0), ("orders", 3)}: a batch read of exactly these partitions
     (the ingest job pins its plan with it, so a partition added meanwhile is not read unrecorded)."""
     if raw is None:
         return None
     if streaming:
-        raise OptionError("option 'partitions' applies to batch reads (spark.read) only: a stream reads "
-                          "what the group assigns it")
+        raise OptionError(
+            "option 'partitions' applies to batch reads (spark.read) only: a stream reads what the group assigns it"
+        )
     keys = set()
     for item in (i.strip() for i in raw.split(",") if i.strip()):
         topic, slash, number = item.rpartition("/")

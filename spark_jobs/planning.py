@@ -1,22 +1,22 @@
 """Driver-side batch planning: the group's partitions, committed offsets and owners from ZooKeeper, log ends."""
+
 from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from kazoo.client import KazooClient
 
+from spark_jobs.kafka_read import LogOffsets
+from spark_jobs.offsets import Key, initial_position, settle
+from spark_jobs.options import OptionError, SourceOptions
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.group import GroupZk
 from zkconsumer.metadata import bootstrap_servers, no_endpoint_message
 from zkconsumer.zk_auth import zookeeper_auth
 from zkconsumer.zkdata import BrokerInfo
-
-from spark_jobs.kafka_read import LogOffsets
-from spark_jobs.offsets import Key, initial_position, settle
-from spark_jobs.options import OptionError, SourceOptions
 
 # Reads only: the planner never registers, so this id never appears under /consumers/<group>/ids.
 PLANNER_ID = "zkconsumer-spark-planner"
@@ -28,10 +28,13 @@ def zookeeper(opts: SourceOptions) -> Iterator[KazooClient]:
     cfg = opts.config
     auth = zookeeper_auth(cfg)
     auth.prepare_login(cfg.zookeeper_connect)  # the keytab; a Kerberos refusal as itself, not a timeout
-    client = KazooClient(hosts=cfg.zookeeper_connect, timeout=cfg.zookeeper_session_timeout_ms / 1000.0,
-                         connection_retry={"max_tries": 3, "delay": 0.2, "max_delay": 2.0},
-                         command_retry={"max_tries": 5, "delay": 0.1, "max_delay": 2.0, "deadline": 30.0},
-                         **auth.kazoo_options())
+    client = KazooClient(
+        hosts=cfg.zookeeper_connect,
+        timeout=cfg.zookeeper_session_timeout_ms / 1000.0,
+        connection_retry={"max_tries": 3, "delay": 0.2, "max_delay": 2.0},
+        command_retry={"max_tries": 5, "delay": 0.1, "max_delay": 2.0, "deadline": 30.0},
+        **auth.kazoo_options(),
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "No chroot path exists": a missing group reads as empty
@@ -57,14 +60,19 @@ def bootstrap_of(brokers: list[BrokerInfo], config: ConsumerConfig) -> str:
 
 def subscribed_keys(group: GroupZk, opts: SourceOptions) -> list[Key]:
     """Every (topic, partition) of the subscription, from /brokers/topics (as the members see it)."""
-    topics = list(opts.topics) if opts.topic_filter is None else [t for t in group.cluster.all_topics() if opts.wants(t)]
+    topics = (
+        list(opts.topics) if opts.topic_filter is None else [t for t in group.cluster.all_topics() if opts.wants(t)]
+    )
     keys = sorted((t, p) for t, parts in group.cluster.partitions(topics).items() for p in parts)
     if opts.partitions is None:
         return keys
     missing = sorted(opts.partitions - set(keys))
     if missing:
-        raise OptionError("option 'partitions' names " + ", ".join(f"{t}/{p}" for t, p in missing) +
-                          ", not partitions of the subscribed topics now")
+        raise OptionError(
+            "option 'partitions' names "
+            + ", ".join(f"{t}/{p}" for t, p in missing)
+            + ", not partitions of the subscribed topics now"
+        )
     return sorted(opts.partitions)
 
 
@@ -73,8 +81,8 @@ class PartitionPlan:
     """One partition of a bounded read: where it starts and ends, and the group state it came from."""
 
     key: Key
-    committed: int        # -1: no offset node
-    owner: str | None     # owner thread id of a live member, if any
+    committed: int  # -1: no offset node
+    owner: str | None  # owner thread id of a live member, if any
     low: int
     high: int
     start: int
@@ -116,9 +124,19 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
     plans = []
     for key in keys:
         low, high = spans[key]
-        start = settle(key, initial_position(key, committed[key], explicit=opts.starting_explicit,
-                                             fallback=opts.starting, ignore_committed=opts.ignore_committed),
-                       low, high, fail_on_data_loss=opts.fail_on_data_loss)
+        start = settle(
+            key,
+            initial_position(
+                key,
+                committed[key],
+                explicit=opts.starting_explicit,
+                fallback=opts.starting,
+                ignore_committed=opts.ignore_committed,
+            ),
+            low,
+            high,
+            fail_on_data_loss=opts.fail_on_data_loss,
+        )
         end = opts.ending_explicit.get(key, -1)
         end = high if end == -1 else end
         if end > high:

@@ -1,8 +1,10 @@
 """Pure decisions where Spark's checkpoint meets the group's ZooKeeper offsets: what may be committed, what disagrees."""
+
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from spark_jobs.offsets import Key, decode_epochs, decode_offsets
 
@@ -12,7 +14,9 @@ def canonical(offset: Mapping[str, Any]) -> str:
     return json.dumps(offset, sort_keys=True, separators=(",", ":"))
 
 
-def own_entry(entries: Sequence[Mapping[str, Any] | None], known: Iterable[str]) -> tuple[int, Mapping[str, Any]] | None:
+def own_entry(
+    entries: Sequence[Mapping[str, Any] | None], known: Iterable[str]
+) -> tuple[int, Mapping[str, Any]] | None:
     """The (source index, offset) of an offset-log line equal to an offset this source planned or
     was handed by Spark (`known`, canonical texts): that identifies our source among a query's
     several, and proves the checkpoint is this query's (another query's never has our offsets)."""
@@ -23,23 +27,28 @@ def own_entry(entries: Sequence[Mapping[str, Any] | None], known: Iterable[str])
     return None
 
 
-def forward_commits(end: Mapping[str, Any], owned: Mapping[Key, int], current_epochs: Mapping[str, int]) -> dict[Key, int]:
+def forward_commits(
+    end: Mapping[str, Any], owned: Mapping[Key, int], current_epochs: Mapping[str, int]
+) -> dict[Key, int]:
     """The positions of a completed batch's `end` that may go to ZooKeeper: partitions still owned,
     moving forward from what the member holds, and counted in the topic incarnation owned now
     (a position of a deleted and re-created topic must not land in the new topic's node)."""
     recorded = decode_epochs(end)
-    return {k: v for k, v in decode_offsets(end).items()
-            if k in owned and v > owned[k] and recorded.get(k[0]) == current_epochs.get(k[0])}
+    return {
+        k: v
+        for k, v in decode_offsets(end).items()
+        if k in owned and v > owned[k] and recorded.get(k[0]) == current_epochs.get(k[0])
+    }
 
 
 def disagreements(checkpoint: Mapping[Key, int], zookeeper: Mapping[Key, int]) -> dict[Key, tuple[int, int]]:
     """key -> (checkpoint position, ZooKeeper offset, -1: none) where both cover the partition and differ."""
-    return {k: (pos, zookeeper[k]) for k, pos in sorted(checkpoint.items())
-            if k in zookeeper and zookeeper[k] != pos}
+    return {k: (pos, zookeeper[k]) for k, pos in sorted(checkpoint.items()) if k in zookeeper and zookeeper[k] != pos}
 
 
-def split_trailing(differ: Mapping[Key, tuple[int, int]], previous_end: Mapping[Key, int]
-                   ) -> tuple[dict[Key, tuple[int, int]], dict[Key, tuple[int, int]]]:
+def split_trailing(
+    differ: Mapping[Key, tuple[int, int]], previous_end: Mapping[Key, int]
+) -> tuple[dict[Key, tuple[int, int]], dict[Key, tuple[int, int]]]:
     """(trailing, unexplained): ZooKeeper at the end of the batch before the checkpoint's last one is
     the query's own last commit (it commits a batch once the next is planned, or at a graceful stop
     the last one the sink committed), not an outside change."""
@@ -48,6 +57,8 @@ def split_trailing(differ: Mapping[Key, tuple[int, int]], previous_end: Mapping[
 
 
 def describe(differ: Mapping[Key, tuple[int, int]]) -> str:
-    """"orders-0 checkpoint 120, ZooKeeper 0; orders-1 checkpoint 80, ZooKeeper none"."""
-    return "; ".join(f"{t}-{p} checkpoint {pos}, ZooKeeper {zk if zk >= 0 else 'none'}"
-                     for (t, p), (pos, zk) in sorted(differ.items()))
+    """ "orders-0 checkpoint 120, ZooKeeper 0; orders-1 checkpoint 80, ZooKeeper none"."""
+    return "; ".join(
+        f"{t}-{p} checkpoint {pos}, ZooKeeper {zk if zk >= 0 else 'none'}"
+        for (t, p), (pos, zk) in sorted(differ.items())
+    )

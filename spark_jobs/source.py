@@ -1,4 +1,5 @@
 """The `zkconsumer` Python data source: bounded reads and micro-batches planned from ZooKeeper group state."""
+
 from __future__ import annotations
 
 import collections
@@ -6,23 +7,36 @@ import logging
 import os
 import signal
 import threading
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from spark_jobs.checkpoint import CheckpointError, CheckpointLog, last_completed, previous_end
 from spark_jobs.kafka_read import SCHEMA, LogOffsets, read_range
-from spark_jobs.offsets import (EARLIEST, Key, OffsetRange, batch_ranges, decode_epochs, decode_offsets,
-                                encode_offsets, initial_position, is_initial, rate_limit, settle, split)
+from spark_jobs.offsets import (
+    EARLIEST,
+    Key,
+    OffsetRange,
+    batch_ranges,
+    decode_epochs,
+    decode_offsets,
+    encode_offsets,
+    initial_position,
+    is_initial,
+    rate_limit,
+    settle,
+    split,
+)
 from spark_jobs.options import SourceOptions, parse_options
 from spark_jobs.planning import bootstrap_of, plan_batch
 from spark_jobs.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
-    from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
-                                                  SupportsTriggerAvailableNow)
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 except ImportError:  # 4.0/4.1 call latestOffset() without arguments; the stand-ins are never used by Spark
+
     class ReadLimit:  # type: ignore[no-redef]
         pass
 
@@ -35,6 +49,7 @@ except ImportError:  # 4.0/4.1 call latestOffset() without arguments; the stand-
 
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
+
 
 log = logging.getLogger("spark_jobs.source")
 # stop() gives the last completed batch's commit this long (checkpoint read and ZooKeeper write),
@@ -68,9 +83,13 @@ class _RangeReading:
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if not isinstance(partition, OffsetRange):
             return iter(())  # Spark's single placeholder task when there is nothing to read
-        return read_range(partition, self._reader_conf, batch_size=self.opts.batch_size,
-                          fail_on_data_loss=self.opts.fail_on_data_loss,
-                          poll_timeout_s=self.opts.poll_timeout_ms / 1000.0)
+        return read_range(
+            partition,
+            self._reader_conf,
+            batch_size=self.opts.batch_size,
+            fail_on_data_loss=self.opts.fail_on_data_loss,
+            poll_timeout_s=self.opts.poll_timeout_ms / 1000.0,
+        )
 
 
 class ZkBatchReader(_RangeReading, DataSourceReader):
@@ -83,8 +102,7 @@ class ZkBatchReader(_RangeReading, DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         plan = plan_batch(self.opts)
         ranges = [(p.key, p.start, p.end) for p in plan.partitions if p.size > 0]
-        log.info("batch read of group %s: %d messages in %d partitions", self.opts.group_id, plan.total,
-                 len(ranges))
+        log.info("batch read of group %s: %d messages in %d partitions", self.opts.group_id, plan.total, len(ranges))
         return list(split(ranges, plan.bootstrap, self.opts.min_partitions))
 
 
@@ -103,9 +121,9 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
         self._reader_conf = opts.reader_config()
-        self._member: Any = None           # ConsumerConnector, created on first use
+        self._member: Any = None  # ConsumerConnector, created on first use
         self._log_offsets: LogOffsets | None = None
-        self._resumed = False              # the first latestOffset of a process follows the checkpoint
+        self._resumed = False  # the first latestOffset of a process follows the checkpoint
         self._last_end: dict[str, Any] | None = None
         self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
         self._latest: dict[Key, int] = {}
@@ -124,6 +142,7 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
     def _connector(self) -> Any:
         if self._member is None:
             from zkconsumer import ConsumerConnector
+
             conn = ConsumerConnector(self.opts.consumer_props, fetch=False)
             try:
                 if self.opts.topic_filter is not None:
@@ -150,6 +169,7 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
                 self.stop()
             finally:
                 os._exit(0)
+
         signal.signal(signal.SIGTERM, on_sigterm)
 
     def _owned(self, member: Any = None) -> dict[Key, int]:
@@ -184,8 +204,11 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
 
     def _spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
         if self._log_offsets is None:
-            self._log_offsets = LogOffsets(self._bootstrap(), read_committed=self.opts.isolation_committed(),
-                                           client_config=self.opts.client_security())
+            self._log_offsets = LogOffsets(
+                self._bootstrap(),
+                read_committed=self.opts.isolation_committed(),
+                client_config=self.opts.client_security(),
+            )
         return self._log_offsets.spans(keys)
 
     def _commit(self, positions: dict[Key, int], member: Any = None) -> None:
@@ -199,8 +222,9 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
             # the incarnation the positions count in: a re-claim in between must not receive them.
             written = member.commit_positions(positions, epochs=epochs)
         except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the next trigger commits again
-            log.warning("committing offsets of group %s failed (%s); will retry at the next trigger",
-                        self.opts.group_id, exc)
+            log.warning(
+                "committing offsets of group %s failed (%s); will retry at the next trigger", self.opts.group_id, exc
+            )
             return
         skipped = sorted(k for k, ok in written.items() if not ok)
         if skipped:
@@ -214,11 +238,21 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         answer may differ by then, so the batch planned from this one records every start ("@from").
         """
         owned = self._owned()
-        wanted = {k: initial_position(k, zk, explicit=self.opts.starting_explicit, fallback=self.opts.starting,
-                                      ignore_committed=self.opts.ignore_committed) for k, zk in owned.items()}
+        wanted = {
+            k: initial_position(
+                k,
+                zk,
+                explicit=self.opts.starting_explicit,
+                fallback=self.opts.starting,
+                ignore_committed=self.opts.ignore_committed,
+            )
+            for k, zk in owned.items()
+        }
         spans = self._spans(list(wanted))
-        positions = {k: settle(k, pos, *spans[k], fail_on_data_loss=self.opts.fail_on_data_loss,
-                               past_end_to_end=True) for k, pos in wanted.items()}
+        positions = {
+            k: settle(k, pos, *spans[k], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True)
+            for k, pos in wanted.items()
+        }
         self._last_end = encode_offsets(positions, epochs=self._epochs(owned), initial=True)
         return self._last_end
 
@@ -250,8 +284,9 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         wanted: dict[Key, int] = {}
         for key, committed in owned.items():
             if key not in known:  # new to the query (or its topic re-created): the group's offset, else earliest
-                wanted[key] = initial_position(key, committed, explicit={}, fallback="earliest",
-                                               ignore_committed=self.opts.ignore_committed)
+                wanted[key] = initial_position(
+                    key, committed, explicit={}, fallback="earliest", ignore_committed=self.opts.ignore_committed
+                )
             elif first:  # a (re)started query follows its checkpoint
                 wanted[key] = known[key]
             else:  # back after another member had it: skip what that member already consumed
@@ -259,11 +294,16 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         spans = self._spans(list(owned))
         starts = dict(known)
         for key, pos in wanted.items():
-            starts[key] = settle(key, pos, *spans[key], fail_on_data_loss=self.opts.fail_on_data_loss,
-                                 past_end_to_end=True)
+            starts[key] = settle(
+                key, pos, *spans[key], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True
+            )
             if pos == EARLIEST:
-                log.info("%s-%d starts at its earliest offset %d: new to the query, no committed offset",
-                         key[0], key[1], starts[key])
+                log.info(
+                    "%s-%d starts at its earliest offset %d: new to the query, no committed offset",
+                    key[0],
+                    key[1],
+                    starts[key],
+                )
         froms = {k: v for k, v in starts.items() if v != before.get(k)}
         # Spark asks for the next batch only once the batch ending at `start` completed (and was
         # recorded in the commit log): that progress is safe to show the group's tools now.
@@ -294,31 +334,43 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         hint = ""
         if self.opts.checkpoint_location:
             try:
-                trailing, differ = split_trailing(differ, previous_end(CheckpointLog(self.opts.checkpoint_location),
-                                                                       start))
+                trailing, differ = split_trailing(
+                    differ, previous_end(CheckpointLog(self.opts.checkpoint_location), start)
+                )
             except CheckpointError as exc:
                 trailing, hint = {}, f" (could not tell the query's own last commit apart: {exc})"
             if trailing:
-                log.info("resuming from the checkpoint; ZooKeeper is one batch behind it, at the query's own "
-                         "last commit: %s", describe(trailing))
+                log.info(
+                    "resuming from the checkpoint; ZooKeeper is one batch behind it, at the query's own "
+                    "last commit: %s",
+                    describe(trailing),
+                )
         else:
             hint = " (set the option checkpointLocation to the query's checkpoint to tell its own last commit apart)"
         if differ:
-            log.warning("group %s: the checkpoint and ZooKeeper disagree: %s. The checkpoint wins: these partitions "
-                        "resume at the checkpoint's offsets and ZooKeeper is overwritten with them at this trigger. "
-                        "To start from the ZooKeeper offsets instead (e.g. after `zkconsumer offsets reset`), start "
-                        "the query with a new checkpoint location%s", self.opts.group_id, describe(differ), hint)
+            log.warning(
+                "group %s: the checkpoint and ZooKeeper disagree: %s. The checkpoint wins: these partitions "
+                "resume at the checkpoint's offsets and ZooKeeper is overwritten with them at this trigger. "
+                "To start from the ZooKeeper offsets instead (e.g. after `zkconsumer offsets reset`), start "
+                "the query with a new checkpoint location%s",
+                self.opts.group_id,
+                describe(differ),
+                hint,
+            )
 
     @staticmethod
-    def _same_incarnation(before: dict[Key, int], recorded: dict[str, int],
-                          current: dict[str, int]) -> dict[Key, int]:
+    def _same_incarnation(before: dict[Key, int], recorded: dict[str, int], current: dict[str, int]) -> dict[Key, int]:
         """The tracked positions that still mean something: those of a topic deleted and created
         again since they were counted belong to the old log, and are dropped."""
         gone = {t for t, e in current.items() if t in recorded and recorded[t] != e}
         for topic in sorted(gone):
-            log.warning("topic %s was deleted and created again (incarnation %d, was %d): its positions "
-                        "in the checkpoint are dropped; its partitions start over", topic, current[topic],
-                        recorded[topic])
+            log.warning(
+                "topic %s was deleted and created again (incarnation %d, was %d): its positions "
+                "in the checkpoint are dropped; its partitions start over",
+                topic,
+                current[topic],
+                recorded[topic],
+            )
         return {k: v for k, v in before.items() if k[0] not in gone}
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
@@ -356,8 +408,11 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         """Say at the first batch, not only at stop, when the option names no checkpoint."""
         try:
             if not CheckpointLog(location).exists():
-                log.warning("option checkpointLocation: %s holds no offset log: it must be the query's own "
-                            "checkpointLocation, or stop() cannot commit the last completed batch", location)
+                log.warning(
+                    "option checkpointLocation: %s holds no offset log: it must be the query's own "
+                    "checkpointLocation, or stop() cannot commit the last completed batch",
+                    location,
+                )
         except CheckpointError as exc:
             log.warning("option checkpointLocation: %s", exc)
 
@@ -372,14 +427,21 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
                 batch, end = last_completed(CheckpointLog(location), list(self._seen))
                 if end is None:
                     if self._seen:  # we planned or read batches, yet the last committed one is not ours
-                        log.warning("not committing on stop: the last committed batch in %s (%s) has none of this "
-                                    "query's offsets; the option checkpointLocation must be the query's own "
-                                    "checkpointLocation", location, batch)
+                        log.warning(
+                            "not committing on stop: the last committed batch in %s (%s) has none of this "
+                            "query's offsets; the option checkpointLocation must be the query's own "
+                            "checkpointLocation",
+                            location,
+                            batch,
+                        )
                     return
                 owned = self._owned(member)
                 positions = forward_commits(end, owned, self._epochs(owned))
-                log.info("stop: committing batch %d, which the sink committed: %s", batch,
-                         ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(positions.items())) or "nothing new")
+                log.info(
+                    "stop: committing batch %d, which the sink committed: %s",
+                    batch,
+                    ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(positions.items())) or "nothing new",
+                )
                 self._commit(positions, member)
             except Exception as exc:  # noqa: BLE001 - the stop goes on; ZooKeeper stays one batch behind
                 log.warning("not committing the last completed batch of group %s on stop: %s", self.opts.group_id, exc)
@@ -388,5 +450,9 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         worker.start()
         worker.join(STOP_COMMIT_TIMEOUT_S)
         if worker.is_alive():
-            log.warning("gave up committing the last completed batch of group %s after %.0f s; ZooKeeper stays one "
-                        "batch behind the sink", self.opts.group_id, STOP_COMMIT_TIMEOUT_S)
+            log.warning(
+                "gave up committing the last completed batch of group %s after %.0f s; ZooKeeper stays one "
+                "batch behind the sink",
+                self.opts.group_id,
+                STOP_COMMIT_TIMEOUT_S,
+            )

@@ -14,11 +14,12 @@ A partition moves through:
 `releasing` is kept until each delete is confirmed, so a failed release (a listener that raises,
 a connection lost midway) is retried instead of leaving an owner node nobody will delete.
 """
+
 from __future__ import annotations
 
 import collections
 import threading
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from zkconsumer.stream import PartitionTopicInfo
 
@@ -184,8 +185,9 @@ class Assignment:
                 self.generation += 1
             return lost
 
-    def record_positions(self, positions: Mapping[TopicPartition, int],
-                         epochs: Mapping[str, int | None] | None = None) -> list[PartitionTopicInfo]:
+    def record_positions(
+        self, positions: Mapping[TopicPartition, int], epochs: Mapping[str, int | None] | None = None
+    ) -> list[PartitionTopicInfo]:
         """Progress tracked outside the iterators (fetch=False): set consumed offsets of what we own
         or are releasing; returns the records updated (others are not ours and are ignored). With
         `epochs` (topic -> incarnation the positions count in), records of another incarnation are

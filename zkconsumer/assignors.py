@@ -1,4 +1,5 @@
 """Compute the group's partition assignment exactly as Scala's kafka.consumer.PartitionAssignor does."""
+
 from __future__ import annotations
 
 import logging

@@ -1,8 +1,9 @@
 """Look up the broker-side consumer group with our id (describe_consumer_groups), bounded by a timeout."""
+
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from collections.abc import Mapping
 
 from zkconsumer.dual_commit import BrokerGroupView, BrokerMember
 from zkconsumer.log_throttle import throttled_logger
@@ -11,18 +12,43 @@ log = logging.getLogger(__name__)
 
 # Consumer-only librdkafka properties the fetcher sets; an AdminClient (a producer-type handle)
 # would log a configuration warning for each. Connection and security settings pass through.
-_CONSUMER_ONLY = frozenset({
-    "group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset", "enable.partition.eof",
-    "max.partition.fetch.bytes", "fetch.max.bytes", "fetch.min.bytes", "fetch.wait.max.ms",
-    "queued.max.messages.kbytes", "queued.min.messages", "fetch.queue.backoff.ms", "error_cb", "logger",
-    "session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy", "group.instance.id",
-    "isolation.level", "check.crcs", "auto.commit.interval.ms", "max.poll.interval.ms",
-})
+_CONSUMER_ONLY = frozenset(
+    {
+        "group.id",
+        "enable.auto.commit",
+        "enable.auto.offset.store",
+        "auto.offset.reset",
+        "enable.partition.eof",
+        "max.partition.fetch.bytes",
+        "fetch.max.bytes",
+        "fetch.min.bytes",
+        "fetch.wait.max.ms",
+        "queued.max.messages.kbytes",
+        "queued.min.messages",
+        "fetch.queue.backoff.ms",
+        "error_cb",
+        "logger",
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "partition.assignment.strategy",
+        "group.instance.id",
+        "isolation.level",
+        "check.crcs",
+        "auto.commit.interval.ms",
+        "max.poll.interval.ms",
+    }
+)
 
 
 # The names Kafka itself gives the states (kafka-consumer-groups.sh prints these).
-STATE_NAMES = {"EMPTY": "Empty", "STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance",
-               "COMPLETING_REBALANCING": "CompletingRebalance", "DEAD": "Dead", "UNKNOWN": "Unknown"}
+STATE_NAMES = {
+    "EMPTY": "Empty",
+    "STABLE": "Stable",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "DEAD": "Dead",
+    "UNKNOWN": "Unknown",
+}
 
 
 def state_name(state: object) -> str:
@@ -43,6 +69,7 @@ def describe_broker_group(config: Mapping[str, object], group: str, timeout_s: f
     if timeout_s <= 0:
         return None
     from confluent_kafka.admin import AdminClient
+
     try:
         admin = AdminClient(dict(config))  # type: ignore[arg-type]  # the stubs know no "logger" object values
         future = admin.describe_consumer_groups([group], request_timeout=timeout_s)[group]
@@ -51,6 +78,7 @@ def describe_broker_group(config: Mapping[str, object], group: str, timeout_s: f
         log.debug("describing broker-side group %s failed: %r", group, exc)
         return None
     state = state_name(found.state)
-    members = tuple(BrokerMember(client_id=m.client_id or "", host=m.host or "", member_id=m.member_id or "")
-                    for m in found.members)
+    members = tuple(
+        BrokerMember(client_id=m.client_id or "", host=m.host or "", member_id=m.member_id or "") for m in found.members
+    )
     return BrokerGroupView(state=state, members=members)

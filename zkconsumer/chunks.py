@@ -1,11 +1,13 @@
 """What flows from the fetcher to the iterators: partition records, chunks of messages, bounded queues."""
+
 from __future__ import annotations
 
 import collections
 import operator
 import threading
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from confluent_kafka import Message
 
@@ -30,11 +32,22 @@ class PartitionTopicInfo:
         positions of a deleted (and maybe re-created) topic must never be committed. None: unknown.
     """
 
-    __slots__ = ("topic", "partition", "thread_id", "queue", "fetched_offset", "_consumed",
-                 "committed_offset", "_active", "epoch", "live")
+    __slots__ = (
+        "topic",
+        "partition",
+        "thread_id",
+        "queue",
+        "fetched_offset",
+        "_consumed",
+        "committed_offset",
+        "_active",
+        "epoch",
+        "live",
+    )
 
-    def __init__(self, topic: str, partition: int, thread_id: str, queue: "StreamQueue", offset: int,
-                 epoch: int | None = None) -> None:
+    def __init__(
+        self, topic: str, partition: int, thread_id: str, queue: StreamQueue, offset: int, epoch: int | None = None
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.thread_id = thread_id
@@ -82,9 +95,11 @@ class PartitionTopicInfo:
             self._consumed = offset
 
     def __repr__(self) -> str:
-        return (f"PartitionTopicInfo({self.topic}-{self.partition} thread={self.thread_id} "
-                f"fetched={self.fetched_offset} consumed={self.consumed_offset} "
-                f"committed={self.committed_offset} active={self.active})")
+        return (
+            f"PartitionTopicInfo({self.topic}-{self.partition} thread={self.thread_id} "
+            f"fetched={self.fetched_offset} consumed={self.consumed_offset} "
+            f"committed={self.committed_offset} active={self.active})"
+        )
 
 
 def live_position(data: list[Any], cursor: Any) -> int:

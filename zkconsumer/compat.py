@@ -1,4 +1,5 @@
 """Which legacy Kafka release's wire quirks to reproduce, derived from one version string."""
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,7 @@ class Compat:
     version: tuple[int, ...]
 
     @classmethod
-    def parse(cls, text: str) -> "Compat":
+    def parse(cls, text: str) -> Compat:
         """Parse "1.1", "0.10.2", "1.0.1"... Raises ValueError naming the accepted values."""
         cleaned = str(text).strip()
         if not re.fullmatch(r"\d+(\.\d+){1,2}", cleaned):
@@ -27,14 +28,13 @@ class Compat:
         parts = tuple(int(p) for p in cleaned.split("."))
         if parts < (0, 8, 2) or parts >= (2, 0):
             raise ValueError(
-                f"legacy consumer compatibility {text!r} is outside 0.8.2..1.1 "
-                f"(accepted: {', '.join(SUPPORTED)})"
+                f"legacy consumer compatibility {text!r} is outside 0.8.2..1.1 (accepted: {', '.join(SUPPORTED)})"
             )
         return cls(parts + (0,) * (3 - len(parts)))
 
     @property
     def roundrobin_key_format(self) -> str:
-        """"t-p" from 1.0.0 (KAFKA-5822), "[t,p]" before."""
+        """ "t-p" from 1.0.0 (KAFKA-5822), "[t,p]" before."""
         return "t-p" if self.version >= (1, 0, 0) else "[t,p]"
 
     @property

@@ -68,6 +68,7 @@ Accepted silently but unused: ``kafka.metrics.reporters``,
 ``kafka.metrics.polling.interval.secs`` and (as in Scala) keys starting with ``external``.
 Any other unknown key gives a ``UserWarning`` with the closest known name.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -119,7 +120,8 @@ class _Spec:
     @property
     def attr(self) -> str:
         return {"zkconsumer.compat.version": "compat"}.get(
-            self.name, self.name.removeprefix("zkconsumer.").replace(".", "_"))
+            self.name, self.name.removeprefix("zkconsumer.").replace(".", "_")
+        )
 
 
 _SPECS = (
@@ -226,8 +228,12 @@ def parse_zookeeper_connect(text: str) -> tuple[tuple[tuple[str, int], ...], str
     if chroot is not None:
         segments = chroot[1:].split("/")
         if any(s in ("", ".", "..") or re.search(r"[\x00-\x1f\x7f-\x9f]", s) for s in segments):
-            raise _invalid("zookeeper.connect", text, accepted,
-                           f"bad chroot {chroot!r}: no empty, '.', '..' segments or trailing '/'")
+            raise _invalid(
+                "zookeeper.connect",
+                text,
+                accepted,
+                f"bad chroot {chroot!r}: no empty, '.', '..' segments or trailing '/'",
+            )
     hosts: list[tuple[str, int]] = []
     for entry in host_list.split(","):
         bracketed = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\](?::([0-9]+))?", entry)
@@ -267,17 +273,23 @@ def _check_combined(values: dict[str, Any]) -> None:
     if values["consumer_id"] is not None and "/" in values["consumer_id"]:
         raise _invalid("consumer.id", values["consumer_id"], "any text without '/'", "it names a znode")
     if values["fetch_wait_max_ms"] > values["socket_timeout_ms"]:  # the one Scala `require`
-        raise _invalid("socket.timeout.ms", values["socket_timeout_ms"],
-                       f"integer >= fetch.wait.max.ms ({values['fetch_wait_max_ms']})")
+        raise _invalid(
+            "socket.timeout.ms",
+            values["socket_timeout_ms"],
+            f"integer >= fetch.wait.max.ms ({values['fetch_wait_max_ms']})",
+        )
     if values["auto_commit_enable"] and values["auto_commit_interval_ms"] < 1:
         # Scala's KafkaScheduler throws on a 0 period and commits only once for a negative one.
-        raise _invalid("auto.commit.interval.ms", values["auto_commit_interval_ms"],
-                       "integer >= 1 while auto.commit.enable=true")
+        raise _invalid(
+            "auto.commit.interval.ms", values["auto_commit_interval_ms"], "integer >= 1 while auto.commit.enable=true"
+        )
     if values["zookeeper_transaction_max_bytes"] > values["zookeeper_jute_maxbuffer"] - 1024:
         # the server drops the connection on a request over jute.maxbuffer (headers come on top)
-        raise _invalid("zkconsumer.zookeeper.transaction.max.bytes", values["zookeeper_transaction_max_bytes"],
-                       f"integer <= zkconsumer.zookeeper.jute.maxbuffer - 1024 "
-                       f"({values['zookeeper_jute_maxbuffer'] - 1024})")
+        raise _invalid(
+            "zkconsumer.zookeeper.transaction.max.bytes",
+            values["zookeeper_transaction_max_bytes"],
+            f"integer <= zkconsumer.zookeeper.jute.maxbuffer - 1024 ({values['zookeeper_jute_maxbuffer'] - 1024})",
+        )
     if values["broker_listener"] == "":
         values["broker_listener"] = None  # an empty value reads as unset, as Kafka's optional strings do
     digest = values["zookeeper_digest"]
@@ -374,16 +386,17 @@ class ConsumerConfig:
             names = ", ".join(map(repr, missing))
             raise ConfigError(missing[0], f"missing required consumer {noun} {names} (no default)")
         values: dict[str, Any] = {
-            spec.attr: _read(spec, supplied[spec.name]) if spec.name in supplied else spec.default
-            for spec in _SPECS
+            spec.attr: _read(spec, supplied[spec.name]) if spec.name in supplied else spec.default for spec in _SPECS
         }
         _fill_derived_defaults(values)
         _check_combined(values)
         try:
             values["compat"] = Compat.parse(values["compat"])
         except ValueError as exc:  # Compat's message already lists the accepted versions
-            raise ConfigError("zkconsumer.compat.version", f"invalid value {values['compat']!r} for consumer "
-                              f"property 'zkconsumer.compat.version': {exc}") from None
+            raise ConfigError(
+                "zkconsumer.compat.version",
+                f"invalid value {values['compat']!r} for consumer property 'zkconsumer.compat.version': {exc}",
+            ) from None
         protocol = passthrough.get("security.protocol", "PLAINTEXT")
         if protocol.upper() not in SECURITY_PROTOCOLS:
             raise _invalid("librdkafka.security.protocol", protocol, " | ".join(SECURITY_PROTOCOLS))
@@ -450,8 +463,9 @@ class ConsumerConfig:
         if redact and self.zookeeper_digest is not None:
             out["zkconsumer.zookeeper.digest"] = self.zookeeper_digest.split(":", 1)[0] + ":****"
         if redact and self.zookeeper_sasl_jaas_config is not None:
-            out["zookeeper.sasl.jaas.config"] = re.sub(r'(password\s*=\s*)("(?:[^"\\]|\\.)*"|\S+?(?=;|\s|$))',
-                                                       r'\1"****"', self.zookeeper_sasl_jaas_config)
+            out["zookeeper.sasl.jaas.config"] = re.sub(
+                r'(password\s*=\s*)("(?:[^"\\]|\\.)*"|\S+?(?=;|\s|$))', r'\1"****"', self.zookeeper_sasl_jaas_config
+            )
         return out
 
     def __repr__(self) -> str:
@@ -467,4 +481,3 @@ def merge(*layers: Mapping[str, object]) -> dict[str, object]:
     for layer in layers:
         merged.update((key, value) for key, value in layer.items() if value is not None)
     return merged
-

@@ -1,4 +1,5 @@
 """ConsumerConnector: the public façade that wires membership, rebalancer, fetcher, streams and threads."""
+
 from __future__ import annotations
 
 import logging
@@ -6,15 +7,20 @@ import socket
 import threading
 import time
 import uuid
-from typing import Mapping
+from collections.abc import Mapping
 
 from zkconsumer import __version__, zkdata, zkio
 from zkconsumer.assignment import Assignment
 from zkconsumer.broker_group import admin_config, describe_broker_group
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.dual_commit import BrokerGroupView
-from zkconsumer.errors import (ConsumerError, ConsumerRebalanceFailed, ZkConsumerError, ZooKeeperAccessDenied,
-                               is_retriable)
+from zkconsumer.errors import (
+    ConsumerError,
+    ConsumerRebalanceFailed,
+    ZkConsumerError,
+    ZooKeeperAccessDenied,
+    is_retriable,
+)
 from zkconsumer.fetch_settings import FetchSettings
 from zkconsumer.fetcher import Fetcher
 from zkconsumer.group import GroupZk
@@ -25,8 +31,14 @@ from zkconsumer.offsets import OffsetStore, PeriodicTask
 from zkconsumer.partition_fetcher import NoFetcher, PartitionFetcher
 from zkconsumer.rebalancer import Rebalancer
 from zkconsumer.stream import KafkaStream, StreamSet
-from zkconsumer.subscription import (StaticSubscription, Subscription, TopicFilter, WildcardSubscription,
-                                     encode_registration, make_consumer_id)
+from zkconsumer.subscription import (
+    StaticSubscription,
+    Subscription,
+    TopicFilter,
+    WildcardSubscription,
+    encode_registration,
+    make_consumer_id,
+)
 from zkconsumer.watchdog import Watchdog
 from zkconsumer.worker import RebalanceWorker
 from zkconsumer.zk_auth import zookeeper_auth
@@ -34,8 +46,13 @@ from zkconsumer.zk_auth import zookeeper_auth
 log = logging.getLogger(__name__)
 
 # librdkafka settings our delivery semantics depend on: a passthrough may not change them.
-_RESERVED_LIBRDKAFKA = {"group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset",
-                        "enable.partition.eof"}
+_RESERVED_LIBRDKAFKA = {
+    "group.id",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "auto.offset.reset",
+    "enable.partition.eof",
+}
 
 
 class ConsumerConnector:
@@ -54,25 +71,41 @@ class ConsumerConnector:
     ConsumerError: it never stays in the group owning partitions it does not consume.
     """
 
-    def __init__(self, config: ConsumerConfig | Mapping[str, object], *,
-                 listener: ConsumerRebalanceListener | None = None, fetch: bool = True) -> None:
+    def __init__(
+        self,
+        config: ConsumerConfig | Mapping[str, object],
+        *,
+        listener: ConsumerRebalanceListener | None = None,
+        fetch: bool = True,
+    ) -> None:
         """`fetch=False` makes a member that owns partitions but reads none: its streams stay
         empty and progress is committed with `commit_positions()` (a Spark driver, say)."""
         self.config = config if isinstance(config, ConsumerConfig) else ConsumerConfig.from_mapping(config)
         if not fetch and self.config.offsets_storage == "kafka":
-            raise ConfigError("offsets.storage", "offsets.storage=kafka needs fetch=True (it commits "
-                              "through the fetcher's Kafka connection)")
+            raise ConfigError(
+                "offsets.storage",
+                "offsets.storage=kafka needs fetch=True (it commits through the fetcher's Kafka connection)",
+            )
         self._fetch = fetch
         self.listener = listener or ConsumerRebalanceListener()
-        self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id,
-                                            hostname=socket.gethostname(), now_ms=int(time.time() * 1000),
-                                            uuid_int=uuid.uuid4().int)
+        self.consumer_id = make_consumer_id(
+            self.config.group_id,
+            self.config.consumer_id,
+            hostname=socket.gethostname(),
+            now_ms=int(time.time() * 1000),
+            uuid_int=uuid.uuid4().int,
+        )
         self.zk_auth = zookeeper_auth(self.config)  # a bad JAAS setting fails here, naming the property
         self._zk = self._connect_zookeeper()
-        self.group = GroupZk(self._zk, self.config.group_id, self.consumer_id,
-                             timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0,
-                             transaction_max_bytes=self.config.zookeeper_transaction_max_bytes,
-                             identity=self.zk_auth.identity, acl=self.zk_auth.node_acl())
+        self.group = GroupZk(
+            self._zk,
+            self.config.group_id,
+            self.consumer_id,
+            timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0,
+            transaction_max_bytes=self.config.zookeeper_transaction_max_bytes,
+            identity=self.zk_auth.identity,
+            acl=self.zk_auth.node_acl(),
+        )
         self.assignment = Assignment()
         self._lock = threading.Lock()
         self._subscription: Subscription | None = None
@@ -91,18 +124,24 @@ class ConsumerConnector:
     def create_message_streams(self, topic_count_map: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
         """Subscribe to topics with a number of streams each; returns topic -> streams."""
         subscription = StaticSubscription.of(dict(topic_count_map))
-        streams = StreamSet(self.consumer_id, static=dict(subscription.topic_counts),
-                            capacity=self.config.queued_max_message_chunks,
-                            consumer_timeout_ms=self.config.consumer_timeout_ms)
+        streams = StreamSet(
+            self.consumer_id,
+            static=dict(subscription.topic_counts),
+            capacity=self.config.queued_max_message_chunks,
+            consumer_timeout_ms=self.config.consumer_timeout_ms,
+        )
         self._join(subscription, streams)
         return {topic: list(s) for topic, s in streams.by_topic.items()}
 
     def create_message_streams_by_filter(self, topic_filter: TopicFilter, num_streams: int = 1) -> list[KafkaStream]:
         """Subscribe to every topic a Whitelist/Blacklist accepts, now and later."""
         subscription = WildcardSubscription(topic_filter, num_streams)
-        streams = StreamSet(self.consumer_id, wildcard_streams=num_streams,
-                            capacity=self.config.queued_max_message_chunks,
-                            consumer_timeout_ms=self.config.consumer_timeout_ms)
+        streams = StreamSet(
+            self.consumer_id,
+            wildcard_streams=num_streams,
+            capacity=self.config.queued_max_message_chunks,
+            consumer_timeout_ms=self.config.consumer_timeout_ms,
+        )
         self._join(subscription, streams)
         return list(streams.wildcard)
 
@@ -115,8 +154,9 @@ class ConsumerConnector:
         rebalancer.streams.mark_consumed()
         rebalancer.commit()
 
-    def commit_positions(self, positions: Mapping[tuple[str, int], int], *,
-                         epochs: Mapping[str, int | None] | None = None) -> dict[tuple[str, int], bool]:
+    def commit_positions(
+        self, positions: Mapping[tuple[str, int], int], *, epochs: Mapping[str, int | None] | None = None
+    ) -> dict[tuple[str, int], bool]:
         """Commit the next offset to read per partition, for progress tracked outside the streams.
 
         Only partitions this member owns are written (fenced by owner node); the result says
@@ -151,17 +191,21 @@ class ConsumerConnector:
             return Snapshot()
         stats, offsets = rebalancer.stats, rebalancer.offsets
         return Snapshot(
-            rebalances_succeeded=stats.succeeded, rebalances_failed=stats.failed,
+            rebalances_succeeded=stats.succeeded,
+            rebalances_failed=stats.failed,
             rebalance_last_seconds=stats.last_seconds,
             rebalance_failing_runs=worker.failed_runs if worker is not None else 0,
             owned=self.assignment.counts_by_topic(),
             queued_chunks={s.queue.name: len(s.queue) for s in streams.all()} if streams is not None else {},
-            zookeeper_commits=offsets.zookeeper_writes, kafka_commits=offsets.kafka_writes,
+            zookeeper_commits=offsets.zookeeper_writes,
+            kafka_commits=offsets.kafka_writes,
             commit_failures=offsets.failures,
-            kafka_commits_rejected=offsets.kafka_rejected, kafka_commit_errors=offsets.kafka_failed,
+            kafka_commits_rejected=offsets.kafka_rejected,
+            kafka_commit_errors=offsets.kafka_failed,
             watchdog_alerts=watchdog.alerts if watchdog is not None else 0,
             ownership_problems=len(watchdog.problems) if watchdog is not None else 0,
-            ignored_peers=rebalancer.peers.count)
+            ignored_peers=rebalancer.peers.count,
+        )
 
     @property
     def rebalancer(self) -> Rebalancer:
@@ -207,14 +251,19 @@ class ConsumerConnector:
         if self._membership is not None:
             self._membership.stop()
         if not zkio.close_quietly(self._zk, max(0.1, deadline.remaining(timeout))):
-            log.warning("%s: closing the ZooKeeper session did not finish in time; its nodes expire with "
-                        "the session", self.consumer_id)
+            log.warning(
+                "%s: closing the ZooKeeper session did not finish in time; its nodes expire with the session",
+                self.consumer_id,
+            )
         if unwritten:
-            log.warning("%s: left without committing %s", self.consumer_id,
-                        ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(unwritten.items())))
+            log.warning(
+                "%s: left without committing %s",
+                self.consumer_id,
+                ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(unwritten.items())),
+            )
         return unwritten
 
-    def __enter__(self) -> "ConsumerConnector":
+    def __enter__(self) -> ConsumerConnector:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -224,13 +273,19 @@ class ConsumerConnector:
     def _connect_zookeeper(self):  # type: ignore[no-untyped-def]
         cfg = self.config
         try:
-            return zkio.connect(cfg.zookeeper_connect, session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
-                                connect_timeout_s=cfg.zookeeper_connection_timeout_ms / 1000.0, auth=self.zk_auth)
+            return zkio.connect(
+                cfg.zookeeper_connect,
+                session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
+                connect_timeout_s=cfg.zookeeper_connection_timeout_ms / 1000.0,
+                auth=self.zk_auth,
+            )
         except ZooKeeperAccessDenied:
             raise
         except Exception as exc:
-            raise ConnectionError(f"cannot reach ZooKeeper at {cfg.zookeeper_connect} within "
-                                  f"{cfg.zookeeper_connection_timeout_ms} ms: {exc}") from exc
+            raise ConnectionError(
+                f"cannot reach ZooKeeper at {cfg.zookeeper_connect} within "
+                f"{cfg.zookeeper_connection_timeout_ms} ms: {exc}"
+            ) from exc
 
     def _join(self, subscription: Subscription, streams: StreamSet) -> None:
         with self._lock:
@@ -241,20 +296,34 @@ class ConsumerConnector:
             self._subscription = subscription
             self._streams = streams
         cfg = self.config
-        worker = RebalanceWorker(self.consumer_id, self._rebalance, recheck_s=cfg.rebalance_recheck_ms / 1000.0,
-                                 on_crash=self._die, backoff_s=cfg.rebalance_backoff_ms / 1000.0)
+        worker = RebalanceWorker(
+            self.consumer_id,
+            self._rebalance,
+            recheck_s=cfg.rebalance_recheck_ms / 1000.0,
+            on_crash=self._die,
+            backoff_s=cfg.rebalance_backoff_ms / 1000.0,
+        )
         membership = Membership(
-            self.group, self.assignment, streams.gate,
+            self.group,
+            self.assignment,
+            streams.gate,
             registration=lambda: encode_registration(subscription, int(time.time() * 1000), cfg.compat),
-            session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0, trigger=worker.trigger,
-            marker=zkdata.encode_zkconsumer_marker(__version__))
-        offsets = OffsetStore(self.group, storage=cfg.offsets_storage, dual_commit=cfg.dual_commit_enabled,
-                              kafka_consumer=lambda: rebalancer.fetcher.consumer if rebalancer.fetcher else None,
-                              backoff_ms=cfg.offsets_channel_backoff_ms,
-                              timeout_ms=cfg.offsets_channel_socket_timeout_ms,
-                              describe_group=lambda timeout_s: self._describe_broker_group(rebalancer, timeout_s))
-        rebalancer = Rebalancer(cfg, self.group, membership, self.assignment, streams, offsets, self._make_fetcher,
-                                self.listener)
+            session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
+            trigger=worker.trigger,
+            marker=zkdata.encode_zkconsumer_marker(__version__),
+        )
+        offsets = OffsetStore(
+            self.group,
+            storage=cfg.offsets_storage,
+            dual_commit=cfg.dual_commit_enabled,
+            kafka_consumer=lambda: rebalancer.fetcher.consumer if rebalancer.fetcher else None,
+            backoff_ms=cfg.offsets_channel_backoff_ms,
+            timeout_ms=cfg.offsets_channel_socket_timeout_ms,
+            describe_group=lambda timeout_s: self._describe_broker_group(rebalancer, timeout_s),
+        )
+        rebalancer = Rebalancer(
+            cfg, self.group, membership, self.assignment, streams, offsets, self._make_fetcher, self.listener
+        )
         self._worker, self._membership, self._rebalancer = worker, membership, rebalancer
         self.group.ensure_paths()
         membership.start()
@@ -263,25 +332,45 @@ class ConsumerConnector:
         except Exception as exc:
             self.shutdown()
             if isinstance(exc, ZkConsumerError):  # a setting to fix (access denied, ...): it says what
-                raise ConsumerRebalanceFailed(f"{self.consumer_id}: initial rebalance failed: {exc}; the "
-                                              "connector was shut down") from exc
-            raise ConsumerRebalanceFailed(f"{self.consumer_id}: initial rebalance failed with a bug ({exc!r}); "
-                                          "the connector was shut down") from exc
+                raise ConsumerRebalanceFailed(
+                    f"{self.consumer_id}: initial rebalance failed: {exc}; the connector was shut down"
+                ) from exc
+            raise ConsumerRebalanceFailed(
+                f"{self.consumer_id}: initial rebalance failed with a bug ({exc!r}); the connector was shut down"
+            ) from exc
         if not ok:
             self.shutdown()
-            raise ConsumerRebalanceFailed(f"{self.consumer_id}: initial rebalance failed "
-                                          f"({rebalancer.stats.last_error}); the connector was shut down")
-        tasks = [PeriodicTask(f"{self.consumer_id}-session-lease", membership.session_timeout_s() / 4.0,
-                              membership.renew_lease, on_error=self._die)]
+            raise ConsumerRebalanceFailed(
+                f"{self.consumer_id}: initial rebalance failed "
+                f"({rebalancer.stats.last_error}); the connector was shut down"
+            )
+        tasks = [
+            PeriodicTask(
+                f"{self.consumer_id}-session-lease",
+                membership.session_timeout_s() / 4.0,
+                membership.renew_lease,
+                on_error=self._die,
+            )
+        ]
         if cfg.auto_commit_enable:
-            tasks.append(PeriodicTask(
-                f"{self.consumer_id}-autocommit", cfg.auto_commit_interval_ms / 1000.0,
-                lambda: rebalancer.commit(retries=cfg.offsets_commit_max_retries), on_error=self._die))
+            tasks.append(
+                PeriodicTask(
+                    f"{self.consumer_id}-autocommit",
+                    cfg.auto_commit_interval_ms / 1000.0,
+                    lambda: rebalancer.commit(retries=cfg.offsets_commit_max_retries),
+                    on_error=self._die,
+                )
+            )
         watchdog = None
         if cfg.watchdog_interval_ms > 0:
-            watchdog = Watchdog(self.consumer_id, interval_s=cfg.watchdog_interval_ms / 1000.0,
-                                check=rebalancer.health_problems, trigger=worker.trigger, on_error=self._die,
-                                activity=worker.activity)
+            watchdog = Watchdog(
+                self.consumer_id,
+                interval_s=cfg.watchdog_interval_ms / 1000.0,
+                check=rebalancer.health_problems,
+                trigger=worker.trigger,
+                on_error=self._die,
+                activity=worker.activity,
+            )
         with self._lock:  # a shutdown from another thread either sees all of them or none
             if self._closed:
                 return
@@ -301,11 +390,18 @@ class ConsumerConnector:
             log.warning("ignoring librdkafka.%s: zkconsumer manages it", key)
             overrides.pop(key)
         settings = FetchSettings(
-            bootstrap_servers=bootstrap, group_id=cfg.group_id, client_id=cfg.client_id,
-            fetch_message_max_bytes=cfg.fetch_message_max_bytes, fetch_min_bytes=cfg.fetch_min_bytes,
-            fetch_wait_max_ms=cfg.fetch_wait_max_ms, socket_timeout_ms=cfg.socket_timeout_ms,
-            socket_receive_buffer_bytes=cfg.socket_receive_buffer_bytes, auto_offset_reset=cfg.auto_offset_reset,
-            queued_max_message_chunks=cfg.queued_max_message_chunks, overrides=overrides)
+            bootstrap_servers=bootstrap,
+            group_id=cfg.group_id,
+            client_id=cfg.client_id,
+            fetch_message_max_bytes=cfg.fetch_message_max_bytes,
+            fetch_min_bytes=cfg.fetch_min_bytes,
+            fetch_wait_max_ms=cfg.fetch_wait_max_ms,
+            socket_timeout_ms=cfg.socket_timeout_ms,
+            socket_receive_buffer_bytes=cfg.socket_receive_buffer_bytes,
+            auto_offset_reset=cfg.auto_offset_reset,
+            queued_max_message_chunks=cfg.queued_max_message_chunks,
+            overrides=overrides,
+        )
         fetcher = Fetcher(settings, name=self.consumer_id, on_error=self._die)
         fetcher.start()
         return fetcher

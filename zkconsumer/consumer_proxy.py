@@ -1,4 +1,5 @@
 """The fetcher's Consumer as other threads see it: every call runs on the fetcher thread."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

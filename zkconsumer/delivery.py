@@ -12,14 +12,16 @@ from two lists per slice that other threads can act on atomically:
   its selector, so every end of a chunk, normal or stopped, has pulled exactly one message
   more than it handed out: the sentinel, or the first message not handed out.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from operator import length_hint
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from zkconsumer.chunks import END, Chunk, Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.errors import ConsumerError, ConsumerTimeout
@@ -53,15 +55,15 @@ class DeliveryGate:
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.open = True           # plain attributes: read without the lock
+        self.open = True  # plain attributes: read without the lock
         self.lease_until = math.inf
         self.ended = False
-        self.clock = clock         # the lease's clock (a simulation passes its own)
+        self.clock = clock  # the lease's clock (a simulation passes its own)
         self._cond = threading.Condition()
         self._iterators: list[ConsumerIterator] = []
         self._lapsed_at: float | None = None  # the lease value whose lapse enforce_lease acted on
 
-    def attach(self, iterator: "ConsumerIterator") -> None:
+    def attach(self, iterator: ConsumerIterator) -> None:
         with self._cond:
             self._iterators.append(iterator)
 
@@ -171,8 +173,7 @@ class ConsumerIterator(Iterator[Message]):
     `iter(stream)` object also goes on working).
     """
 
-    def __init__(self, queue: StreamQueue, consumer_timeout_ms: int = -1,
-                 gate: DeliveryGate = _ALWAYS_OPEN) -> None:
+    def __init__(self, queue: StreamQueue, consumer_timeout_ms: int = -1, gate: DeliveryGate = _ALWAYS_OPEN) -> None:
         self._queue = queue
         self._gate = gate
         self._timeout = None if consumer_timeout_ms < 0 else consumer_timeout_ms / 1000.0

@@ -1,4 +1,5 @@
 """Dual commit's Kafka side: classify its failures, track failure episodes, and word the reports (pure)."""
+
 from __future__ import annotations
 
 import enum
@@ -14,18 +15,22 @@ from zkconsumer.errors import is_retriable
 # tests/cluster/test_dual_commit_group.py checks the Stable case. ILLEGAL_GENERATION and
 # REBALANCE_IN_PROGRESS are the coordinator's other answers to a commit outside the current
 # generation; STALE_MEMBER_EPOCH is the consumer protocol's (KIP-848) counterpart.
-BROKER_GROUP_REJECTIONS: frozenset[int] = frozenset({
-    KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS,
-    KafkaError.STALE_MEMBER_EPOCH,
-})
+BROKER_GROUP_REJECTIONS: frozenset[int] = frozenset(
+    {
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.STALE_MEMBER_EPOCH,
+    }
+)
 
 
 class KafkaFailure(enum.Enum):
     """Why a dual commit's Kafka-side write failed."""
 
-    REJECTED = "rejected"    # the broker-side group is in use by broker-coordinated members
+    REJECTED = "rejected"  # the broker-side group is in use by broker-coordinated members
     TRANSIENT = "transient"  # broker down, timeout, coordinator moving, ...: the next commit retries
-    FATAL = "fatal"          # a bug or a fatal client error: raised
+    FATAL = "fatal"  # a bug or a fatal client error: raised
 
 
 def kafka_error(exc: BaseException) -> KafkaError | None:
@@ -107,7 +112,7 @@ class KafkaCommitEpisodes:
         return ended
 
 
-GUIDE = "see the migration guide (docs/migration.md, \"Never run both kinds at once\")"
+GUIDE = 'see the migration guide (docs/migration.md, "Never run both kinds at once")'
 
 
 def rejected_warning(group: str, error: str, view: BrokerGroupView | None) -> str:
@@ -115,22 +120,31 @@ def rejected_warning(group: str, error: str, view: BrokerGroupView | None) -> st
     if view is None:
         who = "(describing the broker-side group failed or timed out)"
     elif view.members:
-        who = f"(state {view.state}; members: " + ", ".join(
-            f"client.id={m.client_id} host={m.host} member.id={m.member_id}" for m in view.members) + ")"
+        who = (
+            f"(state {view.state}; members: "
+            + ", ".join(f"client.id={m.client_id} host={m.host} member.id={m.member_id}" for m in view.members)
+            + ")"
+        )
     else:
         who = f"(state {view.state}; no members listed)"
-    return (f"group {group}: a broker-coordinated consumer group with the same id is active {who}; "
-            f"Kafka-side commits are rejected with {error}; ZooKeeper commits continue; {GUIDE}")
+    return (
+        f"group {group}: a broker-coordinated consumer group with the same id is active {who}; "
+        f"Kafka-side commits are rejected with {error}; ZooKeeper commits continue; {GUIDE}"
+    )
 
 
 def transient_warning(group: str, error: str) -> str:
     """The one WARNING of an episode of transient Kafka-side failures."""
-    return (f"group {group}: Kafka-side offset commit failed with {error}; ZooKeeper commits continue, and "
-            "every commit sends the full offset map to Kafka again until one succeeds")
+    return (
+        f"group {group}: Kafka-side offset commit failed with {error}; ZooKeeper commits continue, and "
+        "every commit sends the full offset map to Kafka again until one succeeds"
+    )
 
 
 def recovered_info(group: str, episode: Episode) -> str:
     """The INFO line when a Kafka-side commit succeeds after an episode of failures."""
     parts = [f"{n} {kind.value}" for kind, n in sorted(episode.counts.items(), key=lambda kv: kv[0].value)]
-    return (f"group {group}: Kafka-side offset commits succeed again after {episode.total()} failed "
-            f"({', '.join(parts)}); ZooKeeper commits were written throughout")
+    return (
+        f"group {group}: Kafka-side offset commits succeed again after {episode.total()} failed "
+        f"({', '.join(parts)}); ZooKeeper commits were written throughout"
+    )

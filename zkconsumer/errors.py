@@ -1,9 +1,16 @@
 """zkconsumer's exceptions: one root, a `retriable` flag, and the classifier every retry loop asks."""
+
 from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
-from kazoo.exceptions import (AuthFailedError, BadArgumentsError, InvalidACLError, KazooException,
-                              NoAuthError, UnimplementedError)
+from kazoo.exceptions import (
+    AuthFailedError,
+    BadArgumentsError,
+    InvalidACLError,
+    KazooException,
+    NoAuthError,
+    UnimplementedError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 
 

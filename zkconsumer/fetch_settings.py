@@ -1,16 +1,21 @@
 """The legacy fetch properties mapped onto librdkafka's consumer settings (pure)."""
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 log = logging.getLogger(__name__)
 
 # Forced whatever the overrides say: we commit and store offsets ourselves, and we must SEE an
 # out-of-range fetch to apply (and log) the legacy auto.offset.reset policy.
-_ALWAYS: dict[str, object] = {"enable.auto.commit": False, "enable.auto.offset.store": False,
-                              "auto.offset.reset": "error", "enable.partition.eof": False}
+_ALWAYS: dict[str, object] = {
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "auto.offset.reset": "error",
+    "enable.partition.eof": False,
+}
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,8 @@ class FetchSettings:
         conf.update(self.overrides)
         for name, value in _ALWAYS.items():
             if name in self.overrides and str(self.overrides[name]).lower() != str(value).lower():
-                log.warning("librdkafka override %s=%s ignored: the fetcher needs %s",
-                            name, self.overrides[name], value)
+                log.warning(
+                    "librdkafka override %s=%s ignored: the fetcher needs %s", name, self.overrides[name], value
+                )
             conf[name] = value
         return conf

@@ -1,4 +1,5 @@
 """The fetcher: one confluent-kafka Consumer on one thread, routing fetched messages into stream queues."""
+
 from __future__ import annotations
 
 import collections
@@ -6,20 +7,20 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Callable, Iterable, Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from zkconsumer.fetch_settings import FetchSettings
-from zkconsumer.zkio import Deadline
 from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo
-from zkconsumer.errors import BrokersUnavailable, ConsumerError
 from zkconsumer.consumer_proxy import ConsumerProxy
+from zkconsumer.errors import BrokersUnavailable, ConsumerError
+from zkconsumer.fetch_settings import FetchSettings
 from zkconsumer.log_throttle import throttled_logger
 from zkconsumer.runs import split_runs
 from zkconsumer.watermarks import watermarks
+from zkconsumer.zkio import Deadline
 
 __all__ = ["ConsumerProxy", "FetchSettings", "Fetcher"]
 
@@ -27,11 +28,11 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 
-_POLL_TIMEOUT = 0.1        # consume() wait: bounds how late a command or close() is noticed
+_POLL_TIMEOUT = 0.1  # consume() wait: bounds how late a command or close() is noticed
 _HELD_POLL_TIMEOUT = 0.01  # while some partitions wait for queue space, notice that space soon
-_IDLE_WAIT = 1.0           # nothing fetchable: sleep until a command or queue space wakes us
+_IDLE_WAIT = 1.0  # nothing fetchable: sleep until a command or queue space wakes us
 _COMMAND_TIMEOUT = 60.0
-_WARN_EVERY = 30.0         # rate limit of repeated warnings (per error code)
+_WARN_EVERY = 30.0  # rate limit of repeated warnings (per error code)
 _DOWN = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})  # no broker answered: say why, if known
 
 
@@ -45,16 +46,24 @@ class Fetcher:
     keeps up never pause: at 1,000 it paused 150 times per million messages, at 0.6x the speed.
     """
 
-    def __init__(self, settings: FetchSettings, *, name: str, on_error: Callable[[BaseException], None],
-                 batch_size: int = 10_000, hold_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        settings: FetchSettings,
+        *,
+        name: str,
+        on_error: Callable[[BaseException], None],
+        batch_size: int = 10_000,
+        hold_bytes: int | None = None,
+    ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.settings = settings
         self.name = name
         self._on_error = on_error
         self._batch_size = batch_size
-        self._hold_bytes = (settings.queued_max_message_chunks * settings.fetch_message_max_bytes
-                            if hold_bytes is None else hold_bytes)
+        self._hold_bytes = (
+            settings.queued_max_message_chunks * settings.fetch_message_max_bytes if hold_bytes is None else hold_bytes
+        )
         self._raw: Consumer = None  # type: ignore[assignment]  # created by start()
         self._proxy = ConsumerProxy(self)
         self._thread: threading.Thread | None = None
@@ -128,19 +137,34 @@ class Fetcher:
         """What librdkafka currently has assigned (empty once closed)."""
         # On the fetcher thread, as every Consumer call: called from another thread while the
         # fetcher thread looped on consume(), it never returned (confluent-kafka 2.16.1).
-        return self._call(lambda: set() if self._closed else {  # type: ignore[return-value]
-            (tp.topic, tp.partition) for tp in self._raw.assignment()}, required=False)
+        return self._call(
+            lambda: (
+                set()
+                if self._closed
+                else {  # type: ignore[return-value]
+                    (tp.topic, tp.partition) for tp in self._raw.assignment()
+                }
+            ),
+            required=False,
+        )
 
     def lag(self) -> dict[Key, int]:
         """high watermark - fetched offset per partition, from cached watermarks (best effort)."""
+
         def read() -> dict[Key, int]:
             try:
-                marks = {} if self._closed else {
-                    key: (info, self._raw.get_watermark_offsets(TopicPartition(*key), cached=True))
-                    for key, info in self._infos.items()}
+                marks = (
+                    {}
+                    if self._closed
+                    else {
+                        key: (info, self._raw.get_watermark_offsets(TopicPartition(*key), cached=True))
+                        for key, info in self._infos.items()
+                    }
+                )
             except KafkaException:
                 return {}
             return {key: max(0, m[1] - info.fetched_offset) for key, (info, m) in marks.items() if m and m[1] >= 0}
+
         return self._call(read, required=False)  # type: ignore[return-value]
 
     def _call(self, fn: Callable[[], object], *, required: bool = True) -> object:
@@ -174,7 +198,7 @@ class Fetcher:
                         break  # died before running it
                     if time.monotonic() >= deadline:
                         fut.cancel()  # not started yet: it must not run late (a cancelled add, say)
-                        raise TimeoutError(f"{thread.name} did not run a command within {limit:.1f}s")
+                        raise TimeoutError(f"{thread.name} did not run a command within {limit:.1f}s") from None
         if required:
             raise ConsumerError(f"fetcher {self.name} is not running") from self._failure
         if self._failure is None:  # stopping: let it leave the Consumer first (a failed one did)
@@ -295,8 +319,13 @@ class Fetcher:
                 start = low if policy == "smallest" else high
                 # committed_offset stays -1, so the next commit persists the reset (as Scala does)
                 info.fetched_offset = info.consumed_offset = start
-                log.info("%s-%d: no committed offset, starting at %d (auto.offset.reset=%s)",
-                         info.topic, info.partition, start, policy)
+                log.info(
+                    "%s-%d: no committed offset, starting at %d (auto.offset.reset=%s)",
+                    info.topic,
+                    info.partition,
+                    start,
+                    policy,
+                )
 
     def _watermarks(self, key: Key) -> tuple[int, int]:
         try:
@@ -383,8 +412,12 @@ class Fetcher:
         the connection error behind it (a TLS handshake or SASL failure says what to fix; "all
         broker connections are down" does not). Any other error is returned unchanged."""
         err, known = exc.args[0] if exc.args else None, self._connection_error
-        if not isinstance(err, KafkaError) or err.code() not in _DOWN or known is None \
-                or time.monotonic() - known[0] > _WARN_EVERY:
+        if (
+            not isinstance(err, KafkaError)
+            or err.code() not in _DOWN
+            or known is None
+            or time.monotonic() - known[0] > _WARN_EVERY
+        ):
             return exc
         return BrokersUnavailable(f"{err.str()}; the last broker connection error was: {known[1]}")
 
@@ -397,8 +430,9 @@ class Fetcher:
         try:
             low, high = self._watermarks(key)
         except KafkaException as exc:  # fetch again from where we were: the error comes back
-            self._warn(("reset", key), "%s-%d: offset %s out of range; watermarks failed (%s), retrying",
-                       *key, offset, exc)
+            self._warn(
+                ("reset", key), "%s-%d: offset %s out of range; watermarks failed (%s), retrying", *key, offset, exc
+            )
             new = info.fetched_offset
         else:
             if low <= info.fetched_offset <= high:
@@ -406,13 +440,26 @@ class Fetcher:
                 # an earlier assignment of this partition (a deleted topic's incarnation, say) whose
                 # error librdkafka delivered late. Resetting would deliver the record's messages twice.
                 new = info.fetched_offset
-                log.info("%s-%d: out-of-range error for offset %s ignored: fetching continues at %d, "
-                         "inside [%d, %d]", *key, offset, new, low, high)
+                log.info(
+                    "%s-%d: out-of-range error for offset %s ignored: fetching continues at %d, inside [%d, %d]",
+                    *key,
+                    offset,
+                    new,
+                    low,
+                    high,
+                )
             else:
                 new = low if policy == "smallest" else high
-                log.warning("%s-%d: offset %s out of range [%d, %d); reset fetched and consumed offset to %d "
-                            "(auto.offset.reset=%s): messages may be lost or repeated", *key, info.fetched_offset,
-                            low, high, new, policy)
+                log.warning(
+                    "%s-%d: offset %s out of range [%d, %d); reset fetched and consumed offset to %d "
+                    "(auto.offset.reset=%s): messages may be lost or repeated",
+                    *key,
+                    info.fetched_offset,
+                    low,
+                    high,
+                    new,
+                    policy,
+                )
                 info.fetched_offset = info.consumed_offset = new
         self._forget([key])
         # seek() fails with _STATE here (librdkafka stopped the partition): re-add it instead
@@ -424,7 +471,7 @@ class Fetcher:
         if seen and now - seen[0] < _WARN_EVERY:
             seen[1] += 1
         else:
-            log.warning(msg + (f" ({seen[1]:.0f} more since)" if seen and seen[1] else ""), *args)
+            log.warning("%s%s", msg % args, f" ({seen[1]:.0f} more since)" if seen and seen[1] else "")
             self._warned[what] = [now, 0]
 
     def _close_consumer(self) -> None:

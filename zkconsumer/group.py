@@ -6,12 +6,14 @@ live `client_id`, which is None whenever the link is down: a node of session X e
 while X lives, so comparing with X is exact, and a reconnect never makes our own nodes look
 foreign.
 """
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
@@ -49,9 +51,17 @@ class GroupZk:
         conflicts = group.claim({("orders", 0): "billing_host-...-0"})
     """
 
-    def __init__(self, client: Any, group_id: str, consumer_id: str, *, timeout_s: float = 30.0,
-                 transaction_max_bytes: int = 0xFFFFF // 2, identity: str = "this client",
-                 acl: list[Any] | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        group_id: str,
+        consumer_id: str,
+        *,
+        timeout_s: float = 30.0,
+        transaction_max_bytes: int = 0xFFFFF // 2,
+        identity: str = "this client",
+        acl: list[Any] | None = None,
+    ) -> None:
         self.client = client
         self.io = ZkIO(client, timeout_s, identity)
         self.acl = acl  # of owner and offset nodes and their folders (ZkAuth.node_acl); None: open
@@ -92,8 +102,13 @@ class GroupZk:
 
     # ---- registration ----------------------------------------------------------------------
     def ensure_paths(self) -> None:
-        for path in (zkdata.ids_path(self.group_id), zkdata.owners_path(self.group_id),
-                     zkdata.offsets_path(self.group_id), zkdata.BROKER_IDS, zkdata.BROKER_TOPICS):
+        for path in (
+            zkdata.ids_path(self.group_id),
+            zkdata.owners_path(self.group_id),
+            zkdata.offsets_path(self.group_id),
+            zkdata.BROKER_IDS,
+            zkdata.BROKER_TOPICS,
+        ):
             self._ensure(path)
 
     def register(self, data: bytes, *, wait_for_stale_s: float = 0.0) -> int:
@@ -130,9 +145,11 @@ class GroupZk:
             if time.monotonic() >= deadline:
                 raise RegistrationConflict(
                     f"{self.member_path} is held by another live ZooKeeper session "
-                    f"(0x{stat.ephemeralOwner:x}): consumer id {self.consumer_id!r} is already in use")
+                    f"(0x{stat.ephemeralOwner:x}): consumer id {self.consumer_id!r} is already in use"
+                )
             gone = threading.Event()
-            if self.io.exists(self.member_path, watch=lambda _e: gone.set()) is not None:
+            held = self.io.exists(self.member_path, watch=lambda _e: gone.set())  # noqa: B023 - waited on below
+            if held is not None:
                 gone.wait(max(0.0, min(1.0, deadline - time.monotonic())))
 
     def mark_as_zkconsumer(self, data: bytes) -> bool:
@@ -181,8 +198,7 @@ class GroupZk:
         return stat is not None and self.session is not None and stat.ephemeralOwner == self.session
 
     # ---- group reads -----------------------------------------------------------------------
-    def read_registrations(self, watch: Watch | None = None) -> tuple[dict[str, Registration],
-                                                                      dict[str, ZkDataError]]:
+    def read_registrations(self, watch: Watch | None = None) -> tuple[dict[str, Registration], dict[str, ZkDataError]]:
         """Every member's registration, and separately those that could not be decoded (cached:
         see GroupReads.registrations). `watch` runs when the list of members changes."""
         return self.reads.registrations(watch, own_id=self.consumer_id if self.session is not None else None)
@@ -210,8 +226,9 @@ class GroupZk:
         """
         keys = list(keys)
         created = self.cluster.topic_epochs(t for t, _ in keys)
-        found = self.io.many(((k, self.client.get_async(zkdata.offset_path(self.group_id, *k))) for k in keys),
-                             "read offsets")
+        found = self.io.many(
+            ((k, self.client.get_async(zkdata.offset_path(self.group_id, *k))) for k in keys), "read offsets"
+        )
         out: dict[TopicPartition, int] = {}
         for key, answer in found.items():
             path = zkdata.offset_path(self.group_id, *key)
@@ -277,8 +294,9 @@ class GroupZk:
         # A failed multi reports the culprit's own error and a rollback marker for the rest.
         return not any(isinstance(r, Exception) for r in results)
 
-    def watch_until_free(self, keys: Iterable[TopicPartition], on_free: Callable[[], None], *,
-                         any_free: bool = False) -> bool:
+    def watch_until_free(
+        self, keys: Iterable[TopicPartition], on_free: Callable[[], None], *, any_free: bool = False
+    ) -> bool:
         """Watch owner nodes others hold; `on_free` runs (on kazoo's thread) once every one is gone,
         or with `any_free` once the first is.
 
@@ -327,8 +345,11 @@ class GroupZk:
         another's). A connection failure raises: the caller keeps the rest for a later attempt."""
         stats = self._owner_stats(owners)
         confirmed = [k for k, stat in stats.items() if stat is None]
-        pending = {k: self.client.delete_async(self._owner_path(k), version=stat.version)
-                   for k, stat in stats.items() if stat is not None}
+        pending = {
+            k: self.client.delete_async(self._owner_path(k), version=stat.version)
+            for k, stat in stats.items()
+            if stat is not None
+        }
         for key, answer in pending.items():
             try:
                 self.io.wait(answer, f"release {self._owner_path(key)}")
@@ -340,8 +361,9 @@ class GroupZk:
         return sorted(confirmed)
 
     # ---- offsets -------------------------------------------------------------------------------
-    def commit_offsets(self, offsets: Mapping[TopicPartition, int], owners: Mapping[TopicPartition, str], *,
-                       attempts: int = 3) -> dict[TopicPartition, bool]:
+    def commit_offsets(
+        self, offsets: Mapping[TopicPartition, int], owners: Mapping[TopicPartition, str], *, attempts: int = 3
+    ) -> dict[TopicPartition, bool]:
         """Write each offset only while we own the partition (owner check in the same multi).
 
         Returns key -> written; False means the partition is no longer ours (fenced off). Scala
@@ -358,15 +380,24 @@ class GroupZk:
             # writes), not three round trips each: a release commits every moving partition.
             stats = self._owner_stats({k: owners[k] for k in pending})
             for key in [k for k, stat in stats.items() if stat is None]:
-                log.warning("not committing %s-%d=%d: %s is no longer ours", key[0], key[1], pending.pop(key),
-                            self._owner_path(key))
+                log.warning(
+                    "not committing %s-%d=%d: %s is no longer ours",
+                    key[0],
+                    key[1],
+                    pending.pop(key),
+                    self._owner_path(key),
+                )
                 results[key] = False
-            present = self.io.many(((k, self.client.exists_async(zkdata.offset_path(self.group_id, *k)))
-                                    for k in pending), "read offset nodes")
+            present = self.io.many(
+                ((k, self.client.exists_async(zkdata.offset_path(self.group_id, *k))) for k in pending),
+                "read offset nodes",
+            )
             for topic in sorted({k[0] for k, stat in present.items() if stat is None}):
                 self._ensure(zkdata.offsets_path(self.group_id, topic))
-            sent = [(key, self._fenced_offset_write(key, offset, stats[key], present[key] is not None))
-                    for key, offset in pending.items()]
+            sent = [
+                (key, self._fenced_offset_write(key, offset, stats[key], present[key] is not None))
+                for key, offset in pending.items()
+            ]
             for key, answer in sent:
                 outcome = self.io.wait(answer, f"commit {zkdata.offset_path(self.group_id, *key)}")
                 if not any(isinstance(r, Exception) for r in outcome):
@@ -375,8 +406,9 @@ class GroupZk:
                 elif any(isinstance(r, NoNodeError) for r in outcome):
                     self._ensured.discard(zkdata.offsets_path(self.group_id, key[0]))  # deleted under us
         if pending:
-            raise CommitFailed("could not write offsets of " + partitions_text(pending)
-                               + f" in {attempts} attempts", list(pending))
+            raise CommitFailed(
+                "could not write offsets of " + partitions_text(pending) + f" in {attempts} attempts", list(pending)
+            )
         return results
 
     def _fenced_offset_write(self, key: TopicPartition, offset: int, owner: ZnodeStat, exists: bool) -> Any:
@@ -423,7 +455,9 @@ class GroupZk:
         """key -> (data, stat) of its owner node, None where there is none."""
         return self.io.many(((k, self.client.get_async(self._owner_path(k))) for k in keys), "read owner nodes")
 
-    def _read_nodes_to_claim(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
+    def _read_nodes_to_claim(
+        self, owners: Mapping[TopicPartition, str]
+    ) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
         """Like _read_owner_nodes, but a node another member holds is asked for again only after
         its watch fired: a member waiting for a neighbour's release re-reads what was released, not
         every node still in its way. A stale "held" only delays the claim to the next attempt; a
@@ -456,4 +490,3 @@ class GroupZk:
             return None
         data, stat = answer
         return stat if data == zkdata.encode_owner(thread_id) and stat.ephemeralOwner == self.session else None
-

@@ -4,10 +4,11 @@ Read afresh, these are O(members) requests per rebalance attempt and O(partition
 check on every member; served from WatchedFolders they cost only what changed. Writes never use
 them: a claim, release or commit reads the nodes it writes afresh, for the versions it fences on.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from kazoo.protocol.states import ZnodeStat
 
@@ -45,8 +46,9 @@ class GroupReads:
         self._marked.invalidate()
         self._checked.invalidate()
 
-    def registrations(self, watch: Watch | None = None, *, own_id: str | None = None) -> tuple[
-            dict[str, Registration], dict[str, ZkDataError]]:
+    def registrations(
+        self, watch: Watch | None = None, *, own_id: str | None = None
+    ) -> tuple[dict[str, Registration], dict[str, ZkDataError]]:
         """Every member's registration, and separately those that could not be decoded.
 
         Only registrations that changed since the last read are read again. `watch` runs when
@@ -83,8 +85,10 @@ class GroupReads:
         keys not asked for are forgotten."""
         paths = {k: zkdata.owner_path(self.group_id, *k) for k in keys}
         found = self._checked.read(list(paths.values()))
-        return {key: None if (entry := found[path]) is None else _decode_owner(path, entry, self._warn_once)
-                for key, path in paths.items()}
+        return {
+            key: None if (entry := found[path]) is None else _decode_owner(path, entry, self._warn_once)
+            for key, path in paths.items()
+        }
 
     def _warn_once(self, path: str, stat: ZnodeStat, message: str, *args: object) -> None:
         """Log a bad node once per version of it, not at every cached read."""
@@ -99,8 +103,9 @@ def warn(_path: str, _stat: ZnodeStat, message: str, *args: object) -> None:
     log.warning(message, *args)
 
 
-def decode_owners(folder: str, entries: Mapping[str, tuple[bytes, ZnodeStat]],
-                  warn: Callable[..., None] = warn) -> dict[int, str]:
+def decode_owners(
+    folder: str, entries: Mapping[str, tuple[bytes, ZnodeStat]], warn: Callable[..., None] = warn
+) -> dict[int, str]:
     """partition -> owner thread id from a topic's owner nodes (child name -> (data, stat)).
     Children that are not partition numbers and owner values that cannot be decoded are skipped,
     `warn(path, stat, message, *args)` naming the node."""

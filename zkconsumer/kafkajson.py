@@ -1,9 +1,11 @@
 """JSON as Kafka's Scala code reads and writes it (Jackson and CoreUtils quirks), and ZkDataError."""
+
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from zkconsumer.errors import ZkConsumerError
 
@@ -36,8 +38,9 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")  # Jackson rejects NaN and Infinity by default
 
 
-_DECODER = json.JSONDecoder(parse_constant=_no_constants,
-                            parse_int=lambda text: int(text) if len(text) <= 40 else _TooBig())
+_DECODER = json.JSONDecoder(
+    parse_constant=_no_constants, parse_int=lambda text: int(text) if len(text) <= 40 else _TooBig()
+)
 
 
 def _utf8(data: bytes, path: str) -> str:
@@ -59,9 +62,11 @@ def _parse_json(text: str) -> Any:
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
     # Jackson's root-level checks: "1x" and "truex" are parse errors ("1 x" and "true{" are not).
-    after = text[end:end + 1]
-    if after and ((type(value) in (int, float, _TooBig) and after not in " \t\n\r") or (
-            (value is None or isinstance(value, bool)) and re.match(r"[\w$\x00-\x08\x0e-\x1b\x7f-\x9f]", after))):
+    after = text[end : end + 1]
+    if after and (
+        (type(value) in (int, float, _TooBig) and after not in " \t\n\r")
+        or ((value is None or isinstance(value, bool)) and re.match(r"[\w$\x00-\x08\x0e-\x1b\x7f-\x9f]", after))
+    ):
         raise ValueError(f"unexpected {after!r} after a root-level value")
     return value
 

@@ -5,10 +5,12 @@ it waits for; its default builds, registers and closes an epoll object each time
 calls, each releasing and re-taking the GIL). Profiling 33 members in one process through one
 join at 1,024 partitions put about two thirds of the process's busy samples there.
 """
+
 from __future__ import annotations
 
 import select
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from kazoo.handlers.threading import SequentialThreadingHandler
 
@@ -24,8 +26,9 @@ def _fd(obj: Any) -> int:
     return obj if isinstance(obj, int) else int(obj.fileno())
 
 
-def poll_select(rlist: Sequence[Any], wlist: Sequence[Any], xlist: Sequence[Any],
-                timeout: float | None = None) -> tuple[list[Any], list[Any], list[Any]]:
+def poll_select(
+    rlist: Sequence[Any], wlist: Sequence[Any], xlist: Sequence[Any], timeout: float | None = None
+) -> tuple[list[Any], list[Any], list[Any]]:
     """select.select's contract (the ready objects of each list) on poll(2), without select's
     limit on descriptor numbers. An error or hang-up counts as ready for both reading and writing,
     as select reports it: the caller's read or write then meets the error."""

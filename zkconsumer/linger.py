@@ -1,16 +1,18 @@
 """Release linger: keep released owner nodes a while after the commit when the next owner may be a Scala member."""
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import Collection, Iterable
+from collections.abc import Collection, Iterable
 
 from zkconsumer.errors import ZOOKEEPER_FAILURES, describe
 from zkconsumer.group import GroupZk
 from zkconsumer.zkdata import consumer_id_of_thread
 
 log = logging.getLogger(__name__)
+
 
 class ReleaseLinger:
     """Why: a Scala member reads a partition's offset *before* it claims the owner node. If we
@@ -45,8 +47,12 @@ class ReleaseLinger:
         named = {consumer_id_of_thread(thread) for thread in new_owner_threads}
         unmarked = self._unmarked(named, decided_with)
         if unmarked:
-            log.info("%s: keeping released owner nodes %.1fs after the commit: %s may be a Scala member",
-                     self.group.consumer_id, self.linger_s, ", ".join(sorted(unmarked)))
+            log.info(
+                "%s: keeping released owner nodes %.1fs after the commit: %s may be a Scala member",
+                self.group.consumer_id,
+                self.linger_s,
+                ", ".join(sorted(unmarked)),
+            )
             self._until = max(self._until, time.monotonic() + self.linger_s)
 
     def wait(self) -> bool:
@@ -64,16 +70,20 @@ class ReleaseLinger:
         try:
             unmarked = self._unmarked(set(), None, fail_safe=False)
         except ZOOKEEPER_FAILURES as exc:
-            log.warning("%s: leaving without a linger: cannot read the group (%s)", self.group.consumer_id,
-                        describe(exc))
+            log.warning(
+                "%s: leaving without a linger: cannot read the group (%s)", self.group.consumer_id, describe(exc)
+            )
             return
         if unmarked:
-            log.info("%s: leaving %.1fs after the final commit: %s may be a Scala member",
-                     self.group.consumer_id, linger_s, ", ".join(sorted(unmarked)))
+            log.info(
+                "%s: leaving %.1fs after the final commit: %s may be a Scala member",
+                self.group.consumer_id,
+                linger_s,
+                ", ".join(sorted(unmarked)),
+            )
             time.sleep(linger_s)
 
-    def _unmarked(self, named: set[str], decided_with: Collection[str] | None, *,
-                  fail_safe: bool = True) -> set[str]:
+    def _unmarked(self, named: set[str], decided_with: Collection[str] | None, *, fail_safe: bool = True) -> set[str]:
         """`named`, plus every member registered now unless they are exactly `decided_with`, without
         a zkconsumer marker (ourselves excepted)."""
         try:
@@ -83,7 +93,10 @@ class ReleaseLinger:
         except ZOOKEEPER_FAILURES as exc:
             if not fail_safe:
                 raise
-            log.warning("%s: cannot read the group's zkconsumer markers (%s); lingering as for a Scala member",
-                        self.group.consumer_id, describe(exc))
+            log.warning(
+                "%s: cannot read the group's zkconsumer markers (%s); lingering as for a Scala member",
+                self.group.consumer_id,
+                describe(exc),
+            )
             return named or {"(unknown)"}
         return unmarked - {self.group.consumer_id}

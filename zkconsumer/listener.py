@@ -1,7 +1,8 @@
 """What an application can hook into a rebalance, and the error a failed one reports."""
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from zkconsumer.errors import ConsumerRebalanceFailed
 

@@ -1,11 +1,12 @@
 """Collapse repeated librdkafka log lines (one per reconnect attempt while a broker is down) into one per interval."""
+
 from __future__ import annotations
 
 import logging
 import re
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 _NUMBERS = re.compile(r"\d+")
 

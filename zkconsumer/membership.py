@@ -12,21 +12,21 @@ actions. The rules it encodes:
 - A missing session id (kazoo's `client_id` is None while the link is down) is never taken for
   a new session: it means "unknown, wait".
 """
+
 from __future__ import annotations
 
 import enum
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from zkconsumer import zkdata
 from zkconsumer.assignment import Assignment
-from zkconsumer.errors import (ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZooKeeperUnavailable,
-                               describe)
+from zkconsumer.errors import ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZooKeeperUnavailable, describe
 from zkconsumer.group import GroupZk
 from zkconsumer.stream import DeliveryGate
 
@@ -38,9 +38,9 @@ LEASE_FRACTION = 0.8
 
 class State(enum.Enum):
     UNREGISTERED = "unregistered"  # no member node of the current session yet
-    CONNECTED = "connected"        # registered, link up
-    SUSPENDED = "suspended"        # registered, link down: the session may still be alive
-    EXPIRED = "expired"            # the registered session ended; re-registration pending
+    CONNECTED = "connected"  # registered, link up
+    SUSPENDED = "suspended"  # registered, link down: the session may still be alive
+    EXPIRED = "expired"  # the registered session ended; re-registration pending
     STOPPED = "stopped"
 
 
@@ -56,9 +56,9 @@ class Event(enum.Enum):
 @dataclass(frozen=True)
 class Transition:
     state: State
-    deliver: bool | None = None        # True: open the gate, False: close it, None: leave it
-    lose_ownership: bool = False       # the owner nodes went with the old session
-    rebalance: str | None = None       # reason to trigger a rebalance
+    deliver: bool | None = None  # True: open the gate, False: close it, None: leave it
+    lose_ownership: bool = False  # the owner nodes went with the old session
+    rebalance: str | None = None  # reason to trigger a rebalance
 
 
 def transition(state: State, event: Event) -> Transition:
@@ -72,8 +72,12 @@ def transition(state: State, event: Event) -> Transition:
             return Transition(State.SUSPENDED, deliver=False)
         return Transition(state, deliver=False)
     if event is Event.LOST:
-        return Transition(State.EXPIRED, deliver=False, lose_ownership=state is not State.EXPIRED,
-                          rebalance="ZooKeeper session expired")
+        return Transition(
+            State.EXPIRED,
+            deliver=False,
+            lose_ownership=state is not State.EXPIRED,
+            rebalance="ZooKeeper session expired",
+        )
     if event is Event.CONNECTED_SAME:
         if state is State.SUSPENDED:
             # kazoo drops every watch when the link drops: a rebalance reads the group again and re-arms them.
@@ -83,8 +87,9 @@ def transition(state: State, event: Event) -> Transition:
         return Transition(state)  # expired or not registered yet: the rebalance decides
     # CONNECTED_OTHER
     if state in (State.CONNECTED, State.SUSPENDED):
-        return Transition(State.EXPIRED, deliver=False, lose_ownership=True,
-                          rebalance="reconnected in a new ZooKeeper session")
+        return Transition(
+            State.EXPIRED, deliver=False, lose_ownership=True, rebalance="reconnected in a new ZooKeeper session"
+        )
     return Transition(state, rebalance="connected in a new ZooKeeper session")
 
 
@@ -100,10 +105,18 @@ class Membership:
         membership.ensure_registered()   # from the rebalance thread
     """
 
-    def __init__(self, group: GroupZk, assignment: Assignment, gate: DeliveryGate, *,
-                 registration: Callable[[], bytes], session_timeout_s: float,
-                 trigger: Callable[[str], None], marker: bytes | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        group: GroupZk,
+        assignment: Assignment,
+        gate: DeliveryGate,
+        *,
+        registration: Callable[[], bytes],
+        session_timeout_s: float,
+        trigger: Callable[[str], None],
+        marker: bytes | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.group = group
         self.assignment = assignment
         self.gate = gate
@@ -136,8 +149,10 @@ class Membership:
         if negotiated is None:
             if not self._warned_unknown_timeout:
                 self._warned_unknown_timeout = True
-                log.warning("the negotiated ZooKeeper session timeout is unknown; the delivery lease uses "
-                            "the configured %.1fs", self._configured_timeout_s)
+                log.warning(
+                    "the negotiated ZooKeeper session timeout is unknown; the delivery lease uses the configured %.1fs",
+                    self._configured_timeout_s,
+                )
             return self._configured_timeout_s
         return min(self._configured_timeout_s, negotiated / 1000.0)
 
@@ -167,8 +182,12 @@ class Membership:
             raise
         if self.group.live_session != session or self.assignment.sessions_lost != lost_before:
             raise SessionLost(f"session 0x{session:x} ended while registering; registering again")
-        log.info("%s registered in group %s (session 0x%x)", self.group.consumer_id, self.group.group_id,
-                 self.group.session or 0)
+        log.info(
+            "%s registered in group %s (session 0x%x)",
+            self.group.consumer_id,
+            self.group.group_id,
+            self.group.session or 0,
+        )
         self._extend_lease(sent)
         self._apply(Event.REGISTERED)
 
@@ -182,8 +201,11 @@ class Membership:
             if self.group.mark_as_zkconsumer(self._marker):
                 self._marked_session = session
         except ZOOKEEPER_FAILURES as exc:
-            log.warning("%s: could not write the zkconsumer marker yet (%s); peers linger before handing "
-                        "partitions to us", self.group.consumer_id, describe(exc))
+            log.warning(
+                "%s: could not write the zkconsumer marker yet (%s); peers linger before handing partitions to us",
+                self.group.consumer_id,
+                describe(exc),
+            )
 
     def renew_lease(self) -> None:
         """A confirmed round trip in our session lets delivery go on (see DeliveryGate)."""
@@ -225,11 +247,11 @@ class Membership:
             elif step.deliver is False:
                 self.gate.close()
         if lost:
-            log.warning("%s: ZooKeeper session ended; its %d owner nodes went with it", self.group.consumer_id,
-                        len(lost))
+            log.warning(
+                "%s: ZooKeeper session ended; its %d owner nodes went with it", self.group.consumer_id, len(lost)
+            )
         if before is not step.state:
-            log.info("%s: session %s -> %s (%s)", self.group.consumer_id, before.value, step.state.value,
-                     event.value)
+            log.info("%s: session %s -> %s (%s)", self.group.consumer_id, before.value, step.state.value, event.value)
         if step.rebalance:
             self._trigger(step.rebalance)
 
@@ -258,12 +280,13 @@ class Membership:
             # Positions of a deleted topic mean nothing in a re-created one: stop at once.
             fenced = self.assignment.fence_topic(topic, None)
             if fenced:
-                log.warning("%s: topic %s deleted; stopped delivering %d partitions", self.group.consumer_id,
-                            topic, len(fenced))
+                log.warning(
+                    "%s: topic %s deleted; stopped delivering %d partitions", self.group.consumer_id, topic, len(fenced)
+                )
         self._trigger(f"topic {topic} changed")
 
 
 def topic_of_path(path: str) -> str:
     """The topic of /brokers/topics/<topic>."""
     prefix = zkdata.BROKER_TOPICS + "/"
-    return path[len(prefix):] if path.startswith(prefix) else path
+    return path[len(prefix) :] if path.startswith(prefix) else path

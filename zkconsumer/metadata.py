@@ -1,8 +1,10 @@
 """Cluster reads from ZooKeeper: brokers, topics, partitions and topic incarnations (CLI and Spark use it too)."""
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from kazoo.protocol.states import ZnodeStat
 
@@ -40,8 +42,9 @@ class ClusterMetadata:
                 log.warning("ignoring %s/%s: not a broker id", zkdata.BROKER_IDS, raw)
                 continue
             ids.append(int(raw))
-        found = self.io.many(((b, self.io.client.get_async(zkdata.broker_path(b))) for b in sorted(ids)),
-                             "read brokers")
+        found = self.io.many(
+            ((b, self.io.client.get_async(zkdata.broker_path(b))) for b in sorted(ids)), "read brokers"
+        )
         for broker_id, answer in found.items():
             if answer is not None:
                 out.append(zkdata.decode_broker(broker_id, answer[0], zkdata.broker_path(broker_id)))
@@ -58,8 +61,9 @@ class ClusterMetadata:
         watch, a missing topic's node gets an existence watch, so its creation is seen too.
         """
         wanted = sorted(set(topics))
-        found = self.io.many(((t, self.io.client.get_async(zkdata.topic_path(t), watch=watch)) for t in wanted),
-                             "read topics")
+        found = self.io.many(
+            ((t, self.io.client.get_async(zkdata.topic_path(t), watch=watch)) for t in wanted), "read topics"
+        )
         out: dict[str, tuple[list[int], int | None]] = {}
         for topic in wanted:
             answer = found[topic]
@@ -95,12 +99,18 @@ class ClusterMetadata:
     def topic_stats(self, topics: Iterable[str]) -> dict[str, ZnodeStat | None]:
         """topic -> the stat of its node now (czxid: the incarnation; ctime: when it was created)."""
         wanted = sorted(set(topics))
-        return self.io.many(((t, self.io.client.exists_async(zkdata.topic_path(t))) for t in wanted),
-                            "read topic nodes")
+        return self.io.many(
+            ((t, self.io.client.exists_async(zkdata.topic_path(t))) for t in wanted), "read topic nodes"
+        )
 
 
-def bootstrap_servers(brokers: Iterable[BrokerInfo], *, security_protocol: str = "PLAINTEXT",
-                      listener: str | None = None, on_unreadable: Callable[[str], object] | None = None) -> str:
+def bootstrap_servers(
+    brokers: Iterable[BrokerInfo],
+    *,
+    security_protocol: str = "PLAINTEXT",
+    listener: str | None = None,
+    on_unreadable: Callable[[str], object] | None = None,
+) -> str:
     """host:port,... of each broker's endpoint for `listener` (by name), or else for the first
     endpoint speaking `security_protocol`; "" when no broker has one.
 
@@ -123,8 +133,9 @@ def bootstrap_servers(brokers: Iterable[BrokerInfo], *, security_protocol: str =
     return ",".join(addresses)
 
 
-def no_endpoint_message(brokers: Iterable[BrokerInfo], *, security_protocol: str = "PLAINTEXT",
-                        listener: str | None = None) -> str:
+def no_endpoint_message(
+    brokers: Iterable[BrokerInfo], *, security_protocol: str = "PLAINTEXT", listener: str | None = None
+) -> str:
     """Why bootstrap_servers found nothing, naming what each broker does register."""
     wanted = f"a listener named {listener.upper()}" if listener else f"a {security_protocol.upper()} endpoint"
     seen = []
@@ -138,5 +149,7 @@ def no_endpoint_message(brokers: Iterable[BrokerInfo], *, security_protocol: str
         return f"no broker is registered under {zkdata.BROKER_IDS}"
     if listener:
         wanted += f" speaking {security_protocol.upper()} (librdkafka.security.protocol)"
-    return (f"no broker registers {wanted} with a host ({'; '.join(seen)}); set librdkafka.security.protocol "
-            "or zkconsumer.broker.listener to one the brokers offer")
+    return (
+        f"no broker registers {wanted} with a host ({'; '.join(seen)}); set librdkafka.security.protocol "
+        "or zkconsumer.broker.listener to one the brokers offer"
+    )

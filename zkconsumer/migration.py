@@ -1,8 +1,10 @@
 """Pure planning of a group's move between ZooKeeper- and broker-stored offsets: actions, blockers, step."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 TopicPartition = tuple[str, int]
 
@@ -12,15 +14,15 @@ ZKCONSUMER, SCALA = "zkconsumer", "scala"  # a registered member with or without
 IDLE_KAFKA_STATES = frozenset({"Empty", "Dead"})  # Dead: the broker knows no such group (yet)
 
 # Per-partition actions. WRITING ones put `new` into the target store.
-COPY = "copy"                          # source ahead of target
-SOURCE_ONLY = "source-only"            # target has no offset: copied
-CLAMP = "clamp"                        # source outside the log: the clamped value is copied
-REWIND = "rewind"                      # source behind target, --allow-rewind given
+COPY = "copy"  # source ahead of target
+SOURCE_ONLY = "source-only"  # target has no offset: copied
+CLAMP = "clamp"  # source outside the log: the clamped value is copied
+REWIND = "rewind"  # source behind target, --allow-rewind given
 EQUAL = "already-equal"
-TARGET_ONLY = "target-only-keep"       # nothing to copy: the target's offset stays, reported
-REFUSE_REWIND = "refuse-rewind"        # source behind target: never without --allow-rewind
+TARGET_ONLY = "target-only-keep"  # nothing to copy: the target's offset stays, reported
+REFUSE_REWIND = "refuse-rewind"  # source behind target: never without --allow-rewind
 REFUSE_OUT_OF_RANGE = "refuse-out-of-range"  # source beyond the log end, no --clamp-to-log-end
-REFUSE_OWNED = "refuse-owned"          # ZooKeeper target partition has an owner node: never raced
+REFUSE_OWNED = "refuse-owned"  # ZooKeeper target partition has an owner node: never raced
 UNKNOWN_PARTITION = "skip-unknown-partition"  # the brokers have no such partition (topic deleted?)
 WRITING = frozenset({COPY, SOURCE_ONLY, CLAMP, REWIND})
 
@@ -70,8 +72,9 @@ class KafkaSide:
 
     def describe(self, group: str) -> str:
         shown = ", ".join(m.label() for m in self.members[:5]) + (", ..." if len(self.members) > 5 else "")
-        return (f"broker group {group} is {self.state} with {len(self.members)} members"
-                + (f" ({shown})" if shown else ""))
+        return f"broker group {group} is {self.state} with {len(self.members)} members" + (
+            f" ({shown})" if shown else ""
+        )
 
 
 @dataclass(frozen=True)
@@ -82,9 +85,12 @@ class Overrides:
     clamp_to_log_end: bool = False
 
     def given(self, flag: str | None) -> bool:
-        return {ALLOW_REWIND: self.allow_rewind, FORCE_LIVE_TARGET: self.force_live_target,
-                FORCE_LIVE_SOURCE: self.force_live_source, CLAMP_TO_LOG_END: self.clamp_to_log_end}.get(flag or "",
-                                                                                                     False)
+        return {
+            ALLOW_REWIND: self.allow_rewind,
+            FORCE_LIVE_TARGET: self.force_live_target,
+            FORCE_LIVE_SOURCE: self.force_live_source,
+            CLAMP_TO_LOG_END: self.clamp_to_log_end,
+        }.get(flag or "", False)
 
 
 @dataclass(frozen=True)
@@ -97,8 +103,12 @@ class Blocker:
     partitions: tuple[TopicPartition, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "override": self.override,
-                "partitions": [{"topic": t, "partition": p} for t, p in self.partitions]}
+        return {
+            "code": self.code,
+            "message": self.message,
+            "override": self.override,
+            "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
+        }
 
 
 @dataclass(frozen=True)
@@ -124,9 +134,17 @@ class Move:
         return self.action in WRITING
 
     def as_dict(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "source_offset": self.source,
-                "target_offset": self.target, "new_offset": self.new, "action": self.action,
-                "log_start_offset": self.log_start, "log_end_offset": self.log_end, "note": self.note}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "source_offset": self.source,
+            "target_offset": self.target,
+            "new_offset": self.new,
+            "action": self.action,
+            "log_start_offset": self.log_start,
+            "log_end_offset": self.log_end,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)
@@ -152,10 +170,15 @@ class DirectionPlan:
         return [m for m in self.moves if m.writes]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "target": self.target, "blocked": self.blocked,
-                "blockers": [b.as_dict() for b in self.blockers],
-                "overridden": [b.as_dict() for b in self.overridden], "writes": len(self.writes),
-                "partitions": [m.as_dict() for m in self.moves]}
+        return {
+            "source": self.source,
+            "target": self.target,
+            "blocked": self.blocked,
+            "blockers": [b.as_dict() for b in self.blockers],
+            "overridden": [b.as_dict() for b in self.overridden],
+            "writes": len(self.writes),
+            "partitions": [m.as_dict() for m in self.moves],
+        }
 
 
 def in_scope(keys: Iterable[TopicPartition], topics: Iterable[str] | None) -> list[TopicPartition]:
@@ -163,8 +186,14 @@ def in_scope(keys: Iterable[TopicPartition], topics: Iterable[str] | None) -> li
     return sorted(k for k in set(keys) if wanted is None or k[0] in wanted)
 
 
-def plan_move(key: TopicPartition, source: int | None, target: int | None, log: tuple[int, int] | None,
-              overrides: Overrides, target_owner: str | None = None) -> Move:
+def plan_move(
+    key: TopicPartition,
+    source: int | None,
+    target: int | None,
+    log: tuple[int, int] | None,
+    overrides: Overrides,
+    target_owner: str | None = None,
+) -> Move:
     """One partition's action (see the module's action names). Offsets below the log start are
     clamped up to it (those messages are gone; a consumer there would be reset by
     auto.offset.reset, to the log end with `largest`); offsets beyond the log end are refused
@@ -200,8 +229,14 @@ def plan_move(key: TopicPartition, source: int | None, target: int | None, log: 
     return move(action, note, value)
 
 
-def plan_direction(zk: ZkSide, kafka: KafkaSide, log: Mapping[TopicPartition, tuple[int, int]], target: str,
-                   overrides: Overrides = Overrides(), topics: Iterable[str] | None = None) -> DirectionPlan:
+def plan_direction(
+    zk: ZkSide,
+    kafka: KafkaSide,
+    log: Mapping[TopicPartition, tuple[int, int]],
+    target: str,
+    overrides: Overrides = Overrides(),
+    topics: Iterable[str] | None = None,
+) -> DirectionPlan:
     """What copying every committed offset of the source store into the target store does."""
     if target not in DIRECTIONS:
         raise ValueError(f"target must be one of {DIRECTIONS}, got {target!r}")
@@ -209,11 +244,25 @@ def plan_direction(zk: ZkSide, kafka: KafkaSide, log: Mapping[TopicPartition, tu
     to_kafka = target == TO_KAFKA
     source_offsets, target_offsets = (zk.offsets, kafka.offsets) if to_kafka else (kafka.offsets, zk.offsets)
     keys = in_scope(set(source_offsets) | set(target_offsets), topics)
-    moves = tuple(plan_move(k, source_offsets.get(k), target_offsets.get(k), log.get(k), overrides,
-                            None if to_kafka else zk.owners.get(k)) for k in keys)
+    moves = tuple(
+        plan_move(
+            k,
+            source_offsets.get(k),
+            target_offsets.get(k),
+            log.get(k),
+            overrides,
+            None if to_kafka else zk.owners.get(k),
+        )
+        for k in keys
+    )
     found = _liveness_blockers(zk, kafka, target, topics) + _partition_blockers(zk.group, moves, target)
-    return DirectionPlan(zk.group, target, moves, tuple(b for b in found if not overrides.given(b.override)),
-                         tuple(b for b in found if overrides.given(b.override)))
+    return DirectionPlan(
+        zk.group,
+        target,
+        moves,
+        tuple(b for b in found if not overrides.given(b.override)),
+        tuple(b for b in found if overrides.given(b.override)),
+    )
 
 
 def _zk_members_text(zk: ZkSide) -> str:
@@ -226,31 +275,57 @@ def _liveness_blockers(zk: ZkSide, kafka: KafkaSide, target: str, topics: list[s
     out: list[Blocker] = []
     side = "target" if target == TO_ZOOKEEPER else "source"
     flag = FORCE_LIVE_TARGET if side == "target" else FORCE_LIVE_SOURCE
-    why = ("they would commit over the copied offsets" if side == "target"
-           else "they still consume and commit, so the copy would fall behind")
+    why = (
+        "they would commit over the copied offsets"
+        if side == "target"
+        else "they still consume and commit, so the copy would fall behind"
+    )
     if zk.members:
-        out.append(Blocker(f"{side}-zookeeper-members",
-                           f"ZooKeeper group {group} has {len(zk.members)} registered members under "
-                           f"/consumers/{group}/ids: {_zk_members_text(zk)}; {why}; stop them first"
-                           + (" (each makes a final commit)" if side == "source" else ""), flag))
+        out.append(
+            Blocker(
+                f"{side}-zookeeper-members",
+                f"ZooKeeper group {group} has {len(zk.members)} registered members under "
+                f"/consumers/{group}/ids: {_zk_members_text(zk)}; {why}; stop them first"
+                + (" (each makes a final commit)" if side == "source" else ""),
+                flag,
+            )
+        )
     owned = in_scope(zk.owners, topics)
     if owned and side == "source":  # a target's owned partitions are refused one by one (refuse-owned)
         shown = ", ".join(f"{t}-{p} by {zk.owners[(t, p)]}" for t, p in owned[:5]) + (", ..." if len(owned) > 5 else "")
-        out.append(Blocker("source-zookeeper-owned", f"ZooKeeper group {group} still owns {len(owned)} partitions "
-                                                     f"under /consumers/{group}/owners: {shown}", flag, tuple(owned)))
+        out.append(
+            Blocker(
+                "source-zookeeper-owned",
+                f"ZooKeeper group {group} still owns {len(owned)} partitions under /consumers/{group}/owners: {shown}",
+                flag,
+                tuple(owned),
+            )
+        )
     ingest = [t for t in zk.ingest_topics if topics is None or t in topics]
     if ingest:
-        out.append(Blocker(f"{side}-zookeeper-ingest",
-                           f"a Spark ingest job of group {group} runs for {', '.join(sorted(ingest))} (lock under "
-                           f"/consumers/{group}/zkconsumer/ingest); {why}", flag))
+        out.append(
+            Blocker(
+                f"{side}-zookeeper-ingest",
+                f"a Spark ingest job of group {group} runs for {', '.join(sorted(ingest))} (lock under "
+                f"/consumers/{group}/zkconsumer/ingest); {why}",
+                flag,
+            )
+        )
     kafka_side = "target" if target == TO_KAFKA else "source"
     if kafka.live:
-        consequence = ("the broker rejects offset changes of a group with members (UNKNOWN_MEMBER_ID) and they "
-                       "would commit over them" if kafka_side == "target"
-                       else "they still consume and commit, so the copy would fall behind")
-        out.append(Blocker(f"{kafka_side}-kafka-group-active", f"{kafka.describe(group)}: {consequence}; stop them "
-                                                               "first", FORCE_LIVE_TARGET if kafka_side == "target"
-                           else FORCE_LIVE_SOURCE))
+        consequence = (
+            "the broker rejects offset changes of a group with members (UNKNOWN_MEMBER_ID) and they "
+            "would commit over them"
+            if kafka_side == "target"
+            else "they still consume and commit, so the copy would fall behind"
+        )
+        out.append(
+            Blocker(
+                f"{kafka_side}-kafka-group-active",
+                f"{kafka.describe(group)}: {consequence}; stop them first",
+                FORCE_LIVE_TARGET if kafka_side == "target" else FORCE_LIVE_SOURCE,
+            )
+        )
     return out
 
 
@@ -265,24 +340,42 @@ def _partition_blockers(group: str, moves: Iterable[Move], target: str) -> list[
 
     if by_action.get(REFUSE_REWIND):
         rows = by_action[REFUSE_REWIND]
-        out.append(Blocker("rewind-refused", f"copying group {group}'s offsets to {target} would move "
-                                             f"{len(rows)} partitions backwards: {shown(rows)}", ALLOW_REWIND,
-                           tuple(m.key for m in rows)))
+        out.append(
+            Blocker(
+                "rewind-refused",
+                f"copying group {group}'s offsets to {target} would move "
+                f"{len(rows)} partitions backwards: {shown(rows)}",
+                ALLOW_REWIND,
+                tuple(m.key for m in rows),
+            )
+        )
     if by_action.get(REFUSE_OUT_OF_RANGE):
         rows = by_action[REFUSE_OUT_OF_RANGE]
-        out.append(Blocker("offset-beyond-log-end", f"group {group} has {len(rows)} source offsets beyond the log "
-                                                    f"end: {shown(rows)}", CLAMP_TO_LOG_END,
-                           tuple(m.key for m in rows)))
+        out.append(
+            Blocker(
+                "offset-beyond-log-end",
+                f"group {group} has {len(rows)} source offsets beyond the log end: {shown(rows)}",
+                CLAMP_TO_LOG_END,
+                tuple(m.key for m in rows),
+            )
+        )
     if by_action.get(REFUSE_OWNED):
         rows = by_action[REFUSE_OWNED]
-        out.append(Blocker("target-zookeeper-owned", f"{len(rows)} partitions to write have an owner node under "
-                                                     f"/consumers/{group}/owners: {shown(rows)}; the writer never "
-                                                     "races an owner, stop it first", None,
-                           tuple(m.key for m in rows)))
+        out.append(
+            Blocker(
+                "target-zookeeper-owned",
+                f"{len(rows)} partitions to write have an owner node under "
+                f"/consumers/{group}/owners: {shown(rows)}; the writer never "
+                "races an owner, stop it first",
+                None,
+                tuple(m.key for m in rows),
+            )
+        )
     return out
 
 
 # ---------------------------------------------------------------- both sides at once
+
 
 @dataclass(frozen=True)
 class PartitionRow:
@@ -308,22 +401,41 @@ class PartitionRow:
         return self._lag(self.kafka_offset, self.log_end)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "zookeeper_offset": self.zookeeper_offset,
-                "kafka_offset": self.kafka_offset, "log_start_offset": self.log_start, "log_end_offset": self.log_end,
-                "zookeeper_lag": self.zookeeper_lag, "kafka_lag": self.kafka_lag,
-                "zookeeper_owner": self.zookeeper_owner, "kafka_member": self.kafka_member}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "zookeeper_offset": self.zookeeper_offset,
+            "kafka_offset": self.kafka_offset,
+            "log_start_offset": self.log_start,
+            "log_end_offset": self.log_end,
+            "zookeeper_lag": self.zookeeper_lag,
+            "kafka_lag": self.kafka_lag,
+            "zookeeper_owner": self.zookeeper_owner,
+            "kafka_member": self.kafka_member,
+        }
 
 
-def partition_rows(zk: ZkSide, kafka: KafkaSide, log: Mapping[TopicPartition, tuple[int, int]],
-                   topics: Iterable[str] | None = None) -> list[PartitionRow]:
+def partition_rows(
+    zk: ZkSide, kafka: KafkaSide, log: Mapping[TopicPartition, tuple[int, int]], topics: Iterable[str] | None = None
+) -> list[PartitionRow]:
     """One row per partition either side knows (offset, owner or assignment), with lag on both sides."""
     assigned = {k: m.label() for m in kafka.members for k in m.assignment}
     keys = in_scope(set(zk.offsets) | set(kafka.offsets) | set(zk.owners) | set(assigned), topics)
     rows = []
     for key in keys:
         start, end = log.get(key, (None, None))
-        rows.append(PartitionRow(key[0], key[1], zk.offsets.get(key), kafka.offsets.get(key), start, end,
-                                 zk.owners.get(key), assigned.get(key)))
+        rows.append(
+            PartitionRow(
+                key[0],
+                key[1],
+                zk.offsets.get(key),
+                kafka.offsets.get(key),
+                start,
+                end,
+                zk.owners.get(key),
+                assigned.get(key),
+            )
+        )
     return rows
 
 
@@ -356,28 +468,47 @@ def migration_step(zk: ZkSide, kafka: KafkaSide, topics: Iterable[str] | None = 
     """
     zk_keys, kafka_keys = set(in_scope(zk.offsets, topics)), set(in_scope(kafka.offsets, topics))
     if zk.live and kafka.live:
-        return Step("mixed", f"{_zk_live_text(zk)} and {kafka.describe(zk.group)} run at once: both "
-                             "consume the same partitions, and dual-commit members' Kafka commits fail with "
-                             "UNKNOWN_MEMBER_ID", "stop one side")
+        return Step(
+            "mixed",
+            f"{_zk_live_text(zk)} and {kafka.describe(zk.group)} run at once: both "
+            "consume the same partitions, and dual-commit members' Kafka commits fail with "
+            "UNKNOWN_MEMBER_ID",
+            "stop one side",
+        )
     if zk.live:
         if zk_keys and zk_keys <= kafka_keys:
-            return Step("dual-commit-live", "ZooKeeper members run and the broker group holds an offset for every "
-                                            "partition ZooKeeper does (dual commit, it seems)",
-                        "stop the ZooKeeper group (each member makes a final commit), then `migrate offsets --to "
-                        "kafka --execute`")
-        return Step("zookeeper-live", f"{_zk_live_text(zk)} run; the broker group holds offsets "
-                                      f"of {len(zk_keys & kafka_keys)} of their {len(zk_keys)} partitions",
-                    "switch members to dual commit (offsets.storage=kafka, dual.commit.enabled=true) or stop them")
+            return Step(
+                "dual-commit-live",
+                "ZooKeeper members run and the broker group holds an offset for every "
+                "partition ZooKeeper does (dual commit, it seems)",
+                "stop the ZooKeeper group (each member makes a final commit), then `migrate offsets --to "
+                "kafka --execute`",
+            )
+        return Step(
+            "zookeeper-live",
+            f"{_zk_live_text(zk)} run; the broker group holds offsets "
+            f"of {len(zk_keys & kafka_keys)} of their {len(zk_keys)} partitions",
+            "switch members to dual commit (offsets.storage=kafka, dual.commit.enabled=true) or stop them",
+        )
     if kafka.live:
-        return Step("kafka-live", f"{kafka.describe(zk.group)}; no ZooKeeper member runs",
-                    "done; to roll back, stop them and `migrate offsets --to zookeeper --execute`")
+        return Step(
+            "kafka-live",
+            f"{kafka.describe(zk.group)}; no ZooKeeper member runs",
+            "done; to roll back, stop them and `migrate offsets --to zookeeper --execute`",
+        )
     if not zk_keys and not kafka_keys:
         return Step("no-offsets", "nothing runs and neither store holds an offset", "nothing to copy")
     if zk_keys == kafka_keys and all(zk.offsets[k] == kafka.offsets[k] for k in zk_keys):
-        return Step("copied", "nothing runs and both stores hold the same offsets",
-                    "start the broker-coordinated consumers (or, to roll back, the ZooKeeper ones)")
-    return Step("stopped", "nothing runs; the stores differ",
-                "`migrate offsets --to kafka --execute` (or --to zookeeper to roll back)")
+        return Step(
+            "copied",
+            "nothing runs and both stores hold the same offsets",
+            "start the broker-coordinated consumers (or, to roll back, the ZooKeeper ones)",
+        )
+    return Step(
+        "stopped",
+        "nothing runs; the stores differ",
+        "`migrate offsets --to kafka --execute` (or --to zookeeper to roll back)",
+    )
 
 
 def mismatches(written: Iterable[Move], read_back: Mapping[TopicPartition, int]) -> list[tuple[Move, int | None]]:
@@ -385,8 +516,9 @@ def mismatches(written: Iterable[Move], read_back: Mapping[TopicPartition, int])
     return [(m, read_back.get(m.key)) for m in written if read_back.get(m.key) != m.new]
 
 
-def spark_starting_offsets(partitions: Mapping[str, Iterable[int]], offsets: Mapping[TopicPartition, int]
-                           ) -> tuple[dict[str, dict[str, int]], list[TopicPartition]]:
+def spark_starting_offsets(
+    partitions: Mapping[str, Iterable[int]], offsets: Mapping[TopicPartition, int]
+) -> tuple[dict[str, dict[str, int]], list[TopicPartition]]:
     """Spark's Kafka source `startingOffsets` JSON object ({"topic": {"0": 23}}) for every partition
     of `partitions`, and the partitions with no committed offset, which get -2 (earliest): Spark
     wants every partition of the subscribed topics named."""

@@ -1,10 +1,11 @@
 """Committed offsets: read and write them in ZooKeeper, Kafka or both, as offsets.storage says."""
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from zkconsumer import dual_commit
 from zkconsumer.dual_commit import BrokerGroupView, KafkaCommitEpisodes, KafkaFailure
@@ -38,9 +39,17 @@ class OffsetStore:
     `describe_group(timeout_s)` names that broker group's members in the report.
     """
 
-    def __init__(self, group: GroupZk, *, storage: str, dual_commit: bool,
-                 kafka_consumer: Callable[[], object | None], backoff_ms: int, timeout_ms: int,
-                 describe_group: Callable[[float], BrokerGroupView | None] | None = None) -> None:
+    def __init__(
+        self,
+        group: GroupZk,
+        *,
+        storage: str,
+        dual_commit: bool,
+        kafka_consumer: Callable[[], object | None],
+        backoff_ms: int,
+        timeout_ms: int,
+        describe_group: Callable[[float], BrokerGroupView | None] | None = None,
+    ) -> None:
         self.group = group
         self.use_zookeeper = storage == "zookeeper" or dual_commit
         self.use_kafka = storage == "kafka"
@@ -49,10 +58,10 @@ class OffsetStore:
         self._backoff_s = backoff_ms / 1000.0
         self._timeout_s = timeout_ms / 1000.0
         self.zookeeper_writes = 0  # ZooKeeperCommitsPerSec's counter
-        self.kafka_writes = 0      # KafkaCommitsPerSec's counter
-        self.failures = 0          # commits that raised (zkconsumer_commit_failures_total)
-        self.kafka_rejected = 0    # dual commit: Kafka-side commits a live broker-side group rejected
-        self.kafka_failed = 0      # dual commit: Kafka-side commits that failed otherwise (transient)
+        self.kafka_writes = 0  # KafkaCommitsPerSec's counter
+        self.failures = 0  # commits that raised (zkconsumer_commit_failures_total)
+        self.kafka_rejected = 0  # dual commit: Kafka-side commits a live broker-side group rejected
+        self.kafka_failed = 0  # dual commit: Kafka-side commits that failed otherwise (transient)
         self.kafka_episodes = KafkaCommitEpisodes()
 
     def read(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -83,8 +92,12 @@ class OffsetStore:
                 if attempt == attempts or not is_retriable(exc) or deadline.expired():
                     self.failures += 1
                     if not isinstance(exc, KafkaSideFailed):  # that one says itself what was written
-                        log.error("offset commit failed after %d attempts (%s): messages since the last "
-                                  "commit will be delivered again if these partitions move", attempt, describe(exc))
+                        log.error(
+                            "offset commit failed after %d attempts (%s): messages since the last "
+                            "commit will be delivered again if these partitions move",
+                            attempt,
+                            describe(exc),
+                        )
                     raise
                 log.warning("offset commit attempt %d/%d failed (%s); retrying", attempt, attempts, describe(exc))
                 time.sleep(deadline.remaining(self._backoff_s))
@@ -129,8 +142,10 @@ class OffsetStore:
         except Exception as exc:  # noqa: BLE001 - classified: bugs and fatal errors are raised
             kind = dual_commit.classify(exc)
             if kind is KafkaFailure.FATAL:
-                raise KafkaSideFailed(f"group {self.group.group_id}: ZooKeeper offsets were written, but the Kafka-"
-                                      f"side commit failed with a non-retriable error: {describe(exc)}") from exc
+                raise KafkaSideFailed(
+                    f"group {self.group.group_id}: ZooKeeper offsets were written, but the Kafka-"
+                    f"side commit failed with a non-retriable error: {describe(exc)}"
+                ) from exc
             self._kafka_failed(kind, exc)
             return
         self.kafka_writes += len(full)
@@ -163,14 +178,17 @@ class OffsetStore:
         """
         stale = self._other_incarnation(infos)
         if stale:
-            log.warning("not committing %s: the topic was deleted or re-created since they were claimed",
-                        ", ".join(f"{i.topic}-{i.partition}={i.consumed_offset}" for i in stale))
+            log.warning(
+                "not committing %s: the topic was deleted or re-created since they were claimed",
+                ", ".join(f"{i.topic}-{i.partition}={i.consumed_offset}" for i in stale),
+            )
             skip = {id(i) for i in stale}
             return [i for i in infos if id(i) not in skip]
         return infos
 
-    def _withdraw_overtaken(self, done: list[tuple[PartitionTopicInfo, int]],
-                            written: dict[TopicPartition, bool]) -> None:
+    def _withdraw_overtaken(
+        self, done: list[tuple[PartitionTopicInfo, int]], written: dict[TopicPartition, bool]
+    ) -> None:
         """Delete what was just written for a topic deleted or re-created during the write.
 
         `_current_incarnation` looked before writing; a topic re-created between that look and
@@ -182,9 +200,13 @@ class OffsetStore:
         for info, offset in done:
             if id(info) in overtaken:
                 withdrawn = self.group.withdraw_offset(info.key, offset, info.thread_id)
-                log.warning("%s-%d: topic deleted or re-created while %d was being committed; %s",
-                            info.topic, info.partition, offset, "withdrew it" if withdrawn else "left it "
-                            "(it changed since, or the partition is no longer ours)")
+                log.warning(
+                    "%s-%d: topic deleted or re-created while %d was being committed; %s",
+                    info.topic,
+                    info.partition,
+                    offset,
+                    "withdrew it" if withdrawn else "left it (it changed since, or the partition is no longer ours)",
+                )
                 written[info.key] = False
 
     def _other_incarnation(self, infos: list[PartitionTopicInfo]) -> list[PartitionTopicInfo]:
@@ -194,6 +216,7 @@ class OffsetStore:
 
     def _read_kafka(self, keys: list[TopicPartition]) -> dict[TopicPartition, int]:
         from confluent_kafka import TopicPartition as KafkaTP
+
         consumer = self._kafka_consumer()
         if consumer is None:
             raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
@@ -204,19 +227,24 @@ class OffsetStore:
         if not infos:
             return
         from confluent_kafka import TopicPartition as KafkaTP
+
         consumer = self._kafka_consumer()
         if consumer is None:
             raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
         results = consumer.commit(  # type: ignore[attr-defined]
-            offsets=[KafkaTP(i.topic, i.partition, o) for i, o in infos], asynchronous=False)
+            offsets=[KafkaTP(i.topic, i.partition, o) for i, o in infos], asynchronous=False
+        )
         failed = [tp for tp in results or [] if tp.error is not None]
         if failed:
             from confluent_kafka import KafkaException
+
             # The first partition's KafkaError rides along as the cause, so dual commit can tell a
             # rejection by a live broker-side group (UNKNOWN_MEMBER_ID, ...) from a transient failure.
-            raise CommitFailed(f"Kafka offset commit failed for {len(failed)} partition(s), e.g. {failed[0].topic}-"
-                               f"{failed[0].partition}: {failed[0].error}",
-                               [(tp.topic, tp.partition) for tp in failed]) from KafkaException(failed[0].error)
+            raise CommitFailed(
+                f"Kafka offset commit failed for {len(failed)} partition(s), e.g. {failed[0].topic}-"
+                f"{failed[0].partition}: {failed[0].error}",
+                [(tp.topic, tp.partition) for tp in failed],
+            ) from KafkaException(failed[0].error)
 
 
 class PeriodicTask:
@@ -228,8 +256,13 @@ class PeriodicTask:
         committer.start(); ...; committer.stop()
     """
 
-    def __init__(self, name: str, interval_s: float, fn: Callable[[], object],
-                 on_error: Callable[[BaseException], None] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        interval_s: float,
+        fn: Callable[[], object],
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self._interval_s = interval_s
         self._fn = fn
         self._on_error = on_error
@@ -258,9 +291,7 @@ class PeriodicTask:
                     log.debug("%s stopped during a run: %s", self._thread.name, describe(exc))
                     return  # the session closing under a run still under way: expected, not news
                 if self._on_error is not None and not is_retriable(exc):
-                    log.error("%s failed with a bug: %s", self._thread.name, describe(exc), exc_info=True)
+                    log.exception("%s failed with a bug: %s", self._thread.name, describe(exc))
                     self._on_error(exc)
                     return
-                log.warning("%s failed: %s; trying again in %.1fs", self._thread.name, describe(exc),
-                            self._interval_s)
-
+                log.warning("%s failed: %s; trying again in %.1fs", self._thread.name, describe(exc), self._interval_s)

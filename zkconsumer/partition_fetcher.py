@@ -1,7 +1,9 @@
 """What a rebalance needs from a fetcher (the Fetcher, or NoFetcher for members that own without reading)."""
+
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from zkconsumer.chunks import PartitionTopicInfo
 

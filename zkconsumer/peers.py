@@ -1,16 +1,27 @@
 """Split the group's registrations into members we can assign and peers we must ignore, and report them."""
+
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from zkconsumer.errors import ZkConsumerError
 from zkconsumer.compat import Compat
-from zkconsumer.subscription import (BLACK_LIST, MAX_STREAMS, STATIC, WHITE_LIST, from_registration,
-                                     java_regex_to_python, normalise_regex, scala_map_head, thread_ids_for,
-                                     validate_topic)
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.subscription import (
+    BLACK_LIST,
+    MAX_STREAMS,
+    STATIC,
+    WHITE_LIST,
+    from_registration,
+    java_regex_to_python,
+    normalise_regex,
+    scala_map_head,
+    thread_ids_for,
+    validate_topic,
+)
 from zkconsumer.zkdata import CONSUMERS, Registration, member_path
 
 log = logging.getLogger(__name__)
@@ -53,7 +64,7 @@ def _show(text: str) -> str:
 
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 2 * _SHOWN else text[:2 * _SHOWN] + "..."
+    return text if len(text) <= 2 * _SHOWN else text[: 2 * _SHOWN] + "..."
 
 
 def _count_problem(count: int, what: str) -> str | None:
@@ -110,9 +121,16 @@ def _own_path(group_id: str, own_id: str) -> str:
         return f"{CONSUMERS}/{group_id}/ids/{own_id}"
 
 
-def evaluate_peers(registrations: Mapping[str, Registration], unreadable: Mapping[str, Exception],
-                   all_topics: Sequence[str], *, own_id: str, group_id: str, exclude_internal: bool,
-                   compat: Compat) -> PeerView:
+def evaluate_peers(
+    registrations: Mapping[str, Registration],
+    unreadable: Mapping[str, Exception],
+    all_topics: Sequence[str],
+    *,
+    own_id: str,
+    group_id: str,
+    exclude_internal: bool,
+    compat: Compat,
+) -> PeerView:
     """Thread ids of every member whose registration we can evaluate; every other member is ignored.
 
     registrations: consumer id -> decoded registration; unreadable: consumer id -> the error
@@ -132,16 +150,16 @@ def evaluate_peers(registrations: Mapping[str, Registration], unreadable: Mappin
     for cid, exc in unreadable.items():
         ignored[cid] = f"unreadable registration: {_one_line(exc)}"
     if own_id not in registrations and own_id not in unreadable:
-        raise OwnRegistrationError(_own_path(group_id, own_id), "is missing from the group's members",
-                                   retriable=True)
+        raise OwnRegistrationError(_own_path(group_id, own_id), "is missing from the group's members", retriable=True)
     if own_id in ignored:
         raise OwnRegistrationError(_own_path(group_id, own_id), f"cannot be used: {ignored[own_id]}")
     threads: dict[str, dict[str, list[str]]] = {}
     for cid, registration in registrations.items():
         if cid not in ignored:  # validated above: from here on a ValueError is a bug of ours, so let it raise
             subscription = from_registration(registration, compat=compat)
-            threads[cid] = thread_ids_for(cid, subscription, all_topics, exclude_internal=exclude_internal,
-                                          compat=compat)
+            threads[cid] = thread_ids_for(
+                cid, subscription, all_topics, exclude_internal=exclude_internal, compat=compat
+            )
     return PeerView(threads=threads, ignored=ignored)
 
 
@@ -201,7 +219,10 @@ class IgnoredPeerReporter:
             self._logger.warning(
                 "ignoring %d group member(s) whose registration cannot be evaluated; the assignment is "
                 "computed without them, and Scala members may fail to rebalance until each is removed or "
-                "corrected: %s", len(current), listing)
+                "corrected: %s",
+                len(current),
+                listing,
+            )
         else:
             self._logger.info("no group member is ignored any more: the assignment includes every member again")
         return True

@@ -1,4 +1,5 @@
 """Read and write Java ``.properties`` text exactly as ``java.util.Properties`` does."""
+
 from __future__ import annotations
 
 import re
@@ -91,7 +92,7 @@ def _unescape(raw: str) -> str:
         char = raw[pos]
         pos += 1
         if char == "u":
-            digits = raw[pos:pos + 4]
+            digits = raw[pos : pos + 4]
             if not re.fullmatch(r"[0-9A-Fa-f]{4}", digits):
                 bad = "\\u" + digits
                 raise ValueError(f"malformed \\uxxxx escape {bad!r} in {raw!r}")
@@ -116,5 +117,5 @@ def _escape(text: str, *, is_key: bool) -> str:
             out.append(char)
         else:  # non-ASCII and controls as \uXXXX, split into UTF-16 units like Java
             units = char.encode("utf-16-be", "surrogatepass")
-            out.extend(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04X}" for i in range(0, len(units), 2))
+            out.extend(f"\\u{int.from_bytes(units[i : i + 2], 'big'):04X}" for i in range(0, len(units), 2))
     return "".join(out)

@@ -1,9 +1,10 @@
 """Rebalance planning (pure): group view -> assignment -> what to release, keep and claim."""
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from zkconsumer.assignors import AssignmentInput, assign, hash_ties, owned_by
 from zkconsumer.compat import Compat
@@ -38,8 +39,9 @@ def subscribed_topics(threads: Mapping[str, Mapping[str, list[str]]]) -> set[str
     return {topic for per_topic in threads.values() for topic in per_topic}
 
 
-def assignment_input(threads: Mapping[str, Mapping[str, list[str]]],
-                     partitions: Mapping[str, list[int]]) -> AssignmentInput:
+def assignment_input(
+    threads: Mapping[str, Mapping[str, list[str]]], partitions: Mapping[str, list[int]]
+) -> AssignmentInput:
     consumers_for_topic: dict[str, list[str]] = {}
     for per_topic in threads.values():
         for topic, ids in per_topic.items():
@@ -61,14 +63,23 @@ class Decision:
         return out
 
 
-def decide(consumer_id: str, strategy: str, threads: Mapping[str, Mapping[str, list[str]]],
-           partitions: Mapping[str, list[int]], compat: Compat) -> Decision:
+def decide(
+    consumer_id: str,
+    strategy: str,
+    threads: Mapping[str, Mapping[str, list[str]]],
+    partitions: Mapping[str, list[int]],
+    compat: Compat,
+) -> Decision:
     """Run the strategy exactly as every Scala member would, and take our share."""
     inp = assignment_input(threads, partitions)
     if strategy == "roundrobin":
         for a, b in hash_ties(inp, compat.roundrobin_key_format):
-            log.warning("roundrobin: %s and %s hash alike; Scala orders such pairs by HashMap "
-                        "order, so members may disagree on them", a, b)
+            log.warning(
+                "roundrobin: %s and %s hash alike; Scala orders such pairs by HashMap "
+                "order, so members may disagree on them",
+                a,
+                b,
+            )
     group = assign(strategy, inp, compat)
     return Decision(group=group, mine=owned_by(group, consumer_id))
 
@@ -82,18 +93,22 @@ class Plan:
     claim: Mapping[TopicPartition, str]
 
 
-def plan(owned: Mapping[TopicPartition, str], target: Mapping[TopicPartition, str], *,
-         stop_the_world: bool = True) -> Plan:
+def plan(
+    owned: Mapping[TopicPartition, str], target: Mapping[TopicPartition, str], *, stop_the_world: bool = True
+) -> Plan:
     """Legacy order releases everything and claims everything; incremental keeps what stays."""
     if stop_the_world:
         return Plan(release=dict(owned), keep={}, claim=dict(target))
     keep = {k: v for k, v in owned.items() if target.get(k) == v}
-    return Plan(release={k: v for k, v in owned.items() if k not in keep},
-                keep=keep, claim={k: v for k, v in target.items() if k not in keep})
+    return Plan(
+        release={k: v for k, v in owned.items() if k not in keep},
+        keep=keep,
+        claim={k: v for k, v in target.items() if k not in keep},
+    )
 
 
 def partitions_text(keys: Iterable[TopicPartition]) -> str:
-    """"t-0, t-1, u-3": partitions as the logs and errors name them, sorted."""
+    """ "t-0, t-1, u-3": partitions as the logs and errors name them, sorted."""
     return ", ".join(f"{t}-{p}" for t, p in sorted(keys))
 
 

@@ -1,17 +1,24 @@
 """Carries out rebalance attempts (decide, release, claim, start fetching) and offset commits, one at a time."""
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from zkconsumer.assignment import Assignment
 from zkconsumer.config import ConsumerConfig
+from zkconsumer.errors import (
+    BrokersUnavailable,
+    ConsumerRebalanceFailed,
+    SessionLost,
+    ZooKeeperUnavailable,
+    describe,
+    is_retriable,
+)
 from zkconsumer.fetcher import Fetcher
-from zkconsumer.errors import (BrokersUnavailable, ConsumerRebalanceFailed, SessionLost, ZooKeeperUnavailable,
-                               describe, is_retriable)
 from zkconsumer.group import GroupZk
 from zkconsumer.linger import ReleaseLinger
 from zkconsumer.listener import ConsumerRebalanceListener
@@ -43,7 +50,7 @@ class RebalanceStats:
 class Outcome:
     """What one rebalance attempt did."""
 
-    done: bool                  # False: someone else still owns part of our share; try again
+    done: bool  # False: someone else still owns part of our share; try again
     blocked: tuple[TopicPartition, ...] = ()  # what others still own (done=False)
     claimed: int = 0
     released: int = 0
@@ -58,9 +65,17 @@ class Rebalancer:
     what we own ask the Assignment instead and are never blocked by it.
     """
 
-    def __init__(self, config: ConsumerConfig, group: GroupZk, membership: Membership, assignment: Assignment,
-                 streams: StreamSet, offsets: OffsetStore, make_fetcher: Callable[[str], PartitionFetcher],
-                 listener: ConsumerRebalanceListener) -> None:
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        group: GroupZk,
+        membership: Membership,
+        assignment: Assignment,
+        streams: StreamSet,
+        offsets: OffsetStore,
+        make_fetcher: Callable[[str], PartitionFetcher],
+        listener: ConsumerRebalanceListener,
+    ) -> None:
         self.config = config
         self.consumer_id = group.consumer_id
         self.group = group
@@ -128,7 +143,8 @@ class Rebalancer:
             self.stats.failed += 1
             failure = ConsumerRebalanceFailed(
                 f"{self.consumer_id} can't rebalance after {attempts} retries ({self.stats.last_error}); "
-                f"retrying with back-off up to {self.config.rebalance_recheck_ms} ms, never giving up")
+                f"retrying with back-off up to {self.config.rebalance_recheck_ms} ms, never giving up"
+            )
             log.error("%s", failure)
             self.listener.on_rebalance_failed(failure)
             return False
@@ -180,19 +196,34 @@ class Rebalancer:
         held = set(blocked)
         claimed = {k: t for k, t in steps.claim.items() if k not in held}
         if blocked and not incremental:
-            log.info("%s: %d partitions still owned by others (e.g. %s-%d); backing off",
-                     self.consumer_id, len(blocked), *blocked[0])
+            log.info(
+                "%s: %d partitions still owned by others (e.g. %s-%d); backing off",
+                self.consumer_id,
+                len(blocked),
+                *blocked[0],
+            )
             return Outcome(done=False, blocked=tuple(blocked))
         if claimed or not blocked:
             self._start(claimed, sessions_lost)
         if blocked:
-            log.info("%s: claimed %d partitions; %d still owned by others (e.g. %s-%d), waiting for them",
-                     self.consumer_id, len(claimed), len(blocked), *blocked[0])
+            log.info(
+                "%s: claimed %d partitions; %d still owned by others (e.g. %s-%d), waiting for them",
+                self.consumer_id,
+                len(claimed),
+                len(blocked),
+                *blocked[0],
+            )
             return Outcome(done=False, blocked=tuple(blocked), claimed=len(claimed), released=len(steps.release))
         owned = self.assignment.owned()
-        log.info("%s owns %d partitions (%d new, %d released, %d kept): %s", self.consumer_id, len(owned),
-                 len(steps.claim), len(steps.release), len(steps.keep),
-                 partitions_text(owned) or "none")
+        log.info(
+            "%s owns %d partitions (%d new, %d released, %d kept): %s",
+            self.consumer_id,
+            len(owned),
+            len(steps.claim),
+            len(steps.release),
+            len(steps.keep),
+            partitions_text(owned) or "none",
+        )
         return Outcome(done=True, claimed=len(steps.claim), released=len(steps.release), kept=len(steps.keep))
 
     def _decide(self) -> Decision | None:
@@ -210,16 +241,21 @@ class Rebalancer:
         compat = self.config.compat
         wildcard = any(r.pattern != "static" for r in registrations.values())
         all_topics = self.group.cluster.all_topics(watch=m.on_topic_list_changed if wildcard else None)
-        view = evaluate_peers(registrations, unreadable, all_topics, own_id=self.consumer_id,
-                              group_id=self.config.group_id, exclude_internal=self.config.exclude_internal_topics,
-                              compat=compat)
+        view = evaluate_peers(
+            registrations,
+            unreadable,
+            all_topics,
+            own_id=self.consumer_id,
+            group_id=self.config.group_id,
+            exclude_internal=self.config.exclude_internal_topics,
+            compat=compat,
+        )
         self.peers.report(view.ignored)
         self.my_topics = set(view.threads[self.consumer_id])
         topics = self.group.cluster.topics(subscribed_topics(view.threads), watch=m.on_topic_changed)
         self.topic_epochs = {t: epoch for t, (_, epoch) in topics.items()}
         partitions = {t: parts for t, (parts, _) in topics.items()}
-        decision = decide(self.consumer_id, self.config.partition_assignment_strategy, view.threads, partitions,
-                          compat)
+        decision = decide(self.consumer_id, self.config.partition_assignment_strategy, view.threads, partitions, compat)
         self.last_assignment = decision.by_topic()
         return decision
 
@@ -232,23 +268,25 @@ class Rebalancer:
         node that is still ours writes nothing).
         """
         owned = self.assignment.owned_infos()
-        stale = {k for k, i in owned.items()
-                 if i.epoch is not None and i.epoch != self.topic_epochs.get(k[0], i.epoch)}
+        stale = {k for k, i in owned.items() if i.epoch is not None and i.epoch != self.topic_epochs.get(k[0], i.epoch)}
         if stale:
-            log.warning("%s: topic deleted or re-created under us; dropping %s without committing",
-                        self.consumer_id, partitions_text(stale))
+            log.warning(
+                "%s: topic deleted or re-created under us; dropping %s without committing",
+                self.consumer_id,
+                partitions_text(stale),
+            )
             self.assignment.begin_release(sorted(stale))
         rest = {k: i.thread_id for k, i in owned.items() if k not in stale}
         lost = set(self.group.not_ours(rest, watched=True))  # no per-partition request while all is well
         fetched = self.fetcher.assigned() if self.fetcher is not None else None
         drifted = (set(rest) - fetched - lost) if fetched is not None else set()
         if lost:
-            log.warning("%s: owner nodes of %s are no longer ours; claiming again", self.consumer_id,
-                        partitions_text(lost))
+            log.warning(
+                "%s: owner nodes of %s are no longer ours; claiming again", self.consumer_id, partitions_text(lost)
+            )
             self.assignment.drop(lost)
         if drifted:
-            log.warning("%s: %s owned but not fetched; starting them again", self.consumer_id,
-                        partitions_text(drifted))
+            log.warning("%s: %s owned but not fetched; starting them again", self.consumer_id, partitions_text(drifted))
             self.assignment.drop(drifted)
             self.assignment.adopt_orphans({k: rest[k] for k in drifted})
         # Fetched but not owned (left over from a lost session): nothing of it may be delivered anyway.
@@ -256,8 +294,9 @@ class Rebalancer:
         if self.fetcher is not None and (lost or drifted or extra):
             self.fetcher.remove(sorted(lost | drifted | extra))
 
-    def _release(self, release: Mapping[TopicPartition, str], *, stop_the_world: bool,
-                 new_owners: Mapping[TopicPartition, str]) -> None:
+    def _release(
+        self, release: Mapping[TopicPartition, str], *, stop_the_world: bool, new_owners: Mapping[TopicPartition, str]
+    ) -> None:
         """Stop delivering, commit, tell the listener; the owner nodes go in _finish_releases."""
         if stop_the_world and self.fetcher is not None:
             self.fetcher.stop_fetching()
@@ -285,8 +324,9 @@ class Rebalancer:
             self.fetcher.remove(confirmed)
         left = sorted(set(pending) - set(confirmed))
         if left:
-            raise ZooKeeperUnavailable(f"owner nodes of {partitions_text(left)} changed while "
-                                       "being released; trying again")
+            raise ZooKeeperUnavailable(
+                f"owner nodes of {partitions_text(left)} changed while being released; trying again"
+            )
 
     def _start(self, claim: Mapping[TopicPartition, str], sessions_lost: int) -> None:
         """Read offsets (only now: the old owner committed before it released), start fetching, install.
@@ -297,9 +337,17 @@ class Rebalancer:
         infos: list[PartitionTopicInfo] = []
         try:
             offsets = self.offsets.read(claim)
-            infos = [PartitionTopicInfo(key[0], key[1], thread, self.streams.queue_for(key[0], thread),
-                                        offsets[key], self.topic_epochs.get(key[0]))
-                     for key, thread in claim.items()]
+            infos = [
+                PartitionTopicInfo(
+                    key[0],
+                    key[1],
+                    thread,
+                    self.streams.queue_for(key[0], thread),
+                    offsets[key],
+                    self.topic_epochs.get(key[0]),
+                )
+                for key, thread in claim.items()
+            ]
             self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
             assert self.fetcher is not None
             if self.config.rebalance_incremental:
@@ -313,8 +361,10 @@ class Rebalancer:
             self.assignment.adopt_orphans(claim)
             raise
         if not self.assignment.install(infos, sessions_lost):
-            raise SessionLost("the ZooKeeper session ended while these partitions were being claimed; "
-                              "claiming again in the new session")
+            raise SessionLost(
+                "the ZooKeeper session ended while these partitions were being claimed; "
+                "claiming again in the new session"
+            )
 
     def _ensure_fetcher(self, brokers: list) -> None:  # type: ignore[type-arg]
         if self.fetcher is None:
@@ -350,14 +400,21 @@ class Rebalancer:
                 owners.setdefault(topic, {})[partition] = thread
         partitions = {t: {p: thread for p, thread in parts.items() if (t, p) in keys} for t, parts in expected.items()}
         # Deleting an adopted node is fenced by session, so one of an older session is left alone.
-        orphans = self.assignment.adopt_orphans({key: thread for key, thread in found.items()
-                                                 if thread is not None and self._is_our_thread(thread)})
+        orphans = self.assignment.adopt_orphans(
+            {key: thread for key, thread in found.items() if thread is not None and self._is_our_thread(thread)}
+        )
         if orphans:
             self.membership.trigger("watchdog: owner nodes of this member that it does not own")
         fetcher = self.fetcher
         fetched = fetcher.assigned() if fetcher is not None else None
-        problems = find_problems({t: parts.keys() for t, parts in partitions.items()}, owners, members,
-                                 set(self.assignment.owned()), fetched, expected=partitions)
+        problems = find_problems(
+            {t: parts.keys() for t, parts in partitions.items()},
+            owners,
+            members,
+            set(self.assignment.owned()),
+            fetched,
+            expected=partitions,
+        )
         problems += [f"{t}-{p} is held by this member's session but not owned (releasing it)" for t, p in orphans]
         return problems
 
@@ -373,8 +430,9 @@ class Rebalancer:
         with self._lock:
             return self.offsets.commit(self.assignment.committable(), attempts=1 + retries)
 
-    def commit_positions(self, positions: Mapping[TopicPartition, int],
-                         epochs: Mapping[str, int | None] | None = None) -> dict[TopicPartition, bool]:
+    def commit_positions(
+        self, positions: Mapping[TopicPartition, int], epochs: Mapping[str, int | None] | None = None
+    ) -> dict[TopicPartition, bool]:
         """Commit progress tracked outside the iterators (next offset to read), owned partitions only
         (and, with `epochs`, only those claimed in the topic incarnation the positions count in)."""
         with self._lock:
@@ -391,8 +449,11 @@ class Rebalancer:
         except Exception as exc:  # noqa: BLE001 - release anyway; the new owner re-reads from the last commit
             if not is_retriable(exc):
                 raise
-            log.error("%s: commit before release failed (%s); messages since the last commit "
-                      "will be delivered again", self.consumer_id, describe(exc))
+            log.error(
+                "%s: commit before release failed (%s); messages since the last commit will be delivered again",
+                self.consumer_id,
+                describe(exc),
+            )
 
     # ---- shutdown ------------------------------------------------------------------------------
     def begin_shutdown(self) -> None:
@@ -428,5 +489,8 @@ class Rebalancer:
             self.offsets.commit(infos, attempts=1 + self.config.offsets_commit_max_retries)
         except Exception as exc:  # noqa: BLE001 - reported to the caller with what was not written
             log.error("%s: final commit failed: %s", self.consumer_id, describe(exc))
-        return {i.key: i.consumed_offset for i in infos
-                if i.consumed_offset >= 0 and i.consumed_offset != i.committed_offset}
+        return {
+            i.key: i.consumed_offset
+            for i in infos
+            if i.consumed_offset >= 0 and i.consumed_offset != i.committed_offset
+        }

@@ -8,9 +8,11 @@ error and partition in C, galloping probes find where a partition's run ends, an
 interleave. Topics are compared only for partition numbers that more than one topic has (the
 fetcher counts every topic it ever assigned: librdkafka returns no other messages).
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from confluent_kafka import Message
 

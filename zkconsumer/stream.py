@@ -1,23 +1,35 @@
 """What the application holds: KafkaStream and the StreamSet of one subscription (and the public names
 of messages, queues and iterators, which live in chunks.py and delivery.py)."""
+
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.delivery import _ALWAYS_OPEN, ConsumerIterator, DeliveryGate, LeaseGuard
 from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
-__all__ = ["Chunk", "ConsumerError", "ConsumerIterator", "ConsumerTimeout", "DeliveryGate", "KafkaStream",
-           "Message", "PartitionTopicInfo", "StreamQueue", "StreamSet"]
+__all__ = [
+    "Chunk",
+    "ConsumerError",
+    "ConsumerIterator",
+    "ConsumerTimeout",
+    "DeliveryGate",
+    "KafkaStream",
+    "Message",
+    "PartitionTopicInfo",
+    "StreamQueue",
+    "StreamSet",
+]
 
 
 class KafkaStream:
     """One stream of a subscription: iterate it (from one thread) to consume its partitions."""
 
-    def __init__(self, name: str, queue: StreamQueue, consumer_timeout_ms: int = -1,
-                 gate: DeliveryGate = _ALWAYS_OPEN) -> None:
+    def __init__(
+        self, name: str, queue: StreamQueue, consumer_timeout_ms: int = -1, gate: DeliveryGate = _ALWAYS_OPEN
+    ) -> None:
         self.name = name
         self.queue = queue
         self.iterator = ConsumerIterator(queue, consumer_timeout_ms, gate)
@@ -42,7 +54,7 @@ class _Batches(Iterator[Sequence[Message]]):
     def __init__(self, iterator: ConsumerIterator) -> None:
         self._iterator = iterator
 
-    def __iter__(self) -> "_Batches":
+    def __iter__(self) -> _Batches:
         return self
 
     def __next__(self) -> Sequence[Message]:
@@ -56,15 +68,24 @@ class StreamSet:
     `num_streams` streams shared by every matching topic (thread suffix i -> stream i).
     """
 
-    def __init__(self, consumer_id: str, *, static: dict[str, int] | None = None,
-                 wildcard_streams: int | None = None, capacity: int = 2, consumer_timeout_ms: int = -1,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        consumer_id: str,
+        *,
+        static: dict[str, int] | None = None,
+        wildcard_streams: int | None = None,
+        capacity: int = 2,
+        consumer_timeout_ms: int = -1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.consumer_id = consumer_id
         self.by_topic: dict[str, list[KafkaStream]] = {}
         self.wildcard: list[KafkaStream] = []
         self.gate = DeliveryGate(clock)
-        make = lambda name: KafkaStream(name, StreamQueue(capacity, name), consumer_timeout_ms,  # noqa: E731
-                                        self.gate)
+
+        def make(name: str) -> KafkaStream:
+            return KafkaStream(name, StreamQueue(capacity, name), consumer_timeout_ms, self.gate)
+
         if static is not None:
             for topic, count in static.items():
                 self.by_topic[topic] = [make(f"{topic}/{consumer_id}-{i}") for i in range(count)]

@@ -1,9 +1,11 @@
 """Static and wildcard subscriptions: topic filters, thread ids, consumer ids and registrations."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Iterable, Mapping, Union
+from typing import ClassVar
 
 from .compat import DEFAULT, Compat
 from .kafkajson import coreutils_json_escape
@@ -28,15 +30,28 @@ def _check_streams(what: str, count: int) -> None:
 # ---------------------------------------------------------------- Java regex -> Python re
 
 _POSIX = {  # \p{Name}: Java's ASCII-only POSIX classes, as set bodies
-    "Lower": "a-z", "Upper": "A-Z", "ASCII": "\\x00-\\x7f", "Alpha": "a-zA-Z", "Digit": "0-9",
-    "Alnum": "a-zA-Z0-9", "Punct": "!-/:-@\\[-`{-~", "Graph": "!-~", "Print": " -~", "Blank": " \\t",
-    "Cntrl": "\\x00-\\x1f\\x7f", "XDigit": "0-9a-fA-F", "Space": " \\t\\n\\x0b\\f\\r",
+    "Lower": "a-z",
+    "Upper": "A-Z",
+    "ASCII": "\\x00-\\x7f",
+    "Alpha": "a-zA-Z",
+    "Digit": "0-9",
+    "Alnum": "a-zA-Z0-9",
+    "Punct": "!-/:-@\\[-`{-~",
+    "Graph": "!-~",
+    "Print": " -~",
+    "Blank": " \\t",
+    "Cntrl": "\\x00-\\x1f\\x7f",
+    "XDigit": "0-9a-fA-F",
+    "Space": " \\t\\n\\x0b\\f\\r",
 }
 _SIMPLE_ESCAPES = {  # Java escapes whose Python spelling differs (same meaning)
     "h": "[ \\t\\xa0\\u1680\\u180e\\u2000-\\u200a\\u202f\\u205f\\u3000]",
     "H": "[^ \\t\\xa0\\u1680\\u180e\\u2000-\\u200a\\u202f\\u205f\\u3000]",
-    "v": "[\\n\\x0b\\f\\r\\x85\\u2028\\u2029]", "V": "[^\\n\\x0b\\f\\r\\x85\\u2028\\u2029]",
-    "e": "\\x1b", "z": "\\Z", "Z": "(?=(?:\\r\\n|[\\n\\r\\x85\\u2028\\u2029])?\\Z)",
+    "v": "[\\n\\x0b\\f\\r\\x85\\u2028\\u2029]",
+    "V": "[^\\n\\x0b\\f\\r\\x85\\u2028\\u2029]",
+    "e": "\\x1b",
+    "z": "\\Z",
+    "Z": "(?=(?:\\r\\n|[\\n\\r\\x85\\u2028\\u2029])?\\Z)",
     "R": "(?:\\r\\n|[\\n\\x0b\\f\\r\\x85\\u2028\\u2029])",
 }
 _SAME_ESCAPES = set("tnrfadDsSwWbBA0123456789xu")  # mean the same in both (with re.ASCII)
@@ -50,24 +65,24 @@ def _java_escape(regex: str, i: int, in_class: bool) -> tuple[str, int]:
     if char == "Q" and not in_class:  # \Q...\E quotes literally
         end = regex.find("\\E", i + 2)
         end = len(regex) if end < 0 else end
-        return re.escape(regex[i + 2:end]), end + 2
+        return re.escape(regex[i + 2 : end]), end + 2
     if char in "pP":
-        match = re.match(r"\{(\w+)\}", regex[i + 2:])
+        match = re.match(r"\{(\w+)\}", regex[i + 2 :])
         if not match or match[1] not in _POSIX or (char == "P" and in_class):
-            raise ValueError(f"unsupported Java class \\{char}{regex[i + 2:i + 12]}")
+            raise ValueError(f"unsupported Java class \\{char}{regex[i + 2 : i + 12]}")
         body = _POSIX[match[1]]
         text = body if in_class else f"[{'^' if char == 'P' else ''}{body}]"
         return text, i + 2 + match.end()
     if char in _SIMPLE_ESCAPES and not (in_class and char in "zZRhHvV"):
         return _SIMPLE_ESCAPES[char], i + 2
     if char == "0":  # Java octal \0n..\0mnn; Python's \0 would be NUL
-        match = re.match(r"[0-3]?[0-7]{1,2}", regex[i + 2:])
+        match = re.match(r"[0-3]?[0-7]{1,2}", regex[i + 2 :])
         if not match:
             raise ValueError("illegal octal escape")
         return f"\\x{int(match[0], 8):02x}", i + 2 + match.end()
     if (char.isascii() and char.isalpha() and char not in _SAME_ESCAPES) or (in_class and char in "bBA123456789"):
         raise ValueError(f"unsupported escape \\{char}")
-    return regex[i:i + 2], i + 2
+    return regex[i : i + 2], i + 2
 
 
 def java_regex_to_python(regex: str) -> str:
@@ -100,7 +115,7 @@ def java_regex_to_python(regex: str) -> str:
         elif char == "(" and regex.startswith("(?", i):
             if re.match(r"\(\?(P|#|\(|<[^=!])", regex[i:]):
                 if not re.match(r"\(\?<[A-Za-z][A-Za-z0-9]*>", regex[i:]):
-                    raise ValueError(f"group syntax {regex[i:i + 4]!r} is not shared by Java and Python")
+                    raise ValueError(f"group syntax {regex[i : i + 4]!r} is not shared by Java and Python")
                 out.append("(?P<")  # Java's named group
                 i += 3
                 continue
@@ -124,6 +139,7 @@ def java_regex_to_python(regex: str) -> str:
 
 
 # ---------------------------------------------------------------- topic filters (TopicFilter.scala)
+
 
 def normalise_regex(raw_regex: str) -> str:
     """TopicFilter: trim, ',' -> '|', drop spaces, strip leading/trailing runs of quotes."""
@@ -154,8 +170,9 @@ class TopicFilter:
         object.__setattr__(self, "regex", regex)
         object.__setattr__(self, "_compiled", compiled)
 
-    def is_topic_allowed(self, topic: str, *, exclude_internal: bool = True,
-                         internal_topics: tuple[str, ...] = DEFAULT.internal_topics) -> bool:
+    def is_topic_allowed(
+        self, topic: str, *, exclude_internal: bool = True, internal_topics: tuple[str, ...] = DEFAULT.internal_topics
+    ) -> bool:
         """Java String.matches (a full match), inverted for a blacklist; internal topics optionally dropped."""
         if exclude_internal and topic in internal_topics:
             return False
@@ -175,6 +192,7 @@ class Blacklist(TopicFilter):
 
 # ---------------------------------------------------------------- subscriptions
 
+
 @dataclass(frozen=True)
 class StaticSubscription:
     """Explicit topics with a stream count each, in the order they are written to ZooKeeper."""
@@ -185,7 +203,7 @@ class StaticSubscription:
         object.__setattr__(self, "topic_counts", tuple((t, n) for t, n in self.topic_counts))
 
     @classmethod
-    def of(cls, topic_counts: Mapping[str, int]) -> "StaticSubscription":
+    def of(cls, topic_counts: Mapping[str, int]) -> StaticSubscription:
         """Validated constructor for our own subscriptions: legal topic names, counts >= 1."""
         for topic, count in topic_counts.items():
             _check_streams(f"stream count for {validate_topic(topic)!r}", count)
@@ -202,7 +220,7 @@ class WildcardSubscription:
     num_streams: int
 
 
-Subscription = Union[StaticSubscription, WildcardSubscription]
+Subscription = StaticSubscription | WildcardSubscription
 
 
 MAX_STREAMS = 100_000  # a peer claiming more would exhaust a Scala member's heap; refuse instead
@@ -214,13 +232,24 @@ def _thread_ids(consumer_id: str, topic: str, count: int) -> list[str]:
     return [f"{consumer_id}-{i}" for i in range(count)]
 
 
-def thread_ids_for(consumer_id: str, subscription: Subscription, all_topics: Iterable[str], *,
-                   exclude_internal: bool = True, compat: Compat = DEFAULT) -> dict[str, list[str]]:
+def thread_ids_for(
+    consumer_id: str,
+    subscription: Subscription,
+    all_topics: Iterable[str],
+    *,
+    exclude_internal: bool = True,
+    compat: Compat = DEFAULT,
+) -> dict[str, list[str]]:
     """topic -> ["<cid>-0", ...]. Static ignores all_topics (Scala lists topics that do not exist yet)."""
     if isinstance(subscription, StaticSubscription):
         return {t: _thread_ids(consumer_id, t, n) for t, n in subscription.topic_counts}
-    allowed = (t for t in dict.fromkeys(all_topics) if subscription.topic_filter.is_topic_allowed(
-        t, exclude_internal=exclude_internal, internal_topics=compat.internal_topics))
+    allowed = (
+        t
+        for t in dict.fromkeys(all_topics)
+        if subscription.topic_filter.is_topic_allowed(
+            t, exclude_internal=exclude_internal, internal_topics=compat.internal_topics
+        )
+    )
     return {t: _thread_ids(consumer_id, t, subscription.num_streams) for t in allowed}
 
 
@@ -230,6 +259,7 @@ def thread_sort_key(thread_id: str) -> bytes:
 
 
 # ---------------------------------------------------------------- registrations
+
 
 def to_registration(subscription: Subscription, timestamp_ms: int, compat: Compat = DEFAULT) -> Registration:
     """The document registerConsumerInZK writes; the wildcard key is CoreUtils.JSONEscapeString(regex).
@@ -269,7 +299,7 @@ def _scala_trie_position(key: str) -> tuple[int, ...]:
     mask, h = 0xFFFFFFFF, 0
     units = key.encode("utf-16-be", "surrogatepass")  # String.hashCode runs over UTF-16 code units
     for j in range(0, len(units), 2):
-        h = (31 * h + int.from_bytes(units[j:j + 2], "big")) & mask
+        h = (31 * h + int.from_bytes(units[j : j + 2], "big")) & mask
     h = (h + (~(h << 9) & mask)) & mask
     h ^= h >> 14
     h = (h + (h << 4)) & mask
@@ -297,8 +327,9 @@ def from_registration(registration: Registration, *, compat: Compat = DEFAULT) -
     return StaticSubscription(registration.subscription)
 
 
-def make_consumer_id(group_id: str, consumer_id: str | None = None, *, hostname: str, now_ms: int,
-                     uuid_int: int) -> str:
+def make_consumer_id(
+    group_id: str, consumer_id: str | None = None, *, hostname: str, now_ms: int, uuid_int: int
+) -> str:
     """group + "_" + (consumer.id, or "<host>-<ms>-<first 8 hex of Long.toHexString(uuid MSB)>").
 
     An explicitly empty consumer.id is used as is (Scala's Option("") is Some("")). Long.toHexString

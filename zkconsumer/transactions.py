@@ -4,9 +4,11 @@ A ZooKeeper server drops the connection on any request larger than its `jute.max
 (1 MiB less one byte by default), and a claim is one create per partition (~140 bytes each),
 so one member taking ~7,300 partitions at once used to lose its connection instead of claiming.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Iterator, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 K = TypeVar("K")
 

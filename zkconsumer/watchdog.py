@@ -1,8 +1,9 @@
 """Periodic ownership check: unowned partitions, zombie owners and fetch drift trigger a rebalance."""
+
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from zkconsumer.offsets import PeriodicTask
 from zkconsumer.zkdata import consumer_id_of_thread
@@ -12,10 +13,14 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 
-def find_problems(partitions: Mapping[str, Iterable[int]], owners: Mapping[str, Mapping[int, str]],
-                  members: set[str], owned_here: set[TopicPartition],
-                  fetched_here: set[TopicPartition] | None,
-                  expected: Mapping[str, Mapping[int, str]] | None = None) -> list[str]:
+def find_problems(
+    partitions: Mapping[str, Iterable[int]],
+    owners: Mapping[str, Mapping[int, str]],
+    members: set[str],
+    owned_here: set[TopicPartition],
+    fetched_here: set[TopicPartition] | None,
+    expected: Mapping[str, Mapping[int, str]] | None = None,
+) -> list[str]:
     """What a rebalance should repair, as sorted one-line descriptions (pure).
 
     partitions: topic -> partition ids we subscribe to; owners: topic -> partition -> owner
@@ -50,8 +55,13 @@ def find_problems(partitions: Mapping[str, Iterable[int]], owners: Mapping[str, 
     return problems
 
 
-def partitions_to_check(expected: Mapping[str, Mapping[int, str]], me: str, members: set[str],
-                        marked: set[str], claimed: Iterable[TopicPartition]) -> set[TopicPartition]:
+def partitions_to_check(
+    expected: Mapping[str, Mapping[int, str]],
+    me: str,
+    members: set[str],
+    marked: set[str],
+    claimed: Iterable[TopicPartition],
+) -> set[TopicPartition]:
     """The partitions one member's watchdog reads (pure): those the assignment gives its threads;
     those it claimed in this session (an orphan node of ours is found by us, who can delete it);
     and, for the zkconsumer member with the lowest id, those of every member without a zkconsumer
@@ -86,15 +96,22 @@ class Watchdog:
         watchdog.start(); ...; watchdog.stop()
     """
 
-    def __init__(self, consumer_id: str, *, interval_s: float, check: Callable[[], list[str]],
-                 trigger: Callable[[str], None], on_error: Callable[[BaseException], None] | None = None,
-                 activity: Callable[[], int | None] = lambda: 0) -> None:
+    def __init__(
+        self,
+        consumer_id: str,
+        *,
+        interval_s: float,
+        check: Callable[[], list[str]],
+        trigger: Callable[[str], None],
+        on_error: Callable[[BaseException], None] | None = None,
+        activity: Callable[[], int | None] = lambda: 0,
+    ) -> None:
         self._check = check
         self._trigger = trigger
         self._activity = activity
         self._last_activity: int | None = None
         self._previous: set[str] = set()
-        self.alerts = 0            # checks that found a persistent problem (zkconsumer_watchdog_alerts)
+        self.alerts = 0  # checks that found a persistent problem (zkconsumer_watchdog_alerts)
         self.problems: list[str] = []  # the persistent problems of the last check
         self._task = PeriodicTask(f"{consumer_id}-watchdog", interval_s, self.run_once, on_error=on_error)
 
@@ -123,7 +140,8 @@ class Watchdog:
         self.problems = persistent
         if persistent:
             self.alerts += 1
-            log.warning("watchdog: %d ownership problems persist (%s); rebalancing", len(persistent),
-                        "; ".join(persistent[:5]))
+            log.warning(
+                "watchdog: %d ownership problems persist (%s); rebalancing", len(persistent), "; ".join(persistent[:5])
+            )
             self._trigger(f"watchdog: {persistent[0]}")
         return persistent

@@ -11,10 +11,11 @@ Races: a watch may fire while the read it should invalidate is on the wire. Each
 list) carries a generation, bumped by its watch; an answer is cached only if its generation did
 not move meanwhile, so a change is never hidden behind an answer read before it.
 """
+
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
@@ -139,8 +140,9 @@ class WatchedNodes:
                 del self._generations[path]
             todo = {p: self._generations.setdefault(p, 0) for p in paths if p not in self._entries}
         client = self.io.client
-        answers = self.io.many(((p, client.get_async(p, watch=self._watch(p))) for p in todo),
-                               self.what) if todo else {}
+        answers = (
+            self.io.many(((p, client.get_async(p, watch=self._watch(p))) for p in todo), self.what) if todo else {}
+        )
         self.requests += len(todo)
         with self._lock:
             for path, answer in answers.items():
@@ -154,4 +156,5 @@ class WatchedNodes:
                 if path in self._generations or path in self._entries:
                     self._generations[path] = self._generations.get(path, 0) + 1
                     self._entries.pop(path, None)
+
         return fired

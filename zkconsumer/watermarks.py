@@ -1,4 +1,5 @@
 """A partition's log bounds (low, high watermark) from the broker, for auto.offset.reset decisions."""
+
 from __future__ import annotations
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition

@@ -1,9 +1,10 @@
 """The rebalance thread: coalesces triggers into rebalance runs, retries failed runs forever with back-off."""
+
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import tenacity
 
@@ -31,8 +32,15 @@ class RebalanceWorker:
         worker.start(); worker.trigger("member joined"); ...; worker.stop()
     """
 
-    def __init__(self, consumer_id: str, run: Callable[[str], bool], *, recheck_s: float,
-                 on_crash: Callable[[BaseException], None], backoff_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        consumer_id: str,
+        run: Callable[[str], bool],
+        *,
+        recheck_s: float,
+        on_crash: Callable[[BaseException], None],
+        backoff_s: float = 2.0,
+    ) -> None:
         self._run = run
         self._recheck_s = recheck_s
         self._backoff_s = min(max(backoff_s, 0.001), recheck_s) if recheck_s > 0 else backoff_s
@@ -85,8 +93,12 @@ class RebalanceWorker:
             retry=tenacity.retry_if_result(lambda ok: not ok),
             # recheck 0 turns retrying off: a failed run then waits for the next trigger
             stop=tenacity.stop_never if self._recheck_s > 0 else tenacity.stop_after_attempt(1),
-            wait=self.backoff(), sleep=self._pause, before_sleep=self._say_retrying,
-            retry_error_callback=lambda _state: False, reraise=True)
+            wait=self.backoff(),
+            sleep=self._pause,
+            before_sleep=self._say_retrying,
+            retry_error_callback=lambda _state: False,
+            reraise=True,
+        )
         while True:
             with self._cond:
                 while not self._reasons and not self._stopping:
@@ -124,9 +136,13 @@ class RebalanceWorker:
 
     def _say_retrying(self, state: tenacity.RetryCallState) -> None:
         delay = state.next_action.sleep if state.next_action else 0.0
-        log.error("%s: rebalance has failed %d times in a row; owning nothing it should until it "
-                  "succeeds; retrying in %.1f s (or at the next group change)",
-                  self._thread.name, self.failed_runs, delay)
+        log.error(
+            "%s: rebalance has failed %d times in a row; owning nothing it should until it "
+            "succeeds; retrying in %.1f s (or at the next group change)",
+            self._thread.name,
+            self.failed_runs,
+            delay,
+        )
 
     def _pause(self, seconds: float) -> None:
         """tenacity's sleep: returns early on a new trigger, raises _Stopping on stop()."""

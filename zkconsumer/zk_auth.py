@@ -1,11 +1,13 @@
 """How a member authenticates to ZooKeeper (digest, or SASL from a JAAS login section) and which ACL its nodes get."""
+
 from __future__ import annotations
 
 import importlib.util
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["JaasError", "ZkAuth", "parse_jaas", "parse_login_module", "zk_auth", "zookeeper_auth"]
 
@@ -32,7 +34,7 @@ def _tokens(text: str) -> list[str]:
     while at < len(text):
         match = _TOKEN.match(text, at)
         if match is None:  # an unterminated quote or comment
-            raise JaasError(f"cannot read the JAAS text at {text[at:at + 20]!r}")
+            raise JaasError(f"cannot read the JAAS text at {text[at : at + 20]!r}")
         token, at = match.group(), match.end()
         if token.strip() and not token.startswith(("//", "/*")):
             out.append(token)
@@ -122,12 +124,15 @@ class ZkAuth:
 
     def kazoo_options(self) -> dict[str, Any]:
         """auth_data and sasl_options for KazooClient."""
-        return {"auth_data": [("digest", self.digest)] if self.digest else None,
-                "sasl_options": dict(self.sasl) if self.sasl is not None else None}
+        return {
+            "auth_data": [("digest", self.digest)] if self.digest else None,
+            "sasl_options": dict(self.sasl) if self.sasl is not None else None,
+        }
 
     def node_acl(self) -> list[Any] | None:
         """The ACL of the owner and offset nodes we create; None: ZooKeeper's open default."""
         from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+
         return CREATOR_ALL_ACL + READ_ACL_UNSAFE if self.set_acl else None
 
     def use_client_keytab(self) -> None:
@@ -161,6 +166,7 @@ class ZkAuth:
         import kerberos  # _kerberos_options checked that it is installed
 
         from zkconsumer.config import parse_zookeeper_connect
+
         host = parse_zookeeper_connect(hosts)[0][0][0]  # kazoo names the service after the host as written
         service = f"{self.sasl.get('service', 'zookeeper')}@{host}"
         context = None
@@ -178,8 +184,10 @@ class ZkAuth:
 def _kerberos_options(module: LoginModule, where: str) -> tuple[dict[str, str], str | None]:
     """GSSAPI sasl_options and the keytab to log in from (None: the process's ticket cache)."""
     if importlib.util.find_spec("kerberos") is None:
-        raise JaasError(f"{where}: {KERBEROS_MODULE} (GSSAPI) needs the Python package kerberos: "
-                        f"pip install 'zkconsumer[kerberos]' (it builds against MIT Kerberos: libkrb5-dev)")
+        raise JaasError(
+            f"{where}: {KERBEROS_MODULE} (GSSAPI) needs the Python package kerberos: "
+            f"pip install 'zkconsumer[kerberos]' (it builds against MIT Kerberos: libkrb5-dev)"
+        )
     options = {"mechanism": "GSSAPI"}
     if "principal" in module.options:
         options["principal"] = module.options["principal"]
@@ -190,8 +198,10 @@ def _kerberos_options(module: LoginModule, where: str) -> tuple[dict[str, str], 
         raise JaasError(f"{where}: {KERBEROS_MODULE} with useKeyTab=true needs keyTab")
     current = os.environ.get(CLIENT_KEYTAB_ENV)
     if current and current != keytab:
-        raise JaasError(f"{where}: keyTab {keytab} differs from {CLIENT_KEYTAB_ENV}={current}; "
-                        f"a process logs in from one client keytab")
+        raise JaasError(
+            f"{where}: keyTab {keytab} differs from {CLIENT_KEYTAB_ENV}={current}; "
+            f"a process logs in from one client keytab"
+        )
     return options, keytab
 
 
@@ -200,16 +210,26 @@ def _sasl_options(module: LoginModule, where: str) -> tuple[dict[str, str], str 
         missing = [k for k in ("username", "password") if k not in module.options]
         if missing:
             raise JaasError(f"{where}: {DIGEST_MODULE} needs {' and '.join(missing)}")
-        return {"mechanism": "DIGEST-MD5", "username": module.options["username"],
-                "password": module.options["password"]}, None
+        return {
+            "mechanism": "DIGEST-MD5",
+            "username": module.options["username"],
+            "password": module.options["password"],
+        }, None
     if module.name == KERBEROS_MODULE:
         return _kerberos_options(module, where)
-    raise JaasError(f"{where}: login module {module.name} is not supported "
-                    f"(use {DIGEST_MODULE} or {KERBEROS_MODULE})")
+    raise JaasError(f"{where}: login module {module.name} is not supported (use {DIGEST_MODULE} or {KERBEROS_MODULE})")
 
 
-def zk_auth(*, digest: str | None, jaas_inline: str | None, jaas_file_text: str | None, jaas_file: str | None,
-            section: str, sasl_client: bool, set_acl: bool | None) -> ZkAuth:
+def zk_auth(
+    *,
+    digest: str | None,
+    jaas_inline: str | None,
+    jaas_file_text: str | None,
+    jaas_file: str | None,
+    section: str,
+    sasl_client: bool,
+    set_acl: bool | None,
+) -> ZkAuth:
     """The ZkAuth the properties describe: an inline login module wins over a JAAS file's section;
     `sasl_client=false` turns SASL off (as the JVM's zookeeper.sasl.client); set_acl defaults to
     "SASL is used", as a Scala member secures its nodes exactly when its JAAS has a Client section."""
@@ -218,13 +238,13 @@ def zk_auth(*, digest: str | None, jaas_inline: str | None, jaas_file_text: str 
         sasl, keytab = _sasl_options(parse_login_module(jaas_inline), "zookeeper.sasl.jaas.config")
     elif sasl_client and jaas_file_text is not None:
         sasl, keytab = _sasl_options(parse_jaas(jaas_file_text, section), f"{jaas_file} section {section}")
-    return ZkAuth(digest=digest, sasl=sasl, set_acl=(sasl is not None) if set_acl is None else set_acl,
-                  keytab=keytab)
+    return ZkAuth(digest=digest, sasl=sasl, set_acl=(sasl is not None) if set_acl is None else set_acl, keytab=keytab)
 
 
 def zookeeper_auth(config: Any) -> ZkAuth:
     """The ZkAuth of a ConsumerConfig, reading the JAAS file it names; ConfigError names the property."""
     from zkconsumer.config import ConfigError
+
     path = config.java_security_auth_login_config
     file_text = None
     if path is not None and config.zookeeper_sasl_client and config.zookeeper_sasl_jaas_config is None:
@@ -234,9 +254,15 @@ def zookeeper_auth(config: Any) -> ZkAuth:
         except OSError as exc:
             raise ConfigError("java.security.auth.login.config", f"cannot read the JAAS file {path}: {exc}") from None
     try:
-        return zk_auth(digest=config.zookeeper_digest, jaas_inline=config.zookeeper_sasl_jaas_config,
-                       jaas_file_text=file_text, jaas_file=path, section=config.zookeeper_sasl_clientconfig,
-                       sasl_client=config.zookeeper_sasl_client, set_acl=config.zookeeper_set_acl)
+        return zk_auth(
+            digest=config.zookeeper_digest,
+            jaas_inline=config.zookeeper_sasl_jaas_config,
+            jaas_file_text=file_text,
+            jaas_file=path,
+            section=config.zookeeper_sasl_clientconfig,
+            sasl_client=config.zookeeper_sasl_client,
+            set_acl=config.zookeeper_set_acl,
+        )
     except JaasError as exc:
         key = "zookeeper.sasl.jaas.config" if config.zookeeper_sasl_jaas_config else "java.security.auth.login.config"
         raise ConfigError(key, f"{key}: {exc}") from None

@@ -1,20 +1,34 @@
 """ZooKeeper paths of the legacy consumer and byte-exact codecs for every znode it reads or writes."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
-from zkconsumer.kafkajson import (_INT32, _INT64, ZkDataError, _check_int, _int_field, _is_int32, _jackson_quote,
-                                  _parse_json, _parse_json_lenient, _raw_quote, _show, _to_bytes, _utf8)
+from zkconsumer.kafkajson import (
+    _INT32,
+    _INT64,
+    ZkDataError,
+    _check_int,
+    _int_field,
+    _is_int32,
+    _jackson_quote,
+    _parse_json,
+    _parse_json_lenient,
+    _raw_quote,
+    _show,
+    _to_bytes,
+    _utf8,
+)
 
 CONSUMERS = "/consumers"
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
 
 
-
 # ---------------------------------------------------------------- paths (ZkUtils / ZKGroupDirs)
+
 
 def _segment(kind: str, value: str) -> str:
     # One path component: ZooKeeper rejects empty, "." and ".." components, and "/" would nest.
@@ -92,10 +106,14 @@ def partition_state_path(topic: str, partition: int) -> str:
 
 
 def parse_offset_path(path: str) -> tuple[str, str, int]:
-    """"/consumers/G/offsets/T/p" -> (G, T, p); only the canonical spelling a consumer would read."""
+    """ "/consumers/G/offsets/T/p" -> (G, T, p); only the canonical spelling a consumer would read."""
     parts = path.split("/") if isinstance(path, str) else []
-    if (len(parts) != 6 or parts[:2] != ["", "consumers"] or parts[3] != "offsets"
-            or any(p in ("", ".", "..") for p in (parts[2], parts[4]))):
+    if (
+        len(parts) != 6
+        or parts[:2] != ["", "consumers"]
+        or parts[3] != "offsets"
+        or any(p in ("", ".", "..") for p in (parts[2], parts[4]))
+    ):
         raise ZkDataError(str(path), "not a /consumers/<group>/offsets/<topic>/<partition> path")
     if not re.fullmatch(r"0|-?[1-9][0-9]{0,9}", parts[5]) or not _INT32[0] <= int(parts[5]) <= _INT32[1]:
         raise ZkDataError(path, f"partition {parts[5]!r} is not a canonical decimal int")
@@ -103,6 +121,7 @@ def parse_offset_path(path: str) -> tuple[str, str, int]:
 
 
 # ---------------------------------------------------------------- /consumers/G/ids/<consumerId>
+
 
 @dataclass(frozen=True)
 class Registration:
@@ -138,11 +157,13 @@ class Registration:
             raise ValueError("a registration needs a version and a timestamp to be written")
         quote = _jackson_quote if jackson else _raw_quote
         counts = ",".join(f"{quote(key)}:{count}" for key, count in self.subscription)
-        return _to_bytes(f'{{"version":{self.version},"subscription":{{{counts}}},'
-                         f'"pattern":{quote(self.pattern)},"timestamp":{quote(self.timestamp)}}}')
+        return _to_bytes(
+            f'{{"version":{self.version},"subscription":{{{counts}}},'
+            f'"pattern":{quote(self.pattern)},"timestamp":{quote(self.timestamp)}}}'
+        )
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "Registration":
+    def decode(cls, data: bytes, path: str) -> Registration:
         """Parse like TopicCount.constructTopicCount (1.1.1): only pattern and subscription are required."""
         doc = _parse_json_lenient(_utf8(data, path))
         if not isinstance(doc, dict):
@@ -156,11 +177,16 @@ class Registration:
             if not _is_int32(count):
                 raise ZkDataError(path, f"stream count of {key!r} must be a JSON integer, got {_show(count)}")
         version, timestamp = doc.get("version"), doc.get("timestamp")
-        return cls(tuple(subscription.items()), pattern, timestamp if isinstance(timestamp, str) else None,
-                   version if _is_int32(version) else None)
+        return cls(
+            tuple(subscription.items()),
+            pattern,
+            timestamp if isinstance(timestamp, str) else None,
+            version if _is_int32(version) else None,
+        )
 
 
 # ---------------------------------------------------------------- owners and offsets
+
 
 def encode_owner(thread_id: str) -> bytes:
     """The owner node holds the bare thread id, no quotes."""
@@ -174,7 +200,7 @@ def decode_owner(data: bytes, path: str) -> str:
 
 
 def consumer_id_of_thread(thread_id: str) -> str:
-    """"g_host-1-abc-12" -> "g_host-1-abc": the owner's consumer id, as the ops tools recover it."""
+    """ "g_host-1-abc-12" -> "g_host-1-abc": the owner's consumer id, as the ops tools recover it."""
     consumer_id, dash, number = thread_id.rpartition("-")
     if not dash or not consumer_id or not re.fullmatch(r"[0-9]+", number):
         raise ValueError(f"not a <consumerId>-<n> thread id: {thread_id!r}")
@@ -265,8 +291,11 @@ class BrokerInfo:
         `security_protocol`; None if there is none, it has no host (a wildcard bind), or the named
         listener speaks another protocol (librdkafka would fail its handshake)."""
         for end_point in self.end_points():
-            if (end_point.listener == listener.upper() if listener else
-                    end_point.security_protocol == security_protocol.upper()):
+            if (
+                end_point.listener == listener.upper()
+                if listener
+                else end_point.security_protocol == security_protocol.upper()
+            ):
                 if end_point.host is None or end_point.security_protocol != security_protocol.upper():
                     return None
                 return end_point.host, end_point.port
@@ -296,14 +325,23 @@ def decode_broker(broker_id: int, data: bytes, path: str) -> BrokerInfo:
             raise ZkDataError(path, "field 'endpoints' must be an array of strings")
         protocol_map = doc.get("listener_security_protocol_map", protocol_map)
         if "listener_security_protocol_map" in doc and not (
-                isinstance(protocol_map, dict) and all(isinstance(v, str) for v in protocol_map.values())):
+            isinstance(protocol_map, dict) and all(isinstance(v, str) for v in protocol_map.values())
+        ):
             raise ZkDataError(path, "listener_security_protocol_map must map strings to strings")
     rack, timestamp = doc.get("rack"), doc.get("timestamp")
     if not isinstance(rack, (str, type(None))):
         raise ZkDataError(path, f"field 'rack' must be a string or null, got {_show(rack)}")
-    info = BrokerInfo(broker_id, host if isinstance(host, str) else None, port if _is_int32(port) else None,
-                      tuple(endpoints), rack, version, jmx_port, timestamp if isinstance(timestamp, str) else None,
-                      None if protocol_map is None else tuple(protocol_map.items()))
+    info = BrokerInfo(
+        broker_id,
+        host if isinstance(host, str) else None,
+        port if _is_int32(port) else None,
+        tuple(endpoints),
+        rack,
+        version,
+        jmx_port,
+        timestamp if isinstance(timestamp, str) else None,
+        None if protocol_map is None else tuple(protocol_map.items()),
+    )
     try:
         info.end_points()  # Scala parses every endpoint while decoding: one bad endpoint fails the broker
     except ValueError as exc:
@@ -317,8 +355,17 @@ _BROKER_KEY_ORDER = {
     2: ("jmx_port", "timestamp", "endpoints", "host", "version", "port"),
     3: ("jmx_port", "timestamp", "endpoints", "host", "version", "port", "rack"),
     4: ("listener_security_protocol_map", "endpoints", "rack", "jmx_port", "host", "timestamp", "port", "version"),
-    5: ("features", "listener_security_protocol_map", "endpoints", "rack", "jmx_port", "port", "host",
-        "version", "timestamp"),
+    5: (
+        "features",
+        "listener_security_protocol_map",
+        "endpoints",
+        "rack",
+        "jmx_port",
+        "port",
+        "host",
+        "version",
+        "timestamp",
+    ),
 }
 
 
@@ -331,21 +378,24 @@ def encode_broker(info: BrokerInfo, *, version: int | None = None) -> bytes:
     if protocol_map is None:  # brokers always write one from v4: derive it from the listener names
         protocol_map = tuple((m[1].upper(),) * 2 for m in map(_ENDPOINT.fullmatch, info.endpoints) if m)
     values = {
-        "version": str(version), "features": "{}",
+        "version": str(version),
+        "features": "{}",
         "host": "null" if info.host is None else _jackson_quote(info.host),
         "port": "-1" if info.port is None else _number(info.port, "port"),
         "jmx_port": _number(info.jmx_port, "jmx_port"),
         "timestamp": _jackson_quote(info.timestamp),
         "endpoints": "[" + ",".join(map(_jackson_quote, info.endpoints)) + "]",
         "rack": None if info.rack is None else _jackson_quote(info.rack),
-        "listener_security_protocol_map":
-            "{" + ",".join(f"{_jackson_quote(k)}:{_jackson_quote(v)}" for k, v in protocol_map) + "}",
+        "listener_security_protocol_map": "{"
+        + ",".join(f"{_jackson_quote(k)}:{_jackson_quote(v)}" for k, v in protocol_map)
+        + "}",
     }
     fields = (f'"{key}":{values[key]}' for key in _BROKER_KEY_ORDER[version] if values[key] is not None)
     return _to_bytes("{" + ",".join(fields) + "}")
 
 
 # ---------------------------------------------------------------- /brokers/topics/T and partition state
+
 
 def decode_topic_partitions(data: bytes, path: str) -> dict[int, list[int]]:
     """ZkUtils.getPartitionAssignmentForTopics: partition -> replicas, sorted by partition.
@@ -372,8 +422,9 @@ def decode_topic_partitions(data: bytes, path: str) -> dict[int, list[int]]:
 
 def encode_topic_partitions(partitions: Mapping[int, Sequence[int]]) -> bytes:
     """{"version":1,"partitions":{"0":[1,2],...}} in the mapping's order, as TopicZNode.encode writes it."""
-    body = ",".join(f'"{_number(p)}":[{",".join(_number(r, "replica") for r in replicas)}]'
-                    for p, replicas in partitions.items())
+    body = ",".join(
+        f'"{_number(p)}":[{",".join(_number(r, "replica") for r in replicas)}]' for p, replicas in partitions.items()
+    )
     return f'{{"version":1,"partitions":{{{body}}}}}'.encode("ascii")
 
 
@@ -397,6 +448,10 @@ def decode_partition_state(data: bytes, path: str) -> PartitionState:
     isr = doc.get("isr")
     if not isinstance(isr, list) or not all(map(_is_int32, isr)):
         raise ZkDataError(path, "field 'isr' must be an array of ints")
-    return PartitionState(_int_field(doc, "leader", path), _int_field(doc, "leader_epoch", path), tuple(isr),
-                          _int_field(doc, "controller_epoch", path),
-                          doc["version"] if _is_int32(doc.get("version")) else None)
+    return PartitionState(
+        _int_field(doc, "leader", path),
+        _int_field(doc, "leader_epoch", path),
+        tuple(isr),
+        _int_field(doc, "controller_epoch", path),
+        doc["version"] if _is_int32(doc.get("version")) else None,
+    )

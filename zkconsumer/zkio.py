@@ -4,10 +4,12 @@ kazoo's synchronous calls wait without limit while the connection is down (the r
 kazoo's queue until a reconnect), which would hang a shutdown or a metrics scrape for as long
 as ZooKeeper is unreachable. Everything zkconsumer asks ZooKeeper goes through here instead.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from kazoo.exceptions import AuthFailedError, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
@@ -62,8 +64,9 @@ class ZkIO:
         except NoAuthError:
             raise self._denied(what) from None
         except AuthFailedError:  # kazoo reports CONNECTED before a SASL login is refused
-            raise ZooKeeperAccessDenied(f"ZooKeeper rejected {self.identity}: authentication failed "
-                                        f"(at {what})") from None
+            raise ZooKeeperAccessDenied(
+                f"ZooKeeper rejected {self.identity}: authentication failed (at {what})"
+            ) from None
         if isinstance(answer, list):
             for index, result in enumerate(answer):
                 if isinstance(result, NoAuthError):
@@ -71,8 +74,10 @@ class ZkIO:
         return answer
 
     def _denied(self, what: str) -> ZooKeeperAccessDenied:
-        return ZooKeeperAccessDenied(f"ZooKeeper refused {what} to {self.identity}: NoAuth (the ACL of the node or "
-                                     "its parent does not allow it; check the credentials and zookeeper.set.acl)")
+        return ZooKeeperAccessDenied(
+            f"ZooKeeper refused {what} to {self.identity}: NoAuth (the ACL of the node or "
+            "its parent does not allow it; check the credentials and zookeeper.set.acl)"
+        )
 
     def get(self, path: str, watch: Watch | None = None) -> tuple[bytes, ZnodeStat]:
         return self.wait(self.client.get_async(path, watch=watch), f"get {path}")  # type: ignore[no-any-return]
@@ -81,12 +86,16 @@ class ZkIO:
         return self.wait(self.client.exists_async(path, watch=watch), f"exists {path}")  # type: ignore[no-any-return]
 
     def children(self, path: str, watch: Watch | None = None) -> list[str]:
-        return self.wait(self.client.get_children_async(path, watch=watch),  # type: ignore[no-any-return]
-                         f"get_children {path}")
+        return self.wait(
+            self.client.get_children_async(path, watch=watch),  # type: ignore[no-any-return]
+            f"get_children {path}",
+        )
 
     def create(self, path: str, data: bytes, *, ephemeral: bool = False) -> str:
-        return self.wait(self.client.create_async(path, data, ephemeral=ephemeral),  # type: ignore[no-any-return]
-                         f"create {path}")
+        return self.wait(
+            self.client.create_async(path, data, ephemeral=ephemeral),  # type: ignore[no-any-return]
+            f"create {path}",
+        )
 
     def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         return self.wait(self.client.set_async(path, data, version=version), f"set {path}")  # type: ignore[no-any-return]
@@ -101,7 +110,7 @@ class ZkIO:
     def commit(self, txn: Any, what: str) -> list[Any]:
         chroot = getattr(self.client, "chroot", "") or ""
         paths = [getattr(op, "path", "?") for op in getattr(txn, "operations", [])]
-        paths = [p[len(chroot):] if chroot and p.startswith(chroot + "/") else p for p in paths]  # as elsewhere
+        paths = [p[len(chroot) :] if chroot and p.startswith(chroot + "/") else p for p in paths]  # as elsewhere
         return self.wait(txn.commit_async(), what, paths)  # type: ignore[no-any-return]
 
     def many(self, calls: Iterable[tuple[T, Any]], what: str) -> dict[T, Any]:
@@ -117,7 +126,10 @@ class ZkIO:
         return out
 
 
-def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, auth: ZkAuth = ZkAuth()) -> Any:
+_NO_AUTH = ZkAuth()  # frozen: one shared default
+
+
+def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, auth: ZkAuth = _NO_AUTH) -> Any:
     """A started KazooClient that keeps reconnecting, and records the session timeout the server
     granted as `negotiated_session_timeout_ms` (None until known).
 
@@ -128,13 +140,20 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     from kazoo.client import KazooClient
 
     from zkconsumer.kazoo_handler import make_handler
+
     auth.prepare_login(hosts)
-    client = KazooClient(hosts=hosts, timeout=session_timeout_s, handler=make_handler(),
-                         connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0}, **auth.kazoo_options())
+    client = KazooClient(
+        hosts=hosts,
+        timeout=session_timeout_s,
+        handler=make_handler(),
+        connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
+        **auth.kazoo_options(),
+    )
     client.negotiated_session_timeout_ms = None
     connection: Any = getattr(client, "_connection", None)
     original = getattr(connection, "_connect", None)
     if connection is not None and original is not None:
+
         def recording_connect(*args: Any, **kwargs: Any) -> Any:
             answer = original(*args, **kwargs)
             try:
@@ -142,13 +161,13 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
             except (TypeError, IndexError, AttributeError):
                 pass
             return answer
+
         connection._connect = recording_connect
     # kazoo's start() would wait out the whole timeout after a refused login: watch the state instead.
     started = client.start_async()
     deadline = time.monotonic() + connect_timeout_s
     try:
-        while not client.connected and client.client_state != KeeperState.AUTH_FAILED \
-                and time.monotonic() < deadline:
+        while not client.connected and client.client_state != KeeperState.AUTH_FAILED and time.monotonic() < deadline:
             started.wait(0.05)
         if client.client_state == KeeperState.AUTH_FAILED:
             raise ZooKeeperAccessDenied(f"ZooKeeper at {hosts} rejected {auth.identity}: authentication failed")
@@ -177,10 +196,12 @@ def run_bounded(fn: Callable[[], object], timeout_s: float, name: str) -> bool:
 def close_quietly(client: Any, timeout_s: float) -> bool:
     """Close the session (our ephemeral nodes vanish at once) without waiting past `timeout_s`;
     False if kazoo did not finish in time (it goes on in the background)."""
+
     def run() -> None:
         try:
             client.stop()
             client.close()
         except Exception:  # noqa: BLE001 - already disconnected; nothing left to clean
             pass
+
     return run_bounded(run, timeout_s, "zkconsumer-close-session")

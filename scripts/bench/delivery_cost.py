@@ -11,13 +11,14 @@ values) once, then times, in ns per message (best of --repeat):
 consume() itself (building the Message objects in C) is not here: it is the same in every reader.
 Last line: loop_ns= split_ns= iterator_ns= batches_ns= iterator_overhead_ns= batches_overhead_ns=
 """
+
 from __future__ import annotations
 
 import argparse
 import gc
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import Message
 
@@ -91,6 +92,7 @@ def iterate(batches: list[list[Message]]) -> Callable[[], None]:
                 nbytes += len(msg.value())
         except ConsumerTimeout:
             pass
+
     return run
 
 
@@ -105,6 +107,7 @@ def batches_api(batches: list[list[Message]]) -> Callable[[], None]:
                     nbytes += len(msg.value())
         except ConsumerTimeout:
             pass
+
     return run
 
 
@@ -121,12 +124,18 @@ def main() -> None:
     iter_ns = min(best(1, n, iterate(data)) for _ in range(args.repeat))
     batch_ns = min(best(1, n, batches_api(data)) for _ in range(args.repeat))
     print(f"messages={n} in batches of {BATCH}, {PARTITIONS} partitions, {args.size}-byte values")
-    for name, ns in (("raw loop body", loop_ns), ("split_runs", split_ns), ("iterator", iter_ns),
-                     ("batches()", batch_ns)):
+    for name, ns in (
+        ("raw loop body", loop_ns),
+        ("split_runs", split_ns),
+        ("iterator", iter_ns),
+        ("batches()", batch_ns),
+    ):
         print(f"  {name:<14} {ns:7.1f} ns/message")
-    print(f"loop_ns={loop_ns:.1f} split_ns={split_ns:.1f} iterator_ns={iter_ns:.1f} batches_ns={batch_ns:.1f} "
-          f"iterator_overhead_ns={iter_ns + split_ns - loop_ns:.1f} "
-          f"batches_overhead_ns={batch_ns + split_ns - loop_ns:.1f} loadavg={os.getloadavg()[0]:.2f}")
+    print(
+        f"loop_ns={loop_ns:.1f} split_ns={split_ns:.1f} iterator_ns={iter_ns:.1f} batches_ns={batch_ns:.1f} "
+        f"iterator_overhead_ns={iter_ns + split_ns - loop_ns:.1f} "
+        f"batches_overhead_ns={batch_ns + split_ns - loop_ns:.1f} loadavg={os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ The last line is machine-readable:
   mixed=1 handovers_zk_scala=<n> stale_zk_scala=<n> stale_zk_scala_nolinger=<n> zk_reg_own_median_s=<x>
   scala_reg_own_median_s=<x> scala_reg_own_median_nolinger_s=<x> unowned_p99_s=<x> loadavg=<x>
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from zkconsumer.testing import chaos_scenarios as sc
 from zkconsumer.testing.chaos_history import History, Span
@@ -68,8 +69,11 @@ def consecutive_spans(h: History) -> Iterator[tuple[Span, Span]]:
 
 def unowned_windows(h: History) -> list[tuple[int, float]]:
     """(partition, seconds) for every gap between consecutive owner nodes within since..until."""
-    return [(after.partition, max(0.0, after.start - before.end)) for before, after in consecutive_spans(h)
-            if before.end is not None and before.end >= h.since and after.start <= h.until]
+    return [
+        (after.partition, max(0.0, after.start - before.end))
+        for before, after in consecutive_spans(h)
+        if before.end is not None and before.end >= h.since and after.start <= h.until
+    ]
 
 
 def windows_by_event(h: History) -> dict[str, list[float]]:
@@ -123,14 +127,19 @@ def run_mode(cluster: LocalCluster, incremental: bool, args: argparse.Namespace,
     windows = [s for _, s in unowned_windows(h)]
     idle = list(idle_gaps(h).values())
     by_event = windows_by_event(h)
-    return {"events": args.events, "interrupted_per_event": len(windows) / args.events,
-            "leave_unowned_p99_s": percentile(by_event.get("clean leave", []), 0.99),
-            "join_unowned_p99_s": percentile(by_event.get("1 join", []), 0.99),
-            "unowned_median_s": statistics.median(windows) if windows else 0.0,
-            "unowned_p95_s": percentile(windows, 0.95), "unowned_p99_s": percentile(windows, 0.99),
-            "unowned_max_s": max(windows, default=0.0),
-            "unowned_partition_s_per_event": sum(windows) / args.events,
-            "idle_median_s": statistics.median(idle) if idle else 0.0, "idle_max_s": max(idle, default=0.0)}
+    return {
+        "events": args.events,
+        "interrupted_per_event": len(windows) / args.events,
+        "leave_unowned_p99_s": percentile(by_event.get("clean leave", []), 0.99),
+        "join_unowned_p99_s": percentile(by_event.get("1 join", []), 0.99),
+        "unowned_median_s": statistics.median(windows) if windows else 0.0,
+        "unowned_p95_s": percentile(windows, 0.95),
+        "unowned_p99_s": percentile(windows, 0.99),
+        "unowned_max_s": max(windows, default=0.0),
+        "unowned_partition_s_per_event": sum(windows) / args.events,
+        "idle_median_s": statistics.median(idle) if idle else 0.0,
+        "idle_max_s": max(idle, default=0.0),
+    }
 
 
 def mixed_events(env: ChaosEnv, args: argparse.Namespace) -> None:
@@ -190,8 +199,9 @@ def reg_to_own(h: History, kinds: dict[str, str]) -> dict[str, list[float]]:
 
 def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, workdir: Path) -> dict[str, float]:
     mode = f"mixed-linger{linger_ms}"
-    settings = ChaosSettings(rate=args.rate, session_timeout_ms=args.session_timeout_ms,
-                             extra={"zkconsumer.release.linger.ms": linger_ms})
+    settings = ChaosSettings(
+        rate=args.rate, session_timeout_ms=args.session_timeout_ms, extra={"zkconsumer.release.linger.ms": linger_ms}
+    )
     topic = f"{TOPIC}-{mode}"
     env = ChaosEnv(cluster, f"handover-{mode}", {topic: args.partitions}, workdir / mode, settings)
     try:
@@ -211,8 +221,11 @@ def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, w
     changes = handovers(h, kinds)
     owning = reg_to_own(h, kinds)
     windows = [s for _, s in unowned_windows(h)]
-    result: dict[str, float] = {"events": args.events, "overlaps": len(report.overlaps),
-                                "unowned_p99_s": percentile(windows, 0.99)}
+    result: dict[str, float] = {
+        "events": args.events,
+        "overlaps": len(report.overlaps),
+        "unowned_p99_s": percentile(windows, 0.99),
+    }
     for pair in ("zk->scala", "scala->zk", "zk->zk", "scala->scala"):
         key = pair.replace("->", "_")
         result[f"handovers_{key}"] = sum(1 for p, _, _ in changes if p == pair)
@@ -231,20 +244,26 @@ def print_mixed(results: dict[int, dict[str, float]]) -> None:
     print(f"\n{'linger':>8}{'pair':>14}{'hand-overs':>12}{'with stale':>12}{'stale msgs':>12}{'in-flight':>11}")
     for linger, r in results.items():
         for pair in ("zk_scala", "scala_zk", "zk_zk", "scala_scala"):
-            print(f"{linger:>6}ms{pair.replace('_', '->'):>14}{r['handovers_' + pair]:>12.0f}"
-                  f"{r['stale_handovers_' + pair]:>12.0f}{r['stale_' + pair]:>12.0f}"
-                  f"{r['again_' + pair] - r['stale_' + pair]:>11.0f}")
+            print(
+                f"{linger:>6}ms{pair.replace('_', '->'):>14}{r['handovers_' + pair]:>12.0f}"
+                f"{r['stale_handovers_' + pair]:>12.0f}{r['stale_' + pair]:>12.0f}"
+                f"{r['again_' + pair] - r['stale_' + pair]:>11.0f}"
+            )
     print(f"\n{'linger':>8}{'kind':>8}{'joins':>7}{'reg->own med':>14}{'p95':>8}{'unowned p99':>13}{'overlaps':>10}")
     for linger, r in results.items():
         for kind in ("zk", "scala"):
-            print(f"{linger:>6}ms{kind:>8}{r[kind + '_joins']:>7.0f}{r[kind + '_reg_own_median_s']:>13.2f}s"
-                  f"{r[kind + '_reg_own_p95_s']:>7.2f}s{r['unowned_p99_s']:>12.2f}s{r['overlaps']:>10.0f}")
+            print(
+                f"{linger:>6}ms{kind:>8}{r[kind + '_joins']:>7.0f}{r[kind + '_reg_own_median_s']:>13.2f}s"
+                f"{r[kind + '_reg_own_p95_s']:>7.2f}s{r['unowned_p99_s']:>12.2f}s{r['overlaps']:>10.0f}"
+            )
     on, off = (results[k] for k in sorted(results, reverse=True))
-    print(f"mixed=1 handovers_zk_scala={on['handovers_zk_scala']:.0f} stale_zk_scala={on['stale_zk_scala']:.0f} "
-          f"stale_zk_scala_nolinger={off['stale_zk_scala']:.0f} zk_reg_own_median_s={on['zk_reg_own_median_s']:.3f} "
-          f"scala_reg_own_median_s={on['scala_reg_own_median_s']:.3f} "
-          f"scala_reg_own_median_nolinger_s={off['scala_reg_own_median_s']:.3f} "
-          f"unowned_p99_s={on['unowned_p99_s']:.3f} loadavg={os.getloadavg()[0]:.2f}")
+    print(
+        f"mixed=1 handovers_zk_scala={on['handovers_zk_scala']:.0f} stale_zk_scala={on['stale_zk_scala']:.0f} "
+        f"stale_zk_scala_nolinger={off['stale_zk_scala']:.0f} zk_reg_own_median_s={on['zk_reg_own_median_s']:.3f} "
+        f"scala_reg_own_median_s={on['scala_reg_own_median_s']:.3f} "
+        f"scala_reg_own_median_nolinger_s={off['scala_reg_own_median_s']:.3f} "
+        f"unowned_p99_s={on['unowned_p99_s']:.3f} loadavg={os.getloadavg()[0]:.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,14 +276,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--mixed", action="store_true", help="zkconsumer and Scala 1.1.1 members, linger on/off")
     parser.add_argument("--linger-ms", type=int, default=1000, help="release linger of the --mixed run with it")
-    parser.add_argument("--session-timeout-ms", type=int, default=6000,
-                        help="--mixed: every member's (Scala's default; a JVM starting on a busy machine needs it)")
+    parser.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=6000,
+        help="--mixed: every member's (Scala's default; a JVM starting on a busy machine needs it)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="zkconsumer-handover-"))
-    print(f"members={args.members} partitions={args.partitions} events={args.events} "
-          f"rate={args.rate:.0f}/s workdir={workdir}", flush=True)
+    print(
+        f"members={args.members} partitions={args.partitions} events={args.events} "
+        f"rate={args.rate:.0f}/s workdir={workdir}",
+        flush=True,
+    )
     if args.mixed:
         if args.linger_ms <= 0:
             parser.error("--linger-ms must be > 0 (the run without a linger is always made too)")
@@ -274,19 +300,24 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     with LocalCluster(brokers=1, workdir=workdir / "cluster") as cluster:
         for incremental in (True, False):
-            results["incremental" if incremental else "stop-the-world"] = run_mode(cluster, incremental, args,
-                                                                                   workdir)
-    print(f"\n{'mode':<16}{'interrupted/event':>18}{'unowned med':>13}{'p95':>8}{'max':>8}"
-          f"{'unowned p-s/event':>19}{'idle med':>10}{'idle max':>10}")
+            results["incremental" if incremental else "stop-the-world"] = run_mode(cluster, incremental, args, workdir)
+    print(
+        f"\n{'mode':<16}{'interrupted/event':>18}{'unowned med':>13}{'p95':>8}{'max':>8}"
+        f"{'unowned p-s/event':>19}{'idle med':>10}{'idle max':>10}"
+    )
     for mode, r in results.items():
-        print(f"{mode:<16}{r['interrupted_per_event']:>18.1f}{r['unowned_median_s']:>12.2f}s"
-              f"{r['unowned_p95_s']:>7.2f}s{r['unowned_max_s']:>7.2f}s{r['unowned_partition_s_per_event']:>18.2f}s"
-              f"{r['idle_median_s']:>9.2f}s{r['idle_max_s']:>9.2f}s")
+        print(
+            f"{mode:<16}{r['interrupted_per_event']:>18.1f}{r['unowned_median_s']:>12.2f}s"
+            f"{r['unowned_p95_s']:>7.2f}s{r['unowned_max_s']:>7.2f}s{r['unowned_partition_s_per_event']:>18.2f}s"
+            f"{r['idle_median_s']:>9.2f}s{r['idle_max_s']:>9.2f}s"
+        )
     for mode, r in results.items():
-        print(f"mode={mode} events={r['events']} interrupted_per_event={r['interrupted_per_event']:.2f} "
-              f"unowned_median_s={r['unowned_median_s']:.3f} unowned_p99_s={r['unowned_p99_s']:.3f} "
-              f"unowned_max_s={r['unowned_max_s']:.3f} leave_unowned_p99_s={r['leave_unowned_p99_s']:.3f} "
-              f"join_unowned_p99_s={r['join_unowned_p99_s']:.3f} idle_median_s={r['idle_median_s']:.3f} idle_max_s={r['idle_max_s']:.3f}")
+        print(
+            f"mode={mode} events={r['events']} interrupted_per_event={r['interrupted_per_event']:.2f} "
+            f"unowned_median_s={r['unowned_median_s']:.3f} unowned_p99_s={r['unowned_p99_s']:.3f} "
+            f"unowned_max_s={r['unowned_max_s']:.3f} leave_unowned_p99_s={r['leave_unowned_p99_s']:.3f} "
+            f"join_unowned_p99_s={r['join_unowned_p99_s']:.3f} idle_median_s={r['idle_median_s']:.3f} idle_max_s={r['idle_max_s']:.3f}"
+        )
     return 0
 
 

@@ -23,6 +23,7 @@ The last line is machine-readable:
   cells=N worst_join_s= worst_leave_s= idle_zk_req_per_member_s= zk_req_per_change_per_member=
   cpu_s_per_member_per_change= loadavg=
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,7 @@ from zkconsumer.assignors import AssignmentInput, range_assign  # noqa: E402
 from zkconsumer.testing.cluster import LocalCluster, four_letter_word  # noqa: E402
 
 TOPIC = "scale"
-KINDS: "RequestKinds | None" = None
+KINDS: RequestKinds | None = None
 
 
 class RequestKinds:
@@ -74,8 +75,7 @@ class RequestKinds:
         parts = path.strip("/").split("/")  # the chroot comes first
         at = parts.index("consumers") if "consumers" in parts else -1
         # <chroot>/consumers/<group>/<folder>/...: name the folder and how deep below it the node is
-        folder = (f"{parts[at + 2]}{'/*' * (len(parts) - at - 3)}" if 0 <= at < len(parts) - 2
-                  else "/".join(parts[1:3]))
+        folder = f"{parts[at + 2]}{'/*' * (len(parts) - at - 3)}" if 0 <= at < len(parts) - 2 else "/".join(parts[1:3])
         return f"{name} {folder}"
 
     def snapshot(self) -> collections.Counter[str]:
@@ -101,10 +101,10 @@ class Observer:
         self.requests = 0
 
     def converged(self, members: list[ConsumerConnector]) -> bool:
-        wanted = range_assign(AssignmentInput({TOPIC: [f"{m.consumer_id}-0" for m in members]},
-                                              {TOPIC: list(range(self.partitions))}))
-        if any(m.owned_partitions() != {k: t for k, t in wanted.items() if t == f"{m.consumer_id}-0"}
-               for m in members):
+        wanted = range_assign(
+            AssignmentInput({TOPIC: [f"{m.consumer_id}-0" for m in members]}, {TOPIC: list(range(self.partitions))})
+        )
+        if any(m.owned_partitions() != {k: t for k, t in wanted.items() if t == f"{m.consumer_id}-0"} for m in members):
             return False
         folder = zkdata.owners_path(self.group, TOPIC)
         answers = [(p, self.client.get_async(f"{folder}/{p}")) for p in range(self.partitions)]
@@ -125,8 +125,10 @@ class Observer:
 
 def start_members(config: dict[str, object], count: int) -> list[ConsumerConnector]:
     members = [ConsumerConnector(config, fetch=False) for _ in range(count)]
-    threads = [threading.Thread(target=m.create_message_streams, args=({TOPIC: 1},), name=f"start-{i}")
-               for i, m in enumerate(members)]
+    threads = [
+        threading.Thread(target=m.create_message_streams, args=({TOPIC: 1},), name=f"start-{i}")
+        for i, m in enumerate(members)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -160,15 +162,21 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
             source.stop()
         root.create(f"{chroot}{zkdata.BROKER_IDS}/{broker_id}", registration, makepath=True)
         layout = {str(p): [int(broker_id)] for p in range(partitions)}
-        root.create(f"{chroot}{zkdata.BROKER_TOPICS}/{TOPIC}",
-                    json.dumps({"version": 1, "partitions": layout}).encode(), makepath=True)
+        root.create(
+            f"{chroot}{zkdata.BROKER_TOPICS}/{TOPIC}",
+            json.dumps({"version": 1, "partitions": layout}).encode(),
+            makepath=True,
+        )
         observer_client.start(timeout=30)
         if KINDS is not None:
             KINDS.skip.add(id(observer_client))
         observer = Observer(observer_client, group, partitions)
-        config = {"zookeeper.connect": cluster.zookeeper.hosts + chroot, "group.id": group,
-                  "zookeeper.session.timeout.ms": args.session_ms,
-                  "zkconsumer.watchdog.interval.ms": args.watchdog_ms}
+        config = {
+            "zookeeper.connect": cluster.zookeeper.hosts + chroot,
+            "group.id": group,
+            "zookeeper.session.timeout.ms": args.session_ms,
+            "zkconsumer.watchdog.interval.ms": args.watchdog_ms,
+        }
         began = time.monotonic()
         members = start_members(config, members_n)
         observer.wait(members, args.timeout)
@@ -207,18 +215,30 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
                 if kinds_before is not None:
                     assert KINDS is not None
                     moved = KINDS.snapshot() - kinds_before
-                    print(f"  {kind}: " + ", ".join(f"{k} {n / (members_n + 1):.1f}" for k, n in moved.most_common()),
-                          flush=True)
+                    print(
+                        f"  {kind}: " + ", ".join(f"{k} {n / (members_n + 1):.1f}" for k, n in moved.most_common()),
+                        flush=True,
+                    )
                 cpu.append((time.process_time() - cpu_before - (time.thread_time() - observer_cpu)) / (members_n + 1))
-        row = {"members": members_n, "partitions": partitions, "initial_s": initial,
-               "join_median_s": statistics.median(joins), "join_max_s": max(joins),
-               "leave_median_s": statistics.median(leaves), "leave_max_s": max(leaves),
-               "zk_req_per_change_per_member": statistics.median(requests),
-               "idle_zk_req_per_member_s": idle, "cpu_s_per_member_per_change": statistics.median(cpu)}
-        print(f"{members_n:>3} x {partitions:<5} initial {initial:6.2f} s   join {row['join_median_s']:6.2f} s "
-              f"(max {row['join_max_s']:.2f})   leave {row['leave_median_s']:6.2f} s (max {row['leave_max_s']:.2f})   "
-              f"requests/change/member {row['zk_req_per_change_per_member']:8.1f}   idle requests/member/s "
-              f"{idle:6.2f}   cpu/member/change {row['cpu_s_per_member_per_change']:.3f} s", flush=True)
+        row = {
+            "members": members_n,
+            "partitions": partitions,
+            "initial_s": initial,
+            "join_median_s": statistics.median(joins),
+            "join_max_s": max(joins),
+            "leave_median_s": statistics.median(leaves),
+            "leave_max_s": max(leaves),
+            "zk_req_per_change_per_member": statistics.median(requests),
+            "idle_zk_req_per_member_s": idle,
+            "cpu_s_per_member_per_change": statistics.median(cpu),
+        }
+        print(
+            f"{members_n:>3} x {partitions:<5} initial {initial:6.2f} s   join {row['join_median_s']:6.2f} s "
+            f"(max {row['join_max_s']:.2f})   leave {row['leave_median_s']:6.2f} s (max {row['leave_max_s']:.2f})   "
+            f"requests/change/member {row['zk_req_per_change_per_member']:8.1f}   idle requests/member/s "
+            f"{idle:6.2f}   cpu/member/change {row['cpu_s_per_member_per_change']:.3f} s",
+            flush=True,
+        )
         return row
     finally:
         stop_members(members)
@@ -247,12 +267,14 @@ def main() -> int:
     cells = [tuple(int(x) for x in cell.split("x")) for cell in args.cells.split(",")]
     with LocalCluster(workdir=Path(args.workdir) if args.workdir else None) as cluster:
         rows = [run_cell(cluster, m, p, args) for m, p in cells]
-    print(f"cells={len(rows)} worst_join_s={max(r['join_max_s'] for r in rows):.2f} "
-          f"worst_leave_s={max(r['leave_max_s'] for r in rows):.2f} "
-          f"idle_zk_req_per_member_s={max(r['idle_zk_req_per_member_s'] for r in rows):.2f} "
-          f"zk_req_per_change_per_member={max(r['zk_req_per_change_per_member'] for r in rows):.1f} "
-          f"cpu_s_per_member_per_change={max(r['cpu_s_per_member_per_change'] for r in rows):.3f} "
-          f"loadavg={os.getloadavg()[0]:.2f}")
+    print(
+        f"cells={len(rows)} worst_join_s={max(r['join_max_s'] for r in rows):.2f} "
+        f"worst_leave_s={max(r['leave_max_s'] for r in rows):.2f} "
+        f"idle_zk_req_per_member_s={max(r['idle_zk_req_per_member_s'] for r in rows):.2f} "
+        f"zk_req_per_change_per_member={max(r['zk_req_per_change_per_member'] for r in rows):.1f} "
+        f"cpu_s_per_member_per_change={max(r['cpu_s_per_member_per_change'] for r in rows):.3f} "
+        f"loadavg={os.getloadavg()[0]:.2f}"
+    )
     return 0
 
 

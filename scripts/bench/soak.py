@@ -14,6 +14,7 @@ The last line is machine-readable:
     rss_start_mb=<first sample> rss_warm_mb=<after the first minute or 10%> rss_max_mb=<max> rss_end_mb=<last>
     bound_mb=<bound> consumed=<messages> seconds=<n> loadavg=<1-minute load at the end>
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,7 +58,7 @@ def produce_forever(bootstrap: str, topic: str, stop: threading.Event) -> None:
 def drain(stream, counts: list[int], i: int, delay: float, stop: threading.Event) -> None:  # type: ignore[no-untyped-def]
     while not stop.is_set():
         try:
-            for msg in stream:
+            for _msg in stream:
                 counts[i] += 1
                 if delay:
                     time.sleep(delay)
@@ -78,16 +79,25 @@ def main() -> None:
     try:
         topic = "soak"
         kafka.create_topic(cluster.bootstrap_servers, topic, PARTITIONS)
-        producer = threading.Thread(target=produce_forever, args=(cluster.bootstrap_servers, topic, stop),
-                                    name="soak-producer", daemon=True)
+        producer = threading.Thread(
+            target=produce_forever, args=(cluster.bootstrap_servers, topic, stop), name="soak-producer", daemon=True
+        )
         producer.start()
-        conf = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": f"soak-{uuid.uuid4().hex[:8]}",
-                "auto.offset.reset": "smallest", "consumer.timeout.ms": 1000}
+        conf = {
+            "zookeeper.connect": cluster.zookeeper_connect,
+            "group.id": f"soak-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "smallest",
+            "consumer.timeout.ms": 1000,
+        }
         with ConsumerConnector(conf) as conn:
             streams = conn.create_message_streams({topic: 2})[topic]
             counts = [0, 0]
-            drains = [threading.Thread(target=drain, args=(s, counts, i, 0.001 * i, stop), name=f"soak-drain-{i}",
-                                       daemon=True) for i, s in enumerate(streams)]
+            drains = [
+                threading.Thread(
+                    target=drain, args=(s, counts, i, 0.001 * i, stop), name=f"soak-drain-{i}", daemon=True
+                )
+                for i, s in enumerate(streams)
+            ]
             for t in drains:
                 t.start()
             samples = []
@@ -106,9 +116,11 @@ def main() -> None:
         prefetch_mb = settings.consumer_config()["queued.max.messages.kbytes"] / 1024  # type: ignore[operator]
         per_stream = settings.queued_max_message_chunks + 1
         bound = samples[0] + OBJECT_OVERHEAD * prefetch_mb * (1 + 2 * per_stream)
-        print(f"rss_start_mb={samples[0]:.0f} rss_warm_mb={warm or samples[-1]:.0f} rss_max_mb={max(samples):.0f} "
-              f"rss_end_mb={samples[-1]:.0f} bound_mb={bound:.0f} consumed={sum(counts)} seconds={args.seconds} "
-              f"loadavg={os.getloadavg()[0]:.2f}")
+        print(
+            f"rss_start_mb={samples[0]:.0f} rss_warm_mb={warm or samples[-1]:.0f} rss_max_mb={max(samples):.0f} "
+            f"rss_end_mb={samples[-1]:.0f} bound_mb={bound:.0f} consumed={sum(counts)} seconds={args.seconds} "
+            f"loadavg={os.getloadavg()[0]:.2f}"
+        )
     finally:
         stop.set()
         cluster.stop()

@@ -30,6 +30,7 @@ cluster"); the script checks where the executors import it from. Spark's connect
 (spark-sql-kafka-0-10_2.13 and what its POM resolves) comes from .jars/spark-kafka
 (scripts/jars/spark-kafka/pom.xml) through spark.jars: nothing is downloaded at run time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -64,6 +66,7 @@ def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
 def connector_jars() -> list[str]:
     """Spark's Kafka connector jars, minus any artifact pyspark already ships (its copy wins)."""
     import pyspark
+
     shipped = {re.sub(r"-\d[\w.\-]*\.jar$", "", p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     jars = sorted(jar_dir("spark-kafka").glob("*.jar"))
     return [str(p) for p in jars if re.sub(r"-\d[\w.\-]*\.jar$", "", p.name) not in shipped]
@@ -79,11 +82,11 @@ def module_paths(_: object) -> list[str]:
     """Run on an executor: where its Python worker imports zkconsumer and spark_jobs from."""
     import spark_jobs
     import zkconsumer
+
     return [zkconsumer.__file__ or "", spark_jobs.__file__ or ""]
 
 
-def spark_session(master: str, jars: list[str], driver_memory: str, executor_memory: str,
-                  wheel: Path | None) -> Any:
+def spark_session(master: str, jars: list[str], driver_memory: str, executor_memory: str, wheel: Path | None) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers need pyarrow and confluent-kafka
     if wheel is None:  # local: the executors are in the driver's JVM; everything imports this checkout
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -92,14 +95,21 @@ def spark_session(master: str, jars: list[str], driver_memory: str, executor_mem
     from pyspark.sql import SparkSession
 
     from spark_jobs import ZkConsumerDataSource
-    builder = (SparkSession.builder.master(master).appName("zkconsumer-spark-ingest-bench")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", driver_memory)
-               .config("spark.sql.streaming.fileSink.log.deletion", "false")  # latency reads the sink's log
-               .config("spark.jars", ",".join(jars)))  # set before the JVM starts; no spark.jars.packages
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("zkconsumer-spark-ingest-bench")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.sql.streaming.fileSink.log.deletion", "false")  # latency reads the sink's log
+        .config("spark.jars", ",".join(jars))
+    )  # set before the JVM starts; no spark.jars.packages
     if not master.startswith("local"):
-        builder = (builder.config("spark.executor.memory", executor_memory)
-                   .config("spark.pyspark.python", sys.executable))
+        builder = builder.config("spark.executor.memory", executor_memory).config(
+            "spark.pyspark.python", sys.executable
+        )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if wheel is not None:
@@ -134,17 +144,31 @@ def throughput(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namesp
     kafka.create_topic(bootstrap, topic, PARTITIONS)
     began = time.perf_counter()
     produce(bootstrap, topic, args.messages, args.size)
-    print(f"produced {args.messages:,} x {args.size} B into {PARTITIONS} partitions in "
-          f"{time.perf_counter() - began:.1f}s", flush=True)
+    print(
+        f"produced {args.messages:,} x {args.size} B into {PARTITIONS} partitions in "
+        f"{time.perf_counter() - began:.1f}s",
+        flush=True,
+    )
 
     def ours() -> Any:
-        return (spark.read.format("zkconsumer").option("zookeeper.connect", zookeeper)
-                .option("group.id", f"bench-{topic}").option("topics", topic).load())
+        return (
+            spark.read.format("zkconsumer")
+            .option("zookeeper.connect", zookeeper)
+            .option("group.id", f"bench-{topic}")
+            .option("topics", topic)
+            .load()
+        )
 
     def jvm() -> Any:
-        return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-                .option("subscribe", topic).option("startingOffsets", "earliest")
-                .option("endingOffsets", "latest").load())
+        return (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest")
+            .load()
+        )
+
     a = timed("zkconsumer (Python source) ", ours, args.messages, args.repeat)
     b = timed("kafka (Spark's JVM source)", jvm, args.messages, args.repeat)
     print(f"zkconsumer source: {a:12,.0f} rows/s\nSpark Kafka source: {b:12,.0f} rows/s\nratio {a / b:.2f}")
@@ -152,6 +176,7 @@ def throughput(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namesp
 
 
 # ---------------------------------------------------------------------------------------------- latency
+
 
 class SteadyProducer(threading.Thread):
     """`rate` msg/s for `seconds`, round-robin over the partitions, paced against the clock in ~2 ms
@@ -168,6 +193,7 @@ class SteadyProducer(threading.Thread):
 
     def run(self) -> None:
         from confluent_kafka import Producer
+
         producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "acks": 1})
         payload = b"x" * self.size
         total = int(self.rate * self.seconds)
@@ -176,8 +202,13 @@ class SteadyProducer(threading.Thread):
         while self.sent < total:
             due = min(total, int((time.monotonic() - start) * self.rate) + 1)
             while self.sent < due:
-                producer.produce(self.topic, payload, partition=self.sent % PARTITIONS,
-                                 timestamp=int(time.time() * 1000), on_delivery=self._delivered)
+                producer.produce(
+                    self.topic,
+                    payload,
+                    partition=self.sent % PARTITIONS,
+                    timestamp=int(time.time() * 1000),
+                    on_delivery=self._delivered,
+                )
                 self.sent += 1
             producer.poll(0)
             time.sleep(0.002)
@@ -190,8 +221,15 @@ def sink_batches(out: Path) -> list[tuple[int, int, list[str]]]:
     """(batch id, commit time in ns, files the batch added) from a file sink's _spark_metadata log: the
     log file of batch N (N, or N.compact holding every earlier entry too) is written when N commits."""
     meta = out / "_spark_metadata"
-    logs = sorted(((int(f.name.split(".")[0]), f) for f in meta.iterdir()
-                   if not f.name.startswith(".") and f.name.split(".")[0].isdigit()) if meta.exists() else [])
+    logs = sorted(
+        (
+            (int(f.name.split(".")[0]), f)
+            for f in meta.iterdir()
+            if not f.name.startswith(".") and f.name.split(".")[0].isdigit()
+        )
+        if meta.exists()
+        else []
+    )
     seen: set[str] = set()
     batches = []
     for batch, log in logs:
@@ -207,6 +245,7 @@ def sink_batches(out: Path) -> list[tuple[int, int, list[str]]]:
 
 def sink_count(out: Path) -> int:
     import pyarrow.parquet as pq
+
     return sum(pq.read_metadata(f).num_rows for _, _, files in sink_batches(out) for f in files)
 
 
@@ -214,6 +253,7 @@ def row_latencies(out: Path, since_ms: float) -> tuple[list[float], int, int]:
     """(per-row latency in ms of rows stamped at or after `since_ms`, all rows in the sink, batches
     holding measured rows)."""
     import pyarrow.parquet as pq
+
     per_ms = {"s": 1e3, "ms": 1.0, "us": 1e-3, "ns": 1e-6}
     latencies: list[float] = []
     total = batches = 0
@@ -236,8 +276,9 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, math.ceil(p / 100.0 * len(ordered)) - 1))]
 
 
-def wait_sink(out: Path, count: int, timeout: float, what: str, query: Any,
-              poll: Callable[[], None] = lambda: None) -> None:
+def wait_sink(
+    out: Path, count: int, timeout: float, what: str, query: Any, poll: Callable[[], None] = lambda: None
+) -> None:
     deadline = time.monotonic() + timeout
     while sink_count(out) < count:
         if query.exception() is not None:
@@ -255,19 +296,35 @@ def phase_means(durations: dict[int, dict[str, int]]) -> str:
     """Mean of each durationMs phase over the sampled micro-batches (where a batch's time goes)."""
     if not durations:
         return "no batch progress sampled"
-    return ", ".join(f"{phase} {sum(d.get(phase, 0) for d in durations.values()) / len(durations):.0f}"
-                     for phase in PHASES) + f" ({len(durations)} batches sampled)"
+    return (
+        ", ".join(
+            f"{phase} {sum(d.get(phase, 0) for d in durations.values()) / len(durations):.0f}" for phase in PHASES
+        )
+        + f" ({len(durations)} batches sampled)"
+    )
 
 
-def latency_run(spark: Any, label: str, make: Callable[[Path], Any], bootstrap: str, topic: str,
-                args: argparse.Namespace, folder: Path) -> dict[str, float]:
+def latency_run(
+    spark: Any,
+    label: str,
+    make: Callable[[Path], Any],
+    bootstrap: str,
+    topic: str,
+    args: argparse.Namespace,
+    folder: Path,
+) -> dict[str, float]:
     """One streaming query of a source into parquet under steady production; latency per row."""
     kafka.create_topic(bootstrap, topic, PARTITIONS)
     kafka.produce_bulk(bootstrap, topic, PARTITIONS, args.size, PARTITIONS)  # the primer: one per partition
     out, checkpoint = folder / "out", folder / "checkpoint"
-    query = (make(checkpoint).writeStream.format("parquet").option("path", str(out))
-             .option("checkpointLocation", str(checkpoint))
-             .trigger(processingTime=f"{args.trigger_ms} milliseconds").start())
+    query = (
+        make(checkpoint)
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime=f"{args.trigger_ms} milliseconds")
+        .start()
+    )
     try:
         wait_sink(out, PARTITIONS, 300, f"{label}: the primer in the sink", query)
         durations: dict[int, dict[str, int]] = {}  # batch id -> durationMs, batches after the primer's
@@ -276,6 +333,7 @@ def latency_run(spark: Any, label: str, make: Callable[[Path], Any], bootstrap: 
             progress = query.lastProgress
             if progress and progress["numInputRows"]:
                 durations.setdefault(progress["batchId"], dict(progress["durationMs"]))
+
         primer = (query.lastProgress or {"batchId": -1})["batchId"]
         producer = SteadyProducer(bootstrap, topic, args.rate, args.warmup + args.latency, args.size)
         producer.start()
@@ -293,35 +351,70 @@ def latency_run(spark: Any, label: str, make: Callable[[Path], Any], bootstrap: 
         raise SystemExit(f"{label}: the sink holds {total} rows, {PARTITIONS + producer.sent} were produced")
     if not latencies:
         raise SystemExit(f"{label}: no row was produced after the warm-up")
-    result = {"p50": percentile(latencies, 50), "p90": percentile(latencies, 90),
-              "p99": percentile(latencies, 99), "max": max(latencies)}
-    print(f"  {label}: {len(latencies):,} rows measured in {batches} batches (produced {producer.sent:,} at "
-          f"{producer.sent / producer.elapsed:,.0f} msg/s); latency ms p50 {result['p50']:.0f} "
-          f"p90 {result['p90']:.0f} p99 {result['p99']:.0f} max {result['max']:.0f}", flush=True)
+    result = {
+        "p50": percentile(latencies, 50),
+        "p90": percentile(latencies, 90),
+        "p99": percentile(latencies, 99),
+        "max": max(latencies),
+    }
+    print(
+        f"  {label}: {len(latencies):,} rows measured in {batches} batches (produced {producer.sent:,} at "
+        f"{producer.sent / producer.elapsed:,.0f} msg/s); latency ms p50 {result['p50']:.0f} "
+        f"p90 {result['p90']:.0f} p99 {result['p99']:.0f} max {result['max']:.0f}",
+        flush=True,
+    )
     print(f"    mean ms per batch: {phase_means(durations)}", flush=True)
     return result
 
 
-def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace, label: str,
-            workdir: Path) -> None:
-    print(f"latency: {args.rate:,} msg/s x {args.size} B for {args.warmup:g}+{args.latency:g} s (warm-up not "
-          f"counted), trigger {args.trigger_ms} ms, parquet sink", flush=True)
+def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace, label: str, workdir: Path) -> None:
+    print(
+        f"latency: {args.rate:,} msg/s x {args.size} B for {args.warmup:g}+{args.latency:g} s (warm-up not "
+        f"counted), trigger {args.trigger_ms} ms, parquet sink",
+        flush=True,
+    )
     tag = uuid.uuid4().hex[:8]
 
     def ours(checkpoint: Path) -> Any:
-        return (spark.readStream.format("zkconsumer").option("zookeeper.connect", zookeeper)
-                .option("group.id", f"bench-latency-{tag}").option("topics", f"spark-latency-ours-{tag}")
-                .option("startingOffsets", "earliest").option("checkpointLocation", str(checkpoint)).load())
+        return (
+            spark.readStream.format("zkconsumer")
+            .option("zookeeper.connect", zookeeper)
+            .option("group.id", f"bench-latency-{tag}")
+            .option("topics", f"spark-latency-ours-{tag}")
+            .option("startingOffsets", "earliest")
+            .option("checkpointLocation", str(checkpoint))
+            .load()
+        )
 
     def jvm(_: Path) -> Any:
-        return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-                .option("subscribe", f"spark-latency-jvm-{tag}").option("startingOffsets", "earliest").load())
-    a = latency_run(spark, "zkconsumer (Python source) ", ours, bootstrap, f"spark-latency-ours-{tag}", args,
-                    workdir / "latency-ours")
+        return (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", f"spark-latency-jvm-{tag}")
+            .option("startingOffsets", "earliest")
+            .load()
+        )
+
+    a = latency_run(
+        spark,
+        "zkconsumer (Python source) ",
+        ours,
+        bootstrap,
+        f"spark-latency-ours-{tag}",
+        args,
+        workdir / "latency-ours",
+    )
     line = f"ours_p50_ms={a['p50']:.0f} ours_p99_ms={a['p99']:.0f}"
     if args.jvm_latency:
-        b = latency_run(spark, "kafka (Spark's JVM source)", jvm, bootstrap, f"spark-latency-jvm-{tag}", args,
-                        workdir / "latency-jvm")
+        b = latency_run(
+            spark,
+            "kafka (Spark's JVM source)",
+            jvm,
+            bootstrap,
+            f"spark-latency-jvm-{tag}",
+            args,
+            workdir / "latency-jvm",
+        )
         line += f" jvm_p50_ms={b['p50']:.0f} jvm_p99_ms={b['p99']:.0f}"
     print(f"{line} msg_per_s={args.rate} trigger_ms={args.trigger_ms} master={label}")
 
@@ -333,23 +426,35 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="timed runs per source (best counts)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
-    where.add_argument("--standalone", action="store_true",
-                       help="start a standalone cluster (master + 2 workers of 1 core) for the run")
+    where.add_argument(
+        "--standalone",
+        action="store_true",
+        help="start a standalone cluster (master + 2 workers of 1 core) for the run",
+    )
     parser.add_argument("--wheel", type=Path, help="zkconsumer wheel (renamed .zip) to ship (default: build one)")
     parser.add_argument("--executor-memory", default="1g", help="per executor, off local (workers get as much)")
-    parser.add_argument("--latency", type=float, metavar="SECONDS",
-                        help="latency mode: measure produce -> sink for SECONDS of steady production")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        metavar="SECONDS",
+        help="latency mode: measure produce -> sink for SECONDS of steady production",
+    )
     parser.add_argument("--rate", type=int, default=5000, help="latency mode: messages per second")
     parser.add_argument("--warmup", type=float, default=5.0, help="latency mode: seconds produced but not counted")
     parser.add_argument("--trigger-ms", type=int, default=500, help="latency mode: processing-time trigger")
-    parser.add_argument("--jvm-latency", action=argparse.BooleanOptionalAction, default=True,
-                        help="latency mode: also measure Spark's JVM source")
+    parser.add_argument(
+        "--jvm-latency",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="latency mode: also measure Spark's JVM source",
+    )
     parser.add_argument("--zookeeper", help="use this cluster (with --bootstrap) instead of starting one")
     parser.add_argument("--bootstrap")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--smoke", action="store_true", help="small heaps (for the test suite)")
     args = parser.parse_args()
     import pyspark
+
     jars = connector_jars()
     version = next((m.group(1) for j in jars if (m := re.search(r"spark-sql-kafka-0-10_2\.13-(.+)\.jar$", j))), "?")
     print(f"pyspark {pyspark.__version__}; Spark's Kafka connector {version}: {', '.join(Path(j).name for j in jars)}")
@@ -362,8 +467,9 @@ def main() -> None:
         if args.zookeeper and args.bootstrap:
             zookeeper, bootstrap = args.zookeeper, args.bootstrap
         else:
-            cluster = LocalCluster(brokers=1, chroot="/bench",
-                                   jvm_opts=TEST_JVM_OPTS if args.smoke else SERVER_JVM_OPTS)
+            cluster = LocalCluster(
+                brokers=1, chroot="/bench", jvm_opts=TEST_JVM_OPTS if args.smoke else SERVER_JVM_OPTS
+            )
             cluster.start()
             zookeeper, bootstrap = cluster.zookeeper_connect, cluster.bootstrap_servers
         master = args.master
@@ -374,6 +480,7 @@ def main() -> None:
         executor_memory = "512m" if args.smoke else args.executor_memory
         if args.standalone:
             from zkconsumer.testing.spark_cluster import SparkStandalone
+
             standalone = SparkStandalone(workdir / "standalone", workers=2, cores=1, memory=executor_memory)
             standalone.start()
             master = standalone.url

@@ -18,6 +18,7 @@ The last line is machine-readable:
 ratio=<b/a> batch_ratio=<d/a> scala_ratio=<d/e> iterator_scala_ratio=<b/e> default_ratio=<a0/a>
 raw_msgs_per_s=<a> ... loadavg=<1-minute load when the run ended>
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,22 +62,41 @@ def consume_loop(config: dict[str, object], topic: str, count: int) -> float:
 
 def raw(bootstrap: str, topic: str, count: int) -> float:
     """The same librdkafka settings our fetcher uses."""
-    settings = FetchSettings(bootstrap_servers=bootstrap, group_id=f"bench-raw-{uuid.uuid4().hex[:6]}",
-                             client_id="bench-raw")
+    settings = FetchSettings(
+        bootstrap_servers=bootstrap, group_id=f"bench-raw-{uuid.uuid4().hex[:6]}", client_id="bench-raw"
+    )
     return consume_loop(settings.consumer_config(), topic, count)
 
 
 def raw_default(bootstrap: str, topic: str, count: int) -> float:
     """librdkafka's defaults: only what a consumer must be told."""
-    return consume_loop({"bootstrap.servers": bootstrap, "group.id": f"bench-default-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False}, topic, count)
+    return consume_loop(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-default-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+        },
+        topic,
+        count,
+    )
 
 
 def scala(zookeeper: str, topic: str, count: int) -> float:
     """kafka 1.1.1 ConsumerPerformance on the old (ZooKeeper) consumer, one thread; its nMsg.sec."""
-    out = run_tool("kafka.tools.ConsumerPerformance", "--zookeeper", zookeeper, "--topic", topic,
-                   "--messages", str(count), "--threads", "1", "--group", f"bench-scala-{uuid.uuid4().hex[:6]}",
-                   timeout=600)
+    out = run_tool(
+        "kafka.tools.ConsumerPerformance",
+        "--zookeeper",
+        zookeeper,
+        "--topic",
+        topic,
+        "--messages",
+        str(count),
+        "--threads",
+        "1",
+        "--group",
+        f"bench-scala-{uuid.uuid4().hex[:6]}",
+        timeout=600,
+    )
     header, *rows = [line for line in out.splitlines() if "," in line]
     fields = [f.strip() for f in header.split(",")]
     values = [v.strip() for v in rows[-1].split(",")]
@@ -91,8 +111,11 @@ def pykafka_rate(zookeeper: str, bootstrap: str, topic: str, count: int) -> floa
         return None
     client = KafkaClient(hosts=bootstrap)
     consumer = client.topics[topic.encode()].get_balanced_consumer(
-        consumer_group=f"bench-pykafka-{uuid.uuid4().hex[:6]}".encode(), zookeeper_connect=zookeeper,
-        auto_offset_reset=-2, consumer_timeout_ms=5000)
+        consumer_group=f"bench-pykafka-{uuid.uuid4().hex[:6]}".encode(),
+        zookeeper_connect=zookeeper,
+        auto_offset_reset=-2,
+        consumer_timeout_ms=5000,
+    )
     seen, began = 0, 0.0
     for msg in consumer:
         if msg is None:
@@ -107,9 +130,15 @@ def pykafka_rate(zookeeper: str, bootstrap: str, topic: str, count: int) -> floa
 
 
 def connector(zookeeper: str) -> ConsumerConnector:
-    return ConsumerConnector({"zookeeper.connect": zookeeper, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                              "auto.offset.reset": "smallest", "auto.commit.enable": "false",
-                              "consumer.timeout.ms": 5000})
+    return ConsumerConnector(
+        {
+            "zookeeper.connect": zookeeper,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "smallest",
+            "auto.commit.enable": "false",
+            "consumer.timeout.ms": 5000,
+        }
+    )
 
 
 def iterator(zookeeper: str, topic: str, count: int) -> float:
@@ -158,6 +187,7 @@ def many_streams(zookeeper: str, topic: str, count: int, streams: int) -> float:
                         return
             except ConsumerTimeout:
                 return
+
         began = time.perf_counter()
         threads = [threading.Thread(target=drain, args=(i,), daemon=True) for i in range(streams)]
         for t in threads:
@@ -191,20 +221,25 @@ def main() -> None:
         b = max(iterator(zk, topic, args.messages) for _ in range(args.repeat))
         print(f"(b) one ConsumerIterator     : {b:12,.0f} msg/s  ({b / a:.2f} of tuned raw)", flush=True)
         c = many_streams(zk, topic, args.messages, args.streams)
-        print(f"(c) {args.streams} streams, {args.streams} threads   : {c:12,.0f} msg/s  ({c / a:.2f} of tuned raw)",
-              flush=True)
+        print(
+            f"(c) {args.streams} streams, {args.streams} threads   : {c:12,.0f} msg/s  ({c / a:.2f} of tuned raw)",
+            flush=True,
+        )
         d = max(batches(zk, topic, args.messages) for _ in range(args.repeat))
         print(f"(d) one stream, batches()    : {d:12,.0f} msg/s  ({d / a:.2f} of tuned raw)", flush=True)
         e = scala(zk, topic, args.messages)
-        print(f"(e) Scala 1.1.1 ConsumerPerformance, 1 thread: {e:12,.0f} msg/s  ({e / a:.2f} of tuned raw)",
-              flush=True)
+        print(
+            f"(e) Scala 1.1.1 ConsumerPerformance, 1 thread: {e:12,.0f} msg/s  ({e / a:.2f} of tuned raw)", flush=True
+        )
         f = pykafka_rate(zk, cluster.bootstrap_servers, topic, min(args.messages, 200_000))
         if f is not None:
             print(f"(f) pykafka BalancedConsumer : {f:12,.0f} msg/s  ({f / a:.2f} of tuned raw)", flush=True)
-        print(f"ratio={b / a:.3f} batch_ratio={d / a:.3f} scala_ratio={d / e:.3f} iterator_scala_ratio={b / e:.3f} "
-              f"default_ratio={a0 / a:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
-              f"streams_msgs_per_s={c:.0f} batch_msgs_per_s={d:.0f} scala_msgs_per_s={e:.0f} "
-              f"loadavg={os.getloadavg()[0]:.2f}")
+        print(
+            f"ratio={b / a:.3f} batch_ratio={d / a:.3f} scala_ratio={d / e:.3f} iterator_scala_ratio={b / e:.3f} "
+            f"default_ratio={a0 / a:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
+            f"streams_msgs_per_s={c:.0f} batch_msgs_per_s={d:.0f} scala_msgs_per_s={e:.0f} "
+            f"loadavg={os.getloadavg()[0]:.2f}"
+        )
     finally:
         cluster.stop()
 

@@ -1,8 +1,9 @@
 """Chaos fixtures: `chaos_env(topics, ...)` builds a ChaosEnv on the session cluster and tears it down."""
+
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -17,8 +18,14 @@ def chaos_env(cluster, group_id, tmp_path) -> Iterator[Callable[..., ChaosEnv]]:
     """make(partitions=8, *, topics=None, settings=None, on=None, replication=1) -> a started ChaosEnv."""
     made: list[ChaosEnv] = []
 
-    def make(partitions: int = 8, *, topics: dict[str, int] | None = None, settings: ChaosSettings | None = None,
-             on=None, replication: int = 1) -> ChaosEnv:  # type: ignore[no-untyped-def]
+    def make(
+        partitions: int = 8,
+        *,
+        topics: dict[str, int] | None = None,
+        settings: ChaosSettings | None = None,
+        on=None,
+        replication: int = 1,
+    ) -> ChaosEnv:  # type: ignore[no-untyped-def]
         target = on or cluster
         if not isinstance(target, LocalCluster):
             pytest.fail("chaos scenarios need the local jar cluster (ZKCONSUMER_CLUSTER=local)")

@@ -1,7 +1,8 @@
 """Broker kill -9 and restart under continuous production, in a 3-broker cluster with replication factor 3."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -14,9 +15,11 @@ pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 @pytest.fixture(scope="module")
 def cluster3() -> Iterator[LocalCluster]:
     """Three brokers of their own (only this module pays for them)."""
-    cluster = LocalCluster(brokers=3, chroot="/chaos3",
-                           broker_properties={"offsets.topic.replication.factor": "3",
-                                              "default.replication.factor": "3"})
+    cluster = LocalCluster(
+        brokers=3,
+        chroot="/chaos3",
+        broker_properties={"offsets.topic.replication.factor": "3", "default.replication.factor": "3"},
+    )
     try:
         cluster.start()
     except ClusterStartError as exc:

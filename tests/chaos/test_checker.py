@@ -1,4 +1,5 @@
 """The chaos invariants on hand-made histories: each rule flags what it must and nothing else (no cluster)."""
+
 from __future__ import annotations
 
 import pytest
@@ -104,10 +105,10 @@ def test_an_owner_node_gone_while_its_member_was_cut_off_went_with_the_session()
     # after its owner node (one session close), so the timing rule alone called it a clean handover.
     h = handover(b_from=6, a_session_lost=True, a_commit=6)
     h.incarnations[0] = Incarnation("A", 11, -1.0, 5.51)
-    assert sum(not d.allowed for d in inv.duplicates(h)) == 3       # timing alone: misjudged
+    assert sum(not d.allowed for d in inv.duplicates(h)) == 3  # timing alone: misjudged
     h.notes = [Note("cut", "A", 1.0), Note("heal", "A", 9.0)]
-    assert all(d.allowed for d in inv.duplicates(h))                 # it could not have released it
-    h.notes = [Note("cut", "A", 1.0), Note("heal", "A", 4.0)]       # healed before: it could have
+    assert all(d.allowed for d in inv.duplicates(h))  # it could not have released it
+    h.notes = [Note("cut", "A", 1.0), Note("heal", "A", 4.0)]  # healed before: it could have
     assert sum(not d.allowed for d in inv.duplicates(h)) == 3
 
 
@@ -126,10 +127,10 @@ def test_an_owner_node_alive_when_its_session_was_expired_went_with_it() -> None
     # driver expired the session; the member then re-registered and re-delivered from its commit.
     h = handover(b_from=6, a_session_lost=True, a_commit=6)
     h.incarnations[0] = Incarnation("A", 11, -1.0, 4.45)
-    assert sum(not d.allowed for d in inv.duplicates(h)) == 3       # timing alone: misjudged
+    assert sum(not d.allowed for d in inv.duplicates(h)) == 3  # timing alone: misjudged
     h.notes = [Note("expire", "A", 4.4)]
     assert all(d.allowed for d in inv.duplicates(h))
-    h.notes = [Note("expire", "A", 5.3)]                             # expired after the handover
+    h.notes = [Note("expire", "A", 5.3)]  # expired after the handover
     assert sum(not d.allowed for d in inv.duplicates(h)) == 3
 
 
@@ -144,9 +145,9 @@ def test_settled_ends_decide_session_loss_whatever_the_observer_saw() -> None:
         h.notes = [Note("leave", "A", 5.5), *notes]
         return [d.allowed for d in inv.duplicates(h)]
 
-    assert judged(None, 6.5).count(False) == 3                       # observed: misjudged
+    assert judged(None, 6.5).count(False) == 3  # observed: misjudged
     assert all(judged("expiry", 5.0))
-    assert judged("delete", 5.0).count(False) == 3                   # A deleted it itself: a hand-over
+    assert judged("delete", 5.0).count(False) == 3  # A deleted it itself: a hand-over
     # A client closing the session counts as lost only when the driver did it (its expire action).
     assert judged("close", 5.0).count(False) == 3
     assert all(judged("close", 5.0, Note("expire", "A", 4.99)))
@@ -157,11 +158,13 @@ def test_settle_takes_exact_ends_from_the_servers_log() -> None:
 
     h = handover(b_from=10, a_session_lost=False)
     owner, member = "/c/consumers/g/owners/t/0", "/c/consumers/g/ids/A"
-    ends = {(owner, 1): NodeEnd(owner, 1, 77, 4_800, 77, "expiry"),
-            (member, 11): NodeEnd(member, 11, 77, 4_800, 77, "expiry"),
-            ("/c/consumers/g/owners/t/0", 2): NodeEnd(owner, 2, 78, 9_000, 79, "delete")}
+    ends = {
+        (owner, 1): NodeEnd(owner, 1, 77, 4_800, 77, "expiry"),
+        (member, 11): NodeEnd(member, 11, 77, 4_800, 77, "expiry"),
+        ("/c/consumers/g/owners/t/0", 2): NodeEnd(owner, 2, 78, 9_000, 79, "delete"),
+    }
     assert h.settle(ends, "g", "/c", lambda ms: ms / 1000.0) == 3
     assert (h.spans[0].end, h.spans[0].ended_by) == (4.8, "expiry")
     assert (h.incarnations[0].end, h.incarnations[0].ended_by) == (4.8, "expiry")
     assert (h.spans[1].end, h.spans[1].ended_by) == (9.0, "deleted-by-other")
-    assert h.incarnations[1].ended_by is None                        # not in the log: left as observed
+    assert h.incarnations[1].ended_by is None  # not in the log: left as observed

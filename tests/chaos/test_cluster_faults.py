@@ -1,4 +1,5 @@
 """Cluster-side faults under continuous production: ZooKeeper restart, partition increase, topic re-creation."""
+
 from __future__ import annotations
 
 import time
@@ -51,8 +52,9 @@ def test_topic_recreated_while_a_member_pauses(chaos_env) -> None:  # type: igno
     # session, makes it notice only afterwards). Its fetch position and consumed offsets belong to
     # the old topic; the new one outgrows them at once (a burst): resuming from them would silently
     # skip the new topic's first messages.
-    env = chaos_env(topics={"chaos-main-pause": 2, "chaos-aux-pause": 2},
-                    settings=ChaosSettings(deliver_timeout_s=15.0))
+    env = chaos_env(
+        topics={"chaos-main-pause": 2, "chaos-aux-pause": 2}, settings=ChaosSettings(deliver_timeout_s=15.0)
+    )
     member = env.join(1, "process")[0]
     env.settle(dwell=3.0)
     sc.recreate_topic_during_pause(env, "chaos-aux-pause", member, burst=400)
@@ -68,12 +70,12 @@ def test_topic_recreated_while_the_group_was_away(chaos_env) -> None:  # type: i
     env = chaos_env(topics={"chaos-away-recreate": 2}, settings=ChaosSettings(deliver_timeout_s=15.0))
     topic = "chaos-away-recreate"
     first = env.join(1)[0]
-    env.settle(dwell=3.0)                  # consumed and committed well past offset 0
+    env.settle(dwell=3.0)  # consumed and committed well past offset 0
     env.producer.pause(topic)
     assert not env.checker.wait_delivered(30, topic=topic)
-    first.leave()                          # commits where it stopped: the offsets go stale below
+    first.leave()  # commits where it stopped: the offsets go stale below
     sc.recreate_topic(env, topic, converge=False)
-    time.sleep(4.0)                        # the new topic outgrows the stale committed offsets
+    time.sleep(4.0)  # the new topic outgrows the stale committed offsets
     sc.join_members(env, 1)
     report = env.finish()
     print(report.describe())

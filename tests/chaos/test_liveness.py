@@ -1,4 +1,5 @@
 """Liveness without faults: every partition of a stream keeps flowing while production continues."""
+
 from __future__ import annotations
 
 import pytest

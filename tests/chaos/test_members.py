@@ -1,4 +1,5 @@
 """Member faults under continuous production: joins, leaves, kill -9, bursts, expiry, stalls, garbage peers."""
+
 from __future__ import annotations
 
 import pytest

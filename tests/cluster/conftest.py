@@ -1,4 +1,5 @@
 """Fixtures of the cluster tests: `run`, the zkconsumer CLI invoked in-process against the session cluster."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,6 +14,12 @@ def run(cluster):  # type: ignore[no-untyped-def]
     runner = CliRunner()
 
     def invoke(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
-        return runner.invoke(cli, list(args), input=input, catch_exceptions=False,
-                             env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "COLUMNS": "200"})
+        return runner.invoke(
+            cli,
+            list(args),
+            input=input,
+            catch_exceptions=False,
+            env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "COLUMNS": "200"},
+        )
+
     return invoke

@@ -1,4 +1,5 @@
 """Smoke runs of the benchmark scripts: they work end to end (numbers are not asserted)."""
+
 from __future__ import annotations
 
 import re
@@ -14,29 +15,52 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def last_line(script: str, *args: str, timeout: float) -> str:
     """Run scripts/bench/<script> to its end (it must succeed) and return its last output line."""
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench" / script), *args],
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/bench" / script), *args], capture_output=True, text=True, timeout=timeout
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip().splitlines()[-1]
 
 
 def test_throughput_benchmark_smoke() -> None:
     last = last_line("throughput.py", "--messages", "20000", "--smoke", timeout=300)
-    assert re.fullmatch(r"ratio=\d+\.\d+ batch_ratio=\d+\.\d+ scala_ratio=\d+\.\d+ iterator_scala_ratio=\d+\.\d+ "
-                        r"default_ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
-                        r"batch_msgs_per_s=\d+ scala_msgs_per_s=\d+ loadavg=\d+\.\d+", last), last
+    assert re.fullmatch(
+        r"ratio=\d+\.\d+ batch_ratio=\d+\.\d+ scala_ratio=\d+\.\d+ iterator_scala_ratio=\d+\.\d+ "
+        r"default_ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
+        r"batch_msgs_per_s=\d+ scala_msgs_per_s=\d+ loadavg=\d+\.\d+",
+        last,
+    ), last
 
 
 def test_handover_benchmark_smoke(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts/bench/handover.py"), "--members", "2",
-                           "--partitions", "4", "--events", "2", "--dwell", "0.5", "--workdir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts/bench/handover.py"),
+            "--members",
+            "2",
+            "--partitions",
+            "4",
+            "--events",
+            "2",
+            "--dwell",
+            "0.5",
+            "--workdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()[-2:]
     for mode, line in zip(("incremental", "stop-the-world"), lines):
-        assert re.fullmatch(rf"mode={mode} events=2 interrupted_per_event=\d+\.\d+ unowned_median_s=\d+\.\d+ unowned_p99_s=\d+\.\d+ "
-                            r"unowned_max_s=\d+\.\d+ leave_unowned_p99_s=\d+\.\d+ join_unowned_p99_s=\d+\.\d+ "
-                            r"idle_median_s=\d+\.\d+ idle_max_s=\d+\.\d+", line), line
+        assert re.fullmatch(
+            rf"mode={mode} events=2 interrupted_per_event=\d+\.\d+ unowned_median_s=\d+\.\d+ unowned_p99_s=\d+\.\d+ "
+            r"unowned_max_s=\d+\.\d+ leave_unowned_p99_s=\d+\.\d+ join_unowned_p99_s=\d+\.\d+ "
+            r"idle_median_s=\d+\.\d+ idle_max_s=\d+\.\d+",
+            line,
+        ), line
     # Stop-the-world interrupts every partition at every event; incremental only those that move.
     interrupted = [float(re.search(r"interrupted_per_event=(\S+)", line).group(1)) for line in lines]  # type: ignore[union-attr]
     assert interrupted[1] >= 4.0 > interrupted[0]
@@ -44,37 +68,80 @@ def test_handover_benchmark_smoke(tmp_path: Path) -> None:
 
 @pytest.mark.interop
 def test_mixed_handover_benchmark_smoke(tmp_path: Path) -> None:
-    last = last_line("handover.py", "--mixed", "--members", "2", "--partitions", "4", "--events", "4",
-                     "--dwell", "0.5", "--workdir", str(tmp_path), timeout=900)
-    found = re.fullmatch(r"mixed=1 handovers_zk_scala=(\d+) stale_zk_scala=\d+ stale_zk_scala_nolinger=\d+ "
-                         r"zk_reg_own_median_s=\d+\.\d+ scala_reg_own_median_s=\d+\.\d+ "
-                         r"scala_reg_own_median_nolinger_s=\d+\.\d+ unowned_p99_s=\d+\.\d+ loadavg=\d+\.\d+", last)
+    last = last_line(
+        "handover.py",
+        "--mixed",
+        "--members",
+        "2",
+        "--partitions",
+        "4",
+        "--events",
+        "4",
+        "--dwell",
+        "0.5",
+        "--workdir",
+        str(tmp_path),
+        timeout=900,
+    )
+    found = re.fullmatch(
+        r"mixed=1 handovers_zk_scala=(\d+) stale_zk_scala=\d+ stale_zk_scala_nolinger=\d+ "
+        r"zk_reg_own_median_s=\d+\.\d+ scala_reg_own_median_s=\d+\.\d+ "
+        r"scala_reg_own_median_nolinger_s=\d+\.\d+ unowned_p99_s=\d+\.\d+ loadavg=\d+\.\d+",
+        last,
+    )
     assert found, last
     assert int(found.group(1)) >= 1, "the zkconsumer member never handed a partition to a Scala member"
 
 
 def test_soak_benchmark_smoke() -> None:
     last = last_line("soak.py", "--seconds", "12", "--smoke", timeout=300)
-    found = re.fullmatch(r"rss_start_mb=\d+ rss_warm_mb=\d+ rss_max_mb=\d+ rss_end_mb=\d+ bound_mb=\d+ "
-                         r"consumed=(\d+) seconds=12 loadavg=\d+\.\d+", last)
+    found = re.fullmatch(
+        r"rss_start_mb=\d+ rss_warm_mb=\d+ rss_max_mb=\d+ rss_end_mb=\d+ bound_mb=\d+ "
+        r"consumed=(\d+) seconds=12 loadavg=\d+\.\d+",
+        last,
+    )
     assert found and int(found.group(1)) > 0, last
 
 
 def test_scale_benchmark_smoke(tmp_path: Path) -> None:
-    last = last_line("scale.py", "--cells", "2x8", "--repeats", "1", "--idle", "2", "--settle", "0.2",
-                     "--watchdog-ms", "500", "--workdir", str(tmp_path), timeout=300)
-    found = re.fullmatch(r"cells=1 worst_join_s=\d+\.\d+ worst_leave_s=\d+\.\d+ idle_zk_req_per_member_s=\d+\.\d+ "
-                         r"zk_req_per_change_per_member=(\d+\.\d+) cpu_s_per_member_per_change=\d+\.\d+ "
-                         r"loadavg=\d+\.\d+", last)
+    last = last_line(
+        "scale.py",
+        "--cells",
+        "2x8",
+        "--repeats",
+        "1",
+        "--idle",
+        "2",
+        "--settle",
+        "0.2",
+        "--watchdog-ms",
+        "500",
+        "--workdir",
+        str(tmp_path),
+        timeout=300,
+    )
+    found = re.fullmatch(
+        r"cells=1 worst_join_s=\d+\.\d+ worst_leave_s=\d+\.\d+ idle_zk_req_per_member_s=\d+\.\d+ "
+        r"zk_req_per_change_per_member=(\d+\.\d+) cpu_s_per_member_per_change=\d+\.\d+ "
+        r"loadavg=\d+\.\d+",
+        last,
+    )
     assert found and float(found.group(1)) > 0, last
 
 
 def test_matrix_script_smoke() -> None:
     """scripts/matrix.py counts a pairing's results and fails when a test does (cheap tests stand in
     for the real ones, which run on the old pairings in scripts/test.sh)."""
+
     def run(tests: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(ROOT / "scripts/matrix.py"), "--pairings", "3.9.1/bundled",
-                               "--tests", tests], capture_output=True, text=True, timeout=300, cwd=ROOT)
+        return subprocess.run(
+            [sys.executable, str(ROOT / "scripts/matrix.py"), "--pairings", "3.9.1/bundled", "--tests", tests],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=ROOT,
+        )
+
     good = run("tests/unit/test_watchdog.py")
     assert good.returncode == 0, good.stdout[-2000:]
     passed = int(re.search(r"(\d+) passed", good.stdout).group(1))  # type: ignore[union-attr]

@@ -5,19 +5,20 @@ wrong password is one clear, throttled log line rather than silence or a storm.
 The cluster keeps its PLAINTEXT listener for the harness's own topic creation and production; the
 members are configured for SSL or SASL_SSL and must choose those endpoints from /brokers/ids.
 """
+
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from click.testing import CliRunner
 
 from zkconsumer import ConsumerConnector
-from zkconsumer.errors import ConsumerRebalanceFailed
 from zkconsumer.cli.main import cli as cli_main
+from zkconsumer.errors import ConsumerRebalanceFailed
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.fixtures import running
@@ -43,9 +44,17 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalClu
 
 
 def _config(cluster: LocalCluster, group: str, settings: dict[str, str], **extra: object) -> dict[str, object]:
-    return {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group, "consumer.id": "m1",
-            "auto.offset.reset": "smallest", "auto.commit.enable": False, "consumer.timeout.ms": 200,
-            "rebalance.backoff.ms": 500, **{f"librdkafka.{k}": v for k, v in settings.items()}, **extra}
+    return {
+        "zookeeper.connect": cluster.zookeeper_connect,
+        "group.id": group,
+        "consumer.id": "m1",
+        "auto.offset.reset": "smallest",
+        "auto.commit.enable": False,
+        "consumer.timeout.ms": 200,
+        "rebalance.backoff.ms": 500,
+        **{f"librdkafka.{k}": v for k, v in settings.items()},
+        **extra,
+    }
 
 
 def _consume_all(config: dict[str, object], sent: list) -> ConsumerConnector:  # type: ignore[type-arg]
@@ -53,8 +62,9 @@ def _consume_all(config: dict[str, object], sent: list) -> ConsumerConnector:  #
     conn = ConsumerConnector(config)
     drain("m1", conn.create_message_streams({TOPIC: 1})[TOPIC], recorder)
     recorder.wait_for(keys_of(sent), timeout=60)
-    assert {(d.partition, d.offset, d.value) for d in recorder.deliveries} == \
-        {(m.partition, m.offset, m.value) for m in sent}
+    assert {(d.partition, d.offset, d.value) for d in recorder.deliveries} == {
+        (m.partition, m.offset, m.value) for m in sent
+    }
     return conn
 
 
@@ -63,10 +73,14 @@ def _fetcher_bootstrap(conn: ConsumerConnector) -> str:
     return fetcher.settings.bootstrap_servers  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize(("protocol", "mechanism"), [("SSL", None), ("SASL_SSL", "PLAIN"),
-                                                      ("SASL_SSL", "SCRAM-SHA-256")])
-def test_a_secured_listener_is_chosen_by_protocol_and_consumed(secured, protocol: str,  # type: ignore[no-untyped-def]
-                                                               mechanism: str | None) -> None:
+@pytest.mark.parametrize(
+    ("protocol", "mechanism"), [("SSL", None), ("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-256")]
+)
+def test_a_secured_listener_is_chosen_by_protocol_and_consumed(
+    secured,
+    protocol: str,  # type: ignore[no-untyped-def]
+    mechanism: str | None,
+) -> None:
     cluster, security, sent = secured
     settings = security.client_settings(protocol, mechanism=mechanism or "PLAIN")
     group = f"sec-{protocol}-{mechanism}".replace("-", "_").lower()
@@ -81,8 +95,7 @@ def test_a_secured_listener_is_chosen_by_protocol_and_consumed(secured, protocol
 def test_a_listener_name_picks_the_endpoint(secured) -> None:  # type: ignore[no-untyped-def]
     cluster, security, sent = secured
     settings = security.client_settings("SSL")
-    conn = _consume_all(_config(cluster, "sec_listener", settings, **{"zkconsumer.broker.listener": "external"}),
-                        sent)
+    conn = _consume_all(_config(cluster, "sec_listener", settings, **{"zkconsumer.broker.listener": "external"}), sent)
     try:
         assert _fetcher_bootstrap(conn) == cluster.listener_bootstrap("EXTERNAL")  # not the first SSL one
     finally:
@@ -90,8 +103,12 @@ def test_a_listener_name_picks_the_endpoint(secured) -> None:  # type: ignore[no
 
 
 @pytest.mark.parametrize("problem", ["untrusted CA", "wrong password"])
-def test_a_rejected_connection_names_its_cause_without_a_storm(secured, problem: str, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_a_rejected_connection_names_its_cause_without_a_storm(
+    secured,
+    problem: str,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     cluster, security, _ = secured
     if problem == "untrusted CA":
         settings = security.client_settings("SSL", ca_location=str(make_ca(tmp_path, "other-ca")))
@@ -101,8 +118,9 @@ def test_a_rejected_connection_names_its_cause_without_a_storm(secured, problem:
         expected = ("Authentication failed", "authentication failed")
     caplog.set_level(logging.WARNING, logger="zkconsumer")
     # a short socket timeout: each attempt's log-start lookup waits that long for a broker
-    conn = ConsumerConnector(_config(cluster, f"sec_bad_{problem[:5].strip()}", settings,
-                                     **{"socket.timeout.ms": 3000}))
+    conn = ConsumerConnector(
+        _config(cluster, f"sec_bad_{problem[:5].strip()}", settings, **{"socket.timeout.ms": 3000})
+    )
     try:
         with pytest.raises(ConsumerRebalanceFailed) as caught:  # the start offsets cannot be looked up
             conn.create_message_streams({TOPIC: 1})
@@ -124,8 +142,17 @@ def test_the_cli_reads_log_ends_through_command_config(secured, tmp_path: Path) 
     config = tmp_path / "client.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in security.client_settings("SASL_SSL").items()))
     runner = CliRunner()
-    args = ["groups", "describe", "--zookeeper", cluster.zookeeper_connect, "--group", group, "--json",
-            "--command-config", str(config)]
+    args = [
+        "groups",
+        "describe",
+        "--zookeeper",
+        cluster.zookeeper_connect,
+        "--group",
+        group,
+        "--json",
+        "--command-config",
+        str(config),
+    ]
     result = runner.invoke(cli_main, args)
     assert result.exit_code == 0, result.output
     described = json.loads(result.output)

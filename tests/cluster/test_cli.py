@@ -1,4 +1,5 @@
 """The `zkconsumer` CLI against a real cluster: describe, verify, offsets export/reset/import, top, errors."""
+
 from __future__ import annotations
 
 import json
@@ -15,14 +16,21 @@ from zkconsumer.testing.members import Recorder, committed_offsets, drain, wait_
 
 pytestmark = pytest.mark.cluster
 
-FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 500, "rebalance.max.retries": 20,
-        "auto.offset.reset": "smallest", "consumer.timeout.ms": 200, "auto.commit.enable": False}
+FAST = {
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 500,
+    "rebalance.max.retries": 20,
+    "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 200,
+    "auto.commit.enable": False,
+}
 ZKCONSUMER = os.path.join(os.path.dirname(sys.executable), "zkconsumer")
 
 
 def member(cluster, group: str, name: str) -> ConsumerConnector:
-    return ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
-                              "consumer.id": name, **FAST})
+    return ConsumerConnector(
+        {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group, "consumer.id": name, **FAST}
+    )
 
 
 def keys_of(produced) -> set[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
@@ -62,7 +70,8 @@ def test_describe_verify_and_top_on_a_live_group(cluster, zk, run, topic_factory
         header, *lines = text.stdout.splitlines()
         assert header.split() == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "OWNER", "PROBLEM"]
         assert sorted(line.split()[:6] for line in lines) == sorted(
-            [topic, str(p), "25", "25", "0", owners[(topic, p)]] for p in range(4))
+            [topic, str(p), "25", "25", "0", owners[(topic, p)]] for p in range(4)
+        )
 
         listed = json.loads(run("groups", "list", "--json").stdout)
         assert {"group": group_id, "members": 1} in listed
@@ -83,7 +92,8 @@ def test_describe_verify_and_top_on_a_live_group(cluster, zk, run, topic_factory
         bad = run("verify", "--group", group_id, "--json")
         assert bad.exit_code == 1
         assert [(p["kind"], p["topic"], p["partition"]) for p in json.loads(bad.stdout)["problems"]] == [
-            ("unowned", topic, 1)]
+            ("unowned", topic, 1)
+        ]
         zk.create(zkdata.owner_path(group_id, topic, 1), f"{group_id}_ghost-0".encode(), ephemeral=True)
         bad = run("verify", "--group", group_id)
         assert bad.exit_code == 1
@@ -94,15 +104,28 @@ def test_describe_verify_and_top_on_a_live_group(cluster, zk, run, topic_factory
         refused = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest", "--execute")
         assert refused.exit_code == 1 and "live members" in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
-        forced = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest", "--execute",
-                     "--force", "--json")
+        forced = run(
+            "offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest", "--execute", "--force", "--json"
+        )
         assert forced.exit_code == 1
         statuses = {r["partition"]: r["status"] for r in json.loads(forced.stdout)["partitions"]}
         assert all(s.startswith("refused: owned by") for s in statuses.values()), statuses
         assert committed_offsets(zk, group_id, topic) == consumed
         zk.delete(zkdata.owner_path(group_id, topic, 1))  # no owner node now: --force may write it
-        forced = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest", "--execute",
-                     "--force", "--json", "--partitions", "1,2")
+        forced = run(
+            "offsets",
+            "reset",
+            "--group",
+            group_id,
+            "--topic",
+            topic,
+            "--to-earliest",
+            "--execute",
+            "--force",
+            "--json",
+            "--partitions",
+            "1,2",
+        )
         statuses = {r["partition"]: r["status"] for r in json.loads(forced.stdout)["partitions"]}
         assert statuses[1] == "written" and statuses[2].startswith("refused")
         assert committed_offsets(zk, group_id, topic) == {**consumed, 1: 0}
@@ -133,21 +156,27 @@ def test_export_reset_import_round_trip(cluster, zk, run, topic_factory, produce
     exported = tmp_path / "offsets.txt"
     result = run("offsets", "export", "--group", group_id, "--output", str(exported))
     assert result.exit_code == 0, result.stderr
-    assert exported.read_text() == "".join(f"/consumers/{group_id}/offsets/{topic}/{p}:{o}\n"
-                                           for p, o in {0: 10, 1: 20, 2: 30}.items())
+    assert exported.read_text() == "".join(
+        f"/consumers/{group_id}/offsets/{topic}/{p}:{o}\n" for p, o in {0: 10, 1: 20, 2: 30}.items()
+    )
 
     plan = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest")
     assert plan.exit_code == 0 and "--execute" in plan.stderr
     assert committed_offsets(zk, group_id, topic) == {0: 10, 1: 20, 2: 30}  # a plan writes nothing
-    shifted = json.loads(run("offsets", "reset", "--group", group_id, "--topic", topic, "--shift-by", "15",
-                             "--json").stdout)
+    shifted = json.loads(
+        run("offsets", "reset", "--group", group_id, "--topic", topic, "--shift-by", "15", "--json").stdout
+    )
     assert [(r["current_offset"], r["new_offset"], r["note"]) for r in shifted["partitions"]] == [
-        (10, 25, ""), (20, 30, "clamped to the log end (35 > 30)"), (30, 30, "clamped to the log end (45 > 30)")]
+        (10, 25, ""),
+        (20, 30, "clamped to the log end (35 > 30)"),
+        (30, 30, "clamped to the log end (45 > 30)"),
+    ]
     result = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-offset", "999", "--execute")
     assert result.exit_code == 0, result.stderr
     assert committed_offsets(zk, group_id, topic) == {0: 30, 1: 30, 2: 30}
-    result = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest", "--execute",
-                 "--partitions", "0,2")
+    result = run(
+        "offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest", "--execute", "--partitions", "0,2"
+    )
     assert committed_offsets(zk, group_id, topic) == {0: 0, 1: 30, 2: 0}
 
     plan = run("offsets", "import", "--input", str(exported))
@@ -162,8 +191,7 @@ def test_export_reset_import_round_trip(cluster, zk, run, topic_factory, produce
     assert run("offsets", "import", "--input", str(legacy), "--execute").exit_code == 0
     assert committed_offsets(zk, group_id, topic) == {0: 7, 1: 20, 2: 30}
     as_json = run("offsets", "export", "--group", group_id, "--json")
-    assert json.loads(as_json.stdout)["offsets"][0] == {"group": group_id, "topic": topic, "partition": 0,
-                                                         "offset": 7}
+    assert json.loads(as_json.stdout)["offsets"][0] == {"group": group_id, "topic": topic, "partition": 0, "offset": 7}
     assert run("offsets", "import", "--json", "--input", "-", "--execute", input=as_json.stdout).exit_code == 0
     assert committed_offsets(zk, group_id, topic) == {0: 7, 1: 20, 2: 30}
 
@@ -175,8 +203,12 @@ def test_export_reset_import_round_trip(cluster, zk, run, topic_factory, produce
 
 
 def test_expected_errors_are_one_line(cluster, run, topic_factory, group_id) -> None:
-    for args in (["groups", "describe", "--group", "no-such-group"], ["verify", "--group", "no-such-group"],
-                 ["top", "--group", "no-such-group", "--once"], ["offsets", "export", "--group", "no-such-group"]):
+    for args in (
+        ["groups", "describe", "--group", "no-such-group"],
+        ["verify", "--group", "no-such-group"],
+        ["top", "--group", "no-such-group", "--once"],
+        ["offsets", "export", "--group", "no-such-group"],
+    ):
         result = run(*args)
         assert result.exit_code == 1, args
         assert result.stderr.count("\n") == 1 and "unknown group 'no-such-group'" in result.stderr, result.stderr
@@ -193,8 +225,9 @@ def test_expected_errors_are_one_line(cluster, run, topic_factory, group_id) -> 
 def test_reset_unknown_topic_and_bad_options(cluster, zk, run, group_id) -> None:
     zk.ensure_path(zkdata.ids_path(group_id))
     result = run("offsets", "reset", "--group", group_id, "--topic", "nope", "--to-earliest")
-    assert result.exit_code == 1 and result.stderr.strip() == ("zkconsumer: error: no such topic 'nope' "
-                                                               "(no partitions under /brokers/topics/nope)")
+    assert result.exit_code == 1 and result.stderr.strip() == (
+        "zkconsumer: error: no such topic 'nope' (no partitions under /brokers/topics/nope)"
+    )
     both = run("offsets", "reset", "--group", group_id, "--topic", "nope", "--to-earliest", "--to-latest")
     assert both.exit_code == 2 and "exactly one" in both.stderr
 
@@ -212,27 +245,56 @@ def test_consume_from_beginning_prints_exactly_n_and_cleans_up(cluster, zk, topi
     assert not {g for g in after - before if g.startswith("console-consumer-")}, after - before
 
 
-def test_consume_named_group_refuses_previous_offsets_then_ctrl_c_commits(cluster, zk, topic_factory, produce,
-                                                                          group_id) -> None:
+def test_consume_named_group_refuses_previous_offsets_then_ctrl_c_commits(
+    cluster, zk, topic_factory, produce, group_id
+) -> None:
     topic = topic_factory(partitions=2)
     produce(topic, 10, partitions=2)
-    first = _run_cli(cluster, "consume", "--topic", topic, "--group", group_id, "--from-beginning",
-                     "--timeout-ms", "3000", "--property", "print.partition=true", "--property", "print.offset=true")
+    first = _run_cli(
+        cluster,
+        "consume",
+        "--topic",
+        topic,
+        "--group",
+        group_id,
+        "--from-beginning",
+        "--timeout-ms",
+        "3000",
+        "--property",
+        "print.partition=true",
+        "--property",
+        "print.offset=true",
+    )
     assert first.returncode == 0, first.stderr
     assert sorted(first.stdout.decode().splitlines()) == sorted(
-        f"Partition:{p}\tOffset:{o}\t{topic}-{2 * o + p}" for p in range(2) for o in range(5))
+        f"Partition:{p}\tOffset:{o}\t{topic}-{2 * o + p}" for p in range(2) for o in range(5)
+    )
     assert committed_offsets(zk, group_id, topic) == {0: 5, 1: 5}
 
     again = _run_cli(cluster, "consume", "--topic", topic, "--group", group_id, "--from-beginning")
     assert again.returncode == 1
     assert again.stderr.decode().strip() == (
         f"zkconsumer: error: Found previous offset information for this group {group_id}. "
-        "Please use --delete-consumer-offsets to delete previous offsets metadata")
+        "Please use --delete-consumer-offsets to delete previous offsets metadata"
+    )
 
     # Ctrl-C: a clean shutdown that commits what was printed and leaves the group.
-    child = pexpect.spawn(ZKCONSUMER, ["consume", "--zookeeper", cluster.zookeeper_connect, "--topic", topic,
-                                       "--group", group_id, "--from-beginning", "--delete-consumer-offsets",
-                                       "--json"], timeout=60)
+    child = pexpect.spawn(
+        ZKCONSUMER,
+        [
+            "consume",
+            "--zookeeper",
+            cluster.zookeeper_connect,
+            "--topic",
+            topic,
+            "--group",
+            group_id,
+            "--from-beginning",
+            "--delete-consumer-offsets",
+            "--json",
+        ],
+        timeout=60,
+    )
     for _ in range(10):
         child.expect(r'\{"topic": [^\r\n]*\}')
     time.sleep(0.3)
@@ -246,8 +308,11 @@ def test_consume_named_group_refuses_previous_offsets_then_ctrl_c_commits(cluste
 
     # SIGTERM likewise; without --from-beginning the group resumes from its committed offsets.
     produce(topic, 4, partitions=2, start=10)
-    child = pexpect.spawn(ZKCONSUMER, ["consume", "--zookeeper", cluster.zookeeper_connect, "--topic", topic,
-                                       "--group", group_id], timeout=60)
+    child = pexpect.spawn(
+        ZKCONSUMER,
+        ["consume", "--zookeeper", cluster.zookeeper_connect, "--topic", topic, "--group", group_id],
+        timeout=60,
+    )
     for _ in range(4):
         child.expect(rf"{topic}-1[0-3]\r\n")
     child.kill(signal.SIGTERM)
@@ -264,12 +329,16 @@ def test_top_under_a_terminal_refreshes_until_ctrl_c(cluster, zk, topic_factory,
     with member(cluster, group_id, "t") as conn:
         conn.create_message_streams({topic: 1})
         wait_for_balanced(zk, group_id, [topic], members=1)
-        child = pexpect.spawn(ZKCONSUMER, ["top", "--zookeeper", cluster.zookeeper_connect, "--group", group_id,
-                                           "--interval", "0.5"], timeout=30, dimensions=(50, 320),
-                              env={**os.environ, "COLUMNS": "320", "LINES": "50"},
-                              # A suite started as a background job (`.ci/run &`) ignores SIGINT, and
-                              # children inherit that: give the CLI the default, as a terminal would.
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        child = pexpect.spawn(
+            ZKCONSUMER,
+            ["top", "--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--interval", "0.5"],
+            timeout=30,
+            dimensions=(50, 320),
+            env={**os.environ, "COLUMNS": "320", "LINES": "50"},
+            # A suite started as a background job (`.ci/run &`) ignores SIGINT, and
+            # children inherit that: give the CLI the default, as a terminal would.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         child.expect(f"group {group_id}")
         child.expect("Partitions")
         child.expect(f"{group_id}_t-0")
@@ -282,28 +351,43 @@ def test_top_under_a_terminal_refreshes_until_ctrl_c(cluster, zk, topic_factory,
 
 def _run_cli(cluster, *args: str):  # type: ignore[no-untyped-def]
     import subprocess
-    return subprocess.run([ZKCONSUMER, *args, "--zookeeper", cluster.zookeeper_connect], capture_output=True,
-                          timeout=90)
+
+    return subprocess.run(
+        [ZKCONSUMER, *args, "--zookeeper", cluster.zookeeper_connect], capture_output=True, timeout=90
+    )
 
 
 def test_import_into_a_new_group_and_delete_by_topic(cluster, zk, run, topic_factory, group_id, tmp_path) -> None:
     topic, other = topic_factory(partitions=2), topic_factory(partitions=1)
-    lines = [f"/consumers/{group_id}/offsets/{topic}/0:0", f"/consumers/{group_id}/offsets/{topic}/1:0",
-             f"/consumers/{group_id}/offsets/{other}/0:0"]
+    lines = [
+        f"/consumers/{group_id}/offsets/{topic}/0:0",
+        f"/consumers/{group_id}/offsets/{topic}/1:0",
+        f"/consumers/{group_id}/offsets/{other}/0:0",
+    ]
     (tmp_path / "new.txt").write_text("\n".join(lines) + "\n")
     result = run("offsets", "import", "--input", str(tmp_path / "new.txt"), "--execute")
     assert result.exit_code == 0, result.stderr
     assert committed_offsets(zk, group_id, topic) == {0: 0, 1: 0}
     assert zk.get_children(zkdata.owners_path(group_id, topic)) == []  # the guard left no owner behind
 
-    zk.create(zkdata.member_path(group_id, f"{group_id}_x"), b'{"version":1,"subscription":{"t":1},'
-              b'"pattern":"static","timestamp":"1"}', ephemeral=True, makepath=True)
+    zk.create(
+        zkdata.member_path(group_id, f"{group_id}_x"),
+        b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}',
+        ephemeral=True,
+        makepath=True,
+    )
     refused = run("groups", "delete", "--topic", topic)
     assert refused.exit_code == 1 and "still active" in refused.stderr
     zk.delete(zkdata.member_path(group_id, f"{group_id}_x"))
     dry = run("groups", "delete", "--group", group_id, "--topic", topic, "--dry-run")
-    assert dry.stdout.split() == ["would", "delete", zkdata.owners_path(group_id, topic),
-                                  "would", "delete", zkdata.offsets_path(group_id, topic)]
+    assert dry.stdout.split() == [
+        "would",
+        "delete",
+        zkdata.owners_path(group_id, topic),
+        "would",
+        "delete",
+        zkdata.offsets_path(group_id, topic),
+    ]
     assert run("groups", "delete", "--topic", topic).exit_code == 0
     assert zk.exists(zkdata.offsets_path(group_id, topic)) is None
     assert committed_offsets(zk, group_id, other) == {0: 0}
@@ -311,6 +395,7 @@ def test_import_into_a_new_group_and_delete_by_topic(cluster, zk, run, topic_fac
 
 def test_digest_protected_group_needs_zk_digest(cluster, run, group_id) -> None:
     from kazoo.security import make_digest_acl
+
     admin = cluster.zk_client(auth_data=[("digest", "ops:s3cret")])
     try:
         acl = [make_digest_acl("ops", "s3cret", all=True)]
@@ -318,8 +403,10 @@ def test_digest_protected_group_needs_zk_digest(cluster, run, group_id) -> None:
         admin.set_acls(zkdata.group_path(group_id), acl)
         denied = run("groups", "describe", "--group", group_id)
         assert denied.exit_code == 1
-        assert denied.stderr == ("zkconsumer: error: ZooKeeper refused access (NoAuthError); pass --zk-jaas FILE "
-                                 "(SASL, as the group's Scala members log in) or --zk-digest user:password\n")
+        assert denied.stderr == (
+            "zkconsumer: error: ZooKeeper refused access (NoAuthError); pass --zk-jaas FILE "
+            "(SASL, as the group's Scala members log in) or --zk-digest user:password\n"
+        )
         allowed = run("groups", "describe", "--group", group_id, "--zk-digest", "ops:s3cret", "--json")
         assert allowed.exit_code == 0, allowed.stderr
         assert json.loads(allowed.stdout)["members"] == []

@@ -1,5 +1,6 @@
 """The CLI's writes against a real cluster when something else happens: a member joins a delete, the
 topic was re-created, the group also commits to Kafka, an import fails halfway."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,14 @@ from zkconsumer.testing.members import Recorder, committed_offsets, drain
 
 pytestmark = pytest.mark.cluster
 
-FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 500, "rebalance.max.retries": 20,
-        "auto.offset.reset": "smallest", "consumer.timeout.ms": 200, "auto.commit.enable": False}
+FAST = {
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 500,
+    "rebalance.max.retries": 20,
+    "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 200,
+    "auto.commit.enable": False,
+}
 REGISTRATION = b'{"version":1,"subscription":{"%s":1},"pattern":"static","timestamp":"1"}'
 
 
@@ -26,8 +33,8 @@ def statuses(result) -> dict[int, str]:  # type: ignore[no-untyped-def]
 
 # ---------------------------------------------------------------- groups delete vs a joining member
 
-def test_delete_stops_when_a_member_registers_during_it(cluster, zk, run, topic_factory, monkeypatch,
-                                                        group_id) -> None:
+
+def test_delete_stops_when_a_member_registers_during_it(cluster, zk, run, topic_factory, monkeypatch, group_id) -> None:
     topic, other = topic_factory(partitions=2), topic_factory(partitions=1)
     for t, p in ((topic, 0), (topic, 1), (other, 0)):
         zk.create(zkdata.offset_path(group_id, t, p), b"5", makepath=True)
@@ -91,8 +98,8 @@ def test_delete_refuses_while_a_spark_ingest_of_the_group_runs(cluster, zk, run,
 
 # ---------------------------------------------------------------- a re-created topic
 
-def test_reset_and_import_ignore_an_offset_older_than_the_topic(cluster, zk, run, produce, group_id,
-                                                                tmp_path) -> None:
+
+def test_reset_and_import_ignore_an_offset_older_than_the_topic(cluster, zk, run, produce, group_id, tmp_path) -> None:
     topic = f"recreated-cli-{group_id[-12:]}"
     cluster.create_topic(topic, 2)
     produce(topic, 60, partitions=2)
@@ -117,23 +124,40 @@ def test_reset_and_import_ignore_an_offset_older_than_the_topic(cluster, zk, run
     imported = run("offsets", "import", "--input", str(tmp_path / "in.txt"), "--execute")
     assert imported.exit_code == 0, imported.output
     assert "1 offsets written" in imported.stderr, imported.output
-    reset = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-offset", "30", "--partitions", "1",
-                "--execute", "--json")
+    reset = run(
+        "offsets",
+        "reset",
+        "--group",
+        group_id,
+        "--topic",
+        topic,
+        "--to-offset",
+        "30",
+        "--partitions",
+        "1",
+        "--execute",
+        "--json",
+    )
     assert statuses(reset) == {1: "written"}, reset.output
     born = zk.exists(zkdata.topic_path(topic)).czxid
     assert all(zk.exists(zkdata.offset_path(group_id, topic, p)).mzxid > born for p in (0, 1))
 
     again = run("offsets", "reset", "--group", group_id, "--topic", topic, "--shift-by", "-5", "--json")
     assert [(r["current_offset"], r["new_offset"]) for r in json.loads(again.stdout)["partitions"]] == [
-        (30, 25), (30, 25)]
+        (30, 25),
+        (30, 25),
+    ]
 
 
 # ---------------------------------------------------------------- a group that also commits to Kafka
 
+
 def kafka_committed(cluster, group: str, topic: str, partitions: int) -> dict[int, int]:  # type: ignore[no-untyped-def]
     from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
-                         "enable.auto.commit": False})
+
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "enable.auto.commit": False}
+    )
     try:
         found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
     finally:
@@ -141,12 +165,16 @@ def kafka_committed(cluster, group: str, topic: str, partitions: int) -> dict[in
     return {tp.partition: tp.offset for tp in found}
 
 
-def test_reset_of_a_dual_commit_group_reaches_its_members(cluster, zk, run, topic_factory, produce,
-                                                          group_id) -> None:
+def test_reset_of_a_dual_commit_group_reaches_its_members(cluster, zk, run, topic_factory, produce, group_id) -> None:
     topic = topic_factory(partitions=2)
     sent = produce(topic, 40, partitions=2)
-    dual = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **FAST,
-            "offsets.storage": "kafka", "dual.commit.enabled": True}
+    dual = {
+        "zookeeper.connect": cluster.zookeeper_connect,
+        "group.id": group_id,
+        **FAST,
+        "offsets.storage": "kafka",
+        "dual.commit.enabled": True,
+    }
     recorder = Recorder()
     with ConsumerConnector({**dual, "consumer.id": "first"}) as conn:
         drain("first", conn.create_message_streams({topic: 1})[topic], recorder)
@@ -155,8 +183,7 @@ def test_reset_of_a_dual_commit_group_reaches_its_members(cluster, zk, run, topi
     assert committed_offsets(zk, group_id, topic) == {0: 20, 1: 20}
     assert kafka_committed(cluster, group_id, topic, 2) == {0: 20, 1: 20}
 
-    result = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-offset", "5", "--execute",
-                 "--json")
+    result = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-offset", "5", "--execute", "--json")
     assert result.exit_code == 0, result.output
     assert committed_offsets(zk, group_id, topic) == {0: 5, 1: 5}
     assert kafka_committed(cluster, group_id, topic, 2) == {0: 5, 1: 5}
@@ -174,16 +201,22 @@ def test_reset_of_a_dual_commit_group_reaches_its_members(cluster, zk, run, topi
 
 # ---------------------------------------------------------------- an import that fails halfway
 
-def test_an_import_failing_halfway_shows_what_was_written(cluster, zk, run, topic_factory, group_id,
-                                                          tmp_path) -> None:
+
+def test_an_import_failing_halfway_shows_what_was_written(cluster, zk, run, topic_factory, group_id, tmp_path) -> None:
     topic = topic_factory(partitions=2)
     open_group, locked_group = f"{group_id}-a", f"{group_id}-b"
     # Everyone may read the second group, only "ops" may create under it: the plan works, the write fails.
-    zk.create(zkdata.group_path(locked_group), makepath=True,
-              acl=[make_acl("world", "anyone", read=True), make_digest_acl("ops", "s3cret", all=True)])
+    zk.create(
+        zkdata.group_path(locked_group),
+        makepath=True,
+        acl=[make_acl("world", "anyone", read=True), make_digest_acl("ops", "s3cret", all=True)],
+    )
     try:
-        lines = [f"/consumers/{open_group}/offsets/{topic}/0:3", f"/consumers/{open_group}/offsets/{topic}/1:4",
-                 f"/consumers/{locked_group}/offsets/{topic}/0:7"]
+        lines = [
+            f"/consumers/{open_group}/offsets/{topic}/0:3",
+            f"/consumers/{open_group}/offsets/{topic}/1:4",
+            f"/consumers/{locked_group}/offsets/{topic}/0:7",
+        ]
         (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
         result = run("offsets", "import", "--input", str(tmp_path / "in.txt"), "--execute")
         assert result.exit_code == 1, result.output

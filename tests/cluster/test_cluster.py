@@ -1,4 +1,5 @@
 """The local cluster harness: start/stop with and without chroot, round trip, broker faults."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,9 @@ def test_round_trip_through_session_cluster(cluster, topic_factory, produce) -> 
     topic = topic_factory(partitions=4)
     sent = produce(topic, 2000, partitions=4)
     got = kafka.read_all(cluster.bootstrap_servers, topic)
-    assert sorted((m.partition, m.offset, m.value) for m in got) == \
-        sorted((m.partition, m.offset, m.value) for m in sent)
+    assert sorted((m.partition, m.offset, m.value) for m in got) == sorted(
+        (m.partition, m.offset, m.value) for m in sent
+    )
     assert {m.partition for m in got} == {0, 1, 2, 3}
 
 
@@ -60,8 +62,12 @@ def test_cluster_without_chroot_registers_at_root() -> None:
 
 def test_start_failure_reports_log_tail(tmp_path) -> None:
     # An unknown listener security protocol makes the broker exit during startup.
-    bad = LocalCluster(brokers=1, chroot="/bad", workdir=tmp_path,
-                       broker_properties={"listener.security.protocol.map": "PLAINTEXT:NOPE"})
+    bad = LocalCluster(
+        brokers=1,
+        chroot="/bad",
+        workdir=tmp_path,
+        broker_properties={"listener.security.protocol.map": "PLAINTEXT:NOPE"},
+    )
     with pytest.raises(ClusterStartError) as failure:
         bad.start(timeout=60)
     assert "kafka-0" in str(failure.value) and "log tail" in str(failure.value)
@@ -89,8 +95,13 @@ def test_kill_and_restart_one_of_three_brokers(tmp_path) -> None:
 
 def test_cli_up_status_down(tmp_path) -> None:
     env = dict(os.environ, ZKCONSUMER_CLUSTER_DIR=str(tmp_path / "state"))
-    run = lambda *args: subprocess.run([sys.executable, "-m", "zkconsumer.testing", *args],  # noqa: E731
-                                       env=env, capture_output=True, text=True, timeout=180)
+    run = lambda *args: subprocess.run(
+        [sys.executable, "-m", "zkconsumer.testing", *args],  # noqa: E731
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     up = run("up", "--chroot", "/cli")
     assert up.returncode == 0, up.stderr
     assert "zookeeper.connect=127.0.0.1:" in up.stdout and "/cli" in up.stdout

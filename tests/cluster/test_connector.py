@@ -1,4 +1,5 @@
 """ConsumerConnector on the real cluster: znodes, range splits, joins/leaves, offsets, timeouts."""
+
 from __future__ import annotations
 
 import json
@@ -11,17 +12,28 @@ import pytest
 from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist, zkdata
 from zkconsumer.kazoo_handler import PollHandler
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import keys_of, Recorder, committed_offsets, drain, owner_table, wait_for_balanced
+from zkconsumer.testing.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 
-FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 500, "rebalance.max.retries": 20,
-        "auto.offset.reset": "smallest", "consumer.timeout.ms": 200}
+FAST = {
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 500,
+    "rebalance.max.retries": 20,
+    "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 200,
+}
 
 
 def connector(cluster, group: str, **props: object) -> ConsumerConnector:
-    return ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
-                              **FAST, **{k.replace("_", "."): v for k, v in props.items()}})
+    return ConsumerConnector(
+        {
+            "zookeeper.connect": cluster.zookeeper_connect,
+            "group.id": group,
+            **FAST,
+            **{k.replace("_", "."): v for k, v in props.items()},
+        }
+    )
 
 
 def test_single_member_consumes_everything_with_exact_znodes(cluster, zk, topic_factory, produce, group_id) -> None:
@@ -40,8 +52,10 @@ def test_single_member_consumes_everything_with_exact_znodes(cluster, zk, topic_
         assert stat.ephemeralOwner != 0
         timestamp = json.loads(data)["timestamp"]
         assert re.fullmatch(r"\d{13}", timestamp)
-        assert data == (f'{{"version":1,"subscription":{{"{topic}":2}},"pattern":"static",'
-                        f'"timestamp":"{timestamp}"}}').encode()
+        assert (
+            data
+            == (f'{{"version":1,"subscription":{{"{topic}":2}},"pattern":"static","timestamp":"{timestamp}"}}').encode()
+        )
         # Owners: bare thread ids; range over threads c1-0, c1-1 gives 0-3 and 4-7.
         owners = owner_table(zk, group_id, [topic])
         assert owners == {(topic, p): f"{group_id}_c1-{0 if p < 4 else 1}" for p in range(8)}
@@ -111,8 +125,9 @@ def test_restart_resumes_from_committed_offsets(cluster, zk, topic_factory, prod
 
 
 @pytest.mark.parametrize("reset,expect_first", [("smallest", 0), ("largest", 30)])
-def test_auto_offset_reset_without_committed_offset(cluster, zk, topic_factory, produce, group_id,
-                                                    reset, expect_first) -> None:
+def test_auto_offset_reset_without_committed_offset(
+    cluster, zk, topic_factory, produce, group_id, reset, expect_first
+) -> None:
     topic = topic_factory(partitions=1)
     produce(topic, 30)
     recorder = Recorder()
@@ -196,6 +211,7 @@ def test_shutdown_ends_iterators_from_another_thread(cluster, topic_factory, gro
         for _ in stream:
             pass
         ended.set()
+
     threading.Thread(target=consume, daemon=True).start()
     time.sleep(0.3)
     conn.shutdown()
@@ -206,10 +222,13 @@ def test_shutdown_ends_iterators_from_another_thread(cluster, topic_factory, gro
 def test_fetch_false_member_owns_and_commits_positions(cluster, zk, topic_factory, produce, group_id) -> None:
     topic = topic_factory(partitions=4)
     produce(topic, 40, partitions=4)
-    with connector(cluster, group_id, consumer_id="driver") as driver, \
-            connector(cluster, group_id, consumer_id="reader") as reader:
-        empty = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id,
-                                   **FAST}, fetch=False)
+    with (
+        connector(cluster, group_id, consumer_id="driver") as driver,
+        connector(cluster, group_id, consumer_id="reader") as reader,
+    ):
+        empty = ConsumerConnector(
+            {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **FAST}, fetch=False
+        )
         driver.shutdown()  # replaced by the fetch=False member below
         try:
             streams = empty.create_message_streams({topic: 1})[topic]

@@ -1,4 +1,5 @@
 """ConsumerConnector under faults: a member kill -9'd, its ZooKeeper session expired, a broker bounce."""
+
 from __future__ import annotations
 
 import json
@@ -12,19 +13,40 @@ import pytest
 from kazoo.client import KazooClient
 
 from zkconsumer import ConsumerConnector
-from zkconsumer.testing.members import keys_of, Recorder, committed_offsets, drain, owner_table, wait_for_balanced
+from zkconsumer.testing.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 
-FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 500, "rebalance.max.retries": 30,
-        "auto.offset.reset": "smallest", "consumer.timeout.ms": 200}
+FAST = {
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 500,
+    "rebalance.max.retries": 30,
+    "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 200,
+}
 
 
 def spawn_member(cluster, group: str, topic: str, out, **props: object) -> subprocess.Popen:  # type: ignore[no-untyped-def]
     extra = [f"--property={k}={v}" for k, v in {**FAST, **props}.items()]
-    proc = subprocess.Popen([sys.executable, "-m", "zkconsumer.testing.member", "--zookeeper",
-                             cluster.zookeeper_connect, "--group", group, "--topic", topic, "--out", str(out),
-                             *extra], stdout=subprocess.PIPE, stderr=open(str(out) + ".log", "w"), text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "zkconsumer.testing.member",
+            "--zookeeper",
+            cluster.zookeeper_connect,
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--out",
+            str(out),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=open(str(out) + ".log", "w"),
+        text=True,
+    )
     line = proc.stdout.readline()  # type: ignore[union-attr]
     assert line, f"member process died: {open(str(out) + '.log').read()[-2000:]}"
     proc.consumer_id = json.loads(line)["consumer_id"]  # type: ignore[attr-defined]
@@ -38,8 +60,9 @@ def read_member_log(path) -> set[tuple[str, int, int]]:  # type: ignore[no-untyp
         return {(t, int(p), int(o)) for t, p, o in (line.split() for line in f if line.strip())}
 
 
-def test_kill_minus_9_member_partitions_move_without_loss(cluster, zk, topic_factory, produce, group_id,
-                                                          tmp_path) -> None:
+def test_kill_minus_9_member_partitions_move_without_loss(
+    cluster, zk, topic_factory, produce, group_id, tmp_path
+) -> None:
     topic = topic_factory(partitions=6)
     out = tmp_path / "victim.txt"
     victim = spawn_member(cluster, group_id, topic, out, **{"auto.commit.interval.ms": 1000})

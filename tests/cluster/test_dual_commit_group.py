@@ -1,10 +1,11 @@
 """Dual commit on the real cluster: both stores agree; a live broker-side group never stops ZooKeeper commits."""
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -17,9 +18,15 @@ from zkconsumer.testing.members import Recorder, committed_offsets, drain
 
 pytestmark = pytest.mark.cluster
 
-DUAL = {"offsets.storage": "kafka", "dual.commit.enabled": True, "zookeeper.session.timeout.ms": 6000,
-        "rebalance.backoff.ms": 500, "rebalance.max.retries": 20, "auto.offset.reset": "smallest",
-        "consumer.timeout.ms": 200}
+DUAL = {
+    "offsets.storage": "kafka",
+    "dual.commit.enabled": True,
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 500,
+    "rebalance.max.retries": 20,
+    "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 200,
+}
 REJECTED_NAMES = ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
 
 
@@ -51,16 +58,20 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def messages(caplog: pytest.LogCaptureFixture, level: int, text: str) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.name == "zkconsumer.offsets" and r.levelno == level and text in r.getMessage()]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "zkconsumer.offsets" and r.levelno == level and text in r.getMessage()
+    ]
 
 
 def test_dual_commit_leaves_both_stores_equal(cluster, zk, topic_factory, produce, group_id) -> None:
     topic = topic_factory(partitions=2)
     produce(topic, 60, partitions=2)
     recorder = Recorder()
-    with ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **DUAL,
-                            "auto.commit.enable": False}) as conn:
+    with ConsumerConnector(
+        {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **DUAL, "auto.commit.enable": False}
+    ) as conn:
         drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
         wait_until(lambda: recorder.count() >= 60, 30, "all 60 messages delivered")
         conn.commit_offsets()
@@ -69,26 +80,47 @@ def test_dual_commit_leaves_both_stores_equal(cluster, zk, topic_factory, produc
         assert conn.rebalancer.offsets.kafka_rejected == 0
 
 
-def test_a_broker_member_in_the_group_never_stops_zookeeper_commits(cluster, zk, topic_factory, group_id,
-                                                                    caplog) -> None:
+def test_a_broker_member_in_the_group_never_stops_zookeeper_commits(
+    cluster, zk, topic_factory, group_id, caplog
+) -> None:
     caplog.set_level(logging.DEBUG, logger="zkconsumer.offsets")
     topic = topic_factory(partitions=2)
     bootstrap = cluster.bootstrap_servers
     producer = SteadyProducer(bootstrap, {topic: 2}, rate=100, on_ack=lambda *_: None)
     producer.start()
     recorder = Recorder()
-    conn = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **DUAL,
-                              "auto.commit.enable": True, "auto.commit.interval.ms": 300})
+    conn = ConsumerConnector(
+        {
+            "zookeeper.connect": cluster.zookeeper_connect,
+            "group.id": group_id,
+            **DUAL,
+            "auto.commit.enable": True,
+            "auto.commit.interval.ms": 300,
+        }
+    )
     broker_stop = threading.Event()
     broker_got: list[int | None] = []
     try:
         drain("zk-member", conn.create_message_streams({topic: 1})[topic], recorder)
-        wait_until(lambda: sum(committed_offsets(zk, group_id, topic).values()) > 0
-                   and bool(kafka_offsets(bootstrap, group_id, topic, 2)), 30, "first dual commits")
+        wait_until(
+            lambda: (
+                sum(committed_offsets(zk, group_id, topic).values()) > 0
+                and bool(kafka_offsets(bootstrap, group_id, topic, 2))
+            ),
+            30,
+            "first dual commits",
+        )
 
         # A broker-coordinated consumer joins the broker-side group with the same id (the mixed phase).
-        broker = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, "client.id": "broker-member",
-                           "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+        broker = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group_id,
+                "client.id": "broker-member",
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": 6000,
+            }
+        )
         broker.subscribe([topic])
 
         def poll_broker() -> None:
@@ -121,8 +153,9 @@ def test_a_broker_member_in_the_group_never_stops_zookeeper_commits(cluster, zk,
         # The broker member leaves: Kafka-side commits succeed again and catch up with ZooKeeper.
         broker_stop.set()
         broker_thread.join(30)
-        wait_until(lambda: bool(messages(caplog, logging.INFO, "succeed again")), 20,
-                   "Kafka-side commits succeed again")
+        wait_until(
+            lambda: bool(messages(caplog, logging.INFO, "succeed again")), 20, "Kafka-side commits succeed again"
+        )
         producer.stop()
         ends = {p: high for p, (_, high) in end_offsets(bootstrap, topic).items()}
         wait_until(lambda: committed_offsets(zk, group_id, topic) == ends, 30, f"ZooKeeper offsets reach {ends}")
@@ -133,4 +166,3 @@ def test_a_broker_member_in_the_group_never_stops_zookeeper_commits(cluster, zk,
         broker_stop.set()
         producer.stop()
         conn.shutdown()
-

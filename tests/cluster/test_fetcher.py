@@ -1,4 +1,5 @@
 """The fetcher against a real broker: routing, start offsets, out-of-range resets, backpressure, lifecycle."""
+
 from __future__ import annotations
 
 import logging
@@ -128,8 +129,7 @@ def test_starts_at_the_committed_offset(make_fetcher, topic_factory, produce) ->
 
 
 @pytest.mark.parametrize("policy", ["smallest", "largest"])
-def test_no_committed_offset_follows_auto_offset_reset(make_fetcher, topic_factory, produce, caplog,
-                                                       policy) -> None:
+def test_no_committed_offset_follows_auto_offset_reset(make_fetcher, topic_factory, produce, caplog, policy) -> None:
     topic = topic_factory(partitions=2)
     produce(topic, 40, partitions=2)
     q = StreamQueue(2, "s")
@@ -157,8 +157,7 @@ def _delete_records(bootstrap: str, topic: str, partition: int, before: int) -> 
 
 @pytest.mark.parametrize("policy", ["smallest", "largest"])
 @pytest.mark.parametrize("where", ["beyond_end", "below_start"])
-def test_out_of_range_resets_both_offsets(make_fetcher, cluster, topic_factory, produce, caplog, policy,
-                                          where) -> None:
+def test_out_of_range_resets_both_offsets(make_fetcher, cluster, topic_factory, produce, caplog, policy, where) -> None:
     topic = topic_factory(partitions=2)
     sent = produce(topic, 200, partitions=2)  # offsets 0..99 in each partition
     low = 0
@@ -178,8 +177,10 @@ def test_out_of_range_resets_both_offsets(make_fetcher, cluster, topic_factory, 
             time.sleep(0.05)
     old = 5000 if where == "beyond_end" else 10
     new = low if policy == "smallest" else 100
-    assert f"{topic}-0: offset {old} out of range [{low}, 100); reset fetched and consumed offset to {new} " \
-           f"(auto.offset.reset={policy})" in caplog.text
+    assert (
+        f"{topic}-0: offset {old} out of range [{low}, 100); reset fetched and consumed offset to {new} "
+        f"(auto.offset.reset={policy})" in caplog.text
+    )
     expected = [m for m in sent if m.partition == 1 and m.offset >= 90]
     if policy == "smallest":
         expected += [m for m in sent if m.partition == 0 and m.offset >= low]
@@ -359,6 +360,7 @@ def test_close_is_idempotent_and_stops_the_thread(make_fetcher, topic_factory) -
 
 def test_close_from_on_error_on_the_fetcher_thread(make_fetcher, topic_factory, monkeypatch) -> None:
     topic = topic_factory(partitions=1)
+
     class Exploding(confluent_kafka.Consumer):
         def consume(self, *args, **kwargs):  # type: ignore[no-untyped-def]
             raise RuntimeError("injected")
@@ -383,8 +385,7 @@ def test_close_from_on_error_on_the_fetcher_thread(make_fetcher, topic_factory, 
     assert f._closed
 
 
-def test_on_error_may_block_on_a_thread_that_waits_for_the_fetcher(make_fetcher, topic_factory,
-                                                                   monkeypatch) -> None:
+def test_on_error_may_block_on_a_thread_that_waits_for_the_fetcher(make_fetcher, topic_factory, monkeypatch) -> None:
     """The connector's on_error takes a lock that a thread waiting in add() holds: the waiting
     command is released (ConsumerError) before on_error runs, so neither waits for the other."""
     topic = topic_factory(partitions=2)
@@ -427,8 +428,7 @@ def test_on_error_may_block_on_a_thread_that_waits_for_the_fetcher(make_fetcher,
 
 
 @pytest.mark.parametrize("kind", ["exception", "fatal_kafka_error"])
-def test_fatal_error_calls_on_error_once_and_stops(make_fetcher, topic_factory, produce, monkeypatch,
-                                                     kind) -> None:
+def test_fatal_error_calls_on_error_once_and_stops(make_fetcher, topic_factory, produce, monkeypatch, kind) -> None:
     topic = topic_factory(partitions=1)
     produce(topic, 10, partitions=1)
     calls = {"n": 0}
@@ -462,9 +462,16 @@ def test_fatal_error_calls_on_error_once_and_stops(make_fetcher, topic_factory, 
 
 
 def test_consumer_config_forces_what_the_fetcher_relies_on() -> None:
-    settings = FetchSettings("b:9092", "g", "", fetch_message_max_bytes=200 * 1024 * 1024, fetch_wait_max_ms=0,
-                             socket_timeout_ms=0, socket_receive_buffer_bytes=-1,
-                             overrides={"auto.offset.reset": "earliest", "fetch.queue.backoff.ms": "50"})
+    settings = FetchSettings(
+        "b:9092",
+        "g",
+        "",
+        fetch_message_max_bytes=200 * 1024 * 1024,
+        fetch_wait_max_ms=0,
+        socket_timeout_ms=0,
+        socket_receive_buffer_bytes=-1,
+        overrides={"auto.offset.reset": "earliest", "fetch.queue.backoff.ms": "50"},
+    )
     conf = settings.consumer_config()
     assert conf["auto.offset.reset"] == "error" and conf["enable.auto.commit"] is False
     assert conf["enable.auto.offset.store"] is False and conf["enable.partition.eof"] is False
@@ -477,7 +484,8 @@ def test_consumer_config_forces_what_the_fetcher_relies_on() -> None:
 
 
 def test_a_late_out_of_range_error_of_an_earlier_assignment_leaves_the_position_alone(
-        make_fetcher, topic_factory, produce, caplog) -> None:
+    make_fetcher, topic_factory, produce, caplog
+) -> None:
     # A 200-event chaos run: a topic re-created under a member. Its new record started at 0 and
     # delivered 0 and 1; then librdkafka reported the old incarnation's position (129) out of range,
     # and the reset sent the new record back to 0: 0 and 1 were delivered twice.
@@ -491,8 +499,9 @@ def test_a_late_out_of_range_error_of_an_earlier_assignment_leaves_the_position_
     assert triples(drain(it, 2)) == triples(sent)
     with caplog.at_level(logging.INFO, logger="zkconsumer.fetcher"):
         f._call(lambda: f._reset_out_of_range((topic, 0), 129))  # what the fetcher does with that error
-    assert f"{topic}-0: out-of-range error for offset 129 ignored: fetching continues at 2, inside [0, 2]" \
-        in caplog.text
+    assert (
+        f"{topic}-0: out-of-range error for offset 129 ignored: fetching continues at 2, inside [0, 2]" in caplog.text
+    )
     assert infos[0].fetched_offset == 2
     more = produce(topic, 3, partitions=1, start=2)
     assert triples(drain(it, 3)) == triples(more)  # fetching goes on from 2, nothing repeated

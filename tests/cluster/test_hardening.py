@@ -1,4 +1,5 @@
 """Hardening beyond the Scala consumer, one test per guarantee, each failing without its mechanism."""
+
 from __future__ import annotations
 
 import contextlib
@@ -7,7 +8,6 @@ import time
 
 import pytest
 from kazoo.client import KazooState
-
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -17,13 +17,24 @@ from zkconsumer.testing.members import Recorder, committed_offsets, drain, owner
 
 pytestmark = pytest.mark.cluster
 
-FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 300, "rebalance.max.retries": 20,
-        "auto.offset.reset": "smallest", "consumer.timeout.ms": 200}
+FAST = {
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 300,
+    "rebalance.max.retries": 20,
+    "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 200,
+}
 
 
 def member(cluster, group: str, **props: object) -> ConsumerConnector:
-    return ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group, **FAST,
-                              **{k.replace("_", "."): v for k, v in props.items()}})
+    return ConsumerConnector(
+        {
+            "zookeeper.connect": cluster.zookeeper_connect,
+            "group.id": group,
+            **FAST,
+            **{k.replace("_", "."): v for k, v in props.items()},
+        }
+    )
 
 
 def scrape(conn: ConsumerConnector) -> dict[str, float]:
@@ -31,8 +42,12 @@ def scrape(conn: ConsumerConnector) -> dict[str, float]:
     registry = CollectorRegistry()
     registry.register(conn.metrics())
     text = generate_latest(registry).decode()
-    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples
-            if s.labels.get("result", "failed") == "failed"}
+    return {
+        s.name: s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.labels.get("result", "failed") == "failed"
+    }
 
 
 def owner_czxids(zk, group: str, topic: str) -> dict[int, int]:  # type: ignore[no-untyped-def]
@@ -58,8 +73,9 @@ def test_only_moved_partitions_stop(cluster, zk, topic_factory, group_id, increm
             assert unchanged == (kept if incremental else [])
 
 
-def test_zookeeper_outage_pauses_delivery_until_session_confirmed(cluster, zk, topic_factory, produce,
-                                                                  group_id) -> None:
+def test_zookeeper_outage_pauses_delivery_until_session_confirmed(
+    cluster, zk, topic_factory, produce, group_id
+) -> None:
     if not hasattr(cluster, "zookeeper"):
         pytest.fail("needs the local jar cluster (ZKCONSUMER_CLUSTER=local)")
     topic = topic_factory(partitions=1)
@@ -69,9 +85,9 @@ def test_zookeeper_outage_pauses_delivery_until_session_confirmed(cluster, zk, t
         wait_for_balanced(zk, group_id, [topic], members=1)
         first = produce(topic, 10)
         recorder.wait_for({(topic, 0, m.offset) for m in first}, timeout=30)
-        cluster.zookeeper.kill()                    # the brokers keep serving for a few seconds
+        cluster.zookeeper.kill()  # the brokers keep serving for a few seconds
         try:
-            time.sleep(1.5)                         # kazoo notices: SUSPENDED
+            time.sleep(1.5)  # kazoo notices: SUSPENDED
             during = produce(topic, 10, start=10)
             time.sleep(2.0)
             delivered_while_down = [d for d in recorder.deliveries if d.offset >= 10]
@@ -126,13 +142,18 @@ def test_failed_rebalance_is_retried_without_any_event(cluster, zk, topic_factor
     blocker = zkdata.owner_path(group_id, topic, 2)
     listener = FailureListener()
     recorder = Recorder()
-    conn = member(cluster, group_id, rebalance_max_retries=2, zkconsumer_rebalance_recheck_ms=500,
-                  zkconsumer_watchdog_interval_ms=0)
+    conn = member(
+        cluster,
+        group_id,
+        rebalance_max_retries=2,
+        zkconsumer_rebalance_recheck_ms=500,
+        zkconsumer_watchdog_interval_ms=0,
+    )
     conn.listener = listener
     with conn:
         drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
         wait_for_balanced(zk, group_id, [topic], members=1)
-        zk.create(blocker, b"g_somebody-0")          # stale node in the way of a new partition
+        zk.create(blocker, b"g_somebody-0")  # stale node in the way of a new partition
         kafka.add_partitions(cluster.bootstrap_servers, topic, 3)
         deadline = time.monotonic() + 30
         while not listener.failures:
@@ -141,9 +162,9 @@ def test_failed_rebalance_is_retried_without_any_event(cluster, zk, topic_factor
         while scrape(conn)["zkconsumer_rebalance_failing"] < 1:  # the alertable "retrying" signal
             assert time.monotonic() < deadline, "the failed round never showed in the metrics"
             time.sleep(0.1)
-        kept = produce(topic, 20, partitions=2)      # partitions it kept go on (incremental)
+        kept = produce(topic, 20, partitions=2)  # partitions it kept go on (incremental)
         recorder.wait_for({(m.topic, m.partition, m.offset) for m in kept}, timeout=30)
-        zk.delete(blocker)                           # no ZooKeeper event reaches the member now
+        zk.delete(blocker)  # no ZooKeeper event reaches the member now
         owners = wait_for_balanced(zk, group_id, [topic], members=1, timeout=30)
         assert sorted(p for _, p in owners) == [0, 1, 2]
         while scrape(conn)["zkconsumer_rebalance_failing"] != 0:  # the run ends just after its claim
@@ -181,8 +202,7 @@ def test_commits_are_fenced_by_owner_node(cluster, zk, topic_factory, produce, g
         zk.delete(zkdata.owner_path(group_id, topic, 0))
 
 
-def test_garbled_peer_registration_does_not_stall_the_group(cluster, zk, topic_factory, produce,
-                                                            group_id) -> None:
+def test_garbled_peer_registration_does_not_stall_the_group(cluster, zk, topic_factory, produce, group_id) -> None:
     topic = topic_factory(partitions=2)
     zk.create(zkdata.member_path(group_id, f"{group_id}_garbled"), b"{not json", ephemeral=True, makepath=True)
     recorder = Recorder()
@@ -233,11 +253,13 @@ def test_lapsed_session_lease_holds_delivery(cluster, topic_factory, produce, gr
         assert next(iter(stream)).offset() == 1
 
 
-def test_partitions_whose_fetch_failed_to_start_are_not_owned_idle(cluster, zk, topic_factory, produce,
-                                                                   group_id, monkeypatch) -> None:
+def test_partitions_whose_fetch_failed_to_start_are_not_owned_idle(
+    cluster, zk, topic_factory, produce, group_id, monkeypatch
+) -> None:
     from confluent_kafka import KafkaError, KafkaException
 
     from zkconsumer.fetcher import Fetcher
+
     topic = topic_factory(partitions=2)
     real_add = Fetcher.add
     failures = []
@@ -281,12 +303,13 @@ def test_offsets_of_a_deleted_topic_are_not_reused(cluster, zk, produce, group_i
         fresh.wait_for({(topic, 0, o) for o in range(40)}, timeout=30)  # from 0, not from 30
 
 
-def test_message_larger_than_the_fetch_size_does_not_stall_its_partition(cluster, zk, topic_factory, produce,
-                                                                        group_id) -> None:
+def test_message_larger_than_the_fetch_size_does_not_stall_its_partition(
+    cluster, zk, topic_factory, produce, group_id
+) -> None:
     # Scala's iterator throws MessageSizeTooLargeException and the partition never moves on; the
     # fetcher (librdkafka, fetch protocol v3+) returns a too-large first batch whole instead.
     topic = topic_factory(partitions=1)
-    big = produce(topic, 1, value_size=64 * 1024)                 # 64x fetch.message.max.bytes
+    big = produce(topic, 1, value_size=64 * 1024)  # 64x fetch.message.max.bytes
     small = produce(topic, 20, start=1)
     recorder = Recorder()
     with member(cluster, group_id, fetch_message_max_bytes=1024) as conn:
@@ -295,8 +318,9 @@ def test_message_larger_than_the_fetch_size_does_not_stall_its_partition(cluster
     assert [d.offset for d in recorder.deliveries][:21] == list(range(21))
 
 
-def test_a_commit_overtaken_by_the_topics_recreation_is_withdrawn(cluster, zk, topic_factory, produce,
-                                                                  group_id) -> None:
+def test_a_commit_overtaken_by_the_topics_recreation_is_withdrawn(
+    cluster, zk, topic_factory, produce, group_id
+) -> None:
     # The incarnation check runs just before a commit; the topic is deleted and created again
     # between that check and the write (on a loaded machine this took a 200-event chaos run to
     # hit). The old position (20) must not survive: written after the new topic node, it would
@@ -319,7 +343,7 @@ def test_a_commit_overtaken_by_the_topics_recreation_is_withdrawn(cluster, zk, t
         conn.commit_offsets()
         conn.group.commit_offsets = real_commit  # type: ignore[method-assign]
         assert committed_offsets(zk, group_id, topic) == {}, "the old topic's position survived"
-        sent = produce(topic, 5)                      # the new topic's first messages: all delivered
+        sent = produce(topic, 5)  # the new topic's first messages: all delivered
         deadline = time.monotonic() + 30
         while {o for o in range(5)} - {d.offset for d in recorder.deliveries[20:]}:
             assert time.monotonic() < deadline, f"new topic's messages missing: {recorder.deliveries[20:]}"

@@ -1,6 +1,7 @@
 """One member claims 20,000 partitions at once on the real ZooKeeper: the claim is split into
 transactions under zkconsumer.zookeeper.transaction.max.bytes (one would be ~2.8 MB, which
 the server refuses above jute.maxbuffer, 1 MiB)."""
+
 from __future__ import annotations
 
 import json
@@ -27,11 +28,20 @@ def test_one_member_claims_twenty_thousand_partitions(cluster, zk, group_id) -> 
         registration, _ = zk.get(f"{zkdata.BROKER_IDS}/{broker_id}")
         root.create(f"{chroot}{zkdata.BROKER_IDS}/{broker_id}", registration, makepath=True)
         assignment = {str(p): [int(broker_id)] for p in range(PARTITIONS)}
-        root.create(f"{chroot}{zkdata.BROKER_TOPICS}/huge",
-                    json.dumps({"version": 1, "partitions": assignment}).encode(), makepath=True)
-        member = ConsumerConnector({"zookeeper.connect": f"{cluster.zookeeper.hosts}{chroot}", "group.id": group_id,
-                                    "zookeeper.session.timeout.ms": 30000, "rebalance.backoff.ms": 500},
-                                   fetch=False)
+        root.create(
+            f"{chroot}{zkdata.BROKER_TOPICS}/huge",
+            json.dumps({"version": 1, "partitions": assignment}).encode(),
+            makepath=True,
+        )
+        member = ConsumerConnector(
+            {
+                "zookeeper.connect": f"{cluster.zookeeper.hosts}{chroot}",
+                "group.id": group_id,
+                "zookeeper.session.timeout.ms": 30000,
+                "rebalance.backoff.ms": 500,
+            },
+            fetch=False,
+        )
         try:
             began = time.monotonic()
             member.create_message_streams({"huge": 1})

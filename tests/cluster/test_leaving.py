@@ -1,5 +1,6 @@
 """Leaving the group on a real cluster: a bounded shutdown with ZooKeeper unreachable, and a member that
 dies of a bug leaves instead of lingering as a zombie."""
+
 from __future__ import annotations
 
 import threading
@@ -13,8 +14,13 @@ from zkconsumer.testing.members import Recorder, drain, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 
-FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 200, "auto.offset.reset": "smallest",
-        "consumer.timeout.ms": 200, "auto.commit.interval.ms": 600000}
+FAST = {
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 200,
+    "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 200,
+    "auto.commit.interval.ms": 600000,
+}
 
 
 def proxied(cluster) -> tuple[TcpProxy, str]:  # type: ignore[no-untyped-def]
@@ -23,8 +29,9 @@ def proxied(cluster) -> tuple[TcpProxy, str]:  # type: ignore[no-untyped-def]
     return proxy, proxy.address + (cluster.chroot or "")
 
 
-def test_shutdown_returns_within_its_timeout_with_zookeeper_unreachable(cluster, zk, topic_factory, produce,
-                                                                       group_id) -> None:
+def test_shutdown_returns_within_its_timeout_with_zookeeper_unreachable(
+    cluster, zk, topic_factory, produce, group_id
+) -> None:
     topic = topic_factory(partitions=2)
     proxy, connect = proxied(cluster)
     conn = ConsumerConnector({"zookeeper.connect": connect, "group.id": group_id, **FAST})
@@ -59,12 +66,12 @@ class BuggyListener(ConsumerRebalanceListener):
             raise KeyError("a bug in the application's listener")
 
 
-def test_a_bug_in_the_rebalance_thread_takes_the_member_out_of_the_group(cluster, zk, topic_factory,
-                                                                         group_id) -> None:
+def test_a_bug_in_the_rebalance_thread_takes_the_member_out_of_the_group(cluster, zk, topic_factory, group_id) -> None:
     topic = topic_factory(partitions=2)
     listener = BuggyListener()
-    conn = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **FAST},
-                             listener=listener)
+    conn = ConsumerConnector(
+        {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **FAST}, listener=listener
+    )
     other = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **FAST})
     try:
         stream = conn.create_message_streams({topic: 1})[topic][0]
@@ -86,11 +93,16 @@ def test_a_bug_in_the_rebalance_thread_takes_the_member_out_of_the_group(cluster
         other.shutdown(timeout=5.0)
 
 
-def test_a_leave_does_not_wait_for_a_watchdog_check_under_way(cluster, zk, topic_factory, group_id,
-                                                              caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_leave_does_not_wait_for_a_watchdog_check_under_way(cluster, zk, topic_factory, group_id, caplog) -> None:  # type: ignore[no-untyped-def]
     topic = topic_factory(partitions=2)
-    conn = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, **FAST,
-                              "zkconsumer.watchdog.interval.ms": 100})
+    conn = ConsumerConnector(
+        {
+            "zookeeper.connect": cluster.zookeeper_connect,
+            "group.id": group_id,
+            **FAST,
+            "zkconsumer.watchdog.interval.ms": 100,
+        }
+    )
     checking, leaving = threading.Event(), threading.Event()
     try:
         conn.create_message_streams({topic: 1})
@@ -101,6 +113,7 @@ def test_a_leave_does_not_wait_for_a_watchdog_check_under_way(cluster, zk, topic
             checking.set()
             leaving.wait(20)
             return read_owners(keys)  # in the session being closed
+
         conn.group.reads.owner_threads = slow_read  # type: ignore[method-assign]
         assert checking.wait(10)
         began = time.monotonic()

@@ -1,4 +1,5 @@
 """`zkconsumer migrate plan|offsets` and `offsets export --format spark` against a real cluster."""
+
 from __future__ import annotations
 
 import json
@@ -11,19 +12,27 @@ from zkconsumer.testing.members import Recorder, committed_offsets, drain, keys_
 
 pytestmark = pytest.mark.cluster
 
-FAST = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 500, "rebalance.max.retries": 20,
-        "auto.offset.reset": "smallest", "consumer.timeout.ms": 200, "auto.commit.enable": False}
+FAST = {
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 500,
+    "rebalance.max.retries": 20,
+    "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 200,
+    "auto.commit.enable": False,
+}
 REGISTRATION = b'{"version":1,"subscription":{"%s":1},"pattern":"static","timestamp":"1"}'
 BLOCKED = 3
 
 
 def admin(cluster):  # type: ignore[no-untyped-def]
     from confluent_kafka.admin import AdminClient
+
     return AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
 
 
 def kafka_offsets(cluster, group: str) -> dict[tuple[str, int], int]:  # type: ignore[no-untyped-def]
     from confluent_kafka import ConsumerGroupTopicPartitions
+
     client = admin(cluster)  # kept: a collected AdminClient never completes its futures
     found = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(30)
     return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions if tp.offset >= 0}
@@ -31,6 +40,7 @@ def kafka_offsets(cluster, group: str) -> dict[tuple[str, int], int]:  # type: i
 
 def set_kafka_offsets(cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:  # type: ignore[no-untyped-def]
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
     client = admin(cluster)
     found = client.alter_consumer_group_offsets([request])[group].result(30)
@@ -62,8 +72,9 @@ def test_copy_to_kafka_from_a_zkconsumer_group(cluster, zk, run, topic_factory, 
     topic = topic_factory(partitions=2)
     sent = produce(topic, 40, partitions=2)
     recorder = Recorder()
-    conn = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id,
-                              "consumer.id": "a", **FAST})
+    conn = ConsumerConnector(
+        {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, "consumer.id": "a", **FAST}
+    )
     try:
         drain("a", conn.create_message_streams({topic: 1})[topic], recorder)
         recorder.wait_for(keys_of(sent), timeout=60)
@@ -79,8 +90,10 @@ def test_copy_to_kafka_from_a_zkconsumer_group(cluster, zk, run, topic_factory, 
         assert codes(plan["to_kafka"]) == ["source-zookeeper-members", "source-zookeeper-owned"]
         assert by_key(plan["partitions"], "zookeeper_offset") == expected
         assert by_key(plan["partitions"], "zookeeper_lag") == {k: 0 for k in expected}
-        assert by_key(plan["partitions"], "zookeeper_owner") == {(topic, 0): f"{group_id}_a-0",
-                                                                 (topic, 1): f"{group_id}_a-0"}
+        assert by_key(plan["partitions"], "zookeeper_owner") == {
+            (topic, 0): f"{group_id}_a-0",
+            (topic, 1): f"{group_id}_a-0",
+        }
         assert by_key(plan["to_kafka"]["partitions"], "action") == {k: "source-only" for k in expected}
         assert "refusing to copy" in live.stderr and "--force-live-source" in live.stderr
 
@@ -112,14 +125,23 @@ def test_copy_to_kafka_from_a_zkconsumer_group(cluster, zk, run, topic_factory, 
     assert text.exit_code == 0 and "step copied" in text.stdout and "--to kafka (ZooKeeper -> Kafka): 0" in text.stdout
 
 
-def test_a_broker_coordinated_member_blocks_the_copy_to_kafka(cluster, zk, run, topic_factory, produce,
-                                                              group_id) -> None:
+def test_a_broker_coordinated_member_blocks_the_copy_to_kafka(
+    cluster, zk, run, topic_factory, produce, group_id
+) -> None:
     from confluent_kafka import Consumer
+
     topic = topic_factory(partitions=2)
     produce(topic, 20, partitions=2)
     set_zk_offsets(zk, group_id, {(topic, 0): 4, (topic, 1): 6})
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group_id,
-                         "client.id": "new-app", "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": group_id,
+            "client.id": "new-app",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + 60
@@ -138,8 +160,13 @@ def test_a_broker_coordinated_member_blocks_the_copy_to_kafka(cluster, zk, run, 
         assert blocked.exit_code == BLOCKED and "target-kafka-group-active" in blocked.stderr, blocked.output
         forced = run("migrate", "offsets", "--group", group_id, "--to", "kafka", "--execute", "--force-live-target")
         assert forced.exit_code == 1, forced.output
-        for needle in ("UNKNOWN_MEMBER_ID", f"broker group {group_id} is Stable with 1 members (new-app@",
-                       f"{topic}-0", f"{topic}-1", "did not read back"):
+        for needle in (
+            "UNKNOWN_MEMBER_ID",
+            f"broker group {group_id} is Stable with 1 members (new-app@",
+            f"{topic}-0",
+            f"{topic}-1",
+            "did not read back",
+        ):
             assert needle in forced.stderr, (needle, forced.stderr)
         assert kafka_offsets(cluster, group_id) == {}
     finally:
@@ -149,8 +176,9 @@ def test_a_broker_coordinated_member_blocks_the_copy_to_kafka(cluster, zk, run, 
     assert kafka_offsets(cluster, group_id) == {(topic, 0): 4, (topic, 1): 6}
 
 
-def test_copy_back_to_zookeeper_refuses_a_rewind_and_keeps_one_sided_partitions(cluster, zk, run, topic_factory,
-                                                                                produce, group_id) -> None:
+def test_copy_back_to_zookeeper_refuses_a_rewind_and_keeps_one_sided_partitions(
+    cluster, zk, run, topic_factory, produce, group_id
+) -> None:
     topic = topic_factory(partitions=4)
     produce(topic, 80, partitions=4)
     set_zk_offsets(zk, group_id, {(topic, 0): 10, (topic, 1): 15, (topic, 3): 9})
@@ -159,17 +187,30 @@ def test_copy_back_to_zookeeper_refuses_a_rewind_and_keeps_one_sided_partitions(
     # A registered ZooKeeper member blocks the target; forced, its owned partition is still refused.
     member = cluster.zk_client()
     try:
-        member.create(zkdata.member_path(group_id, f"{group_id}_x"), REGISTRATION % topic.encode(), ephemeral=True,
-                      makepath=True)
-        member.create(zkdata.owner_path(group_id, topic, 0), f"{group_id}_x-0".encode(), ephemeral=True,
-                      makepath=True)
-        live = run("migrate", "offsets", "--group", group_id, "--to", "zookeeper", "--execute", "--allow-rewind",
-                   "--json")
-        assert live.exit_code == BLOCKED and codes(doc(live)) == ["target-zookeeper-members",
-                                                                  "target-zookeeper-owned"], live.output
+        member.create(
+            zkdata.member_path(group_id, f"{group_id}_x"), REGISTRATION % topic.encode(), ephemeral=True, makepath=True
+        )
+        member.create(zkdata.owner_path(group_id, topic, 0), f"{group_id}_x-0".encode(), ephemeral=True, makepath=True)
+        live = run(
+            "migrate", "offsets", "--group", group_id, "--to", "zookeeper", "--execute", "--allow-rewind", "--json"
+        )
+        assert live.exit_code == BLOCKED and codes(doc(live)) == [
+            "target-zookeeper-members",
+            "target-zookeeper-owned",
+        ], live.output
         assert by_key(doc(live)["partitions"], "action")[(topic, 0)] == "refuse-owned"
-        forced = run("migrate", "offsets", "--group", group_id, "--to", "zookeeper", "--execute", "--allow-rewind",
-                     "--force-live-target", "--json")
+        forced = run(
+            "migrate",
+            "offsets",
+            "--group",
+            group_id,
+            "--to",
+            "zookeeper",
+            "--execute",
+            "--allow-rewind",
+            "--force-live-target",
+            "--json",
+        )
         assert forced.exit_code == BLOCKED and codes(doc(forced)) == ["target-zookeeper-owned"], forced.output
         assert doc(live)["blockers"][0]["message"].count(f"{group_id}_x (scala)") == 1
     finally:
@@ -183,13 +224,20 @@ def test_copy_back_to_zookeeper_refuses_a_rewind_and_keeps_one_sided_partitions(
     assert "refuse-rewind" in refused.stdout and f"{topic}-1 (target 15 is ahead of 12)" in refused.stdout
     assert zk_offsets(zk, group_id, topic) == {(topic, 0): 10, (topic, 1): 15, (topic, 3): 9}
 
-    back = run("migrate", "offsets", "--group", group_id, "--to", "zookeeper", "--execute", "--allow-rewind",
-               "--json")
+    back = run("migrate", "offsets", "--group", group_id, "--to", "zookeeper", "--execute", "--allow-rewind", "--json")
     assert back.exit_code == 0, back.output
-    assert by_key(doc(back)["partitions"], "action") == {(topic, 0): "copy", (topic, 1): "rewind",
-                                                         (topic, 2): "source-only", (topic, 3): "target-only-keep"}
-    assert by_key(doc(back)["partitions"], "status") == {(topic, 0): "written", (topic, 1): "written",
-                                                         (topic, 2): "written", (topic, 3): "unchanged"}
+    assert by_key(doc(back)["partitions"], "action") == {
+        (topic, 0): "copy",
+        (topic, 1): "rewind",
+        (topic, 2): "source-only",
+        (topic, 3): "target-only-keep",
+    }
+    assert by_key(doc(back)["partitions"], "status") == {
+        (topic, 0): "written",
+        (topic, 1): "written",
+        (topic, 2): "written",
+        (topic, 3): "unchanged",
+    }
     assert doc(back)["verified"] is True
     assert zk_offsets(zk, group_id, topic) == {(topic, 0): 18, (topic, 1): 12, (topic, 2): 5, (topic, 3): 9}
     again = run("migrate", "offsets", "--group", group_id, "--to", "zookeeper", "--execute", "--json")
@@ -207,20 +255,35 @@ def test_offsets_export_format_spark(cluster, zk, run, topic_factory, produce, g
     assert json.loads(result.stdout) == {topic: {"0": 23, "1": 17, "2": -2}, other: {"0": 5}}
     assert f"{topic}-2: -2 (earliest)" in result.stderr
 
-    one = run("offsets", "export", "--group", group_id, "--format", "spark", "--topic", other,
-              "--output", str(tmp_path / "start.json"))
+    one = run(
+        "offsets",
+        "export",
+        "--group",
+        group_id,
+        "--format",
+        "spark",
+        "--topic",
+        other,
+        "--output",
+        str(tmp_path / "start.json"),
+    )
     assert one.exit_code == 0, one.output
     assert json.loads((tmp_path / "start.json").read_text()) == {other: {"0": 5}}
     # The ExportZkOffsets lines are unchanged.
     lines = run("offsets", "export", "--group", group_id, "--topic", topic)
-    assert lines.stdout.splitlines() == [f"/consumers/{group_id}/offsets/{topic}/0:23",
-                                         f"/consumers/{group_id}/offsets/{topic}/1:17"]
+    assert lines.stdout.splitlines() == [
+        f"/consumers/{group_id}/offsets/{topic}/0:23",
+        f"/consumers/{group_id}/offsets/{topic}/1:17",
+    ]
     missing = run("offsets", "export", "--group", group_id, "--format", "spark", "--topic", "no-such-topic")
     assert missing.exit_code == 1 and "no such topic 'no-such-topic'" in missing.stderr, missing.output
 
 
 def test_a_group_on_neither_side_is_one_error_line(cluster, run, group_id) -> None:
-    for args in (["migrate", "plan", "--group", group_id], ["migrate", "offsets", "--group", group_id, "--to", "kafka"]):
+    for args in (
+        ["migrate", "plan", "--group", group_id],
+        ["migrate", "offsets", "--group", group_id, "--to", "kafka"],
+    ):
         result = run(*args)
         assert result.exit_code == 1, result.output
         assert result.stderr.count("\n") == 1 and f"unknown group {group_id!r}" in result.stderr, result.stderr

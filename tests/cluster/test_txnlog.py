@@ -1,4 +1,5 @@
 """zk_txnlog on a real ZooKeeper server's log: a delete, a client's close and a server-side expiry."""
+
 from __future__ import annotations
 
 import time

@@ -1,10 +1,11 @@
 """Broker-coordinated consumers (confluent-kafka subscribe()) that record what they deliver, for migration tests."""
+
 from __future__ import annotations
 
 import collections
 import logging
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -28,11 +29,19 @@ class BrokerMember:
         self.assigned_once = threading.Event()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
-            "auto.offset.reset": "error", "enable.auto.offset.store": False,
-            "auto.commit.interval.ms": 1000, "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500, "logger": _LIBRDKAFKA_LOG})
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": name,
+                "auto.offset.reset": "error",
+                "enable.auto.offset.store": False,
+                "auto.commit.interval.ms": 1000,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                "logger": _LIBRDKAFKA_LOG,
+            }
+        )
         self._consumer.subscribe(list(topics), on_assign=lambda c, ps: self.assigned_once.set())
         self._thread = threading.Thread(target=self._run, name=f"broker-member-{name}", daemon=True)
         self._thread.start()
@@ -66,8 +75,9 @@ class BrokerMember:
 
 def committed_in_kafka(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
     """The group's broker-committed offsets of topic (partitions without one are left out)."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                       "logger": _LIBRDKAFKA_LOG})
+    reader = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "logger": _LIBRDKAFKA_LOG}
+    )
     try:
         found = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
     finally:

@@ -1,4 +1,5 @@
 """Interop fixtures: a consumer group mixing real Scala 1.1.1 members (JVMs) and zkconsumer members."""
+
 from __future__ import annotations
 
 import collections
@@ -7,14 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
 
 import pytest
 
 from zkconsumer import ConsumerConnector, Whitelist
-from zkconsumer.testing.members import Recorder, drain, wait_for_balanced
 from zkconsumer.testing.kdc import KerberosLogin
+from zkconsumer.testing.members import Recorder, drain, wait_for_balanced
 from zkconsumer.testing.process import _die_with_parent
 from zkconsumer.testing.scala import FAST_PROPERTIES, ScalaMember, read_deliveries
 
@@ -25,18 +26,31 @@ PY_PROPERTIES = {**FAST_PROPERTIES, "consumer.timeout.ms": 200}
 class PyProcessMember:
     """A zkconsumer member in its own process (zkconsumer.testing.member), so it can be kill -9'd."""
 
-    def __init__(self, zookeeper_connect: str, group: str, name: str, topic: str, streams: int,
-                 workdir: Path) -> None:
+    def __init__(self, zookeeper_connect: str, group: str, name: str, topic: str, streams: int, workdir: Path) -> None:
         self.name = name
         self.out_path = workdir / f"py-{name}.deliveries"
         self.log_path = workdir / f"py-{name}.log"
         props = {**PY_PROPERTIES, "consumer.id": name}
-        cmd = [sys.executable, "-m", "zkconsumer.testing.member", "--zookeeper", zookeeper_connect,
-               "--group", group, "--topic", topic, "--streams", str(streams), "--out", str(self.out_path),
-               *(arg for k, v in props.items() for arg in ("--property", f"{k}={v}"))]
+        cmd = [
+            sys.executable,
+            "-m",
+            "zkconsumer.testing.member",
+            "--zookeeper",
+            zookeeper_connect,
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--streams",
+            str(streams),
+            "--out",
+            str(self.out_path),
+            *(arg for k, v in props.items() for arg in ("--property", f"{k}={v}")),
+        ]
         with open(self.log_path, "wb") as log:
-            self.popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
-                                          preexec_fn=_die_with_parent)  # no orphans if pytest dies
+            self.popen = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=log, start_new_session=True, preexec_fn=_die_with_parent
+            )  # no orphans if pytest dies
         assert self.popen.stdout is not None
         line = self.popen.stdout.readline()  # printed once the first rebalance is done
         if not line:
@@ -73,25 +87,57 @@ class MixedGroup:
         self.recorder = Recorder()
 
     # ---- joining and leaving ---------------------------------------------------------------
-    def add_scala(self, name: str, topics: Mapping[str, int] | None = None, *, whitelist: str | None = None,
-                  streams: int = 1, strategy: str = "range", zookeeper_sasl: tuple[str, str] | None = None,
-                  zookeeper_kerberos: KerberosLogin | None = None, **props: object) -> ScalaMember:
+    def add_scala(
+        self,
+        name: str,
+        topics: Mapping[str, int] | None = None,
+        *,
+        whitelist: str | None = None,
+        streams: int = 1,
+        strategy: str = "range",
+        zookeeper_sasl: tuple[str, str] | None = None,
+        zookeeper_kerberos: KerberosLogin | None = None,
+        **props: object,
+    ) -> ScalaMember:
         """Start a Scala member (returns before it is ready; see wait_ready); `zookeeper_sasl` =
         (user, password) logs it in to ZooKeeper with SASL DIGEST-MD5, `zookeeper_kerberos` with GSSAPI."""
-        member = ScalaMember(self.cluster.zookeeper_connect, self.group, name, workdir=self.workdir,
-                             topics=topics, whitelist=whitelist, streams=streams, strategy=strategy,
-                             properties={k.replace("_", "."): v for k, v in props.items()},
-                             zookeeper_sasl=zookeeper_sasl, zookeeper_kerberos=zookeeper_kerberos)
+        member = ScalaMember(
+            self.cluster.zookeeper_connect,
+            self.group,
+            name,
+            workdir=self.workdir,
+            topics=topics,
+            whitelist=whitelist,
+            streams=streams,
+            strategy=strategy,
+            properties={k.replace("_", "."): v for k, v in props.items()},
+            zookeeper_sasl=zookeeper_sasl,
+            zookeeper_kerberos=zookeeper_kerberos,
+        )
         self.scala[name] = member.start()
         return member
 
-    def add_py(self, name: str, topics: Mapping[str, int] | None = None, *, whitelist: str | None = None,
-               streams: int = 1, strategy: str = "range", **props: object) -> ConsumerConnector:
+    def add_py(
+        self,
+        name: str,
+        topics: Mapping[str, int] | None = None,
+        *,
+        whitelist: str | None = None,
+        streams: int = 1,
+        strategy: str = "range",
+        **props: object,
+    ) -> ConsumerConnector:
         """Start a zkconsumer member and drain its streams (blocks for its first rebalance)."""
-        conn = ConsumerConnector({**PY_PROPERTIES, "zookeeper.connect": self.cluster.zookeeper_connect,
-                                  "group.id": self.group, "consumer.id": name,
-                                  "partition.assignment.strategy": strategy,
-                                  **{k.replace("_", "."): v for k, v in props.items()}})
+        conn = ConsumerConnector(
+            {
+                **PY_PROPERTIES,
+                "zookeeper.connect": self.cluster.zookeeper_connect,
+                "group.id": self.group,
+                "consumer.id": name,
+                "partition.assignment.strategy": strategy,
+                **{k.replace("_", "."): v for k, v in props.items()},
+            }
+        )
         self.py[name] = conn
         if whitelist is not None:
             found = conn.create_message_streams_by_filter(Whitelist(whitelist), streams)
@@ -165,16 +211,18 @@ class MixedGroup:
             if self.recorder.errors:
                 raise AssertionError(f"a zkconsumer drain thread failed: {self.recorder.errors[0]!r}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"{len(missing)} of {len(want)} messages never delivered, e.g. "
-                                     f"{sorted(missing)[:5]}\n{self.log_tails()}")
+                raise AssertionError(
+                    f"{len(missing)} of {len(want)} messages never delivered, e.g. "
+                    f"{sorted(missing)[:5]}\n{self.log_tails()}"
+                )
             time.sleep(0.05)
 
-    def balanced(self, topics: Iterable[str], *, strategy: str = "range",
-                 timeout: float = 60.0) -> dict[tuple[str, int], str]:
+    def balanced(
+        self, topics: Iterable[str], *, strategy: str = "range", timeout: float = 60.0
+    ) -> dict[tuple[str, int], str]:
         """wait_for_balanced with every current member registered; Scala logs on failure."""
         try:
-            return wait_for_balanced(self.zk, self.group, topics, members=self.size, strategy=strategy,
-                                     timeout=timeout)
+            return wait_for_balanced(self.zk, self.group, topics, members=self.size, strategy=strategy, timeout=timeout)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{self.log_tails()}") from None
 
@@ -190,4 +238,3 @@ def mixed(cluster, zk, group_id: str, tmp_path: Path) -> Iterator[MixedGroup]:  
         yield group
     finally:
         group.close()
-

@@ -1,4 +1,5 @@
 """Checks shared by the secured-group tests (DIGEST-MD5 and Kerberos): ACLs, committed offsets, who owns what."""
+
 from __future__ import annotations
 
 import time
@@ -11,8 +12,15 @@ def acls(zk, path: str) -> frozenset[tuple[str, str, int]]:  # type: ignore[no-u
     return frozenset((a.id.scheme, a.id.id, a.perms) for a in zk.get_acls(path)[0])
 
 
-def wait_committed(zk, group: str, topic: str, offset: int, timeout: float = 20.0,  # type: ignore[no-untyped-def]
-                   *, partitions: int = 4) -> None:
+def wait_committed(
+    zk,
+    group: str,
+    topic: str,
+    offset: int,
+    timeout: float = 20.0,  # type: ignore[no-untyped-def]
+    *,
+    partitions: int = 4,
+) -> None:
     """Until every one of the topic's `partitions` has `offset` committed."""
     want = {p: offset for p in range(partitions)}
     deadline = time.monotonic() + timeout

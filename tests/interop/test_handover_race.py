@@ -12,6 +12,7 @@ Scala joiners cannot be changed; zkconsumer joiners read the offsets only after 
 claim (Coordinator._attempt), and since the old owner always commits before it releases, they
 never see a stale value. This test forces the interleaving that bit the Scala joiner.
 """
+
 from __future__ import annotations
 
 import time
@@ -25,19 +26,23 @@ from zkconsumer.subscription import StaticSubscription, encode_registration
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
 
-def test_joiner_starts_at_the_offset_committed_just_before_the_release(mixed, cluster, topic_factory, produce,
-                                                                       monkeypatch) -> None:
+def test_joiner_starts_at_the_offset_committed_just_before_the_release(
+    mixed, cluster, topic_factory, produce, monkeypatch
+) -> None:
     topic = topic_factory(partitions=2)
     produce(topic, 60, partitions=2)  # 30 per partition
     g = mixed.group
     old_owner = cluster.zk_client()  # plays a member that owns both partitions and read up to 20
     try:
         stamp = int(time.time() * 1000)
-        old_owner.create(zkdata.member_path(g, f"{g}_a-old"), ephemeral=True, makepath=True,
-                         value=encode_registration(StaticSubscription.of({topic: 1}), stamp))
+        old_owner.create(
+            zkdata.member_path(g, f"{g}_a-old"),
+            ephemeral=True,
+            makepath=True,
+            value=encode_registration(StaticSubscription.of({topic: 1}), stamp),
+        )
         for p in (0, 1):
-            old_owner.create(zkdata.owner_path(g, topic, p), f"{g}_a-old-0".encode(), ephemeral=True,
-                             makepath=True)
+            old_owner.create(zkdata.owner_path(g, topic, p), f"{g}_a-old-0".encode(), ephemeral=True, makepath=True)
             old_owner.create(zkdata.offset_path(g, topic, p), b"5", makepath=True)  # an earlier commit
 
         handed_over: list[bool] = []

@@ -1,12 +1,13 @@
 """Groups on a Kerberos-secured ZooKeeper (a real MIT KDC): zkconsumer logs in with GSSAPI from the
 JAAS file a JVM member uses (Krb5LoginModule, keytab), shares the group with a Kerberos Scala 1.1.1
 member both ways, and a principal the keytab does not hold is one clear error naming it."""
+
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from secured_checks import acls, owners_of, wait_committed
@@ -54,8 +55,9 @@ def alice(kdc: Kdc) -> KerberosLogin:
 def cluster(kdc: Kdc, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """ZooKeeper taking GSSAPI logins as zookeeper/localhost (brokers unauthenticated); fails, never skips."""
     folder = tmp_path_factory.mktemp("zkkrb")
-    cluster = LocalCluster(brokers=1, chroot="/zkkrb", workdir=folder / "cluster", zookeeper_kerberos=kdc,
-                           **versions_from_env())
+    cluster = LocalCluster(
+        brokers=1, chroot="/zkkrb", workdir=folder / "cluster", zookeeper_kerberos=kdc, **versions_from_env()
+    )
     with running(cluster, "the Kerberos ZooKeeper cluster", timeout=90):
         yield cluster
 
@@ -113,19 +115,25 @@ def test_a_principal_the_keytab_does_not_hold_is_one_clear_error(kdc, alice, clu
     jaas.write_text(alice.client_jaas().replace(alice.principal, kdc.principal("mallory")))
     began = time.monotonic()
     with pytest.raises(ZkConsumerError) as failure:
-        ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id,
-                           "java.security.auth.login.config": str(jaas), "zookeeper.connection.timeout.ms": 10000})
+        ConsumerConnector(
+            {
+                "zookeeper.connect": cluster.zookeeper_connect,
+                "group.id": group_id,
+                "java.security.auth.login.config": str(jaas),
+                "zookeeper.connection.timeout.ms": 10000,
+            }
+        )
     assert "mallory@ZKC.TEST" in str(failure.value), failure.value
     assert time.monotonic() - began < 15
 
 
-def test_the_cli_logs_in_from_the_keytab_of_its_jaas_file(alice, cluster, zk, group_id, tmp_path,
-                                                          monkeypatch) -> None:
+def test_the_cli_logs_in_from_the_keytab_of_its_jaas_file(alice, cluster, zk, group_id, tmp_path, monkeypatch) -> None:
     """`zkconsumer --zk-jaas` with Krb5LoginModule useKeyTab: no ticket cache, no KRB5_CLIENT_KTNAME
     beforehand; the CLI writes a first offset into the group, as alice."""
     from click.testing import CliRunner
 
     from zkconsumer.cli.main import cli
+
     monkeypatch.setenv(CLIENT_KEYTAB_ENV, "placeholder")
     monkeypatch.delenv(CLIENT_KEYTAB_ENV)  # the undo then removes what the CLI sets
     monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'empty-ccache'}")
@@ -134,8 +142,22 @@ def test_the_cli_logs_in_from_the_keytab_of_its_jaas_file(alice, cluster, zk, gr
     topic = f"kerberos-cli-{group_id[-12:]}"
     cluster.create_topic(topic, partitions=1)
     zk.ensure_path(zkdata.ids_path(group_id))  # a group that exists, with nothing committed yet
-    result = CliRunner().invoke(cli, ["offsets", "reset", "--group", group_id, "--topic", topic, "--to-offset", "0",
-                                      "--execute", "--zookeeper-only"], catch_exceptions=False,
-                                env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "ZKCONSUMER_ZK_JAAS": str(jaas)})
+    result = CliRunner().invoke(
+        cli,
+        [
+            "offsets",
+            "reset",
+            "--group",
+            group_id,
+            "--topic",
+            topic,
+            "--to-offset",
+            "0",
+            "--execute",
+            "--zookeeper-only",
+        ],
+        catch_exceptions=False,
+        env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "ZKCONSUMER_ZK_JAAS": str(jaas)},
+    )
     assert result.exit_code == 0, result.output
     assert acls(zk, zkdata.offset_path(group_id, topic, 0)) == {("sasl", alice.principal, 31), ("world", "anyone", 1)}

@@ -1,4 +1,5 @@
 """The Kafka 1.1.1 ops tools read a zkconsumer group's ZooKeeper state as they read a Scala group's."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,5 +39,6 @@ def test_legacy_tools_read_a_zkconsumer_group(mixed, zk, topic_factory, produce,
     # ExportZkOffsets: one "/consumers/G/offsets/T/p:offset" line per committed offset.
     exported = export_zk_offsets(zk_connect, g, tmp_path / "offsets.txt")
     assert sorted(exported.split()) == sorted(
-        f"/consumers/{g}/offsets/{topic}/{p}:{o}" for p, o in committed_offsets(zk, g, topic).items())
+        f"/consumers/{g}/offsets/{topic}/{p}:{o}" for p, o in committed_offsets(zk, g, topic).items()
+    )
     assert owner_table(zk, g, [topic]) == owners  # the tools changed nothing

@@ -6,13 +6,15 @@ members coordinated in ZooKeeper, hands the group to broker-coordinated confluen
 delivered at least once, and how many were delivered on both sides of the switch (the
 migration's duplicate window; 0 after clean stops, whose final commits are exact).
 """
+
 from __future__ import annotations
 
 import json
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -52,12 +54,16 @@ def migrate(cluster):  # type: ignore[no-untyped-def]
     runner = CliRunner()
 
     def invoke(*args: str) -> tuple[int, Any]:
-        result = runner.invoke(cli, ["migrate", *args, "--bootstrap-server", cluster.bootstrap_servers],
-                               catch_exceptions=False,
-                               env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "COLUMNS": "200"})
+        result = runner.invoke(
+            cli,
+            ["migrate", *args, "--bootstrap-server", cluster.bootstrap_servers],
+            catch_exceptions=False,
+            env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "COLUMNS": "200"},
+        )
         if "--json" in args:
             return result.exit_code, json.loads(result.stdout)
         return result.exit_code, result.output
+
     return invoke
 
 
@@ -101,8 +107,9 @@ def consumed_by_now(mixed, acked: Acked) -> None:  # type: ignore[no-untyped-def
     mixed.wait_for(acked.snapshot(), timeout=60)
 
 
-def hand_to_broker_members(cluster, group: str, topic: str, acked: Acked, producer: SteadyProducer,
-                           zookeeper_side: Counter) -> tuple[Counter, Counter]:
+def hand_to_broker_members(
+    cluster, group: str, topic: str, acked: Acked, producer: SteadyProducer, zookeeper_side: Counter
+) -> tuple[Counter, Counter]:
     """Broker members take over until production stops and everything is read; returns both sides' counts."""
     members = [BrokerMember(cluster.bootstrap_servers, group, [topic], f"broker-{i}") for i in range(2)]
     try:
@@ -114,11 +121,14 @@ def hand_to_broker_members(cluster, group: str, topic: str, acked: Acked, produc
 
         def missing() -> list[tuple[str, int, int]]:
             return sorted(everything - set(zookeeper_side) - set(_sum(m.keys() for m in members)))
+
         try:
             wait_until(lambda: not missing(), "every acknowledged message to be delivered on one side or the other")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}: {len(missing())} missing, e.g. {missing()[:10]}; broker members' errors: "
-                                 f"{[e for m in members for e in m.errors][:5]}") from None
+            raise AssertionError(
+                f"{exc}: {len(missing())} missing, e.g. {missing()[:10]}; broker members' errors: "
+                f"{[e for m in members for e in m.errors][:5]}"
+            ) from None
         assert not [e for m in members for e in m.errors], [e for m in members for e in m.errors]
     finally:
         for member in members:
@@ -136,8 +146,10 @@ def _sum(counters) -> Counter:  # type: ignore[no-untyped-def,type-arg]
 def report(path: str, zookeeper_side: Counter, broker_side: Counter) -> int:  # type: ignore[type-arg]
     both = set(zookeeper_side) & set(broker_side)
     within = sum(n - 1 for n in (zookeeper_side + broker_side).values() if n > 1) - len(both)
-    print(f"migration path={path} zookeeper_side={len(zookeeper_side)} broker_side={len(broker_side)} "
-          f"across_switch_duplicates={len(both)} other_duplicates={within}")
+    print(
+        f"migration path={path} zookeeper_side={len(zookeeper_side)} broker_side={len(broker_side)} "
+        f"across_switch_duplicates={len(both)} other_duplicates={within}"
+    )
     return len(both)
 
 
@@ -209,8 +221,11 @@ def test_rolling_migration_through_dual_commit(cluster, mixed, producing, migrat
     mixed.wait_ready()
     mixed.balanced([topic])
     consumed_by_now(mixed, acked)
-    wait_until(lambda: len(committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS)) == PARTITIONS,
-               "dual commit to reach Kafka for every partition", timeout=30)
+    wait_until(
+        lambda: len(committed_in_kafka(cluster.bootstrap_servers, group, topic, PARTITIONS)) == PARTITIONS,
+        "dual commit to reach Kafka for every partition",
+        timeout=30,
+    )
     code, doc = migrate("plan", "--group", group, "--json")
     assert code == 3 and doc["step"]["name"] == "dual-commit-live", doc  # live members block the copy
 

@@ -1,4 +1,5 @@
 """Range groups mixing real Scala 1.1.1 and zkconsumer members: ownership, delivery, joins, leaves, kill -9."""
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,14 @@ def test_mixed_range_group_owns_each_partition_once_and_consumes_exactly_once(mi
     g = mixed.group
     # Threads in String order: a-scala-0, a-scala-1, b-py-0..2, c-scala-0, d-py-0 (7 threads, 12
     # partitions): the first five get two partitions each, the last two one each.
-    layout = ["a-scala-0"] * 2 + ["a-scala-1"] * 2 + ["b-py-0"] * 2 + ["b-py-1"] * 2 + ["b-py-2"] * 2 \
+    layout = (
+        ["a-scala-0"] * 2
+        + ["a-scala-1"] * 2
+        + ["b-py-0"] * 2
+        + ["b-py-1"] * 2
+        + ["b-py-2"] * 2
         + ["c-scala-0", "d-py-0"]
+    )
     assert owners == {(topic, p): f"{g}_{thread}" for p, thread in enumerate(layout)}
 
     sent = produce(topic, 1200, partitions=PARTITIONS)
@@ -88,23 +95,37 @@ class Attempts:
         return out
 
 
-def check_offset_and_owner_nodes(zk, group: str, topic: str,  # type: ignore[no-untyped-def]
-                                 owners: dict[tuple[str, int], str], moved: set[int]) -> None:
+def check_offset_and_owner_nodes(
+    zk,
+    group: str,
+    topic: str,  # type: ignore[no-untyped-def]
+    owners: dict[tuple[str, int], str],
+    moved: set[int],
+) -> None:
     """Moved partitions were committed at 20 by their last owner before it let go (nothing was in
     flight), and nobody committed them since. Every offset node, whoever wrote it (Scala or us),
     is a bare decimal, persistent, open ACL; every owner node a bare thread id, ephemeral, open
     ACL. (A member keeping a partition need not commit it at a rebalance, so others may differ.)"""
     nodes = {p: node_facts(zk, zkdata.offset_path(group, topic, p)) for p in committed_offsets(zk, group, topic)}
     assert {p: nodes.get(p) for p in moved} == {p: (b"20", False, OPEN_ACL_UNSAFE) for p in moved}
-    assert all(re.fullmatch(rb"0|[1-9][0-9]*", data) and (ephemeral, acl) == (False, OPEN_ACL_UNSAFE)
-               for data, ephemeral, acl in nodes.values()), nodes
+    assert all(
+        re.fullmatch(rb"0|[1-9][0-9]*", data) and (ephemeral, acl) == (False, OPEN_ACL_UNSAFE)
+        for data, ephemeral, acl in nodes.values()
+    ), nodes
     assert {p: node_facts(zk, zkdata.owner_path(group, topic, p)) for p in range(PARTITIONS)} == {
-        p: (owners[(topic, p)].encode(), True, OPEN_ACL_UNSAFE) for p in range(PARTITIONS)}
+        p: (owners[(topic, p)].encode(), True, OPEN_ACL_UNSAFE) for p in range(PARTITIONS)
+    }
 
 
-def check_continuation(mixed, produce, topic: str, first,  # type: ignore[no-untyped-def]
-                       owners: dict[tuple[str, int], str], moved: set[int],
-                       stale: dict[int, int] | None = None) -> dict[int, int]:
+def check_continuation(
+    mixed,
+    produce,
+    topic: str,
+    first,  # type: ignore[no-untyped-def]
+    owners: dict[tuple[str, int], str],
+    moved: set[int],
+    stale: dict[int, int] | None = None,
+) -> dict[int, int]:
     """A second batch, then: no loss, and each moved partition's new owner started at 20, the
     offset its previous owner committed before letting go. Returns partition -> start offset.
 
@@ -139,8 +160,9 @@ def add(mixed, name: str, topic: str, streams: int = 1) -> None:  # type: ignore
 
 
 @pytest.mark.parametrize("kind", ["zkconsumer", "scala"])
-def test_clean_leave_hands_partitions_over_at_committed_offsets(mixed, zk, topic_factory, produce, capsys,
-                                                                 caplog, kind: str) -> None:
+def test_clean_leave_hands_partitions_over_at_committed_offsets(
+    mixed, zk, topic_factory, produce, capsys, caplog, kind: str
+) -> None:
     """The same group but for the leaver's kind: a-scala, b-py (2 streams), c-<kind>, d-scala.
 
     Threads a-0, b-0, b-1, c-0, d-0 own {0-2}, {3-5}, {6,7}, {8,9}, {10,11}; after c leaves,
@@ -172,18 +194,25 @@ def test_clean_leave_hands_partitions_over_at_committed_offsets(mixed, zk, topic
     check_continuation(mixed, produce, topic, first, after, moved)
 
     gone_s = gone[0] - began if gone else float("nan")
-    result = {"leave_s": round(leave_s, 3), "member_node_gone_s": round(gone_s, 3),
-              "converged_s": round(converged_s, 3), "rebalance_attempts": attempts.counts()}
+    result = {
+        "leave_s": round(leave_s, 3),
+        "member_node_gone_s": round(gone_s, 3),
+        "converged_s": round(converged_s, 3),
+        "rebalance_attempts": attempts.counts(),
+    }
     record({"event": f"clean leave of a {kind} member", **result})
     with capsys.disabled():
-        print(f"\n[interop] a {kind} member left a range group (+ a-scala, b-py, d-scala): shutdown "
-              f"{leave_s:.2f}s, member node gone {gone_s:.2f}s, owners converged {converged_s:.2f}s after "
-              f"the leave began (rebalance attempts: {result['rebalance_attempts']}; recorded in {RECORD})")
+        print(
+            f"\n[interop] a {kind} member left a range group (+ a-scala, b-py, d-scala): shutdown "
+            f"{leave_s:.2f}s, member node gone {gone_s:.2f}s, owners converged {converged_s:.2f}s after "
+            f"the leave began (rebalance attempts: {result['rebalance_attempts']}; recorded in {RECORD})"
+        )
 
 
 @pytest.mark.parametrize("kind", ["zkconsumer", "scala"])
-def test_join_takes_partitions_over_at_committed_offsets(mixed, zk, topic_factory, produce, capsys,
-                                                         caplog, kind: str) -> None:
+def test_join_takes_partitions_over_at_committed_offsets(
+    mixed, zk, topic_factory, produce, capsys, caplog, kind: str
+) -> None:
     """a-scala, b-py (2 streams), d-scala consume; c-<kind> joins and takes 8 from b-py-1 (ours)
     and 9 from d-scala: both kinds hand over to the joiner at their committed offsets."""
     topic = topic_factory(partitions=PARTITIONS)
@@ -214,21 +243,33 @@ def test_join_takes_partitions_over_at_committed_offsets(mixed, zk, topic_factor
     # Server-side ms after the joiner registered: when each old owner committed (offset mtime) and
     # when the joiner claimed (owner ctime). 8 came from b-py (ours), 9 from d-scala.
     t0 = zk.exists(zkdata.member_path(g, f"{g}_{joiner}")).ctime
-    handover_ms = {p: {"committed": zk.exists(zkdata.offset_path(g, topic, p)).mtime - t0,
-                       "claimed": zk.exists(zkdata.owner_path(g, topic, p)).ctime - t0} for p in sorted(moved)}
-    result = {"converged_s": round(converged_s, 3), "rebalance_attempts": attempts.counts(),
-              "stale_offset_reads": raced, "handover_ms": handover_ms}
+    handover_ms = {
+        p: {
+            "committed": zk.exists(zkdata.offset_path(g, topic, p)).mtime - t0,
+            "claimed": zk.exists(zkdata.owner_path(g, topic, p)).ctime - t0,
+        }
+        for p in sorted(moved)
+    }
+    result = {
+        "converged_s": round(converged_s, 3),
+        "rebalance_attempts": attempts.counts(),
+        "stale_offset_reads": raced,
+        "handover_ms": handover_ms,
+    }
     record({"event": f"join of a {kind} member", **result})
     with capsys.disabled():
-        print(f"\n[interop] a {kind} member joined a range group (a-scala, b-py, d-scala): owners converged "
-              f"{converged_s:.2f}s after its member node appeared (rebalance attempts: "
-              f"{result['rebalance_attempts']}; ms after it registered, per partition: {handover_ms}; "
-              f"stale offset reads: {raced or 'none'})")
+        print(
+            f"\n[interop] a {kind} member joined a range group (a-scala, b-py, d-scala): owners converged "
+            f"{converged_s:.2f}s after its member node appeared (rebalance attempts: "
+            f"{result['rebalance_attempts']}; ms after it registered, per partition: {handover_ms}; "
+            f"stale offset reads: {raced or 'none'})"
+        )
 
 
 @pytest.mark.parametrize("victim", ["scala", "zkconsumer"])
-def test_killed_member_is_replaced_after_its_session_expires(mixed, zk, topic_factory, produce, capsys,
-                                                            victim: str) -> None:
+def test_killed_member_is_replaced_after_its_session_expires(
+    mixed, zk, topic_factory, produce, capsys, victim: str
+) -> None:
     """kill -9 of one kind; the other kind takes over once the 6 s session has expired."""
     topic = topic_factory(partitions=6)
     g = mixed.group
@@ -260,8 +301,15 @@ def test_killed_member_is_replaced_after_its_session_expires(mixed, zk, topic_fa
     assert uncommitted and {k for k, n in counts.items() if n > 1} == uncommitted
     if survivor in mixed.scala:
         assert "can't rebalance" not in mixed.scala[survivor].log_tail(100000)
-    record({"event": f"kill -9 of a {victim} member", "converged_s": round(converged_s, 3),
-            "redelivered": len(uncommitted)})
+    record(
+        {
+            "event": f"kill -9 of a {victim} member",
+            "converged_s": round(converged_s, 3),
+            "redelivered": len(uncommitted),
+        }
+    )
     with capsys.disabled():
-        print(f"\n[interop] kill -9 of a {victim} member (session 6 s): the {survivor} member owned its "
-              f"partitions {converged_s:.2f}s later; {len(uncommitted)} uncommitted messages re-delivered")
+        print(
+            f"\n[interop] kill -9 of a {victim} member (session 6 s): the {survivor} member owned its "
+            f"partitions {converged_s:.2f}s later; {len(uncommitted)} uncommitted messages re-delivered"
+        )

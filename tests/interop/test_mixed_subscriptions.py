@@ -1,4 +1,5 @@
 """Mixed Scala 1.1.1 + zkconsumer groups beyond static range: roundrobin (1.x order) and whitelists."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import pytest
 from zkconsumer import zkdata
 from zkconsumer.assignors import AssignmentInput, roundrobin_assign
 from zkconsumer.compat import Compat
-from zkconsumer.subscription import WildcardSubscription, Whitelist, encode_registration
+from zkconsumer.subscription import Whitelist, WildcardSubscription, encode_registration
 from zkconsumer.testing.members import expected_assignment, keys_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
@@ -21,8 +22,12 @@ def assert_exactly_once(mixed, sent: set[tuple[str, int, int]]) -> None:  # type
     assert not {k: n for k, n in counts.items() if n > 1}, "a message was delivered twice"
 
 
-RR_MEMBERS = {"a-scala": {"big": 2, "small": 1}, "c-scala": {"big": 1},  # unequal subscriptions
-              "b-py": {"big": 1, "small": 2}, "d-py": {"small": 1}}           # (legal from 0.10.2)
+RR_MEMBERS = {
+    "a-scala": {"big": 2, "small": 1},
+    "c-scala": {"big": 1},  # unequal subscriptions
+    "b-py": {"big": 1, "small": 2},
+    "d-py": {"small": 1},
+}  # (legal from 0.10.2)
 
 
 def topic_names_where_formats_differ(group: str, stem: str) -> tuple[str, str]:
@@ -63,8 +68,7 @@ def test_mixed_roundrobin_group_uses_the_1x_order(mixed, zk, topic_factory, prod
     assert_exactly_once(mixed, keys_of(sent))
 
 
-def test_mixed_whitelist_group_follows_new_topics_and_writes_scala_bytes(mixed, zk, topic_factory,
-                                                                        produce) -> None:
+def test_mixed_whitelist_group_follows_new_topics_and_writes_scala_bytes(mixed, zk, topic_factory, produce) -> None:
     # No '\' or '/' in the regex: Scala 1.0.1+ would store those double-escaped (README).
     prefix = mixed.group.replace("-", "")[-40:]
     regex = f"{prefix}-.*"
@@ -81,8 +85,12 @@ def test_mixed_whitelist_group_follows_new_topics_and_writes_scala_bytes(mixed, 
     assert scala_bytes == encode_registration(WildcardSubscription(Whitelist(regex), 2), stamp)
     ours, _ = zk.get(zkdata.member_path(mixed.group, conn.consumer_id))
     ours_stamp = json.loads(ours)["timestamp"]
-    assert ours == (f'{{"version":1,"subscription":{{"{regex}":1}},"pattern":"white_list",'
-                    f'"timestamp":"{ours_stamp}"}}').encode()
+    assert (
+        ours
+        == (
+            f'{{"version":1,"subscription":{{"{regex}":1}},"pattern":"white_list","timestamp":"{ours_stamp}"}}'
+        ).encode()
+    )
     assert scala_bytes == ours.replace(b":1}", b":2}").replace(ours_stamp.encode(), str(stamp).encode())
 
     sent = produce(first, 80, partitions=4)
@@ -99,8 +107,7 @@ def test_mixed_whitelist_group_follows_new_topics_and_writes_scala_bytes(mixed, 
     assert not [k for k in mixed.keys() if k[0] == other]
 
 
-def test_backslash_whitelist_scala_double_escapes_and_the_group_still_agrees(mixed, zk, topic_factory,
-                                                                           produce) -> None:
+def test_backslash_whitelist_scala_double_escapes_and_the_group_still_agrees(mixed, zk, topic_factory, produce) -> None:
     """README 'Deliberate differences': Scala 1.1.1 stores '\\' and '/' escaped twice, we once.
 
     Scala then reads its own regex back with doubled backslashes, so its member matches no
@@ -120,11 +127,20 @@ def test_backslash_whitelist_scala_double_escapes_and_the_group_still_agrees(mix
     stamp = json.loads(scala_bytes)["timestamp"]
     # Exact bytes: CoreUtils.JSONEscapeString ('\' -> '\\', '/' -> '\/'), then Jackson doubles
     # every backslash again. Ours stops after the first step.
-    assert scala_bytes == (f'{{"version":1,"subscription":{{"{prefix}\\\\\\\\.x|a\\\\/b":1}},'
-                           f'"pattern":"white_list","timestamp":"{stamp}"}}').encode()
+    assert (
+        scala_bytes
+        == (
+            f'{{"version":1,"subscription":{{"{prefix}\\\\\\\\.x|a\\\\/b":1}},'
+            f'"pattern":"white_list","timestamp":"{stamp}"}}'
+        ).encode()
+    )
     ours = encode_registration(WildcardSubscription(Whitelist(regex), 1), int(stamp))
-    assert ours == (f'{{"version":1,"subscription":{{"{prefix}\\\\.x|a\\/b":1}},'
-                    f'"pattern":"white_list","timestamp":"{stamp}"}}').encode()
+    assert (
+        ours
+        == (
+            f'{{"version":1,"subscription":{{"{prefix}\\\\.x|a\\/b":1}},"pattern":"white_list","timestamp":"{stamp}"}}'
+        ).encode()
+    )
 
     sent = produce(topic, 40, partitions=4)
     assert_exactly_once(mixed, keys_of(sent))

@@ -1,4 +1,5 @@
 """The exact registration bytes a real Scala 1.1.1 member writes vs what zkconsumer writes (static)."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,14 @@ import json
 import pytest
 
 from zkconsumer import zkdata
-from zkconsumer.subscription import (Blacklist, StaticSubscription, WildcardSubscription, Whitelist,
-                                     _scala_trie_position, encode_registration)
+from zkconsumer.subscription import (
+    Blacklist,
+    StaticSubscription,
+    Whitelist,
+    WildcardSubscription,
+    _scala_trie_position,
+    encode_registration,
+)
 from zkconsumer.testing.scala import ScalaMember
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
@@ -31,8 +38,10 @@ def test_static_registration_is_byte_identical_up_to_four_topics(mixed, zk) -> N
     ours, ours_stamp = registration(zk, mixed.group, conn.consumer_id)
     assert ours.replace(str(ours_stamp).encode(), str(stamp).encode()) == scala_bytes
     counts = ",".join(f'"{t}":{n}' for t, n in topics.items())
-    assert scala_bytes == (f'{{"version":1,"subscription":{{{counts}}},"pattern":"static",'
-                           f'"timestamp":"{stamp}"}}').encode()
+    assert (
+        scala_bytes
+        == (f'{{"version":1,"subscription":{{{counts}}},"pattern":"static","timestamp":"{stamp}"}}').encode()
+    )
 
 
 def scala_immutable_map_order(keys: list[str]) -> list[str]:
@@ -52,8 +61,10 @@ def test_static_registration_above_four_topics_is_in_scala_hash_map_order(mixed,
     assert keys == scala_immutable_map_order(list(topics))
     assert keys != list(topics)
     counts = ",".join(f'"{t}":{topics[t]}' for t in keys)
-    assert scala_bytes == (f'{{"version":1,"subscription":{{{counts}}},"pattern":"static",'
-                           f'"timestamp":"{stamp}"}}').encode()
+    assert (
+        scala_bytes
+        == (f'{{"version":1,"subscription":{{{counts}}},"pattern":"static","timestamp":"{stamp}"}}').encode()
+    )
 
 
 def test_our_static_registration_above_four_topics_matches_scala_order() -> None:
@@ -68,13 +79,18 @@ def test_wildcard_registration_normalises_like_scala(mixed, zk, kind: str) -> No
     # No '\' or '/': those are stored double-escaped by Scala 1.0.1+ (test_mixed_subscriptions).
     stem = mixed.group.replace("-", "")[-30:]
     raw = f""" '"{stem}-a, {stem}-b.*"' """
-    scala = ScalaMember(mixed.cluster.zookeeper_connect, mixed.group, "a-scala", workdir=mixed.workdir,
-                        **{kind: raw}).start()  # type: ignore[arg-type]
+    scala = ScalaMember(
+        mixed.cluster.zookeeper_connect, mixed.group, "a-scala", workdir=mixed.workdir, **{kind: raw}
+    ).start()  # type: ignore[arg-type]
     mixed.scala["a-scala"] = scala
     mixed.wait_ready()
     scala_bytes, stamp = registration(zk, mixed.group, scala.consumer_id)
     pattern = "white_list" if kind == "whitelist" else "black_list"
-    assert scala_bytes == (f'{{"version":1,"subscription":{{"{stem}-a|{stem}-b.*":1}},"pattern":"{pattern}",'
-                           f'"timestamp":"{stamp}"}}').encode()
+    assert (
+        scala_bytes
+        == (
+            f'{{"version":1,"subscription":{{"{stem}-a|{stem}-b.*":1}},"pattern":"{pattern}","timestamp":"{stamp}"}}'
+        ).encode()
+    )
     topic_filter = Whitelist(raw) if kind == "whitelist" else Blacklist(raw)
     assert scala_bytes == encode_registration(WildcardSubscription(topic_filter, 1), stamp)

@@ -3,6 +3,7 @@ member without a zkconsumer marker keeps its owner node zkconsumer.release.linge
 commit, so a Scala claim based on offsets read before that commit fails and is retried; between
 zkconsumer members the node goes at once. (The race itself is measured over many hand-overs by
 scripts/bench/handover.py --mixed.)"""
+
 from __future__ import annotations
 
 import threading

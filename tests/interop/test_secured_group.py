@@ -6,14 +6,15 @@ A secured Scala 1.1.1 member (JAAS `Client` section, DIGEST-MD5) creates owners/
 with `sasl:<user>` ALL + `world:anyone` READ and leaves the group node, ids/ and its member node
 open (world ALL); that is what these tests hold our members to.
 """
+
 from __future__ import annotations
 
 import re
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from secured_checks import acls, owners_of, wait_committed
@@ -43,8 +44,9 @@ SASL_FAILURE = "failed to SASL authenticate"  # the ZooKeeper server's WARN line
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """ZooKeeper with SASL DIGEST-MD5 users alice and bob (brokers unauthenticated); fails, never skips."""
     folder = tmp_path_factory.mktemp("zksasl")
-    cluster = LocalCluster(brokers=1, chroot="/zksasl", workdir=folder / "cluster", zookeeper_sasl_users=USERS,
-                           **versions_from_env())
+    cluster = LocalCluster(
+        brokers=1, chroot="/zksasl", workdir=folder / "cluster", zookeeper_sasl_users=USERS, **versions_from_env()
+    )
     with running(cluster, "the SASL ZooKeeper cluster", timeout=90):
         yield cluster
 
@@ -53,8 +55,9 @@ def credentials(style: str, folder: Path, user: str = "alice", password: str = "
     """zkconsumer properties logging in as user: inline JAAS text, a JAAS file's `Client` section, or a
     section of another name picked with zookeeper.sasl.clientconfig."""
     if style == "inline":
-        return {"zookeeper.sasl.jaas.config": f'{DIGEST_LOGIN_MODULE} required username="{user}" '
-                                              f'password="{password}";'}
+        return {
+            "zookeeper.sasl.jaas.config": f'{DIGEST_LOGIN_MODULE} required username="{user}" password="{password}";'
+        }
     section = {"file": "Client", "section": "ZkClientX"}[style]
     path = folder / f"{style}-{user}.jaas"
     path.write_text(client_jaas(user, password, section))
@@ -102,9 +105,11 @@ class OffsetWatch:
 
 # ------------------------------------------------------------------------------------- (a)
 
+
 @pytest.mark.parametrize("first", ["scala", "zkconsumer"])
-def test_secured_mixed_group_hands_over_both_ways(mixed, zk, cluster, topic_factory, produce, tmp_path: Path,
-                                                  first: str) -> None:
+def test_secured_mixed_group_hands_over_both_ways(
+    mixed, zk, cluster, topic_factory, produce, tmp_path: Path, first: str
+) -> None:
     """Kind A (`first`) joins, then kind B, both logged in as alice; each consumes its range and
     commits. A leaves: B takes A's partitions at the committed offset. A new A member joins and B
     leaves: the new A takes everything at the committed offset. No loss, no re-delivery, committed
@@ -155,8 +160,9 @@ def test_secured_mixed_group_hands_over_both_ways(mixed, zk, cluster, topic_fact
         assert owners_of(owners, g, c) == set(range(PARTITIONS)), owners
         batch3 = produce(topic, BATCH * PARTITIONS, partitions=PARTITIONS, start=2 * BATCH * PARTITIONS)
         mixed.wait_for(keys_of(batch3))
-        assert sorted(mixed.deliveries(c)) == [(topic, p, o) for p in range(PARTITIONS)
-                                               for o in range(2 * BATCH, 3 * BATCH)]
+        assert sorted(mixed.deliveries(c)) == [
+            (topic, p, o) for p in range(PARTITIONS) for o in range(2 * BATCH, 3 * BATCH)
+        ]
         mixed.leave(c)
         wait_committed(zk, g, topic, 3 * BATCH, timeout=5)  # the last leave committed everything
     finally:
@@ -170,19 +176,25 @@ def test_secured_mixed_group_hands_over_both_ways(mixed, zk, cluster, topic_fact
 
 # ------------------------------------------------------------------------------------- (b)
 
+
 def node_paths(group: str, topic: str, member: str, partition: int) -> dict[str, str]:
     """The nodes a member creates, by kind, in the group (member: a consumer id)."""
     return {
-        "group": zkdata.group_path(group), "ids": zkdata.ids_path(group), "member": zkdata.member_path(group, member),
-        "owners": zkdata.owners_path(group), "owners/topic": zkdata.owners_path(group, topic),
+        "group": zkdata.group_path(group),
+        "ids": zkdata.ids_path(group),
+        "member": zkdata.member_path(group, member),
+        "owners": zkdata.owners_path(group),
+        "owners/topic": zkdata.owners_path(group, topic),
         "owner": zkdata.owner_path(group, topic, partition),
-        "offsets": zkdata.offsets_path(group), "offsets/topic": zkdata.offsets_path(group, topic),
+        "offsets": zkdata.offsets_path(group),
+        "offsets/topic": zkdata.offsets_path(group, topic),
         "offset": zkdata.offset_path(group, topic, partition),
     }
 
 
-def test_our_nodes_carry_the_acls_of_a_secured_scala_member(mixed, zk, cluster, topic_factory, produce, capsys,
-                                                            tmp_path: Path) -> None:
+def test_our_nodes_carry_the_acls_of_a_secured_scala_member(
+    mixed, zk, cluster, topic_factory, produce, capsys, tmp_path: Path
+) -> None:
     """Group `ref`: a secured Scala member alone (the reference). Group g: our member (JAAS file,
     section picked by zookeeper.sasl.clientconfig) joins first, so it creates the group's folders;
     a secured Scala member joins; both consume and commit their halves. Every node our member
@@ -193,8 +205,15 @@ def test_our_nodes_carry_the_acls_of_a_secured_scala_member(mixed, zk, cluster, 
     ref = f"{g}-ref"
     mixed.add_py("a-py", {topic: 1}, **credentials("section", tmp_path), **COMMIT_SOON)
     mixed.add_scala("b-scala", {topic: 1}, zookeeper_sasl=ALICE, **COMMIT_SOON)
-    reference = ScalaMember(cluster.zookeeper_connect, ref, "ref-scala", workdir=tmp_path, topics={topic: 1},
-                            properties=COMMIT_SOON, zookeeper_sasl=ALICE).start()  # not a member of g
+    reference = ScalaMember(
+        cluster.zookeeper_connect,
+        ref,
+        "ref-scala",
+        workdir=tmp_path,
+        topics={topic: 1},
+        properties=COMMIT_SOON,
+        zookeeper_sasl=ALICE,
+    ).start()  # not a member of g
     try:
         mixed.wait_ready()
         reference.wait_ready()
@@ -208,16 +227,27 @@ def test_our_nodes_carry_the_acls_of_a_secured_scala_member(mixed, zk, cluster, 
         scala_ref = {kind: acls(zk, path) for kind, path in node_paths(ref, topic, f"{ref}_ref-scala", 0).items()}
         ours = {kind: acls(zk, path) for kind, path in node_paths(g, topic, f"{g}_a-py", 0).items()}
         scala_in_g = {kind: acls(zk, node_paths(g, topic, f"{g}_b-scala", 2)[kind]) for kind in ("member", "owner")}
-        markers = {path: sorted(acls(zk, path)) for path in (zkdata.zkconsumer_members_path(g),
-                                                             zkdata.zkconsumer_member_path(g, f"{g}_a-py"))
-                   if zk.exists(path) is not None}
+        markers = {
+            path: sorted(acls(zk, path))
+            for path in (zkdata.zkconsumer_members_path(g), zkdata.zkconsumer_member_path(g, f"{g}_a-py"))
+            if zk.exists(path) is not None
+        }
     finally:
         reference.process.stop(timeout=10)
     with capsys.disabled():  # zkconsumer's own marker nodes: no Scala counterpart, recorded only
         print(f"\n[zksasl] ACLs of our marker nodes: {markers}")
     # What the probe found a secured Scala 1.1.1 member does (pinned, so a change is noticed).
-    assert scala_ref == {"group": OPEN, "ids": OPEN, "member": OPEN, "owners": SECURED, "owners/topic": SECURED,
-                         "owner": SECURED, "offsets": SECURED, "offsets/topic": SECURED, "offset": SECURED}
+    assert scala_ref == {
+        "group": OPEN,
+        "ids": OPEN,
+        "member": OPEN,
+        "owners": SECURED,
+        "owners/topic": SECURED,
+        "owner": SECURED,
+        "offsets": SECURED,
+        "offsets/topic": SECURED,
+        "offset": SECURED,
+    }
     protected = ("owners", "owners/topic", "owner", "offsets", "offsets/topic", "offset")
     assert {k: ours[k] for k in protected} == {k: scala_ref[k] for k in protected}, "owners/ or offsets/"
     assert scala_in_g["owner"] == ours["owner"]
@@ -229,17 +259,24 @@ def test_our_nodes_carry_the_acls_of_a_secured_scala_member(mixed, zk, cluster, 
 
 # ------------------------------------------------------------------------------------- (c)
 
+
 def sasl_failures(cluster: LocalCluster) -> int:
     return cluster.zookeeper.process.log_path.read_text(errors="replace").count(SASL_FAILURE)
 
 
-def test_wrong_password_fails_once_naming_the_identity(cluster, zk, group_id: str, topic_factory,
-                                                      tmp_path: Path) -> None:
+def test_wrong_password_fails_once_naming_the_identity(
+    cluster, zk, group_id: str, topic_factory, tmp_path: Path
+) -> None:
     """alice with bob's password: the connector does not start, says authentication failed for
     alice, within the connection timeout, after at most a few attempts, and tries nothing after."""
     topic = topic_factory(partitions=1)
-    config = {**PY_PROPERTIES, "zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id,
-              "consumer.id": "m-wrong", **credentials("inline", tmp_path, "alice", "bob-secret")}
+    config = {
+        **PY_PROPERTIES,
+        "zookeeper.connect": cluster.zookeeper_connect,
+        "group.id": group_id,
+        "consumer.id": "m-wrong",
+        **credentials("inline", tmp_path, "alice", "bob-secret"),
+    }
     before = sasl_failures(cluster)
     began = time.monotonic()
     conn: ConsumerConnector | None = None
@@ -266,6 +303,7 @@ def test_wrong_password_fails_once_naming_the_identity(cluster, zk, group_id: st
 
 # ------------------------------------------------------------------------------------- (d)
 
+
 def secured_scala_committed_and_left(mixed, zk, produce, topic: str) -> None:  # type: ignore[no-untyped-def]
     """A secured Scala member (alice) consumes BATCH messages per partition, commits them, and leaves."""
     sent = produce(topic, BATCH * PARTITIONS, partitions=PARTITIONS)
@@ -277,8 +315,7 @@ def secured_scala_committed_and_left(mixed, zk, produce, topic: str) -> None:  #
 
 
 @pytest.mark.parametrize("step", ["claim", "commit"])
-def test_missing_acl_is_reported_as_noauth_on_the_znode(mixed, zk, cluster, topic_factory, produce,
-                                                        step: str) -> None:
+def test_missing_acl_is_reported_as_noauth_on_the_znode(mixed, zk, cluster, topic_factory, produce, step: str) -> None:
     """A secured Scala member consumed and committed, then left; our member, without credentials,
     joins alone. `claim`: owners/<topic> is alice's, so claiming fails. `commit`: owners/<topic>
     was made open beforehand (claims work), the offset nodes are alice's, so committing fails.
@@ -317,20 +354,33 @@ def test_missing_acl_is_reported_as_noauth_on_the_znode(mixed, zk, cluster, topi
     assert elapsed < 30, f"took {elapsed:.1f}s to report it"
 
 
-def test_the_cli_writes_a_secured_group_with_zk_jaas(mixed, zk, cluster, topic_factory, produce,
-                                                     tmp_path: Path) -> None:
+def test_the_cli_writes_a_secured_group_with_zk_jaas(
+    mixed, zk, cluster, topic_factory, produce, tmp_path: Path
+) -> None:
     """`offsets reset` on a group a secured Scala member committed to: refused without credentials
     (saying how to log in), done with --zk-jaas, and the node keeps its secured ACL."""
     from click.testing import CliRunner
 
     from zkconsumer.cli.main import cli
+
     topic = topic_factory(partitions=PARTITIONS)
     g = mixed.group
     secured_scala_committed_and_left(mixed, zk, produce, topic)
     jaas = tmp_path / "client.jaas"
     jaas.write_text(client_jaas(*ALICE))
-    args = ["offsets", "reset", "--zookeeper", cluster.zookeeper_connect, "--group", g, "--topic", topic,
-            "--to-offset", "5", "--execute"]
+    args = [
+        "offsets",
+        "reset",
+        "--zookeeper",
+        cluster.zookeeper_connect,
+        "--group",
+        g,
+        "--topic",
+        topic,
+        "--to-offset",
+        "5",
+        "--execute",
+    ]
     runner = CliRunner()
     refused = runner.invoke(cli, args)
     assert refused.exit_code != 0 and "NoAuth" in refused.output and "--zk-jaas" in refused.output, refused.output
@@ -342,8 +392,9 @@ def test_the_cli_writes_a_secured_group_with_zk_jaas(mixed, zk, cluster, topic_f
     wrong = tmp_path / "wrong.jaas"
     wrong.write_text(client_jaas("alice", "not-the-password"))
     rejected = runner.invoke(cli, [*args, "--zk-jaas", str(wrong)])
-    assert rejected.exit_code != 0 and "rejected sasl:alice (DIGEST-MD5): authentication failed" in rejected.output, \
+    assert rejected.exit_code != 0 and "rejected sasl:alice (DIGEST-MD5): authentication failed" in rejected.output, (
         rejected.output
+    )
 
 
 def test_a_cli_write_into_a_new_group_leaves_the_group_node_open(cluster, zk, tmp_path: Path) -> None:
@@ -351,6 +402,7 @@ def test_a_cli_write_into_a_new_group_leaves_the_group_node_open(cluster, zk, tm
     does: the group node open (others must register under it), owners/ and offsets/ secured."""
     from zkconsumer.cli import common
     from zkconsumer.cli.writer import write_offset_guarded
+
     jaas = tmp_path / "client.jaas"
     jaas.write_text(client_jaas(*ALICE))
     group, topic = "g-cli-fresh-group", "t-cli-fresh-group"

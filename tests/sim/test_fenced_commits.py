@@ -1,5 +1,6 @@
 """GroupZk.commit_offsets on the in-memory ZooKeeper: offsets of many partitions go out in a few
 pipelined rounds, each write fenced by our owner node; another member's partition is refused."""
+
 from __future__ import annotations
 
 import pytest
@@ -52,6 +53,7 @@ def test_a_write_whose_owner_node_changed_in_between_is_not_written() -> None:
         model_client = me.client
         model_client.set(zkdata.owner_path("g", "t", 0), zkdata.encode_owner("g_me-0"))  # version moves
         return found
+
     me._read_owner_nodes = then_rewritten  # type: ignore[method-assign]
     with pytest.raises(CommitFailed, match="t-0"):
         me.commit_offsets({key: 5}, {key: "g_me-0"}, attempts=2)

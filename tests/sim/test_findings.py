@@ -1,4 +1,5 @@
 """Regressions for the membership-core review findings 1-11, each aimed at the exact call that broke it."""
+
 from __future__ import annotations
 
 import threading
@@ -40,15 +41,17 @@ def hook_once(s: Schedule, op: str, path_part: str, fault: object, who: str | No
     fired: list[str] = []
 
     def hook(client: object, called: str, path: str) -> object:
-        if not fired and called == op and path_part in path and (who is None or getattr(client, "name") == who):
+        if not fired and called == op and path_part in path and (who is None or client.name == who):
             fired.append(path)
             return fault
         return None
+
     s.model.set_fault_hook(hook)
     return fired
 
 
 # ---- finding 1: owner nodes nobody deletes ---------------------------------------------------------
+
 
 def test_1a_a_release_cut_short_is_finished_later_so_the_successor_can_claim() -> None:
     s = world()
@@ -56,7 +59,7 @@ def test_1a_a_release_cut_short_is_finished_later_so_the_successor_can_claim() -
     rounds(s, 4)
     fired = hook_once(s, "delete", "/owners/", FAIL_BEFORE, who=m1.name)
     m2 = s.add_member()  # half of m1's partitions move to m2
-    m2.rebalance()       # registers; its claim fails while m1 holds them
+    m2.rebalance()  # registers; its claim fails while m1 holds them
     rounds(s, 4, only=[m1])
     assert fired, "the release was never attempted"
     assert m1.assignment.releasing(), "a release cut short must stay pending, not be forgotten"
@@ -73,7 +76,7 @@ def test_1b_a_disconnect_is_not_a_new_session() -> None:
     held = m1.assignment.owned()
     s.model.disconnect(m1.client)  # kazoo's client_id is None now
     m1.trigger("test")
-    m1.rebalance()                  # fails (no connection) but must not forget what it owns
+    m1.rebalance()  # fails (no connection) but must not forget what it owns
     assert m1.assignment.owned() == held
     s.model.reconnect(m1.client)
     rounds(s, 4)
@@ -87,7 +90,7 @@ def test_1c_nodes_of_a_claim_whose_answer_was_lost_are_released() -> None:
     rounds(s, 1, only=[m1])
     assert fired
     m2 = s.add_member()  # the next assignment gives m2 half of what m1's lost claim holds
-    m2.rebalance()       # registers before m1 retries; its claim fails on m1's nodes
+    m2.rebalance()  # registers before m1 retries; its claim fails on m1's nodes
     s.model.reconnect(m1.client)
     rounds(s, 16)
     assert owners(s) == s.expected_owners() and m2.assignment.owned()
@@ -112,8 +115,10 @@ def test_1c_the_watchdog_releases_our_own_node_that_we_do_not_own() -> None:
 
 # ---- finding 2: an iterator waiting on a lapsed lease after shutdown ---------------------------------
 
+
 def test_2_an_iterator_waiting_on_a_lapsed_lease_ends_at_shutdown() -> None:
     from zkconsumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
+
     streams = StreamSet("g_c", static={"t": 1}, consumer_timeout_ms=-1)
     queue = streams.by_topic["t"][0].queue
     info = PartitionTopicInfo("t", 0, "g_c-0", queue, 0)
@@ -125,7 +130,7 @@ def test_2_an_iterator_waiting_on_a_lapsed_lease_ends_at_shutdown() -> None:
     time.sleep(0.3)  # the iterator holds the message and waits for the gate
     assert reader.is_alive() and not outcome
     info.active = False  # shutdown: every partition stops first (Assignment.begin_release)...
-    streams.close()      # ...then the streams end
+    streams.close()  # ...then the streams end
     reader.join(2.0)
     assert outcome == ["[]"], "the iterator must end, not wait on the lapsed lease forever"
 
@@ -140,6 +145,7 @@ def test_2_the_gate_stays_ended() -> None:
 
 
 # ---- finding 3: commit_offsets() from before_releasing_partitions ------------------------------------
+
 
 class CommitOnRelease(ConsumerRebalanceListener):
     def __init__(self) -> None:
@@ -172,6 +178,7 @@ def test_3_a_listener_commit_saves_the_partitions_being_released() -> None:
 
 # ---- finding 4: fencing compares with the live session id ------------------------------------------------
 
+
 def test_4_commits_are_fenced_by_the_registered_session_not_the_live_client_id(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     s = world()
     m1 = s.add_member()
@@ -197,14 +204,18 @@ def test_4_registering_while_disconnected_fails_fast_and_retriably() -> None:
 
 # ---- finding 5: unusable peer registrations ----------------------------------------------------------------
 
-@pytest.mark.parametrize("registration", [
-    b'{"version":1,"subscription":{"t":0},"pattern":"static","timestamp":"1"}',
-    b'{"version":1,"subscription":{"t":-1},"pattern":"static","timestamp":"1"}',
-    b'{"version":1,"subscription":{"a/b":1},"pattern":"static","timestamp":"1"}',
-    b'{"version":1,"subscription":{"":1},"pattern":"static","timestamp":"1"}',
-    b'{"version":1,"subscription":{"[a-z&&[^x]].*":1},"pattern":"white_list","timestamp":"1"}',
-    b'{"version":1,"subscription":{"\\\\p{javaLowerCase}+":1},"pattern":"white_list","timestamp":"1"}',
-])
+
+@pytest.mark.parametrize(
+    "registration",
+    [
+        b'{"version":1,"subscription":{"t":0},"pattern":"static","timestamp":"1"}',
+        b'{"version":1,"subscription":{"t":-1},"pattern":"static","timestamp":"1"}',
+        b'{"version":1,"subscription":{"a/b":1},"pattern":"static","timestamp":"1"}',
+        b'{"version":1,"subscription":{"":1},"pattern":"static","timestamp":"1"}',
+        b'{"version":1,"subscription":{"[a-z&&[^x]].*":1},"pattern":"white_list","timestamp":"1"}',
+        b'{"version":1,"subscription":{"\\\\p{javaLowerCase}+":1},"pattern":"white_list","timestamp":"1"}',
+    ],
+)
 def test_5_the_group_keeps_consuming_beside_an_unusable_peer(registration: bytes) -> None:
     s = world()
     s.admin.create(zkdata.member_path(GROUP, f"{GROUP}_bad"), registration, makepath=True)
@@ -219,6 +230,7 @@ def test_5_the_group_keeps_consuming_beside_an_unusable_peer(registration: bytes
 
 # ---- finding 7: partitions added between the read and the watch -------------------------------------------
 
+
 def test_7_partitions_added_right_after_the_topic_read_are_assigned() -> None:
     s = world(partitions=2)
     m1 = s.add_member()
@@ -230,12 +242,14 @@ def test_7_partitions_added_right_after_the_topic_read_are_assigned() -> None:
             s.partitions = 4
             s.admin.set(zkdata.topic_path(TOPIC), s._topic_data())
         return answer
+
     m1.group.cluster.topics = read_then_grow  # type: ignore[method-assign]
     rounds(s, 8)
     assert sorted(owners(s)) == [0, 1, 2, 3]
 
 
 # ---- finding 8: a commit that cannot be written --------------------------------------------------------------
+
 
 def test_8_a_deleted_offsets_folder_is_recreated_by_the_next_commit() -> None:
     s = world(partitions=1)
@@ -263,9 +277,10 @@ def test_8_a_commit_that_keeps_failing_raises_and_is_counted() -> None:
     path = zkdata.owner_path(GROUP, TOPIC, 0)
 
     def bump(client: object, op: str, called: str) -> None:
-        if op == "multi" and getattr(client, "name") == m1.name:
+        if op == "multi" and client.name == m1.name:
             s.admin.set(path, s.model.data(path))
         return None
+
     s.model.set_fault_hook(bump)
     with pytest.raises(CommitFailed, match="t-0"):
         m1.rebalancer.commit()
@@ -274,10 +289,20 @@ def test_8_a_commit_that_keeps_failing_raises_and_is_counted() -> None:
 
 # ---- finding 9: the lease follows the negotiated session timeout --------------------------------------------
 
+
 def test_9_the_lease_uses_the_timeout_the_server_granted() -> None:
     s = Schedule(0, Options(members=0, session_timeout_ms=4000))
-    m1 = SimMember("big", s.model, GROUP, TOPIC, 1, s.log, 20000, lambda m, d: None,
-                   on_bug=lambda what, exc: (_ for _ in ()).throw(exc))
+    m1 = SimMember(
+        "big",
+        s.model,
+        GROUP,
+        TOPIC,
+        1,
+        s.log,
+        20000,
+        lambda m, d: None,
+        on_bug=lambda what, exc: (_ for _ in ()).throw(exc),
+    )
     s.members.append(m1)
     rounds(s, 2)
     assert m1.client.negotiated_session_timeout_ms == 4000
@@ -287,6 +312,7 @@ def test_9_the_lease_uses_the_timeout_the_server_granted() -> None:
 
 # ---- finding 10: a bug in the rebalance is not retried and takes the member out ----------------------------
 
+
 class Broken(ConsumerRebalanceListener):
     def before_starting_fetchers(self, consumer_id, assignment):  # type: ignore[no-untyped-def]
         raise KeyError("a bug in the application's listener")
@@ -295,8 +321,17 @@ class Broken(ConsumerRebalanceListener):
 def test_10_a_listener_bug_is_raised_not_retried() -> None:
     s = world()
     bugs: list[str] = []
-    m1 = SimMember("m1", s.model, GROUP, TOPIC, 1, s.log, 4000, lambda m, d: None,
-                   on_bug=lambda what, exc: bugs.append(f"{what}: {exc!r}"))
+    m1 = SimMember(
+        "m1",
+        s.model,
+        GROUP,
+        TOPIC,
+        1,
+        s.log,
+        4000,
+        lambda m, d: None,
+        on_bug=lambda what, exc: bugs.append(f"{what}: {exc!r}"),
+    )
     m1.rebalancer.listener = Broken()
     s.members.append(m1)
     rounds(s, 1)
@@ -305,10 +340,12 @@ def test_10_a_listener_bug_is_raised_not_retried() -> None:
 
 def test_10_programming_errors_are_not_retriable() -> None:
     from zkconsumer.errors import is_retriable
+
     assert not any(is_retriable(e) for e in (RuntimeError("x"), ValueError("x"), KeyError("x")))
 
 
 # ---- finding 11: garbled nodes break no check ------------------------------------------------------------------
+
 
 def test_11_garbled_owner_values_and_odd_children_break_no_check(caplog) -> None:  # type: ignore[no-untyped-def]
     s = world(partitions=2)
@@ -338,6 +375,7 @@ def test_suspended_then_reconnected_in_the_same_session_rebalances_to_rearm_watc
 
 # ---- found by review after the redesign --------------------------------------------------------------------
 
+
 def test_a_claim_whose_session_ended_before_install_is_not_delivered() -> None:
     s = world(partitions=2)
     a = s.add_member()
@@ -349,7 +387,8 @@ def test_a_claim_whose_session_ended_before_install_is_not_delivered() -> None:
         add(infos)
         if s.model.live_sessions().get(a.group.session or 0) == a.name:
             s.model.expire(a.client)  # the session ends while the fetcher starts...
-            s.model.deliver()         # ...and kazoo reports LOST, then a new session
+            s.model.deliver()  # ...and kazoo reports LOST, then a new session
+
     a.fetcher.add = add_then_expire  # type: ignore[method-assign]
     a.rebalance()
     assert a.assignment.owned() == {}, "a claim made in a session that ended must not be installed"
@@ -362,6 +401,7 @@ def test_a_claim_whose_session_ended_before_install_is_not_delivered() -> None:
     def consume_meanwhile() -> None:  # iterator threads run while a re-registered member reads the group
         a.consume(3)
         reconcile()
+
     a.rebalancer._reconcile = consume_meanwhile  # type: ignore[method-assign]
     a.rebalance()
     s.model.deliver()
@@ -377,11 +417,12 @@ def test_records_of_a_failed_start_deliver_nothing() -> None:
     add, failed = a.fetcher.add, []
 
     def add_then_time_out(infos):  # type: ignore[no-untyped-def]
-        add(infos)        # the fetcher thread ran the command after all...
+        add(infos)  # the fetcher thread ran the command after all...
         a.fetcher.pump()  # ...and routed chunks into the queues...
         if not failed:
             failed.append(True)
             raise TimeoutError("fetcher did not run a command in time")  # ...but the caller gave up
+
     a.fetcher.add = add_then_time_out  # type: ignore[method-assign]
     for _ in range(2):  # the failed attempt, then a retry that claims again with new records
         a.rebalance()
@@ -400,8 +441,9 @@ def test_a_member_registers_again_after_the_whole_group_folder_was_deleted() -> 
     s = world(partitions=2)
     a = s.add_member()
     rounds(s, 2)
-    for path in sorted((p for p in s.model.paths() if p.startswith(f"/consumers/{GROUP}")),
-                       key=lambda p: -p.count("/")):
+    for path in sorted(
+        (p for p in s.model.paths() if p.startswith(f"/consumers/{GROUP}")), key=lambda p: -p.count("/")
+    ):
         s.admin.delete(path)  # an operator removes the group while a member runs
     rounds(s, 6)
     assert s.model.exists(a.group.member_path) and owners(s) == s.expected_owners() and not a.pending

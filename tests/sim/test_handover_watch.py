@@ -2,6 +2,7 @@
 when they are deleted, not after a fixed back-off; an incremental member takes the free partitions
 of its share at once; a claim larger than one transaction may be is split, and an all-or-nothing
 claim whose later transaction fails rolls the earlier ones back."""
+
 from __future__ import annotations
 
 from zkconsumer import zkdata
@@ -110,8 +111,11 @@ def test_an_incremental_member_fetches_the_free_part_of_its_share_while_a_neighb
     m1.rebalance()  # releases 4 (and finds 5 no longer its own)
     s.model.deliver()
     m2.rebalance()
-    assert {p: thread.rsplit("-", 1)[0] for p, (thread, _) in owner_nodes(s.model, GROUP, TOPIC).items()} == \
-        {**{p: m1.consumer_id for p in range(4)}, 4: m2.consumer_id, 5: m2.consumer_id}
+    assert {p: thread.rsplit("-", 1)[0] for p, (thread, _) in owner_nodes(s.model, GROUP, TOPIC).items()} == {
+        **{p: m1.consumer_id for p in range(4)},
+        4: m2.consumer_id,
+        5: m2.consumer_id,
+    }
     assert m2.assignment.owned().keys() == {(TOPIC, 4), (TOPIC, 5)}
 
 
@@ -137,6 +141,7 @@ def _created_after_our_read(group: GroupZk, key: tuple[str, int]) -> None:
     def first_read_misses_it(keys):  # type: ignore[no-untyped-def]
         found = read(keys)
         return {**found, key: None} if next(calls) == 0 and key in found else found
+
     group._read_owner_nodes = first_read_misses_it  # type: ignore[method-assign]
 
 

@@ -1,6 +1,7 @@
 """zkconsumer markers and the release linger on the in-memory ZooKeeper: owner nodes handed to a
 member without a marker (maybe a Scala member, which reads offsets before it claims) stay a while
 after the commit; hand-overs between zkconsumer members do not wait."""
+
 from __future__ import annotations
 
 import threading
@@ -13,8 +14,7 @@ from zkconsumer.listener import ConsumerRebalanceListener
 from zkconsumer.subscription import StaticSubscription, encode_registration
 from zkconsumer.testing.sim_schedule import GROUP, TOPIC, Options, Schedule
 from zkconsumer.testing.simulation import SimMember, owner_nodes
-from zkconsumer.testing.zkmodel import FAIL_BEFORE
-from zkconsumer.testing.zkmodel import ZkModel
+from zkconsumer.testing.zkmodel import FAIL_BEFORE, ZkModel
 
 MARKER = zkdata.encode_zkconsumer_marker("test")
 
@@ -150,6 +150,7 @@ def test_a_member_is_marked_before_it_is_registered_and_again_in_a_new_session()
 
 # ---- the Rebalancer's use of it ------------------------------------------------------------------
 
+
 def _mixed_world(linger_s: float) -> tuple[Schedule, SimMember, list[tuple[str, float]]]:
     """m1 owns every partition; then an unmarked member (a Scala member) registers and takes half."""
     s = Schedule(0, Options(members=0, partitions=4))
@@ -165,16 +166,22 @@ def _mixed_world(linger_s: float) -> tuple[Schedule, SimMember, list[tuple[str, 
     def recorded_commit() -> None:
         commit()
         times.append(("commit", time.monotonic()))
+
     m1.rebalancer._commit_quietly = recorded_commit  # type: ignore[method-assign]
 
     def hook(client: object, op: str, path: str) -> None:
-        if op == "delete" and "/owners/" in path and getattr(client, "name") == m1.name:
+        if op == "delete" and "/owners/" in path and client.name == m1.name:
             times.append(("delete", time.monotonic()))
+
     s.model.set_fault_hook(hook)
     scala = s.model.client("scala")
     scala.start()
-    scala.create(zkdata.member_path(GROUP, f"{GROUP}_scala"), ephemeral=True, makepath=True,
-                 value=encode_registration(StaticSubscription.of({TOPIC: 1}), 1))
+    scala.create(
+        zkdata.member_path(GROUP, f"{GROUP}_scala"),
+        ephemeral=True,
+        makepath=True,
+        value=encode_registration(StaticSubscription.of({TOPIC: 1}), 1),
+    )
     s.model.deliver()
     return s, m1, times
 
@@ -209,12 +216,13 @@ def hook_first_owner_delete_fails(s: Schedule, m1: SimMember, times: list[tuple[
     fired: list[str] = []
 
     def hook(client: object, op: str, path: str) -> object:
-        if op == "delete" and "/owners/" in path and getattr(client, "name") == m1.name:
+        if op == "delete" and "/owners/" in path and client.name == m1.name:
             if not fired:
                 fired.append(path)
                 return FAIL_BEFORE
             times.append(("delete", time.monotonic()))
         return None
+
     s.model.set_fault_hook(hook)
     return fired
 
@@ -226,6 +234,7 @@ def test_the_linger_starts_after_the_listener_that_may_commit() -> None:
         def before_releasing_partitions(self, partitions: dict[str, set[int]]) -> None:
             time.sleep(0.4)  # e.g. flushing a sink, then commit_offsets()
             times.append(("commit", time.monotonic()))
+
     m1.rebalancer.listener = SlowCommitter()
     m1.rebalance()
     assert _first_delete_after_last_commit(times) >= 0.3

@@ -1,4 +1,5 @@
 """The simulation budget: 2,000 seeded fault schedules, each checked for the group's invariants."""
+
 from __future__ import annotations
 
 import logging
@@ -18,9 +19,11 @@ def test_schedules_keep_every_invariant(first_seed: int, caplog: pytest.LogCaptu
     if failures:
         small = shrink(failures[0].seed)
         trace = "\n".join(small.trace)
-        pytest.fail(f"{len(failures)} of {CHUNK} schedules broke an invariant; first: seed {failures[0].seed}: "
-                    f"{failures[0].violations[0]}\nshrunk trace ({len(small.trace)} lines):\n{trace}\n"
-                    f"replay: scripts/simulate.py --schedules 1 --seed {failures[0].seed}")
+        pytest.fail(
+            f"{len(failures)} of {CHUNK} schedules broke an invariant; first: seed {failures[0].seed}: "
+            f"{failures[0].violations[0]}\nshrunk trace ({len(small.trace)} lines):\n{trace}\n"
+            f"replay: scripts/simulate.py --schedules 1 --seed {failures[0].seed}"
+        )
 
 
 def test_a_schedule_is_deterministic() -> None:
@@ -33,6 +36,7 @@ def test_the_checker_catches_a_member_that_delivers_without_owning(monkeypatch: 
     # partitions a peer may already own: the invariant must say so.
     from zkconsumer.membership import Membership
     from zkconsumer.stream import DeliveryGate
+
     monkeypatch.setattr(DeliveryGate, "close", lambda self: None)
     monkeypatch.setattr(Membership, "_extend_lease", lambda self, _at: self.gate.renew(float("inf")))
     _, failures = run_many(0, 100)

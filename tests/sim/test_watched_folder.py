@@ -1,4 +1,5 @@
 """WatchedFolder on the in-memory ZooKeeper: a read asks only for what changed, and never hides a change."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -181,6 +182,7 @@ def test_invalidate_reads_everything_again() -> None:
 
 
 # ---- WatchedNodes ------------------------------------------------------------------------------
+
 
 def test_watched_nodes_are_read_once_until_their_watch_fires() -> None:
     model, admin, me, _folder = _world()

@@ -1,5 +1,6 @@
 """ZooKeeper requests per member on the in-memory ZooKeeper: an idle watchdog check asks nothing, and
 a join costs each member the new registration and the partitions that move, not the whole group."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -97,16 +98,21 @@ def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type:
     model = ZkModel()
     client = model.client("me")
     client.start()
-    client.create(zkdata.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1]}}).encode(),
-                  makepath=True)
+    client.create(
+        zkdata.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1]}}).encode(), makepath=True
+    )
     decoded: list[bytes] = []
     real = zkdata.decode_topic_partitions
-    monkeypatch.setattr(metadata.zkdata, "decode_topic_partitions", lambda data, path: decoded.append(data) or real(data, path))
+    monkeypatch.setattr(
+        metadata.zkdata, "decode_topic_partitions", lambda data, path: decoded.append(data) or real(data, path)
+    )
     cluster = metadata.ClusterMetadata(client)
     assert cluster.topics(["t"])["t"][0] == [0, 1]
     assert cluster.topics(["t"])["t"][0] == [0, 1]
     assert len(decoded) == 1
-    client.set(zkdata.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1], "2": [1]}}).encode())
+    client.set(
+        zkdata.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1], "2": [1]}}).encode()
+    )
     assert cluster.topics(["t"])["t"][0] == [0, 1, 2]
     assert len(decoded) == 2
 
@@ -129,8 +135,10 @@ def test_a_reconnect_does_not_trust_caches_whose_watches_died_with_the_link() ->
     model.disconnect(me)
     assert model.deliver_listeners(me) == 1  # the SUSPENDED listener; the NONE events stay queued
     assert model.pending_events(me) > 0
-    admin.create(zkdata.member_path(GROUP, f"{GROUP}_new"),
-                 b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"2"}')
+    admin.create(
+        zkdata.member_path(GROUP, f"{GROUP}_new"),
+        b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"2"}',
+    )
     model.reconnect(me)
     assert sorted(group.read_registrations()[0]) == [f"{GROUP}_me", f"{GROUP}_new"]
 
@@ -174,6 +182,7 @@ def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
         if len(found) == len(wanted) and other.not_ours({("t", 7): "g_other-0"}):
             assert other.claim({("t", 7): "g_other-0"}) == []  # the first read: someone claims 7 meanwhile
         return found
+
     me._read_nodes_to_claim = then_taken  # type: ignore[method-assign]
     since = len(model.calls)
     assert me.claim(wanted, partial=True) == sorted(wanted)  # the failed chunk waits for the next attempt

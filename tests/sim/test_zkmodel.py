@@ -1,4 +1,5 @@
 """The in-memory ZooKeeper model and fake kazoo client behave like ZooKeeper 3.x seen through kazoo 2.11."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -7,17 +8,47 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kazoo.exceptions import (BadArgumentsError, BadVersionError, ConnectionClosedError, ConnectionLoss,
-                              KazooException, NoChildrenForEphemeralsError, NodeExistsError, NoNodeError,
-                              NotEmptyError, RolledBackError, RuntimeInconsistency, SessionExpiredError)
+from kazoo.exceptions import (
+    BadArgumentsError,
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    KazooException,
+    NoChildrenForEphemeralsError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    RolledBackError,
+    RuntimeInconsistency,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.serialization import (Create, Delete, MultiHeader, SetData, Transaction, int_struct,
-                                          stat_struct, write_string)
+from kazoo.protocol.serialization import (
+    Create,
+    Delete,
+    MultiHeader,
+    SetData,
+    Transaction,
+    int_struct,
+    stat_struct,
+    write_string,
+)
 from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent, ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from zkconsumer.testing.zkmodel import (EXPIRE_BEFORE, FAIL_AFTER, FAIL_BEFORE, FakeKazooClient, Fault, FaultKind,
-                                        SimBlocked, SimError, ZkModel, at_call, slow)
+from zkconsumer.testing.zkmodel import (
+    EXPIRE_BEFORE,
+    FAIL_AFTER,
+    FAIL_BEFORE,
+    FakeKazooClient,
+    Fault,
+    FaultKind,
+    SimBlocked,
+    SimError,
+    ZkModel,
+    at_call,
+    slow,
+)
 
 
 @pytest.fixture
@@ -178,9 +209,11 @@ def test_watches_are_one_shot_and_fire_on_the_right_events(model: ZkModel) -> No
     b.delete("/n/kid")  # the child watch is gone too
     b.create("/later")
     model.deliver()
-    assert seen == [WatchedEvent(EventType.CHANGED, KeeperState.CONNECTED, "/n"),
-                    WatchedEvent(EventType.CHILD, KeeperState.CONNECTED, "/n"),
-                    WatchedEvent(EventType.CREATED, KeeperState.CONNECTED, "/later")]
+    assert seen == [
+        WatchedEvent(EventType.CHANGED, KeeperState.CONNECTED, "/n"),
+        WatchedEvent(EventType.CHILD, KeeperState.CONNECTED, "/n"),
+        WatchedEvent(EventType.CREATED, KeeperState.CONNECTED, "/later"),
+    ]
     seen.clear()
     a.get("/n", watch=seen.append)
     a.get_children("/n", watch=seen.append)
@@ -277,14 +310,17 @@ def test_exact_expiry_without_tick_rounding() -> None:
 def test_connected_clients_keep_their_sessions(model: ZkModel) -> None:
     a = started(model, "a", timeout=4)
     first = sid(a)
-    model.advance(10 ** 7)
+    model.advance(10**7)
     assert sid(a) == first and first in model.live_sessions()
 
 
-@pytest.mark.parametrize("suspend_first, expected", [
-    (True, [KazooState.SUSPENDED, KazooState.LOST, KazooState.CONNECTED]),
-    (False, [KazooState.LOST, KazooState.CONNECTED]),
-])
+@pytest.mark.parametrize(
+    "suspend_first, expected",
+    [
+        (True, [KazooState.SUSPENDED, KazooState.LOST, KazooState.CONNECTED]),
+        (False, [KazooState.LOST, KazooState.CONNECTED]),
+    ],
+)
 def test_expire_while_connected(model: ZkModel, suspend_first: bool, expected: list[str]) -> None:
     a = started(model, "a")
     states = states_of(a)
@@ -297,8 +333,10 @@ def test_expire_while_connected(model: ZkModel, suspend_first: bool, expected: l
     model.deliver()
     assert states == expected and a.connected and sid(a) != old and not model.exists("/eph")
     keeper = KeeperState.CONNECTING if suspend_first else KeeperState.EXPIRED_SESSION
-    assert seen == [WatchedEvent(EventType.CHILD, KeeperState.CONNECTED, "/"),
-                    WatchedEvent(EventType.NONE, keeper, None)]
+    assert seen == [
+        WatchedEvent(EventType.CHILD, KeeperState.CONNECTED, "/"),
+        WatchedEvent(EventType.NONE, keeper, None),
+    ]
 
 
 def test_stop_closes_the_session_at_once(model: ZkModel) -> None:
@@ -424,8 +462,14 @@ def test_calls_are_counted_for_aiming(model: ZkModel) -> None:
     a = started(model, "a")
     a.create("/x/y", makepath=True)
     a.get_async("/x")
-    assert [tuple(c) for c in model.calls] == [("a", "create", "/x/y"), ("a", "exists", "/x"), ("a", "exists", "/"),
-                                               ("a", "create", "/x"), ("a", "create", "/x/y"), ("a", "get", "/x")]
+    assert [tuple(c) for c in model.calls] == [
+        ("a", "create", "/x/y"),
+        ("a", "exists", "/x"),
+        ("a", "exists", "/"),
+        ("a", "create", "/x"),
+        ("a", "create", "/x/y"),
+        ("a", "get", "/x"),
+    ]
 
 
 # ---- kazoo's recipes run on the fake -----------------------------------------------------------
@@ -488,7 +532,9 @@ action = st.one_of(
     st.tuples(st.just("multi"), st.integers(0, 2), st.sampled_from(PATHS), st.sampled_from(PATHS)),
     st.tuples(st.sampled_from(["disconnect", "reconnect", "expire", "stop", "start", "fault"]), st.integers(0, 2)),
     st.tuples(st.just("advance"), st.integers(0, 8_000)),
-    st.tuples(st.just("deliver"),),
+    st.tuples(
+        st.just("deliver"),
+    ),
 )
 
 

@@ -1,4 +1,5 @@
 """Helpers of the Spark tests: environment for Python workers, CLI describe, query progress, sink contents."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 ZKCONSUMER = str(Path(sys.executable).with_name("zkconsumer"))
@@ -27,8 +29,12 @@ def spark_environment() -> None:
 
 def describe(cluster, group: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """`zkconsumer groups describe --json`, run as the installed CLI."""
-    done = subprocess.run([ZKCONSUMER, "groups", "describe", "--zookeeper", cluster.zookeeper_connect,
-                           "--group", group, "--json"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [ZKCONSUMER, "groups", "describe", "--zookeeper", cluster.zookeeper_connect, "--group", group, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -1,4 +1,5 @@
 """Helpers of the standalone-cluster tests: the spark-submit driver, steady production, the sink's committed rows."""
+
 from __future__ import annotations
 
 import collections
@@ -8,8 +9,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow.parquet as pq
 from spark_helpers import ROOT
@@ -26,20 +28,52 @@ class Driver:
     """spark_driver.py run by spark-submit against the standalone master, in its own process group.
     Output and checkpoint live in `folder`, so a second Driver on the same folder resumes the first."""
 
-    def __init__(self, spark: SparkStandalone, wheel: Path, cluster: Any, group: str, topic: str,
-                 folder: Path, *, log_name: str = "driver.log", extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        spark: SparkStandalone,
+        wheel: Path,
+        cluster: Any,
+        group: str,
+        topic: str,
+        folder: Path,
+        *,
+        log_name: str = "driver.log",
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         self.output, self.checkpoint, self.stop_file = folder / "out", folder / "checkpoint", folder / "stop"
         self.log_path = folder / log_name
         self.stop_file.unlink(missing_ok=True)
         cmd, env = spark.submit_command(
-            [str(ROOT / "zkconsumer" / "testing" / "spark_driver.py"), "--zookeeper", cluster.zookeeper_connect,
-             "--group", group, "--topics", topic, "--output", str(self.output),
-             "--checkpoint", str(self.checkpoint), "--stop-file", str(self.stop_file),
-             "--option", "startingOffsets=earliest"], py_files=[wheel])
+            [
+                str(ROOT / "zkconsumer" / "testing" / "spark_driver.py"),
+                "--zookeeper",
+                cluster.zookeeper_connect,
+                "--group",
+                group,
+                "--topics",
+                topic,
+                "--output",
+                str(self.output),
+                "--checkpoint",
+                str(self.checkpoint),
+                "--stop-file",
+                str(self.stop_file),
+                "--option",
+                "startingOffsets=earliest",
+            ],
+            py_files=[wheel],
+        )
         env = {**env, **(extra_env or {})}
         with open(self.log_path, "wb") as log:
-            self.popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, env=env, cwd=folder,
-                                          start_new_session=True, preexec_fn=_die_with_parent)
+            self.popen = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=env,
+                cwd=folder,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         assert self.popen.stdout is not None
         # The driver's first JSON line says it started; Python warnings (pyspark's, e.g. about the
         # installed pandas) may reach the same stdout before it and are kept for the error.
@@ -66,7 +100,7 @@ class Driver:
             return self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill_all()
-            raise AssertionError(f"the driver did not stop within {timeout:.0f} s:\n{self.log_tail()}")
+            raise AssertionError(f"the driver did not stop within {timeout:.0f} s:\n{self.log_tail()}") from None
 
     def group_pids(self) -> list[int]:
         """Live processes of the driver's process group: the JVM, the Python driver, planner workers."""
@@ -136,8 +170,14 @@ class Production:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            produced = kafka.produce_numbered(self.cluster.bootstrap_servers, self.topic, 10 * self.partitions,
-                                              partitions=self.partitions, start=len(self.sent), idempotent=False)
+            produced = kafka.produce_numbered(
+                self.cluster.bootstrap_servers,
+                self.topic,
+                10 * self.partitions,
+                partitions=self.partitions,
+                start=len(self.sent),
+                idempotent=False,
+            )
             self.sent.extend((m.partition, m.offset) for m in produced)
             self._stop.wait(0.2)
 
@@ -167,8 +207,9 @@ def ahead_of_the_sink(zk: Any, group: str, topic: str, output: Path) -> list[str
     return found
 
 
-def finish(driver: Driver, production: Production, zk: Any, group: str, topic: str, cluster: Any,
-           ahead: list[str]) -> None:
+def finish(
+    driver: Driver, production: Production, zk: Any, group: str, topic: str, cluster: Any, ahead: list[str]
+) -> None:
     """Stop producing, then: every message in the sink, ZooKeeper at the log end (never ahead of the
     sink meanwhile), a clean stop, every message exactly once."""
     for _ in range(8):
@@ -177,8 +218,9 @@ def finish(driver: Driver, production: Production, zk: Any, group: str, topic: s
     sent = production.stop()
     wait_for(lambda: set(sink_keys(driver.output)) >= sent, 180, "not every message reached the sink", driver)
     ends = {p: hi for p, (_, hi) in kafka.end_offsets(cluster.bootstrap_servers, topic).items()}
-    wait_for(lambda: committed_offsets(zk, group, topic) == ends, 60, "ZooKeeper offsets never reached the log end",
-             driver)
+    wait_for(
+        lambda: committed_offsets(zk, group, topic) == ends, 60, "ZooKeeper offsets never reached the log end", driver
+    )
     ahead += ahead_of_the_sink(zk, group, topic, driver.output)
     assert driver.stop() == 0, driver.log_tail()
     assert committed_offsets(zk, group, topic) == ends, "the stop moved ZooKeeper past the log end"

@@ -2,6 +2,7 @@
 on local[2] and on a standalone cluster the script starts itself (the wheel shipped to its executors), and
 a short latency run of our source (on local[2] and without Spark's source, to keep the file near 2 min:
 the standalone start is paid once, above; the real measurement runs both sources on the cluster)."""
+
 from __future__ import annotations
 
 import re
@@ -19,9 +20,21 @@ SCRIPT = str(ROOT / "scripts/bench/spark_ingest.py")
 
 def run_bench(cluster, *args: str) -> list[str]:  # type: ignore[no-untyped-def]
     """The script's output lines (it must exit 0)."""
-    done = subprocess.run([sys.executable, SCRIPT, "--smoke", "--zookeeper", cluster.zookeeper_connect,
-                           "--bootstrap", cluster.bootstrap_servers, *args],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            "--smoke",
+            "--zookeeper",
+            cluster.zookeeper_connect,
+            "--bootstrap",
+            cluster.bootstrap_servers,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout.strip().splitlines()
 
@@ -39,12 +52,15 @@ def test_spark_ingest_benchmark_on_a_standalone_cluster(cluster, wheel: Path) ->
 
 
 def test_spark_latency_benchmark_smoke(cluster) -> None:  # type: ignore[no-untyped-def]
-    lines = run_bench(cluster, "--latency", "2", "--warmup", "0.5", "--rate", "1000", "--trigger-ms", "500",
-                      "--no-jvm-latency")
-    found = re.fullmatch(r"ours_p50_ms=(-?\d+) ours_p99_ms=(-?\d+) msg_per_s=1000 trigger_ms=500 master=local",
-                         lines[-1])
+    lines = run_bench(
+        cluster, "--latency", "2", "--warmup", "0.5", "--rate", "1000", "--trigger-ms", "500", "--no-jvm-latency"
+    )
+    found = re.fullmatch(
+        r"ours_p50_ms=(-?\d+) ours_p99_ms=(-?\d+) msg_per_s=1000 trigger_ms=500 master=local", lines[-1]
+    )
     assert found, lines[-1]
     p50, p99 = map(int, found.groups())
     assert 0 < p50 <= p99, lines[-1]
-    assert any(re.match(r"\s+mean ms per batch: triggerExecution \d+, latestOffset \d+", line) for line in lines), \
+    assert any(re.match(r"\s+mean ms per batch: triggerExecution \d+, latestOffset \d+", line) for line in lines), (
         "\n".join(lines)
+    )

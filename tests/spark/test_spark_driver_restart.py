@@ -1,5 +1,6 @@
 """Issue #14 scenario 3 on the standalone cluster: the driver killed by kill -9 mid-batch, the query started again on
 its checkpoint: every message once in the sink; an operator's offsets reset meanwhile loses to the checkpoint, loudly."""
+
 from __future__ import annotations
 
 import os
@@ -28,14 +29,32 @@ def newest(folder: Path) -> int:
 
 def reset(cluster, group: str, topic: str, partition: int, how: str) -> None:  # type: ignore[no-untyped-def]
     """`zkconsumer offsets reset ... --execute`, as an operator runs it while the query is down."""
-    done = subprocess.run([ZKCONSUMER, "offsets", "reset", "--zookeeper", cluster.zookeeper_connect, "-g", group,
-                           "-t", topic, how, "--partitions", str(partition), "--execute"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            ZKCONSUMER,
+            "offsets",
+            "reset",
+            "--zookeeper",
+            cluster.zookeeper_connect,
+            "-g",
+            group,
+            "-t",
+            topic,
+            how,
+            "--partitions",
+            str(partition),
+            "--execute",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_killed_driver_resumes_from_its_checkpoint_exactly_once_and_the_checkpoint_beats_an_offsets_reset(
-        standalone, wheel, cluster, zk, topic_factory, group_id, tmp_path) -> None:
+    standalone, wheel, cluster, zk, topic_factory, group_id, tmp_path
+) -> None:
     topic = topic_factory(partitions=12)
     production = Production(cluster, topic)
     first = Driver(standalone, wheel, cluster, group_id, topic, tmp_path, log_name="driver-1.log")

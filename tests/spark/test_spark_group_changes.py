@@ -39,14 +39,16 @@ partition's owner node at that zxid (fencing; the offset writes are multis check
 node), the values never decrease, none is made by a session after it ended, and they end at the
 log end. The sink holds every message it planned exactly once (Spark checkpoint + file sink).
 """
+
 from __future__ import annotations
 
 import collections
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, cast
+from typing import Any, cast
 
 import pytest
 from standalone_helpers import Driver, Production, sink_keys
@@ -60,19 +62,34 @@ from zkconsumer.testing.chaos_members import InProcessMember, ProcessMember, exp
 from zkconsumer.testing.members import Recorder, committed_offsets, wait_for_balanced
 from zkconsumer.testing.scala import FAST_PROPERTIES
 from zkconsumer.testing.spark_cluster import SparkStandalone
+
 # The log's framing and jute primitives; the decoding of setData and node data is done here.
-from zkconsumer.testing.zk_txnlog import (CLOSE_SESSION, CREATE, CREATE2, CREATE_CONTAINER, CREATE_TTL, DELETE,
-                                          DELETE_CONTAINER, ERROR, MULTI, _Reader, _records)
+from zkconsumer.testing.zk_txnlog import (
+    CLOSE_SESSION,
+    CREATE,
+    CREATE2,
+    CREATE_CONTAINER,
+    CREATE_TTL,
+    DELETE,
+    DELETE_CONTAINER,
+    ERROR,
+    MULTI,
+    _Reader,
+    _records,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(600)]
 
 SET_DATA = 5
 # The query's member: quick rebalances while members come and go (the tests' FAST settings).
-DRIVER_OPTIONS: dict[str, object] = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 500,
-                                     "rebalance.max.retries": 20}
+DRIVER_OPTIONS: dict[str, object] = {
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 500,
+    "rebalance.max.retries": 20,
+}
 # Plain members: commit every second, so a kill -9 re-delivers a little, not a minute's worth.
 MEMBER_PROPS = {**FAST_PROPERTIES, "consumer.timeout.ms": 200, "auto.commit.interval.ms": 1000}
-RECORDING_LAG = 0.5   # a delivery is stamped after the iterator handed it out
+RECORDING_LAG = 0.5  # a delivery is stamped after the iterator handed it out
 PLANNING_SLACK = 0.1  # file mtimes against the server's millisecond clock
 SUPER_SECRET = 0xB3415C00  # ZooKeeperServer.superSecret: passwd = java.util.Random(id ^ superSecret).nextBytes(16)
 
@@ -162,8 +179,8 @@ class OffsetWrite:
 class GroupHistory:
     lives: dict[int, list[Life]] = field(default_factory=lambda: collections.defaultdict(list))
     writes: dict[int, list[OffsetWrite]] = field(default_factory=lambda: collections.defaultdict(list))
-    closed: dict[int, Op] = field(default_factory=dict)     # session -> its closeSession
-    after_close: list[Op] = field(default_factory=list)     # anything a session did after it ended
+    closed: dict[int, Op] = field(default_factory=dict)  # session -> its closeSession
+    after_close: list[Op] = field(default_factory=list)  # anything a session did after it ended
     registrations: dict[int, str] = field(default_factory=dict)  # session -> consumer id
 
 
@@ -181,18 +198,21 @@ def group_history(cluster: Any, group: str, topic: str) -> GroupHistory:
         if op.kind == "create" and op.ephemeral and op.path.startswith(root):
             life = None
             if op.path.startswith(owners):
-                partition = int(op.path[len(owners):])
+                partition = int(op.path[len(owners) :])
                 thread = zkdata.decode_owner(op.data, op.path)
                 life = Life(partition, zkdata.consumer_id_of_thread(thread), op.session, op.zxid, op.at)
                 h.lives[partition].append(life)
                 holder[partition] = op.session
             elif op.path.startswith(ids):
-                h.registrations[op.session] = op.path[len(ids):]
+                h.registrations[op.session] = op.path[len(ids) :]
             alive[op.path] = (op.session, life)
         elif op.kind in ("create", "set") and op.path.startswith(offsets):
-            partition = int(op.path[len(offsets):])
-            h.writes[partition].append(OffsetWrite(op.zxid, op.at, op.session, partition,
-                                                   zkdata.decode_offset(op.data, op.path), holder.get(partition)))
+            partition = int(op.path[len(offsets) :])
+            h.writes[partition].append(
+                OffsetWrite(
+                    op.zxid, op.at, op.session, partition, zkdata.decode_offset(op.data, op.path), holder.get(partition)
+                )
+            )
         elif op.kind == "delete" and op.path in alive:
             _session, life = alive.pop(op.path)
             if life is not None:
@@ -228,8 +248,8 @@ def server_password(session_id: int) -> bytes:
 @dataclass(frozen=True)
 class Batch:
     id: int
-    planned: float           # offsets/<id> written (monotonic)
-    not_before: float        # commits/<id-1> written (planning starts after it)
+    planned: float  # offsets/<id> written (monotonic)
+    not_before: float  # commits/<id-1> written (planning starts after it)
     committed: float | None  # commits/<id> written
     ranges: tuple[tuple[int, int, int], ...]  # (partition, from, to)
 
@@ -248,8 +268,15 @@ def batches(checkpoint: Path) -> list[Batch]:
         (end,) = log.entries(batch)
         assert end is not None, f"batch {batch} has no zkconsumer offsets"
         ranges = tuple((k[1], lo, hi) for k, lo, hi in batch_ranges(previous, end))
-        out.append(Batch(batch, mtime("offsets", batch), mtime("commits", batch - 1) if batch - 1 in done else 0.0,
-                         mtime("commits", batch) if batch in done else None, ranges))
+        out.append(
+            Batch(
+                batch,
+                mtime("offsets", batch),
+                mtime("commits", batch - 1) if batch - 1 in done else 0.0,
+                mtime("commits", batch) if batch in done else None,
+                ranges,
+            )
+        )
         previous = end
     return out
 
@@ -281,8 +308,15 @@ class Members:
         return member
 
     def join_process(self, name: str) -> ProcessMember:
-        member = ProcessMember(self.cluster.zookeeper_connect, self.group, MEMBER_PROPS, {self.topic: 1},
-                               self.workdir, name, lambda *a, **k: None).start()
+        member = ProcessMember(
+            self.cluster.zookeeper_connect,
+            self.group,
+            MEMBER_PROPS,
+            {self.topic: 1},
+            self.workdir,
+            name,
+            lambda *a, **k: None,
+        ).start()
         self.procs.append(member)
         return member
 
@@ -320,8 +354,9 @@ class _WithOptions:
         return getattr(self._spark, name)
 
 
-def start_driver(standalone: SparkStandalone, wheel: Path, cluster: Any, group: str, topic: str,
-                 folder: Path) -> Driver:
+def start_driver(
+    standalone: SparkStandalone, wheel: Path, cluster: Any, group: str, topic: str, folder: Path
+) -> Driver:
     return Driver(cast(SparkStandalone, _WithOptions(standalone, DRIVER_OPTIONS)), wheel, cluster, group, topic, folder)
 
 
@@ -340,21 +375,33 @@ def balanced(zk: Any, group: str, topic: str, members: int, driver: Driver) -> N
         raise AssertionError(f"{exc}\n{driver.log_tail()}") from None
 
 
-def drain_everything(driver: Driver, production: Production, members: Members, zk: Any, group: str,
-                     topic: str, cluster: Any) -> set[tuple[int, int]]:
+def drain_everything(
+    driver: Driver, production: Production, members: Members, zk: Any, group: str, topic: str, cluster: Any
+) -> set[tuple[int, int]]:
     """Stop producing; wait until the sink and the members together hold every message and ZooKeeper
     is at the log end. Returns what was produced."""
     sent = production.stop()
-    wait(lambda: set(sink_keys(driver.output)) | {(r.partition, r.offset) for r in members.reads()} >= sent,
-         120, "not every message was delivered by the sink or a member", driver)
+    wait(
+        lambda: set(sink_keys(driver.output)) | {(r.partition, r.offset) for r in members.reads()} >= sent,
+        120,
+        "not every message was delivered by the sink or a member",
+        driver,
+    )
     ends = {p: hi for p, (_, hi) in kafka.end_offsets(cluster.bootstrap_servers, topic).items()}
     wait(lambda: committed_offsets(zk, group, topic) == ends, 60, "ZooKeeper offsets never reached the log end", driver)
     return sent
 
 
 # ---- the criterion ---------------------------------------------------------------------------------
-def judge(h: GroupHistory, plan: list[Batch], reads: list[Read], member_ids: set[str], sent: set[tuple[int, int]],
-          sink: collections.Counter[tuple[int, int]], ends: dict[int, int]) -> dict[str, Any]:
+def judge(
+    h: GroupHistory,
+    plan: list[Batch],
+    reads: list[Read],
+    member_ids: set[str],
+    sent: set[tuple[int, int]],
+    sink: collections.Counter[tuple[int, int]],
+    ends: dict[int, int],
+) -> dict[str, Any]:
     """Every rule of the module docstring; returns a summary, raises listing every violation."""
     bad: list[str] = []
     drivers = {life.consumer for lives in h.lives.values() for life in lives} - member_ids
@@ -370,11 +417,14 @@ def judge(h: GroupHistory, plan: list[Batch], reads: list[Read], member_ids: set
     # Rule 2: hand out only what you own. Members: by delivery stamp; the sink: by planning window.
     for read in reads:
         lives = [l for l in h.lives[read.partition] if l.consumer == read.reader]
-        inside = [l for l in lives if l.covers(read.at, 0.0, 0.0)] or \
-                 [l for l in lives if l.covers(read.at, 0.05, RECORDING_LAG)]
+        inside = [l for l in lives if l.covers(read.at, 0.0, 0.0)] or [
+            l for l in lives if l.covers(read.at, 0.05, RECORDING_LAG)
+        ]
         if not inside:
-            bad.append(f"p{read.partition}@{read.offset}: {read.reader} delivered it at {read.at:.3f} without owning "
-                       f"it (its lives: {[l.describe() for l in lives]})")
+            bad.append(
+                f"p{read.partition}@{read.offset}: {read.reader} delivered it at {read.at:.3f} without owning "
+                f"it (its lives: {[l.describe() for l in lives]})"
+            )
             continue
         inside[-1].reads.add(read.offset)
     sink_planned: set[tuple[int, int]] = set()
@@ -383,13 +433,16 @@ def judge(h: GroupHistory, plan: list[Batch], reads: list[Read], member_ids: set
             continue  # cancelled by the stop: never reached the sink
         for partition, lo, hi in batch.ranges:
             sink_planned.update((partition, o) for o in range(lo, hi))
-            lives = [l for l in h.lives[partition]
-                     if l.consumer == driver and l.start <= batch.planned + PLANNING_SLACK]
+            lives = [
+                l for l in h.lives[partition] if l.consumer == driver and l.start <= batch.planned + PLANNING_SLACK
+            ]
             life = lives[-1] if lives else None
             if life is None or (life.end is not None and life.end < batch.not_before - PLANNING_SLACK):
-                bad.append(f"p{partition} [{lo}, {hi}): batch {batch.id}, planned in [{batch.not_before:.3f}, "
-                           f"{batch.planned:.3f}], while the driver did not own it "
-                           f"(last life: {life.describe() if life else 'none'})")
+                bad.append(
+                    f"p{partition} [{lo}, {hi}): batch {batch.id}, planned in [{batch.not_before:.3f}, "
+                    f"{batch.planned:.3f}], while the driver did not own it "
+                    f"(last life: {life.describe() if life else 'none'})"
+                )
                 continue
             life.reads.update(range(lo, hi))
             life.last_batch_start = lo
@@ -400,8 +453,8 @@ def judge(h: GroupHistory, plan: list[Batch], reads: list[Read], member_ids: set
     for partition, lives in sorted(h.lives.items()):
         writes = h.writes[partition]
         last_reader: dict[int, Life] = {}  # offset -> the latest life that read it
-        read_end = 0                       # everything before it was read by some life
-        own_end: dict[str, int] = {}       # reader -> end of what it read of this partition
+        read_end = 0  # everything before it was read by some life
+        own_end: dict[str, int] = {}  # reader -> end of what it read of this partition
         for life in lives:
             if not life.reads:
                 continue
@@ -427,12 +480,16 @@ def judge(h: GroupHistory, plan: list[Batch], reads: list[Read], member_ids: set
                     continue
                 if before.consumer == driver:
                     if before.last_batch_start is None or offset < before.last_batch_start:
-                        bad.append(f"{where}: re-read {offset}, which the driver planned before its last batch "
-                                   f"(from {before.last_batch_start}) in {before.describe()}")
+                        bad.append(
+                            f"{where}: re-read {offset}, which the driver planned before its last batch "
+                            f"(from {before.last_batch_start}) in {before.describe()}"
+                        )
                 elif before.cause != "close":
                     bad.append(f"{where}: re-read {offset}, which {before.describe()} read and released cleanly")
-                redelivered[f"{before.consumer == driver and 'driver' or 'member'}->"
-                            f"{life.consumer == driver and 'driver' or 'member'}"] += 1
+                redelivered[
+                    f"{before.consumer == driver and 'driver' or 'member'}->"
+                    f"{life.consumer == driver and 'driver' or 'member'}"
+                ] += 1
             for offset in life.reads:
                 last_reader[offset] = life
             read_end = max(read_end, hi)
@@ -442,12 +499,16 @@ def judge(h: GroupHistory, plan: list[Batch], reads: list[Read], member_ids: set
     for partition, writes in sorted(h.writes.items()):
         for w in writes:
             if w.holder != w.session:
-                bad.append(f"p{partition}: offset {w.offset} written by session {w.session:#x} while "
-                           f"{'nobody' if w.holder is None else f'session {w.holder:#x}'} held the owner node")
+                bad.append(
+                    f"p{partition}: offset {w.offset} written by session {w.session:#x} while "
+                    f"{'nobody' if w.holder is None else f'session {w.holder:#x}'} held the owner node"
+                )
         for earlier, later in zip(writes, writes[1:]):
             if later.offset < earlier.offset:
-                bad.append(f"p{partition}: ZooKeeper offset moved back from {earlier.offset} to {later.offset} "
-                           f"(session {later.session:#x})")
+                bad.append(
+                    f"p{partition}: ZooKeeper offset moved back from {earlier.offset} to {later.offset} "
+                    f"(session {later.session:#x})"
+                )
         if writes and writes[-1].offset != ends[partition]:
             bad.append(f"p{partition}: last ZooKeeper offset {writes[-1].offset}, log end {ends[partition]}")
     bad += [f"session {op.session:#x} wrote {op.path} after it ended" for op in h.after_close]
@@ -460,15 +521,23 @@ def judge(h: GroupHistory, plan: list[Batch], reads: list[Read], member_ids: set
     if dups:
         bad.append(f"{len(dups)} duplicates in the sink, e.g. {sorted(dups)[:5]}")
     if set(sink) != sink_planned:
-        bad.append(f"the sink differs from its committed batches: {len(set(sink) - sink_planned)} strays, "
-                   f"{len(sink_planned - set(sink))} missing")
+        bad.append(
+            f"the sink differs from its committed batches: {len(set(sink) - sink_planned)} strays, "
+            f"{len(sink_planned - set(sink))} missing"
+        )
     assert not bad, f"{len(bad)} violations:\n" + "\n".join(bad[:40])
     per_reader = collections.Counter("sink" for _ in sink)
     per_reader.update(r.reader for r in reads)
-    return {"driver": driver, "rows": dict(per_reader), "lives": sum(len(v) for v in h.lives.values()),
-            "driver_lives": sum(1 for v in h.lives.values() for l in v if l.consumer == driver),
-            "handovers_with_reads": handovers, "redelivered": dict(redelivered),
-            "offset_writes": sum(len(v) for v in h.writes.values()), "batches": len(plan)}
+    return {
+        "driver": driver,
+        "rows": dict(per_reader),
+        "lives": sum(len(v) for v in h.lives.values()),
+        "driver_lives": sum(1 for v in h.lives.values() for l in v if l.consumer == driver),
+        "handovers_with_reads": handovers,
+        "redelivered": dict(redelivered),
+        "offset_writes": sum(len(v) for v in h.writes.values()),
+        "batches": len(plan),
+    }
 
 
 @pytest.fixture
@@ -483,22 +552,38 @@ def topic(topic_factory) -> str:  # type: ignore[no-untyped-def]
     return topic_factory(partitions=12)
 
 
-def final_checks(driver: Driver, production: Production, members: Members, zk: Any, group: str, topic: str,
-                 cluster: Any, began: float) -> dict[str, Any]:
+def final_checks(
+    driver: Driver,
+    production: Production,
+    members: Members,
+    zk: Any,
+    group: str,
+    topic: str,
+    cluster: Any,
+    began: float,
+) -> dict[str, Any]:
     sent = drain_everything(driver, production, members, zk, group, topic, cluster)
     members.close()
     ends = {p: hi for p, (_, hi) in kafka.end_offsets(cluster.bootstrap_servers, topic).items()}
     assert driver.stop() == 0, driver.log_tail()
     assert committed_offsets(zk, group, topic) == ends, "ZooKeeper is not at the log end after the stop"
-    summary = judge(group_history(cluster, group, topic), batches(driver.checkpoint), members.reads(), members.ids,
-                    sent, sink_keys(driver.output), ends)
+    summary = judge(
+        group_history(cluster, group, topic),
+        batches(driver.checkpoint),
+        members.reads(),
+        members.ids,
+        sent,
+        sink_keys(driver.output),
+        ends,
+    )
     summary.update(messages=len(sent), seconds=round(time.monotonic() - began, 1))
     print(summary)
     return summary
 
 
 def test_members_joining_and_leaving_under_the_query_never_read_a_partition_at_once_and_lose_nothing(
-        standalone, wheel, cluster, zk, topic, group_id, members, tmp_path) -> None:
+    standalone, wheel, cluster, zk, topic, group_id, members, tmp_path
+) -> None:
     began = time.monotonic()
     production = Production(cluster, topic)
     driver = start_driver(standalone, wheel, cluster, group_id, topic, tmp_path)
@@ -527,7 +612,8 @@ def test_members_joining_and_leaving_under_the_query_never_read_a_partition_at_o
 
 
 def test_the_drivers_session_expiring_mid_batch_loses_nothing_and_its_commits_stay_fenced(
-        standalone, wheel, cluster, zk, topic, group_id, members, tmp_path) -> None:
+    standalone, wheel, cluster, zk, topic, group_id, members, tmp_path
+) -> None:
     """The source plans nothing while its member is not connected, and the member re-registers in a new
     session (the legacy consumer's handleNewSession): the query survives. The batch in flight completes
     into the sink (exactly once); its partitions may meanwhile go to the plain member, which reads them
@@ -555,8 +641,12 @@ def test_the_drivers_session_expiring_mid_batch_loses_nothing_and_its_commits_st
             expire_session(cluster.zookeeper_connect, (session, server_password(session)))
             expired.append((session, in_flight))
             # The member notices, registers again in a new session; the batch in flight completes.
-            wait(lambda: (stat := zk.exists(node)) is not None and stat.ephemeralOwner != session, 60,
-                 "the driver's member did not register again", driver)
+            wait(
+                lambda: (stat := zk.exists(node)) is not None and stat.ephemeralOwner != session,
+                60,
+                "the driver's member did not register again",
+                driver,
+            )
             wait(lambda: in_flight in log.committed(), 60, "the batch in flight never committed", driver)
             close = group_history(cluster, group_id, topic).closed.get(session)
             assert close is not None, f"session {session:#x} did not end"
@@ -571,10 +661,15 @@ def test_the_drivers_session_expiring_mid_batch_loses_nothing_and_its_commits_st
         summary = final_checks(driver, production, members, zk, group_id, topic, cluster, began)
         h = group_history(cluster, group_id, topic)
         for session, _ in expired:  # the new session committed; the expired one never did after its end
-            assert not [w for ws in h.writes.values() for w in ws
-                        if w.session == session and w.zxid > h.closed[session].zxid]
-        after = [w for ws in h.writes.values() for w in ws
-                 if w.zxid > h.closed[expired[-1][0]].zxid and h.registrations.get(w.session) == driver_id]
+            assert not [
+                w for ws in h.writes.values() for w in ws if w.session == session and w.zxid > h.closed[session].zxid
+            ]
+        after = [
+            w
+            for ws in h.writes.values()
+            for w in ws
+            if w.zxid > h.closed[expired[-1][0]].zxid and h.registrations.get(w.session) == driver_id
+        ]
         assert after, "the driver never committed in its new session"
         summary.update(expiries=len(expired), expired_in_batch=in_flight, driver_commits_after=len(after))
         print(summary)

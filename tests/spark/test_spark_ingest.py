@@ -1,4 +1,5 @@
 """The batch side: spark.read.format("zkconsumer") and the spark_jobs/ingest.py job (write, then commit)."""
+
 from __future__ import annotations
 
 import collections
@@ -50,8 +51,12 @@ def test_batch_read_from_committed_or_given_offsets_without_joining(spark, clust
         assert write_offset_guarded(zk, group_id, topic, partition, 30) is None
 
     def read(**options: str) -> list:  # type: ignore[type-arg]
-        reader = (spark.read.format("zkconsumer").option("zookeeper.connect", cluster.zookeeper_connect)
-                  .option("group.id", group_id).option("topics", topic))
+        reader = (
+            spark.read.format("zkconsumer")
+            .option("zookeeper.connect", cluster.zookeeper_connect)
+            .option("group.id", group_id)
+            .option("topics", topic)
+        )
         for key, value in options.items():
             reader = reader.option(key, value)
         rows = reader.load().collect()
@@ -61,8 +66,9 @@ def test_batch_read_from_committed_or_given_offsets_without_joining(spark, clust
     assert counts(rows) == {k: 1 for k in keys(sent) if k[1] == 2 or k[2] >= 30}
     by_key = {(m.topic, m.partition, m.offset): m.value for m in sent}
     assert all(by_key[(t, p, o)] == v for t, p, o, v in rows)
-    rows = read(startingOffsets=json.dumps({f"{topic}/0": 45}), endingOffsets=json.dumps({f"{topic}/0": 47,
-                                                                                         f"{topic}/1": 30}))
+    rows = read(
+        startingOffsets=json.dumps({f"{topic}/0": 45}), endingOffsets=json.dumps({f"{topic}/0": 47, f"{topic}/1": 30})
+    )
     assert sorted((p, o) for _, p, o, _ in rows) == [(0, 45), (0, 46)] + [(2, o) for o in range(50)]
     assert zk.exists(f"/consumers/{group_id}/ids") is None, "a batch read never joins the group"
     assert committed_offsets(zk, group_id, topic) == {0: 30, 1: 30}, "nor commits"
@@ -70,13 +76,19 @@ def test_batch_read_from_committed_or_given_offsets_without_joining(spark, clust
 
 def test_batch_read_keeps_keys_headers_and_timestamps(spark, cluster, topic_factory, group_id) -> None:
     from confluent_kafka import Producer
+
     topic = topic_factory(partitions=1)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
     producer.produce(topic, b"v0", key=b"k0", headers=[("h", b"x"), ("n", None)], timestamp=1_700_000_000_123)
     producer.produce(topic, None, key=None)
     assert producer.flush(30) == 0
-    df = (spark.read.format("zkconsumer").option("zookeeper.connect", cluster.zookeeper_connect)
-          .option("group.id", group_id).option("topics", topic).load())
+    df = (
+        spark.read.format("zkconsumer")
+        .option("zookeeper.connect", cluster.zookeeper_connect)
+        .option("group.id", group_id)
+        .option("topics", topic)
+        .load()
+    )
     first, second = sorted(df.collect(), key=lambda r: r.offset)
     assert (first.key, first.value, first.topic, first.partition, first.offset) == (b"k0", b"v0", topic, 0, 0)
     assert [(h.key, h.value) for h in first.headers] == [("h", b"x"), ("n", None)]
@@ -85,7 +97,8 @@ def test_batch_read_keeps_keys_headers_and_timestamps(spark, cluster, topic_fact
 
 
 def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicates(
-        spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch) -> None:
+    spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch
+) -> None:
     topic = topic_factory(partitions=4)
     out = tmp_path / "out"
     sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 400, partitions=4)
@@ -95,10 +108,26 @@ def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicat
     # PYTHONPATH for the data source's planner processes, which --py-files does not reach.
     shipped = py_files(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(shipped)}
-    done = subprocess.run([str(Path(sys.executable).with_name("spark-submit")), "--master", "local[2]",
-                           "--conf", "spark.ui.enabled=false", "--driver-memory", "512m",
-                           "--py-files", str(shipped), str(ROOT / "spark_jobs" / "ingest.py"), *argv],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("spark-submit")),
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--driver-memory",
+            "512m",
+            "--py-files",
+            str(shipped),
+            str(ROOT / "spark_jobs" / "ingest.py"),
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     assert "committed" in done.stdout  # spark-submit passes the driver's stderr (our progress) to stdout
     assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}
@@ -121,8 +150,9 @@ def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicat
     # 4. More messages and a run directory whose write died before its marker; then the rerun.
     sent += kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=4, start=600)
     stale = out / f"run={topic}-{'0' * 16}"
-    spark.createDataFrame([(topic, 0, 5, b"dup")], "topic string, partition int, offset long, value binary") \
-        .write.parquet(str(stale))
+    spark.createDataFrame(
+        [(topic, 0, 5, b"dup")], "topic string, partition int, offset long, value binary"
+    ).write.parquet(str(stale))
     assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
     assert not stale.exists()
     assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}, "no duplicates, no loss"
@@ -134,19 +164,29 @@ def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicat
 def test_ingest_refuses_a_topic_that_a_live_member_owns(spark, cluster, zk, topic_factory, group_id, tmp_path):
     topic = topic_factory(partitions=2)
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 20, partitions=2)
-    with ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id,
-                            "auto.commit.enable": "false"}) as conn:
+    with ConsumerConnector(
+        {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, "auto.commit.enable": "false"}
+    ) as conn:
         conn.create_message_streams({topic: 1})
         wait_for_balanced(zk, group_id, [topic], members=1)
-        argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic,
-                "--output", str(tmp_path / "out")]
+        argv = [
+            "--zookeeper",
+            cluster.zookeeper_connect,
+            "--group",
+            group_id,
+            "--topic",
+            topic,
+            "--output",
+            str(tmp_path / "out"),
+        ]
         assert ingest.main(argv, spark=spark) == ingest.EXIT_OWNED
     assert not (tmp_path / "out").exists()
     assert committed_offsets(zk, group_id, topic) == {}
 
 
-def test_ingest_does_not_resume_past_a_run_of_a_deleted_topic(spark, cluster, zk, topic_factory, group_id,
-                                                             tmp_path, monkeypatch) -> None:
+def test_ingest_does_not_resume_past_a_run_of_a_deleted_topic(
+    spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch
+) -> None:
     """A run of the old topic, [0, 100), was written but not committed; the topic is deleted and
     created again with 100 other messages. Before: recovery chained through the old run and
     committed 100 without reading the new topic; and a run of the new topic's [0, 100) would have
@@ -174,8 +214,9 @@ def test_ingest_does_not_resume_past_a_run_of_a_deleted_topic(spark, cluster, zk
     assert len({m["epoch"] for m in markers}) == 2 and {m["group"] for m in markers} == {group_id}
 
 
-def test_ingest_leaves_a_partition_added_during_the_run_to_the_next_run(spark, cluster, zk, topic_factory, group_id,
-                                                                       tmp_path, monkeypatch) -> None:
+def test_ingest_leaves_a_partition_added_during_the_run_to_the_next_run(
+    spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch
+) -> None:
     """Partitions are added between the job's plan and the executors' read. Before: the read
     re-planned, wrote the new partition's messages unrecorded and uncommitted, and the next run
     wrote them again."""
@@ -200,20 +241,21 @@ def test_ingest_leaves_a_partition_added_during_the_run_to_the_next_run(spark, c
     assert committed_offsets(zk, group_id, topic) == log_ends(cluster, topic)
 
 
-def test_a_second_ingest_at_once_is_refused_and_touches_nothing(spark, cluster, zk, topic_factory, group_id,
-                                                               tmp_path) -> None:
+def test_a_second_ingest_at_once_is_refused_and_touches_nothing(
+    spark, cluster, zk, topic_factory, group_id, tmp_path
+) -> None:
     """Before: the second run deleted the first's run directory (no marker yet) as a write that died."""
     topic = topic_factory(partitions=1)
     out = tmp_path / "out"
     argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 10, partitions=1)
     in_progress = out / f"run={topic}-{'1' * 16}"
-    spark.createDataFrame([(topic, 0, 0, b"x")], "topic string, partition int, offset long, value binary") \
-        .write.parquet(str(in_progress))
+    spark.createDataFrame(
+        [(topic, 0, 0, b"x")], "topic string, partition int, offset long, value binary"
+    ).write.parquet(str(in_progress))
     other = cluster.zk_client()  # the first job's session, holding the lock
     try:
-        other.create(zkdata.ingest_lock_path(group_id, topic), b'{"host":"elsewhere"}', ephemeral=True,
-                     makepath=True)
+        other.create(zkdata.ingest_lock_path(group_id, topic), b'{"host":"elsewhere"}', ephemeral=True, makepath=True)
         assert ingest.main(argv, spark=spark) == ingest.EXIT_LOCKED
         assert in_progress.exists(), "the running job's directory was deleted"
         assert committed_offsets(zk, group_id, topic) == {}
@@ -226,7 +268,8 @@ def test_a_second_ingest_at_once_is_refused_and_touches_nothing(spark, cluster, 
 
 
 def test_an_ingest_that_lost_its_lock_mid_write_commits_nothing_and_leaves_the_new_holder(
-        spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch) -> None:
+    spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch
+) -> None:
     """While the job writes, its lock goes (its session ended) and another run takes it. The job
     must neither write its marker nor commit, and must not delete the other run's lock."""
     topic = topic_factory(partitions=1)

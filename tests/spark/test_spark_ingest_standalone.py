@@ -1,5 +1,6 @@
 """Issue #14 scenario 5 on the standalone cluster: the ingest job's driver killed by kill -9 in the middle of its
 write, then run again: every message exactly once in the output, nothing committed before the rerun, lag 0 after it."""
+
 from __future__ import annotations
 
 import collections
@@ -29,14 +30,34 @@ PARTITIONS = 12
 PART_WAY = re.compile(r"stage \d+: (\d+)/(\d+) tasks")
 
 
-def submit_ingest(spark: SparkStandalone, wheel: Path, cluster: Any, group: str, topic: str, output: Path,
-                  log_path: Path) -> subprocess.Popen[bytes]:
+def submit_ingest(
+    spark: SparkStandalone, wheel: Path, cluster: Any, group: str, topic: str, output: Path, log_path: Path
+) -> subprocess.Popen[bytes]:
     """spark-submit spark_jobs/ingest.py to the standalone master (zkconsumer from the wheel only)."""
-    cmd, env = spark.submit_command([str(ROOT / "spark_jobs" / "ingest.py"), "--zookeeper", cluster.zookeeper_connect,
-                                     "--group", group, "--topic", topic, "--output", str(output)], py_files=[wheel])
+    cmd, env = spark.submit_command(
+        [
+            str(ROOT / "spark_jobs" / "ingest.py"),
+            "--zookeeper",
+            cluster.zookeeper_connect,
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--output",
+            str(output),
+        ],
+        py_files=[wheel],
+    )
     with open(log_path, "wb") as log:
-        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=log_path.parent,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+        return subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=log_path.parent,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
 
 
 def part_way(log_path: Path) -> bool:
@@ -55,7 +76,8 @@ def output_keys(output: Path) -> collections.Counter[tuple[int, int]]:
 
 
 def test_an_ingest_killed_mid_write_and_run_again_writes_every_message_once(
-        standalone, wheel, cluster, zk, topic_factory, group_id, tmp_path) -> None:
+    standalone, wheel, cluster, zk, topic_factory, group_id, tmp_path
+) -> None:
     topic = topic_factory(partitions=PARTITIONS)
     kafka.produce_bulk(cluster.bootstrap_servers, topic, 600_000, 100, PARTITIONS)  # a write of many seconds
     output, first_log = tmp_path / "out", tmp_path / "ingest-1.log"
@@ -64,8 +86,9 @@ def test_an_ingest_killed_mid_write_and_run_again_writes_every_message_once(
         deadline = time.monotonic() + 180
         while not part_way(first_log) and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert part_way(first_log), f"the write was never seen under way (exit {first.poll()}):\n" + \
-            "\n".join(first_log.read_text(errors="replace").splitlines()[-40:])
+        assert part_way(first_log), f"the write was never seen under way (exit {first.poll()}):\n" + "\n".join(
+            first_log.read_text(errors="replace").splitlines()[-40:]
+        )
         os.kill(first.pid, signal.SIGKILL)  # the driver JVM, mid-write
         first.wait(30)
         wait_gone(first.pid, 60, "the killed ingest driver")

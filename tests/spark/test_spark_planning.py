@@ -1,4 +1,5 @@
 """Pure planning logic of the zkconsumer source: offset JSON, start precedence, rate limits, ingest recovery."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,19 @@ from typing import Any
 import pytest
 
 from spark_jobs.ingest import Run, recover, run_name
-from spark_jobs.offsets import (EARLIEST, LATEST, DataLossError, OffsetRange, batch_ranges, decode_offsets,
-                                encode_offsets, initial_position, rate_limit, settle, split)
+from spark_jobs.offsets import (
+    EARLIEST,
+    LATEST,
+    DataLossError,
+    OffsetRange,
+    batch_ranges,
+    decode_offsets,
+    encode_offsets,
+    initial_position,
+    rate_limit,
+    settle,
+    split,
+)
 from spark_jobs.options import OptionError, parse_options
 from spark_jobs.source import ReadAllAvailable, ReadMaxRows, ZkStreamReader
 
@@ -75,16 +87,20 @@ def test_options_validation_and_defaults() -> None:
     assert stream.consumer_props == {**BASE, "fetch.message.max.bytes": "2097152"}
     conf = stream.reader_config()
     assert conf["max.partition.fetch.bytes"] == 2097152 and conf["enable.partition.eof"] is True
-    assert parse_options({**BASE, "topics": "a", "auto.offset.reset": "smallest"}, streaming=True).starting \
-        == "earliest"
+    assert (
+        parse_options({**BASE, "topics": "a", "auto.offset.reset": "smallest"}, streaming=True).starting == "earliest"
+    )
     batch = parse_options({**BASE, "whitelist": "orders.*", "startingOffsets": '{"orders/1": 5}'}, streaming=False)
     assert batch.starting == "earliest" and batch.starting_explicit == {("orders", 1): 5}
     assert batch.wants("orders-eu") and not batch.wants("payments")
-    for bad, streaming in [({"topics": "a", "whitelist": "a"}, True), ({}, True),
-                           ({"topics": "a", "startingOffsets": "middle"}, True),
-                           ({"topics": "a", "endingOffsets": "latest"}, True),
-                           ({"topics": "a", "maxOffsetsPerTrigger": "10"}, False),
-                           ({"topics": "a", "maxOffsetsPerTrigger": "0"}, True)]:
+    for bad, streaming in [
+        ({"topics": "a", "whitelist": "a"}, True),
+        ({}, True),
+        ({"topics": "a", "startingOffsets": "middle"}, True),
+        ({"topics": "a", "endingOffsets": "latest"}, True),
+        ({"topics": "a", "maxOffsetsPerTrigger": "10"}, False),
+        ({"topics": "a", "maxOffsetsPerTrigger": "0"}, True),
+    ]:
         with pytest.raises(OptionError):
             parse_options({**BASE, **bad}, streaming=streaming)
 
@@ -92,8 +108,9 @@ def test_options_validation_and_defaults() -> None:
 class FakeGroupReader(ZkStreamReader):
     """The stream reader's planning with the group and the brokers replaced by dicts."""
 
-    def __init__(self, owned: dict[tuple[str, int], int], logs: dict[tuple[str, int], tuple[int, int]],
-                 **options: str) -> None:
+    def __init__(
+        self, owned: dict[tuple[str, int], int], logs: dict[tuple[str, int], tuple[int, int]], **options: str
+    ) -> None:
         super().__init__(parse_options({**BASE, "topics": "t", **options}, streaming=True))
         self.owned, self.logs = owned, logs
         self.commits: list[dict[tuple[str, int], int]] = []
@@ -149,8 +166,12 @@ def test_stream_reader_pickles_without_its_driver_state() -> None:
 
 def test_ingest_recovery_skips_runs_whose_data_is_written_but_not_committed() -> None:
     starts = {("t", 0): 100, ("t", 1): 100, ("t", 2): 40}
-    runs = [Run("run=t-a", {0: (100, 150), 1: (100, 120)}), Run("run=t-b", {0: (150, 175)}),
-            Run("run=t-old", {2: (0, 40)}), Run("run=t-c", None)]
+    runs = [
+        Run("run=t-a", {0: (100, 150), 1: (100, 120)}),
+        Run("run=t-b", {0: (150, 175)}),
+        Run("run=t-old", {2: (0, 40)}),
+        Run("run=t-c", None),
+    ]
     assert recover(starts, runs) == {("t", 0): 175, ("t", 1): 120, ("t", 2): 40}
     ranges = {("t", 0): (0, 5), ("t", 1): (2, 9)}
     name = run_name("t", ranges, group="g", epoch=7)

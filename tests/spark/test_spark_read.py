@@ -1,10 +1,11 @@
 """The executor read of one offset range while its broker goes away: a restart is waited out, an outage
 longer than pollTimeoutMs fails the task (Spark retries it) whatever failOnDataLoss says."""
+
 from __future__ import annotations
 
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,8 +21,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(300)]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A cluster of its own: these tests stop its only broker."""
-    local = LocalCluster(brokers=1, chroot="/sparkread", workdir=tmp_path_factory.mktemp("sparkread") / "cluster",
-                         **versions_from_env())
+    local = LocalCluster(
+        brokers=1, chroot="/sparkread", workdir=tmp_path_factory.mktemp("sparkread") / "cluster", **versions_from_env()
+    )
     with running(local, "the Spark read cluster", timeout=90):
         yield local
 
@@ -45,8 +47,9 @@ def test_a_broker_restart_mid_range_is_waited_out(cluster: LocalCluster, topic_f
 
     def run() -> None:
         try:
-            read.extend(offsets_read(read_range(part, conf(), batch_size=50, fail_on_data_loss=True,
-                                                poll_timeout_s=90.0)))
+            read.extend(
+                offsets_read(read_range(part, conf(), batch_size=50, fail_on_data_loss=True, poll_timeout_s=90.0))
+            )
         except BaseException as exc:  # noqa: BLE001 - reported by the test below
             failures.append(exc)
 
@@ -65,7 +68,8 @@ def test_a_broker_restart_mid_range_is_waited_out(cluster: LocalCluster, topic_f
 
 
 def test_a_partition_unavailable_past_poll_timeout_fails_the_task_even_without_fail_on_data_loss(
-        cluster: LocalCluster, topic_factory, produce) -> None:
+    cluster: LocalCluster, topic_factory, produce
+) -> None:
     """Before: with failOnDataLoss=false the range was cut short and the task succeeded, so Spark
     recorded (and ZooKeeper got) an end offset whose messages were never read."""
     topic = topic_factory(partitions=1)
@@ -79,5 +83,6 @@ def test_a_partition_unavailable_past_poll_timeout_fails_the_task_even_without_f
         assert time.monotonic() - began < 60
     finally:
         cluster.restart_broker(0)
-    assert offsets_read(read_range(part, conf(), batch_size=50, fail_on_data_loss=False,
-                                   poll_timeout_s=30.0)) == list(range(50))
+    assert offsets_read(read_range(part, conf(), batch_size=50, fail_on_data_loss=False, poll_timeout_s=30.0)) == list(
+        range(50)
+    )

@@ -1,4 +1,5 @@
 """A gracefully stopped stream commits to ZooKeeper exactly the last batch its sink committed, never a cancelled one."""
+
 from __future__ import annotations
 
 import collections
@@ -18,8 +19,13 @@ pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 
 def start(df: Any, folder: Path, trigger: str) -> Any:
-    return (df.writeStream.format("parquet").option("path", str(folder / "out"))
-            .option("checkpointLocation", str(folder / "checkpoint")).trigger(processingTime=trigger).start())
+    return (
+        df.writeStream.format("parquet")
+        .option("path", str(folder / "out"))
+        .option("checkpointLocation", str(folder / "checkpoint"))
+        .trigger(processingTime=trigger)
+        .start()
+    )
 
 
 def left_the_group(zk: Any, group: str) -> bool:
@@ -38,7 +44,8 @@ def sink_ends(rows: list[tuple[str, int, int, bytes]]) -> dict[int, int]:
 
 
 def test_a_graceful_stop_commits_the_last_batch_the_sink_committed(
-        spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path) -> None:
+    spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path
+) -> None:
     topic = topic_factory(partitions=3)
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 90, partitions=3)
     checkpoint = tmp_path / "checkpoint"
@@ -58,7 +65,8 @@ def test_a_graceful_stop_commits_the_last_batch_the_sink_committed(
 
 
 def test_a_batch_cancelled_by_the_stop_is_not_committed(
-        spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path) -> None:
+    spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path
+) -> None:
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType
 

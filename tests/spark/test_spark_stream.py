@@ -1,4 +1,5 @@
 """The zkconsumer streaming source on local Spark: exactly-once sink, offsets in ZooKeeper, group sharing."""
+
 from __future__ import annotations
 
 import collections
@@ -32,7 +33,7 @@ class Producer:
             self.sent += kafka.produce_numbered(bootstrap, topic, batch, partitions=partitions, start=len(self.sent))
             self._stop.wait(every)
 
-    def __enter__(self) -> "Producer":
+    def __enter__(self) -> Producer:
         self._thread.start()
         return self
 
@@ -45,9 +46,14 @@ class Producer:
 
 
 def start_query(df: Any, tmp: Path, name: str, trigger: str = "500 milliseconds") -> Any:
-    return (df.writeStream.format("parquet").option("path", str(tmp / f"{name}-out"))
-            .option("checkpointLocation", str(tmp / f"{name}-checkpoint")).queryName(name)
-            .trigger(processingTime=trigger).start())
+    return (
+        df.writeStream.format("parquet")
+        .option("path", str(tmp / f"{name}-out"))
+        .option("checkpointLocation", str(tmp / f"{name}-checkpoint"))
+        .queryName(name)
+        .trigger(processingTime=trigger)
+        .start()
+    )
 
 
 def ends_of(topic: str, cluster: Any) -> dict[tuple[str, int], int]:
@@ -76,13 +82,15 @@ def counts(rows: list[tuple[str, int, int, bytes]]) -> collections.Counter[tuple
 
 
 def test_query_is_a_member_commits_its_progress_and_resumes_from_its_checkpoint(
-        spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path) -> None:
+    spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path
+) -> None:
     topic = topic_factory(partitions=4)
     before = kafka.produce_numbered(cluster.bootstrap_servers, topic, 40, partitions=4)
     # startingOffsets=earliest: the group has no offsets yet, so the query starts at the log start.
     # A long session timeout: the member must leave on stop, not by expiry.
-    df = stream_reader(group_id, topic, startingOffsets="earliest", maxOffsetsPerTrigger=300,
-                       **{"zookeeper.session.timeout.ms": 30000})
+    df = stream_reader(
+        group_id, topic, startingOffsets="earliest", maxOffsetsPerTrigger=300, **{"zookeeper.session.timeout.ms": 30000}
+    )
     query = start_query(df, tmp_path, "q1")
     try:
         with Producer(cluster, topic, 4) as producer:
@@ -124,14 +132,14 @@ def test_query_is_a_member_commits_its_progress_and_resumes_from_its_checkpoint(
 
 
 def test_two_queries_split_the_partitions_and_one_takes_over_when_the_other_stops(
-        spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path) -> None:
+    spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path
+) -> None:
     topic = topic_factory(partitions=6)
     queries = {}
     try:
         with Producer(cluster, topic, 6) as producer:
             for name in ("qa", "qb"):
-                queries[name] = start_query(stream_reader(group_id, topic, startingOffsets="earliest"),
-                                            tmp_path, name)
+                queries[name] = start_query(stream_reader(group_id, topic, startingOffsets="earliest"), tmp_path, name)
                 wait_until(lambda: source_end(queries[name]) is not None, 60, f"{name}'s first batch", queries[name])
             split = wait_for_balanced(zk, group_id, [topic], members=2, timeout=60)
             assert len({member_of(o) for o in split.values()}) == 2, split  # range: three partitions each
@@ -141,8 +149,12 @@ def test_two_queries_split_the_partitions_and_one_takes_over_when_the_other_stop
             time.sleep(2)  # keep producing while qa owns all six
         want = ends_of(topic, cluster)
         wait_until(lambda: caught_up(queries["qa"], want), 90, "qa to take over every partition", queries["qa"])
-        wait_until(lambda: committed_offsets(zk, group_id, topic) == {p: o for (_, p), o in want.items()}, 30,
-                   "qa's offsets in ZooKeeper", queries["qa"])
+        wait_until(
+            lambda: committed_offsets(zk, group_id, topic) == {p: o for (_, p), o in want.items()},
+            30,
+            "qa's offsets in ZooKeeper",
+            queries["qa"],
+        )
     finally:
         for query in queries.values():
             query.stop()
@@ -158,12 +170,21 @@ def test_two_queries_split_the_partitions_and_one_takes_over_when_the_other_stop
 
 
 def test_mixed_group_streaming_query_and_plain_member(
-        spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path) -> None:
+    spark, cluster, zk, stream_reader, topic_factory, group_id, tmp_path
+) -> None:
     topic = topic_factory(partitions=4)
     recorder = Recorder()
-    conn = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id,
-                              "consumer.id": "plain", "auto.offset.reset": "smallest", "consumer.timeout.ms": 200,
-                              "auto.commit.interval.ms": 500, **FAST})
+    conn = ConsumerConnector(
+        {
+            "zookeeper.connect": cluster.zookeeper_connect,
+            "group.id": group_id,
+            "consumer.id": "plain",
+            "auto.offset.reset": "smallest",
+            "consumer.timeout.ms": 200,
+            "auto.commit.interval.ms": 500,
+            **FAST,
+        }
+    )
     query = None
     try:
         drain("plain", conn.create_message_streams({topic: 1})[topic], recorder)
@@ -173,11 +194,19 @@ def test_mixed_group_streaming_query_and_plain_member(
         assert len(mine) == 2, owners  # range over threads: two partitions each
         sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 400, partitions=4)
         want = ends_of(topic, cluster)
-        wait_until(lambda: caught_up(query, {k: v for k, v in want.items() if k in mine}), 60,
-                   "the query to read its partitions", query)
+        wait_until(
+            lambda: caught_up(query, {k: v for k, v in want.items() if k in mine}),
+            60,
+            "the query to read its partitions",
+            query,
+        )
         recorder.wait_for({(m.topic, m.partition, m.offset) for m in sent if (m.topic, m.partition) not in mine}, 60)
-        wait_until(lambda: committed_offsets(zk, group_id, topic) == {p: o for (_, p), o in want.items()}, 30,
-                   "both members' offsets in ZooKeeper", query)
+        wait_until(
+            lambda: committed_offsets(zk, group_id, topic) == {p: o for (_, p), o in want.items()},
+            30,
+            "both members' offsets in ZooKeeper",
+            query,
+        )
         assert owner_table(zk, group_id, [topic]) == owners
     finally:
         if query is not None:
@@ -190,14 +219,26 @@ def test_mixed_group_streaming_query_and_plain_member(
 
 
 def test_available_now_with_a_whitelist_reads_the_backlog_in_capped_batches_and_commits_it(
-        spark, cluster, zk, topic_factory, group_id, tmp_path) -> None:
+    spark, cluster, zk, topic_factory, group_id, tmp_path
+) -> None:
     topic = topic_factory(partitions=3)
     sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 300, partitions=3)
-    df = (spark.readStream.format("zkconsumer").option("zookeeper.connect", cluster.zookeeper_connect)
-          .option("group.id", group_id).option("whitelist", topic).option("startingOffsets", "earliest")
-          .option("maxOffsetsPerTrigger", 70).load())
-    query = (df.writeStream.format("parquet").option("path", str(tmp_path / "out"))
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    df = (
+        spark.readStream.format("zkconsumer")
+        .option("zookeeper.connect", cluster.zookeeper_connect)
+        .option("group.id", group_id)
+        .option("whitelist", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", 70)
+        .load()
+    )
+    query = (
+        df.writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
     assert query.awaitTermination(120), "Trigger.AvailableNow ends once the backlog is read"
     assert query.exception() is None
     assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [70, 70, 70, 70, 20]
@@ -210,12 +251,15 @@ def values(rows: list[tuple[str, int, int, bytes]], topic: str) -> collections.C
     return collections.Counter(v for t, _, _, v in rows if t == topic)
 
 
-def test_a_new_wildcard_topic_is_read_from_its_first_message(
-        spark, cluster, zk, group_id, tmp_path) -> None:
+def test_a_new_wildcard_topic_is_read_from_its_first_message(spark, cluster, zk, group_id, tmp_path) -> None:
     prefix = f"wild-{group_id[-12:]}"
     cluster.create_topic(f"{prefix}-a", 1)
-    reader = (spark.readStream.format("zkconsumer").option("zookeeper.connect", cluster.zookeeper_connect)
-              .option("group.id", group_id).option("whitelist", f"{prefix}-.*"))
+    reader = (
+        spark.readStream.format("zkconsumer")
+        .option("zookeeper.connect", cluster.zookeeper_connect)
+        .option("group.id", group_id)
+        .option("whitelist", f"{prefix}-.*")
+    )
     for key, value in FAST.items():
         reader = reader.option(key, value)
     # Default startingOffsets (latest, from auto.offset.reset). Right after a batch, with a long
@@ -236,7 +280,8 @@ def test_a_new_wildcard_topic_is_read_from_its_first_message(
 
 
 def test_a_restarted_query_reads_a_re_created_topic_from_its_start(
-        spark, cluster, zk, stream_reader, group_id, tmp_path) -> None:
+    spark, cluster, zk, stream_reader, group_id, tmp_path
+) -> None:
     topic = f"recreated-{group_id[-12:]}"
     cluster.create_topic(topic, 1)
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 30, partitions=1)

@@ -1,11 +1,11 @@
 """Unit tests of zkconsumer.assignment.Assignment: every transition, a stateful model check and a threaded smoke test."""
+
 from __future__ import annotations
 
 import itertools
 import sys
 import threading
 
-import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -14,12 +14,14 @@ from zkconsumer.assignment import Assignment
 from zkconsumer.stream import PartitionTopicInfo, StreamQueue
 
 
-def make_info(topic: str = "t", partition: int = 0, thread: str = "c-0", offset: int = 0,
-              epoch: int | None = 1) -> PartitionTopicInfo:
+def make_info(
+    topic: str = "t", partition: int = 0, thread: str = "c-0", offset: int = 0, epoch: int | None = 1
+) -> PartitionTopicInfo:
     return PartitionTopicInfo(topic, partition, thread, StreamQueue(2), offset, epoch)
 
 
 # ---- reads on an empty assignment ------------------------------------------------------------------
+
 
 def test_empty() -> None:
     a = Assignment()
@@ -30,6 +32,7 @@ def test_empty() -> None:
 
 
 # ---- install ---------------------------------------------------------------------------------------
+
 
 def test_install_delivers_and_bumps_the_generation() -> None:
     a = Assignment()
@@ -70,6 +73,7 @@ def test_install_over_an_owned_key_deactivates_the_replaced_record() -> None:
 
 # ---- begin_release / released ----------------------------------------------------------------------
 
+
 def test_begin_release_stops_delivery_but_stays_committable() -> None:
     a = Assignment()
     x, y = make_info("t", 0, "c-0"), make_info("t", 1, "c-1")
@@ -102,6 +106,7 @@ def test_released_forgets_releasing_and_orphans_only() -> None:
 
 # ---- adopt_orphans ---------------------------------------------------------------------------------
 
+
 def test_adopt_orphans_skips_owned_and_releasing() -> None:
     a = Assignment()
     a.install([make_info("t", 0), make_info("t", 1, "c-1")])
@@ -115,6 +120,7 @@ def test_adopt_orphans_skips_owned_and_releasing() -> None:
 
 
 # ---- stop_delivering / fence_topic / inactive ------------------------------------------------------
+
 
 def test_stop_delivering_keeps_ownership() -> None:
     a = Assignment()
@@ -161,6 +167,7 @@ def test_inactive_is_sorted() -> None:
 
 # ---- drop / lose_all -------------------------------------------------------------------------------
 
+
 def test_drop_forgets_owned_without_scheduling_a_delete() -> None:
     a = Assignment()
     x, y = make_info("t", 0), make_info("t", 1)
@@ -199,6 +206,7 @@ def test_lose_all_with_only_releasing_does_not_bump() -> None:
 
 
 # ---- record_positions / committable / positions / counts -------------------------------------------
+
 
 def test_record_positions_updates_owned_and_releasing_only() -> None:
     a = Assignment()
@@ -262,8 +270,11 @@ class AssignmentMachine(RuleBasedStateMachine):
     @rule(keys=keys_st, epoch=epochs, offset=st.integers(-1, 50))
     def install(self, keys: list, epoch: int | None, offset: int) -> None:
         before = dict(self.owned)
-        fresh = [make_info(t, p, f"c-{next(self.serial)}", offset, epoch)
-                 for t, p in dict.fromkeys(keys) if (t, p) not in self.owned]
+        fresh = [
+            make_info(t, p, f"c-{next(self.serial)}", offset, epoch)
+            for t, p in dict.fromkeys(keys)
+            if (t, p) not in self.owned
+        ]
         self.a.install(fresh)
         for info in fresh:
             self.releasing.pop(info.key, None)
@@ -313,8 +324,11 @@ class AssignmentMachine(RuleBasedStateMachine):
     @rule(topic=st.sampled_from(TOPICS), epoch=epochs)
     def fence_topic(self, topic: str, epoch: int | None) -> None:
         fenced = self.a.fence_topic(topic, epoch)
-        expected = [k for k, i in self.owned.items()
-                    if k[0] == topic and i.epoch is not None and i.epoch != epoch and id(i) not in self.stopped]
+        expected = [
+            k
+            for k, i in self.owned.items()
+            if k[0] == topic and i.epoch is not None and i.epoch != epoch and id(i) not in self.stopped
+        ]
         assert sorted(fenced) == sorted(expected)
         for k in expected:
             self.stopped.add(id(self.owned[k]))
@@ -405,6 +419,7 @@ TestAssignmentMachine = AssignmentMachine.TestCase
 
 # ---- threads ---------------------------------------------------------------------------------------
 
+
 def test_concurrent_readers_never_see_a_key_owned_and_releasing() -> None:
     a = Assignment()
     keys = [("t", p) for p in range(8)]
@@ -433,7 +448,7 @@ def test_concurrent_readers_never_see_a_key_owned_and_releasing() -> None:
                 infos = [make_info("t", p, f"c-{round_ % 3}", round_) for p, _ in enumerate(keys)]
                 a.install(infos)
                 a.record_positions({k: round_ + 1 for k in keys[:4]})
-                a.begin_release(keys[round_ % 2::2])
+                a.begin_release(keys[round_ % 2 :: 2])
                 a.released(keys)
                 a.begin_release(keys)
                 a.released(keys)

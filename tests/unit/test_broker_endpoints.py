@@ -1,4 +1,5 @@
 """Choosing a broker endpoint by security protocol or listener name, and saying why none fits."""
+
 from __future__ import annotations
 
 import json
@@ -10,18 +11,31 @@ from zkconsumer.zkdata import BrokerInfo, decode_broker
 
 
 def _broker(broker_id: int, endpoints: list[str], protocols: dict[str, str] | None = None) -> BrokerInfo:
-    doc: dict[str, object] = {"version": 4, "host": None, "port": -1, "jmx_port": -1, "timestamp": "1",
-                              "endpoints": endpoints, "rack": None}
+    doc: dict[str, object] = {
+        "version": 4,
+        "host": None,
+        "port": -1,
+        "jmx_port": -1,
+        "timestamp": "1",
+        "endpoints": endpoints,
+        "rack": None,
+    }
     if protocols is not None:
         doc["listener_security_protocol_map"] = protocols
     return decode_broker(broker_id, json.dumps(doc).encode(), f"/brokers/ids/{broker_id}")
 
 
 MIXED = [
-    _broker(0, ["INTERNAL://10.0.0.1:9091", "SECURE://b0.example:9093", "SASL_SSL://b0.example:9094"],
-            {"INTERNAL": "PLAINTEXT", "SECURE": "SSL", "SASL_SSL": "SASL_SSL"}),
-    _broker(1, ["INTERNAL://10.0.0.2:9091", "SECURE://[::1]:9093", "SASL_SSL://b1.example:9094"],
-            {"INTERNAL": "PLAINTEXT", "SECURE": "SSL", "SASL_SSL": "SASL_SSL"}),
+    _broker(
+        0,
+        ["INTERNAL://10.0.0.1:9091", "SECURE://b0.example:9093", "SASL_SSL://b0.example:9094"],
+        {"INTERNAL": "PLAINTEXT", "SECURE": "SSL", "SASL_SSL": "SASL_SSL"},
+    ),
+    _broker(
+        1,
+        ["INTERNAL://10.0.0.2:9091", "SECURE://[::1]:9093", "SASL_SSL://b1.example:9094"],
+        {"INTERNAL": "PLAINTEXT", "SECURE": "SSL", "SASL_SSL": "SASL_SSL"},
+    ),
 ]
 
 
@@ -32,7 +46,9 @@ def test_the_first_endpoint_of_the_protocol_is_chosen_on_every_broker() -> None:
 
 
 def test_a_listener_name_picks_among_endpoints_of_the_protocol() -> None:
-    assert bootstrap_servers(MIXED, security_protocol="sasl_ssl", listener="sasl_ssl") == "b0.example:9094,b1.example:9094"
+    assert (
+        bootstrap_servers(MIXED, security_protocol="sasl_ssl", listener="sasl_ssl") == "b0.example:9094,b1.example:9094"
+    )
     assert bootstrap_servers(MIXED, security_protocol="SSL", listener="secure") == "b0.example:9093,[::1]:9093"
     assert bootstrap_servers(MIXED, security_protocol="SSL", listener="EXTERNAL") == ""
     assert bootstrap_servers(MIXED, security_protocol="SSL", listener="") == "b0.example:9093,[::1]:9093"  # unset
@@ -67,7 +83,9 @@ def test_no_endpoint_message_names_what_each_broker_offers() -> None:
 
 def test_an_unreadable_registration_is_named_or_reported() -> None:
     # decode_broker refuses such a node; a BrokerInfo built by hand can still carry one
-    bad = BrokerInfo(5, None, None, ("WEIRD://h5:9095",), None, 4, listener_security_protocol_map=(("OTHER", "PLAINTEXT"),))
+    bad = BrokerInfo(
+        5, None, None, ("WEIRD://h5:9095",), None, 4, listener_security_protocol_map=(("OTHER", "PLAINTEXT"),)
+    )
     with pytest.raises(ValueError, match=r"/brokers/ids/5: no security protocol defined for listener WEIRD"):
         bootstrap_servers([bad, *MIXED])
     reported: list[str] = []

@@ -1,10 +1,27 @@
 """Problem detection behind describe/verify/top, on hand-built group states (no ZooKeeper)."""
+
 from __future__ import annotations
 
-from zkconsumer.cli.snapshot import (AFTER_END, BAD_OFFSET, BAD_OWNER, BAD_REGISTRATION, BEFORE_START,
-                                     DUPLICATE_MEMBER, DUPLICATE_SUBSCRIPTION, FOREIGN_SESSION, NO_PARTITION,
-                                     NOT_SUBSCRIBED, UNOWNED, ZOMBIE, GroupSnapshot, Member, Owner, analyse,
-                                     duplicate_subscription_keys, member_problems)
+from zkconsumer.cli.snapshot import (
+    AFTER_END,
+    BAD_OFFSET,
+    BAD_OWNER,
+    BAD_REGISTRATION,
+    BEFORE_START,
+    DUPLICATE_MEMBER,
+    DUPLICATE_SUBSCRIPTION,
+    FOREIGN_SESSION,
+    NO_PARTITION,
+    NOT_SUBSCRIBED,
+    UNOWNED,
+    ZOMBIE,
+    GroupSnapshot,
+    Member,
+    Owner,
+    analyse,
+    duplicate_subscription_keys,
+    member_problems,
+)
 from zkconsumer.cli.top import RateTracker
 from zkconsumer.zkdata import Registration
 
@@ -22,18 +39,28 @@ def test_a_healthy_group_has_no_problems_and_correct_lag() -> None:
     owners = {("t", 0): Owner("g_a-0", 0x10), ("t", 1): Owner("g_a-0", 0x10)}
     rows = analyse(members, owners, {("t", 0): 5, ("t", 1): 7}, {"t": [0, 1]}, {("t", 0): (0, 9), ("t", 1): (7, 7)})
     assert [(r.partition, r.offset, r.log_end, r.lag, r.consumer_id, r.problems) for r in rows] == [
-        (0, 5, 9, 4, "g_a", []), (1, 7, 7, 0, "g_a", [])]
+        (0, 5, 9, 4, "g_a", []),
+        (1, 7, 7, 0, "g_a", []),
+    ]
 
 
 def test_each_problem_is_flagged_on_its_partition() -> None:
     members = {"g_a": Member("g_a", 0x10, reg(t=1), {"t": ["g_a-0"]})}
-    owners = {("t", 1): Owner("g_ghost-0", 0x99),          # zombie: not registered
-              ("t", 2): Owner("g_a-3", 0x10),              # not one of g_a's threads
-              ("t", 3): Owner("g_a-0", 0x11),              # another session than the member's
-              ("t", 4): Owner("garbage", 0x10)}            # not a thread id
+    owners = {
+        ("t", 1): Owner("g_ghost-0", 0x99),  # zombie: not registered
+        ("t", 2): Owner("g_a-3", 0x10),  # not one of g_a's threads
+        ("t", 3): Owner("g_a-0", 0x11),  # another session than the member's
+        ("t", 4): Owner("garbage", 0x10),
+    }  # not a thread id
     offsets = {("t", 0): 500, ("t", 1): 1, ("t", 2): 3, ("t", 3): 3, ("t", 4): 3, ("gone", 0): 12}
-    rows = analyse(members, owners, offsets, {"t": [0, 1, 2, 3, 4]},
-                   {("t", p): (2, 100) for p in range(5)}, bad_offsets={("t", 5): "offset 'x' is not..."})
+    rows = analyse(
+        members,
+        owners,
+        offsets,
+        {"t": [0, 1, 2, 3, 4]},
+        {("t", p): (2, 100) for p in range(5)},
+        bad_offsets={("t", 5): "offset 'x' is not..."},
+    )
     assert kinds(rows, "t", 0) == [UNOWNED, AFTER_END]
     assert kinds(rows, "t", 1) == [ZOMBIE, BEFORE_START]
     assert kinds(rows, "t", 2) == [NOT_SUBSCRIBED]
@@ -54,17 +81,20 @@ def test_out_of_range_checks_need_known_log_offsets() -> None:
 
 
 def test_member_level_problems() -> None:
-    members = {"g_a": Member("g_a", 0x10, reg(t=1), {"t": ["g_a-0"]}),
-               "g_b": Member("g_b", 0x10, reg(t=1), {"t": ["g_b-0"]}),
-               "g_c": Member("g_c", 0x12, None, error="not valid JSON")}
+    members = {
+        "g_a": Member("g_a", 0x10, reg(t=1), {"t": ["g_a-0"]}),
+        "g_b": Member("g_b", 0x10, reg(t=1), {"t": ["g_b-0"]}),
+        "g_c": Member("g_c", 0x12, None, error="not valid JSON"),
+    }
     problems = member_problems(members, {"g_a": ["t"]})
     assert [p.kind for p in problems] == [DUPLICATE_SUBSCRIPTION, BAD_REGISTRATION, DUPLICATE_MEMBER]
     assert "g_a, g_b" in problems[-1].detail
 
 
 def test_duplicate_subscription_keys() -> None:
-    assert duplicate_subscription_keys(b'{"version":1,"subscription":{"t":1,"u":2,"t":3},"pattern":"static",'
-                                       b'"timestamp":"1"}') == ["t"]
+    assert duplicate_subscription_keys(
+        b'{"version":1,"subscription":{"t":1,"u":2,"t":3},"pattern":"static","timestamp":"1"}'
+    ) == ["t"]
     assert duplicate_subscription_keys(b'{"version":1,"subscription":{"t":1},"pattern":"static"}') == []
     assert duplicate_subscription_keys(b"{not json") == []
 
@@ -76,9 +106,17 @@ def test_idle_members_and_json_shape() -> None:
     assert [m.consumer_id for m in snap.idle_members()] == ["g_b"]
     doc = snap.as_dict()
     assert doc["total_lag"] == 2 and doc["idle_members"] == ["g_b"]
-    assert doc["partitions"][0] == {"topic": "t", "partition": 0, "current_offset": 4, "log_start_offset": 0,
-                                    "log_end_offset": 6, "lag": 2, "owner": "g_a-0", "consumer_id": "g_a",
-                                    "problems": []}
+    assert doc["partitions"][0] == {
+        "topic": "t",
+        "partition": 0,
+        "current_offset": 4,
+        "log_start_offset": 0,
+        "log_end_offset": 6,
+        "lag": 2,
+        "owner": "g_a-0",
+        "consumer_id": "g_a",
+        "problems": [],
+    }
     assert doc["members"][0]["subscription"] == "t:1" and doc["members"][0]["owned_partitions"] == 1
 
 

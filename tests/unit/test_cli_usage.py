@@ -1,4 +1,5 @@
 """CLI usage without a cluster: help texts, usage errors (exit 2), unreachable ZooKeeper (one line, exit 1)."""
+
 from __future__ import annotations
 
 import socket
@@ -8,13 +9,23 @@ from click.testing import CliRunner
 
 from zkconsumer.cli.main import cli
 
-COMMANDS = [["consume"], ["groups", "list"], ["groups", "describe"], ["groups", "delete"], ["offsets", "export"],
-            ["offsets", "import"], ["offsets", "reset"], ["verify"], ["top"]]
+COMMANDS = [
+    ["consume"],
+    ["groups", "list"],
+    ["groups", "describe"],
+    ["groups", "delete"],
+    ["offsets", "export"],
+    ["offsets", "import"],
+    ["offsets", "reset"],
+    ["verify"],
+    ["top"],
+]
 
 
 def invoke(*args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(cli, list(args), env={"ZKCONSUMER_ZOOKEEPER": None, **(env or {})},
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        cli, list(args), env={"ZKCONSUMER_ZOOKEEPER": None, **(env or {})}, catch_exceptions=False
+    )
 
 
 def closed_port() -> int:
@@ -38,8 +49,11 @@ def test_every_command_documents_zookeeper_options_and_examples(command: list[st
         assert text in result.stdout, (command, text)
 
 
-@pytest.mark.parametrize("command", [c for c in COMMANDS if c not in (["groups", "delete"], ["offsets", "import"],
-                                                                     ["consume"])], ids=" ".join)
+@pytest.mark.parametrize(
+    "command",
+    [c for c in COMMANDS if c not in (["groups", "delete"], ["offsets", "import"], ["consume"])],
+    ids=" ".join,
+)
 def test_every_read_command_has_json(command: list[str]) -> None:
     assert "--json" in invoke(*command, "--help").stdout
 
@@ -50,22 +64,29 @@ def test_write_commands_say_they_write_and_need_execute() -> None:
         assert "THIS WRITES" in text and "--execute" in text
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["groups", "describe", "--group", "g"], "Missing option '--zookeeper'"),
-    (["groups", "describe", "--zookeeper", "z:1"], "Missing option '--group'"),
-    (["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t"], "exactly one of"),
-    (["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t", "--to-earliest", "--partitions", "x"],
-     "bad partition list"),
-    (["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t", "--to-datetime", "soon"], "ISO 8601"),
-    (["consume", "--zookeeper", "z:1", "--topic", "a", "--whitelist", "b"], "exactly one of"),
-    (["consume", "--zookeeper", "z:1", "--whitelist", "a(b"], "invalid regex"),
-    (["consume", "--zookeeper", "z:1", "--topic", "a", "--property", "print.key"], "key=value"),
-    (["consume", "--zookeeper", "z:1", "--topic", "a", "--consumer-property", "auto.offset.reset=oldest"],
-     "auto.offset.reset"),
-    (["consume", "--zookeeper", "z:1", "--topic", "a", "--group", "bad/name"], "invalid group name"),
-    (["groups", "delete", "--zookeeper", "z:1"], "give --group, --topic or both"),
-    (["verify", "--zookeeper", "z:1", "-g", "g", "--zk-digest", "nocolon"], "user:password"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["groups", "describe", "--group", "g"], "Missing option '--zookeeper'"),
+        (["groups", "describe", "--zookeeper", "z:1"], "Missing option '--group'"),
+        (["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t"], "exactly one of"),
+        (
+            ["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t", "--to-earliest", "--partitions", "x"],
+            "bad partition list",
+        ),
+        (["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t", "--to-datetime", "soon"], "ISO 8601"),
+        (["consume", "--zookeeper", "z:1", "--topic", "a", "--whitelist", "b"], "exactly one of"),
+        (["consume", "--zookeeper", "z:1", "--whitelist", "a(b"], "invalid regex"),
+        (["consume", "--zookeeper", "z:1", "--topic", "a", "--property", "print.key"], "key=value"),
+        (
+            ["consume", "--zookeeper", "z:1", "--topic", "a", "--consumer-property", "auto.offset.reset=oldest"],
+            "auto.offset.reset",
+        ),
+        (["consume", "--zookeeper", "z:1", "--topic", "a", "--group", "bad/name"], "invalid group name"),
+        (["groups", "delete", "--zookeeper", "z:1"], "give --group, --topic or both"),
+        (["verify", "--zookeeper", "z:1", "-g", "g", "--zk-digest", "nocolon"], "user:password"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(args: list[str], needle: str) -> None:
     result = invoke(*args)
     assert result.exit_code == 2, result.output
@@ -73,9 +94,18 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], needle: str) -> None
     assert "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("command", [["groups", "list"], ["groups", "describe", "-g", "g"], ["verify", "-g", "g"],
-                                     ["offsets", "export"], ["top", "-g", "g", "--once"],
-                                     ["consume", "--topic", "t", "--max-messages", "1"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["groups", "list"],
+        ["groups", "describe", "-g", "g"],
+        ["verify", "-g", "g"],
+        ["offsets", "export"],
+        ["top", "-g", "g", "--once"],
+        ["consume", "--topic", "t", "--max-messages", "1"],
+    ],
+    ids=" ".join,
+)
 def test_unreachable_zookeeper_is_one_line_and_exit_1(command: list[str]) -> None:
     port = closed_port()
     result = invoke(*command, "--zk-timeout", "0.5", env={"ZKCONSUMER_ZOOKEEPER": f"127.0.0.1:{port}/kafka"})

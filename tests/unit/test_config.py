@@ -1,4 +1,5 @@
 """Tests for zkconsumer.config and zkconsumer.properties: defaults, validation, .properties parsing."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -100,6 +101,7 @@ def test_config_is_frozen_and_hashable() -> None:
 
 # --- derived defaults -----------------------------------------------------------------------
 
+
 def test_connection_timeout_follows_session_timeout_unless_given() -> None:
     assert build_raw({"zookeeper.session.timeout.ms": "9000"}).zookeeper_connection_timeout_ms == 9000
     explicit = build_raw({"zookeeper.session.timeout.ms": "9000", "zookeeper.connection.timeout.ms": "1500"})
@@ -131,9 +133,17 @@ def test_explicit_dual_commit_wins() -> None:
 
 # --- accepted spellings ---------------------------------------------------------------------
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("500", 500), (" 500\t", 500), ("+500", 500), (500, 500), ("0500", 500),
-])
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("500", 500),
+        (" 500\t", 500),
+        ("+500", 500),
+        (500, 500),
+        ("0500", 500),
+    ],
+)
 def test_integer_spellings(raw: object, expected: int) -> None:
     assert build_raw({"fetch.min.bytes": raw}).fetch_min_bytes == expected
 
@@ -169,37 +179,76 @@ def test_none_means_not_given() -> None:
 # --- validation -----------------------------------------------------------------------------
 
 INVALID = [
-    ("group.id", "has space"), ("group.id", ""), ("group.id", "caf\u00e9"), ("group.id", "a/b"), ("group.id", 7),
-    ("client.id", "x:y"), ("consumer.id", "a/b"),
-    ("auto.offset.reset", "earliest"), ("auto.offset.reset", "Smallest"), ("auto.offset.reset", "none"),
+    ("group.id", "has space"),
+    ("group.id", ""),
+    ("group.id", "caf\u00e9"),
+    ("group.id", "a/b"),
+    ("group.id", 7),
+    ("client.id", "x:y"),
+    ("consumer.id", "a/b"),
+    ("auto.offset.reset", "earliest"),
+    ("auto.offset.reset", "Smallest"),
+    ("auto.offset.reset", "none"),
     ("offsets.storage", "redis"),
-    ("partition.assignment.strategy", "sticky"), ("partition.assignment.strategy", "RoundRobin"),
-    ("fetch.min.bytes", "abc"), ("fetch.min.bytes", "1.5"), ("fetch.min.bytes", "0x10"), ("fetch.min.bytes", ""),
-    ("fetch.min.bytes", "2147483648"), ("fetch.min.bytes", True), ("fetch.min.bytes", 1.0),
+    ("partition.assignment.strategy", "sticky"),
+    ("partition.assignment.strategy", "RoundRobin"),
+    ("fetch.min.bytes", "abc"),
+    ("fetch.min.bytes", "1.5"),
+    ("fetch.min.bytes", "0x10"),
+    ("fetch.min.bytes", ""),
+    ("fetch.min.bytes", "2147483648"),
+    ("fetch.min.bytes", True),
+    ("fetch.min.bytes", 1.0),
     ("fetch.min.bytes", "\u0661"),  # Arabic-Indic one: Java and Python parse it; we take ASCII only
-    ("auto.commit.enable", "yes"), ("auto.commit.enable", "TRUE"), ("auto.commit.enable", "1"),
-    ("auto.commit.enable", 1), ("exclude.internal.topics", ""),
-    ("zookeeper.session.timeout.ms", "0"), ("zookeeper.connection.timeout.ms", "0"),
+    ("auto.commit.enable", "yes"),
+    ("auto.commit.enable", "TRUE"),
+    ("auto.commit.enable", "1"),
+    ("auto.commit.enable", 1),
+    ("exclude.internal.topics", ""),
+    ("zookeeper.session.timeout.ms", "0"),
+    ("zookeeper.connection.timeout.ms", "0"),
     ("zookeeper.sync.time.ms", "-1"),
-    ("num.consumer.fetchers", "0"), ("queued.max.message.chunks", "0"), ("rebalance.max.retries", "0"),
-    ("rebalance.backoff.ms", "-1"), ("fetch.message.max.bytes", "0"), ("fetch.wait.max.ms", "-1"),
-    ("socket.timeout.ms", "50"), ("auto.commit.interval.ms", "0"), ("offsets.commit.max.retries", "-1"),
-    ("zookeeper.connect", ""), ("zookeeper.connect", "zk:port"), ("zookeeper.connect", "a:1,,b:2"),
-    ("zookeeper.connect", "a:70000"), ("zookeeper.connect", "a:0"), ("zookeeper.connect", "a/chroot/"),
-    ("zookeeper.connect", "a//x"), ("zookeeper.connect", "a/./x"), ("zookeeper.connect", "a/x/.."),
-    ("zookeeper.connect", "h o:1"), ("zookeeper.connect", "a:1, b:2"), ("zookeeper.connect", "[zz]:1"),
-    ("zkconsumer.compat.version", "2.0"), ("zkconsumer.compat.version", "latest"),
-    ("zkconsumer.compat.version", "0.8.1"), ("zkconsumer.rebalance.recheck.ms", "-1"),
-    ("zkconsumer.watchdog.interval.ms", "-5"), ("zkconsumer.rebalance.incremental", "yes"),
-    ("zkconsumer.zookeeper.digest", "no-colon"), ("zkconsumer.zookeeper.digest", ":pw"),
-    ("librdkafka.debug", ["a"]), ("librdkafka.security.protocol", "TLS"),
+    ("num.consumer.fetchers", "0"),
+    ("queued.max.message.chunks", "0"),
+    ("rebalance.max.retries", "0"),
+    ("rebalance.backoff.ms", "-1"),
+    ("fetch.message.max.bytes", "0"),
+    ("fetch.wait.max.ms", "-1"),
+    ("socket.timeout.ms", "50"),
+    ("auto.commit.interval.ms", "0"),
+    ("offsets.commit.max.retries", "-1"),
+    ("zookeeper.connect", ""),
+    ("zookeeper.connect", "zk:port"),
+    ("zookeeper.connect", "a:1,,b:2"),
+    ("zookeeper.connect", "a:70000"),
+    ("zookeeper.connect", "a:0"),
+    ("zookeeper.connect", "a/chroot/"),
+    ("zookeeper.connect", "a//x"),
+    ("zookeeper.connect", "a/./x"),
+    ("zookeeper.connect", "a/x/.."),
+    ("zookeeper.connect", "h o:1"),
+    ("zookeeper.connect", "a:1, b:2"),
+    ("zookeeper.connect", "[zz]:1"),
+    ("zkconsumer.compat.version", "2.0"),
+    ("zkconsumer.compat.version", "latest"),
+    ("zkconsumer.compat.version", "0.8.1"),
+    ("zkconsumer.rebalance.recheck.ms", "-1"),
+    ("zkconsumer.watchdog.interval.ms", "-5"),
+    ("zkconsumer.rebalance.incremental", "yes"),
+    ("zkconsumer.zookeeper.digest", "no-colon"),
+    ("zkconsumer.zookeeper.digest", ":pw"),
+    ("librdkafka.debug", ["a"]),
+    ("librdkafka.security.protocol", "TLS"),
 ]
 
 
 @pytest.mark.parametrize(("key", "value"), INVALID)
 def test_invalid_value_names_key_value_and_accepted(key: str, value: object) -> None:
-    extra = {key: value, "socket.timeout.ms": "50", "fetch.wait.max.ms": "100"} if key == "socket.timeout.ms" \
+    extra = (
+        {key: value, "socket.timeout.ms": "50", "fetch.wait.max.ms": "100"}
+        if key == "socket.timeout.ms"
         else {key: value}
+    )
     with pytest.raises(ConfigError) as caught:
         build_raw(extra)
     message = str(caught.value)
@@ -224,11 +273,14 @@ def test_socket_timeout_below_fetch_wait_names_both() -> None:
     assert caught.value.key == "socket.timeout.ms"
 
 
-@pytest.mark.parametrize(("given", "missing"), [
-    ({}, ["zookeeper.connect", "group.id"]),
-    ({"group.id": "g"}, ["zookeeper.connect"]),
-    ({"zookeeper.connect": "zk:2181"}, ["group.id"]),
-])
+@pytest.mark.parametrize(
+    ("given", "missing"),
+    [
+        ({}, ["zookeeper.connect", "group.id"]),
+        ({"group.id": "g"}, ["zookeeper.connect"]),
+        ({"zookeeper.connect": "zk:2181"}, ["group.id"]),
+    ],
+)
 def test_missing_required_keys_are_named(given: dict[str, str], missing: list[str]) -> None:
     with pytest.raises(ConfigError) as caught:
         ConsumerConfig.from_mapping(given)
@@ -255,9 +307,13 @@ def test_compat_version_parsing() -> None:
 
 # --- unknown keys ---------------------------------------------------------------------------
 
+
 def test_unknown_key_warns_with_suggestion() -> None:
-    with pytest.warns(UserWarning, match=r"unknown consumer property 'auto.comit.enable'; "
-                                         r"did you mean 'auto.commit.enable'\?"):
+    with pytest.warns(
+        UserWarning,
+        match=r"unknown consumer property 'auto.comit.enable'; "
+        r"did you mean 'auto.commit.enable'\?",
+    ):
         config = build_raw({"auto.comit.enable": "false"})
     assert config.auto_commit_enable is True
 
@@ -289,11 +345,22 @@ def test_get_unknown_name_raises_with_suggestion() -> None:
 
 # --- librdkafka passthrough, helpers, output ------------------------------------------------
 
+
 def test_librdkafka_passthrough() -> None:
-    config = build_raw({"librdkafka.security.protocol": "SASL_SSL", "librdkafka.enable.partition.eof": True,
-                        "librdkafka.fetch.queue.backoff.ms": 5, "librdkafka.debug": " broker "})
-    assert config.librdkafka_overrides == {"security.protocol": "SASL_SSL", "enable.partition.eof": "true",
-                                           "fetch.queue.backoff.ms": "5", "debug": "broker"}
+    config = build_raw(
+        {
+            "librdkafka.security.protocol": "SASL_SSL",
+            "librdkafka.enable.partition.eof": True,
+            "librdkafka.fetch.queue.backoff.ms": 5,
+            "librdkafka.debug": " broker ",
+        }
+    )
+    assert config.librdkafka_overrides == {
+        "security.protocol": "SASL_SSL",
+        "enable.partition.eof": "true",
+        "fetch.queue.backoff.ms": "5",
+        "debug": "broker",
+    }
     assert config.get("librdkafka.security.protocol") == "SASL_SSL"
     assert config.as_properties()["librdkafka.enable.partition.eof"] == "true"
     config.librdkafka_overrides["debug"] = "all"  # a copy: the config stays unchanged
@@ -305,12 +372,15 @@ def test_bare_librdkafka_prefix_is_an_unknown_key() -> None:
         assert build_raw({"librdkafka.": "x"}).librdkafka_overrides == {}
 
 
-@pytest.mark.parametrize(("connect", "hosts", "chroot"), [
-    ("zk1:2181,zk2:2182/kafka/prod", (("zk1", 2181), ("zk2", 2182)), "/kafka/prod"),
-    ("zk1", (("zk1", 2181),), None),
-    ("zk1:2181/", (("zk1", 2181),), None),
-    ("10.0.0.1:1,[::1]:2,[fe80::1]", (("10.0.0.1", 1), ("::1", 2), ("fe80::1", 2181)), None),
-])
+@pytest.mark.parametrize(
+    ("connect", "hosts", "chroot"),
+    [
+        ("zk1:2181,zk2:2182/kafka/prod", (("zk1", 2181), ("zk2", 2182)), "/kafka/prod"),
+        ("zk1", (("zk1", 2181),), None),
+        ("zk1:2181/", (("zk1", 2181),), None),
+        ("10.0.0.1:1,[::1]:2,[fe80::1]", (("10.0.0.1", 1), ("::1", 2), ("fe80::1", 2181)), None),
+    ],
+)
 def test_zookeeper_hosts_and_chroot(connect: str, hosts: tuple, chroot: str | None) -> None:
     config = build_raw({"zookeeper.connect": connect})
     assert (config.zookeeper_hosts, config.zookeeper_chroot) == (hosts, chroot)
@@ -341,45 +411,49 @@ def test_merge_later_layers_win_and_none_does_not_erase() -> None:
 
 # --- .properties text -----------------------------------------------------------------------
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("a=b", {"a": "b"}),
-    ("a:b", {"a": "b"}),
-    ("a b", {"a": "b"}),
-    ("a \t = \t b", {"a": "b"}),
-    ("a : b", {"a": "b"}),
-    ("a==b", {"a": "=b"}),
-    ("a = = b", {"a": "= b"}),
-    ("a b=c", {"a": "b=c"}),
-    ("a=b  ", {"a": "b  "}),  # trailing blanks stay (VerifiableProperties trims later)
-    ("a", {"a": ""}),
-    ("a=", {"a": ""}),
-    ("a:", {"a": ""}),
-    ("   a=b", {"a": "b"}),
-    ("\f\ta=b", {"a": "b"}),
-    ("# a=b\n! c=d\n   # e=f", {}),
-    ("#a=b\\\nc=d", {"c": "d"}),  # a comment never continues
-    ("a=b\\\n   c", {"a": "bc"}),
-    ("a=b\\\n   c\\\n d", {"a": "bcd"}),
-    ("a=b\\\n#c", {"a": "b#c"}),  # a continuation line is never a comment
-    ("a=b\\\n\nc=d", {"a": "b", "c": "d"}),  # a blank continuation line ends the entry
-    ("a=b\\\\\nc=d", {"a": "b\\", "c": "d"}),  # even backslashes: no continuation
-    ("a=b\\\\\\\nc", {"a": "b\\c"}),
-    ("a=b\\", {"a": "b"}),  # trailing backslash at end of input is dropped
-    ("a=\\t\\n\\r\\f", {"a": "\t\n\r\f"}),
-    ("a=\\u0041\\u00e9", {"a": "A\u00e9"}),
-    ("a=\\uD83D\\uDE00", {"a": "\U0001F600"}),
-    ("a=\\q\\\\", {"a": "q\\"}),
-    ("a\\=b=c", {"a=b": "c"}),
-    ("a\\:b:c", {"a:b": "c"}),
-    ("a\\ b c", {"a b": "c"}),
-    ("a=\\ b", {"a": " b"}),
-    ("\\#a=b", {"#a": "b"}),
-    ("a=1\r\nb=2\rc=3\n", {"a": "1", "b": "2", "c": "3"}),
-    ("a=b\\\r\n  c", {"a": "bc"}),
-    ("a=1\na=2", {"a": "2"}),
-    ("\n\n  \n", {}),
-    ("", {}),
-])
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a=b", {"a": "b"}),
+        ("a:b", {"a": "b"}),
+        ("a b", {"a": "b"}),
+        ("a \t = \t b", {"a": "b"}),
+        ("a : b", {"a": "b"}),
+        ("a==b", {"a": "=b"}),
+        ("a = = b", {"a": "= b"}),
+        ("a b=c", {"a": "b=c"}),
+        ("a=b  ", {"a": "b  "}),  # trailing blanks stay (VerifiableProperties trims later)
+        ("a", {"a": ""}),
+        ("a=", {"a": ""}),
+        ("a:", {"a": ""}),
+        ("   a=b", {"a": "b"}),
+        ("\f\ta=b", {"a": "b"}),
+        ("# a=b\n! c=d\n   # e=f", {}),
+        ("#a=b\\\nc=d", {"c": "d"}),  # a comment never continues
+        ("a=b\\\n   c", {"a": "bc"}),
+        ("a=b\\\n   c\\\n d", {"a": "bcd"}),
+        ("a=b\\\n#c", {"a": "b#c"}),  # a continuation line is never a comment
+        ("a=b\\\n\nc=d", {"a": "b", "c": "d"}),  # a blank continuation line ends the entry
+        ("a=b\\\\\nc=d", {"a": "b\\", "c": "d"}),  # even backslashes: no continuation
+        ("a=b\\\\\\\nc", {"a": "b\\c"}),
+        ("a=b\\", {"a": "b"}),  # trailing backslash at end of input is dropped
+        ("a=\\t\\n\\r\\f", {"a": "\t\n\r\f"}),
+        ("a=\\u0041\\u00e9", {"a": "A\u00e9"}),
+        ("a=\\uD83D\\uDE00", {"a": "\U0001f600"}),
+        ("a=\\q\\\\", {"a": "q\\"}),
+        ("a\\=b=c", {"a=b": "c"}),
+        ("a\\:b:c", {"a:b": "c"}),
+        ("a\\ b c", {"a b": "c"}),
+        ("a=\\ b", {"a": " b"}),
+        ("\\#a=b", {"#a": "b"}),
+        ("a=1\r\nb=2\rc=3\n", {"a": "1", "b": "2", "c": "3"}),
+        ("a=b\\\r\n  c", {"a": "bc"}),
+        ("a=1\na=2", {"a": "2"}),
+        ("\n\n  \n", {}),
+        ("", {}),
+    ],
+)
 def test_parse_properties(text: str, expected: dict[str, str]) -> None:
     assert parse_properties(text) == expected
 
@@ -425,6 +499,7 @@ def test_dump_then_parse_round_trips(props: dict[str, str]) -> None:
 
 
 # --- round trip of whole configs -------------------------------------------------------------
+
 
 def _int_text(value: int) -> st.SearchStrategy[object]:
     return st.sampled_from([value, str(value), f" {value} "])

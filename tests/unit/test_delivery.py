@@ -1,4 +1,5 @@
 """The C-speed iterator: stopping mid-chunk (release, gate, lease), exact positions, batches, and a model check."""
+
 from __future__ import annotations
 
 import threading
@@ -18,8 +19,9 @@ def make_info(queue: StreamQueue, partition: int = 0, offset: int = 0) -> Partit
 
 
 def chunk(info: PartitionTopicInfo, start: int, count: int) -> Chunk:
-    return Chunk(info, [Message(topic="t", partition=info.partition, offset=o, value=b"v")
-                        for o in range(start, start + count)])
+    return Chunk(
+        info, [Message(topic="t", partition=info.partition, offset=o, value=b"v") for o in range(start, start + count)]
+    )
 
 
 def test_for_loops_hand_out_confluent_messages_and_continue_after_a_timeout() -> None:
@@ -159,13 +161,17 @@ def test_a_commit_racing_a_stopped_chunk_never_counts_a_message_not_handed_out()
 
 
 @settings(max_examples=200, deadline=None)
-@given(ops=st.lists(st.sampled_from(["next", "next", "next", "batch", "commit", "close", "reopen",
-                                     "release0", "release1"]), max_size=60))
+@given(
+    ops=st.lists(
+        st.sampled_from(["next", "next", "next", "batch", "commit", "close", "reopen", "release0", "release1"]),
+        max_size=60,
+    )
+)
 def test_model_no_gap_no_repeat_and_positions_between_handed_and_finished(ops: list[str]) -> None:
     q = StreamQueue(8)
     gate = DeliveryGate()
     infos = [make_info(q, 0), make_info(q, 1, offset=100)]
-    for start in range(0, 12, 4):
+    for _ in range(0, 12, 4):
         for info in infos:
             q.offer(chunk(info, info.fetched_offset, 4))
             info.fetched_offset += 4

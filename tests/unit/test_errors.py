@@ -1,47 +1,76 @@
 """Unit tests of zkconsumer.errors: the exception hierarchy, the `retriable` flags and is_retriable()."""
+
 from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from kazoo.exceptions import (AuthFailedError, BadArgumentsError, BadVersionError, ConnectionLoss,
-                              InvalidACLError, NoAuthError, NoNodeError, OperationTimeoutError,
-                              SessionExpiredError)
+from kazoo.exceptions import (
+    AuthFailedError,
+    BadArgumentsError,
+    BadVersionError,
+    ConnectionLoss,
+    InvalidACLError,
+    NoAuthError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer import errors
 from zkconsumer.config import ConfigError
-from zkconsumer.errors import (BrokersUnavailable, CommitFailed, ConsumerError, ConsumerRebalanceFailed,
-                               ConsumerTimeout, RegistrationConflict, SessionLost, ShutdownIncomplete,
-                               ZkConsumerError, ZooKeeperAccessDenied, ZooKeeperUnavailable, is_retriable)
+from zkconsumer.errors import (
+    BrokersUnavailable,
+    CommitFailed,
+    ConsumerError,
+    ConsumerRebalanceFailed,
+    ConsumerTimeout,
+    RegistrationConflict,
+    SessionLost,
+    ShutdownIncomplete,
+    ZkConsumerError,
+    ZooKeeperAccessDenied,
+    ZooKeeperUnavailable,
+    is_retriable,
+)
 from zkconsumer.kafkajson import ZkDataError
 
 # ---- third-party errors ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("exc", [
-    ConnectionLoss(),
-    SessionExpiredError(),
-    NoNodeError(),
-    BadVersionError(),
-    OperationTimeoutError(),
-    KazooTimeoutError("no answer"),
-], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ConnectionLoss(),
+        SessionExpiredError(),
+        NoNodeError(),
+        BadVersionError(),
+        OperationTimeoutError(),
+        KazooTimeoutError("no answer"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
 def test_transient_kazoo_errors_are_retriable(exc: BaseException) -> None:
     assert is_retriable(exc) is True
 
 
-@pytest.mark.parametrize("exc", [
-    NoAuthError(),
-    AuthFailedError(),
-    BadArgumentsError(),
-    InvalidACLError(),
-], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "exc",
+    [
+        NoAuthError(),
+        AuthFailedError(),
+        BadArgumentsError(),
+        InvalidACLError(),
+    ],
+    ids=lambda e: type(e).__name__,
+)
 def test_kazoo_errors_no_retry_can_fix_are_not_retriable(exc: BaseException) -> None:
     assert is_retriable(exc) is False
 
 
-@pytest.mark.parametrize("code", [KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN],
-                         ids=["_TRANSPORT", "_ALL_BROKERS_DOWN"])
+@pytest.mark.parametrize(
+    "code", [KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN], ids=["_TRANSPORT", "_ALL_BROKERS_DOWN"]
+)
 def test_transient_kafka_errors_are_retriable(code: int) -> None:
     err = KafkaError(code)
     assert not err.fatal()
@@ -59,25 +88,33 @@ def test_fatal_flag_decides_even_for_an_otherwise_transient_code() -> None:
     assert is_retriable(KafkaException(KafkaError(KafkaError._TRANSPORT, fatal=True))) is False
 
 
-@pytest.mark.parametrize("exc", [
-    OSError("io"),
-    TimeoutError("slow"),
-    ConnectionError("refused"),
-    ConnectionResetError("reset"),
-], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "exc",
+    [
+        OSError("io"),
+        TimeoutError("slow"),
+        ConnectionError("refused"),
+        ConnectionResetError("reset"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
 def test_os_level_errors_are_retriable(exc: BaseException) -> None:
     assert is_retriable(exc) is True
 
 
-@pytest.mark.parametrize("exc", [
-    RuntimeError("bug"),
-    ValueError("bug"),
-    KeyError("bug"),
-    AssertionError("bug"),
-    TypeError("bug"),
-    AttributeError("bug"),
-    Exception("unknown"),
-], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "exc",
+    [
+        RuntimeError("bug"),
+        ValueError("bug"),
+        KeyError("bug"),
+        AssertionError("bug"),
+        TypeError("bug"),
+        AttributeError("bug"),
+        Exception("unknown"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
 def test_programming_errors_are_never_retried(exc: BaseException) -> None:
     assert is_retriable(exc) is False
 
@@ -141,8 +178,11 @@ def test_config_error_is_not_retriable_and_zk_data_error_is() -> None:
 
 
 def test_every_exception_class_in_errors_module_is_covered() -> None:
-    defined = {obj for obj in vars(errors).values()
-               if isinstance(obj, type) and issubclass(obj, BaseException) and obj.__module__ == errors.__name__}
+    defined = {
+        obj
+        for obj in vars(errors).values()
+        if isinstance(obj, type) and issubclass(obj, BaseException) and obj.__module__ == errors.__name__
+    }
     assert defined <= set(EXPECTED_FLAGS)
 
 

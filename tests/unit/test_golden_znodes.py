@@ -10,6 +10,7 @@ them, all or some, with one cluster at a time:
 tests/cluster/test_versions.py compares a live capture of each release with its golden, so a
 format drift fails there, and these tests say what zkconsumer makes of each format.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,14 @@ from zkconsumer import zkdata
 from zkconsumer.metadata import ClusterMetadata
 from zkconsumer.testing import golden
 from zkconsumer.testing.jars import KNOWN
-from zkconsumer.testing.versions import (KAFKA, KafkaRelease, ZooKeeperRelease, jar_sets, kafka_release,
-                                         zookeeper_release)
+from zkconsumer.testing.versions import (
+    KAFKA,
+    KafkaRelease,
+    ZooKeeperRelease,
+    jar_sets,
+    kafka_release,
+    zookeeper_release,
+)
 from zkconsumer.testing.zkmodel import ZkModel
 from zkconsumer.zkio import ZkIO
 
@@ -46,8 +53,13 @@ def test_broker_registration_decodes(release: KafkaRelease) -> None:
     assert info.end_points() == (zkdata.EndPoint("PLAINTEXT", "broker-0", 9092, "PLAINTEXT"),)
     assert info.plaintext_address() == ("broker-0", 9092)
     assert info.listener_security_protocol_map == (("PLAINTEXT", "PLAINTEXT"),)
-    assert (info.host, info.port, info.rack, info.jmx_port, info.timestamp) == \
-        ("broker-0", 9092, None, -1, "1700000000000")
+    assert (info.host, info.port, info.rack, info.jmx_port, info.timestamp) == (
+        "broker-0",
+        9092,
+        None,
+        -1,
+        "1700000000000",
+    )
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -67,8 +79,9 @@ def test_topic_and_partition_state_decode(release: KafkaRelease) -> None:
     assert json.loads(nodes["topic.json"])["version"] == release.topic_registration
     assert zkdata.decode_topic_partitions(nodes["topic.json"], topic_path) == {0: [0], 1: [0]}
     state_path = zkdata.partition_state_path("golden", 0)
-    assert zkdata.decode_partition_state(nodes["partition-state.json"], state_path) == \
-        zkdata.PartitionState(leader=0, leader_epoch=0, isr=(0,), controller_epoch=1, version=1)
+    assert zkdata.decode_partition_state(nodes["partition-state.json"], state_path) == zkdata.PartitionState(
+        leader=0, leader_epoch=0, isr=(0,), controller_epoch=1, version=1
+    )
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -88,8 +101,13 @@ def test_cluster_metadata_reads_the_goldens(release: KafkaRelease) -> None:
 def test_differences_catch_a_format_drift() -> None:
     nodes = goldens(KAFKA["2.8.2"])
     assert golden.differences(nodes, nodes) == []
-    drifted = dict(nodes, **{"broker.json": nodes["broker.json"].replace(b'"features":{},', b""),
-                             "topic.json": nodes["topic.json"].replace(b'"version":3', b'"version":4')})
+    drifted = dict(
+        nodes,
+        **{
+            "broker.json": nodes["broker.json"].replace(b'"features":{},', b""),
+            "topic.json": nodes["topic.json"].replace(b'"version":3', b'"version":4'),
+        },
+    )
     del drifted["partition-state.json"]
     problems = golden.differences(drifted, nodes)
     assert len(problems) == 3, problems
@@ -99,12 +117,18 @@ def test_differences_catch_a_format_drift() -> None:
 
 
 def test_normalize_keeps_everything_but_run_specific_values() -> None:
-    raw = (b'{"features":{},"endpoints":["PLAINTEXT://127.0.0.1:41234"],"jmx_port":-1,"port":41234,'
-           b'"host":"127.0.0.1","version":5,"timestamp":"1795411616069"}')
-    assert golden.normalize(raw) == (b'{"features":{},"endpoints":["PLAINTEXT://broker-0:9092"],"jmx_port":-1,'
-                                     b'"port":9092,"host":"broker-0","version":5,"timestamp":"1700000000000"}')
-    assert golden.normalize(b'{"topic_id":"6HU9pCDmRGilpa4mhqBaeg","version":3}') == \
-        b'{"topic_id":"AAAAAAAAAAAAAAAAAAAAAA","version":3}'
+    raw = (
+        b'{"features":{},"endpoints":["PLAINTEXT://127.0.0.1:41234"],"jmx_port":-1,"port":41234,'
+        b'"host":"127.0.0.1","version":5,"timestamp":"1795411616069"}'
+    )
+    assert golden.normalize(raw) == (
+        b'{"features":{},"endpoints":["PLAINTEXT://broker-0:9092"],"jmx_port":-1,'
+        b'"port":9092,"host":"broker-0","version":5,"timestamp":"1700000000000"}'
+    )
+    assert (
+        golden.normalize(b'{"topic_id":"6HU9pCDmRGilpa4mhqBaeg","version":3}')
+        == b'{"topic_id":"AAAAAAAAAAAAAAAAAAAAAA","version":3}'
+    )
 
 
 def test_every_version_has_a_known_jar_set_with_a_pom() -> None:

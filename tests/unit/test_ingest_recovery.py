@@ -1,4 +1,5 @@
 """Ingest recovery chains only through runs of the same group and topic incarnation."""
+
 from __future__ import annotations
 
 from spark_jobs.ingest import Run, recover, same_incarnation

@@ -1,4 +1,5 @@
 """poll_select keeps select.select's contract, and a kazoo client runs on PollHandler."""
+
 from __future__ import annotations
 
 import socket
@@ -35,6 +36,7 @@ def test_timeout_waits_and_rejects_negative() -> None:
     a, b = socket.socketpair()
     try:
         import time
+
         began = time.monotonic()
         assert poll_select([a], [], [], 0.05) == ([], [], [])
         assert time.monotonic() - began >= 0.04

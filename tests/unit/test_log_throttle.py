@@ -1,4 +1,5 @@
 """RepeatFilter: repeated librdkafka lines (differing only in numbers) pass once per interval, with a count."""
+
 from __future__ import annotations
 
 import logging
@@ -17,7 +18,9 @@ def test_repeats_pass_once_per_interval_and_the_next_says_how_many_were_dropped(
     assert f.filter(_record(line, "FAIL", "rdkafka#consumer-1", "Connect to 127.0.0.1:4000 failed (after 0ms)"))
     for ms in range(1, 20):
         now[0] += 0.05
-        assert not f.filter(_record(line, "FAIL", "rdkafka#consumer-1", f"Connect to 127.0.0.1:4000 failed (after {ms}ms)"))
+        assert not f.filter(
+            _record(line, "FAIL", "rdkafka#consumer-1", f"Connect to 127.0.0.1:4000 failed (after {ms}ms)")
+        )
     assert f.filter(_record(line, "ERROR", "rdkafka#consumer-1", "something else"))  # another shape passes
     now[0] = 31.0
     passed = _record(line, "FAIL", "rdkafka#consumer-1", "Connect to 127.0.0.1:4000 failed (after 7ms)")

@@ -1,4 +1,5 @@
 """Unit tests of zkconsumer.membership: the pure session transition table and Membership's connection listener."""
+
 from __future__ import annotations
 
 import itertools
@@ -21,41 +22,41 @@ _ = None
 # member; STOP ends everything.
 EXPECTED: dict[tuple[State, Event], tuple[State, bool | None, bool, str | None]] = {
     # UNREGISTERED: no member node of the current session yet
-    (S.UNREGISTERED, E.REGISTERED):      (S.CONNECTED,    True,  False, _),
-    (S.UNREGISTERED, E.SUSPENDED):       (S.UNREGISTERED, False, False, _),
-    (S.UNREGISTERED, E.LOST):            (S.EXPIRED,      False, True,  R),
-    (S.UNREGISTERED, E.CONNECTED_SAME):  (S.UNREGISTERED, _,     False, _),
+    (S.UNREGISTERED, E.REGISTERED): (S.CONNECTED, True, False, _),
+    (S.UNREGISTERED, E.SUSPENDED): (S.UNREGISTERED, False, False, _),
+    (S.UNREGISTERED, E.LOST): (S.EXPIRED, False, True, R),
+    (S.UNREGISTERED, E.CONNECTED_SAME): (S.UNREGISTERED, _, False, _),
     # Nothing registered to lose: wait for the rebalance (which registers) instead of expiring.
-    (S.UNREGISTERED, E.CONNECTED_OTHER): (S.UNREGISTERED, _,     False, R),
-    (S.UNREGISTERED, E.STOP):            (S.STOPPED,      _,     False, _),
+    (S.UNREGISTERED, E.CONNECTED_OTHER): (S.UNREGISTERED, _, False, R),
+    (S.UNREGISTERED, E.STOP): (S.STOPPED, _, False, _),
     # CONNECTED: registered, link up
-    (S.CONNECTED, E.REGISTERED):         (S.CONNECTED,    True,  False, _),
-    (S.CONNECTED, E.SUSPENDED):          (S.SUSPENDED,    False, False, _),
-    (S.CONNECTED, E.LOST):               (S.EXPIRED,      False, True,  R),
-    (S.CONNECTED, E.CONNECTED_SAME):     (S.CONNECTED,    True,  False, _),
-    (S.CONNECTED, E.CONNECTED_OTHER):    (S.EXPIRED,      False, True,  R),
-    (S.CONNECTED, E.STOP):               (S.STOPPED,      _,     False, _),
+    (S.CONNECTED, E.REGISTERED): (S.CONNECTED, True, False, _),
+    (S.CONNECTED, E.SUSPENDED): (S.SUSPENDED, False, False, _),
+    (S.CONNECTED, E.LOST): (S.EXPIRED, False, True, R),
+    (S.CONNECTED, E.CONNECTED_SAME): (S.CONNECTED, True, False, _),
+    (S.CONNECTED, E.CONNECTED_OTHER): (S.EXPIRED, False, True, R),
+    (S.CONNECTED, E.STOP): (S.STOPPED, _, False, _),
     # SUSPENDED: registered, link down, session maybe alive
-    (S.SUSPENDED, E.REGISTERED):         (S.CONNECTED,    True,  False, _),
-    (S.SUSPENDED, E.SUSPENDED):          (S.SUSPENDED,    False, False, _),
-    (S.SUSPENDED, E.LOST):               (S.EXPIRED,      False, True,  R),
-    (S.SUSPENDED, E.CONNECTED_SAME):     (S.CONNECTED,    True,  False, R),
-    (S.SUSPENDED, E.CONNECTED_OTHER):    (S.EXPIRED,      False, True,  R),
-    (S.SUSPENDED, E.STOP):               (S.STOPPED,      _,     False, _),
+    (S.SUSPENDED, E.REGISTERED): (S.CONNECTED, True, False, _),
+    (S.SUSPENDED, E.SUSPENDED): (S.SUSPENDED, False, False, _),
+    (S.SUSPENDED, E.LOST): (S.EXPIRED, False, True, R),
+    (S.SUSPENDED, E.CONNECTED_SAME): (S.CONNECTED, True, False, R),
+    (S.SUSPENDED, E.CONNECTED_OTHER): (S.EXPIRED, False, True, R),
+    (S.SUSPENDED, E.STOP): (S.STOPPED, _, False, _),
     # EXPIRED: the session ended, ownership already lost, re-registration pending
-    (S.EXPIRED, E.REGISTERED):           (S.CONNECTED,    True,  False, _),
-    (S.EXPIRED, E.SUSPENDED):            (S.EXPIRED,      False, False, _),
-    (S.EXPIRED, E.LOST):                 (S.EXPIRED,      False, False, R),
-    (S.EXPIRED, E.CONNECTED_SAME):       (S.EXPIRED,      _,     False, _),
-    (S.EXPIRED, E.CONNECTED_OTHER):      (S.EXPIRED,      _,     False, R),
-    (S.EXPIRED, E.STOP):                 (S.STOPPED,      _,     False, _),
+    (S.EXPIRED, E.REGISTERED): (S.CONNECTED, True, False, _),
+    (S.EXPIRED, E.SUSPENDED): (S.EXPIRED, False, False, _),
+    (S.EXPIRED, E.LOST): (S.EXPIRED, False, False, R),
+    (S.EXPIRED, E.CONNECTED_SAME): (S.EXPIRED, _, False, _),
+    (S.EXPIRED, E.CONNECTED_OTHER): (S.EXPIRED, _, False, R),
+    (S.EXPIRED, E.STOP): (S.STOPPED, _, False, _),
     # STOPPED: absorbing
-    (S.STOPPED, E.REGISTERED):           (S.STOPPED,      _,     False, _),
-    (S.STOPPED, E.SUSPENDED):            (S.STOPPED,      _,     False, _),
-    (S.STOPPED, E.LOST):                 (S.STOPPED,      _,     False, _),
-    (S.STOPPED, E.CONNECTED_SAME):       (S.STOPPED,      _,     False, _),
-    (S.STOPPED, E.CONNECTED_OTHER):      (S.STOPPED,      _,     False, _),
-    (S.STOPPED, E.STOP):                 (S.STOPPED,      _,     False, _),
+    (S.STOPPED, E.REGISTERED): (S.STOPPED, _, False, _),
+    (S.STOPPED, E.SUSPENDED): (S.STOPPED, _, False, _),
+    (S.STOPPED, E.LOST): (S.STOPPED, _, False, _),
+    (S.STOPPED, E.CONNECTED_SAME): (S.STOPPED, _, False, _),
+    (S.STOPPED, E.CONNECTED_OTHER): (S.STOPPED, _, False, _),
+    (S.STOPPED, E.STOP): (S.STOPPED, _, False, _),
 }
 
 ALL_PAIRS = list(itertools.product(State, Event))
@@ -86,6 +87,7 @@ def test_transition_is_pure(state: State, event: Event) -> None:
 
 
 # ---- properties over the whole table ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("event", list(Event), ids=lambda e: e.name)
 def test_stopped_is_absorbing(event: Event) -> None:
@@ -143,6 +145,7 @@ def test_only_registration_or_a_vouched_session_opens_delivery(state: State, eve
 
 # ---- Membership.on_connection_state with a stub group ----------------------------------------------
 
+
 class StubClient:
     def __init__(self, negotiated_ms: int | None = None) -> None:
         self.listeners: list[object] = []
@@ -176,8 +179,14 @@ class Clock:
 KEYS = [("a", 0), ("a", 1), ("b", 0)]
 
 
-def make_member(state: State, *, session: int | None = 0x11, live: int | None = 0x11,
-                negotiated_ms: int | None = None, timeout_s: float = 6.0):
+def make_member(
+    state: State,
+    *,
+    session: int | None = 0x11,
+    live: int | None = 0x11,
+    negotiated_ms: int | None = None,
+    timeout_s: float = 6.0,
+):
     clock = Clock()
     group = StubGroup(session, live, negotiated_ms)
     assignment = Assignment()
@@ -185,8 +194,15 @@ def make_member(state: State, *, session: int | None = 0x11, live: int | None = 
     assignment.install(infos)
     gate = DeliveryGate(clock=clock)
     triggers: list[str] = []
-    member = Membership(group, assignment, gate, registration=lambda: b"{}",  # type: ignore[arg-type]
-                        session_timeout_s=timeout_s, trigger=triggers.append, clock=clock)
+    member = Membership(
+        group,
+        assignment,
+        gate,
+        registration=lambda: b"{}",  # type: ignore[arg-type]
+        session_timeout_s=timeout_s,
+        trigger=triggers.append,
+        clock=clock,
+    )
     member.state = state
     return member, group, assignment, infos, gate, triggers, clock
 
@@ -225,7 +241,8 @@ def test_lost_loses_every_partition_and_triggers(state: State) -> None:
 
 @pytest.mark.parametrize(("negotiated_ms", "effective_s"), [(4000, 4.0), (10000, 6.0), (6000, 6.0), (None, 6.0)])
 def test_reconnect_in_the_registered_session_reopens_and_extends_the_lease(
-        negotiated_ms: int | None, effective_s: float) -> None:
+    negotiated_ms: int | None, effective_s: float
+) -> None:
     member, _g, assignment, infos, gate, triggers, clock = make_member(State.CONNECTED, negotiated_ms=negotiated_ms)
     gate.renew(clock.now + 1.0)
     member.on_connection_state(KazooState.SUSPENDED)

@@ -1,4 +1,5 @@
 """`zkconsumer migrate` and `offsets export --format spark` without a cluster: help, usage errors, exit codes."""
+
 from __future__ import annotations
 
 import socket
@@ -20,24 +21,53 @@ def test_top_level_help_lists_migrate() -> None:
 
 def test_migrate_help_documents_the_whole_sequence() -> None:
     text = invoke("migrate", "--help").stdout
-    for needle in ("STOP-AND-COPY", "ROLLING", "ROLLBACK", "offsets.storage=kafka", "dual.commit.enabled=true",
-                   "--to zookeeper --execute", "final commit", "--force-live-target", "--force-live-source",
-                   "--allow-rewind", "--clamp-to-log-end", "UNKNOWN_MEMBER_ID", "3 blocked"):
+    for needle in (
+        "STOP-AND-COPY",
+        "ROLLING",
+        "ROLLBACK",
+        "offsets.storage=kafka",
+        "dual.commit.enabled=true",
+        "--to zookeeper --execute",
+        "final commit",
+        "--force-live-target",
+        "--force-live-source",
+        "--allow-rewind",
+        "--clamp-to-log-end",
+        "UNKNOWN_MEMBER_ID",
+        "3 blocked",
+    ):
         assert needle in text, needle
 
 
 @pytest.mark.parametrize("command", [["migrate", "plan"], ["migrate", "offsets"]], ids=" ".join)
 def test_migrate_commands_document_their_options(command: list[str]) -> None:
     text = invoke(*command, "--help").stdout
-    for needle in ("--zookeeper", "--zk-digest", "--bootstrap-server", "--command-config", "--json", "--topic",
-                   "Example", "Exit status"):
+    for needle in (
+        "--zookeeper",
+        "--zk-digest",
+        "--bootstrap-server",
+        "--command-config",
+        "--json",
+        "--topic",
+        "Example",
+        "Exit status",
+    ):
         assert needle in text, (command, needle)
 
 
 def test_migrate_offsets_says_it_writes_and_lists_every_override() -> None:
     text = invoke("migrate", "offsets", "--help").stdout
-    for needle in ("THIS WRITES", "--execute", "--allow-rewind", "--force-live-target", "--force-live-source",
-                   "--clamp-to-log-end", "refuse-rewind", "target-only-keep", "source-only"):
+    for needle in (
+        "THIS WRITES",
+        "--execute",
+        "--allow-rewind",
+        "--force-live-target",
+        "--force-live-source",
+        "--clamp-to-log-end",
+        "refuse-rewind",
+        "target-only-keep",
+        "source-only",
+    ):
         assert needle in text, needle
 
 
@@ -46,16 +76,19 @@ def test_export_help_documents_the_spark_format() -> None:
     assert "--format" in text and "startingOffsets" in text and "-2 (earliest)" in text
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["migrate", "offsets", "--zookeeper", "z:1", "-g", "g"], "Missing option '--to'"),
-    (["migrate", "offsets", "--zookeeper", "z:1", "-g", "g", "--to", "hdfs"], "'hdfs' is not one of"),
-    (["migrate", "plan", "--zookeeper", "z:1"], "Missing option '--group'"),
-    (["migrate", "plan", "--zookeeper", "z:1", "-g", "g", "--topic", "a/b"], "invalid topic name"),
-    (["offsets", "export", "--zookeeper", "z:1", "--format", "spark"], "exactly one --group"),
-    (["offsets", "export", "--zookeeper", "z:1", "--format", "spark", "-g", "a", "-g", "b"], "exactly one --group"),
-    (["offsets", "export", "--zookeeper", "z:1", "--format", "spark", "-g", "a", "--json"], "disagree"),
-    (["offsets", "export", "--zookeeper", "z:1", "--format", "xml"], "'xml' is not one of"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["migrate", "offsets", "--zookeeper", "z:1", "-g", "g"], "Missing option '--to'"),
+        (["migrate", "offsets", "--zookeeper", "z:1", "-g", "g", "--to", "hdfs"], "'hdfs' is not one of"),
+        (["migrate", "plan", "--zookeeper", "z:1"], "Missing option '--group'"),
+        (["migrate", "plan", "--zookeeper", "z:1", "-g", "g", "--topic", "a/b"], "invalid topic name"),
+        (["offsets", "export", "--zookeeper", "z:1", "--format", "spark"], "exactly one --group"),
+        (["offsets", "export", "--zookeeper", "z:1", "--format", "spark", "-g", "a", "-g", "b"], "exactly one --group"),
+        (["offsets", "export", "--zookeeper", "z:1", "--format", "spark", "-g", "a", "--json"], "disagree"),
+        (["offsets", "export", "--zookeeper", "z:1", "--format", "xml"], "'xml' is not one of"),
+    ],
+)
 def test_usage_errors_exit_2(args: list[str], needle: str) -> None:
     result = invoke(*args)
     assert result.exit_code == 2, result.output

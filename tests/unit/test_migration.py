@@ -1,18 +1,45 @@
 """The migration planner on hand-built sides: per-partition actions, blockers, the step, Spark's JSON."""
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.migration import (ALLOW_REWIND, CLAMP, CLAMP_TO_LOG_END, COPY, EQUAL, FORCE_LIVE_SOURCE,
-                                  FORCE_LIVE_TARGET, REFUSE_OUT_OF_RANGE, REFUSE_OWNED, REFUSE_REWIND, REWIND,
-                                  SCALA, SOURCE_ONLY, TARGET_ONLY, TO_KAFKA, TO_ZOOKEEPER, UNKNOWN_PARTITION,
-                                  WRITING, DirectionPlan, KafkaMember, KafkaSide, Overrides, ZkSide, ZKCONSUMER,
-                                  migration_step, mismatches, partition_rows, plan_direction, plan_move,
-                                  spark_starting_offsets)
+from zkconsumer.migration import (
+    ALLOW_REWIND,
+    CLAMP,
+    CLAMP_TO_LOG_END,
+    COPY,
+    EQUAL,
+    FORCE_LIVE_SOURCE,
+    FORCE_LIVE_TARGET,
+    REFUSE_OUT_OF_RANGE,
+    REFUSE_OWNED,
+    REFUSE_REWIND,
+    REWIND,
+    SCALA,
+    SOURCE_ONLY,
+    TARGET_ONLY,
+    TO_KAFKA,
+    TO_ZOOKEEPER,
+    UNKNOWN_PARTITION,
+    WRITING,
+    ZKCONSUMER,
+    DirectionPlan,
+    KafkaMember,
+    KafkaSide,
+    Overrides,
+    ZkSide,
+    migration_step,
+    mismatches,
+    partition_rows,
+    plan_direction,
+    plan_move,
+    spark_starting_offsets,
+)
 
 TP = tuple[str, int]
 Offsets = dict[TP, int]
@@ -31,18 +58,22 @@ def codes(plan: DirectionPlan) -> list[str]:
 
 # ---------------------------------------------------------------- one partition
 
-@pytest.mark.parametrize("source,target,action,new", [
-    (50, None, SOURCE_ONLY, 50),
-    (50, 40, COPY, 50),
-    (50, 50, EQUAL, None),
-    (40, 50, REFUSE_REWIND, None),
-    (None, 50, TARGET_ONLY, None),
-    (5, None, CLAMP, 10),          # before the log start: clamped up, those messages are gone
-    (5, 10, EQUAL, None),          # ... to exactly what the target has
-    (5, 20, REFUSE_REWIND, None),  # ... and still never backwards
-    (150, None, REFUSE_OUT_OF_RANGE, None),
-    (100, 90, COPY, 100),          # the log end itself is in range: nothing left to read
-])
+
+@pytest.mark.parametrize(
+    "source,target,action,new",
+    [
+        (50, None, SOURCE_ONLY, 50),
+        (50, 40, COPY, 50),
+        (50, 50, EQUAL, None),
+        (40, 50, REFUSE_REWIND, None),
+        (None, 50, TARGET_ONLY, None),
+        (5, None, CLAMP, 10),  # before the log start: clamped up, those messages are gone
+        (5, 10, EQUAL, None),  # ... to exactly what the target has
+        (5, 20, REFUSE_REWIND, None),  # ... and still never backwards
+        (150, None, REFUSE_OUT_OF_RANGE, None),
+        (100, 90, COPY, 100),  # the log end itself is in range: nothing left to read
+    ],
+)
 def test_one_partition(source: int | None, target: int | None, action: str, new: int | None) -> None:
     move = plan_move(("t", 0), source, target, (10, 100), Overrides())
     assert (move.action, move.new) == (action, new), move
@@ -50,8 +81,10 @@ def test_one_partition(source: int | None, target: int | None, action: str, new:
 
 
 def test_overrides_of_one_partition() -> None:
-    assert (plan_move(("t", 0), 40, 50, (10, 100), Overrides(allow_rewind=True)).action,
-            plan_move(("t", 0), 40, 50, (10, 100), Overrides(allow_rewind=True)).new) == (REWIND, 40)
+    assert (
+        plan_move(("t", 0), 40, 50, (10, 100), Overrides(allow_rewind=True)).action,
+        plan_move(("t", 0), 40, 50, (10, 100), Overrides(allow_rewind=True)).new,
+    ) == (REWIND, 40)
     clamped = plan_move(("t", 0), 150, 20, (10, 100), Overrides(clamp_to_log_end=True))
     assert (clamped.action, clamped.new) == (CLAMP, 100) and "beyond the log end" in clamped.note
     # Clamped to the end but the target is already further: a rewind, refused without the flag.
@@ -67,6 +100,7 @@ def test_no_log_offsets_means_not_copied_and_target_owner_is_never_raced() -> No
 
 
 # ---------------------------------------------------------------- a direction
+
 
 def test_stopped_group_to_kafka_copies_source_only_and_keeps_target_only() -> None:
     zk = ZkSide("g", offsets={("t", 0): 50, ("t", 1): 60, ("t", 2): 70})
@@ -123,8 +157,10 @@ def test_rewinds_and_out_of_range_offsets_are_blockers_naming_partitions() -> No
     zk = ZkSide("g", offsets={("t", 0): 40, ("t", 1): 500})
     plan = plan_direction(zk, KafkaSide("Empty", offsets={("t", 0): 50}), LOG, TO_KAFKA)
     assert codes(plan) == ["rewind-refused", "offset-beyond-log-end"]
-    assert [(b.override, b.partitions) for b in plan.blockers] == [(ALLOW_REWIND, (("t", 0),)),
-                                                                   (CLAMP_TO_LOG_END, (("t", 1),))]
+    assert [(b.override, b.partitions) for b in plan.blockers] == [
+        (ALLOW_REWIND, (("t", 0),)),
+        (CLAMP_TO_LOG_END, (("t", 1),)),
+    ]
     assert "t-0 (target 50 is ahead of 40)" in plan.blockers[0].message
 
 
@@ -142,26 +178,37 @@ def test_unknown_direction_is_rejected() -> None:
 def test_partition_rows_carry_lag_owner_and_assignment() -> None:
     zk = ZkSide("g", owners={("t", 2): "g_a-0"}, offsets={("t", 0): 60})
     rows = partition_rows(zk, STABLE, LOG)
-    assert [(r.partition, r.zookeeper_offset, r.zookeeper_lag, r.kafka_lag, r.zookeeper_owner, r.kafka_member)
-            for r in rows] == [(0, 60, 40, None, None, "app@10.0.0.7"), (1, None, None, None, None, "app@10.0.0.7"),
-                               (2, None, None, None, "g_a-0", None)]
+    assert [
+        (r.partition, r.zookeeper_offset, r.zookeeper_lag, r.kafka_lag, r.zookeeper_owner, r.kafka_member) for r in rows
+    ] == [
+        (0, 60, 40, None, None, "app@10.0.0.7"),
+        (1, None, None, None, None, "app@10.0.0.7"),
+        (2, None, None, None, "g_a-0", None),
+    ]
     assert rows[0].as_dict()["zookeeper_lag"] == 40
 
 
 # ---------------------------------------------------------------- the step
 
-@pytest.mark.parametrize("zk,kafka,step", [
-    (ZkSide("g", members={"g_a": SCALA}, offsets={("t", 0): 5}), KafkaSide(), "zookeeper-live"),
-    (ZkSide("g", members={"g_a": ZKCONSUMER}, offsets={("t", 0): 5}), KafkaSide("Empty", offsets={("t", 0): 5}),
-     "dual-commit-live"),
-    (ZkSide("g", members={"g_a": ZKCONSUMER}), STABLE, "mixed"),
-    (ZkSide("g", offsets={("t", 0): 5}), STABLE, "kafka-live"),
-    (ZkSide("g", offsets={("t", 0): 5}), KafkaSide("Empty", offsets={("t", 0): 4}), "stopped"),
-    (ZkSide("g", offsets={("t", 0): 5}), KafkaSide("Empty"), "stopped"),
-    (ZkSide("g", offsets={("t", 0): 5}), KafkaSide("Empty", offsets={("t", 0): 5}), "copied"),
-    (ZkSide("g"), KafkaSide(), "no-offsets"),
-    (ZkSide("g", ingest_topics=("t",)), KafkaSide(), "zookeeper-live"),
-])
+
+@pytest.mark.parametrize(
+    "zk,kafka,step",
+    [
+        (ZkSide("g", members={"g_a": SCALA}, offsets={("t", 0): 5}), KafkaSide(), "zookeeper-live"),
+        (
+            ZkSide("g", members={"g_a": ZKCONSUMER}, offsets={("t", 0): 5}),
+            KafkaSide("Empty", offsets={("t", 0): 5}),
+            "dual-commit-live",
+        ),
+        (ZkSide("g", members={"g_a": ZKCONSUMER}), STABLE, "mixed"),
+        (ZkSide("g", offsets={("t", 0): 5}), STABLE, "kafka-live"),
+        (ZkSide("g", offsets={("t", 0): 5}), KafkaSide("Empty", offsets={("t", 0): 4}), "stopped"),
+        (ZkSide("g", offsets={("t", 0): 5}), KafkaSide("Empty"), "stopped"),
+        (ZkSide("g", offsets={("t", 0): 5}), KafkaSide("Empty", offsets={("t", 0): 5}), "copied"),
+        (ZkSide("g"), KafkaSide(), "no-offsets"),
+        (ZkSide("g", ingest_topics=("t",)), KafkaSide(), "zookeeper-live"),
+    ],
+)
 def test_migration_step(zk: ZkSide, kafka: KafkaSide, step: str) -> None:
     found = migration_step(zk, kafka)
     assert found.name == step and found.detail and found.next
@@ -179,8 +226,9 @@ def test_mismatches_and_spark_offsets() -> None:
 
 keys = st.tuples(st.sampled_from(["t", "u"]), st.integers(0, 3))
 offsets = st.dictionaries(keys, st.integers(0, 130), max_size=8)
-logs = st.dictionaries(keys, st.tuples(st.integers(0, 60), st.integers(0, 70)).map(lambda p: (p[0], p[0] + p[1])),
-                       max_size=8)
+logs = st.dictionaries(
+    keys, st.tuples(st.integers(0, 60), st.integers(0, 70)).map(lambda p: (p[0], p[0] + p[1])), max_size=8
+)
 overrides = st.builds(Overrides, allow_rewind=st.booleans(), clamp_to_log_end=st.booleans())
 targets = st.sampled_from([TO_KAFKA, TO_ZOOKEEPER])
 
@@ -199,8 +247,9 @@ def applied(plan: DirectionPlan, zk: ZkSide, kafka: KafkaSide) -> tuple[ZkSide, 
 
 @settings(max_examples=300)
 @given(offsets, offsets, logs, overrides, targets)
-def test_never_backwards_without_allow_rewind_and_always_inside_the_log(source: Offsets, other: Offsets, log: Logs,
-                                                                        over: Overrides, target: str) -> None:
+def test_never_backwards_without_allow_rewind_and_always_inside_the_log(
+    source: Offsets, other: Offsets, log: Logs, over: Overrides, target: str
+) -> None:
     zk, kafka = sides(target, source, other)
     plan = plan_direction(zk, kafka, log, target, over)
     for move in plan.writes:
@@ -222,8 +271,9 @@ def test_never_backwards_without_allow_rewind_and_always_inside_the_log(source: 
 
 @settings(max_examples=300)
 @given(offsets, offsets, logs, overrides, targets)
-def test_applying_the_plan_then_planning_again_writes_nothing(source: Offsets, other: Offsets, log: Logs,
-                                                              over: Overrides, target: str) -> None:
+def test_applying_the_plan_then_planning_again_writes_nothing(
+    source: Offsets, other: Offsets, log: Logs, over: Overrides, target: str
+) -> None:
     zk, kafka = sides(target, source, other)
     plan = plan_direction(zk, kafka, log, target, over)
     again = plan_direction(*applied(plan, zk, kafka), log, target, over)
@@ -253,13 +303,21 @@ def test_copied_is_the_step_once_a_full_copy_ran(source: Offsets, other: Offsets
 
 # ---------------------------------------------------------------- the broker's answers to a write
 
+
 def test_a_write_rejected_for_membership_is_explained_with_state_and_members() -> None:
     from zkconsumer.cli.broker_group import membership_refusal
-    errors = {("t", 0): "UNKNOWN_MEMBER_ID (Broker: Unknown member)", ("t", 1): None,
-              ("t", 2): "REBALANCE_IN_PROGRESS (Broker: Group rebalance in progress)"}
+
+    errors = {
+        ("t", 0): "UNKNOWN_MEMBER_ID (Broker: Unknown member)",
+        ("t", 1): None,
+        ("t", 2): "REBALANCE_IN_PROGRESS (Broker: Group rebalance in progress)",
+    }
     text = membership_refusal("g", errors, STABLE)
     assert text is not None
-    for needle in ("REBALANCE_IN_PROGRESS/UNKNOWN_MEMBER_ID on t-0, t-2", "broker group g is Stable with 1 members "
-                   "(app@10.0.0.7)", "state Empty"):
+    for needle in (
+        "REBALANCE_IN_PROGRESS/UNKNOWN_MEMBER_ID on t-0, t-2",
+        "broker group g is Stable with 1 members (app@10.0.0.7)",
+        "state Empty",
+    ):
         assert needle in text, needle
     assert membership_refusal("g", {("t", 0): "UNKNOWN_TOPIC_OR_PART (Broker: Unknown topic)"}, STABLE) is None

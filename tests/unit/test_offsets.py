@@ -1,4 +1,5 @@
 """OffsetStore bookkeeping: what is written where (dual commit: ZooKeeper, then Kafka), what the checkpoint keeps."""
+
 from __future__ import annotations
 
 import logging
@@ -43,8 +44,9 @@ def info(partition: int, offset: int, epoch: int | None = None) -> PartitionTopi
 
 
 def store(group) -> OffsetStore:  # type: ignore[no-untyped-def]
-    return OffsetStore(group, storage="zookeeper", dual_commit=False, kafka_consumer=lambda: None,
-                       backoff_ms=1, timeout_ms=1000)
+    return OffsetStore(
+        group, storage="zookeeper", dual_commit=False, kafka_consumer=lambda: None, backoff_ms=1, timeout_ms=1000
+    )
 
 
 def test_writes_only_changed_partitions() -> None:
@@ -130,15 +132,29 @@ def unknown_member() -> KafkaException:
 class DualStore(OffsetStore):
     """offsets.storage=kafka over the fakes; `asked` lists the timeouts the broker group was described with."""
 
-    def __init__(self, group: RecordingGroup, kafka: FakeKafka, *, dual_commit: bool = True,
-                 described: BrokerGroupView | None = None) -> None:
+    def __init__(
+        self,
+        group: RecordingGroup,
+        kafka: FakeKafka,
+        *,
+        dual_commit: bool = True,
+        described: BrokerGroupView | None = None,
+    ) -> None:
         self.asked: list[float] = []
 
         def describe(timeout_s: float) -> BrokerGroupView | None:
             self.asked.append(timeout_s)
             return described
-        super().__init__(group, storage="kafka", dual_commit=dual_commit,  # type: ignore[arg-type]
-                         kafka_consumer=lambda: kafka, backoff_ms=1, timeout_ms=30000, describe_group=describe)
+
+        super().__init__(
+            group,
+            storage="kafka",
+            dual_commit=dual_commit,  # type: ignore[arg-type]
+            kafka_consumer=lambda: kafka,
+            backoff_ms=1,
+            timeout_ms=30000,
+            describe_group=describe,
+        )
 
 
 def test_dual_commit_writes_zookeeper_first_then_the_full_map_to_kafka() -> None:
@@ -162,8 +178,7 @@ def test_a_partition_zookeeper_fenced_off_is_not_written_to_kafka_either() -> No
     assert a.committed_offset == 5
 
 
-def test_a_live_broker_group_never_stops_zookeeper_commits_and_is_warned_once(
-        caplog: pytest.LogCaptureFixture) -> None:
+def test_a_live_broker_group_never_stops_zookeeper_commits_and_is_warned_once(caplog: pytest.LogCaptureFixture) -> None:
     events: list[str] = []
     group, kafka = RecordingGroup(events=events), FakeKafka(events)
     view = BrokerGroupView("Stable", (BrokerMember("billing-new", "/10.0.0.7", "billing-new-1f2e"),))
@@ -187,22 +202,27 @@ def test_a_live_broker_group_never_stops_zookeeper_commits_and_is_warned_once(
     offsets.commit([a])
     assert kafka.commits == [{("t", 0): 40}]
     infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
-    assert infos == ["group billing: Kafka-side offset commits succeed again after 3 failed (3 rejected); "
-                     "ZooKeeper commits were written throughout"]
+    assert infos == [
+        "group billing: Kafka-side offset commits succeed again after 3 failed (3 rejected); "
+        "ZooKeeper commits were written throughout"
+    ]
 
 
 def test_transient_kafka_failures_with_dual_commit_are_retried_at_the_next_commit(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     events: list[str] = []
     group, kafka = RecordingGroup(events=events), FakeKafka(events)
     offsets = DualStore(group, kafka)
     a, b = info(0, 0), info(1, 4)
     a.consumed_offset = 10
-    kafka.fail = [KafkaException(KafkaError(KafkaError._ALL_BROKERS_DOWN, "all brokers down")),
-                  BrokersUnavailable("no broker connection yet")]
+    kafka.fail = [
+        KafkaException(KafkaError(KafkaError._ALL_BROKERS_DOWN, "all brokers down")),
+        BrokersUnavailable("no broker connection yet"),
+    ]
     assert offsets.commit([a, b], attempts=3) == 1
     assert events == ["zookeeper", "kafka"]  # one Kafka try per commit: the next commit is the retry
-    assert offsets.commit([a, b]) == 0       # nothing changed for ZooKeeper; Kafka still behind
+    assert offsets.commit([a, b]) == 0  # nothing changed for ZooKeeper; Kafka still behind
     assert offsets.commit([a, b]) == 0
     assert kafka.commits == [{("t", 0): 10, ("t", 1): 4}]
     assert offsets.kafka_failed == 2 and offsets.asked == []

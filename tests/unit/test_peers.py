@@ -1,4 +1,5 @@
 """Tests for zkconsumer.peers: unusable peer registrations are ignored, never fatal, and reported once."""
+
 from __future__ import annotations
 
 import logging
@@ -10,8 +11,7 @@ from hypothesis import strategies as st
 
 from zkconsumer.compat import Compat
 from zkconsumer.kafkajson import ZkDataError
-from zkconsumer.peers import (IgnoredPeerReporter, OwnRegistrationError, PeerView, evaluate_peers,
-                              registration_problem)
+from zkconsumer.peers import IgnoredPeerReporter, OwnRegistrationError, PeerView, evaluate_peers, registration_problem
 from zkconsumer.rebalance import GroupView, member_threads
 from zkconsumer.subscription import MAX_STREAMS
 from zkconsumer.zkdata import Registration, member_path
@@ -38,13 +38,20 @@ GOOD = {
 }
 
 
-def evaluate(registrations: dict[str, Registration], unreadable: dict[str, Exception] | None = None,
-             topics: tuple[str, ...] = TOPICS, own_id: str = ME) -> PeerView:
-    return evaluate_peers(registrations, unreadable or {}, topics, own_id=own_id, group_id=GROUP,
-                          exclude_internal=True, compat=V1_1)
+def evaluate(
+    registrations: dict[str, Registration],
+    unreadable: dict[str, Exception] | None = None,
+    topics: tuple[str, ...] = TOPICS,
+    own_id: str = ME,
+) -> PeerView:
+    return evaluate_peers(
+        registrations, unreadable or {}, topics, own_id=own_id, group_id=GROUP, exclude_internal=True, compat=V1_1
+    )
 
 
-def reference(registrations: dict[str, Registration], topics: tuple[str, ...] = TOPICS) -> dict[str, dict[str, list[str]]]:
+def reference(
+    registrations: dict[str, Registration], topics: tuple[str, ...] = TOPICS
+) -> dict[str, dict[str, list[str]]]:
     return member_threads(GroupView(registrations, topics), exclude_internal=True, compat=V1_1)
 
 
@@ -106,14 +113,18 @@ def test_several_bad_peers_each_get_a_reason() -> None:
     assert view.threads == reference(GOOD)
 
 
-@pytest.mark.parametrize(("registrations", "unreadable", "needle"), [
-    ({"g_x": reg("static", orders=1)}, {}, "is missing"),
-    ({ME: reg("static", orders=0)}, {}, "stream count 0"),
-    ({ME: reg_pairs("white_list", ("[a-z&&[^x]].*", 1))}, {}, "cannot be evaluated here"),
-    ({}, {ME: ZkDataError(member_path(GROUP, ME), "not valid JSON")}, "unreadable registration"),
-])
+@pytest.mark.parametrize(
+    ("registrations", "unreadable", "needle"),
+    [
+        ({"g_x": reg("static", orders=1)}, {}, "is missing"),
+        ({ME: reg("static", orders=0)}, {}, "stream count 0"),
+        ({ME: reg_pairs("white_list", ("[a-z&&[^x]].*", 1))}, {}, "cannot be evaluated here"),
+        ({}, {ME: ZkDataError(member_path(GROUP, ME), "not valid JSON")}, "unreadable registration"),
+    ],
+)
 def test_own_registration_bad_or_missing_raises_naming_its_node(
-        registrations: dict[str, Registration], unreadable: dict[str, Exception], needle: str) -> None:
+    registrations: dict[str, Registration], unreadable: dict[str, Exception], needle: str
+) -> None:
     with pytest.raises(OwnRegistrationError) as caught:
         evaluate({**registrations, "g_scala": GOOD["g_scala"]}, unreadable)
     assert isinstance(caught.value, ValueError)
@@ -128,22 +139,46 @@ def test_a_member_both_readable_and_unreadable_is_a_caller_bug() -> None:
 
 # ---------------------------------------------------------------- property: never raises, no behaviour change
 
-REGEXES = ["orders", "orders|payments", ".*", "[a-z&&[^x]].*", "\\p{javaLowerCase}+", "\\p{Lower}+", "(", "*",
-           "a{2,1}", "'metrics.*'", " a , b ", "[", "\\", "(?<n>o)rders", "\\Qa.b\\E", "zeta$", "a{99999999999}"]
+REGEXES = [
+    "orders",
+    "orders|payments",
+    ".*",
+    "[a-z&&[^x]].*",
+    "\\p{javaLowerCase}+",
+    "\\p{Lower}+",
+    "(",
+    "*",
+    "a{2,1}",
+    "'metrics.*'",
+    " a , b ",
+    "[",
+    "\\",
+    "(?<n>o)rders",
+    "\\Qa.b\\E",
+    "zeta$",
+    "a{99999999999}",
+]
 KEYS = st.one_of(st.sampled_from(REGEXES + list(TOPICS) + ["", "a/b", ".", "..", "é"]), st.text(max_size=12))
 COUNTS = st.one_of(st.integers(1, 4), st.sampled_from([0, -1, -(2**31), MAX_STREAMS + 1, 2**31 - 1]))
 PATTERNS = st.one_of(st.sampled_from(["static", "white_list", "black_list"]), st.text(max_size=10))
-REGISTRATIONS = st.builds(lambda pairs, pattern: Registration(tuple(pairs.items()), pattern, "1"),
-                          st.dictionaries(KEYS, COUNTS, max_size=4), PATTERNS)
+REGISTRATIONS = st.builds(
+    lambda pairs, pattern: Registration(tuple(pairs.items()), pattern, "1"),
+    st.dictionaries(KEYS, COUNTS, max_size=4),
+    PATTERNS,
+)
 MEMBER_IDS = st.text(max_size=8).filter(lambda cid: cid != ME)
 ALL_TOPICS = st.lists(st.one_of(st.sampled_from(TOPICS), st.text(max_size=6)), max_size=6).map(tuple)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(MEMBER_IDS, REGISTRATIONS, max_size=5),
-       st.dictionaries(MEMBER_IDS, st.just(ZkDataError("/p", "not valid JSON")), max_size=2), ALL_TOPICS)
+@given(
+    st.dictionaries(MEMBER_IDS, REGISTRATIONS, max_size=5),
+    st.dictionaries(MEMBER_IDS, st.just(ZkDataError("/p", "not valid JSON")), max_size=2),
+    ALL_TOPICS,
+)
 def test_peers_never_raise_and_valid_peers_read_as_before(
-        peers: dict[str, Registration], unreadable: dict[str, Exception], topics: tuple[str, ...]) -> None:
+    peers: dict[str, Registration], unreadable: dict[str, Exception], topics: tuple[str, ...]
+) -> None:
     unreadable = {cid: exc for cid, exc in unreadable.items() if cid not in peers}
     registrations = {ME: reg("static", orders=1), **peers}
     view = evaluate(registrations, unreadable, topics)
@@ -156,6 +191,7 @@ def test_peers_never_raise_and_valid_peers_read_as_before(
 
 
 # ---------------------------------------------------------------- reporter
+
 
 def test_reporter_warns_once_per_change_and_informs_when_cleared(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="zkconsumer.peers")

@@ -1,4 +1,5 @@
 """RebalanceWorker: coalesced triggers, retry forever with jittered back-off, prompt stop, surfaced crashes."""
+
 from __future__ import annotations
 
 import threading
@@ -29,8 +30,13 @@ class Runs:
 
 
 def worker(run, *, backoff_s: float = 0.02, recheck_s: float = 0.2, on_crash=None) -> RebalanceWorker:  # type: ignore[no-untyped-def]
-    w = RebalanceWorker("g_c1", run, backoff_s=backoff_s, recheck_s=recheck_s,
-                        on_crash=on_crash or (lambda exc: pytest.fail(f"crashed: {exc}")))
+    w = RebalanceWorker(
+        "g_c1",
+        run,
+        backoff_s=backoff_s,
+        recheck_s=recheck_s,
+        on_crash=on_crash or (lambda exc: pytest.fail(f"crashed: {exc}")),
+    )
     w.start()
     return w
 
@@ -46,12 +52,11 @@ def test_a_failing_rebalance_is_retried_until_it_succeeds() -> None:
     assert w.failed_runs == 0 and w.total_failed_runs == 6
     gaps = [b - a for a, b in zip(runs.times, runs.times[1:])]
     assert all(gap >= 0.02 * 0.9 for gap in gaps)  # never a busy loop
-    assert max(gaps) < 1.0                        # capped near recheck_s (0.2 s), not unbounded
+    assert max(gaps) < 1.0  # capped near recheck_s (0.2 s), not unbounded
 
 
 def test_backoff_grows_exponentially_with_jitter_and_is_capped() -> None:
-    wait = RebalanceWorker("g_c1", lambda _r: True, backoff_s=1.0, recheck_s=30.0,
-                           on_crash=lambda _e: None).backoff()
+    wait = RebalanceWorker("g_c1", lambda _r: True, backoff_s=1.0, recheck_s=30.0, on_crash=lambda _e: None).backoff()
 
     def delay(attempt: int) -> float:
         state = tenacity.RetryCallState(tenacity.Retrying(), fn=None, args=(), kwargs={})
@@ -70,7 +75,7 @@ def test_a_trigger_cuts_the_backoff_short() -> None:
     runs = Runs(failures=1)
     w = worker(runs, backoff_s=30.0, recheck_s=60.0)
     w.trigger("member joined")
-    time.sleep(0.3)                      # the first run failed; the worker now backs off ~30 s
+    time.sleep(0.3)  # the first run failed; the worker now backs off ~30 s
     assert len(runs.reasons) == 1
     w.trigger("member left")
     assert runs.done.wait(5)
@@ -142,6 +147,7 @@ def test_activity_moves_with_each_round_and_is_none_while_one_is_under_way() -> 
     def run(reason: str) -> bool:
         entered.set()
         return release.wait(5)
+
     w = worker(run)
     try:
         assert w.activity() == 0

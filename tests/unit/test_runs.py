@@ -1,4 +1,5 @@
 """runs.split_runs: per-partition runs of a consume() batch, against a message-by-message reference."""
+
 from __future__ import annotations
 
 from confluent_kafka import KafkaError, Message
@@ -25,9 +26,9 @@ def reference(messages: list[Message]) -> list[list[Message]]:
 
 
 batch_items = st.lists(
-    st.one_of(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3), st.integers(1, 40)),
-              st.just(("error", 0, 1))),
-    max_size=30)
+    st.one_of(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3), st.integers(1, 40)), st.just(("error", 0, 1))),
+    max_size=30,
+)
 
 
 def build(items: list[tuple[str, int, int]]) -> list[Message]:
@@ -35,8 +36,7 @@ def build(items: list[tuple[str, int, int]]) -> list[Message]:
     for topic, partition, count in items:
         for _ in range(count):
             if topic == "error":
-                out.append(Message(topic="a", partition=0, offset=7,
-                                   error=KafkaError(KafkaError._AUTO_OFFSET_RESET)))
+                out.append(Message(topic="a", partition=0, offset=7, error=KafkaError(KafkaError._AUTO_OFFSET_RESET)))
                 continue
             o = offsets.get((topic, partition), 0)
             offsets[(topic, partition)] = o + 1
@@ -50,8 +50,9 @@ def test_same_runs_as_the_message_by_message_loop(items: list[tuple[str, int, in
     messages = build(items)
     topics = {m.topic() for m in messages if m.error() is None}
     partitions = [m.partition() for m in messages if m.error() is None]
-    shared = frozenset(p for p in set(partitions) if len({m.topic() for m in messages
-                                                           if m.error() is None and m.partition() == p}) > 1)
+    shared = frozenset(
+        p for p in set(partitions) if len({m.topic() for m in messages if m.error() is None and m.partition() == p}) > 1
+    )
     got = split_runs(messages, shared)
     assert [[id(m) for m in r] for r in got] == [[id(m) for m in r] for r in reference(messages)], (topics, shared)
 

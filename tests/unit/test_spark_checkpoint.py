@@ -1,4 +1,5 @@
 """The stream source against Spark's checkpoint: what stop() commits, which restart disagreements it reports."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,14 @@ from typing import Any
 import pytest
 from test_spark_stream_reader import T0, T1, FakeMember, Reader
 
-from spark_jobs.checkpoint import (CheckpointError, CheckpointLog, batch_ids, last_completed, parse_offset_entries,
-                                   previous_end)
+from spark_jobs.checkpoint import (
+    CheckpointError,
+    CheckpointLog,
+    batch_ids,
+    last_completed,
+    parse_offset_entries,
+    previous_end,
+)
 from spark_jobs.offsets import decode_offsets, encode_offsets
 from spark_jobs.options import OptionError, parse_options
 from spark_jobs.reconcile import canonical, describe, disagreements, forward_commits, own_entry, split_trailing
@@ -84,7 +91,9 @@ def test_the_log_gives_the_last_committed_batch_and_the_end_before_a_given_one(t
 def test_the_checkpoint_option_is_for_streams() -> None:
     base = {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t"}
     assert parse_options({**base, "checkpointLocation": "/chk/q"}, streaming=True).checkpoint_location == "/chk/q"
-    assert "checkpointlocation" not in parse_options({**base, "checkpointLocation": "/c"}, streaming=True).consumer_props
+    assert (
+        "checkpointlocation" not in parse_options({**base, "checkpointLocation": "/c"}, streaming=True).consumer_props
+    )
     with pytest.raises(OptionError, match="streaming reads only"):
         parse_options({**base, "checkpointLocation": "/chk/q"}, streaming=False)
 
@@ -94,8 +103,13 @@ def started(tmp_path: Path, logs: dict[Any, tuple[int, int]]) -> tuple[FakeMembe
     member = FakeMember()
     for key in logs:
         member.claim(key, -1, epoch=100)
-    return member, Reader(member, logs, startingOffsets="earliest", checkpointLocation=str(tmp_path),
-                          **{"bootstrap.servers": "broker:9092"})
+    return member, Reader(
+        member,
+        logs,
+        startingOffsets="earliest",
+        checkpointLocation=str(tmp_path),
+        **{"bootstrap.servers": "broker:9092"},
+    )
 
 
 def test_stop_commits_the_last_batch_the_sink_committed(tmp_path: Path) -> None:
@@ -121,7 +135,8 @@ def test_stop_never_commits_a_batch_the_stop_cancelled(tmp_path: Path) -> None:
 
 
 def test_stop_without_the_option_or_with_another_querys_checkpoint_commits_nothing(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     member = FakeMember()
     member.claim(T0, -1, epoch=100)
     reader = Reader(member, {T0: (0, 30)}, startingOffsets="earliest")
@@ -147,8 +162,9 @@ def test_stop_does_not_commit_partitions_the_query_no_longer_owns(tmp_path: Path
 
 
 # ---- the reader: a restart where ZooKeeper and the checkpoint disagree -------------------------------
-def restarted(tmp_path: Path, zookeeper: dict[Any, int], logs: dict[Any, tuple[int, int]],
-              **options: str) -> tuple[FakeMember, Reader]:
+def restarted(
+    tmp_path: Path, zookeeper: dict[Any, int], logs: dict[Any, tuple[int, int]], **options: str
+) -> tuple[FakeMember, Reader]:
     member = FakeMember()
     for key, offset in zookeeper.items():
         member.claim(key, offset, epoch=100)
@@ -156,22 +172,21 @@ def restarted(tmp_path: Path, zookeeper: dict[Any, int], logs: dict[Any, tuple[i
 
 
 def test_the_checkpoint_wins_and_an_outside_change_of_zookeeper_is_reported_loudly(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     end0 = encode_offsets({T0: 30, T1: 12}, epochs={"t": 100})
     end1 = encode_offsets({T0: 40, T1: 20}, epochs={"t": 100})
     write_batch(tmp_path, 0, end0)
     write_batch(tmp_path, 1, end1)
     # While the query was down: T0 reset to 0 (`zkconsumer offsets reset`); T1 at batch 0's end,
     # where the query's own commit left it (it commits a batch when it plans the next one).
-    member, reader = restarted(tmp_path, {T0: 0, T1: 12}, {T0: (0, 40), T1: (0, 20)},
-                               checkpointLocation=str(tmp_path))
+    member, reader = restarted(tmp_path, {T0: 0, T1: 12}, {T0: (0, 40), T1: (0, 20)}, checkpointLocation=str(tmp_path))
     with caplog.at_level(logging.INFO, "spark_jobs.source"):
         assert reader.latestOffset(end1, ReadAllAvailable()) is end1  # nothing new since the checkpoint
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "t-0 checkpoint 40, ZooKeeper 0" in warnings[0] and "t-1" not in warnings[0]
     assert "The checkpoint wins" in warnings[0]
-    assert any("t-1 checkpoint 20, ZooKeeper 12" in r.getMessage() for r in caplog.records
-               if r.levelno == logging.INFO)
+    assert any("t-1 checkpoint 20, ZooKeeper 12" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO)
     assert member.nodes == {T0: (40, 100), T1: (20, 100)}, "ZooKeeper overwritten with the checkpoint's offsets"
 
 

@@ -1,19 +1,29 @@
 """Pure offset logic of the zkconsumer stream: maxOffsetsPerTrigger never starves a partition, past-end positions."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_jobs.offsets import (EARLIEST, DataLossError, decode_epochs, decode_offsets, encode_offsets, is_initial,
-                                rate_limit, settle)
+from spark_jobs.offsets import (
+    EARLIEST,
+    DataLossError,
+    decode_epochs,
+    decode_offsets,
+    encode_offsets,
+    is_initial,
+    rate_limit,
+    settle,
+)
 
 Spans = dict[tuple[str, int], tuple[int, int]]
 
 spans_strategy = st.dictionaries(
     st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 40)),
     st.tuples(st.integers(0, 10**12), st.integers(0, 10**9)).map(lambda s: (s[0], s[0] + s[1])),
-    max_size=70)
+    max_size=70,
+)
 
 
 @settings(max_examples=400, deadline=None)

@@ -1,4 +1,5 @@
 """Source options checked on the driver: the batch option pinning a read's partitions, refused offset storage."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,12 +15,15 @@ def test_partitions_pins_a_batch_read() -> None:
     assert parse_options(BASE, streaming=False).partitions is None
 
 
-@pytest.mark.parametrize(("value", "streaming", "message"), [
-    ("t/0", True, "applies to batch reads"),
-    ("t", False, "is not topic/partition"),
-    ("t/x", False, "is not topic/partition"),
-    (" , ", False, "names no partition"),
-])
+@pytest.mark.parametrize(
+    ("value", "streaming", "message"),
+    [
+        ("t/0", True, "applies to batch reads"),
+        ("t", False, "is not topic/partition"),
+        ("t/x", False, "is not topic/partition"),
+        (" , ", False, "names no partition"),
+    ],
+)
 def test_bad_partitions_name_the_option(value: str, streaming: bool, message: str) -> None:
     with pytest.raises(OptionError, match=message):
         parse_options({**BASE, "partitions": value}, streaming=streaming)

@@ -1,4 +1,5 @@
 """How the executor read treats librdkafka's per-message error events: reconnection noise waits, the rest fails."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ PART = OffsetRange("t", 0, 10, 20, "b:9092")
 @dataclass
 class Event:
     """What Consumer.consume() hands back for an error: a Message whose error() is set."""
+
     code: int
     fatal: bool = False
 
@@ -26,8 +28,16 @@ class Event:
 
 
 def test_the_transient_codes_are_the_reconnection_errors_by_name() -> None:
-    names = {"_TRANSPORT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_TIMED_OUT", "LEADER_NOT_AVAILABLE",
-             "NOT_LEADER_FOR_PARTITION", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION"}
+    names = {
+        "_TRANSPORT",
+        "_ALL_BROKERS_DOWN",
+        "_RESOLVE",
+        "_TIMED_OUT",
+        "LEADER_NOT_AVAILABLE",
+        "NOT_LEADER_FOR_PARTITION",
+        "REQUEST_TIMED_OUT",
+        "NETWORK_EXCEPTION",
+    }
     assert TRANSIENT_CODES == {getattr(KafkaError, name) for name in names}
 
 
@@ -37,9 +47,14 @@ def test_reconnection_errors_keep_the_position_although_marked_not_retriable(cod
     assert _handle_event(None, PART, Event(code), 15, fail_on_data_loss=True) == 15
 
 
-@pytest.mark.parametrize("event", [Event(KafkaError.TOPIC_AUTHORIZATION_FAILED),
-                                   Event(KafkaError.UNKNOWN_TOPIC_OR_PART),
-                                   Event(KafkaError._TRANSPORT, fatal=True)])
+@pytest.mark.parametrize(
+    "event",
+    [
+        Event(KafkaError.TOPIC_AUTHORIZATION_FAILED),
+        Event(KafkaError.UNKNOWN_TOPIC_OR_PART),
+        Event(KafkaError._TRANSPORT, fatal=True),
+    ],
+)
 def test_other_errors_and_fatal_ones_fail_the_read(event: Event) -> None:
     with pytest.raises(KafkaException):
         _handle_event(None, PART, event, 15, fail_on_data_loss=True)

@@ -1,7 +1,9 @@
 """The stream reader's planning against a fake member (the real Assignment) and fake logs: incarnations, new partitions, batch 0, stop."""
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from spark_jobs.offsets import batch_ranges, decode_offsets
 from spark_jobs.options import parse_options
@@ -36,10 +38,14 @@ class FakeMember:
     def owned_positions(self) -> dict[Key, int]:
         return self.assignment.positions()
 
-    def commit_positions(self, positions: Mapping[Key, int], *,
-                         epochs: Mapping[str, int | None] | None = None) -> dict[Key, bool]:
-        recorded = (self.assignment.record_positions(positions) if epochs is None
-                    else self.assignment.record_positions(positions, epochs))
+    def commit_positions(
+        self, positions: Mapping[Key, int], *, epochs: Mapping[str, int | None] | None = None
+    ) -> dict[Key, bool]:
+        recorded = (
+            self.assignment.record_positions(positions)
+            if epochs is None
+            else self.assignment.record_positions(positions, epochs)
+        )
         done = {i.key: i for i in recorded}
         for key, info in done.items():
             self.nodes[key] = (info.consumed_offset, info.epoch)
@@ -53,8 +59,9 @@ class Reader(ZkStreamReader):
     """The real reader; only the member and the brokers' log spans are fakes."""
 
     def __init__(self, member: FakeMember, logs: dict[Key, tuple[int, int]], **options: str) -> None:
-        super().__init__(parse_options({"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t",
-                                        **options}, streaming=True))
+        super().__init__(
+            parse_options({"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t", **options}, streaming=True)
+        )
         self._member, self.logs = member, logs
 
     def _connector(self) -> Any:

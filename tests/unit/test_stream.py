@@ -1,4 +1,5 @@
 """Unit tests of zkconsumer.stream: the bounded chunk queue, its backpressure signal and the iterator."""
+
 from __future__ import annotations
 
 import sys
@@ -26,8 +27,13 @@ def make_info(queue: StreamQueue, partition: int = 0, offset: int = 0, topic: st
 
 
 def chunk(info: PartitionTopicInfo, start: int, count: int) -> Chunk:
-    return Chunk(info, [Message(topic=info.topic, partition=info.partition, offset=o, value=b"v%d" % o)
-                        for o in range(start, start + count)])
+    return Chunk(
+        info,
+        [
+            Message(topic=info.topic, partition=info.partition, offset=o, value=b"v%d" % o)
+            for o in range(start, start + count)
+        ],
+    )
 
 
 class Spy:
@@ -292,9 +298,9 @@ def test_empty_chunks_are_skipped() -> None:
 def test_messages_below_the_consumed_offset_are_skipped() -> None:
     q = StreamQueue(3)
     info = make_info(q, offset=0)
-    q.offer(chunk(info, 0, 3))   # entirely below: skipped
-    q.offer(chunk(info, 3, 5))   # 3..7: starts at 5
-    info.consumed_offset = 5     # e.g. a re-fetch after the app already finished 0..4
+    q.offer(chunk(info, 0, 3))  # entirely below: skipped
+    q.offer(chunk(info, 3, 5))  # 3..7: starts at 5
+    info.consumed_offset = 5  # e.g. a re-fetch after the app already finished 0..4
     it = ConsumerIterator(q, consumer_timeout_ms=10)
     assert [next(it).offset() for _ in range(3)] == [5, 6, 7]
     with pytest.raises(ConsumerTimeout):
@@ -320,6 +326,7 @@ def _interleave(code, line: int, paused, meanwhile) -> bool:  # type: ignore[no-
                 reached.set()
                 proceed.wait(5)
             return local
+
         return local
 
     def run() -> None:
@@ -364,8 +371,9 @@ def test_mark_consumed_from_another_thread_never_mixes_partitions(paused: str) -
 
 
 # ---- concurrency -----------------------------------------------------------------------------------
-def _produce_with_backpressure(q: StreamQueue, infos: list[PartitionTopicInfo], sizes: list[int],
-                               done: threading.Event) -> None:
+def _produce_with_backpressure(
+    q: StreamQueue, infos: list[PartitionTopicInfo], sizes: list[int], done: threading.Event
+) -> None:
     """A fetcher in miniature: offer; when refused, wait for on_space and offer the same chunk again."""
     space = threading.Event()
     q.on_space = space.set
@@ -383,10 +391,15 @@ def _produce_with_backpressure(q: StreamQueue, infos: list[PartitionTopicInfo], 
 
 
 @settings(max_examples=25, deadline=None)
-@given(capacity=st.integers(1, 3), partitions=st.integers(1, 4),
-       sizes=st.lists(st.integers(1, 40), min_size=1, max_size=60), use_batches=st.booleans())
-def test_threaded_drain_gets_everything_in_order(capacity: int, partitions: int, sizes: list[int],
-                                                  use_batches: bool) -> None:
+@given(
+    capacity=st.integers(1, 3),
+    partitions=st.integers(1, 4),
+    sizes=st.lists(st.integers(1, 40), min_size=1, max_size=60),
+    use_batches=st.booleans(),
+)
+def test_threaded_drain_gets_everything_in_order(
+    capacity: int, partitions: int, sizes: list[int], use_batches: bool
+) -> None:
     q = StreamQueue(capacity)
     infos = [make_info(q, p, offset=p * 1000) for p in range(partitions)]
     done = threading.Event()
@@ -444,7 +457,8 @@ def test_stress_several_streams_with_one_slow_consumer() -> None:
         results[i] = out
 
     threads = [threading.Thread(target=fetcher)] + [
-        threading.Thread(target=drain, args=(i, 0.002 if i == 0 else 0.0)) for i in range(3)]
+        threading.Thread(target=drain, args=(i, 0.002 if i == 0 else 0.0)) for i in range(3)
+    ]
     for t in threads:
         t.start()
     for t in threads:

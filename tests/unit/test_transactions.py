@@ -1,4 +1,5 @@
 """transactions.batches: claims split under a byte budget, in order, nothing lost or repeated."""
+
 from __future__ import annotations
 
 from hypothesis import given
@@ -20,8 +21,10 @@ def test_batches_keep_order_and_stay_under_the_budget(sizes: list[int], budget: 
 
 def test_a_claim_of_eight_thousand_partitions_takes_a_few_transactions() -> None:
     group_id, topic, thread = "mirror-maker", "events", "mirror-maker_host-1795390170616-a152798c-0"
-    sizes = [(p, transactions.create_size(zkdata.owner_path(group_id, topic, p), zkdata.encode_owner(thread)))
-             for p in range(8192)]
+    sizes = [
+        (p, transactions.create_size(zkdata.owner_path(group_id, topic, p), zkdata.encode_owner(thread)))
+        for p in range(8192)
+    ]
     # One transaction would have been over 1 MiB: what ZooKeeper refused.
     assert sum(size for _, size in sizes) > 0xFFFFF
     groups = list(transactions.batches(sizes, 0xFFFFF // 2))

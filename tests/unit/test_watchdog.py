@@ -1,5 +1,6 @@
 """Watchdog: which ownership states count as problems, that only ones outliving a rebalance
 round trigger, and that a check under way never holds up a leave."""
+
 from __future__ import annotations
 
 import logging
@@ -32,15 +33,16 @@ def test_unowned_zombie_and_drift_are_reported() -> None:
 def test_thread_ids_of_similar_consumer_ids_are_not_confused() -> None:
     # g_a-1 is a thread of member "g_a", not of a member called "g_a-1"
     assert find_problems({"t": [0]}, {"t": {0: "g_a-1-0"}}, {"g_a"}, set(), None) == [
-        "t-0 is owned by g_a-1-0, which is not a group member (zombie)"]
+        "t-0 is owned by g_a-1-0, which is not a group member (zombie)"
+    ]
 
 
 def test_only_problems_seen_twice_in_a_row_trigger() -> None:
     reports = iter([["t-1 has no owner"], ["t-1 has no owner"], [], ["t-2 has no owner"]])
     triggered: list[str] = []
     dog = Watchdog("g_a", interval_s=60, check=lambda: next(reports), trigger=triggered.append)
-    assert dog.run_once() == []                      # first sighting: maybe a rebalance in flight
-    assert dog.run_once() == ["t-1 has no owner"]    # persisted: act
+    assert dog.run_once() == []  # first sighting: maybe a rebalance in flight
+    assert dog.run_once() == ["t-1 has no owner"]  # persisted: act
     assert dog.run_once() == []
     assert dog.run_once() == []
     assert triggered == ["watchdog: t-1 has no owner"] and dog.alerts == 1
@@ -50,8 +52,9 @@ def test_a_problem_seen_across_rebalance_activity_is_a_change_in_flight() -> Non
     reports = iter([["t-1 has no owner"]] * 6)
     activity = [0]
     triggered: list[str] = []
-    dog = Watchdog("g_a", interval_s=60, check=lambda: next(reports), trigger=triggered.append,
-                   activity=lambda: activity[0])
+    dog = Watchdog(
+        "g_a", interval_s=60, check=lambda: next(reports), trigger=triggered.append, activity=lambda: activity[0]
+    )
     assert dog.run_once() == []
     activity[0] += 2  # a group change: triggered, then a rebalance ran
     assert dog.run_once() == []  # the change may not have reached every member yet
@@ -65,16 +68,19 @@ def test_a_check_during_a_rebalance_proves_nothing() -> None:
     def check_while_a_rebalance_runs() -> list[str]:
         activity[0] += 1
         return ["t-1 has no owner"]
-    dog = Watchdog("g_a", interval_s=60, check=check_while_a_rebalance_runs, trigger=lambda _r: None,
-                   activity=lambda: activity[0])
+
+    dog = Watchdog(
+        "g_a", interval_s=60, check=check_while_a_rebalance_runs, trigger=lambda _r: None, activity=lambda: activity[0]
+    )
     assert [dog.run_once() for _ in range(4)] == [[], [], [], []] and dog.alerts == 0
 
 
 def test_checks_while_one_long_rebalance_runs_do_not_alarm() -> None:
     reports = iter([["t-1 has no owner"]] * 4)
     running: list[int | None] = [None]  # RebalanceWorker.activity() while a run is under way
-    dog = Watchdog("g_a", interval_s=60, check=lambda: next(reports), trigger=lambda _r: None,
-                   activity=lambda: running[0])
+    dog = Watchdog(
+        "g_a", interval_s=60, check=lambda: next(reports), trigger=lambda _r: None, activity=lambda: running[0]
+    )
     assert dog.run_once() == [] and dog.run_once() == []  # both inside one long run
     running[0] = 7  # it ended; the problem is still there
     assert dog.run_once() == []
@@ -88,6 +94,7 @@ def test_a_stopped_task_ends_quietly_when_its_run_fails_after_the_stop(caplog) -
         started.set()
         closed.wait(5)
         raise ConnectionLoss()  # the session was closed under it
+
     task = PeriodicTask("g_a-watchdog", 0.01, slow_read, on_error=lambda exc: pytest.fail(f"surfaced {exc!r}"))
     task.start()
     assert started.wait(5)
@@ -103,8 +110,13 @@ def test_a_stopped_task_ends_quietly_when_its_run_fails_after_the_stop(caplog) -
 def test_no_check_is_read_while_a_rebalance_is_under_way_or_pending() -> None:
     checks: list[int] = []
     running: list[int | None] = [None]
-    dog = Watchdog("g_a", interval_s=60, check=lambda: checks.append(1) or ["t-1 has no owner"],  # type: ignore[func-returns-value]
-                   trigger=lambda _r: None, activity=lambda: running[0])
+    dog = Watchdog(
+        "g_a",
+        interval_s=60,
+        check=lambda: checks.append(1) or ["t-1 has no owner"],  # type: ignore[func-returns-value]
+        trigger=lambda _r: None,
+        activity=lambda: running[0],
+    )
     assert dog.run_once() == [] and checks == []  # mid-change: nothing read from ZooKeeper
     running[0] = 3
     assert dog.run_once() == [] and dog.run_once() == ["t-1 has no owner"] and len(checks) == 2
@@ -112,6 +124,7 @@ def test_no_check_is_read_while_a_rebalance_is_under_way_or_pending() -> None:
 
 def test_each_partition_is_checked_by_its_zkconsumer_owner_or_the_designated_member() -> None:
     from zkconsumer.watchdog import partitions_to_check
+
     expected = {"t": {0: "g_a-0", 1: "g_a-0", 2: "g_b-0", 3: "g_scala-0", 4: "not a thread"}}
     members, marked = {"g_a", "g_b", "g_scala"}, {"g_a", "g_b"}
     a = partitions_to_check(expected, "g_a", members, marked, claimed=())

@@ -1,4 +1,5 @@
 """Tests for zkconsumer.zkdata: paths and byte-exact codecs, with golden bytes checked against Kafka 1.1.1."""
+
 from __future__ import annotations
 
 import pickle
@@ -9,9 +10,20 @@ from hypothesis import strategies as st
 
 from zkconsumer import zkdata
 from zkconsumer.kafkajson import coreutils_json_escape
-from zkconsumer.zkdata import (BrokerInfo, EndPoint, PartitionState, Registration, ZkDataError,
-                               decode_broker, decode_offset, decode_partition_state, decode_topic_partitions,
-                               encode_broker, encode_offset, encode_topic_partitions)
+from zkconsumer.zkdata import (
+    BrokerInfo,
+    EndPoint,
+    PartitionState,
+    Registration,
+    ZkDataError,
+    decode_broker,
+    decode_offset,
+    decode_partition_state,
+    decode_topic_partitions,
+    encode_broker,
+    encode_offset,
+    encode_topic_partitions,
+)
 
 TOPIC = st.from_regex(r"[A-Za-z0-9._-]{1,249}", fullmatch=True)
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -19,6 +31,7 @@ STATIC_REF = b'{"version":1,"subscription":{"orders":2,"payments":1},"pattern":"
 
 
 # ---------------------------------------------------------------- errors and paths
+
 
 def test_zkdata_error_names_the_path_and_pickles() -> None:
     error = ZkDataError("/consumers/g/ids/c", "broken")
@@ -41,14 +54,25 @@ def test_paths_match_zkutils() -> None:
     assert zkdata.broker_path(7) == "/brokers/ids/7"
     assert zkdata.topic_path("t") == "/brokers/topics/t"
     assert zkdata.partition_state_path("t", 2) == "/brokers/topics/t/partitions/2/state"
-    assert (zkdata.CONSUMERS, zkdata.BROKER_IDS, zkdata.BROKER_TOPICS) == ("/consumers", "/brokers/ids", "/brokers/topics")
+    assert (zkdata.CONSUMERS, zkdata.BROKER_IDS, zkdata.BROKER_TOPICS) == (
+        "/consumers",
+        "/brokers/ids",
+        "/brokers/topics",
+    )
 
 
-@pytest.mark.parametrize("call", [
-    lambda: zkdata.group_path(""), lambda: zkdata.group_path("a/b"), lambda: zkdata.member_path("g", ".."),
-    lambda: zkdata.owners_path("g", "."), lambda: zkdata.owner_path("g", "t", True),
-    lambda: zkdata.offset_path("g", "t", "1"), lambda: zkdata.topic_path("a/b"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: zkdata.group_path(""),
+        lambda: zkdata.group_path("a/b"),
+        lambda: zkdata.member_path("g", ".."),
+        lambda: zkdata.owners_path("g", "."),
+        lambda: zkdata.owner_path("g", "t", True),
+        lambda: zkdata.offset_path("g", "t", "1"),
+        lambda: zkdata.topic_path("a/b"),
+    ],
+)
 def test_paths_reject_components_that_would_break_the_tree(call) -> None:
     with pytest.raises(ValueError):
         call()
@@ -59,11 +83,21 @@ def test_parse_offset_path() -> None:
     assert zkdata.parse_offset_path(zkdata.offset_path("g", "t", 0)) == ("g", "t", 0)
 
 
-@pytest.mark.parametrize("path", [
-    "/consumers/g/offsets/t", "/consumers/g/owners/t/1", "consumers/g/offsets/t/1", "/consumers//offsets/t/1",
-    "/consumers/g/offsets/t/01", "/consumers/g/offsets/t/+1", "/consumers/g/offsets/t/x", "/consumers/g/offsets/t/",
-    "/consumers/g/offsets/t/1/2", "/consumers/g/offsets/t/99999999999",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/consumers/g/offsets/t",
+        "/consumers/g/owners/t/1",
+        "consumers/g/offsets/t/1",
+        "/consumers//offsets/t/1",
+        "/consumers/g/offsets/t/01",
+        "/consumers/g/offsets/t/+1",
+        "/consumers/g/offsets/t/x",
+        "/consumers/g/offsets/t/",
+        "/consumers/g/offsets/t/1/2",
+        "/consumers/g/offsets/t/99999999999",
+    ],
+)
 def test_parse_offset_path_rejects_everything_else(path: str) -> None:
     with pytest.raises(ZkDataError) as info:
         zkdata.parse_offset_path(path)
@@ -71,6 +105,7 @@ def test_parse_offset_path_rejects_everything_else(path: str) -> None:
 
 
 # ---------------------------------------------------------------- registrations
+
 
 def test_reference_static_registration_bytes() -> None:
     registration = Registration((("orders", 2), ("payments", 1)), "static", "1510000000000")
@@ -83,20 +118,28 @@ def test_wildcard_key_escaping_per_writer() -> None:
     # The key handed to the writer is CoreUtils-escaped already ("orders-\\d+" for regex orders-\d+).
     registration = Registration(((coreutils_json_escape("orders-\\d+"), 2),), "white_list", "1510000000000")
     # Golden from Kafka 1.1.1 (Jackson escapes the escaped key again) and from the 1.0.0 raw writer.
-    assert registration.encode() == \
-        rb'{"version":1,"subscription":{"orders-\\\\d+":2},"pattern":"white_list","timestamp":"1510000000000"}'
-    assert registration.encode(jackson=False) == \
-        rb'{"version":1,"subscription":{"orders-\\d+":2},"pattern":"white_list","timestamp":"1510000000000"}'
+    assert (
+        registration.encode()
+        == rb'{"version":1,"subscription":{"orders-\\\\d+":2},"pattern":"white_list","timestamp":"1510000000000"}'
+    )
+    assert (
+        registration.encode(jackson=False)
+        == rb'{"version":1,"subscription":{"orders-\\d+":2},"pattern":"white_list","timestamp":"1510000000000"}'
+    )
 
 
 def test_escapers_match_coreutils_and_jackson() -> None:
-    text = "".join(map(chr, range(0x20))) + "\x7f\x80\x9f\xa0\u2028\ufeff\U0001F600/\"\\"
-    core = ("\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\b\\t\\n\\u000b\\f\\r\\u000e\\u000f"
-            "\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001a\\u001b\\u001c\\u001d"
-            "\\u001e\\u001f\\u007f\\u0080\\u009f\xa0\u2028\ufeff\U0001F600\\/\\\"\\\\")
-    jackson = ("\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\b\\t\\n\\u000B\\f\\r\\u000E\\u000F"
-               "\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001A\\u001B\\u001C\\u001D"
-               "\\u001E\\u001F\x7f\x80\x9f\xa0\u2028\ufeff\U0001F600/\\\"\\\\")
+    text = "".join(map(chr, range(0x20))) + '\x7f\x80\x9f\xa0\u2028\ufeff\U0001f600/"\\'
+    core = (
+        "\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\b\\t\\n\\u000b\\f\\r\\u000e\\u000f"
+        "\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001a\\u001b\\u001c\\u001d"
+        '\\u001e\\u001f\\u007f\\u0080\\u009f\xa0\u2028\ufeff\U0001f600\\/\\"\\\\'
+    )
+    jackson = (
+        "\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\b\\t\\n\\u000B\\f\\r\\u000E\\u000F"
+        "\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001A\\u001B\\u001C\\u001D"
+        '\\u001E\\u001F\x7f\x80\x9f\xa0\u2028\ufeff\U0001f600/\\"\\\\'
+    )
     assert coreutils_json_escape(text) == core
     encoded = Registration(((text, 1),), "p", "t").encode()
     assert encoded == ('{"version":1,"subscription":{"' + jackson + '":1},"pattern":"p","timestamp":"t"}').encode()
@@ -131,13 +174,26 @@ def test_registration_keeps_oddly_typed_version_and_timestamp_as_none() -> None:
 
 
 REJECTED = [
-    b'{"pattern":"white_list","subscription":{"a":1}', b"", b"   ", '\ufeff{"pattern":"static","subscription":{}}'.encode(),
-    b'{"pattern":"static","subscription":{"a":2.0}}', b'{"pattern":"static","subscription":{"a":3000000000}}',
-    b'{"pattern":"static","subscription":{"a":true}}', b'{"pattern":null,"subscription":{"a":1}}',
-    b'{"pattern":"static","subscription":[]}', b'{"subscription":{"a":1}}', b'{"pattern":"static"}', b"[1]",
-    b'{"pattern":"static","subscription":{"a":NaN}}', b"{'pattern':'static'}", b'{"pattern":"static","subscription":{"a":1e0}}',
-    b'{"pattern":"static","subscription":{"a":01}}', b'{"pattern":"static","subscription":{"\xff":1}}', b"1{}",
-    b'{"pattern":"static","subscription":{"a":' + b"9" * 60 + b"}}", b"[" * 5000,
+    b'{"pattern":"white_list","subscription":{"a":1}',
+    b"",
+    b"   ",
+    '\ufeff{"pattern":"static","subscription":{}}'.encode(),
+    b'{"pattern":"static","subscription":{"a":2.0}}',
+    b'{"pattern":"static","subscription":{"a":3000000000}}',
+    b'{"pattern":"static","subscription":{"a":true}}',
+    b'{"pattern":null,"subscription":{"a":1}}',
+    b'{"pattern":"static","subscription":[]}',
+    b'{"subscription":{"a":1}}',
+    b'{"pattern":"static"}',
+    b"[1]",
+    b'{"pattern":"static","subscription":{"a":NaN}}',
+    b"{'pattern':'static'}",
+    b'{"pattern":"static","subscription":{"a":1e0}}',
+    b'{"pattern":"static","subscription":{"a":01}}',
+    b'{"pattern":"static","subscription":{"\xff":1}}',
+    b"1{}",
+    b'{"pattern":"static","subscription":{"a":' + b"9" * 60 + b"}}",
+    b"[" * 5000,
 ]
 
 
@@ -148,26 +204,39 @@ def test_registration_decode_rejects_what_scala_rejects(data: bytes) -> None:
     assert info.value.path == "/consumers/g/ids/c"
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"subscription": (("a", True),)}, {"subscription": (("a", 1), ("a", 2))}, {"subscription": (("a", 2**31),)},
-    {"subscription": ((1, 1),)}, {"pattern": None}, {"timestamp": 5}, {"version": "1"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"subscription": (("a", True),)},
+        {"subscription": (("a", 1), ("a", 2))},
+        {"subscription": (("a", 2**31),)},
+        {"subscription": ((1, 1),)},
+        {"pattern": None},
+        {"timestamp": 5},
+        {"version": "1"},
+    ],
+)
 def test_registration_rejects_what_no_writer_produces(kwargs: dict) -> None:
     fields = {"subscription": (("a", 1),), "pattern": "static", "timestamp": "1", **kwargs}
     with pytest.raises(ValueError):
         Registration(**fields)
 
 
-@given(st.lists(st.tuples(st.text(st.characters(blacklist_categories=("Cs",))), INT32), unique_by=lambda p: p[0]),
-       st.text(st.characters(blacklist_categories=("Cs",))), st.text(st.characters(blacklist_categories=("Cs",))),
-       INT32)
+@given(
+    st.lists(st.tuples(st.text(st.characters(blacklist_categories=("Cs",))), INT32), unique_by=lambda p: p[0]),
+    st.text(st.characters(blacklist_categories=("Cs",))),
+    st.text(st.characters(blacklist_categories=("Cs",))),
+    INT32,
+)
 def test_jackson_registration_round_trips(pairs: list, pattern: str, timestamp: str, version: int) -> None:
     registration = Registration(tuple(pairs), pattern, timestamp, version)
     assert Registration.decode(registration.encode(), "/p") == registration
 
 
-@given(st.lists(st.tuples(TOPIC, st.integers(1, 2**31 - 1)), min_size=1, unique_by=lambda p: p[0]),
-       st.integers(0, 2**63 - 1))
+@given(
+    st.lists(st.tuples(TOPIC, st.integers(1, 2**31 - 1)), min_size=1, unique_by=lambda p: p[0]),
+    st.integers(0, 2**63 - 1),
+)
 def test_both_writers_agree_on_topic_names(pairs: list, millis: int) -> None:
     registration = Registration(tuple(pairs), "static", str(millis))
     assert registration.encode() == registration.encode(jackson=False)
@@ -175,6 +244,7 @@ def test_both_writers_agree_on_topic_names(pairs: list, millis: int) -> None:
 
 
 # ---------------------------------------------------------------- owners and offsets
+
 
 def test_owner_codec() -> None:
     assert zkdata.encode_owner("g1_hostA-1510000000000-1a2b3c4d-0") == b"g1_hostA-1510000000000-1a2b3c4d-0"
@@ -194,11 +264,27 @@ def test_consumer_id_of_thread() -> None:
 
 
 # StringOps.toLong on Kafka 1.1.1 (java.lang.Long.parseLong), case by case.
-@pytest.mark.parametrize(("text", "value"), [
-    ("5", 5), ("-1", -1), ("+5", 5), ("007", 7), ("\u0663", 3), ("9223372036854775807", 2**63 - 1),
-    ("-9223372036854775808", -(2**63)), (" 5", None), ("5\n", None), ("", None), ("0x10", None), ("1_0", None),
-    ("-", None), ("9223372036854775808", None), ("1e3", None), ("\u00b2", None),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("5", 5),
+        ("-1", -1),
+        ("+5", 5),
+        ("007", 7),
+        ("\u0663", 3),
+        ("9223372036854775807", 2**63 - 1),
+        ("-9223372036854775808", -(2**63)),
+        (" 5", None),
+        ("5\n", None),
+        ("", None),
+        ("0x10", None),
+        ("1_0", None),
+        ("-", None),
+        ("9223372036854775808", None),
+        ("1e3", None),
+        ("\u00b2", None),
+    ],
+)
 def test_decode_offset_is_strict_to_long(text: str, value: int | None) -> None:
     if value is None:
         with pytest.raises(ZkDataError, match="^/consumers/g/offsets/t/0: "):
@@ -221,17 +307,19 @@ def test_encode_offset_rejects_non_longs(bad: object) -> None:
 
 # ---------------------------------------------------------------- brokers
 
-KAFKA39_V5 = (b'{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
-              b'"endpoints":["PLAINTEXT://127.0.0.1:9092"],"jmx_port":-1,"port":9092,"host":"127.0.0.1",'
-              b'"version":5,"timestamp":"1700000000000"}')
+KAFKA39_V5 = (
+    b'{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},'
+    b'"endpoints":["PLAINTEXT://127.0.0.1:9092"],"jmx_port":-1,"port":9092,"host":"127.0.0.1",'
+    b'"version":5,"timestamp":"1700000000000"}'
+)
 BROKER_GOLDEN = {  # what brokers writing each version put in ZooKeeper (key order included)
     1: b'{"jmx_port":-1,"timestamp":"1428512949385","host":"h1","version":1,"port":9092}',
     2: b'{"jmx_port":-1,"timestamp":"1428512949385","endpoints":["PLAINTEXT://h1:9092"],"host":"h1","version":2,'
-       b'"port":9092}',
+    b'"port":9092}',
     3: b'{"jmx_port":-1,"timestamp":"1428512949385","endpoints":["PLAINTEXT://h1:9092"],"host":"h1","version":3,'
-       b'"port":9092,"rack":"r1"}',
+    b'"port":9092,"rack":"r1"}',
     4: b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://h1:9092"],'
-       b'"rack":"r1","jmx_port":-1,"host":"h1","timestamp":"1428512949385","port":9092,"version":4}',
+    b'"rack":"r1","jmx_port":-1,"host":"h1","timestamp":"1428512949385","port":9092,"version":4}',
 }
 
 
@@ -246,52 +334,83 @@ def test_broker_versions_decode_and_re_encode(version: int) -> None:
 
 def test_kafka39_v5_broker() -> None:
     info = decode_broker(0, KAFKA39_V5, "/brokers/ids/0")
-    assert info == BrokerInfo(0, "127.0.0.1", 9092, ("PLAINTEXT://127.0.0.1:9092",), None, 5, -1, "1700000000000",
-                              (("PLAINTEXT", "PLAINTEXT"),))
+    assert info == BrokerInfo(
+        0,
+        "127.0.0.1",
+        9092,
+        ("PLAINTEXT://127.0.0.1:9092",),
+        None,
+        5,
+        -1,
+        "1700000000000",
+        (("PLAINTEXT", "PLAINTEXT"),),
+    )
     assert info.end_points() == (EndPoint("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"),)
     assert info.plaintext_address() == ("127.0.0.1", 9092)
     assert encode_broker(info) == KAFKA39_V5
 
 
 # Outcomes of BrokerIdZNode.decode + ClientUtils' PLAINTEXT choice on Kafka 1.1.1.
-@pytest.mark.parametrize(("json_text", "address"), [
-    ('{"version":1,"host":"h1","port":9092,"jmx_port":-1,"endpoints":["SSL://x:1"]}', ("h1", 9092)),
-    ('{"version":2,"jmx_port":-1,"endpoints":["SSL://h3:9094","PLAINTEXT://h2:9093"]}', ("h2", 9093)),
-    ('{"version":2,"jmx_port":-1,"endpoints":["plaintext://h2:9093"]}', ("h2", 9093)),
-    ('{"version":4,"jmx_port":-1,"endpoints":["INTERNAL://h2:9093","CLIENT://h4:1"],'
-     '"listener_security_protocol_map":{"INTERNAL":"SSL","CLIENT":"plaintext"}}', ("h4", 1)),
-    ('{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:1"],"listener_security_protocol_map":{"PLAINTEXT":"ssl"}}',
-     None),
-    ('{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://[::1]:9092"],"rack":null}', ("::1", 9092)),
-    ('{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://[fe80::1%eth0]:1","SSL://h:2"]}', ("fe80::1%eth0", 1)),
-    ('{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://:9092"],"rack":"r1"}', None),
-    ('{"version":3,"jmx_port":-1,"endpoints":[]}', None),
-    ('{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:01"]} junk', ("h", 1)),
-    ('\ufeff{"version":2,"jmx_port":-1,"endpoints":["A://B://h:1"],"listener_security_protocol_map":{"A://B":"SSL"}}',
-     None),
-])
+@pytest.mark.parametrize(
+    ("json_text", "address"),
+    [
+        ('{"version":1,"host":"h1","port":9092,"jmx_port":-1,"endpoints":["SSL://x:1"]}', ("h1", 9092)),
+        ('{"version":2,"jmx_port":-1,"endpoints":["SSL://h3:9094","PLAINTEXT://h2:9093"]}', ("h2", 9093)),
+        ('{"version":2,"jmx_port":-1,"endpoints":["plaintext://h2:9093"]}', ("h2", 9093)),
+        (
+            '{"version":4,"jmx_port":-1,"endpoints":["INTERNAL://h2:9093","CLIENT://h4:1"],'
+            '"listener_security_protocol_map":{"INTERNAL":"SSL","CLIENT":"plaintext"}}',
+            ("h4", 1),
+        ),
+        (
+            '{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:1"],"listener_security_protocol_map":{"PLAINTEXT":"ssl"}}',
+            None,
+        ),
+        ('{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://[::1]:9092"],"rack":null}', ("::1", 9092)),
+        ('{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://[fe80::1%eth0]:1","SSL://h:2"]}', ("fe80::1%eth0", 1)),
+        ('{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://:9092"],"rack":"r1"}', None),
+        ('{"version":3,"jmx_port":-1,"endpoints":[]}', None),
+        ('{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:01"]} junk', ("h", 1)),
+        (
+            '\ufeff{"version":2,"jmx_port":-1,"endpoints":["A://B://h:1"],"listener_security_protocol_map":{"A://B":"SSL"}}',
+            None,
+        ),
+    ],
+)
 def test_broker_decode_matches_kafka_11(json_text: str, address: tuple | None) -> None:
     assert decode_broker(7, json_text.encode(), "/brokers/ids/7").plaintext_address() == address
 
 
-@pytest.mark.parametrize("data", [
-    b'{"version":1,"host":"h1","port":9092}', b'{"version":2,"endpoints":["PLAINTEXT://h:1"]}',
-    b'{"version":2,"jmx_port":-1,"endpoints":["INTERNAL://h2:9093"]}',
-    b'{"version":4,"jmx_port":-1,"endpoints":["internal://h:1"],"listener_security_protocol_map":{"internal":"SSL"}}',
-    b'{"version":4,"jmx_port":-1,"endpoints":["I://h:1"],"listener_security_protocol_map":{"I":"BOGUS"}}',
-    b'{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:1"],"listener_security_protocol_map":{}}',
-    b'{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:1"],"listener_security_protocol_map":null}',
-    b'{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://h:-1"],"rack":5}',
-    b'{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://h:99999999999"]}',
-    b'{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://h"]}', b'{"version":3,"jmx_port":-1,"endpoints":["P://h:1/x"]}',
-    b'{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://h x:1"]}', b'{"version":0,"jmx_port":-1,"endpoints":[]}',
-    b'{"version":5,"jmx_port":-1,"endpoints":["TRACE://h:1"]}', b'{"version":"2","jmx_port":-1,"endpoints":[]}',
-    b'{"version":2,"jmx_port":-1,"endpoints":"PLAINTEXT://h:1"}', b'{"version":1,"jmx_port":-1,"host":null,"port":1}',
-    b'{"version":1,"jmx_port":-1,"host":"h","port":"1"}', b'{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:\\n1"]}',
-    '{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:\u0663"]}'.encode(),
-    b'{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://a:1","plaintext://b:2"]}',
-    b'{"version":2,"jmx_port":-1,"endpoints":["PLAINTEXT://h\xff:1"]}', b"", b"[]", b"{",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"version":1,"host":"h1","port":9092}',
+        b'{"version":2,"endpoints":["PLAINTEXT://h:1"]}',
+        b'{"version":2,"jmx_port":-1,"endpoints":["INTERNAL://h2:9093"]}',
+        b'{"version":4,"jmx_port":-1,"endpoints":["internal://h:1"],"listener_security_protocol_map":{"internal":"SSL"}}',
+        b'{"version":4,"jmx_port":-1,"endpoints":["I://h:1"],"listener_security_protocol_map":{"I":"BOGUS"}}',
+        b'{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:1"],"listener_security_protocol_map":{}}',
+        b'{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:1"],"listener_security_protocol_map":null}',
+        b'{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://h:-1"],"rack":5}',
+        b'{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://h:99999999999"]}',
+        b'{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://h"]}',
+        b'{"version":3,"jmx_port":-1,"endpoints":["P://h:1/x"]}',
+        b'{"version":3,"jmx_port":-1,"endpoints":["PLAINTEXT://h x:1"]}',
+        b'{"version":0,"jmx_port":-1,"endpoints":[]}',
+        b'{"version":5,"jmx_port":-1,"endpoints":["TRACE://h:1"]}',
+        b'{"version":"2","jmx_port":-1,"endpoints":[]}',
+        b'{"version":2,"jmx_port":-1,"endpoints":"PLAINTEXT://h:1"}',
+        b'{"version":1,"jmx_port":-1,"host":null,"port":1}',
+        b'{"version":1,"jmx_port":-1,"host":"h","port":"1"}',
+        b'{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:\\n1"]}',
+        '{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://h:\u0663"]}'.encode(),
+        b'{"version":4,"jmx_port":-1,"endpoints":["PLAINTEXT://a:1","plaintext://b:2"]}',
+        b'{"version":2,"jmx_port":-1,"endpoints":["PLAINTEXT://h\xff:1"]}',
+        b"",
+        b"[]",
+        b"{",
+    ],
+)
 def test_broker_decode_rejects_what_kafka_11_rejects(data: bytes) -> None:
     with pytest.raises(ZkDataError) as info:
         decode_broker(7, data, "/brokers/ids/7")
@@ -300,19 +419,39 @@ def test_broker_decode_rejects_what_kafka_11_rejects(data: bytes) -> None:
 
 # ---------------------------------------------------------------- topics and partition state
 
-@pytest.mark.parametrize(("text", "partitions"), [  # ZkUtils.getPartitionsForTopics on Kafka 1.1.1
-    ('{"version":1,"partitions":{"1":[1],"0":[2,3],"10":[1],"2":[]}}', [0, 1, 2, 10]),
-    ("garbage", []), ("", []), ('{"version":1}', []), ('{"partitions":{"-1":[1]}}', [-1]),
-    ('{"partitions":{"+1":[1]}}', [1]), ('{"partitions":{"1":[1]}} x', [1]), ("1{}", []), ('{"x":"\\d"}', []),
-])
+
+@pytest.mark.parametrize(
+    ("text", "partitions"),
+    [  # ZkUtils.getPartitionsForTopics on Kafka 1.1.1
+        ('{"version":1,"partitions":{"1":[1],"0":[2,3],"10":[1],"2":[]}}', [0, 1, 2, 10]),
+        ("garbage", []),
+        ("", []),
+        ('{"version":1}', []),
+        ('{"partitions":{"-1":[1]}}', [-1]),
+        ('{"partitions":{"+1":[1]}}', [1]),
+        ('{"partitions":{"1":[1]}} x', [1]),
+        ("1{}", []),
+        ('{"x":"\\d"}', []),
+    ],
+)
 def test_topic_partitions_like_scala(text: str, partitions: list[int]) -> None:
     assert list(decode_topic_partitions(text.encode(), "/brokers/topics/t")) == partitions
 
 
-@pytest.mark.parametrize("text", [
-    '{"partitions":[]}', '{"partitions":{"x":[1]}}', '{"partitions":{"1":[1.0]}}', '{"partitions":{"1":"a"}}',
-    '{"partitions":{" 1":[1]}}', '{"partitions":null}', "[1]", '{"partitions":{"1":null}}', '{"partitions":{"1":[null]}}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"partitions":[]}',
+        '{"partitions":{"x":[1]}}',
+        '{"partitions":{"1":[1.0]}}',
+        '{"partitions":{"1":"a"}}',
+        '{"partitions":{" 1":[1]}}',
+        '{"partitions":null}',
+        "[1]",
+        '{"partitions":{"1":null}}',
+        '{"partitions":{"1":[null]}}',
+    ],
+)
 def test_topic_partitions_errors_like_scala(text: str) -> None:
     with pytest.raises(ZkDataError, match="^/brokers/topics/t: "):
         decode_topic_partitions(text.encode(), "/brokers/topics/t")

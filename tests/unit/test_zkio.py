@@ -1,4 +1,5 @@
 """zkio: connecting to an unreachable ZooKeeper fails cleanly; deadlines bound the remaining time."""
+
 from __future__ import annotations
 
 import socket
@@ -20,8 +21,9 @@ def test_an_unreachable_zookeeper_is_a_clear_connection_error() -> None:
     port = closed_port()
     began = time.monotonic()
     with pytest.raises(ConnectionError, match=f"cannot reach ZooKeeper at 127.0.0.1:{port} within 500 ms") as caught:
-        ConsumerConnector({"zookeeper.connect": f"127.0.0.1:{port}", "group.id": "g",
-                           "zookeeper.connection.timeout.ms": 500})
+        ConsumerConnector(
+            {"zookeeper.connect": f"127.0.0.1:{port}", "group.id": "g", "zookeeper.connection.timeout.ms": 500}
+        )
     assert time.monotonic() - began < 5
     assert "Cannot close" not in str(caught.value), "the cleanup after the timeout failed"
 

@@ -1,8 +1,10 @@
 """A broker-coordinated consumer group through confluent-kafka's AdminClient: describe it, read and alter offsets."""
+
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -14,8 +16,16 @@ from zkconsumer.migration import KafkaMember, KafkaSide
 TopicPartition = tuple[str, int]
 
 # Per-partition answers to an offset change that mean "the group has members" (or is getting some).
-MEMBERSHIP_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS",
-                               "NON_EMPTY_GROUP", "GROUP_SUBSCRIBED_TO_TOPIC", "FENCED_INSTANCE_ID"})
+MEMBERSHIP_ERRORS = frozenset(
+    {
+        "UNKNOWN_MEMBER_ID",
+        "ILLEGAL_GENERATION",
+        "REBALANCE_IN_PROGRESS",
+        "NON_EMPTY_GROUP",
+        "GROUP_SUBSCRIBED_TO_TOPIC",
+        "FENCED_INSTANCE_ID",
+    }
+)
 
 
 def _error_text(error: Any) -> str:
@@ -31,55 +41,82 @@ class BrokerGroup:
 
     def __init__(self, bootstrap: str, group: str, settings: Mapping[str, str], timeout: float = 30.0) -> None:
         from confluent_kafka.admin import AdminClient
+
         self.bootstrap = bootstrap
         self.group = group
         self.timeout = timeout
-        config: dict[str, Any] = {**settings, "bootstrap.servers": bootstrap, "log.connection.close": False,
-                                  "socket.timeout.ms": int(timeout * 1000), "logger": LIBRDKAFKA_LOG}
+        config: dict[str, Any] = {
+            **settings,
+            "bootstrap.servers": bootstrap,
+            "log.connection.close": False,
+            "socket.timeout.ms": int(timeout * 1000),
+            "logger": LIBRDKAFKA_LOG,
+        }
         self._admin = AdminClient(config)
 
     def _result(self, futures: Mapping[str, concurrent.futures.Future], what: str) -> Any:
         from confluent_kafka import KafkaException
+
         try:
             return futures[self.group].result(timeout=self.timeout + 5.0)
         except concurrent.futures.TimeoutError:
-            raise CliError(f"no answer from the brokers at {self.bootstrap} within {self.timeout:g} s while "
-                           f"{what} of group {self.group}") from None
+            raise CliError(
+                f"no answer from the brokers at {self.bootstrap} within {self.timeout:g} s while "
+                f"{what} of group {self.group}"
+            ) from None
         except KafkaException as exc:
             error = exc.args[0] if exc.args else exc
             if what == "describing" and getattr(error, "name", lambda: "")() == "GROUP_ID_NOT_FOUND":
                 return None
-            raise CliError(f"the brokers at {self.bootstrap} failed {what} group {self.group}: "
-                           f"{_error_text(error)}") from None
+            raise CliError(
+                f"the brokers at {self.bootstrap} failed {what} group {self.group}: {_error_text(error)}"
+            ) from None
 
     def describe(self, offsets: Mapping[TopicPartition, int] | None = None) -> KafkaSide:
         """The group's state and members (with `offsets` as its committed offsets)."""
-        found = self._result(self._admin.describe_consumer_groups([self.group], request_timeout=self.timeout),
-                             "describing")
+        found = self._result(
+            self._admin.describe_consumer_groups([self.group], request_timeout=self.timeout), "describing"
+        )
         if found is None:  # newer brokers: no such group
             return KafkaSide("Dead", (), dict(offsets or {}))
         state = state_name(found.state)
-        members = tuple(KafkaMember(m.member_id, m.client_id or "", m.host or "",
-                                    tuple(sorted((tp.topic, tp.partition) for tp in
-                                                 (m.assignment.topic_partitions if m.assignment else []))))
-                        for m in sorted(found.members or [], key=lambda m: m.member_id))
+        members = tuple(
+            KafkaMember(
+                m.member_id,
+                m.client_id or "",
+                m.host or "",
+                tuple(
+                    sorted((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions if m.assignment else []))
+                ),
+            )
+            for m in sorted(found.members or [], key=lambda m: m.member_id)
+        )
         return KafkaSide(state, members, dict(offsets or {}))
 
     def committed(self) -> dict[TopicPartition, int]:
         """Every partition the group has a committed offset for; CliError if the brokers refuse any."""
         from confluent_kafka import ConsumerGroupTopicPartitions
-        found = self._result(self._admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(self.group)], request_timeout=self.timeout), "reading the offsets of")
+
+        found = self._result(
+            self._admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(self.group)], request_timeout=self.timeout
+            ),
+            "reading the offsets of",
+        )
         partitions = list(found.topic_partitions or [])
         refused = [tp for tp in partitions if tp.error is not None]
         if refused:
-            raise CliError(f"the brokers at {self.bootstrap} refused to read group {self.group}'s offsets of "
-                           + ", ".join(f"{tp.topic}-{tp.partition} ({_error_text(tp.error)})" for tp in refused))
+            raise CliError(
+                f"the brokers at {self.bootstrap} refused to read group {self.group}'s offsets of "
+                + ", ".join(f"{tp.topic}-{tp.partition} ({_error_text(tp.error)})" for tp in refused)
+            )
         return {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
 
     def alter(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, str | None]:
         """Write offsets (alter_consumer_group_offsets); key -> None (written) or the broker's error."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition as KafkaTP
+        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+        from confluent_kafka import TopicPartition as KafkaTP
+
         if not offsets:
             return {}
         request = ConsumerGroupTopicPartitions(self.group, [KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())])
@@ -111,15 +148,19 @@ def membership_refusal(group: str, errors: Mapping[TopicPartition, str | None], 
         return None
     names = sorted({named[k] for k in hit})
     shown = ", ".join(f"{t}-{p}" for t, p in hit[:5]) + (", ..." if len(hit) > 5 else "")
-    return (f"the brokers refused to change group {group}'s offsets ({'/'.join(names)} on {shown}): "
-            f"{side.describe(group)}; a broker accepts offset changes only for a group with no members "
-            "(state Empty): stop them and run again")
+    return (
+        f"the brokers refused to change group {group}'s offsets ({'/'.join(names)} on {shown}): "
+        f"{side.describe(group)}; a broker accepts offset changes only for a group with no members "
+        "(state Empty): stop them and run again"
+    )
 
 
 def open_broker_group(client: KazooClient, access: BrokerAccess, group: str) -> BrokerGroup:
     """BrokerGroup bootstrapped from --bootstrap-server or /brokers/ids; CliError without brokers."""
     bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access)
     if not bootstrap:
-        raise CliError(f"no broker to ask about group {group}'s broker-side state and offsets; pass "
-                       "--bootstrap-server (and --command-config for TLS/SASL brokers)")
+        raise CliError(
+            f"no broker to ask about group {group}'s broker-side state and offsets; pass "
+            "--bootstrap-server (and --command-config for TLS/SASL brokers)"
+        )
     return BrokerGroup(bootstrap, group, access.settings)

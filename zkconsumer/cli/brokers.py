@@ -1,10 +1,11 @@
 """Broker-side numbers for the tools: bootstrap from /brokers/ids, log start/end and time lookups."""
+
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from kazoo.client import KazooClient
 
@@ -35,7 +36,7 @@ class BrokerAccess:
         return self.settings.get("security.protocol", "PLAINTEXT").upper()
 
     @classmethod
-    def from_options(cls, bootstrap: str | None, command_config: str | None, listener: str | None) -> "BrokerAccess":
+    def from_options(cls, bootstrap: str | None, command_config: str | None, listener: str | None) -> BrokerAccess:
         """Read --command-config (a .properties file of librdkafka settings) into a BrokerAccess."""
         settings: dict[str, str] = {}
         if command_config is not None:
@@ -45,12 +46,18 @@ class BrokerAccess:
             except OSError as exc:
                 raise CliError(f"--command-config {command_config}: {exc}", EXIT_USAGE) from None
             except ValueError:  # its message quotes the value, which may be a password
-                raise CliError(f"--command-config {command_config}: not a .properties file (a malformed "
-                               "\\u escape or line continuation?)", EXIT_USAGE) from None
+                raise CliError(
+                    f"--command-config {command_config}: not a .properties file (a malformed "
+                    "\\u escape or line continuation?)",
+                    EXIT_USAGE,
+                ) from None
             protocol = settings.get("security.protocol", "PLAINTEXT")
             if protocol.upper() not in SECURITY_PROTOCOLS:
-                raise CliError(f"--command-config {command_config}: security.protocol={protocol} is not one of "
-                               + " | ".join(SECURITY_PROTOCOLS), EXIT_USAGE)
+                raise CliError(
+                    f"--command-config {command_config}: security.protocol={protocol} is not one of "
+                    + " | ".join(SECURITY_PROTOCOLS),
+                    EXIT_USAGE,
+                )
         return cls(bootstrap, settings, listener or None)
 
 
@@ -76,8 +83,14 @@ class Watermarks:
     and every lookup then returns nothing instead of waiting on each partition.
     """
 
-    def __init__(self, bootstrap: str | None, timeout: float = 10.0, *, quiet: bool = False,
-                 settings: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: str | None,
+        timeout: float = 10.0,
+        *,
+        quiet: bool = False,
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
         self.timeout = timeout
         self.quiet = quiet
@@ -89,13 +102,21 @@ class Watermarks:
         self._consumer = None
         self._existing: dict[str, set[int]] | None = None
 
-    def __enter__(self) -> "Watermarks":
+    def __enter__(self) -> Watermarks:
         if self.bootstrap:
             from confluent_kafka import Consumer
-            self._consumer = Consumer({
-                **self.settings, "bootstrap.servers": self.bootstrap, "group.id": f"zkconsumer-cli-{uuid.uuid4().hex[:12]}",
-                "enable.auto.commit": False, "socket.timeout.ms": int(self.timeout * 1000),
-                "log.connection.close": False, "logger": LIBRDKAFKA_LOG})
+
+            self._consumer = Consumer(
+                {
+                    **self.settings,
+                    "bootstrap.servers": self.bootstrap,
+                    "group.id": f"zkconsumer-cli-{uuid.uuid4().hex[:12]}",
+                    "enable.auto.commit": False,
+                    "socket.timeout.ms": int(self.timeout * 1000),
+                    "log.connection.close": False,
+                    "logger": LIBRDKAFKA_LOG,
+                }
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -111,6 +132,7 @@ class Watermarks:
     def _metadata(self, topics: Iterable[str]) -> dict[str, set[int]]:
         """topic -> partitions the brokers know (topics they do not know map to nothing)."""
         from confluent_kafka import KafkaException
+
         existing: dict[str, set[int]] = {}
         if not self.available:
             return existing
@@ -131,7 +153,9 @@ class Watermarks:
 
     def offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         """(topic, partition) -> (log start, log end); partitions the brokers cannot answer are left out."""
-        from confluent_kafka import KafkaException, TopicPartition as KafkaTopicPartition
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
         keys = sorted(set(keys))
         self._topic_errors = {}
         existing = self._metadata({t for t, _ in keys})
@@ -142,7 +166,8 @@ class Watermarks:
                 continue
             try:
                 low, high = self._consumer.get_watermark_offsets(  # type: ignore[union-attr]
-                    KafkaTopicPartition(topic, partition), timeout=self.timeout, cached=False)
+                    KafkaTopicPartition(topic, partition), timeout=self.timeout, cached=False
+                )
             except KafkaException as exc:
                 reason = exc.args[0].str() if exc.args else str(exc)
                 self.unanswered[(topic, partition)] = reason
@@ -153,13 +178,16 @@ class Watermarks:
 
     def offsets_for_time(self, keys: Iterable[TopicPartition], timestamp_ms: int) -> dict[TopicPartition, int]:
         """(topic, partition) -> the first offset whose timestamp is >= timestamp_ms (-1: none that late)."""
-        from confluent_kafka import KafkaException, TopicPartition as KafkaTopicPartition
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
         if not self.available:
             raise CliError(f"cannot look up offsets by time: {self.reason}")
         keys = sorted(set(keys))
         try:
             found = self._consumer.offsets_for_times(  # type: ignore[union-attr]
-                [KafkaTopicPartition(t, p, timestamp_ms) for t, p in keys], timeout=self.timeout)
+                [KafkaTopicPartition(t, p, timestamp_ms) for t, p in keys], timeout=self.timeout
+            )
         except KafkaException as exc:
             raise CliError(f"offset lookup by time failed: {exc.args[0].str() if exc.args else exc}") from None
         return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None}

@@ -1,8 +1,9 @@
 """A group's ZooKeeper offset nodes as members read them: valid, garbled, or older than their topic."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -27,8 +28,11 @@ class ZkOffsets:
     stale: dict[TopicPartition, int] = field(default_factory=dict)
 
     def stale_note(self, key: TopicPartition) -> str:
-        return (f"ZooKeeper holds {self.stale[key]}, committed before topic {key[0]} was (re)created: "
-                "members ignore it" if key in self.stale else "")
+        return (
+            f"ZooKeeper holds {self.stale[key]}, committed before topic {key[0]} was (re)created: members ignore it"
+            if key in self.stale
+            else ""
+        )
 
 
 def read_offsets(client: KazooClient, group: str, topics: Iterable[str]) -> ZkOffsets:

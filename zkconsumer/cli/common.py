@@ -1,4 +1,5 @@
 """Shared CLI plumbing: ZooKeeper connection options, one-line errors, JSON output, progress bars."""
+
 from __future__ import annotations
 
 import contextlib
@@ -8,7 +9,8 @@ import json
 import logging
 import sys
 import warnings
-from typing import Any, Callable, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import click
 from kazoo.client import KazooClient
@@ -54,8 +56,10 @@ def expected_error_message(exc: BaseException) -> str | None:
     if isinstance(exc, CliError):
         return exc.format_message()
     if isinstance(exc, NoAuthError):
-        return (f"ZooKeeper refused access ({type(exc).__name__}); pass --zk-jaas FILE (SASL, as the group's "
-                "Scala members log in) or --zk-digest user:password")
+        return (
+            f"ZooKeeper refused access ({type(exc).__name__}); pass --zk-jaas FILE (SASL, as the group's "
+            "Scala members log in) or --zk-digest user:password"
+        )
     if isinstance(exc, (KazooTimeoutError, KazooException)):
         return f"ZooKeeper request failed: {str(exc) or type(exc).__name__}"
     if isinstance(exc, zkdata.ZkDataError):
@@ -63,6 +67,7 @@ def expected_error_message(exc: BaseException) -> str | None:
     if isinstance(exc, OSError):  # a file that cannot be opened or written, mostly
         return str(exc)
     from confluent_kafka import KafkaException
+
     if isinstance(exc, KafkaException):
         error = exc.args[0] if exc.args else exc
         return f"Kafka error: {error.str() if hasattr(error, 'str') else error}"
@@ -83,10 +88,12 @@ def expected_errors(fn: F) -> F:
             if message is None:
                 raise
             raise CliError(message) from None
+
     return wrapper  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------- options
+
 
 def _check_connect(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     if value is None:
@@ -117,16 +124,38 @@ def zk_options(fn: F) -> F:
         finally:
             _JAAS_FILE.reset(token)
 
-    fn = click.option("--zk-jaas", envvar=ENV_JAAS, type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-                      help=f"Log in to ZooKeeper with SASL as the JAAS file's Client section says, as a Scala "
-                           f"member does; nodes the command creates get the secured ACL (env {ENV_JAAS}).")(command)
-    fn = click.option("--zk-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
-                      metavar="SECONDS", help="Give up connecting to ZooKeeper after this long.")(fn)
-    fn = click.option("--zk-digest", envvar=ENV_DIGEST, callback=_check_digest, metavar="USER:PASSWORD",
-                      help=f"ZooKeeper digest authentication (env {ENV_DIGEST}).")(fn)
-    fn = click.option("--zookeeper", "zookeeper", envvar=ENV_ZOOKEEPER, required=True, callback=_check_connect,
-                      metavar="HOST:PORT[/CHROOT]",
-                      help=f"ZooKeeper connect string, as zookeeper.connect (env {ENV_ZOOKEEPER}).")(fn)
+    fn = click.option(
+        "--zk-jaas",
+        envvar=ENV_JAAS,
+        type=click.Path(exists=True, dir_okay=False),
+        metavar="FILE",
+        help=f"Log in to ZooKeeper with SASL as the JAAS file's Client section says, as a Scala "
+        f"member does; nodes the command creates get the secured ACL (env {ENV_JAAS}).",
+    )(command)
+    fn = click.option(
+        "--zk-timeout",
+        type=click.FloatRange(min=0.1),
+        default=10.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="Give up connecting to ZooKeeper after this long.",
+    )(fn)
+    fn = click.option(
+        "--zk-digest",
+        envvar=ENV_DIGEST,
+        callback=_check_digest,
+        metavar="USER:PASSWORD",
+        help=f"ZooKeeper digest authentication (env {ENV_DIGEST}).",
+    )(fn)
+    fn = click.option(
+        "--zookeeper",
+        "zookeeper",
+        envvar=ENV_ZOOKEEPER,
+        required=True,
+        callback=_check_connect,
+        metavar="HOST:PORT[/CHROOT]",
+        help=f"ZooKeeper connect string, as zookeeper.connect (env {ENV_ZOOKEEPER}).",
+    )(fn)
     return fn
 
 
@@ -140,6 +169,7 @@ def group_option(fn: F) -> F:
 
 # ---------------------------------------------------------------- ZooKeeper
 
+
 @contextlib.contextmanager
 def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[KazooClient]:
     """A started kazoo client with bounded command retries; CliError if unreachable within `timeout`.
@@ -149,10 +179,14 @@ def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[K
         auth.prepare_login(zookeeper)
     except ZooKeeperAccessDenied as exc:
         raise CliError(str(exc)) from None
-    client = KazooClient(hosts=zookeeper, timeout=max(timeout, 4.0), default_acl=auth.node_acl(),
-                         connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
-                         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0, "deadline": timeout},
-                         **auth.kazoo_options())
+    client = KazooClient(
+        hosts=zookeeper,
+        timeout=max(timeout, 4.0),
+        default_acl=auth.node_acl(),
+        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+        command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0, "deadline": timeout},
+        **auth.kazoo_options(),
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "No chroot path exists": reported as an unknown group instead
@@ -181,8 +215,15 @@ def _auth(digest: str | None, jaas_file: str | None) -> ZkAuth:
         except OSError as exc:
             raise CliError(f"--zk-jaas {jaas_file}: {exc}", EXIT_USAGE) from None
     try:
-        return zk_auth(digest=digest, jaas_inline=None, jaas_file_text=text, jaas_file=jaas_file, section="Client",
-                       sasl_client=True, set_acl=None)
+        return zk_auth(
+            digest=digest,
+            jaas_inline=None,
+            jaas_file_text=text,
+            jaas_file=jaas_file,
+            section="Client",
+            sasl_client=True,
+            set_acl=None,
+        )
     except JaasError as exc:
         raise CliError(f"--zk-jaas {jaas_file}: {exc}", EXIT_USAGE) from None
 
@@ -219,6 +260,7 @@ def member_count(client: KazooClient, group: str) -> int:
 
 # ---------------------------------------------------------------- output
 
+
 def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=None, sort_keys=False, default=str))
 
@@ -254,6 +296,13 @@ def progress(total: int, description: str) -> Iterator[_NoProgress | _RichProgre
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         yield _RichProgress(bar, bar.add_task(description, total=total))

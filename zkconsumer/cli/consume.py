@@ -1,4 +1,5 @@
 """`zkconsumer consume`: the old console consumer (kafka-console-consumer --zookeeper) on ConsumerConnector."""
+
 from __future__ import annotations
 
 import os
@@ -7,27 +8,41 @@ import signal
 import sys
 import threading
 import warnings
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 from kazoo.client import KazooClient
 
 from zkconsumer import zkdata
-from zkconsumer.cli.common import (EXIT_USAGE, CliError, children, expected_errors, member_count,
-                                   warn, zk_options, zk_session)
+from zkconsumer.cli.common import (
+    EXIT_USAGE,
+    CliError,
+    children,
+    expected_errors,
+    member_count,
+    warn,
+    zk_options,
+    zk_session,
+)
 from zkconsumer.cli.formats import InputError, PrintOptions, format_message, message_json, parse_key_value
 from zkconsumer.config import ConfigError, ConsumerConfig, merge
 from zkconsumer.properties import parse_properties
 from zkconsumer.stream import ConsumerError, ConsumerTimeout
 from zkconsumer.subscription import Blacklist, TopicFilter, Whitelist
 
-PREVIOUS_OFFSETS = ("Found previous offset information for this group {group}. Please use "
-                    "--delete-consumer-offsets to delete previous offsets metadata")
+PREVIOUS_OFFSETS = (
+    "Found previous offset information for this group {group}. Please use "
+    "--delete-consumer-offsets to delete previous offsets metadata"
+)
 
 
 def _topic_filter(topic: str | None, whitelist: str | None, blacklist: str | None) -> TopicFilter:
-    given = [(name, value) for name, value in (("--topic", topic), ("--whitelist", whitelist),
-                                               ("--blacklist", blacklist)) if value is not None]
+    given = [
+        (name, value)
+        for name, value in (("--topic", topic), ("--whitelist", whitelist), ("--blacklist", blacklist))
+        if value is not None
+    ]
     if len(given) != 1:
         raise CliError("give exactly one of --topic, --whitelist, --blacklist", EXIT_USAGE)
     name, value = given[0]
@@ -70,7 +85,7 @@ class _Stop:
             os._exit(128 + signum)
         raise KeyboardInterrupt
 
-    def __enter__(self) -> "_Stop":
+    def __enter__(self) -> _Stop:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._saved[sig] = signal.signal(sig, self._handler)
@@ -94,31 +109,77 @@ def _messages(stream: Any) -> Iterator[Any]:
 @click.option("--topic", "-t", metavar="TOPIC", help="Topic to consume (a whitelist regex, as in the original).")
 @click.option("--whitelist", metavar="REGEX", help="Consume every topic matching REGEX (now and later).")
 @click.option("--blacklist", metavar="REGEX", help="Consume every topic NOT matching REGEX.")
-@click.option("--group", "-g", metavar="GROUP",
-              help="Consumer group. Default: group.id from the properties, else console-consumer-<random>, which "
-                   "is deleted from ZooKeeper on exit.")
-@click.option("--from-beginning", is_flag=True,
-              help="Start at the oldest message when the group has no offset (auto.offset.reset=smallest); "
-                   "default: only new messages (largest).")
+@click.option(
+    "--group",
+    "-g",
+    metavar="GROUP",
+    help="Consumer group. Default: group.id from the properties, else console-consumer-<random>, which "
+    "is deleted from ZooKeeper on exit.",
+)
+@click.option(
+    "--from-beginning",
+    is_flag=True,
+    help="Start at the oldest message when the group has no offset (auto.offset.reset=smallest); "
+    "default: only new messages (largest).",
+)
 @click.option("--max-messages", type=click.IntRange(min=1), metavar="N", help="Exit after N messages.")
-@click.option("--timeout-ms", type=int, metavar="MS", help="Exit when no message arrives for MS milliseconds "
-                                                           "(consumer.timeout.ms).")
-@click.option("--consumer.config", "consumer_config", type=click.Path(exists=True, dir_okay=False),
-              metavar="FILE", help="Legacy consumer .properties file.")
-@click.option("--consumer-property", "consumer_properties", multiple=True, metavar="KEY=VALUE",
-              help="A consumer property (repeatable; overrides --consumer.config).")
-@click.option("--property", "print_properties", multiple=True, metavar="KEY=VALUE",
-              help="Output format: print.key, print.timestamp, print.partition, print.offset (true|false), "
-                   "key.separator (default a tab), line.separator.")
-@click.option("--delete-consumer-offsets", is_flag=True,
-              help="Delete the group's ZooKeeper data (offsets) before starting; refused while it has members.")
-@click.option("--json", "as_json", is_flag=True,
-              help="One JSON object per message: topic, partition, offset, timestamp, key, value.")
+@click.option(
+    "--timeout-ms",
+    type=int,
+    metavar="MS",
+    help="Exit when no message arrives for MS milliseconds (consumer.timeout.ms).",
+)
+@click.option(
+    "--consumer.config",
+    "consumer_config",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="Legacy consumer .properties file.",
+)
+@click.option(
+    "--consumer-property",
+    "consumer_properties",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A consumer property (repeatable; overrides --consumer.config).",
+)
+@click.option(
+    "--property",
+    "print_properties",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Output format: print.key, print.timestamp, print.partition, print.offset (true|false), "
+    "key.separator (default a tab), line.separator.",
+)
+@click.option(
+    "--delete-consumer-offsets",
+    is_flag=True,
+    help="Delete the group's ZooKeeper data (offsets) before starting; refused while it has members.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON object per message: topic, partition, offset, timestamp, key, value.",
+)
 @expected_errors
-def consume(zookeeper: str, zk_digest: str | None, zk_timeout: float, topic: str | None, whitelist: str | None,
-            blacklist: str | None, group: str | None, from_beginning: bool, max_messages: int | None,
-            timeout_ms: int | None, consumer_config: str | None, consumer_properties: tuple[str, ...],
-            print_properties: tuple[str, ...], delete_consumer_offsets: bool, as_json: bool) -> None:
+def consume(
+    zookeeper: str,
+    zk_digest: str | None,
+    zk_timeout: float,
+    topic: str | None,
+    whitelist: str | None,
+    blacklist: str | None,
+    group: str | None,
+    from_beginning: bool,
+    max_messages: int | None,
+    timeout_ms: int | None,
+    consumer_config: str | None,
+    consumer_properties: tuple[str, ...],
+    print_properties: tuple[str, ...],
+    delete_consumer_offsets: bool,
+    as_json: bool,
+) -> None:
     """Print messages to stdout as a member of a ZooKeeper consumer group (the old console consumer).
 
     Values are written raw, one per line (or as JSON lines with --json); diagnostics go to stderr.
@@ -146,12 +207,14 @@ def consume(zookeeper: str, zk_digest: str | None, zk_timeout: float, topic: str
         zkdata.group_path(group)
     except ValueError:
         raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
-    layers = {"zookeeper.connect": zookeeper, "group.id": group,
-              "zookeeper.connection.timeout.ms": props.get("zookeeper.connection.timeout.ms",
-                                                           str(int(zk_timeout * 1000))),
-              "auto.offset.reset": "smallest" if from_beginning else props.get("auto.offset.reset", "largest"),
-              "consumer.timeout.ms": None if timeout_ms is None else str(timeout_ms),
-              "zkconsumer.zookeeper.digest": zk_digest}
+    layers = {
+        "zookeeper.connect": zookeeper,
+        "group.id": group,
+        "zookeeper.connection.timeout.ms": props.get("zookeeper.connection.timeout.ms", str(int(zk_timeout * 1000))),
+        "auto.offset.reset": "smallest" if from_beginning else props.get("auto.offset.reset", "largest"),
+        "consumer.timeout.ms": None if timeout_ms is None else str(timeout_ms),
+        "zkconsumer.zookeeper.digest": zk_digest,
+    }
     config = _config(merge(props, layers))
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         if delete_consumer_offsets and client.exists(zkdata.group_path(group)):
@@ -186,6 +249,7 @@ def _writer(as_json: bool, printing: PrintOptions) -> Callable[[Any], None]:
     def write(msg: Any) -> None:
         out.write((message_json(msg) + "\n").encode("utf-8") if as_json else format_message(msg, printing))
         out.flush()
+
     return write
 
 
@@ -198,10 +262,12 @@ def _silence_stdout() -> None:
         pass
 
 
-def _run(config: ConsumerConfig, topic_filter: TopicFilter, max_messages: int | None,
-         write: Callable[[Any], None]) -> int:
+def _run(
+    config: ConsumerConfig, topic_filter: TopicFilter, max_messages: int | None, write: Callable[[Any], None]
+) -> int:
     from zkconsumer.connector import ConsumerConnector
     from zkconsumer.listener import ConsumerRebalanceFailed
+
     count = 0
     stop = _Stop()
     with stop:

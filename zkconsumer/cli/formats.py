@@ -1,12 +1,14 @@
 """Pure text formats of the CLI: export files, partition lists, datetimes, reset targets, printed messages."""
+
 from __future__ import annotations
 
 import base64
 import datetime as dt
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE, Message
 
@@ -35,6 +37,7 @@ class OffsetEntry:
 
 # ---------------------------------------------------------------- export / import files
 
+
 def parse_export_lines(text: str) -> list[OffsetEntry]:
     """ImportZkOffsets' reader: one `path:offset` per line, stopping at the first empty line.
 
@@ -47,8 +50,9 @@ def parse_export_lines(text: str) -> list[OffsetEntry]:
             break
         path, colon, value = line.strip().rpartition(":")
         if not colon:
-            raise InputError(f"line {number}: expected /consumers/<group>/offsets/<topic>/<partition>:<offset>, "
-                             f"got {line[:80]!r}")
+            raise InputError(
+                f"line {number}: expected /consumers/<group>/offsets/<topic>/<partition>:<offset>, got {line[:80]!r}"
+            )
         try:
             group, topic, partition = zkdata.parse_offset_path(path.strip())
         except ZkDataError as exc:
@@ -100,8 +104,9 @@ def parse_export_json(text: str) -> list[OffsetEntry]:
 
 # ---------------------------------------------------------------- option values
 
+
 def parse_partitions(text: str) -> list[int]:
-    """"0,3,5-7" -> [0, 3, 5, 6, 7]."""
+    """ "0,3,5-7" -> [0, 3, 5, 6, 7]."""
     out: set[int] = set()
     for part in text.split(","):
         part = part.strip()
@@ -138,6 +143,7 @@ def parse_key_value(text: str, what: str) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- reset targets
 
+
 @dataclass(frozen=True)
 class Target:
     """What --to-*/--shift-by asked for: kind is earliest|latest|offset|datetime|shift."""
@@ -146,8 +152,9 @@ class Target:
     value: int = 0
 
 
-def reset_offset(target: Target, current: int | None, log_start: int, log_end: int,
-                 time_offset: int | None = None) -> tuple[int | None, str]:
+def reset_offset(
+    target: Target, current: int | None, log_start: int, log_end: int, time_offset: int | None = None
+) -> tuple[int | None, str]:
     """The new offset for one partition, clamped to [log_start, log_end], and a note explaining it.
 
     None means "leave this partition alone" (the note says why). `time_offset` is the broker's answer
@@ -176,6 +183,7 @@ def reset_offset(target: Target, current: int | None, log_start: int, log_end: i
 
 # ---------------------------------------------------------------- printed messages
 
+
 @dataclass(frozen=True)
 class PrintOptions:
     """DefaultMessageFormatter's print.* properties."""
@@ -188,9 +196,8 @@ class PrintOptions:
     line_separator: bytes = b"\n"
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> "PrintOptions":
-        known = {"print.key", "print.timestamp", "print.partition", "print.offset", "key.separator",
-                 "line.separator"}
+    def from_properties(cls, props: Mapping[str, str]) -> PrintOptions:
+        known = {"print.key", "print.timestamp", "print.partition", "print.offset", "key.separator", "line.separator"}
         unknown = sorted(set(props) - known)
         if unknown:
             raise InputError(f"unknown --property {unknown[0]!r}; known: {', '.join(sorted(known))}")
@@ -201,9 +208,14 @@ class PrintOptions:
                 raise InputError(f"--property {name}={props[name]!r}: expected true or false")
             return value == "true"
 
-        return cls(flag("print.key"), flag("print.timestamp"), flag("print.partition"), flag("print.offset"),
-                   _unescape(props.get("key.separator", "\t")).encode(),
-                   _unescape(props.get("line.separator", "\n")).encode())
+        return cls(
+            flag("print.key"),
+            flag("print.timestamp"),
+            flag("print.partition"),
+            flag("print.offset"),
+            _unescape(props.get("key.separator", "\t")).encode(),
+            _unescape(props.get("line.separator", "\n")).encode(),
+        )
 
 
 def _unescape(text: str) -> str:
@@ -246,8 +258,12 @@ def _text_or_base64(data: bytes | None, name: str) -> dict[str, Any]:
 
 def message_json(msg: Message) -> str:
     """One JSON line per record; key/value as text when UTF-8, else as key_base64/value_base64."""
-    doc: dict[str, Any] = {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-                           "timestamp": create_time(msg)}
+    doc: dict[str, Any] = {
+        "topic": msg.topic(),
+        "partition": msg.partition(),
+        "offset": msg.offset(),
+        "timestamp": create_time(msg),
+    }
     doc.update(_text_or_base64(msg.key(), "key"))
     doc.update(_text_or_base64(msg.value(), "value"))
     return json.dumps(doc, ensure_ascii=False)

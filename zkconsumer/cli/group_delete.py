@@ -8,13 +8,14 @@ ids/ does not exist, the transaction creates and deletes it instead, which fails
 it meanwhile. A large group takes several transactions; a member that registers between two of
 them stops the rest, and what was deleted before it registered stays deleted.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError, NodeExistsError, NotEmptyError, RolledBackError, RuntimeInconsistency
+from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError, RolledBackError, RuntimeInconsistency
 
 from zkconsumer import transactions, zkdata
 from zkconsumer.cli.common import CliError, children
@@ -76,17 +77,23 @@ def _read_ids(client: KazooClient, group: str) -> _Ids:
 def _stop_if_members(client: KazooClient, group: str, deleted_batches: int) -> None:
     ingests = sorted(children(client, zkdata.ingest_locks_path(group)))
     if ingests:  # not a member, but it commits the offsets a delete would remove
-        raise CliError(f"Delete for group '{group}' stopped: a Spark ingest job runs for topic {', '.join(ingests)} "
-                       f"(lock under {zkdata.ingest_locks_path(group)}); let it finish first."
-                       + ("" if not deleted_batches else f" {deleted_batches} transaction(s) of the delete went through."))
+        raise CliError(
+            f"Delete for group '{group}' stopped: a Spark ingest job runs for topic {', '.join(ingests)} "
+            f"(lock under {zkdata.ingest_locks_path(group)}); let it finish first."
+            + ("" if not deleted_batches else f" {deleted_batches} transaction(s) of the delete went through.")
+        )
     members = sorted(children(client, zkdata.ids_path(group)))
     if not members:
         return
-    done = (" Nothing was deleted." if not deleted_batches else
-            f" {deleted_batches} earlier transaction(s) of the delete had gone through before it registered.")
-    raise CliError(f"Delete for group '{group}' stopped: consumer {', '.join(members)} registered under "
-                   f"{zkdata.ids_path(group)} while the group was being deleted; its nodes were left in place."
-                   + done)
+    done = (
+        " Nothing was deleted."
+        if not deleted_batches
+        else f" {deleted_batches} earlier transaction(s) of the delete had gone through before it registered."
+    )
+    raise CliError(
+        f"Delete for group '{group}' stopped: consumer {', '.join(members)} registered under "
+        f"{zkdata.ids_path(group)} while the group was being deleted; its nodes were left in place." + done
+    )
 
 
 def _post_order(client: KazooClient, root: str, *, skip: str) -> Iterator[str]:

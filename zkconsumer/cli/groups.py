@@ -1,4 +1,5 @@
 """`zkconsumer groups list|describe|delete`: ConsumerGroupCommand --zookeeper and ConsumerOffsetChecker."""
+
 from __future__ import annotations
 
 import functools
@@ -8,8 +9,20 @@ from kazoo.client import KazooClient
 
 from zkconsumer import zkdata
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
-from zkconsumer.cli.common import (EXIT_USAGE, CliError, children, emit_json, expected_errors, group_option,
-                                   json_option, member_count, require_group, warn, zk_options, zk_session)
+from zkconsumer.cli.common import (
+    EXIT_USAGE,
+    CliError,
+    children,
+    emit_json,
+    expected_errors,
+    group_option,
+    json_option,
+    member_count,
+    require_group,
+    warn,
+    zk_options,
+    zk_session,
+)
 from zkconsumer.cli.group_delete import delete_fenced
 from zkconsumer.cli.render import TextTable, show
 from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
@@ -63,33 +76,55 @@ def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_jso
 def bootstrap_option(fn):  # type: ignore[no-untyped-def]
     """--bootstrap-server, --command-config and --broker-listener, handed to the command as one
     `brokers` (a BrokerAccess)."""
+
     @functools.wraps(fn)
     def command(*args, bootstrap_server, command_config, broker_listener, **kwargs):  # type: ignore[no-untyped-def]
-        return fn(*args, brokers=BrokerAccess.from_options(bootstrap_server, command_config, broker_listener),
-                  **kwargs)
+        return fn(*args, brokers=BrokerAccess.from_options(bootstrap_server, command_config, broker_listener), **kwargs)
 
-    command = click.option("--broker-listener", metavar="NAME",
-                           help="Reach brokers through this listener of theirs (default: the first endpoint "
-                                "speaking the --command-config security.protocol, PLAINTEXT).")(command)
-    command = click.option("--command-config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-                           help="librdkafka settings for the broker connections (security.protocol, ssl.*, "
-                                "sasl.*), one name=value per line.")(command)
-    return click.option("--bootstrap-server", metavar="HOST:PORT[,...]",
-                        help="Brokers for log offsets (default: their endpoints under /brokers/ids).")(command)
+    command = click.option(
+        "--broker-listener",
+        metavar="NAME",
+        help="Reach brokers through this listener of theirs (default: the first endpoint "
+        "speaking the --command-config security.protocol, PLAINTEXT).",
+    )(command)
+    command = click.option(
+        "--command-config",
+        type=click.Path(exists=True, dir_okay=False),
+        metavar="FILE",
+        help="librdkafka settings for the broker connections (security.protocol, ssl.*, "
+        "sasl.*), one name=value per line.",
+    )(command)
+    return click.option(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
+        help="Brokers for log offsets (default: their endpoints under /brokers/ids).",
+    )(command)
 
 
 @groups.command("describe")
 @zk_options
 @group_option
-@click.option("--topic", "topics", multiple=True, metavar="TOPIC",
-              help="Only these topics (repeatable). Default: topics under owners/ and offsets/, and the members' "
-                   "subscriptions.")
+@click.option(
+    "--topic",
+    "topics",
+    multiple=True,
+    metavar="TOPIC",
+    help="Only these topics (repeatable). Default: topics under owners/ and offsets/, and the members' subscriptions.",
+)
 @click.option("--members", "show_members", is_flag=True, help="Also list the members and their subscriptions.")
 @bootstrap_option
 @json_option
 @expected_errors
-def describe(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, topics: tuple[str, ...],
-             show_members: bool, brokers: BrokerAccess, as_json: bool) -> None:
+def describe(
+    zookeeper: str,
+    zk_digest: str | None,
+    zk_timeout: float,
+    group: str,
+    topics: tuple[str, ...],
+    show_members: bool,
+    brokers: BrokerAccess,
+    as_json: bool,
+) -> None:
     """Show a group's offsets, lag and owners per partition, and flag problems.
 
     Columns: TOPIC, PARTITION, CURRENT-OFFSET (committed, in ZooKeeper), LOG-END-OFFSET, LAG, OWNER
@@ -119,24 +154,46 @@ def describe(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: st
 
 
 def describe_tables(snapshot: GroupSnapshot, show_members: bool) -> list[TextTable | str]:
-    table = TextTable(["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "OWNER", "PROBLEM"],
-                      title=f"Group {snapshot.group}: {len(snapshot.members)} members, total lag "
-                            f"{sum(r.lag or 0 for r in snapshot.partitions)}",
-                      right_aligned=frozenset({"PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"}))
+    table = TextTable(
+        ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "OWNER", "PROBLEM"],
+        title=f"Group {snapshot.group}: {len(snapshot.members)} members, total lag "
+        f"{sum(r.lag or 0 for r in snapshot.partitions)}",
+        right_aligned=frozenset({"PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"}),
+    )
     for row in snapshot.partitions:
-        table.add([row.topic, row.partition, row.offset, row.log_end, row.lag,
-                   row.owner.thread_id if row.owner else None,
-                   ",".join(p.kind for p in row.problems) or ""], style="red" if row.problems else None)
+        table.add(
+            [
+                row.topic,
+                row.partition,
+                row.offset,
+                row.log_end,
+                row.lag,
+                row.owner.thread_id if row.owner else None,
+                ",".join(p.kind for p in row.problems) or "",
+            ],
+            style="red" if row.problems else None,
+        )
     for member in snapshot.idle_members():
         table.add(["-", "-", "-", "-", "-", member.consumer_id, "owns nothing"], style="yellow")
     out: list[TextTable | str] = [table]
     if show_members:
-        members = TextTable(["CONSUMER-ID", "SUBSCRIPTION", "THREADS", "PARTITIONS", "REGISTERED", "SESSION"],
-                            title="Members", right_aligned=frozenset({"THREADS", "PARTITIONS"}))
+        members = TextTable(
+            ["CONSUMER-ID", "SUBSCRIPTION", "THREADS", "PARTITIONS", "REGISTERED", "SESSION"],
+            title="Members",
+            right_aligned=frozenset({"THREADS", "PARTITIONS"}),
+        )
         for cid, member in sorted(snapshot.members.items()):
-            members.add([cid, member.subscription_text(), sum(len(t) for t in member.threads.values()),
-                         len(snapshot.owned_by(cid)), member.registered_at(), f"0x{member.session:x}"],
-                        style="red" if member.error else None)
+            members.add(
+                [
+                    cid,
+                    member.subscription_text(),
+                    sum(len(t) for t in member.threads.values()),
+                    len(snapshot.owned_by(cid)),
+                    member.registered_at(),
+                    f"0x{member.session:x}",
+                ],
+                style="red" if member.error else None,
+            )
         out.append(members)
     group_problems = snapshot.problems
     if group_problems:
@@ -147,13 +204,17 @@ def describe_tables(snapshot: GroupSnapshot, show_members: bool) -> list[TextTab
 @groups.command("delete")
 @zk_options
 @click.option("--group", "-g", "group", metavar="GROUP", help="The group to delete (all of it unless --topic).")
-@click.option("--topic", metavar="TOPIC",
-              help="Delete only this topic's owners/ and offsets/ (with --group), or this topic's information from "
-                   "every inactive group (without --group).")
+@click.option(
+    "--topic",
+    metavar="TOPIC",
+    help="Delete only this topic's owners/ and offsets/ (with --group), or this topic's information from "
+    "every inactive group (without --group).",
+)
 @click.option("--dry-run", is_flag=True, help="Only print what would be deleted.")
 @expected_errors
-def delete(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str | None, topic: str | None,
-           dry_run: bool) -> None:
+def delete(
+    zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str | None, topic: str | None, dry_run: bool
+) -> None:
     """Delete an inactive group's ZooKeeper data (ConsumerGroupCommand --zookeeper --delete).
 
     This WRITES (deletes) at once, like the original tool. It works only while the group has no

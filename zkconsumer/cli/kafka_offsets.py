@@ -5,9 +5,11 @@ offset written to ZooKeeper only is ignored wherever Kafka holds a larger one. N
 ZooKeeper says how a group stores offsets; whether Kafka holds offsets of the group is what
 tells, and is asked of the brokers.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import click
 from kazoo.client import KazooClient
@@ -19,8 +21,10 @@ from zkconsumer.zkio import run_bounded
 TopicPartition = tuple[str, int]
 F = TypeVar("F", bound=Callable[..., Any])
 
-ZOOKEEPER_ONLY_HINT = ("fix the broker connection (--bootstrap-server, --command-config), or pass --zookeeper-only "
-                       "if the group's members keep offsets in ZooKeeper only (offsets.storage=zookeeper)")
+ZOOKEEPER_ONLY_HINT = (
+    "fix the broker connection (--bootstrap-server, --command-config), or pass --zookeeper-only "
+    "if the group's members keep offsets in ZooKeeper only (offsets.storage=zookeeper)"
+)
 
 
 class KafkaCommits:
@@ -36,10 +40,19 @@ class KafkaCommits:
         self.group = group
         self.timeout = timeout
         from confluent_kafka import Consumer
-        self._consumer = Consumer({**settings, "bootstrap.servers": bootstrap, "group.id": group,
-                                   "enable.auto.commit": False, "log.connection.close": False, "logger": LIBRDKAFKA_LOG})
 
-    def __enter__(self) -> "KafkaCommits":
+        self._consumer = Consumer(
+            {
+                **settings,
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "log.connection.close": False,
+                "logger": LIBRDKAFKA_LOG,
+            }
+        )
+
+    def __enter__(self) -> KafkaCommits:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -48,36 +61,48 @@ class KafkaCommits:
     def committed(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """key -> the group's Kafka-committed offset, for the keys that have one; CliError when the
         brokers cannot say (the caller cannot then know whether a ZooKeeper write takes effect)."""
-        from confluent_kafka import KafkaException, TopicPartition as KafkaTP
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as KafkaTP
+
         keys = sorted(set(keys))
         if not keys:
             return {}
         try:
             found = self._consumer.committed([KafkaTP(t, p) for t, p in keys], timeout=self.timeout)
         except KafkaException as exc:
-            raise CliError(f"cannot read group {self.group}'s Kafka-committed offsets from {self.bootstrap} "
-                           f"({_text(exc)}), so cannot tell whether its members would ignore a ZooKeeper-only "
-                           f"write; {ZOOKEEPER_ONLY_HINT}") from None
+            raise CliError(
+                f"cannot read group {self.group}'s Kafka-committed offsets from {self.bootstrap} "
+                f"({_text(exc)}), so cannot tell whether its members would ignore a ZooKeeper-only "
+                f"write; {ZOOKEEPER_ONLY_HINT}"
+            ) from None
         refused = [tp for tp in found if tp.error is not None]
         if refused:  # TOPIC_AUTHORIZATION_FAILED and the like: "no Kafka offset" would be a guess
-            raise CliError(f"cannot read group {self.group}'s Kafka-committed offsets of "
-                           + ", ".join(f"{tp.topic}-{tp.partition} ({tp.error.str()})" for tp in refused)
-                           + f" from {self.bootstrap}; {ZOOKEEPER_ONLY_HINT}")
+            raise CliError(
+                f"cannot read group {self.group}'s Kafka-committed offsets of "
+                + ", ".join(f"{tp.topic}-{tp.partition} ({tp.error.str()})" for tp in refused)
+                + f" from {self.bootstrap}; {ZOOKEEPER_ONLY_HINT}"
+            )
         return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, str | None]:
         """Write offsets; key -> None (written) or why Kafka refused it."""
-        from confluent_kafka import KafkaException, TopicPartition as KafkaTP
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as KafkaTP
+
         if not offsets:
             return {}
         answers: list[Any] = []
 
         def commit_now() -> None:
             try:
-                answers.append(self._consumer.commit(
-                    offsets=[KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=False))
+                answers.append(
+                    self._consumer.commit(
+                        offsets=[KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=False
+                    )
+                )
             except KafkaException as exc:
                 answers.append(exc)
+
         # A synchronous commit has no timeout of its own: a coordinator that went away would hang the
         # command after ZooKeeper was already written.
         if not run_bounded(commit_now, self.timeout, "zkconsumer-kafka-commit"):
@@ -92,9 +117,12 @@ class KafkaCommits:
 
 
 def zookeeper_only_option(fn: F) -> F:
-    return click.option("--zookeeper-only", is_flag=True,
-                        help="Do not ask the brokers whether the group also commits offsets to Kafka; write "
-                             "ZooKeeper only (right only for members with offsets.storage=zookeeper).")(fn)
+    return click.option(
+        "--zookeeper-only",
+        is_flag=True,
+        help="Do not ask the brokers whether the group also commits offsets to Kafka; write "
+        "ZooKeeper only (right only for members with offsets.storage=zookeeper).",
+    )(fn)
 
 
 def _text(exc: Exception) -> str:
@@ -106,6 +134,8 @@ def open_kafka_commits(client: KazooClient, access: BrokerAccess, group: str) ->
     """KafkaCommits for `group`, bootstrapped as the log-offset reads are; CliError without brokers."""
     bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access)
     if not bootstrap:
-        raise CliError(f"no broker to ask whether group {group} also commits offsets to Kafka (then its members "
-                       f"would ignore a ZooKeeper-only write); {ZOOKEEPER_ONLY_HINT}")
+        raise CliError(
+            f"no broker to ask whether group {group} also commits offsets to Kafka (then its members "
+            f"would ignore a ZooKeeper-only write); {ZOOKEEPER_ONLY_HINT}"
+        )
     return KafkaCommits(bootstrap, group, access.settings)

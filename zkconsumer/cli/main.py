@@ -1,4 +1,5 @@
 """The `zkconsumer` command: wires the subcommands together, sets up logging, maps errors to exit codes."""
+
 from __future__ import annotations
 
 import logging

@@ -1,22 +1,46 @@
 """`zkconsumer migrate plan|offsets`: move a group between ZooKeeper and broker coordination (and back)."""
+
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from zkconsumer import zkdata
 from zkconsumer.cli.brokers import BrokerAccess
-from zkconsumer.cli.common import (EXIT_USAGE, CliError, emit_json, expected_errors, group_option,
-                                   json_option, warn, zk_options, zk_session)
+from zkconsumer.cli.common import (
+    EXIT_USAGE,
+    CliError,
+    emit_json,
+    expected_errors,
+    group_option,
+    json_option,
+    warn,
+    zk_options,
+    zk_session,
+)
 from zkconsumer.cli.groups import bootstrap_option
 from zkconsumer.cli.migrate_io import Evidence, gather
 from zkconsumer.cli.migrate_io import execute as copy_offsets
-from zkconsumer.cli.migrate_render import (blocked_message, offsets_document, offsets_report, plan_document,
-                                           plan_report, summary)
+from zkconsumer.cli.migrate_render import (
+    blocked_message,
+    offsets_document,
+    offsets_report,
+    plan_document,
+    plan_report,
+    summary,
+)
 from zkconsumer.cli.render import show
-from zkconsumer.migration import (DIRECTIONS, TO_KAFKA, DirectionPlan, Overrides, migration_step, partition_rows,
-                                  plan_direction)
+from zkconsumer.migration import (
+    DIRECTIONS,
+    TO_KAFKA,
+    DirectionPlan,
+    Overrides,
+    migration_step,
+    partition_rows,
+    plan_direction,
+)
 
 EXIT_BLOCKED = 3  # a blocker for the asked direction: nothing was written
 F = TypeVar("F", bound=Callable[..., Any])
@@ -88,8 +112,14 @@ def migrate() -> None:
 
 
 def topic_option(fn: F) -> F:
-    return click.option("--topic", "-t", "topics", multiple=True, metavar="TOPIC",
-                        help="Only this topic (repeatable). Default: every topic either side has offsets for.")(fn)
+    return click.option(
+        "--topic",
+        "-t",
+        "topics",
+        multiple=True,
+        metavar="TOPIC",
+        help="Only this topic (repeatable). Default: every topic either side has offsets for.",
+    )(fn)
 
 
 def _topics(topics: tuple[str, ...]) -> list[str] | None:
@@ -102,21 +132,37 @@ def _topics(topics: tuple[str, ...]) -> list[str] | None:
 
 
 def _plans(evidence: Evidence, overrides: Overrides, topics: list[str] | None) -> dict[str, DirectionPlan]:
-    return {target: plan_direction(evidence.zk, evidence.kafka, evidence.log, target, overrides, topics)
-            for target in DIRECTIONS}
+    return {
+        target: plan_direction(evidence.zk, evidence.kafka, evidence.log, target, overrides, topics)
+        for target in DIRECTIONS
+    }
 
 
 @migrate.command("plan")
 @zk_options
 @group_option
-@click.option("--to", "target", type=click.Choice(DIRECTIONS), default=TO_KAFKA, show_default=True,
-              help="The direction whose blockers decide the exit status (both are shown).")
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(DIRECTIONS),
+    default=TO_KAFKA,
+    show_default=True,
+    help="The direction whose blockers decide the exit status (both are shown).",
+)
 @topic_option
 @bootstrap_option
 @json_option
 @expected_errors
-def plan(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, target: str,
-         topics: tuple[str, ...], brokers: BrokerAccess, as_json: bool) -> None:
+def plan(
+    zookeeper: str,
+    zk_digest: str | None,
+    zk_timeout: float,
+    group: str,
+    target: str,
+    topics: tuple[str, ...],
+    brokers: BrokerAccess,
+    as_json: bool,
+) -> None:
     """Show both sides of a group and what `migrate offsets` would do in each direction. Reads only.
 
     ZooKeeper side: registered members (kind zkconsumer when the member holds a zkconsumer
@@ -155,29 +201,59 @@ def plan(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, t
 @migrate.command("offsets")
 @zk_options
 @group_option
-@click.option("--to", "target", type=click.Choice(DIRECTIONS), required=True,
-              help="The store to copy into: kafka (the brokers') or zookeeper (rollback).")
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(DIRECTIONS),
+    required=True,
+    help="The store to copy into: kafka (the brokers') or zookeeper (rollback).",
+)
 @click.option("--execute", is_flag=True, help="Write the offsets. Without it only the plan is printed.")
-@click.option("--allow-rewind", is_flag=True, help="Also copy offsets that move the target backwards "
-                                                   "(re-delivers what the target side had consumed).")
-@click.option("--force-live-target", is_flag=True,
-              help="Proceed although the target side has live members (ZooKeeper: registered members, a Spark "
-                   "ingest job; brokers: the group is not Empty, and the broker will still refuse). Owned "
-                   "ZooKeeper partitions are never written.")
-@click.option("--force-live-source", is_flag=True,
-              help="Proceed although the source side still runs (members, owner nodes, ingest job, a non-Empty "
-                   "broker group): the copy is a snapshot its members move past (duplicates, no loss).")
-@click.option("--clamp-to-log-end", is_flag=True, help="Copy source offsets beyond the log end as the log end "
-                                                       "(instead of refusing). Right for a truncated log; for a "
-                                                       "re-created topic it skips the new log: reset those "
-                                                       "partitions to the earliest offset instead.")
+@click.option(
+    "--allow-rewind",
+    is_flag=True,
+    help="Also copy offsets that move the target backwards (re-delivers what the target side had consumed).",
+)
+@click.option(
+    "--force-live-target",
+    is_flag=True,
+    help="Proceed although the target side has live members (ZooKeeper: registered members, a Spark "
+    "ingest job; brokers: the group is not Empty, and the broker will still refuse). Owned "
+    "ZooKeeper partitions are never written.",
+)
+@click.option(
+    "--force-live-source",
+    is_flag=True,
+    help="Proceed although the source side still runs (members, owner nodes, ingest job, a non-Empty "
+    "broker group): the copy is a snapshot its members move past (duplicates, no loss).",
+)
+@click.option(
+    "--clamp-to-log-end",
+    is_flag=True,
+    help="Copy source offsets beyond the log end as the log end "
+    "(instead of refusing). Right for a truncated log; for a "
+    "re-created topic it skips the new log: reset those "
+    "partitions to the earliest offset instead.",
+)
 @topic_option
 @bootstrap_option
 @json_option
 @expected_errors
-def offsets(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, target: str, execute: bool,
-            allow_rewind: bool, force_live_target: bool, force_live_source: bool, clamp_to_log_end: bool,
-            topics: tuple[str, ...], brokers: BrokerAccess, as_json: bool) -> None:
+def offsets(
+    zookeeper: str,
+    zk_digest: str | None,
+    zk_timeout: float,
+    group: str,
+    target: str,
+    execute: bool,
+    allow_rewind: bool,
+    force_live_target: bool,
+    force_live_source: bool,
+    clamp_to_log_end: bool,
+    topics: tuple[str, ...],
+    brokers: BrokerAccess,
+    as_json: bool,
+) -> None:
     """Copy a group's committed offsets into the other store. THIS WRITES, but only with --execute.
 
     --to kafka copies ZooKeeper's offsets into the broker group (AdminClient
@@ -211,16 +287,22 @@ def offsets(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str
       zkconsumer migrate offsets --zookeeper zk:2181/kafka -g billing --to zookeeper --execute --json
     """
     wanted = _topics(topics)
-    overrides = Overrides(allow_rewind=allow_rewind, force_live_target=force_live_target,
-                          force_live_source=force_live_source, clamp_to_log_end=clamp_to_log_end)
+    overrides = Overrides(
+        allow_rewind=allow_rewind,
+        force_live_target=force_live_target,
+        force_live_source=force_live_source,
+        clamp_to_log_end=clamp_to_log_end,
+    )
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         evidence = gather(client, brokers, group, wanted)
         for note in evidence.notes:
             warn(note)
         if target == TO_KAFKA and evidence.garbled:  # their partitions would silently start elsewhere
-            raise CliError(f"cannot copy group {group}'s offsets to Kafka: {len(evidence.garbled)} ZooKeeper offset "
-                           f"node(s) cannot be decoded ({', '.join(evidence.garbled[:5])}); fix them first, e.g. with "
-                           "`zkconsumer offsets reset ... --execute`")
+            raise CliError(
+                f"cannot copy group {group}'s offsets to Kafka: {len(evidence.garbled)} ZooKeeper offset "
+                f"node(s) cannot be decoded ({', '.join(evidence.garbled[:5])}); fix them first, e.g. with "
+                "`zkconsumer offsets reset ... --execute`"
+            )
         chosen = plan_direction(evidence.zk, evidence.kafka, evidence.log, target, overrides, wanted)
         step = migration_step(evidence.zk, evidence.kafka, wanted)
         for blocker in chosen.overridden:

@@ -1,4 +1,5 @@
 """The I/O of `zkconsumer migrate`: read both sides of a group, write the target store, read it back."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,8 +14,7 @@ from zkconsumer.cli.common import EXIT_USAGE, CliError, children
 from zkconsumer.cli.snapshot import read_owners
 from zkconsumer.cli.writer import PlannedWrite
 from zkconsumer.cli.writer import execute as write_zookeeper_guarded
-from zkconsumer.migration import (SCALA, TO_KAFKA, ZKCONSUMER, DirectionPlan, KafkaSide, ZkSide, in_scope,
-                                  mismatches)
+from zkconsumer.migration import SCALA, TO_KAFKA, ZKCONSUMER, DirectionPlan, KafkaSide, ZkSide, in_scope, mismatches
 
 TopicPartition = tuple[str, int]
 
@@ -52,14 +52,23 @@ def member_kinds(client: KazooClient, group: str) -> dict[str, str]:
 def read_zk_side(client: KazooClient, group: str, topics: list[str] | None) -> tuple[ZkSide, list[str], list[str]]:
     """The ZooKeeper side (valid offsets only), warnings about nodes that were left out, and the
     paths of offset nodes that could not be decoded."""
-    wanted = topics if topics is not None else sorted(set(children(client, zkdata.owners_path(group)))
-                                                      | set(children(client, zkdata.offsets_path(group))))
+    wanted = (
+        topics
+        if topics is not None
+        else sorted(
+            set(children(client, zkdata.owners_path(group))) | set(children(client, zkdata.offsets_path(group)))
+        )
+    )
     owners, owner_problems = read_owners(client, group, wanted)
     found = read_offsets(client, group, wanted)
-    notes = [f"{zkdata.offset_path(group, *key)} is unreadable ({reason}): counted as no offset"
-             for key, reason in sorted(found.garbled.items())]
-    notes += [f"{zkdata.offset_path(group, *key)}: {found.stale_note(key)}; counted as no offset"
-              for key in sorted(found.stale)]
+    notes = [
+        f"{zkdata.offset_path(group, *key)} is unreadable ({reason}): counted as no offset"
+        for key, reason in sorted(found.garbled.items())
+    ]
+    notes += [
+        f"{zkdata.offset_path(group, *key)}: {found.stale_note(key)}; counted as no offset"
+        for key in sorted(found.stale)
+    ]
     notes += [f"{p.detail}" for p in owner_problems]
     ingest = tuple(sorted(children(client, zkdata.ingest_locks_path(group))))
     side = ZkSide(group, member_kinds(client, group), {k: o.thread_id for k, o in owners.items()}, found.valid, ingest)
@@ -77,8 +86,10 @@ def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[s
     broker = open_broker_group(client, access, group)
     kafka = broker.describe(broker.committed())
     if not zk_group_exists and not kafka.offsets and not kafka.members:
-        raise CliError(f"unknown group {group!r}: no {zkdata.group_path(group)} in ZooKeeper and no offsets or "
-                       f"members on the brokers at {broker.bootstrap}")
+        raise CliError(
+            f"unknown group {group!r}: no {zkdata.group_path(group)} in ZooKeeper and no offsets or "
+            f"members on the brokers at {broker.bootstrap}"
+        )
     if topics is not None:
         kafka = KafkaSide(kafka.state, kafka.members, {k: o for k, o in kafka.offsets.items() if k[0] in topics})
     assigned = {k for m in kafka.members for k in m.assignment}
@@ -91,8 +102,10 @@ def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[s
                 raise CliError(f"cannot plan group {group}'s offsets without the log offsets: {marks.reason}")
             if marks.unanswered:  # a partition left out of the plan would start wherever auto.offset.reset says
                 listed = "; ".join(f"{t}-{p}: {why}" for (t, p), why in sorted(marks.unanswered.items())[:10])
-                raise CliError(f"cannot plan group {group}'s offsets: the brokers at {marks.bootstrap} gave no log "
-                               f"offsets for {len(marks.unanswered)} partition(s) they have ({listed})")
+                raise CliError(
+                    f"cannot plan group {group}'s offsets: the brokers at {marks.bootstrap} gave no log "
+                    f"offsets for {len(marks.unanswered)} partition(s) they have ({listed})"
+                )
     return Evidence(zk, kafka, log, broker, zk_group_exists, notes, garbled)
 
 
@@ -123,14 +136,20 @@ def execute(client: KazooClient, evidence: Evidence, plan: DirectionPlan) -> Out
             try:
                 refusal = membership_refusal(group, answers, evidence.broker.describe())
             except CliError as exc:  # the per-partition report below must survive a failed describe
-                refusal = f"the brokers refused offset changes of group {group} as a group with members " \
-                          f"(describing it failed: {exc})"
+                refusal = (
+                    f"the brokers refused offset changes of group {group} as a group with members "
+                    f"(describing it failed: {exc})"
+                )
         answers = {k: None if e is None else f"refused by the broker: {e}" for k, e in answers.items()}
     else:
         rows = [PlannedWrite(group, m.topic, m.partition, m.target, m.new) for m in plan.writes]
         stopped = write_zookeeper_guarded(client, rows, description="copying offsets to ZooKeeper")
-        answers = {(r.topic, r.partition): None if r.written else
-                   (f"refused: {r.refused}" if r.refused else f"not written: {r.failed}") for r in rows}
+        answers = {
+            (r.topic, r.partition): None
+            if r.written
+            else (f"refused: {r.refused}" if r.refused else f"not written: {r.failed}")
+            for r in rows
+        }
         if stopped is not None:
             refusal = f"writing group {group}'s offsets to ZooKeeper stopped: {stopped}"
     written = [m for m in plan.writes if answers[m.key] is None]
@@ -147,8 +166,10 @@ def execute(client: KazooClient, evidence: Evidence, plan: DirectionPlan) -> Out
     if not bad:
         return Outcome(statuses, None)
     listed = "; ".join(f"{m.topic}-{m.partition} {statuses[m.key]}" for m in bad)
-    error = (f"{len(bad)} of group {group}'s {len(plan.writes)} partitions did not read back from {plan.target} "
-             f"as written: {listed}")
+    error = (
+        f"{len(bad)} of group {group}'s {len(plan.writes)} partitions did not read back from {plan.target} "
+        f"as written: {listed}"
+    )
     return Outcome(statuses, f"{refusal}. {error}" if refusal else error)
 
 

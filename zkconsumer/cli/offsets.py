@@ -1,25 +1,49 @@
 """`zkconsumer offsets export|import|reset`: ExportZkOffsets, ImportZkOffsets and UpdateOffsetsInZK, safer."""
+
 from __future__ import annotations
 
 import contextlib
 import json
 import sys
-from typing import Iterable
+from collections.abc import Iterable
 
 import click
 from kazoo.client import KazooClient
 
 from zkconsumer import zkdata
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
-from zkconsumer.cli.common import (EXIT_PROBLEM, EXIT_USAGE, CliError, children, emit_json, expected_errors,
-                                   group_option, json_option, member_count, progress, require_group, warn,
-                                   zk_options, zk_session)
-from zkconsumer.cli.formats import (InputError, OffsetEntry, Target, export_json, format_export, parse_datetime,
-                                    parse_export_json, parse_export_lines, parse_partitions, reset_offset)
-from zkconsumer.cli.groups import bootstrap_option
-from zkconsumer.cli.render import show
 from zkconsumer.cli.committed import ZkOffsets, read_offsets
+from zkconsumer.cli.common import (
+    EXIT_PROBLEM,
+    EXIT_USAGE,
+    CliError,
+    children,
+    emit_json,
+    expected_errors,
+    group_option,
+    json_option,
+    member_count,
+    progress,
+    require_group,
+    warn,
+    zk_options,
+    zk_session,
+)
+from zkconsumer.cli.formats import (
+    InputError,
+    OffsetEntry,
+    Target,
+    export_json,
+    format_export,
+    parse_datetime,
+    parse_export_json,
+    parse_export_lines,
+    parse_partitions,
+    reset_offset,
+)
+from zkconsumer.cli.groups import bootstrap_option
 from zkconsumer.cli.kafka_offsets import KafkaCommits, open_kafka_commits, zookeeper_only_option
+from zkconsumer.cli.render import show
 from zkconsumer.cli.snapshot import read_owners, read_partitions
 from zkconsumer.cli.writer import PlannedWrite, echo_summary, plan_table
 from zkconsumer.cli.writer import execute as execute_plan
@@ -53,21 +77,53 @@ def offsets() -> None:
 
 # ---------------------------------------------------------------- export
 
+
 @offsets.command("export")
 @zk_options
-@click.option("--group", "-g", "groups", multiple=True, metavar="GROUP",
-              help="Group to export (repeatable). Default: every group under /consumers.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-", show_default=True,
-              help="File to write ('-' is stdout).")
+@click.option(
+    "--group",
+    "-g",
+    "groups",
+    multiple=True,
+    metavar="GROUP",
+    help="Group to export (repeatable). Default: every group under /consumers.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default="-",
+    show_default=True,
+    help="File to write ('-' is stdout).",
+)
 @json_option
-@click.option("--format", "fmt", type=click.Choice(["lines", "json", "spark"]), default=None,
-              help="lines (the default, ExportZkOffsets'), json (as --json) or spark: the startingOffsets JSON "
-                   "of Spark's Kafka source, for exactly one --group.")
-@click.option("--topic", "-t", "topics", multiple=True, metavar="TOPIC",
-              help="Only this topic (repeatable); with --format spark, the topics the Spark job subscribes to.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["lines", "json", "spark"]),
+    default=None,
+    help="lines (the default, ExportZkOffsets'), json (as --json) or spark: the startingOffsets JSON "
+    "of Spark's Kafka source, for exactly one --group.",
+)
+@click.option(
+    "--topic",
+    "-t",
+    "topics",
+    multiple=True,
+    metavar="TOPIC",
+    help="Only this topic (repeatable); with --format spark, the topics the Spark job subscribes to.",
+)
 @expected_errors
-def export(zookeeper: str, zk_digest: str | None, zk_timeout: float, groups: tuple[str, ...], output: str,
-           as_json: bool, fmt: str | None, topics: tuple[str, ...]) -> None:
+def export(
+    zookeeper: str,
+    zk_digest: str | None,
+    zk_timeout: float,
+    groups: tuple[str, ...],
+    output: str,
+    as_json: bool,
+    fmt: str | None,
+    topics: tuple[str, ...],
+) -> None:
     """Write committed offsets as ExportZkOffsets did, one line per partition:
 
     \b
@@ -94,8 +150,7 @@ def export(zookeeper: str, zk_digest: str | None, zk_timeout: float, groups: tup
         raise CliError(f"--json and --format {fmt} disagree: give one", EXIT_USAGE)
     fmt = fmt or ("json" if as_json else "lines")
     if fmt == "spark" and len(set(groups)) != 1:
-        raise CliError("--format spark needs exactly one --group (startingOffsets is one group's position)",
-                       EXIT_USAGE)
+        raise CliError("--format spark needs exactly one --group (startingOffsets is one group's position)", EXIT_USAGE)
     for topic in topics:
         try:
             zkdata.topic_path(topic)
@@ -124,8 +179,9 @@ def export(zookeeper: str, zk_digest: str | None, zk_timeout: float, groups: tup
 
 def _spark_offsets(client: KazooClient, group: str, topics: list[str] | None) -> tuple[str, list[tuple[str, str]]]:
     """startingOffsets JSON for the group's topics (or `topics`), and the unreadable offset nodes."""
-    wanted = topics or sorted(set(children(client, zkdata.offsets_path(group)))
-                              | set(children(client, zkdata.owners_path(group))))
+    wanted = topics or sorted(
+        set(children(client, zkdata.offsets_path(group))) | set(children(client, zkdata.owners_path(group)))
+    )
     found = read_offsets(client, group, wanted)
     partitions = read_partitions(client, wanted)
     for topic in [t for t in wanted if not partitions.get(t)]:
@@ -134,14 +190,18 @@ def _spark_offsets(client: KazooClient, group: str, topics: list[str] | None) ->
         warn(f"left out topic {topic}: it has no partitions under /brokers/topics (deleted?)")
     doc, missing = spark_starting_offsets({t: ps for t, ps in partitions.items() if ps}, found.valid)
     if missing:
-        warn(f"no valid committed offset of group {group} for " + ", ".join(f"{t}-{p}" for t, p in missing)
-             + ": -2 (earliest) in startingOffsets")
+        warn(
+            f"no valid committed offset of group {group} for "
+            + ", ".join(f"{t}-{p}" for t, p in missing)
+            + ": -2 (earliest) in startingOffsets"
+        )
     bad = [(zkdata.offset_path(group, *k), r) for k, r in sorted(found.garbled.items())]
     return json.dumps(doc, sort_keys=True) + "\n", bad
 
 
-def _read_all(client: KazooClient, groups: Iterable[str], only: set[str] | None = None
-              ) -> tuple[list[OffsetEntry], list[tuple[str, str]]]:
+def _read_all(
+    client: KazooClient, groups: Iterable[str], only: set[str] | None = None
+) -> tuple[list[OffsetEntry], list[tuple[str, str]]]:
     topics = {g: [t for t in children(client, zkdata.offsets_path(g)) if only is None or t in only] for g in groups}
     total = sum(len(children(client, zkdata.offsets_path(g, t))) for g, ts in topics.items() for t in ts)
     entries, bad = [], []
@@ -158,19 +218,36 @@ def _read_all(client: KazooClient, groups: Iterable[str], only: set[str] | None 
 
 # ---------------------------------------------------------------- import
 
+
 @offsets.command("import")
 @zk_options
-@click.option("--input", "-i", "input_file", required=True, type=click.File("r", encoding="utf-8"),
-              help="File written by `offsets export` or the legacy ExportZkOffsets ('-' is stdin).")
+@click.option(
+    "--input",
+    "-i",
+    "input_file",
+    required=True,
+    type=click.File("r", encoding="utf-8"),
+    help="File written by `offsets export` or the legacy ExportZkOffsets ('-' is stdin).",
+)
 @click.option("--json", "as_json", is_flag=True, help="The input is the --json export format.")
 @click.option("--execute", is_flag=True, help="Write the offsets. Without it only the plan is printed.")
-@click.option("--force", is_flag=True, help="Proceed although a group has live members (owned partitions are "
-                                            "still refused).")
+@click.option(
+    "--force", is_flag=True, help="Proceed although a group has live members (owned partitions are still refused)."
+)
 @zookeeper_only_option
 @bootstrap_option
 @expected_errors
-def import_(zookeeper: str, zk_digest: str | None, zk_timeout: float, input_file: click.utils.LazyFile,
-            as_json: bool, execute: bool, force: bool, zookeeper_only: bool, brokers: BrokerAccess) -> None:
+def import_(
+    zookeeper: str,
+    zk_digest: str | None,
+    zk_timeout: float,
+    input_file: click.utils.LazyFile,
+    as_json: bool,
+    execute: bool,
+    force: bool,
+    zookeeper_only: bool,
+    brokers: BrokerAccess,
+) -> None:
     """Write offsets from an export file (ImportZkOffsets). THIS WRITES, but only with --execute.
 
     Lines are `/consumers/<group>/offsets/<topic>/<partition>:<offset>`; reading stops at the first
@@ -213,8 +290,15 @@ def import_(zookeeper: str, zk_digest: str | None, zk_timeout: float, input_file
                 kafka[group] = commits
             for entry in mine:
                 key = (entry.topic, entry.partition)
-                row = PlannedWrite(group, entry.topic, entry.partition, found.valid.get(key), entry.offset,
-                                   kafka=in_kafka.get(key), to_kafka=bool(in_kafka))
+                row = PlannedWrite(
+                    group,
+                    entry.topic,
+                    entry.partition,
+                    found.valid.get(key),
+                    entry.offset,
+                    kafka=in_kafka.get(key),
+                    to_kafka=bool(in_kafka),
+                )
                 _describe_current(row, found)
                 if key in owners:
                     row.refused = f"owned by {owners[key].thread_id}"
@@ -229,14 +313,22 @@ def _refuse_live_groups(client: KazooClient, groups: Iterable[str], force: bool)
     live = {g: n for g, n in live.items() if n}
     if live and not force:
         names = ", ".join(f"{g} ({n} members)" for g, n in sorted(live.items()))
-        raise CliError(f"refusing to change offsets of groups with live members: {names}; stop the consumers "
-                       "first, or pass --force (partitions they own are still refused)")
+        raise CliError(
+            f"refusing to change offsets of groups with live members: {names}; stop the consumers "
+            "first, or pass --force (partitions they own are still refused)"
+        )
     for group, count in sorted(live.items()):
         warn(f"group {group} has {count} live members (--force): their partitions are refused, others are written")
 
 
-def _kafka_side(client: KazooClient, brokers: BrokerAccess, group: str, topics: list[str], zookeeper_only: bool,
-                stack: contextlib.ExitStack) -> tuple[dict[TopicPartition, int], KafkaCommits | None]:
+def _kafka_side(
+    client: KazooClient,
+    brokers: BrokerAccess,
+    group: str,
+    topics: list[str],
+    zookeeper_only: bool,
+    stack: contextlib.ExitStack,
+) -> tuple[dict[TopicPartition, int], KafkaCommits | None]:
     """The group's Kafka-committed offsets for every partition of `topics` (empty: the group does not
     commit to Kafka, or --zookeeper-only), and the KafkaCommits to write them with."""
     if zookeeper_only:
@@ -252,37 +344,65 @@ def _describe_current(row: PlannedWrite, found: ZkOffsets) -> None:
         row.add_note(f"current value unreadable: {found.garbled[key]}")
     row.add_note(found.stale_note(key))
     if row.to_kafka:
-        row.add_note(f"the group commits to Kafka (Kafka holds {'none' if row.kafka is None else row.kafka}): "
-                     "written to both")
+        row.add_note(
+            f"the group commits to Kafka (Kafka holds {'none' if row.kafka is None else row.kafka}): written to both"
+        )
 
 
-def _finish(plan: list[PlannedWrite], executed: bool, *, with_group: bool, as_json: bool = False,
-            extra: dict | None = None, error: str | None = None) -> None:
+def _finish(
+    plan: list[PlannedWrite],
+    executed: bool,
+    *,
+    with_group: bool,
+    as_json: bool = False,
+    extra: dict | None = None,
+    error: str | None = None,
+) -> None:
     if as_json:
-        emit_json({**(extra or {}), "executed": executed, "partitions": [row.as_dict() for row in plan],
-                   **({"error": error} if error else {})})
+        emit_json(
+            {
+                **(extra or {}),
+                "executed": executed,
+                "partitions": [row.as_dict() for row in plan],
+                **({"error": error} if error else {}),
+            }
+        )
     else:
         show(plan_table(plan, with_group=with_group))
         echo_summary(plan, executed)
     if error is not None:
         first = next(row for row in plan if row.failed)
-        raise CliError(f"writing {zkdata.offset_path(first.group, first.topic, first.partition)} failed, "
-                       f"nothing written from there on: {error}")
+        raise CliError(
+            f"writing {zkdata.offset_path(first.group, first.topic, first.partition)} failed, "
+            f"nothing written from there on: {error}"
+        )
     if any(row.refused for row in plan):
         sys.exit(EXIT_PROBLEM)
 
 
 # ---------------------------------------------------------------- reset
 
-def _target(to_earliest: bool, to_latest: bool, to_offset: int | None, to_datetime: str | None,
-            shift_by: int | None) -> tuple[Target, int | None]:
-    chosen = [name for name, given in (("--to-earliest", to_earliest), ("--to-latest", to_latest),
-                                       ("--to-offset", to_offset is not None),
-                                       ("--to-datetime", to_datetime is not None),
-                                       ("--shift-by", shift_by is not None)) if given]
+
+def _target(
+    to_earliest: bool, to_latest: bool, to_offset: int | None, to_datetime: str | None, shift_by: int | None
+) -> tuple[Target, int | None]:
+    chosen = [
+        name
+        for name, given in (
+            ("--to-earliest", to_earliest),
+            ("--to-latest", to_latest),
+            ("--to-offset", to_offset is not None),
+            ("--to-datetime", to_datetime is not None),
+            ("--shift-by", shift_by is not None),
+        )
+        if given
+    ]
     if len(chosen) != 1:
-        raise CliError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by"
-                       + (f" (got {', '.join(chosen)})" if chosen else ""), EXIT_USAGE)
+        raise CliError(
+            "give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by"
+            + (f" (got {', '.join(chosen)})" if chosen else ""),
+            EXIT_USAGE,
+        )
     if to_earliest:
         return Target("earliest"), None
     if to_latest:
@@ -306,21 +426,41 @@ def _target(to_earliest: bool, to_latest: bool, to_offset: int | None, to_dateti
 @click.option("--to-earliest", is_flag=True, help="To the log start (the oldest retained message).")
 @click.option("--to-latest", is_flag=True, help="To the log end (skip everything retained).")
 @click.option("--to-offset", type=int, metavar="N", help="To offset N (clamped to the log).")
-@click.option("--to-datetime", metavar="ISO", help="To the first message at/after this time, e.g. "
-                                                   "2024-05-01T12:00:00Z (no zone: local time).")
+@click.option(
+    "--to-datetime",
+    metavar="ISO",
+    help="To the first message at/after this time, e.g. 2024-05-01T12:00:00Z (no zone: local time).",
+)
 @click.option("--shift-by", type=int, metavar="N", help="Move the committed offset by N (negative: back).")
 @click.option("--partitions", metavar="LIST", help="Only these partitions, e.g. 0,3,5-7 (default: all).")
 @click.option("--execute", is_flag=True, help="Write the new offsets. Without it only the plan is printed.")
-@click.option("--force", is_flag=True, help="Proceed although the group has live members; partitions with an "
-                                            "owner node are still refused.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Proceed although the group has live members; partitions with an owner node are still refused.",
+)
 @zookeeper_only_option
 @bootstrap_option
 @json_option
 @expected_errors
-def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, topic: str, to_earliest: bool,
-          to_latest: bool, to_offset: int | None, to_datetime: str | None, shift_by: int | None,
-          partitions: str | None, execute: bool, force: bool, zookeeper_only: bool, brokers: BrokerAccess,
-          as_json: bool) -> None:
+def reset(
+    zookeeper: str,
+    zk_digest: str | None,
+    zk_timeout: float,
+    group: str,
+    topic: str,
+    to_earliest: bool,
+    to_latest: bool,
+    to_offset: int | None,
+    to_datetime: str | None,
+    shift_by: int | None,
+    partitions: str | None,
+    execute: bool,
+    force: bool,
+    zookeeper_only: bool,
+    brokers: BrokerAccess,
+    as_json: bool,
+) -> None:
     """Reset a group's committed offsets for one topic. THIS WRITES, but only with --execute.
 
     Prints the plan (old -> new per partition, every new offset clamped to [log start, log end]
@@ -374,8 +514,9 @@ def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, 
             times = marks.offsets_for_time(keys, timestamp_ms) if timestamp_ms is not None else {}
         plan = []
         for key in keys:
-            row = PlannedWrite(group, topic, key[1], found.valid.get(key), None, kafka=in_kafka.get(key),
-                               to_kafka=bool(in_kafka))
+            row = PlannedWrite(
+                group, topic, key[1], found.valid.get(key), None, kafka=in_kafka.get(key), to_kafka=bool(in_kafka)
+            )
             if key not in log:
                 row.note = "no log offsets from the brokers"
             else:
@@ -387,6 +528,7 @@ def reset(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, 
             plan.append(row)
         error = None
         if execute:
-            error = execute_plan(client, plan, description="resetting offsets",
-                                 kafka={group: commits} if in_kafka and commits else {})
+            error = execute_plan(
+                client, plan, description="resetting offsets", kafka={group: commits} if in_kafka and commits else {}
+            )
     _finish(plan, execute, with_group=False, as_json=as_json, extra={"group": group, "topic": topic}, error=error)

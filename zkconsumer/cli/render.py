@@ -1,9 +1,11 @@
 """Tables for humans: rich boxes on a terminal, plain aligned columns (no truncation) when piped."""
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import click
 
@@ -41,10 +43,10 @@ class TextTable:
     def rich(self) -> Any:
         from rich.table import Table
         from rich.text import Text
+
         table = Table(title=self.title, title_justify="left", header_style="bold")
         for name in self.columns:
-            table.add_column(name, justify="right" if name in self.right_aligned else "left",
-                             overflow="fold")
+            table.add_column(name, justify="right" if name in self.right_aligned else "left", overflow="fold")
         for row, style in zip(self.rows, self.styles):
             table.add_row(*(Text(cell) for cell in row), style=style)
         return table
@@ -59,6 +61,7 @@ def stdout_is_tty() -> bool:
 
 def console(**kwargs: Any) -> Any:
     from rich.console import Console
+
     return Console(highlight=False, **kwargs)
 
 

@@ -1,10 +1,12 @@
 """Read one group's whole ZooKeeper state and find its problems (unowned, zombie, out-of-range...)."""
+
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -32,8 +34,18 @@ BEFORE_START = "offset-before-log-start"
 BAD_OFFSET = "bad-offset"
 STALE_OFFSET = "offset-older-than-topic"
 NO_PARTITION = "unknown-partition"
-REBALANCE_PROBLEMS = frozenset({UNOWNED, ZOMBIE, NOT_SUBSCRIBED, FOREIGN_SESSION, BAD_OWNER, BAD_REGISTRATION,
-                                DUPLICATE_SUBSCRIPTION, DUPLICATE_MEMBER})
+REBALANCE_PROBLEMS = frozenset(
+    {
+        UNOWNED,
+        ZOMBIE,
+        NOT_SUBSCRIBED,
+        FOREIGN_SESSION,
+        BAD_OWNER,
+        BAD_REGISTRATION,
+        DUPLICATE_SUBSCRIPTION,
+        DUPLICATE_MEMBER,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -102,10 +114,17 @@ class PartitionState:
             return None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "current_offset": self.offset,
-                "log_start_offset": self.log_start, "log_end_offset": self.log_end, "lag": self.lag,
-                "owner": None if self.owner is None else self.owner.thread_id, "consumer_id": self.consumer_id,
-                "problems": [p.kind for p in self.problems]}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "current_offset": self.offset,
+            "log_start_offset": self.log_start,
+            "log_end_offset": self.log_end,
+            "lag": self.lag,
+            "owner": None if self.owner is None else self.owner.thread_id,
+            "consumer_id": self.consumer_id,
+            "problems": [p.kind for p in self.problems],
+        }
 
 
 @dataclass
@@ -130,12 +149,18 @@ class GroupSnapshot:
     def as_dict(self) -> dict[str, Any]:
         return {
             "group": self.group,
-            "members": [{"consumer_id": m.consumer_id, "subscription": m.subscription_text(),
-                         "pattern": m.registration.pattern if m.registration else None,
-                         "registered_at": m.registered_at(), "session": f"0x{m.session:x}",
-                         "threads": sum(len(t) for t in m.threads.values()),
-                         "owned_partitions": len(self.owned_by(m.consumer_id))}
-                        for m in sorted(self.members.values(), key=lambda m: m.consumer_id)],
+            "members": [
+                {
+                    "consumer_id": m.consumer_id,
+                    "subscription": m.subscription_text(),
+                    "pattern": m.registration.pattern if m.registration else None,
+                    "registered_at": m.registered_at(),
+                    "session": f"0x{m.session:x}",
+                    "threads": sum(len(t) for t in m.threads.values()),
+                    "owned_partitions": len(self.owned_by(m.consumer_id)),
+                }
+                for m in sorted(self.members.values(), key=lambda m: m.consumer_id)
+            ],
             "partitions": [row.as_dict() for row in self.partitions],
             "idle_members": [m.consumer_id for m in self.idle_members()],
             "total_lag": sum(row.lag or 0 for row in self.partitions),
@@ -145,6 +170,7 @@ class GroupSnapshot:
 
 
 # ---------------------------------------------------------------- pure analysis
+
 
 def duplicate_subscription_keys(data: bytes) -> list[str]:
     """Keys that occur more than once in a registration's "subscription" object (Scala keeps the last)."""
@@ -164,11 +190,18 @@ def duplicate_subscription_keys(data: bytes) -> list[str]:
     return dupes_of.get(id(sub), []) if isinstance(sub, dict) else []
 
 
-def analyse(members: Mapping[str, Member], owners: Mapping[TopicPartition, Owner],
-            offsets: Mapping[TopicPartition, int | None], partitions: Mapping[str, Iterable[int]],
-            log_offsets: Mapping[TopicPartition, tuple[int, int]], *, bad_offsets: Mapping[TopicPartition, str] = {},
-            stale_offsets: Mapping[TopicPartition, str] = {}, bad_owner_nodes: Iterable[Problem] = (),
-            log_offsets_known: bool = True) -> list[PartitionState]:
+def analyse(
+    members: Mapping[str, Member],
+    owners: Mapping[TopicPartition, Owner],
+    offsets: Mapping[TopicPartition, int | None],
+    partitions: Mapping[str, Iterable[int]],
+    log_offsets: Mapping[TopicPartition, tuple[int, int]],
+    *,
+    bad_offsets: Mapping[TopicPartition, str] = {},
+    stale_offsets: Mapping[TopicPartition, str] = {},
+    bad_owner_nodes: Iterable[Problem] = (),
+    log_offsets_known: bool = True,
+) -> list[PartitionState]:
     """One PartitionState per partition of interest, with its problems.
 
     Partitions of interest: every partition the brokers list for a topic in `partitions`, plus any
@@ -195,31 +228,57 @@ def analyse(members: Mapping[str, Member], owners: Mapping[TopicPartition, Owner
             row.problems.append(Problem(NO_PARTITION, f"{topic}-{partition} is not in /brokers/topics", *key))
         if owner is None:
             if subscribed.get(topic) and key in broker_keys:
-                row.problems.append(Problem(UNOWNED, f"{topic}-{partition} has no owner although "
-                                                     f"{len(subscribed[topic])} threads subscribe to {topic}", *key))
+                row.problems.append(
+                    Problem(
+                        UNOWNED,
+                        f"{topic}-{partition} has no owner although "
+                        f"{len(subscribed[topic])} threads subscribe to {topic}",
+                        *key,
+                    )
+                )
         else:
             cid = row.consumer_id
             member = members.get(cid) if cid else None
             if cid is None:
                 row.problems.append(Problem(BAD_OWNER, f"owner data {owner.thread_id!r} is not a thread id", *key))
             elif member is None:
-                row.problems.append(Problem(ZOMBIE, f"owner {owner.thread_id} belongs to {cid}, which is not a "
-                                                    f"registered member (session 0x{owner.session:x})", *key))
+                row.problems.append(
+                    Problem(
+                        ZOMBIE,
+                        f"owner {owner.thread_id} belongs to {cid}, which is not a "
+                        f"registered member (session 0x{owner.session:x})",
+                        *key,
+                    )
+                )
             else:
                 if member.registration is not None and owner.thread_id not in member.threads.get(topic, ()):
-                    row.problems.append(Problem(NOT_SUBSCRIBED, f"owner {owner.thread_id} is not one of "
-                                                                f"{cid}'s threads for {topic}", *key))
+                    row.problems.append(
+                        Problem(
+                            NOT_SUBSCRIBED, f"owner {owner.thread_id} is not one of {cid}'s threads for {topic}", *key
+                        )
+                    )
                 if owner.session != member.session:
-                    row.problems.append(Problem(
-                        FOREIGN_SESSION, f"owner node of {owner.thread_id} is held by session 0x{owner.session:x}, "
-                                         f"its member by 0x{member.session:x} (duplicate consumer id?)", *key))
+                    row.problems.append(
+                        Problem(
+                            FOREIGN_SESSION,
+                            f"owner node of {owner.thread_id} is held by session 0x{owner.session:x}, "
+                            f"its member by 0x{member.session:x} (duplicate consumer id?)",
+                            *key,
+                        )
+                    )
         if row.offset is not None and row.offset >= 0 and row.log_end is not None and log_offsets_known:
             if row.offset > row.log_end:
-                row.problems.append(Problem(AFTER_END, f"offset {row.offset} is beyond the log end "
-                                                       f"{row.log_end}", *key))
+                row.problems.append(
+                    Problem(AFTER_END, f"offset {row.offset} is beyond the log end {row.log_end}", *key)
+                )
             elif row.log_start is not None and row.offset < row.log_start:
-                row.problems.append(Problem(BEFORE_START, f"offset {row.offset} is before the log start "
-                                                          f"{row.log_start} (messages deleted)", *key))
+                row.problems.append(
+                    Problem(
+                        BEFORE_START,
+                        f"offset {row.offset} is before the log start {row.log_start} (messages deleted)",
+                        *key,
+                    )
+                )
         rows.append(row)
     for problem in bad_owner_nodes:
         for row in rows:
@@ -235,22 +294,33 @@ def member_problems(members: Mapping[str, Member], duplicate_keys: Mapping[str, 
     for cid, member in sorted(members.items()):
         by_session.setdefault(member.session, []).append(cid)
         if member.error is not None:
-            problems.append(Problem(BAD_REGISTRATION, f"{cid}: {member.error} (Scala members fail every "
-                                                      "rebalance on it)"))
+            problems.append(
+                Problem(BAD_REGISTRATION, f"{cid}: {member.error} (Scala members fail every rebalance on it)")
+            )
         if duplicate_keys.get(cid):
-            problems.append(Problem(DUPLICATE_SUBSCRIPTION, f"{cid} subscribes to {duplicate_keys[cid]} more than "
-                                                            "once in its registration"))
+            problems.append(
+                Problem(
+                    DUPLICATE_SUBSCRIPTION,
+                    f"{cid} subscribes to {duplicate_keys[cid]} more than once in its registration",
+                )
+            )
     for session, cids in sorted(by_session.items()):
         if len(cids) > 1:
-            problems.append(Problem(DUPLICATE_MEMBER, f"one ZooKeeper session 0x{session:x} registered "
-                                                      f"{len(cids)} members: {', '.join(cids)}"))
+            problems.append(
+                Problem(
+                    DUPLICATE_MEMBER,
+                    f"one ZooKeeper session 0x{session:x} registered {len(cids)} members: {', '.join(cids)}",
+                )
+            )
     return problems
 
 
 # ---------------------------------------------------------------- reading ZooKeeper
 
-def read_members(client: KazooClient, group: str, all_topics: list[str], *, exclude_internal: bool = True
-                 ) -> tuple[dict[str, Member], dict[str, list[str]]]:
+
+def read_members(
+    client: KazooClient, group: str, all_topics: list[str], *, exclude_internal: bool = True
+) -> tuple[dict[str, Member], dict[str, list[str]]]:
     """consumer id -> Member, and consumer id -> duplicated subscription keys."""
     ids = children(client, zkdata.ids_path(group))
     asyncs = {cid: client.get_async(zkdata.member_path(group, cid)) for cid in ids}
@@ -265,8 +335,7 @@ def read_members(client: KazooClient, group: str, all_topics: list[str], *, excl
         try:
             registration = Registration.decode(data, path)
             subscription = from_registration(registration)
-            threads = thread_ids_for(cid, subscription, all_topics, exclude_internal=exclude_internal,
-                                     compat=DEFAULT)
+            threads = thread_ids_for(cid, subscription, all_topics, exclude_internal=exclude_internal, compat=DEFAULT)
             members[cid] = Member(cid, stat.ephemeralOwner, registration, threads)
         except (ZkDataError, ValueError) as exc:
             members[cid] = Member(cid, stat.ephemeralOwner, None, {}, error=str(exc))
@@ -274,8 +343,9 @@ def read_members(client: KazooClient, group: str, all_topics: list[str], *, excl
     return members, duplicates
 
 
-def read_owners(client: KazooClient, group: str, topics: Iterable[str]
-                ) -> tuple[dict[TopicPartition, Owner], list[Problem]]:
+def read_owners(
+    client: KazooClient, group: str, topics: Iterable[str]
+) -> tuple[dict[TopicPartition, Owner], list[Problem]]:
     asyncs = {}
     problems = []
     for topic in topics:
@@ -319,8 +389,14 @@ def group_topics(client: KazooClient, group: str, members: Mapping[str, Member])
     return sorted(topics)
 
 
-def take_snapshot(client: KazooClient, group: str, watermarks: Any = None, *, exclude_internal: bool = True,
-                  topics: Iterable[str] | None = None) -> GroupSnapshot:
+def take_snapshot(
+    client: KazooClient,
+    group: str,
+    watermarks: Any = None,
+    *,
+    exclude_internal: bool = True,
+    topics: Iterable[str] | None = None,
+) -> GroupSnapshot:
     """Everything describe/verify/top show about one group; watermarks (a Watermarks) adds log offsets."""
     taken_at = time.time()
     all_topics = sorted(children(client, zkdata.BROKER_TOPICS))
@@ -335,9 +411,16 @@ def take_snapshot(client: KazooClient, group: str, watermarks: Any = None, *, ex
     if watermarks is not None:
         log_offsets = watermarks.offsets(keys) if watermarks.available else {}
         reason = watermarks.reason
-    rows = analyse(members, owners, found.valid, partitions, log_offsets, bad_offsets=found.garbled,
-                   stale_offsets={k: found.stale_note(k) for k in found.stale},
-                   bad_owner_nodes=[p for p in owner_problems if p.partition is not None],
-                   log_offsets_known=reason is None)
+    rows = analyse(
+        members,
+        owners,
+        found.valid,
+        partitions,
+        log_offsets,
+        bad_offsets=found.garbled,
+        stale_offsets={k: found.stale_note(k) for k in found.stale},
+        bad_owner_nodes=[p for p in owner_problems if p.partition is not None],
+        log_offsets_known=reason is None,
+    )
     problems = member_problems(members, duplicates) + [p for p in owner_problems if p.partition is None]
     return GroupSnapshot(group, members, rows, problems, taken_at, reason)

@@ -1,12 +1,21 @@
 """`zkconsumer verify`: VerifyConsumerRebalance's ownership check plus zombie and duplicate detection."""
+
 from __future__ import annotations
 
 import sys
 
 import click
 
-from zkconsumer.cli.common import (EXIT_PROBLEM, emit_json, expected_errors, group_option, json_option,
-                                   require_group, zk_options, zk_session)
+from zkconsumer.cli.common import (
+    EXIT_PROBLEM,
+    emit_json,
+    expected_errors,
+    group_option,
+    json_option,
+    require_group,
+    zk_options,
+    zk_session,
+)
 from zkconsumer.cli.snapshot import REBALANCE_PROBLEMS, GroupSnapshot, Problem, take_snapshot
 
 
@@ -18,13 +27,17 @@ def rebalance_problems(snapshot: GroupSnapshot) -> list[Problem]:
 @click.command("verify")
 @zk_options
 @group_option
-@click.option("--include-internal-topics", is_flag=True,
-              help="Count internal topics (__consumer_offsets...) matched by wildcard subscriptions, as the Scala "
-                   "tool did (members normally exclude them: exclude.internal.topics=true).")
+@click.option(
+    "--include-internal-topics",
+    is_flag=True,
+    help="Count internal topics (__consumer_offsets...) matched by wildcard subscriptions, as the Scala "
+    "tool did (members normally exclude them: exclude.internal.topics=true).",
+)
 @json_option
 @expected_errors
-def verify(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, include_internal_topics: bool,
-           as_json: bool) -> None:
+def verify(
+    zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, include_internal_topics: bool, as_json: bool
+) -> None:
     """Check that a group is correctly balanced (VerifyConsumerRebalance, extended).
 
     \b
@@ -54,16 +67,32 @@ def verify(zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str,
     problems = rebalance_problems(snapshot)
     owned = sum(1 for row in snapshot.partitions if row.owner is not None)
     if as_json:
-        emit_json({"group": group, "ok": not problems, "members": len(snapshot.members),
-                   "partitions": len(snapshot.partitions), "owned_partitions": owned,
-                   "problems": [p.as_dict() for p in problems]})
+        emit_json(
+            {
+                "group": group,
+                "ok": not problems,
+                "members": len(snapshot.members),
+                "partitions": len(snapshot.partitions),
+                "owned_partitions": owned,
+                "problems": [p.as_dict() for p in problems],
+            }
+        )
     else:
         for problem in problems:
-            where = "" if problem.topic is None else (f"[{problem.topic},{problem.partition}] "
-                                                      if problem.partition is not None else f"[{problem.topic}] ")
+            where = (
+                ""
+                if problem.topic is None
+                else (
+                    f"[{problem.topic},{problem.partition}] "
+                    if problem.partition is not None
+                    else f"[{problem.topic}] "
+                )
+            )
             click.echo(f"{problem.kind}: {where}{problem.detail}")
         verdict = "failed" if problems else "successful"
-        click.echo(f"Rebalance operation {verdict} ! (group {group}: {len(snapshot.members)} members, "
-                   f"{owned} of {len(snapshot.partitions)} partitions owned, {len(problems)} problems)")
+        click.echo(
+            f"Rebalance operation {verdict} ! (group {group}: {len(snapshot.members)} members, "
+            f"{owned} of {len(snapshot.partitions)} partitions owned, {len(problems)} problems)"
+        )
     if problems:
         sys.exit(EXIT_PROBLEM)

@@ -1,12 +1,14 @@
 """Offset writes for import/reset: a plan table, then writes that never race a live partition owner."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import click
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoAuthError, NoNodeError, NodeExistsError
+from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from zkconsumer import zkdata
@@ -70,10 +72,18 @@ class PlannedWrite:
             self.note = f"{self.note}; {text}" if self.note else text
 
     def as_dict(self) -> dict[str, Any]:
-        return {"group": self.group, "topic": self.topic, "partition": self.partition,
-                "current_offset": self.current, "kafka_offset": self.kafka if self.to_kafka else None,
-                "new_offset": self.new, "log_start_offset": self.log_start, "log_end_offset": self.log_end,
-                "note": self.note, "status": self.status}
+        return {
+            "group": self.group,
+            "topic": self.topic,
+            "partition": self.partition,
+            "current_offset": self.current,
+            "kafka_offset": self.kafka if self.to_kafka else None,
+            "new_offset": self.new,
+            "log_start_offset": self.log_start,
+            "log_end_offset": self.log_end,
+            "note": self.note,
+            "status": self.status,
+        }
 
 
 def write_offset_guarded(client: KazooClient, group: str, topic: str, partition: int, offset: int) -> str | None:
@@ -105,34 +115,50 @@ def write_offset_guarded(client: KazooClient, group: str, topic: str, partition:
             return None
         if any(isinstance(r, NoAuthError) for r in results):  # an ACL, not a race: retrying cannot help
             where = owner if isinstance(results[0], NoAuthError) else path
-            return (f"ZooKeeper refused the write to {where} (NoAuth); pass --zk-jaas FILE (SASL, as the "
-                    "group's Scala members log in) or --zk-digest user:password")
+            return (
+                f"ZooKeeper refused the write to {where} (NoAuth); pass --zk-jaas FILE (SASL, as the "
+                "group's Scala members log in) or --zk-digest user:password"
+            )
         if isinstance(results[0], NodeExistsError):
             try:
                 holder, stat = client.get(owner)
             except NoNodeError:
                 continue  # released meanwhile: try again
-            return (f"owned by {holder.decode('utf-8', 'replace')} (session 0x{stat.ephemeralOwner:x}); "
-                    "stop that member (or let its session expire) first")
+            return (
+                f"owned by {holder.decode('utf-8', 'replace')} (session 0x{stat.ephemeralOwner:x}); "
+                "stop that member (or let its session expire) first"
+            )
         # The offset node appeared or vanished between exists() and the transaction: decide again.
     return f"{path} kept changing under the write"
 
 
 def plan_table(plan: Iterable[PlannedWrite], *, with_group: bool) -> TextTable:
-    columns = (["GROUP"] if with_group else []) + ["TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET",
-                                                  "LOG-START", "LOG-END", "STATUS"]
-    table = TextTable(columns, right_aligned=frozenset({"PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-START",
-                                                        "LOG-END"}))
+    columns = (["GROUP"] if with_group else []) + [
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "NEW-OFFSET",
+        "LOG-START",
+        "LOG-END",
+        "STATUS",
+    ]
+    table = TextTable(
+        columns, right_aligned=frozenset({"PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-START", "LOG-END"})
+    )
     for row in plan:
         status = row.status + (f" ({row.note})" if row.note else "")
         style = "red" if row.refused or row.failed else ("green" if row.written else None)
-        table.add(([row.group] if with_group else []) + [row.topic, row.partition, row.current, row.new,
-                                                          row.log_start, row.log_end, status], style=style)
+        table.add(
+            ([row.group] if with_group else [])
+            + [row.topic, row.partition, row.current, row.new, row.log_start, row.log_end, status],
+            style=style,
+        )
     return table
 
 
-def execute(client: KazooClient, plan: list[PlannedWrite], *, description: str,
-            kafka: Mapping[str, KafkaCommits] | None = None) -> str | None:
+def execute(
+    client: KazooClient, plan: list[PlannedWrite], *, description: str, kafka: Mapping[str, KafkaCommits] | None = None
+) -> str | None:
     """Write every planned change (guarded), then the Kafka side of groups that commit there; marks
     rows written, refused or failed. Returns None, or the error that stopped the writes midway
     (rows from there on are marked failed, so the table shows what was written and what was not)."""
@@ -147,7 +173,7 @@ def execute(client: KazooClient, plan: list[PlannedWrite], *, description: str,
                 if error is None:
                     raise
                 row.failed = error
-                for rest in todo[index + 1:]:
+                for rest in todo[index + 1 :]:
                     rest.failed = "not attempted (stopped at the error above)"
                 break
             if reason is None:
@@ -162,8 +188,10 @@ def execute(client: KazooClient, plan: list[PlannedWrite], *, description: str,
         answers = commits.commit({key: row.new for key, row in rows.items()})  # type: ignore[misc]
         for key, refusal in answers.items():
             if refusal is not None:
-                rows[key].refused = (f"written to ZooKeeper only, Kafka refused: {refusal} (the group's members "
-                                     "read the larger of the two)")
+                rows[key].refused = (
+                    f"written to ZooKeeper only, Kafka refused: {refusal} (the group's members "
+                    "read the larger of the two)"
+                )
     return error
 
 
@@ -171,8 +199,11 @@ def summary(plan: list[PlannedWrite], executed: bool) -> str:
     changes = [r for r in plan if r.needs_write]
     refused = [r for r in plan if r.refused]
     if not executed:
-        text = (f"{len(changes)} offsets would change; nothing was written. Re-run with --execute to write them."
-                if changes else "Nothing to change.")
+        text = (
+            f"{len(changes)} offsets would change; nothing was written. Re-run with --execute to write them."
+            if changes
+            else "Nothing to change."
+        )
     else:
         written = [r for r in plan if r.written]
         both = sum(r.to_kafka and not r.refused for r in written)

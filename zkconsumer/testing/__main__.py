@@ -1,4 +1,5 @@
 """`python -m zkconsumer.testing up|down|status`: a local cluster for people trying zkconsumer."""
+
 from __future__ import annotations
 
 import argparse
@@ -77,15 +78,15 @@ def status(_: argparse.Namespace) -> int:
     alive = [_alive(pid) for pid in state["pids"]]
     zk_ok = zookeeper_ruok(state["zookeeper_port"])
     print(f"zookeeper.connect={state['zookeeper_connect']} ({'up' if zk_ok else 'DOWN'})")
-    print(f"bootstrap.servers={state['bootstrap_servers']} "
-          f"({sum(alive[:-1])}/{len(alive) - 1} brokers running)")
+    print(f"bootstrap.servers={state['bootstrap_servers']} ({sum(alive[:-1])}/{len(alive) - 1} brokers running)")
     print(f"logs in {state['logs']}")
     return 0 if all(alive) and zk_ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zkconsumer.testing",
-                                     description="Run a local ZooKeeper + Kafka (ZooKeeper mode) cluster.")
+    parser = argparse.ArgumentParser(
+        prog="python -m zkconsumer.testing", description="Run a local ZooKeeper + Kafka (ZooKeeper mode) cluster."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_up = sub.add_parser("up", help="start ZooKeeper and brokers in the background")
     p_up.add_argument("--brokers", type=int, default=1)

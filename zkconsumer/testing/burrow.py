@@ -1,4 +1,5 @@
 """LinkedIn's Burrow lag monitor run against a LocalCluster, reading ZooKeeper-stored group offsets."""
+
 from __future__ import annotations
 
 import json
@@ -84,25 +85,35 @@ class Burrow:
     reads only groups whose nodes are world-readable (a secured Scala member leaves them so).
     """
 
-    def __init__(self, zookeeper_connect: str, bootstrap_servers: str, workdir: Path, *,
-                 offset_refresh: int = 2) -> None:
+    def __init__(
+        self, zookeeper_connect: str, bootstrap_servers: str, workdir: Path, *, offset_refresh: int = 2
+    ) -> None:
         self.port = free_port()
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         hosts, slash, chroot = zookeeper_connect.partition("/")
         zk_hosts = ", ".join(f'"{host}"' for host in hosts.split(","))
         brokers = ", ".join(f'"{address}"' for address in bootstrap_servers.split(","))
-        (self.workdir / "burrow.toml").write_text(_CONFIG.format(
-            workdir=self.workdir, zk_hosts=zk_hosts, cluster=CLUSTER_NAME, brokers=brokers,
-            offset_refresh=offset_refresh, chroot=slash + chroot if chroot else "", port=self.port))
-        self.process = JavaProcess("burrow", ["-config-dir", str(self.workdir)],
-                                   log_path=self.workdir / "burrow.log", java=burrow_binary())
+        (self.workdir / "burrow.toml").write_text(
+            _CONFIG.format(
+                workdir=self.workdir,
+                zk_hosts=zk_hosts,
+                cluster=CLUSTER_NAME,
+                brokers=brokers,
+                offset_refresh=offset_refresh,
+                chroot=slash + chroot if chroot else "",
+                port=self.port,
+            )
+        )
+        self.process = JavaProcess(
+            "burrow", ["-config-dir", str(self.workdir)], log_path=self.workdir / "burrow.log", java=burrow_binary()
+        )
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60.0) -> "Burrow":
+    def start(self, timeout: float = 60.0) -> Burrow:
         """Start Burrow; return once it answers HTTP and knows the cluster's topics."""
         self.process.start()
         try:
@@ -115,7 +126,7 @@ class Burrow:
     def stop(self) -> None:
         self.process.stop(timeout=10.0)
 
-    def __enter__(self) -> "Burrow":
+    def __enter__(self) -> Burrow:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -147,8 +158,10 @@ class Burrow:
         and reads that node again only when it changes: commit after this, or an idle partition
         of a new topic never shows up in its lag.
         """
+
         def known() -> bool:
             return len(self.get(f"/v3/kafka/{CLUSTER_NAME}/topic/{topic}").get("offsets") or []) == partitions
+
         wait_until(known, timeout, f"log-end offsets of the {partitions} partitions of {topic}", self.process)
 
     def _knows_topics(self) -> bool:

@@ -9,15 +9,16 @@ Invariants (chaos_invariants has the precise rules):
    members within a bound (`wait_converged`); the report adds each partition's longest
    unowned window, from the owner-node history.
 """
+
 from __future__ import annotations
 
 import logging
 import pickle
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from zkconsumer import zkdata
 from zkconsumer.assignors import assign
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 class DeliverySink:
     """What members.drain() records into (the members.Recorder interface), feeding a Checker."""
 
-    def __init__(self, checker: "Checker") -> None:
+    def __init__(self, checker: Checker) -> None:
         self._checker = checker
         self.errors = checker.errors
 
@@ -124,18 +125,22 @@ class Report:
         lines.append("longest unowned windows: " + ", ".join(f"{t}-{p} {s:.2f}s" for (t, p), s in worst5))
         key, worst = self.max_unowned
         late, latency = self.max_latency
-        lines.append(f"produced={self.produced} deliveries={self.deliveries} distinct={self.distinct} "
-                     f"allowed duplicates={self.allowed_duplicates} stray deliveries={self.stray} "
-                     f"max unowned={worst:.2f}s ({key}) max ack-to-delivery={latency:.2f}s ({late}) "
-                     f"max converge={self.max_converge:.2f}s")
+        lines.append(
+            f"produced={self.produced} deliveries={self.deliveries} distinct={self.distinct} "
+            f"allowed duplicates={self.allowed_duplicates} stray deliveries={self.stray} "
+            f"max unowned={worst:.2f}s ({key}) max ack-to-delivery={latency:.2f}s ({late}) "
+            f"max converge={self.max_converge:.2f}s"
+        )
         lines += [f"  converge after {what}: {'never' if s is None else f'{s:.2f}s'}" for what, s in self.convergence]
         return "\n".join(lines)
 
     def line(self, events: int) -> str:
         """The machine-readable summary (duplicates counts only unexplained ones)."""
-        return (f"events={events} produced={self.produced} lost={len(self.lost)} overlaps={len(self.overlaps)} "
-                f"duplicates={len(self.bad_duplicates)} max_unowned_s={self.max_unowned[1]:.2f} "
-                f"max_converge_s={self.max_converge:.2f}")
+        return (
+            f"events={events} produced={self.produced} lost={len(self.lost)} overlaps={len(self.overlaps)} "
+            f"duplicates={len(self.bad_duplicates)} max_unowned_s={self.max_unowned[1]:.2f} "
+            f"max_converge_s={self.max_converge:.2f}"
+        )
 
 
 class Checker:
@@ -152,12 +157,20 @@ class Checker:
         ...; report = checker.verify(convergence); assert report.ok, report.describe()
     """
 
-    def __init__(self, zookeeper: str, group: str, topics: Iterable[str], *, period: float = 0.05,
-                 clock_eps: float = 0.02, zk_data_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        zookeeper: str,
+        group: str,
+        topics: Iterable[str],
+        *,
+        period: float = 0.05,
+        clock_eps: float = 0.02,
+        zk_data_dir: Path | None = None,
+    ) -> None:
         self.group = group
         # With the server's data folder, ownership ends are settled exactly from its transaction log.
         self.zk_data_dir = zk_data_dir
-        self.chroot = zookeeper[zookeeper.index("/"):] if "/" in zookeeper else ""
+        self.chroot = zookeeper[zookeeper.index("/") :] if "/" in zookeeper else ""
         self.clock_eps = clock_eps
         self.observer = ZkObserver(zookeeper, group, topics, period=period)
         self.errors: list[BaseException] = []
@@ -180,8 +193,9 @@ class Checker:
         self.observer.stop()
 
     # ---- inputs -----------------------------------------------------------------------------------
-    def delivered(self, member: str, topic: str, partition: int, offset: int, value: bytes | str | None,
-                  at: float | None = None) -> None:
+    def delivered(
+        self, member: str, topic: str, partition: int, offset: int, value: bytes | str | None, at: float | None = None
+    ) -> None:
         parsed = parse_value(value)
         d = Delivery(member, topic, parsed[1] if parsed else 0, partition, offset, now() if at is None else at)
         with self._lock:
@@ -235,8 +249,14 @@ class Checker:
             for line in lines:
                 fields = line.split(" ")
                 if len(fields) >= 4:
-                    self.delivered(state[2], fields[1], int(fields[2]), int(fields[3]),
-                                   fields[4] if len(fields) > 4 else None, at=float(fields[0]))
+                    self.delivered(
+                        state[2],
+                        fields[1],
+                        int(fields[2]),
+                        int(fields[3]),
+                        fields[4] if len(fields) > 4 else None,
+                        at=float(fields[0]),
+                    )
 
     def counts(self) -> tuple[int, int]:
         """(acknowledged, delivered distinct) so far."""
@@ -264,11 +284,19 @@ class Checker:
         self.poll_files()
         spans, incarnations, presence, commits = self.observer.snapshot()
         with self._lock:
-            return History(deliveries=list(self._deliveries), acked=set(self._acked),
-                           acked_at=dict(self._acked_at), spans=spans,
-                           incarnations=incarnations, presence=presence, commits=commits,
-                           notes=list(self.notes), epoch_starts=dict(self.epoch_starts), since=self.since,
-                           until=self.until if self.until is not None else now())
+            return History(
+                deliveries=list(self._deliveries),
+                acked=set(self._acked),
+                acked_at=dict(self._acked_at),
+                spans=spans,
+                incarnations=incarnations,
+                presence=presence,
+                commits=commits,
+                notes=list(self.notes),
+                epoch_starts=dict(self.epoch_starts),
+                since=self.since,
+                until=self.until if self.until is not None else now(),
+            )
 
     def settled_history(self) -> History:
         """history(), with node ends settled from ZooKeeper's transaction log when it is at hand."""
@@ -276,22 +304,33 @@ class Checker:
         if self.zk_data_dir is not None:
             ends = zk_txnlog.node_ends(self.zk_data_dir, self.chroot + zkdata.group_path(self.group))
             settled = h.settle(ends, self.group, self.chroot, self.observer.to_now)
-            log.info("settled %d of %d node lives from ZooKeeper's transaction log", settled,
-                     len(h.spans) + len(h.incarnations))
+            log.info(
+                "settled %d of %d node lives from ZooKeeper's transaction log",
+                settled,
+                len(h.spans) + len(h.incarnations),
+            )
         return h
 
-    def verify(self, convergence: list[tuple[str, float | None]] | None = None, *,
-               dump: Path | None = None) -> Report:
+    def verify(self, convergence: list[tuple[str, float | None]] | None = None, *, dump: Path | None = None) -> Report:
         """Judge everything recorded; `dump` pickles the History there for a post-mortem."""
         h = self.settled_history()
         if dump is not None:
             dump.write_bytes(pickle.dumps(h))
-        return Report(produced=len(h.acked), deliveries=len(h.deliveries),
-                      distinct=len({d.key for d in h.deliveries}), lost=inv.lost(h),
-                      overlaps=inv.overlaps(h, self.clock_eps), duplicates=inv.duplicates(h),
-                      stray=len(inv.stray_deliveries(h)), unowned=inv.unowned_windows(h),
-                      regressions=inv.commit_regressions(h), latency=inv.delivery_latency(h), convergence=list(convergence or []),
-                      errors=[repr(e) for e in self.errors], notes=h.notes)
+        return Report(
+            produced=len(h.acked),
+            deliveries=len(h.deliveries),
+            distinct=len({d.key for d in h.deliveries}),
+            lost=inv.lost(h),
+            overlaps=inv.overlaps(h, self.clock_eps),
+            duplicates=inv.duplicates(h),
+            stray=len(inv.stray_deliveries(h)),
+            unowned=inv.unowned_windows(h),
+            regressions=inv.commit_regressions(h),
+            latency=inv.delivery_latency(h),
+            convergence=list(convergence or []),
+            errors=[repr(e) for e in self.errors],
+            notes=h.notes,
+        )
 
 
 # ---- invariant 4: convergence -------------------------------------------------------------------
@@ -299,8 +338,12 @@ class ConvergenceError(AssertionError):
     """The group did not reach the assignor's answer in time."""
 
 
-def group_state(zk, group: str, topics: Iterable[str], strategy: str = "range"  # type: ignore[no-untyped-def]
-                ) -> tuple[set[str], dict[TopicPartition, str], dict[TopicPartition, str]]:
+def group_state(
+    zk,
+    group: str,
+    topics: Iterable[str],
+    strategy: str = "range",  # type: ignore[no-untyped-def]
+) -> tuple[set[str], dict[TopicPartition, str], dict[TopicPartition, str]]:
     """(members with a readable registration, the assignor's owners, ZooKeeper's owners) for topics.
 
     Undecodable registrations are skipped, as every zkconsumer member skips them.
@@ -313,20 +356,27 @@ def group_state(zk, group: str, topics: Iterable[str], strategy: str = "range"  
             regs[cid] = zkdata.Registration.decode(zk.get(path)[0], path)
         except ZkDataError:
             continue
-    threads = member_threads(GroupView(regs, tuple(zk.get_children(zkdata.BROKER_TOPICS))),
-                             exclude_internal=True, compat=DEFAULT)
+    threads = member_threads(
+        GroupView(regs, tuple(zk.get_children(zkdata.BROKER_TOPICS))), exclude_internal=True, compat=DEFAULT
+    )
     partitions: dict[str, list[int]] = {}
     for topic in {t for per in threads.values() for t in per}:
         path = zkdata.topic_path(topic)
         stat = zk.exists(path)
         partitions[topic] = sorted(zkdata.decode_topic_partitions(zk.get(path)[0], path)) if stat else []
-    want = {k: v for k, v in assign(strategy, assignment_input(threads, partitions), DEFAULT).items()
-            if k[0] in topics}
+    want = {k: v for k, v in assign(strategy, assignment_input(threads, partitions), DEFAULT).items() if k[0] in topics}
     return set(regs), want, owner_table(zk, group, topics)
 
 
-def wait_converged(zk, group: str, topics: Iterable[str], *, members: set[str] | None = None,  # type: ignore[no-untyped-def]
-                   strategy: str = "range", timeout: float = 60.0) -> float:
+def wait_converged(
+    zk,
+    group: str,
+    topics: Iterable[str],
+    *,
+    members: set[str] | None = None,  # type: ignore[no-untyped-def]
+    strategy: str = "range",
+    timeout: float = 60.0,
+) -> float:
     """Seconds until the owner nodes equal the assignor's answer (and the members are `members`)."""
     topics = list(topics)
     began = time.monotonic()
@@ -336,10 +386,12 @@ def wait_converged(zk, group: str, topics: Iterable[str], *, members: set[str] |
             registered, want, have = group_state(zk, group, topics, strategy)
             if (members is None or registered == members) and want and have == want:
                 return time.monotonic() - began
-            last = (f"members {len(registered)} (expected {len(members) if members is not None else '?'}, "
-                    f"missing {sorted((members or set()) - registered)[:3]}, extra "
-                    f"{sorted(registered - (members or registered))[:3]}), {len(have)} owned of {len(want)}, "
-                    f"{sum(1 for k in want if have.get(k) != want[k])} misplaced")
+            last = (
+                f"members {len(registered)} (expected {len(members) if members is not None else '?'}, "
+                f"missing {sorted((members or set()) - registered)[:3]}, extra "
+                f"{sorted(registered - (members or registered))[:3]}), {len(have)} owned of {len(want)}, "
+                f"{sum(1 for k in want if have.get(k) != want[k])} misplaced"
+            )
         except Exception as exc:  # noqa: BLE001 - the group is moving under us: look again
             last = repr(exc)
         time.sleep(0.1)

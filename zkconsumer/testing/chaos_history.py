@@ -1,10 +1,11 @@
 """The facts a chaos run records (deliveries, acks, owner spans, commits, notes) on one machine-wide clock."""
+
 from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 from zkconsumer import zkdata
 from zkconsumer.testing.zk_txnlog import NodeEnd
@@ -148,8 +149,9 @@ class History:
                 index.setdefault((s.topic, s.partition), []).append(s)
         return index.get((topic, partition), [])
 
-    def span_at(self, member: str, topic: str, partition: int, t: float, *, before: float = 0.25,
-                after: float = 0.05) -> Span | None:
+    def span_at(
+        self, member: str, topic: str, partition: int, t: float, *, before: float = 0.25, after: float = 0.05
+    ) -> Span | None:
         """The ownership span of `member` covering time t (allowing for the observer's lag)."""
         for span in self.spans_of(member, topic, partition):
             if span.contains(t, before=before, after=after):
@@ -196,8 +198,9 @@ class History:
     def left_cleanly(self, member: str, before: float) -> bool:
         return any(n.kind == "leave" and n.member == member and n.at <= before for n in self.notes)
 
-    def settle(self, ends: Mapping[tuple[str, int], NodeEnd], group: str, chroot: str,
-               to_now: Callable[[int], float]) -> int:
+    def settle(
+        self, ends: Mapping[tuple[str, int], NodeEnd], group: str, chroot: str, to_now: Callable[[int], float]
+    ) -> int:
         """Replace observed ends of owner and member nodes by the server's exact ones (zk_txnlog).
 
         `to_now` turns server wall-clock ms into `now()` time. Returns how many were settled;
@@ -205,15 +208,17 @@ class History:
         """
         settled = 0
         lives: list[tuple[Span | Incarnation, str]] = [
-            (s, chroot + zkdata.owner_path(group, s.topic, s.partition)) for s in self.spans]
+            (s, chroot + zkdata.owner_path(group, s.topic, s.partition)) for s in self.spans
+        ]
         lives += [(i, chroot + zkdata.member_path(group, i.member)) for i in self.incarnations]
         for life, path in lives:
             end = ends.get((path, life.czxid))
             if end is None:
                 continue
             life.end = to_now(end.time_ms)
-            life.ended_by = end.cause if end.cause != "delete" or end.by_session == end.owner_session \
-                else "deleted-by-other"
+            life.ended_by = (
+                end.cause if end.cause != "delete" or end.by_session == end.owner_session else "deleted-by-other"
+            )
             settled += 1
         for cache in ("_spans_by_member", "_spans_by_partition"):
             self.__dict__.pop(cache, None)

@@ -1,4 +1,5 @@
 """The chaos invariants judged on a recorded History: loss, overlapping delivery, unexplained duplicates, gaps."""
+
 from __future__ import annotations
 
 import collections
@@ -51,8 +52,10 @@ class Duplicate:
 
     def __str__(self) -> str:
         t, e, p, o = self.previous.key
-        return (f"{t}-{p}@{o} (epoch {e}) by {self.previous.member} at {self.previous.at:.3f}, again by "
-                f"{self.again.member} at {self.again.at:.3f}: {self.why}")
+        return (
+            f"{t}-{p}@{o} (epoch {e}) by {self.previous.member} at {self.previous.at:.3f}, again by "
+            f"{self.again.member} at {self.again.at:.3f}: {self.why}"
+        )
 
 
 def lost(h: History) -> list[MessageKey]:
@@ -96,7 +99,7 @@ def overlaps(h: History, eps: float = 0.02) -> list[Overlap]:
     for ivs in by_partition.values():
         ivs.sort(key=lambda iv: iv.first)
         for i, a in enumerate(ivs):
-            for b in ivs[i + 1:]:
+            for b in ivs[i + 1 :]:
                 if b.first >= a.last - eps:
                     break
                 if b.member != a.member and a.first < b.last - eps:
@@ -106,8 +109,11 @@ def overlaps(h: History, eps: float = 0.02) -> list[Overlap]:
 
 def stray_deliveries(h: History) -> list[Delivery]:
     """Deliveries the observer cannot place inside an owner node of the deliverer (informational)."""
-    return [d for d in h.deliveries
-            if h.span_at(d.member, d.topic, d.partition, d.at, before=SPAN_BEFORE, after=SPAN_AFTER) is None]
+    return [
+        d
+        for d in h.deliveries
+        if h.span_at(d.member, d.topic, d.partition, d.at, before=SPAN_BEFORE, after=SPAN_AFTER) is None
+    ]
 
 
 def duplicates(h: History) -> list[Duplicate]:
@@ -137,8 +143,7 @@ def _judge(h: History, previous: Delivery, again: Delivery) -> Duplicate:
     if span is None:
         # A stray: judge it by the ownership it had just lost (whether it may deliver at all is
         # invariant 2's business); a member that never owned the partition has no window.
-        ended = [s for s in h.spans_of(previous.member, topic, partition)
-                 if s.end is not None and s.end <= previous.at]
+        ended = [s for s in h.spans_of(previous.member, topic, partition) if s.end is not None and s.end <= previous.at]
         if not ended:
             return Duplicate(previous, again, False, f"{previous.member} delivered it, never having owned it")
         span = ended[-1]
@@ -149,20 +154,27 @@ def _judge(h: History, previous: Delivery, again: Delivery) -> Duplicate:
     start = max(committed, 0)  # nothing committed: the next owner starts at the log start (smallest)
     if _lost_session(h, span):
         ok = offset >= start
-        why = (f"{previous.member} lost its session; uncommitted window starts at {committed}" if ok else
-               f"below {committed}, committed by {previous.member} before it lost its session")
+        why = (
+            f"{previous.member} lost its session; uncommitted window starts at {committed}"
+            if ok
+            else f"below {committed}, committed by {previous.member} before it lost its session"
+        )
     else:
         ok = offset == start
-        why = (f"in flight when {previous.member} handed over cleanly" if ok else
-               f"{previous.member} handed over cleanly with {committed} committed")
+        why = (
+            f"in flight when {previous.member} handed over cleanly"
+            if ok
+            else f"{previous.member} handed over cleanly with {committed} committed"
+        )
     return Duplicate(previous, again, ok, why)
 
 
 def _handover_time(h: History, span: Span) -> float:
     """When ownership passed on: the span's observed end, or the next owner's (exact) claim if earlier."""
     assert span.end is not None
-    later = [s.start for s in h.partition_spans(span.topic, span.partition)
-             if s.start > span.start and s.czxid != span.czxid]
+    later = [
+        s.start for s in h.partition_spans(span.topic, span.partition) if s.start > span.start and s.czxid != span.czxid
+    ]
     return min([span.end, *later[:1]])
 
 
@@ -177,8 +189,10 @@ def _lost_session(h: History, span: Span) -> bool:
     observer can stretch past SESSION_END_MATCH; the first rule does not depend on them.
     """
     assert span.end is not None
-    driver_expired = any(n.kind == "expire" and n.member == span.member
-                         and span.start <= n.at <= _handover_time(h, span) for n in h.notes)
+    driver_expired = any(
+        n.kind == "expire" and n.member == span.member and span.start <= n.at <= _handover_time(h, span)
+        for n in h.notes
+    )
     if span.ended_by is not None:
         # Settled from the server's log: exact. The driver expires a session by closing it from a
         # second client, which the log shows as a client's close.
@@ -233,9 +247,11 @@ def unowned_windows(h: History) -> dict[TopicPartition, float]:
         lo, hi = max(pr.start, h.since), min(pr.end if pr.end is not None else h.until, h.until)
         if hi <= lo:
             continue
-        pieces = sorted(piece for span in h.partition_spans(pr.topic, pr.partition)
-                        for piece in _working(span, span.end if span.end is not None else hi,
-                                              dead.get(span.member, [])))
+        pieces = sorted(
+            piece
+            for span in h.partition_spans(pr.topic, pr.partition)
+            for piece in _working(span, span.end if span.end is not None else hi, dead.get(span.member, []))
+        )
         cursor, worst = lo, 0.0
         for start, end in pieces:
             if end <= cursor or start >= hi:

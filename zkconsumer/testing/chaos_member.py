@@ -6,6 +6,7 @@ parent can line deliveries up with its own observations. The member's ZooKeeper 
 (id and password, hex) is kept current in --out + ".session", so the parent can expire it.
 SIGTERM shuts the member down cleanly; SIGKILL and SIGSTOP are the point of running it apart.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,13 +66,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--property", action="append", default=[], help="consumer property k=v")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(threadName)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(threadName)s %(name)s %(message)s"
+    )
     # A member starting on a starved machine may wait longer than one session timeout for its first
     # connection: that is not what the chaos run judges.
-    props: dict[str, object] = {"zookeeper.connect": args.zookeeper, "group.id": args.group,
-                                "auto.offset.reset": "smallest", "consumer.timeout.ms": 200,
-                                "zookeeper.connection.timeout.ms": 30000}
+    props: dict[str, object] = {
+        "zookeeper.connect": args.zookeeper,
+        "group.id": args.group,
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 200,
+        "zookeeper.connection.timeout.ms": 30000,
+    }
     props.update(dict(p.split("=", 1) for p in args.property))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -86,10 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"consumer_id": connector.consumer_id, "pid": os.getpid()}), flush=True)
     lock = threading.Lock()
     with open(args.out, "a", buffering=1) as out:
-        threads = [threading.Thread(target=_drain, args=(s, out, lock, stop), name=f"drain-{s.name}", daemon=True)
-                   for s in streams]
-        threads.append(threading.Thread(target=_follow_session, args=(connector, session_path, stop),
-                                        name="session-file", daemon=True))
+        threads = [
+            threading.Thread(target=_drain, args=(s, out, lock, stop), name=f"drain-{s.name}", daemon=True)
+            for s in streams
+        ]
+        threads.append(
+            threading.Thread(
+                target=_follow_session, args=(connector, session_path, stop), name="session-file", daemon=True
+            )
+        )
         for t in threads:
             t.start()
         stop.wait()

@@ -1,4 +1,5 @@
 """Chaos group members (in this process or in a child process) and the faults done to them."""
+
 from __future__ import annotations
 
 import ctypes
@@ -10,8 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss
@@ -67,7 +68,7 @@ class InProcessMember:
         self.proxy: TcpProxy | None = None  # set when its ZooKeeper traffic goes through one
         self._threads: list[threading.Thread] = []
 
-    def start(self) -> "InProcessMember":
+    def start(self) -> InProcessMember:
         self.connector = ConsumerConnector(self._props)
         self.consumer_id = self.connector.consumer_id
         streams = self.connector.create_message_streams(self._topics)
@@ -105,8 +106,18 @@ class ProcessMember:
 
     kind = "process"
 
-    def __init__(self, zookeeper: str, group: str, props: Mapping[str, object], topics: Mapping[str, int],
-                 workdir: Path, name: str, note: Note, *, nice: int | None = None) -> None:
+    def __init__(
+        self,
+        zookeeper: str,
+        group: str,
+        props: Mapping[str, object],
+        topics: Mapping[str, int],
+        workdir: Path,
+        name: str,
+        note: Note,
+        *,
+        nice: int | None = None,
+    ) -> None:
         self.out = workdir / f"{name}.deliveries"
         self._nice = nice
         self.log = workdir / f"{name}.log"
@@ -115,8 +126,17 @@ class ProcessMember:
         self.alive = False
         self.stopped = False
         self.proxy: TcpProxy | None = None
-        args = [sys.executable, "-m", "zkconsumer.testing.chaos_member", "--zookeeper", zookeeper,
-                "--group", group, "--out", str(self.out)]
+        args = [
+            sys.executable,
+            "-m",
+            "zkconsumer.testing.chaos_member",
+            "--zookeeper",
+            zookeeper,
+            "--group",
+            group,
+            "--out",
+            str(self.out),
+        ]
         args += [f"--topic={t}:{n}" for t, n in topics.items()]
         args += [f"--property={k}={v}" for k, v in props.items() if k not in ("zookeeper.connect", "group.id")]
         self._args = args
@@ -126,12 +146,13 @@ class ProcessMember:
         """Start the process (call from the main thread: the death signal is tied to the forking thread)."""
         arm = threading.current_thread() is threading.main_thread()
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(self._args, stdout=subprocess.PIPE, stderr=log, text=True,
-                                         preexec_fn=_die_with_parent if arm else None)
+            self.proc = subprocess.Popen(
+                self._args, stdout=subprocess.PIPE, stderr=log, text=True, preexec_fn=_die_with_parent if arm else None
+            )
         if self._nice is not None:  # after the fork, not in it: preexec_fn is unsafe beside threads
             os.setpriority(os.PRIO_PROCESS, self.proc.pid, self._nice)
 
-    def wait_ready(self, timeout: float = 60.0) -> "ProcessMember":
+    def wait_ready(self, timeout: float = 60.0) -> ProcessMember:
         """Until the member has joined (its first rebalance succeeded) and said who it is."""
         assert self.proc is not None and self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
@@ -143,7 +164,7 @@ class ProcessMember:
         self.alive = True
         return self
 
-    def start(self) -> "ProcessMember":
+    def start(self) -> ProcessMember:
         self.spawn()
         return self.wait_ready()
 
@@ -227,8 +248,9 @@ def start_members(make: Callable[[], object], count: int) -> list:  # type: igno
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(m,), name=f"chaos-join-{i}", daemon=True)
-               for i, m in enumerate(others)]
+    threads = [
+        threading.Thread(target=run, args=(m,), name=f"chaos-join-{i}", daemon=True) for i, m in enumerate(others)
+    ]
     for t in threads:
         t.start()
     for m in procs:
@@ -241,4 +263,3 @@ def start_members(make: Callable[[], object], count: int) -> list:  # type: igno
     if errors:
         raise errors[0]
     return members
-

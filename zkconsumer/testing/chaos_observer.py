@@ -1,9 +1,10 @@
 """A ZooKeeper observer on its own session: the history of a group's owner, member and offset nodes."""
+
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat

@@ -1,11 +1,12 @@
 """A background producer of numbered messages "<topic>:<epoch>:<seq>" at a steady rate, recording each ack."""
+
 from __future__ import annotations
 
 import collections
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import KafkaError, Producer
 
@@ -46,13 +47,20 @@ class SteadyProducer:
         self._stop = threading.Event()
         self.sent = self.acked = self.failed = 0
         self.last_error: str | None = None
-        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                                   "message.timeout.ms": 120000, "enable.idempotence": False,
-                                   "topic.metadata.refresh.interval.ms": 2000,
-                                   # The brokers auto-create topics: a metadata refresh right after a
-                                   # deletion would re-create it (1 partition) before the scenario does.
-                                   "allow.auto.create.topics": False,
-                                   "logger": _LIBRDKAFKA_LOG})
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 120000,
+                "enable.idempotence": False,
+                "topic.metadata.refresh.interval.ms": 2000,
+                # The brokers auto-create topics: a metadata refresh right after a
+                # deletion would re-create it (1 partition) before the scenario does.
+                "allow.auto.create.topics": False,
+                "logger": _LIBRDKAFKA_LOG,
+            }
+        )
         self._thread = threading.Thread(target=self._loop, name="chaos-producer", daemon=True)
 
     def start(self) -> None:
@@ -75,8 +83,7 @@ class SteadyProducer:
             self._paused.add(topic)
             deadline = time.monotonic() + timeout
             while self._inflight[topic] > 0:
-                if not self._lock.wait(max(0.0, min(0.1, deadline - time.monotonic()))) and \
-                        time.monotonic() > deadline:
+                if not self._lock.wait(max(0.0, min(0.1, deadline - time.monotonic()))) and time.monotonic() > deadline:
                     raise TimeoutError(f"{self._inflight[topic]} messages to {topic} still in flight")
 
     def resume(self, topic: str, *, epoch: int | None = None, partitions: int | None = None) -> None:
@@ -99,8 +106,7 @@ class SteadyProducer:
         while not self._stop.wait(self.TICK):
             due = int((time.monotonic() - began) * self.rate) - made
             with self._lock:
-                slots = [(t, p) for t, n in sorted(self._partitions.items()) if t not in self._paused
-                         for p in range(n)]
+                slots = [(t, p) for t, n in sorted(self._partitions.items()) if t not in self._paused for p in range(n)]
             for _ in range(max(0, due)):
                 made += 1
                 if slots:

@@ -1,4 +1,5 @@
 """A loopback TCP forwarder that can cut traffic without closing anything: a network partition for one client."""
+
 from __future__ import annotations
 
 import logging
@@ -38,7 +39,7 @@ class TcpProxy:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "TcpProxy":
+    def start(self) -> TcpProxy:
         self._server.setblocking(False)
         self._selector.register(self._server, selectors.EVENT_READ)
         self._thread.start()

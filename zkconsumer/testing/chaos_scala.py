@@ -1,8 +1,9 @@
 """A real Scala 1.1.1 member in a chaos group: a ScalaMember whose deliveries a chaos Checker follows."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 from zkconsumer.testing.chaos_proxy import TcpProxy
 from zkconsumer.testing.scala import ScalaMember
@@ -21,19 +22,31 @@ class ScalaChaosMember:
     kind = "scala"
     stopped = False  # never SIGSTOPped (the scenarios that do so pick process members)
 
-    def __init__(self, zookeeper: str, group: str, props: Mapping[str, object], topics: Mapping[str, int],
-                 workdir: Path, name: str, note: Note) -> None:
-        scala_props = {k: v for k, v in props.items()
-                       if not k.startswith(("zkconsumer.", "librdkafka.")) and k not in ("zookeeper.connect", "group.id")}
-        self.member = ScalaMember(zookeeper, group, name, workdir=workdir, topics=topics, properties=scala_props,
-                                  timed=True)
+    def __init__(
+        self,
+        zookeeper: str,
+        group: str,
+        props: Mapping[str, object],
+        topics: Mapping[str, int],
+        workdir: Path,
+        name: str,
+        note: Note,
+    ) -> None:
+        scala_props = {
+            k: v
+            for k, v in props.items()
+            if not k.startswith(("zkconsumer.", "librdkafka.")) and k not in ("zookeeper.connect", "group.id")
+        }
+        self.member = ScalaMember(
+            zookeeper, group, name, workdir=workdir, topics=topics, properties=scala_props, timed=True
+        )
         self.consumer_id = self.member.consumer_id
         self.out = self.member.out_path
         self.alive = False
         self.proxy: TcpProxy | None = None
         self._note = note
 
-    def start(self) -> "ScalaChaosMember":
+    def start(self) -> ScalaChaosMember:
         self.member.start()
         self.member.wait_ready()
         self.alive = True

@@ -1,24 +1,31 @@
 """Chaos scenarios on a LocalCluster: the environment (producer, checker, members) and one driver per fault."""
+
 from __future__ import annotations
 
 import itertools
 import logging
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer import zkdata
 from zkconsumer.testing import kafka
 from zkconsumer.testing.chaos import Checker, ConvergenceError, Report, wait_converged
-from zkconsumer.testing.chaos_members import (InProcessMember, ProcessMember, expire_session, garble_registration,
-                                              start_members)
+from zkconsumer.testing.chaos_members import (
+    InProcessMember,
+    ProcessMember,
+    expire_session,
+    garble_registration,
+    start_members,
+)
 from zkconsumer.testing.chaos_producer import SteadyProducer
-from zkconsumer.testing.chaos_scala import ScalaChaosMember
 from zkconsumer.testing.chaos_proxy import TcpProxy
+from zkconsumer.testing.chaos_scala import ScalaChaosMember
 
 log = logging.getLogger(__name__)
 
@@ -36,20 +43,25 @@ class ChaosSettings:
     rebalance_max_retries: int = 30
     auto_commit_interval_ms: int = 1000
     strategy: str = "range"
-    rate: float = 160.0            # messages/s over every partition
+    rate: float = 160.0  # messages/s over every partition
     converge_timeout_s: float = 45.0
     deliver_timeout_s: float = 60.0
     member_nice: int | None = None  # nice value of member processes (None: the driver's own)
     extra: dict[str, object] = field(default_factory=dict)
 
     def props(self, zookeeper: str, group: str) -> dict[str, object]:
-        return {"zookeeper.connect": zookeeper, "group.id": group,
-                "zookeeper.session.timeout.ms": self.session_timeout_ms,
-                "rebalance.backoff.ms": self.rebalance_backoff_ms,
-                "rebalance.max.retries": self.rebalance_max_retries,
-                "auto.commit.interval.ms": self.auto_commit_interval_ms,
-                "partition.assignment.strategy": self.strategy,
-                "auto.offset.reset": "smallest", "consumer.timeout.ms": 200, **self.extra}
+        return {
+            "zookeeper.connect": zookeeper,
+            "group.id": group,
+            "zookeeper.session.timeout.ms": self.session_timeout_ms,
+            "rebalance.backoff.ms": self.rebalance_backoff_ms,
+            "rebalance.max.retries": self.rebalance_max_retries,
+            "auto.commit.interval.ms": self.auto_commit_interval_ms,
+            "partition.assignment.strategy": self.strategy,
+            "auto.offset.reset": "smallest",
+            "consumer.timeout.ms": 200,
+            **self.extra,
+        }
 
 
 class ChaosEnv:
@@ -65,8 +77,16 @@ class ChaosEnv:
         assert report.ok, report.describe()
     """
 
-    def __init__(self, cluster, group: str, topics: dict[str, int], workdir: Path,  # type: ignore[no-untyped-def]
-                 settings: ChaosSettings | None = None, *, replication: int = 1) -> None:
+    def __init__(
+        self,
+        cluster,
+        group: str,
+        topics: dict[str, int],
+        workdir: Path,  # type: ignore[no-untyped-def]
+        settings: ChaosSettings | None = None,
+        *,
+        replication: int = 1,
+    ) -> None:
         self.cluster = cluster
         self.group = group
         self.topics = dict(topics)
@@ -86,17 +106,18 @@ class ChaosEnv:
         self._begun = False
 
     # ---- lifecycle --------------------------------------------------------------------------------
-    def start(self) -> "ChaosEnv":
+    def start(self) -> ChaosEnv:
         for topic, partitions in self.topics.items():
             if self.zk.exists(zkdata.topic_path(topic)) is None:
                 kafka.create_topic(self.cluster.bootstrap_servers, topic, partitions, self.replication)
         self.checker.start()
-        self.producer = SteadyProducer(self.cluster.bootstrap_servers, self.topics, rate=self.settings.rate,
-                                       on_ack=self.checker.acked)
+        self.producer = SteadyProducer(
+            self.cluster.bootstrap_servers, self.topics, rate=self.settings.rate, on_ack=self.checker.acked
+        )
         self.producer.start()
         return self
 
-    def __enter__(self) -> "ChaosEnv":
+    def __enter__(self) -> ChaosEnv:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -111,8 +132,9 @@ class ChaosEnv:
                 member.cont()
         missing = self.checker.wait_delivered(self.settings.deliver_timeout_s)
         if missing:
-            log.warning("%d acknowledged messages still undelivered after %.0fs", len(missing),
-                        self.settings.deliver_timeout_s)
+            log.warning(
+                "%d acknowledged messages still undelivered after %.0fs", len(missing), self.settings.deliver_timeout_s
+            )
         self.checker.end()
         self._check_processes()
         for member in self.live:
@@ -122,8 +144,11 @@ class ChaosEnv:
         report = self.checker.verify(self.convergence, dump=self.workdir / "history.pickle")
         report.errors += self.failures
         if self.producer.failed:
-            log.info("producer: %d sends failed (never acknowledged; last: %s)", self.producer.failed,
-                     self.producer.last_error)
+            log.info(
+                "producer: %d sends failed (never acknowledged; last: %s)",
+                self.producer.failed,
+                self.producer.last_error,
+            )
         return report
 
     def close(self) -> None:
@@ -164,11 +189,20 @@ class ChaosEnv:
         if kind == "inproc":
             member = InProcessMember(props, streams, self.checker.sink, self.checker.note)
         elif kind == "scala":
-            member = ScalaChaosMember(zookeeper, self.group, props, streams, self.workdir,
-                                      f"member-{next(self._names)}", self.checker.note)
+            member = ScalaChaosMember(
+                zookeeper, self.group, props, streams, self.workdir, f"member-{next(self._names)}", self.checker.note
+            )
         else:
-            member = ProcessMember(zookeeper, self.group, props, streams, self.workdir, f"member-{next(self._names)}",
-                                   self.checker.note, nice=self.settings.member_nice)
+            member = ProcessMember(
+                zookeeper,
+                self.group,
+                props,
+                streams,
+                self.workdir,
+                f"member-{next(self._names)}",
+                self.checker.note,
+                nice=self.settings.member_nice,
+            )
         member.proxy = proxy
         return member
 
@@ -192,17 +226,23 @@ class ChaosEnv:
         for member in self.members:
             if isinstance(member, Forked) and member.alive and member.exited() is not None:
                 member.alive = False
-                self.failures.append(f"member {member.describe()} exited with {member.exited()}:\n"
-                                     f"{member.log_tail(15)}")
+                self.failures.append(
+                    f"member {member.describe()} exited with {member.exited()}:\n{member.log_tail(15)}"
+                )
 
     # ---- pacing -----------------------------------------------------------------------------------
     def converge(self, what: str, *, excluding: Member | None = None, timeout: float | None = None) -> float | None:
         """Invariant 4: seconds until the live members own exactly what the assignor says (None: never)."""
         self._check_processes()
         try:
-            seconds = wait_converged(self.zk, self.group, self.topics, members=self.live_ids(excluding=excluding),
-                                     strategy=self.settings.strategy,
-                                     timeout=timeout or self.settings.converge_timeout_s)
+            seconds = wait_converged(
+                self.zk,
+                self.group,
+                self.topics,
+                members=self.live_ids(excluding=excluding),
+                strategy=self.settings.strategy,
+                timeout=timeout or self.settings.converge_timeout_s,
+            )
         except ConvergenceError as exc:
             log.error("%s", exc)
             self.failures.append(f"after {what}: {exc}")
@@ -317,8 +357,7 @@ def add_partitions(env: ChaosEnv, topic: str, extra: int = 2) -> None:
         env.producer.set_partitions(topic, total)
 
 
-def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge: bool = True,
-                   burst: int = 0) -> None:
+def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge: bool = True, burst: int = 0) -> None:
     """Delete the topic (once everything produced to it was delivered) and create it again.
 
     burst: messages per partition sent the moment the new topic exists (it outgrows the old
@@ -348,8 +387,10 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge
                     size = len(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic)))
                     if size == env.topics[topic]:
                         break
-                    raise RuntimeError(f"topic {topic} was re-created by someone else with {size} partitions "
-                                       f"(auto.create.topics?): {exc}") from exc
+                    raise RuntimeError(
+                        f"topic {topic} was re-created by someone else with {size} partitions "
+                        f"(auto.create.topics?): {exc}"
+                    ) from exc
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"topic {topic} could not be created again: {exc}") from exc
                 time.sleep(0.5)
@@ -358,8 +399,9 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge
             env.producer.burst(topic, burst)
 
 
-def recreate_topic_during_pause(env: ChaosEnv, topic: str, member: ProcessMember | None = None,
-                                burst: int = 400) -> None:
+def recreate_topic_during_pause(
+    env: ChaosEnv, topic: str, member: ProcessMember | None = None, burst: int = 400
+) -> None:
     """Re-create the topic (with a burst) while a member is frozen, well within its session: it
     notices only on waking, with fetch positions and consumed offsets of the old topic."""
     member = member or pick(env, "process")  # type: ignore[assignment]

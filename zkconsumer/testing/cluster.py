@@ -1,4 +1,5 @@
 """A real ZooKeeper plus 1..N ZooKeeper-mode Kafka brokers (3.9.1 unless asked) run as child JVMs on loopback."""
+
 from __future__ import annotations
 
 import logging
@@ -7,14 +8,14 @@ import socket
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING
 
 from zkconsumer.testing.jars import classpath
 from zkconsumer.testing.process import JavaProcess
 from zkconsumer.testing.secure import BrokerSecurity, zookeeper_sasl_server
-from zkconsumer.testing.versions import (DEFAULT_KAFKA, KafkaRelease, ZooKeeperRelease, kafka_release,
-                                         zookeeper_release)
+from zkconsumer.testing.versions import DEFAULT_KAFKA, KafkaRelease, ZooKeeperRelease, kafka_release, zookeeper_release
 
 if TYPE_CHECKING:
     from zkconsumer.testing.kdc import Kdc
@@ -114,15 +115,18 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, proc: JavaP
         if not proc.running:
             raise ClusterStartError(
                 f"{proc.name} exited with code {proc.exit_code} before {what}; "
-                f"log tail ({proc.log_path}):\n{proc.log_tail()}")
+                f"log tail ({proc.log_path}):\n{proc.log_tail()}"
+            )
         time.sleep(0.2)
-    raise ClusterStartError(f"{proc.name} not ready after {timeout:.0f}s ({what}); "
-                            f"log tail ({proc.log_path}):\n{proc.log_tail()}")
+    raise ClusterStartError(
+        f"{proc.name} not ready after {timeout:.0f}s ({what}); log tail ({proc.log_path}):\n{proc.log_tail()}"
+    )
 
 
 def connect_zk(hosts: str, **kwargs: object):  # -> started kazoo.client.KazooClient
     """A started kazoo client with bounded retries (kazoo's defaults retry forever)."""
     from kazoo.client import KazooClient
+
     with warnings.catch_warnings():  # a chroot appears only once a broker has started
         warnings.filterwarnings("ignore", "No chroot path exists")
         settings: dict[str, object] = {"timeout": 10.0, "command_retry": {"max_tries": 5, "deadline": 20}}
@@ -140,9 +144,16 @@ class ZooKeeperNode:
     reach it as localhost:<port>.
     """
 
-    def __init__(self, workdir: Path, *, port: int | None = None, release: ZooKeeperRelease | None = None,
-                 broker_jars: str = "kafka39", sasl_users: Mapping[str, str] | None = None,
-                 kerberos: Kdc | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        port: int | None = None,
+        release: ZooKeeperRelease | None = None,
+        broker_jars: str = "kafka39",
+        sasl_users: Mapping[str, str] | None = None,
+        kerberos: Kdc | None = None,
+    ) -> None:
         if sasl_users and kerberos is not None:
             raise ValueError("a ZooKeeper server takes one SASL mechanism: DIGEST-MD5 users or Kerberos")
         self.release = release or zookeeper_release(None, kafka_release(DEFAULT_KAFKA))
@@ -164,14 +175,25 @@ class ZooKeeperNode:
         cfg.write_text(
             f"tickTime=500\nmaxSessionTimeout=60000\ndataDir={self.data_dir}\nclientPort={self.port}\n"
             "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\nforceSync=no\n"
-            "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n" + sasl_cfg)
+            "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n" + sasl_cfg
+        )
         log4j = workdir / "log4j.properties"
-        self.process = JavaProcess("zookeeper", [
-            "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j.configuration=file:{log4j}", "-Dzookeeper.admin.enableServer=false", *sasl_flags,
-            "-cp", classpath(self.release.jar_set or broker_jars), "org.apache.zookeeper.server.ZooKeeperServerMain",
-            str(cfg),
-        ], log_path=workdir / "zookeeper.log")
+        self.process = JavaProcess(
+            "zookeeper",
+            [
+                "-Xmx256m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j.configuration=file:{log4j}",
+                "-Dzookeeper.admin.enableServer=false",
+                *sasl_flags,
+                "-cp",
+                classpath(self.release.jar_set or broker_jars),
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(cfg),
+            ],
+            log_path=workdir / "zookeeper.log",
+        )
 
     @property
     def hosts(self) -> str:
@@ -196,9 +218,16 @@ class ZooKeeperNode:
 class KafkaBroker:
     """One ZooKeeper-mode broker with a PLAINTEXT loopback listener on a fixed port."""
 
-    def __init__(self, broker_id: int, workdir: Path, zookeeper_connect: str,
-                 jvm_opts: tuple[str, ...], extra_properties: dict[str, str],
-                 release: KafkaRelease | None = None, extra_listeners: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        workdir: Path,
+        zookeeper_connect: str,
+        jvm_opts: tuple[str, ...],
+        extra_properties: dict[str, str],
+        release: KafkaRelease | None = None,
+        extra_listeners: tuple[str, ...] = (),
+    ) -> None:
         self.release = release or kafka_release(DEFAULT_KAFKA)
         self.broker_id = broker_id
         self.port = free_port()
@@ -211,11 +240,21 @@ class KafkaBroker:
         props.write_text(
             BROKER_PROPERTIES + extra + f"broker.id={broker_id}\n"
             f"listeners={listeners}\nlog.dirs={self.log_dir}\n"
-            f"zookeeper.connect={zookeeper_connect}\n")
-        self.process = JavaProcess(f"kafka-{broker_id}", [
-            *jvm_opts, f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}",
-            f"-Dkafka.logs.dir={workdir}", "-cp", classpath(self.release.jar_set), "kafka.Kafka", str(props),
-        ], log_path=workdir / f"kafka-{broker_id}.log")
+            f"zookeeper.connect={zookeeper_connect}\n"
+        )
+        self.process = JavaProcess(
+            f"kafka-{broker_id}",
+            [
+                *jvm_opts,
+                f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}",
+                f"-Dkafka.logs.dir={workdir}",
+                "-cp",
+                classpath(self.release.jar_set),
+                "kafka.Kafka",
+                str(props),
+            ],
+            log_path=workdir / f"kafka-{broker_id}.log",
+        )
 
     @property
     def address(self) -> str:
@@ -247,12 +286,21 @@ class LocalCluster:
     the cluster made the folder itself and `keep_logs` is false).
     """
 
-    def __init__(self, brokers: int = 1, *, chroot: str | None = "/kafka", workdir: Path | None = None,
-                 jvm_opts: tuple[str, ...] = TEST_JVM_OPTS, broker_properties: dict[str, str] | None = None,
-                 keep_logs: bool = False, kafka_version: str = DEFAULT_KAFKA,
-                 zookeeper_version: str | None = None, security: BrokerSecurity | None = None,
-                 zookeeper_sasl_users: Mapping[str, str] | None = None,
-                 zookeeper_kerberos: Kdc | None = None) -> None:
+    def __init__(
+        self,
+        brokers: int = 1,
+        *,
+        chroot: str | None = "/kafka",
+        workdir: Path | None = None,
+        jvm_opts: tuple[str, ...] = TEST_JVM_OPTS,
+        broker_properties: dict[str, str] | None = None,
+        keep_logs: bool = False,
+        kafka_version: str = DEFAULT_KAFKA,
+        zookeeper_version: str | None = None,
+        security: BrokerSecurity | None = None,
+        zookeeper_sasl_users: Mapping[str, str] | None = None,
+        zookeeper_kerberos: Kdc | None = None,
+    ) -> None:
         self.kafka = kafka_release(kafka_version)
         self.security = security
         self.zookeeper_release = zookeeper_release(zookeeper_version, self.kafka)
@@ -266,11 +314,26 @@ class LocalCluster:
         (self.workdir / "log4j.properties").write_text(LOG4J)
         self.keep_logs = keep_logs
         self.chroot = chroot
-        self.zookeeper = ZooKeeperNode(self.workdir, release=self.zookeeper_release, broker_jars=self.kafka.jar_set,
-                                       sasl_users=zookeeper_sasl_users, kerberos=zookeeper_kerberos)
+        self.zookeeper = ZooKeeperNode(
+            self.workdir,
+            release=self.zookeeper_release,
+            broker_jars=self.kafka.jar_set,
+            sasl_users=zookeeper_sasl_users,
+            kerberos=zookeeper_kerberos,
+        )
         properties = {**(security.broker_properties() if security else {}), **(broker_properties or {})}
-        self.brokers = [KafkaBroker(i, self.workdir, self.zookeeper_connect, jvm_opts, properties, self.kafka,
-                                    security.listeners if security else ()) for i in range(brokers)]
+        self.brokers = [
+            KafkaBroker(
+                i,
+                self.workdir,
+                self.zookeeper_connect,
+                jvm_opts,
+                properties,
+                self.kafka,
+                security.listeners if security else (),
+            )
+            for i in range(brokers)
+        ]
         self.start_seconds: float | None = None
 
     # ---- addresses -------------------------------------------------------------------------
@@ -293,13 +356,12 @@ class LocalCluster:
         return ",".join(f"127.0.0.1:{b.listener_ports[listener]}" for b in self.brokers)
 
     # ---- lifecycle -------------------------------------------------------------------------
-    def start(self, timeout: float = 120.0, *, detach: bool = False) -> "LocalCluster":
+    def start(self, timeout: float = 120.0, *, detach: bool = False) -> LocalCluster:
         """Start ZooKeeper, then the brokers; return once clients can use every broker."""
         began = time.monotonic()
         try:
             self.zookeeper.process.start(detach=detach)
-            wait_until(lambda: zookeeper_ruok(self.zookeeper.port), timeout, "answering ruok",
-                       self.zookeeper.process)
+            wait_until(lambda: zookeeper_ruok(self.zookeeper.port), timeout, "answering ruok", self.zookeeper.process)
             for broker in self.brokers:
                 broker.process.start(detach=detach)
             for broker in self.brokers:
@@ -313,8 +375,12 @@ class LocalCluster:
             self.stop(keep_logs=True)
             raise
         self.start_seconds = time.monotonic() - began
-        log.info("cluster up in %.1fs: zookeeper.connect=%s bootstrap=%s",
-                 self.start_seconds, self.zookeeper_connect, self.bootstrap_servers)
+        log.info(
+            "cluster up in %.1fs: zookeeper.connect=%s bootstrap=%s",
+            self.start_seconds,
+            self.zookeeper_connect,
+            self.bootstrap_servers,
+        )
         return self
 
     def stop(self, *, keep_logs: bool | None = None) -> None:
@@ -326,7 +392,7 @@ class LocalCluster:
         if self._own_workdir and not keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -361,6 +427,7 @@ class LocalCluster:
     def wait_metadata(self, timeout: float = 60.0) -> None:
         """Until a client sees every running broker and a controller (registration precedes listening)."""
         from confluent_kafka.admin import AdminClient
+
         quiet = logging.getLogger("zkconsumer.testing.librdkafka")  # refused connects are expected here
         client = AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": quiet})
         expected = {b.broker_id for b in self.brokers if b.process.running}
@@ -392,6 +459,7 @@ class LocalCluster:
     def _zk_exists(self, path: str) -> bool:
         from kazoo.exceptions import KazooException
         from kazoo.handlers.threading import KazooTimeoutError
+
         try:
             client = self.zk_client()
         except (KazooException, KazooTimeoutError):
@@ -405,8 +473,7 @@ class LocalCluster:
             client.close()
 
     def _wait_controller(self, timeout: float) -> None:
-        wait_until(lambda: self._zk_exists("/controller"), timeout, "electing a controller",
-                   self.brokers[0].process)
+        wait_until(lambda: self._zk_exists("/controller"), timeout, "electing a controller", self.brokers[0].process)
 
     def _wait_path_gone(self, path: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -416,7 +483,7 @@ class LocalCluster:
             time.sleep(0.25)
 
     # ---- topics ----------------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     timeout: float = 60.0) -> None:
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:
         from zkconsumer.testing.kafka import create_topic
+
         create_topic(self.bootstrap_servers, name, partitions, replication_factor, timeout)

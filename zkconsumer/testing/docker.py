@@ -1,8 +1,9 @@
 """ZKCONSUMER_CLUSTER=docker: the compose.yaml cluster started through testcontainers."""
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from zkconsumer.testing.fixtures import ExternalCluster
 from zkconsumer.testing.jars import repo_root

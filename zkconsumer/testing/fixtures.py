@@ -8,14 +8,16 @@ ZKCONSUMER_KAFKA_VERSION (default 3.9.1) on the ZooKeeper ZKCONSUMER_ZOOKEEPER_V
 the one the release bundles); see zkconsumer.testing.versions. A cluster that cannot start FAILS
 the tests that need it, with the JVM log tail: it never skips them.
 """
+
 from __future__ import annotations
 
 import contextlib
 import itertools
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, TypedDict
+from typing import TypedDict
 
 import pytest
 
@@ -47,8 +49,10 @@ class ClusterVersions(TypedDict):
 def versions_from_env() -> ClusterVersions:
     """LocalCluster's kafka_version / zookeeper_version as ZKCONSUMER_KAFKA_VERSION and
     ZKCONSUMER_ZOOKEEPER_VERSION ask (scripts/matrix.py sets them); the defaults otherwise."""
-    return ClusterVersions(kafka_version=os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA,
-                           zookeeper_version=os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None)
+    return ClusterVersions(
+        kafka_version=os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA,
+        zookeeper_version=os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None,
+    )
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,7 @@ class ExternalCluster:
     def zk_client(self, **kwargs: object):  # -> started KazooClient
         return connect_zk(self.zookeeper_connect, **kwargs)
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     timeout: float = 60.0) -> None:
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:
         kafka.create_topic(self.bootstrap_servers, name, partitions, replication_factor, timeout)
 
 
@@ -73,13 +76,16 @@ def start_cluster_for_tests(mode: str | None = None) -> Iterator[LocalCluster | 
         yield ExternalCluster(os.environ["ZKCONSUMER_ZOOKEEPER"], os.environ["ZKCONSUMER_BOOTSTRAP"])
     elif mode == "docker":
         from zkconsumer.testing.docker import docker_cluster
+
         with docker_cluster() as cluster:
             yield cluster
     elif mode == "local":
         versions = versions_from_env()
         local = LocalCluster(brokers=1, chroot="/zkc-tests", **versions)
-        with running(local, f"local Kafka {versions['kafka_version']} / ZooKeeper "
-                            f"{versions['zookeeper_version'] or 'bundled'} cluster") as cluster:
+        with running(
+            local,
+            f"local Kafka {versions['kafka_version']} / ZooKeeper {versions['zookeeper_version'] or 'bundled'} cluster",
+        ) as cluster:
             yield cluster
     else:
         raise pytest.UsageError(f"ZKCONSUMER_CLUSTER={mode!r}: use local, docker or external")

@@ -1,4 +1,5 @@
 """Golden copies of the broker and topic znodes each Kafka release writes: capture, normalize, compare."""
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,11 @@ def capture(client: Any, topic: str, broker_id: int = 0) -> dict[str, bytes]:
 
     `client` is a started kazoo client inside the cluster's chroot; a missing state node is left out.
     """
-    paths = {"broker.json": zkdata.broker_path(broker_id), "topic.json": zkdata.topic_path(topic),
-             "partition-state.json": zkdata.partition_state_path(topic, 0)}
+    paths = {
+        "broker.json": zkdata.broker_path(broker_id),
+        "topic.json": zkdata.topic_path(topic),
+        "partition-state.json": zkdata.partition_state_path(topic, 0),
+    }
     out = {}
     for name, path in paths.items():
         if client.exists(path) is not None:
@@ -69,26 +73,32 @@ class _Object(tuple):  # a JSON object as its (key, value) pairs, in written ord
 
 def shape(data: bytes) -> Any:
     """The structure of a JSON document: keys in their written order, value types, array lengths."""
+
     def walk(value: Any) -> Any:
         if isinstance(value, _Object):
             return ("object", tuple((key, walk(item)) for key, item in value))
         if isinstance(value, list):
             return ("array", tuple(map(walk, value)))
         return type(value).__name__
+
     return walk(json.loads(data, object_pairs_hook=_Object))
 
 
 def differences(live: dict[str, bytes], golden: dict[str, bytes]) -> list[str]:
     """Why `live` does not have the golden's format (files, structure, "version" fields); [] if it does."""
-    problems = [f"{name}: present {name in live}, golden {name in golden}" for name in FILES
-                if (name in live) != (name in golden)]
+    problems = [
+        f"{name}: present {name in live}, golden {name in golden}"
+        for name in FILES
+        if (name in live) != (name in golden)
+    ]
     for name in sorted(set(live) & set(golden)):
         got, want = json.loads(live[name]), json.loads(golden[name])
         if got.get("version") != want.get("version"):
             problems.append(f"{name}: version {got.get('version')} != golden {want.get('version')}")
         if shape(live[name]) != shape(golden[name]):
-            problems.append(f"{name}: structure differs\n  live:   {live[name].decode()}\n"
-                            f"  golden: {golden[name].decode()}")
+            problems.append(
+                f"{name}: structure differs\n  live:   {live[name].decode()}\n  golden: {golden[name].decode()}"
+            )
     return problems
 
 
@@ -96,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     """(Re)capture the goldens from real brokers, one release at a time (each with its bundled ZooKeeper)."""
     from zkconsumer.testing.cluster import LocalCluster
     from zkconsumer.testing.kafka import create_topic
+
     parser = argparse.ArgumentParser(prog="python -m zkconsumer.testing.golden", description=main.__doc__)
     parser.add_argument("versions", nargs="*", default=list(KAFKA), help="Kafka versions (default: all)")
     args = parser.parse_args(argv)

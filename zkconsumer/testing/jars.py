@@ -1,4 +1,5 @@
 """Locate (and on first use fetch with Maven) the jar folders the local cluster runs from."""
+
 from __future__ import annotations
 
 import os
@@ -69,8 +70,16 @@ def fetch_jars(name: str, target: Path) -> Path:
         raise JarsMissingError("Maven (mvn) is not installed: apt-get install maven")
     tmp = target.with_name(target.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    cmd = [mvn, "-B", "-q", "-f", str(pom), f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
-           f"-DoutputDirectory={tmp}", "-DincludeScope=runtime"]
+    cmd = [
+        mvn,
+        "-B",
+        "-q",
+        "-f",
+        str(pom),
+        f"{MAVEN_DEPENDENCY_PLUGIN}:copy-dependencies",
+        f"-DoutputDirectory={tmp}",
+        "-DincludeScope=runtime",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])

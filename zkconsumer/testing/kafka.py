@@ -1,4 +1,5 @@
 """Test-side Kafka helpers over confluent-kafka: create topics, produce numbered messages, read back."""
+
 from __future__ import annotations
 
 import json
@@ -25,13 +26,14 @@ def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int = 1,
-                 timeout: float = 60.0) -> None:
+def create_topic(
+    bootstrap: str, name: str, partitions: int, replication_factor: int = 1, timeout: float = 60.0
+) -> None:
     """Create the topic and wait until every partition has a leader."""
     client = admin(bootstrap)  # keep a reference: a collected client cancels its futures
     futures = client.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)],
-        operation_timeout=timeout)
+        [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)], operation_timeout=timeout
+    )
     futures[name].result(timeout)
     wait_for_leaders(bootstrap, name, partitions, timeout)
 
@@ -89,25 +91,38 @@ def wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout: float)
     deadline = time.monotonic() + timeout
     while True:
         meta = client.list_topics(name, timeout=10).topics.get(name)
-        if meta is not None and meta.error is None and len(meta.partitions) >= partitions and all(
-                p.leader >= 0 for p in meta.partitions.values()):
+        if (
+            meta is not None
+            and meta.error is None
+            and len(meta.partitions) >= partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
             return
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {name}: not every partition has a leader after {timeout:.0f}s")
         time.sleep(0.2)
 
 
-def produce_numbered(bootstrap: str, topic: str, count: int, *, partitions: int | None = None,
-                     start: int = 0, value_size: int | None = None, keyed: bool = False,
-                     idempotent: bool = True) -> list[Produced]:
+def produce_numbered(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    *,
+    partitions: int | None = None,
+    start: int = 0,
+    value_size: int | None = None,
+    keyed: bool = False,
+    idempotent: bool = True,
+) -> list[Produced]:
     """Produce messages `start`..`start+count-1` and return every acknowledged one.
 
     With `partitions`, message i goes to partition i % partitions (deterministic spread);
     otherwise the partitioner chooses. Values are b"<topic>-<i>", padded to `value_size`.
     `idempotent=False` for brokers older than 0.11 (versions.KafkaRelease.idempotent_producer).
     """
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
-                         "enable.idempotence": idempotent})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "enable.idempotence": idempotent}
+    )
     acked: list[Produced] = []
     failures: list[KafkaError] = []
 
@@ -124,8 +139,9 @@ def produce_numbered(bootstrap: str, topic: str, count: int, *, partitions: int 
         kwargs = {"partition": i % partitions} if partitions else {}
         while True:
             try:
-                producer.produce(topic, value, key=str(i).encode() if keyed else None,
-                                 on_delivery=on_delivery, **kwargs)
+                producer.produce(
+                    topic, value, key=str(i).encode() if keyed else None, on_delivery=on_delivery, **kwargs
+                )
                 break
             except BufferError:  # local queue full: let deliveries drain
                 producer.poll(0.1)
@@ -136,11 +152,19 @@ def produce_numbered(bootstrap: str, topic: str, count: int, *, partitions: int 
     return acked
 
 
-def produce_bulk(bootstrap: str, topic: str, count: int, size: int, partitions: int,
-                 flush_timeout: float = 300.0) -> None:
+def produce_bulk(
+    bootstrap: str, topic: str, count: int, size: int, partitions: int, flush_timeout: float = 300.0
+) -> None:
     """Benchmark loading: `count` messages of `size` bytes, round-robin over `partitions`, no acks kept."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 1_000_000, "acks": 1})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "acks": 1,
+        }
+    )
     payload = b"x" * size
     for i in range(count):
         while True:
@@ -155,12 +179,14 @@ def produce_bulk(bootstrap: str, topic: str, count: int, size: int, partitions: 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
     """partition -> (log start, log end) from the brokers."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "zkconsumer-testing-watermarks",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "zkconsumer-testing-watermarks", "enable.auto.commit": False}
+    )
     try:
         meta = consumer.list_topics(topic, timeout=10).topics[topic]
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                for p in sorted(meta.partitions)}
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in sorted(meta.partitions)
+        }
     finally:
         consumer.close()
 
@@ -168,8 +194,14 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
 def read_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list[Produced]:
     """Every message currently in the topic, read with assign() from the log start to the end."""
     ends = end_offsets(bootstrap, topic)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "zkconsumer-testing-readback",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "zkconsumer-testing-readback",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     try:
         wanted = {p: hi for p, (lo, hi) in ends.items() if hi > lo}
         consumer.assign([TopicPartition(topic, p, ends[p][0]) for p in wanted])

@@ -1,4 +1,5 @@
 """A throwaway MIT Kerberos KDC (Debian's krb5-kdc) on loopback, for ZooKeeper GSSAPI tests."""
+
 from __future__ import annotations
 
 import os
@@ -85,10 +86,15 @@ class Kdc:
         self.krb5_conf.write_text(_KRB5_CONF.format(port=self.port, realm=realm))
         (self.folder / "kadm5.acl").write_text("")
         self._run("kdb5_util", "create", "-s", "-r", realm, "-P", "zkconsumer-test-master")
-        self.process = JavaProcess("krb5kdc", ["-n", "-r", realm], log_path=self.folder / "krb5kdc.log",
-                                   java=_tool("krb5kdc"), env=self._server_env())
+        self.process = JavaProcess(
+            "krb5kdc",
+            ["-n", "-r", realm],
+            log_path=self.folder / "krb5kdc.log",
+            java=_tool("krb5kdc"),
+            env=self._server_env(),
+        )
 
-    def start(self, timeout: float = 30.0) -> "Kdc":
+    def start(self, timeout: float = 30.0) -> Kdc:
         self.process.start()
         try:
             wait_until(self._listening, timeout, f"listening on port {self.port}", self.process)
@@ -100,7 +106,7 @@ class Kdc:
     def stop(self) -> None:
         self.process.stop(timeout=10.0)
 
-    def __enter__(self) -> "Kdc":
+    def __enter__(self) -> Kdc:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -127,10 +133,12 @@ class Kdc:
     def login_module(self, name: str, keytab: Path, *, is_initiator: bool = True) -> str:
         """A JAAS Krb5LoginModule entry (without the section around it) logging in from `keytab`."""
         extra = "" if is_initiator else "\n  isInitiator=false"
-        return (f'com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true\n  keyTab="{keytab}"\n'
-                f'  storeKey=true\n  useTicketCache=false{extra}\n  principal="{self.principal(name)}";')
+        return (
+            f'com.sun.security.auth.module.Krb5LoginModule required\n  useKeyTab=true\n  keyTab="{keytab}"\n'
+            f'  storeKey=true\n  useTicketCache=false{extra}\n  principal="{self.principal(name)}";'
+        )
 
-    def login(self, name: str) -> "KerberosLogin":
+    def login(self, name: str) -> KerberosLogin:
         """A new principal `name` and what a client needs to log in as it."""
         return KerberosLogin(self, self.principal(name), self.add_principal(name))
 
@@ -145,11 +153,13 @@ class Kdc:
         return {"KRB5_CONFIG": str(self.krb5_conf), "KRB5_KDC_PROFILE": str(self.kdc_conf)}
 
     def _run(self, tool: str, *args: str) -> None:
-        done = subprocess.run([_tool(tool), *args], env={**os.environ, **self._server_env()}, capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(
+            [_tool(tool), *args], env={**os.environ, **self._server_env()}, capture_output=True, text=True, timeout=60
+        )
         if done.returncode != 0 or "error" in done.stderr.lower():
-            raise ClusterStartError(f"{tool} {' '.join(args)} failed ({done.returncode}): "
-                                    f"{(done.stdout + done.stderr).strip()[-800:]}")
+            raise ClusterStartError(
+                f"{tool} {' '.join(args)} failed ({done.returncode}): {(done.stdout + done.stderr).strip()[-800:]}"
+            )
 
     def _listening(self) -> bool:
         try:

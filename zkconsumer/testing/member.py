@@ -3,6 +3,7 @@
 Each delivered message becomes a line "<topic> <partition> <offset>" in --out (flushed at
 once), so a test can kill -9 the process and still know exactly what it handed out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--property", action="append", default=[], help="consumer property k=v")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    props: dict[str, object] = {"zookeeper.connect": args.zookeeper, "group.id": args.group,
-                                "auto.offset.reset": "smallest", "consumer.timeout.ms": 500}
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    props: dict[str, object] = {
+        "zookeeper.connect": args.zookeeper,
+        "group.id": args.group,
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 500,
+    }
     props.update(dict(p.split("=", 1) for p in args.property))
     connector = ConsumerConnector(props)
     stop = threading.Event()
@@ -41,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"consumer_id": connector.consumer_id}), flush=True)
     lock = threading.Lock()
     with open(args.out, "a", buffering=1) as out:
+
         def drain(stream) -> None:  # type: ignore[no-untyped-def]
             while not stop.is_set():
                 try:
@@ -53,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                         return
                 except ConsumerTimeout:
                     continue
+
         threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in streams]
         for t in threads:
             t.start()

@@ -1,16 +1,17 @@
 """Group-test helpers: record deliveries from draining threads, read and await ownership in ZooKeeper."""
+
 from __future__ import annotations
 
 import collections
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from zkconsumer import zkdata
 from zkconsumer.assignors import AssignmentInput, assign
 from zkconsumer.compat import DEFAULT, Compat
-from zkconsumer.rebalance import assignment_input, member_threads, GroupView
+from zkconsumer.rebalance import GroupView, assignment_input, member_threads
 from zkconsumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
 
 
@@ -61,16 +62,19 @@ class Recorder:
             if self.errors:
                 raise AssertionError(f"a drain thread failed: {self.errors[0]!r}") from self.errors[0]
             if time.monotonic() > deadline:
-                raise AssertionError(f"{len(missing)} of {len(want)} messages never delivered, "
-                                     f"e.g. {sorted(missing)[:5]}")
+                raise AssertionError(
+                    f"{len(missing)} of {len(want)} messages never delivered, e.g. {sorted(missing)[:5]}"
+                )
             time.sleep(0.05)
 
 
-def drain(member: str, streams: Iterable[KafkaStream], recorder: Recorder,
-          on_message: Callable[[object], None] | None = None) -> list[threading.Thread]:
+def drain(
+    member: str, streams: Iterable[KafkaStream], recorder: Recorder, on_message: Callable[[object], None] | None = None
+) -> list[threading.Thread]:
     """One thread per stream, recording each message *before* asking for the next one."""
     threads = []
     for stream in streams:
+
         def run(stream: KafkaStream = stream) -> None:
             try:
                 while True:
@@ -84,6 +88,7 @@ def drain(member: str, streams: Iterable[KafkaStream], recorder: Recorder,
                         continue
             except ConsumerError as exc:
                 recorder.errors.append(exc)
+
         thread = threading.Thread(target=run, name=f"drain-{stream.name}", daemon=True)
         thread.start()
         threads.append(thread)
@@ -107,8 +112,12 @@ def owner_table(zk, group: str, topics: Iterable[str]) -> dict[tuple[str, int], 
     return table
 
 
-def expected_assignment(zk, group: str, strategy: str = "range", compat: Compat = DEFAULT  # type: ignore[no-untyped-def]
-                        ) -> dict[tuple[str, int], str]:
+def expected_assignment(
+    zk,
+    group: str,
+    strategy: str = "range",
+    compat: Compat = DEFAULT,  # type: ignore[no-untyped-def]
+) -> dict[tuple[str, int], str]:
     """What the assignor says for the group's current registrations and topics."""
     ids = zk.get_children(zkdata.ids_path(group))
     regs = {cid: zkdata.Registration.decode(zk.get(zkdata.member_path(group, cid))[0], cid) for cid in ids}
@@ -117,14 +126,22 @@ def expected_assignment(zk, group: str, strategy: str = "range", compat: Compat 
     partitions = {}
     for topic in {t for per in threads.values() for t in per}:
         stat = zk.exists(zkdata.topic_path(topic))
-        partitions[topic] = sorted(zkdata.decode_topic_partitions(zk.get(zkdata.topic_path(topic))[0], topic)) \
-            if stat else []
+        partitions[topic] = (
+            sorted(zkdata.decode_topic_partitions(zk.get(zkdata.topic_path(topic))[0], topic)) if stat else []
+        )
     inp: AssignmentInput = assignment_input(threads, partitions)
     return assign(strategy, inp, compat)
 
 
-def wait_for_balanced(zk, group: str, topics: Iterable[str], *, members: int | None = None,  # type: ignore[no-untyped-def]
-                      strategy: str = "range", timeout: float = 60.0) -> dict[tuple[str, int], str]:
+def wait_for_balanced(
+    zk,
+    group: str,
+    topics: Iterable[str],
+    *,
+    members: int | None = None,  # type: ignore[no-untyped-def]
+    strategy: str = "range",
+    timeout: float = 60.0,
+) -> dict[tuple[str, int], str]:
     """Until owner nodes equal the assignor's answer for the current members (and their count)."""
     topics = list(topics)
     deadline = time.monotonic() + timeout

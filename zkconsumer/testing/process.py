@@ -1,4 +1,5 @@
 """One child JVM: started in its own process group, logged to a file, stopped or killed on demand."""
+
 from __future__ import annotations
 
 import atexit
@@ -9,10 +10,10 @@ import subprocess
 import threading
 import time
 import weakref
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
-_LIVE: "weakref.WeakSet[JavaProcess]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[JavaProcess] = weakref.WeakSet()
 _PR_SET_PDEATHSIG = 1
 
 
@@ -40,8 +41,15 @@ class JavaProcess:
         zk.start(); ...; zk.stop()
     """
 
-    def __init__(self, name: str, args: Sequence[str], *, log_path: Path, java: str = "java",
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[str],
+        *,
+        log_path: Path,
+        java: str = "java",
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.args = list(args)
         self.env = dict(env or {})  # added to this process's environment
@@ -60,8 +68,12 @@ class JavaProcess:
             # PDEATHSIG fires when the forking *thread* ends, so only arm it from the main thread.
             arm = not detach and threading.current_thread() is threading.main_thread()
             self._popen = subprocess.Popen(
-                [self.java, *self.args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=_die_with_parent if arm else None,
+                [self.java, *self.args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if arm else None,
                 env={**os.environ, **self.env} if self.env else None,
             )
         if not detach:

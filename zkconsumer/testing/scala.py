@@ -17,6 +17,7 @@ file with a `Client` section, named by -Djava.security.auth.login.config): Kafka
 ZooKeeper security enabled and creates its owners/ and offsets/ nodes with ACLs `sasl:<user>` ALL
 + `world:anyone` READ (ids/, its member node and the group node stay open: world ALL).
 """
+
 from __future__ import annotations
 
 import collections
@@ -26,8 +27,9 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from zkconsumer.testing.jars import jar_dir, jars_home
 from zkconsumer.testing.process import JavaProcess
@@ -67,6 +69,7 @@ class ScalaError(RuntimeError):
 
 # ---------------------------------------------------------------- compiling the member program
 
+
 def _kafka11_jars() -> list[Path]:
     return sorted(jar_dir("kafka11").glob("*.jar"))
 
@@ -105,8 +108,17 @@ def _compile(jars: list[Path], target: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
     try:
         # javac does not expand "dir/*" classpath wildcards: list the jars.
-        cmd = [*_javac(), "-nowarn", "-encoding", "UTF-8", "-cp", os.pathsep.join(map(str, jars)),
-               "-d", str(tmp), str(SOURCE)]
+        cmd = [
+            *_javac(),
+            "-nowarn",
+            "-encoding",
+            "UTF-8",
+            "-cp",
+            os.pathsep.join(map(str, jars)),
+            "-d",
+            str(tmp),
+            str(SOURCE),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
         if done.returncode != 0:
             raise ScalaError(f"compiling {SOURCE.name} failed ({' '.join(cmd[:3])}...):\n{done.stdout}{done.stderr}")
@@ -129,6 +141,7 @@ def _classpath(*extra: Path) -> str:
 
 # ---------------------------------------------------------------- one Scala group member
 
+
 class ScalaMember:
     """A ZookeeperConsumerConnector (1.1.1) in its own JVM, with a static or wildcard subscription.
 
@@ -140,12 +153,23 @@ class ScalaMember:
     `zookeeper_kerberos`: log in with GSSAPI from that principal's keytab instead.
     """
 
-    def __init__(self, zookeeper_connect: str, group: str, name: str, *, workdir: Path,
-                 topics: Mapping[str, int] | None = None, whitelist: str | None = None,
-                 blacklist: str | None = None, streams: int = 1, strategy: str = "range",
-                 properties: Mapping[str, object] | None = None, timed: bool = False,
-                 zookeeper_sasl: tuple[str, str] | None = None,
-                 zookeeper_kerberos: KerberosLogin | None = None) -> None:
+    def __init__(
+        self,
+        zookeeper_connect: str,
+        group: str,
+        name: str,
+        *,
+        workdir: Path,
+        topics: Mapping[str, int] | None = None,
+        whitelist: str | None = None,
+        blacklist: str | None = None,
+        streams: int = 1,
+        strategy: str = "range",
+        properties: Mapping[str, object] | None = None,
+        timed: bool = False,
+        zookeeper_sasl: tuple[str, str] | None = None,
+        zookeeper_kerberos: KerberosLogin | None = None,
+    ) -> None:
         if (topics is None) == (whitelist is None and blacklist is None):
             raise ValueError("give either topics or one of whitelist/blacklist")
         self.group = group
@@ -154,8 +178,14 @@ class ScalaMember:
         workdir.mkdir(parents=True, exist_ok=True)
         self.out_path = workdir / f"scala-{name}.deliveries"
         self.log_path = workdir / f"scala-{name}.log"
-        props = {**FAST_PROPERTIES, "zookeeper.connect": zookeeper_connect, "group.id": group,
-                 "consumer.id": name, "partition.assignment.strategy": strategy, **(properties or {})}
+        props = {
+            **FAST_PROPERTIES,
+            "zookeeper.connect": zookeeper_connect,
+            "group.id": group,
+            "consumer.id": name,
+            "partition.assignment.strategy": strategy,
+            **(properties or {}),
+        }
         props_path = workdir / f"scala-{name}.properties"
         props_path.write_text("".join(f"{k}={_escape_property(str(v))}\n" for k, v in props.items()))
         args = ["--props", str(props_path), "--out", str(self.out_path)] + (["--timed"] if timed else [])
@@ -175,26 +205,38 @@ class ScalaMember:
             jaas_path = workdir / f"scala-{name}.jaas"
             jaas_path.write_text(jaas)
             sasl_flags.append(f"-Djava.security.auth.login.config={jaas_path}")
-        self.process = JavaProcess(f"scala-{name}", [
-            *JVM_OPTS, *sasl_flags, f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
-            "-cp", _classpath(home), MAIN_CLASS, *args], log_path=self.log_path)
+        self.process = JavaProcess(
+            f"scala-{name}",
+            [
+                *JVM_OPTS,
+                *sasl_flags,
+                f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
+                "-cp",
+                _classpath(home),
+                MAIN_CLASS,
+                *args,
+            ],
+            log_path=self.log_path,
+        )
         self._log_start = 0  # a restart under the same name appends: only read this run's part
 
     # ---- lifecycle ----------------------------------------------------------------------------
-    def start(self) -> "ScalaMember":
+    def start(self) -> ScalaMember:
         """Launch the JVM (returns at once; see wait_ready)."""
         self.out_path.touch()
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.process.start()
         return self
 
-    def wait_ready(self, timeout: float = 90.0) -> "ScalaMember":
+    def wait_ready(self, timeout: float = 90.0) -> ScalaMember:
         """Until createMessageStreams returned (registered, first rebalance done)."""
         deadline = time.monotonic() + timeout
         while f"READY {self.consumer_id}" not in self._log():
             if not self.process.running:
-                raise ScalaError(f"Scala member {self.name} exited ({self.process.exit_code}) before "
-                                 f"it was ready:\n{self.log_tail()}")
+                raise ScalaError(
+                    f"Scala member {self.name} exited ({self.process.exit_code}) before "
+                    f"it was ready:\n{self.log_tail()}"
+                )
             if time.monotonic() > deadline:
                 raise ScalaError(f"Scala member {self.name} not ready after {timeout:.0f}s:\n{self.log_tail()}")
             time.sleep(0.05)
@@ -256,11 +298,19 @@ def _escape_property(value: str) -> str:
 
 # ---------------------------------------------------------------- legacy ops tools (1.1.1)
 
+
 def run_tool(main_class: str, *args: str, timeout: float = 120.0) -> str:
     """Run a kafka 1.1.1 tool's main class; return its stdout, raise ScalaError on a non-zero exit."""
     home = member_home()
-    cmd = ["java", *JVM_OPTS, f"-Dlog4j.configuration=file:{home / 'tools-log4j.properties'}",
-           "-cp", _classpath(), main_class, *args]
+    cmd = [
+        "java",
+        *JVM_OPTS,
+        f"-Dlog4j.configuration=file:{home / 'tools-log4j.properties'}",
+        "-cp",
+        _classpath(),
+        main_class,
+        *args,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         raise ScalaError(f"{main_class} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
@@ -269,8 +319,9 @@ def run_tool(main_class: str, *args: str, timeout: float = 120.0) -> str:
 
 def describe_group(zookeeper_connect: str, group: str) -> str:
     """kafka-consumer-groups.sh --zookeeper Z --describe --group G (1.1.1)."""
-    return run_tool("kafka.admin.ConsumerGroupCommand", "--zookeeper", zookeeper_connect,
-                    "--describe", "--group", group)
+    return run_tool(
+        "kafka.admin.ConsumerGroupCommand", "--zookeeper", zookeeper_connect, "--describe", "--group", group
+    )
 
 
 def parse_describe(stdout: str) -> list[dict[str, str]]:
@@ -278,13 +329,12 @@ def parse_describe(stdout: str) -> list[dict[str, str]]:
     lines = [line.split() for line in stdout.splitlines() if line.strip()]
     header_at = next(i for i, cols in enumerate(lines) if cols[:2] == ["TOPIC", "PARTITION"])
     header = lines[header_at]
-    return [dict(zip(header, cols)) for cols in lines[header_at + 1:] if len(cols) == len(header)]
+    return [dict(zip(header, cols)) for cols in lines[header_at + 1 :] if len(cols) == len(header)]
 
 
 def verify_consumer_rebalance(zookeeper_connect: str, group: str) -> str:
     """kafka.tools.VerifyConsumerRebalance: stdout says 'Rebalance operation successful !' or 'failed'."""
-    return run_tool("kafka.tools.VerifyConsumerRebalance", "--zookeeper.connect", zookeeper_connect,
-                    "--group", group)
+    return run_tool("kafka.tools.VerifyConsumerRebalance", "--zookeeper.connect", zookeeper_connect, "--group", group)
 
 
 def export_zk_offsets(zookeeper_connect: str, group: str, output_file: Path) -> str:
@@ -292,6 +342,13 @@ def export_zk_offsets(zookeeper_connect: str, group: str, output_file: Path) -> 
 
     The tool prints nothing to stdout, so the written file is the useful answer.
     """
-    run_tool("kafka.tools.ExportZkOffsets", "--zkconnect", zookeeper_connect, "--group", group,
-             "--output-file", str(output_file))
+    run_tool(
+        "kafka.tools.ExportZkOffsets",
+        "--zkconnect",
+        zookeeper_connect,
+        "--group",
+        group,
+        "--output-file",
+        str(output_file),
+    )
     return Path(output_file).read_text()

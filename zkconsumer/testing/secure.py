@@ -1,10 +1,11 @@
 """Throwaway TLS material and SASL users for secured brokers, and JAAS files for a SASL ZooKeeper (tests only)."""
+
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from zkconsumer.zk_auth import DIGEST_MODULE
 
@@ -31,8 +32,10 @@ def zookeeper_server_jaas(users: Mapping[str, str]) -> str:
 
 def client_jaas(user: str, password: str, section: str = "Client") -> str:
     """A JAAS file's text with one section (`Client`: what a ZooKeeper client JVM reads) for DIGEST-MD5."""
-    return (f"{section} {{\n  {DIGEST_LOGIN_MODULE} required\n  username={_jaas_quote(user)}\n"
-            f"  password={_jaas_quote(password)};\n}};\n")
+    return (
+        f"{section} {{\n  {DIGEST_LOGIN_MODULE} required\n  username={_jaas_quote(user)}\n"
+        f"  password={_jaas_quote(password)};\n}};\n"
+    )
 
 
 def zookeeper_sasl_server(workdir: Path, users: Mapping[str, str]) -> tuple[str, list[str]]:
@@ -55,8 +58,22 @@ def _openssl(*args: str, cwd: Path) -> None:
 def make_ca(folder: Path, name: str = "ca") -> Path:
     """A self-signed CA (name.pem, name.key) in folder; returns the certificate's path."""
     folder.mkdir(parents=True, exist_ok=True)
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.pem",
-             "-days", "3", "-subj", f"/CN=zkconsumer test {name}", cwd=folder)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.pem",
+        "-days",
+        "3",
+        "-subj",
+        f"/CN=zkconsumer test {name}",
+        cwd=folder,
+    )
     return folder / f"{name}.pem"
 
 
@@ -80,15 +97,57 @@ class BrokerSecurity:
     listeners: tuple[str, ...] = ("SSL", "SASL_SSL", "EXTERNAL")
 
     @classmethod
-    def create(cls, folder: Path, **kwargs: object) -> "BrokerSecurity":
+    def create(cls, folder: Path, **kwargs: object) -> BrokerSecurity:
         ca = make_ca(folder)
         (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr",
-                 "-subj", "/CN=localhost", cwd=folder)
-        _openssl("x509", "-req", "-in", "broker.csr", "-CA", ca.name, "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", "broker.pem", "-days", "3", "-extfile", "san.ext", cwd=folder)
-        _openssl("pkcs12", "-export", "-in", "broker.pem", "-inkey", "broker.key", "-certfile", ca.name,
-                 "-name", "broker", "-out", "broker.p12", "-passout", f"pass:{PASSWORD}", cwd=folder)
+        _openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "broker.key",
+            "-out",
+            "broker.csr",
+            "-subj",
+            "/CN=localhost",
+            cwd=folder,
+        )
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            "broker.csr",
+            "-CA",
+            ca.name,
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "broker.pem",
+            "-days",
+            "3",
+            "-extfile",
+            "san.ext",
+            cwd=folder,
+        )
+        _openssl(
+            "pkcs12",
+            "-export",
+            "-in",
+            "broker.pem",
+            "-inkey",
+            "broker.key",
+            "-certfile",
+            ca.name,
+            "-name",
+            "broker",
+            "-out",
+            "broker.p12",
+            "-passout",
+            f"pass:{PASSWORD}",
+            cwd=folder,
+        )
         return cls(folder, **kwargs)  # type: ignore[arg-type]
 
     @property
@@ -99,31 +158,44 @@ class BrokerSecurity:
         plain_users = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
         return {
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,EXTERNAL:SSL",
-            "ssl.keystore.location": str(self.folder / "broker.p12"), "ssl.keystore.type": "PKCS12",
-            "ssl.keystore.password": PASSWORD, "ssl.key.password": PASSWORD,
+            "ssl.keystore.location": str(self.folder / "broker.p12"),
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.password": PASSWORD,
+            "ssl.key.password": PASSWORD,
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-            "listener.name.sasl_ssl.plain.sasl.jaas.config":
-                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};",
-            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config":
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};",
+            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
         }
 
-    def client_settings(self, protocol: str, *, mechanism: str = "PLAIN", user: str = "alice",
-                        password: str | None = None, ca_location: str | None = None) -> dict[str, str]:
+    def client_settings(
+        self,
+        protocol: str,
+        *,
+        mechanism: str = "PLAIN",
+        user: str = "alice",
+        password: str | None = None,
+        ca_location: str | None = None,
+    ) -> dict[str, str]:
         """librdkafka settings of a client of `protocol` (SSL or SASL_SSL), without the prefix."""
         conf = {"security.protocol": protocol, "ssl.ca.location": ca_location or self.ca_location}
         if protocol.upper().startswith("SASL"):
-            conf.update({"sasl.mechanism": mechanism, "sasl.username": user,
-                         "sasl.password": self.users[user] if password is None else password})
+            conf.update(
+                {
+                    "sasl.mechanism": mechanism,
+                    "sasl.username": user,
+                    "sasl.password": self.users[user] if password is None else password,
+                }
+            )
         return conf
 
     def create_scram_users(self, bootstrap: str, timeout: float = 30.0) -> None:
         """SCRAM-SHA-256 credentials for every user, through a broker's PLAINTEXT listener."""
-        from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
-                                           UserScramCredentialUpsertion)
+        from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
         admin = AdminClient({"bootstrap.servers": bootstrap})
         info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
         futures = admin.alter_user_scram_credentials(
-            [UserScramCredentialUpsertion(u, info, p.encode()) for u, p in self.users.items()])
+            [UserScramCredentialUpsertion(u, info, p.encode()) for u, p in self.users.items()]
+        )
         for future in futures.values():
             future.result(timeout=timeout)

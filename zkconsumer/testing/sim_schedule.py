@@ -11,6 +11,7 @@ Invariants (each violation is a line naming the step, member and partition):
      committed offsets reach the log ends;
   4. no bug: a non-retriable exception from any production step is a violation.
 """
+
 from __future__ import annotations
 
 import random
@@ -20,7 +21,7 @@ from zkconsumer import zkdata
 from zkconsumer.assignors import AssignmentInput, assign
 from zkconsumer.compat import DEFAULT
 from zkconsumer.testing.simulation import Delivery, SimLog, SimMember, committed, owner_nodes
-from zkconsumer.testing.zkmodel import FAIL_AFTER, FAIL_BEFORE, Fault, FakeKazooClient, ZkModel, slow
+from zkconsumer.testing.zkmodel import FAIL_AFTER, FAIL_BEFORE, FakeKazooClient, Fault, ZkModel, slow
 
 GROUP, TOPIC = "g", "t"
 
@@ -31,7 +32,7 @@ class Options:
     partitions: int = 6
     steps: int = 120
     session_timeout_ms: int = 4000
-    fault_rate: float = 0.03          # per ZooKeeper call
+    fault_rate: float = 0.03  # per ZooKeeper call
     settle_rounds: int = 400
 
 
@@ -86,10 +87,18 @@ class Schedule:
 
     def add_member(self) -> SimMember:
         self._next_id += 1
-        member = SimMember(f"m{self._next_id}", self.model, GROUP, TOPIC, self.rng.choice([1, 2]), self.log,
-                           # asking for more than the server's maxSessionTimeout: it negotiates down
-                           self.rng.choice([1, 2]) * self.o.session_timeout_ms, lambda m, d: self.check_delivery(m, d),
-                           on_bug=lambda what, exc: self.violation(f"bug in {what}: {exc!r}"))
+        member = SimMember(
+            f"m{self._next_id}",
+            self.model,
+            GROUP,
+            TOPIC,
+            self.rng.choice([1, 2]),
+            self.log,
+            # asking for more than the server's maxSessionTimeout: it negotiates down
+            self.rng.choice([1, 2]) * self.o.session_timeout_ms,
+            lambda m, d: self.check_delivery(m, d),
+            on_bug=lambda what, exc: self.violation(f"bug in {what}: {exc!r}"),
+        )
         self.members.append(member)
         self.note(f"join {member.name}")
         return member
@@ -114,10 +123,28 @@ class Schedule:
         rng, model = self.rng, self.model
         live = self.live()
         action = rng.choices(
-            ["produce", "deliver", "rebalance", "consume", "commit", "lease", "health", "advance",
-             "disconnect", "reconnect", "freeze", "thaw", "crash", "join", "leave", "add_partitions",
-             "garble_peer", "drop_offsets"],
-            [8, 10, 8, 10, 3, 4, 2, 6, 2, 3, 1, 2, 1, 1, 1, 1, 0.3, 0.3])[0]
+            [
+                "produce",
+                "deliver",
+                "rebalance",
+                "consume",
+                "commit",
+                "lease",
+                "health",
+                "advance",
+                "disconnect",
+                "reconnect",
+                "freeze",
+                "thaw",
+                "crash",
+                "join",
+                "leave",
+                "add_partitions",
+                "garble_peer",
+                "drop_offsets",
+            ],
+            [8, 10, 8, 10, 3, 4, 2, 6, 2, 3, 1, 2, 1, 1, 1, 1, 0.3, 0.3],
+        )[0]
         member = rng.choice(live) if live else None
         if action == "produce":
             key = (TOPIC, rng.randrange(self.partitions))
@@ -133,9 +160,12 @@ class Schedule:
         elif action == "garble_peer":
             path = zkdata.member_path(GROUP, f"{GROUP}_garbled{rng.randrange(3)}")
             if not model.exists(path):
-                bad = rng.choice([b'{"version":1,"subscription":{"t":0},"pattern":"static","timestamp":"1"}',
-                                  b'{"version":1,"subscription":{"[a-z&&[^x]].*":1},"pattern":"white_list",'
-                                  b'"timestamp":"1"}'])
+                bad = rng.choice(
+                    [
+                        b'{"version":1,"subscription":{"t":0},"pattern":"static","timestamp":"1"}',
+                        b'{"version":1,"subscription":{"[a-z&&[^x]].*":1},"pattern":"white_list","timestamp":"1"}',
+                    ]
+                )
                 self.admin.create(path, bad, makepath=True)
                 self.note(f"garbled peer {path}")
         elif action == "drop_offsets":
@@ -194,9 +224,11 @@ class Schedule:
         node = owner_nodes(self.model, GROUP, d.key[0]).get(d.key[1])
         where = f"{d.key[0]}-{d.key[1]}@{d.offset}"
         if node is None or node[1] != member.group.session or node[1] not in self.model.live_sessions():
-            self.violation(f"{d.member} delivered {where} without owning it (owner node {node}, "
-                           f"registered session {member.group.session})")
-        elif not d.thread.startswith(f"{TOPIC}/") or node[0] != d.thread[len(TOPIC) + 1:]:
+            self.violation(
+                f"{d.member} delivered {where} without owning it (owner node {node}, "
+                f"registered session {member.group.session})"
+            )
+        elif not d.thread.startswith(f"{TOPIC}/") or node[0] != d.thread[len(TOPIC) + 1 :]:
             self.violation(f"{d.member} delivered {where} from stream {d.thread}, owner node says {node[0]}")
         done = committed(self.model, GROUP, d.key)
         if done is not None and d.offset < done:
@@ -205,8 +237,10 @@ class Schedule:
     def expected_owners(self) -> dict[int, str]:
         live = [m for m in self.members if m.alive]
         consumers = sorted(t for m in live for t in m.thread_ids())
-        inp = AssignmentInput(consumers_for_topic={TOPIC: consumers} if consumers else {},
-                              partitions_for_topic={TOPIC: list(range(self.partitions))})
+        inp = AssignmentInput(
+            consumers_for_topic={TOPIC: consumers} if consumers else {},
+            partitions_for_topic={TOPIC: list(range(self.partitions))},
+        )
         return {p: thread for (_, p), thread in assign("range", inp, DEFAULT).items()}
 
     def settle(self) -> None:
@@ -257,12 +291,16 @@ class Schedule:
     def describe(self) -> str:
         owners = {p: thread for p, (thread, _) in owner_nodes(self.model, GROUP, TOPIC).items()}
         delivered = {(d.key, d.offset) for d in self.deliveries}
-        missing = {p: [o for o in range(self.log.end((TOPIC, p))) if ((TOPIC, p), o) not in delivered][:5]
-                   for p in range(self.partitions)}
-        return (f"owners {owners} expected {self.expected_owners()}; pending "
-                f"{ {m.name: m.pending for m in self.live()} }; undelivered {({p: o for p, o in missing.items() if o})}; "
-                f"committed { {p: committed(self.model, GROUP, (TOPIC, p)) for p in range(self.partitions)} } "
-                f"ends { {p: self.log.end((TOPIC, p)) for p in range(self.partitions)} }")
+        missing = {
+            p: [o for o in range(self.log.end((TOPIC, p))) if ((TOPIC, p), o) not in delivered][:5]
+            for p in range(self.partitions)
+        }
+        return (
+            f"owners {owners} expected {self.expected_owners()}; pending "
+            f"{ {m.name: m.pending for m in self.live()} }; undelivered { ({p: o for p, o in missing.items() if o}) }; "
+            f"committed { {p: committed(self.model, GROUP, (TOPIC, p)) for p in range(self.partitions)} } "
+            f"ends { {p: self.log.end((TOPIC, p)) for p in range(self.partitions)} }"
+        )
 
     def finish(self) -> Result:
         self.result.delivered = len(self.deliveries)

@@ -5,11 +5,13 @@ member does what next, so every interleaving is reproducible from a seed. The me
 production code paths (GroupZk, Membership, Rebalancer, Assignment, OffsetStore, StreamSet,
 ConsumerIterator); only the Kafka fetcher is replaced, by `SimFetcher` over `SimLog`.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from zkconsumer import zkdata
 from zkconsumer.assignment import Assignment
@@ -84,7 +86,9 @@ class SimFetcher:
             if not info.active or info.fetched_offset >= end:
                 continue
             upto = min(end, info.fetched_offset + self._chunk)
-            messages = [Message(topic=key[0], partition=key[1], offset=o, value=b"") for o in range(info.fetched_offset, upto)]
+            messages = [
+                Message(topic=key[0], partition=key[1], offset=o, value=b"") for o in range(info.fetched_offset, upto)
+            ]
             if info.queue.offer(Chunk(info, messages)):
                 info.fetched_offset = upto
 
@@ -109,7 +113,7 @@ class SimMember:
     streams_count: int
     log_: SimLog
     session_timeout_ms: int
-    on_delivery: Callable[["SimMember", Delivery], None]  # checks the invariants at the very moment
+    on_delivery: Callable[[SimMember, Delivery], None]  # checks the invariants at the very moment
     on_bug: Callable[[str, BaseException], None]
     pending: list[str] = field(default_factory=list)
     alive: bool = True
@@ -118,31 +122,57 @@ class SimMember:
 
     def __post_init__(self) -> None:
         self.consumer_id = f"{self.group_id}_{self.name}"
-        self.config = ConsumerConfig.from_mapping({
-            "zookeeper.connect": "sim:2181", "group.id": self.group_id, "consumer.id": self.name,
-            "zookeeper.session.timeout.ms": self.session_timeout_ms, "rebalance.max.retries": 1,
-            "rebalance.backoff.ms": 0, "offsets.channel.backoff.ms": 0, "auto.offset.reset": "smallest",
-            "consumer.timeout.ms": 0, "offsets.commit.max.retries": 1,
-            "zkconsumer.release.linger.ms": 0})  # every member here is a zkconsumer member (and lingers sleep)
+        self.config = ConsumerConfig.from_mapping(
+            {
+                "zookeeper.connect": "sim:2181",
+                "group.id": self.group_id,
+                "consumer.id": self.name,
+                "zookeeper.session.timeout.ms": self.session_timeout_ms,
+                "rebalance.max.retries": 1,
+                "rebalance.backoff.ms": 0,
+                "offsets.channel.backoff.ms": 0,
+                "auto.offset.reset": "smallest",
+                "consumer.timeout.ms": 0,
+                "offsets.commit.max.retries": 1,
+                "zkconsumer.release.linger.ms": 0,
+            }
+        )  # every member here is a zkconsumer member (and lingers sleep)
         self.client: Any = self.model.client(self.name, timeout=self.session_timeout_ms / 1000.0)
         self.client.start()
         clock = lambda: self.model.now_ms / 1000.0  # noqa: E731
         subscription = StaticSubscription.of({self.topic: self.streams_count})
-        self.streams = StreamSet(self.consumer_id, static={self.topic: self.streams_count}, capacity=2,
-                                 consumer_timeout_ms=0, clock=clock)
+        self.streams = StreamSet(
+            self.consumer_id, static={self.topic: self.streams_count}, capacity=2, consumer_timeout_ms=0, clock=clock
+        )
         self.group = GroupZk(self.client, self.group_id, self.consumer_id, timeout_s=0.0)
         self.assignment = Assignment()
-        self.membership = Membership(self.group, self.assignment, self.streams.gate,
-                                     registration=lambda: encode_registration(subscription, 1, self.config.compat),
-                                     session_timeout_s=self.session_timeout_ms / 1000.0, trigger=self.trigger,
-                                     marker=zkdata.encode_zkconsumer_marker("sim"), clock=clock)
+        self.membership = Membership(
+            self.group,
+            self.assignment,
+            self.streams.gate,
+            registration=lambda: encode_registration(subscription, 1, self.config.compat),
+            session_timeout_s=self.session_timeout_ms / 1000.0,
+            trigger=self.trigger,
+            marker=zkdata.encode_zkconsumer_marker("sim"),
+            clock=clock,
+        )
         self.fetcher = SimFetcher(self.log_)
-        self.offsets = OffsetStore(self.group, storage="zookeeper", dual_commit=False, kafka_consumer=lambda: None,
-                                   backoff_ms=0, timeout_ms=0)
-        self.rebalancer = Rebalancer(self.config, self.group, self.membership, self.assignment, self.streams,
-                                     self.offsets, lambda _bootstrap: self.fetcher, ConsumerRebalanceListener())
-        self.watchdog = Watchdog(self.consumer_id, interval_s=1.0, check=self.rebalancer.health_problems,
-                                 trigger=self.trigger)
+        self.offsets = OffsetStore(
+            self.group, storage="zookeeper", dual_commit=False, kafka_consumer=lambda: None, backoff_ms=0, timeout_ms=0
+        )
+        self.rebalancer = Rebalancer(
+            self.config,
+            self.group,
+            self.membership,
+            self.assignment,
+            self.streams,
+            self.offsets,
+            lambda _bootstrap: self.fetcher,
+            ConsumerRebalanceListener(),
+        )
+        self.watchdog = Watchdog(
+            self.consumer_id, interval_s=1.0, check=self.rebalancer.health_problems, trigger=self.trigger
+        )
         self.membership.start()
         self.trigger("consumer started")
 
@@ -181,8 +211,10 @@ class SimMember:
                     msg = next(stream.iterator)
                 except (ConsumerTimeout, StopIteration):
                     break
-                self.on_delivery(self, Delivery(self.name, stream.name, (msg.topic(), msg.partition()), msg.offset(),
-                                                self.model.now_ms))
+                self.on_delivery(
+                    self,
+                    Delivery(self.name, stream.name, (msg.topic(), msg.partition()), msg.offset(), self.model.now_ms),
+                )
             self.fetcher.pump()
 
     def commit(self) -> None:
@@ -206,6 +238,7 @@ class SimMember:
 
 def _blocked(exc: BaseException) -> bool:
     from zkconsumer.testing.zkmodel import SimBlocked
+
     return isinstance(exc, SimBlocked)
 
 
@@ -214,8 +247,10 @@ def owner_nodes(model: ZkModel, group_id: str, topic: str) -> dict[int, tuple[st
     folder = zkdata.owners_path(group_id, topic)
     if not model.exists(folder):
         return {}
-    return {int(c): (model.data(f"{folder}/{c}").decode(), model.stat(f"{folder}/{c}").ephemeralOwner)
-            for c in model.children(folder)}
+    return {
+        int(c): (model.data(f"{folder}/{c}").decode(), model.stat(f"{folder}/{c}").ephemeralOwner)
+        for c in model.children(folder)
+    }
 
 
 def committed(model: ZkModel, group_id: str, key: Key) -> int | None:

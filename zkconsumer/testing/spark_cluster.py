@@ -1,4 +1,5 @@
 """A Spark standalone cluster (a master and its workers) started from the pip pyspark install, on loopback."""
+
 from __future__ import annotations
 
 import json
@@ -6,20 +7,24 @@ import os
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from zkconsumer.testing.cluster import free_port, wait_until
 from zkconsumer.testing.process import JavaProcess
-
 
 
 def build_wheel(out: Path, root: Path, timeout: float = 300.0) -> Path:
     """The checkout at `root` (zkconsumer and spark_jobs) as users ship it: a wheel, renamed .zip (PySpark
     puts only .zip, .egg and .jar py-files on sys.path; a pure-Python wheel is a zip)."""
     out.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "-q", "-w", str(out)],
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "-q", "-w", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"pip wheel {root} failed:\n{done.stderr[-3000:]}")
     (built,) = out.glob("zkconsumer-*.whl")
@@ -30,6 +35,7 @@ def build_wheel(out: Path, root: Path, timeout: float = 300.0) -> Path:
 
 def spark_home() -> Path:
     import pyspark
+
     return Path(pyspark.__file__).parent
 
 
@@ -50,23 +56,57 @@ class SparkStandalone:
         self.port, self.ui_port = free_port(), free_port()
         home = spark_home()
         self._spark_class = str(home / "bin" / "spark-class")
-        self.env = {"SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(self.workdir),
-                    # Executors' Python workers: this interpreter (it has pyarrow, confluent-kafka, kazoo).
-                    "PYSPARK_PYTHON": sys.executable}
-        self.master = JavaProcess("spark-master", [
-            "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
-            "--webui-port", str(self.ui_port)], log_path=self.workdir / "master.log", java=self._spark_class,
-            env=self.env)
-        self.workers = [JavaProcess(f"spark-worker-{i}", [
-            "org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1", "--cores", str(cores),
-            "--memory", memory, "--work-dir", str(self.workdir / f"worker-{i}"), "--webui-port", str(free_port())],
-            log_path=self.workdir / f"worker-{i}.log", java=self._spark_class, env=self.env) for i in range(workers)]
+        self.env = {
+            "SPARK_HOME": str(home),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOG_DIR": str(self.workdir),
+            # Executors' Python workers: this interpreter (it has pyarrow, confluent-kafka, kazoo).
+            "PYSPARK_PYTHON": sys.executable,
+        }
+        self.master = JavaProcess(
+            "spark-master",
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--webui-port",
+                str(self.ui_port),
+            ],
+            log_path=self.workdir / "master.log",
+            java=self._spark_class,
+            env=self.env,
+        )
+        self.workers = [
+            JavaProcess(
+                f"spark-worker-{i}",
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    self.url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    str(cores),
+                    "--memory",
+                    memory,
+                    "--work-dir",
+                    str(self.workdir / f"worker-{i}"),
+                    "--webui-port",
+                    str(free_port()),
+                ],
+                log_path=self.workdir / f"worker-{i}.log",
+                java=self._spark_class,
+                env=self.env,
+            )
+            for i in range(workers)
+        ]
 
     @property
     def url(self) -> str:
         return f"spark://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 120.0) -> "SparkStandalone":
+    def start(self, timeout: float = 120.0) -> SparkStandalone:
         """Start the master, then the workers; return once every worker registered as ALIVE."""
         try:
             self.master.start()
@@ -74,8 +114,12 @@ class SparkStandalone:
             for worker in self.workers:
                 worker.start()
             for worker in self.workers:
-                wait_until(lambda: self.alive_workers() >= len(self.workers), timeout,
-                           f"{len(self.workers)} workers registered", worker)
+                wait_until(
+                    lambda: self.alive_workers() >= len(self.workers),
+                    timeout,
+                    f"{len(self.workers)} workers registered",
+                    worker,
+                )
         except BaseException:
             self.stop()
             raise
@@ -86,7 +130,7 @@ class SparkStandalone:
         for process in [*self.workers, self.master]:
             process.stop(timeout=15.0)
 
-    def __enter__(self) -> "SparkStandalone":
+    def __enter__(self) -> SparkStandalone:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -121,13 +165,24 @@ class SparkStandalone:
                 found.append(int(entry.name))
         return sorted(found)
 
-    def submit_command(self, args: Sequence[str], *, py_files: Sequence[Path] = (),
-                       conf: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    def submit_command(
+        self, args: Sequence[str], *, py_files: Sequence[Path] = (), conf: dict[str, str] | None = None
+    ) -> tuple[list[str], dict[str, str]]:
         """The spark-submit command line and environment for a Python driver on this cluster."""
-        settings = {"spark.ui.enabled": "false", "spark.executor.memory": "512m",
-                    "spark.pyspark.python": sys.executable, **(conf or {})}
-        cmd = [str(Path(sys.executable).with_name("spark-submit")), "--master", self.url,
-               "--driver-memory", "512m", *(a for k, v in settings.items() for a in ("--conf", f"{k}={v}"))]
+        settings = {
+            "spark.ui.enabled": "false",
+            "spark.executor.memory": "512m",
+            "spark.pyspark.python": sys.executable,
+            **(conf or {}),
+        }
+        cmd = [
+            str(Path(sys.executable).with_name("spark-submit")),
+            "--master",
+            self.url,
+            "--driver-memory",
+            "512m",
+            *(a for k, v in settings.items() for a in ("--conf", f"{k}={v}")),
+        ]
         if py_files:
             cmd += ["--py-files", ",".join(str(p) for p in py_files)]
         # --py-files reaches the Python driver and the executors, not the Python data source planner
@@ -145,7 +200,8 @@ class SparkStandalone:
         (folder / "sitecustomize.py").write_text(
             '"""Hide editable installs (setuptools __editable__ finders): test code must come from --py-files."""\n'
             "import sys\n\n"
-            "sys.meta_path[:] = [f for f in sys.meta_path if '_Editable' not in getattr(f, '__name__', '')]\n")
+            "sys.meta_path[:] = [f for f in sys.meta_path if '_Editable' not in getattr(f, '__name__', '')]\n"
+        )
         return folder
 
     def log_tails(self, lines: int = 20) -> str:

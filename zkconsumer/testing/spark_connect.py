@@ -1,4 +1,5 @@
 """A Spark Connect server (local[N]) started from the pip pyspark install as a child JVM, and client sessions to it."""
+
 from __future__ import annotations
 
 import contextlib
@@ -6,8 +7,9 @@ import os
 import shlex
 import socket
 import sys
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from zkconsumer.testing.cluster import free_port, wait_until
 from zkconsumer.testing.process import JavaProcess
@@ -56,9 +58,17 @@ class SparkConnectServer:
                 spark.range(3).collect()
     """
 
-    def __init__(self, workdir: Path, *, master: str = "local[2]", memory: str = "768m",
-                 py_files: Sequence[Path] = (), python_path: Sequence[Path] = (),
-                 hide_installed: Sequence[str] = (), conf: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        master: str = "local[2]",
+        memory: str = "768m",
+        py_files: Sequence[Path] = (),
+        python_path: Sequence[Path] = (),
+        hide_installed: Sequence[str] = (),
+        conf: Mapping[str, str] | None = None,
+    ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -69,31 +79,52 @@ class SparkConnectServer:
             hide.mkdir(exist_ok=True)
             (hide / "sitecustomize.py").write_text(_HIDE.format(names=set(hide_installed)))
             paths.insert(0, str(hide))
-        self.env = {"SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-                    "PYSPARK_DRIVER_PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join(paths)}
-        settings = {"spark.connect.grpc.binding.address": "127.0.0.1",
-                    "spark.connect.grpc.binding.port": str(self.port),
-                    "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-                    "spark.local.dir": str(self.workdir / "local"),  # session artifacts, shuffle: not /tmp
-                    "spark.pyspark.python": sys.executable, **(conf or {})}
-        args = ["--master", master, "--class", SERVER_CLASS, "--name", "zkconsumer-connect-tests",
-                "--driver-memory", memory, *(a for k, v in settings.items() for a in ("--conf", f"{k}={v}"))]
+        self.env = {
+            "SPARK_HOME": str(home),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYTHONPATH": os.pathsep.join(paths),
+        }
+        settings = {
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.local.dir": str(self.workdir / "local"),  # session artifacts, shuffle: not /tmp
+            "spark.pyspark.python": sys.executable,
+            **(conf or {}),
+        }
+        args = [
+            "--master",
+            master,
+            "--class",
+            SERVER_CLASS,
+            "--name",
+            "zkconsumer-connect-tests",
+            "--driver-memory",
+            memory,
+            *(a for k, v in settings.items() for a in ("--conf", f"{k}={v}")),
+        ]
         if py_files:
             args += ["--py-files", ",".join(str(p) for p in py_files)]
         # JavaProcess has no cwd: a launcher runs spark-submit in the workdir, never in a checkout (a
         # Python worker started with -m has its cwd on sys.path). exec: the JVM keeps the launcher's pid.
         launcher = self.workdir / "spark-submit.sh"
-        launcher.write_text(f'#!/bin/sh\ncd {shlex.quote(str(self.workdir))} && '
-                            f'exec {shlex.quote(str(home / "bin" / "spark-submit"))} "$@"\n')
+        launcher.write_text(
+            f"#!/bin/sh\ncd {shlex.quote(str(self.workdir))} && "
+            f'exec {shlex.quote(str(home / "bin" / "spark-submit"))} "$@"\n'
+        )
         launcher.chmod(0o755)
-        self.process = JavaProcess("spark-connect", args, log_path=self.workdir / "connect-server.log",
-                                   java=str(launcher), env=self.env)
+        self.process = JavaProcess(
+            "spark-connect", args, log_path=self.workdir / "connect-server.log", java=str(launcher), env=self.env
+        )
 
     @property
     def url(self) -> str:
         return f"sc://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 120.0) -> "SparkConnectServer":
+    def start(self, timeout: float = 120.0) -> SparkConnectServer:
         """Launch the JVM; return once it logged that it serves
         and its gRPC port accepts connections. Raises ClusterStartError with the log tail otherwise."""
         self.process.start()
@@ -121,7 +152,7 @@ class SparkConnectServer:
         """SIGTERM to the process group (the JVM and its Python workers), SIGKILL after 20 s."""
         self.process.stop(timeout=20.0)
 
-    def __enter__(self) -> "SparkConnectServer":
+    def __enter__(self) -> SparkConnectServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -138,6 +169,7 @@ class SparkConnectServer:
         A remote session sets SPARK_CONNECT_MODE_ENABLED in os.environ for good, which turns later
         classic sessions and pyspark.sql.functions in this process into Connect ones: restored on exit."""
         from pyspark.sql import SparkSession
+
         saved = {k: os.environ.get(k) for k in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
         spark = None
         try:

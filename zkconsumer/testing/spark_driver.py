@@ -6,6 +6,7 @@
 Prints one JSON line {"executor_modules": [...]} once the query runs: where the executors import
 zkconsumer and spark_jobs from (the shipped wheel, not the checkout).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,6 +19,7 @@ import time
 def module_paths(_: object) -> list[str]:
     import spark_jobs
     import zkconsumer
+
     return [zkconsumer.__file__ or "", spark_jobs.__file__ or ""]
 
 
@@ -32,18 +34,29 @@ def main() -> int:
     from pyspark.sql import SparkSession
 
     from spark_jobs import ZkConsumerDataSource
+
     spark = SparkSession.builder.appName(f"zkconsumer-test-{args.group}").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.dataSource.register(ZkConsumerDataSource)
     # The reader gets the checkpoint too: stop() commits the last batch its commit log says completed.
-    reader = (spark.readStream.format("zkconsumer").option("zookeeper.connect", args.zookeeper)
-              .option("group.id", args.group).option("topics", args.topics)
-              .option("checkpointLocation", args.checkpoint))
+    reader = (
+        spark.readStream.format("zkconsumer")
+        .option("zookeeper.connect", args.zookeeper)
+        .option("group.id", args.group)
+        .option("topics", args.topics)
+        .option("checkpointLocation", args.checkpoint)
+    )
     for item in args.option:
         key, _, value = item.partition("=")
         reader = reader.option(key, value)
-    query = (reader.load().writeStream.format("parquet").option("path", args.output)
-             .option("checkpointLocation", args.checkpoint).trigger(processingTime=args.trigger).start())
+    query = (
+        reader.load()
+        .writeStream.format("parquet")
+        .option("path", args.output)
+        .option("checkpointLocation", args.checkpoint)
+        .trigger(processingTime=args.trigger)
+        .start()
+    )
     seen = spark.sparkContext.parallelize(range(2), 2).map(module_paths).collect()
     print(json.dumps({"executor_modules": sorted({p for paths in seen for p in paths})}), flush=True)
     while not os.path.exists(args.stop_file):

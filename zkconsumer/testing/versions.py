@@ -1,4 +1,5 @@
 """The Kafka brokers and ZooKeeper servers LocalCluster can run, and what differs between them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,14 +30,17 @@ class ZooKeeperRelease:
 # cluster.BROKER_PROPERTIES suits every release: settings a broker does not know (transaction.*,
 # group.initial.rebalance.delay.ms before 0.11, log.initial.task.delay.ms before 3.x) are ignored
 # without a word, and every release accepts `listeners=PLAINTEXT://host:port`.
-KAFKA: dict[str, KafkaRelease] = {r.version: r for r in (
-    KafkaRelease("0.10.2.2", "kafka0102", "3.4.9", 4, 1, idempotent_producer=False),
-    KafkaRelease("0.11.0.3", "kafka0113", "3.4.10", 4, 1),
-    KafkaRelease("1.1.1", "kafka11", "3.4.10", 4, 1),  # the Scala-client jar set is the 1.1.1 broker too
-    KafkaRelease("2.4.1", "kafka241", "3.5.7", 4, 2),
-    KafkaRelease("2.8.2", "kafka282", "3.5.9", 5, 3),
-    KafkaRelease(DEFAULT_KAFKA, "kafka39", "3.8.4", 5, 3),
-)}
+KAFKA: dict[str, KafkaRelease] = {
+    r.version: r
+    for r in (
+        KafkaRelease("0.10.2.2", "kafka0102", "3.4.9", 4, 1, idempotent_producer=False),
+        KafkaRelease("0.11.0.3", "kafka0113", "3.4.10", 4, 1),
+        KafkaRelease("1.1.1", "kafka11", "3.4.10", 4, 1),  # the Scala-client jar set is the 1.1.1 broker too
+        KafkaRelease("2.4.1", "kafka241", "3.5.7", 4, 2),
+        KafkaRelease("2.8.2", "kafka282", "3.5.9", 5, 3),
+        KafkaRelease(DEFAULT_KAFKA, "kafka39", "3.8.4", 5, 3),
+    )
+}
 
 ZOOKEEPER: dict[str, ZooKeeperRelease] = {
     "3.4.14": ZooKeeperRelease("3.4.14", "zk3414"),
@@ -60,8 +64,10 @@ def zookeeper_release(version: str | None, kafka: KafkaRelease) -> ZooKeeperRele
     try:
         return ZOOKEEPER[version]
     except KeyError:
-        raise ValueError(f"unsupported zookeeper_version {version!r} "
-                         f"(supported: {', '.join(ZOOKEEPER)} or None for the broker's own)") from None
+        raise ValueError(
+            f"unsupported zookeeper_version {version!r} "
+            f"(supported: {', '.join(ZOOKEEPER)} or None for the broker's own)"
+        ) from None
 
 
 def jar_sets() -> tuple[str, ...]:

@@ -6,13 +6,14 @@ records both exactly: every create, delete and closeSession with its session id 
 server's wall-clock time. Only the record types the chaos checker needs are decoded; the
 format is jute's binary archive (big-endian; strings and buffers are an int length + bytes).
 """
+
 from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 _MAGIC = 0x5A4B4C47  # "ZKLG"
 _END_OF_RECORD = 0x42  # "B"
@@ -74,7 +75,7 @@ class _Reader:
         if n < 0:
             return b""
         self.at += n
-        return self.data[self.at - n:self.at]
+        return self.data[self.at - n : self.at]
 
     def string(self) -> str:
         return self.buffer().decode("utf-8", errors="replace")
@@ -93,7 +94,7 @@ def _records(path: Path) -> Iterator[bytes]:
         crc, length = struct.unpack_from(">qi", data, at)
         if length <= 0 or at + 12 + length + 1 > len(data):
             return
-        entry = data[at + 12:at + 12 + length]
+        entry = data[at + 12 : at + 12 + length]
         if data[at + 12 + length] != _END_OF_RECORD or zlib.adler32(entry) != crc & 0xFFFFFFFF:
             return  # a torn last write (the server was killed mid-append)
         yield entry

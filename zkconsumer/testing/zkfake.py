@@ -1,11 +1,19 @@
 """A fake kazoo client (FakeKazooClient, SimAsync, SimHandler, SimTransaction) driving a ZkModel."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable, Generic, TypeVar, Union, cast
+from typing import Any, Generic, TypeVar, cast
 
-from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, NodeExistsError, NoNodeError,
-                              SessionExpiredError, ZookeeperError)
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+    ZookeeperError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent, ZnodeStat
 from kazoo.retry import KazooRetry
@@ -148,8 +156,9 @@ class SimTransaction:
 class FakeKazooClient:
     """The subset of kazoo.client.KazooClient production code uses, against a ZkModel."""
 
-    def __init__(self, model: ZkModel, name: str, timeout: float = 10.0,
-                 command_retry: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, model: ZkModel, name: str, timeout: float = 10.0, command_retry: dict[str, Any] | None = None
+    ) -> None:
         if name in model._clients:
             raise ValueError(f"client {name!r} exists")
         model._clients[name] = self  # registered clients are the ones watch events reach
@@ -272,8 +281,9 @@ class FakeKazooClient:
         return out
 
     # ---- requests -------------------------------------------------------------------------------
-    def _request(self, op: str, path: str, apply: Callable[[_Session], T],
-                 arm: Callable[[], None] = lambda: None) -> SimAsync[T]:
+    def _request(
+        self, op: str, path: str, apply: Callable[[_Session], T], arm: Callable[[], None] = lambda: None
+    ) -> SimAsync[T]:
         """One request: counted, maybe faulted, applied now (connected) or queued (SUSPENDED)."""
         m = self._model
         m.calls.append(Call(self.name, op, path))
@@ -319,10 +329,12 @@ class FakeKazooClient:
         def arm() -> None:
             if fn is not None:
                 table.setdefault(path, {})[fn] = None
+
         return arm
 
-    def create_async(self, path: str, value: bytes = b"", ephemeral: bool = False,
-                     makepath: bool = False, acl: object = None) -> SimAsync[str]:
+    def create_async(
+        self, path: str, value: bytes = b"", ephemeral: bool = False, makepath: bool = False, acl: object = None
+    ) -> SimAsync[str]:
         if not isinstance(value, bytes):
             raise TypeError("Invalid type for 'value' (must be a byte string)")
         m, out = self._model, SimAsync[str](done=False)
@@ -334,17 +346,19 @@ class FakeKazooClient:
         def created(r: SimAsync[str]) -> None:  # kazoo: on NoNode with makepath, ensure the parent, retry
             if makepath and isinstance(r.exception, NoNodeError):
                 self.ensure_path_async(_parent(path)).rawlink(
-                    lambda p: attempt() if p.exception is None else out.set_exception(p.exception))
+                    lambda p: attempt() if p.exception is None else out.set_exception(p.exception)
+                )
             elif r.exception is not None:
                 out.set_exception(r.exception)
             else:
                 out.set(r.value)
+
         attempt()
         return out
 
     def ensure_path_async(self, path: str, acl: object = None) -> SimAsync[bool | str]:
         """kazoo's algorithm: exists, else ensure the parent and create; True if it was there already."""
-        out = SimAsync[Union[bool, str]](done=False)
+        out = SimAsync[bool | str](done=False)
 
         def checked(r: SimAsync[ZnodeStat | None]) -> None:
             if r.exception is not None:
@@ -365,6 +379,7 @@ class FakeKazooClient:
                 out.set(True if r.exception else r.value)
             else:
                 out.set_exception(r.exception)
+
         self.exists_async(path).rawlink(checked)
         return out
 
@@ -373,12 +388,15 @@ class FakeKazooClient:
 
     def exists_async(self, path: str, watch: Watcher | None = None) -> SimAsync[ZnodeStat | None]:
         # on a missing node the watch is a creation watch
-        return self._request("exists", path, lambda s: self._model._exists(path),
-                             self._arm(self._data_w, path, watch))
+        return self._request("exists", path, lambda s: self._model._exists(path), self._arm(self._data_w, path, watch))
 
     def get_children_async(self, path: str, watch: Watcher | None = None) -> SimAsync[list[str]]:
-        return self._request("get_children", path, lambda s: list(self._model._node(path).children),
-                             self._arm(self._child_w, path, watch))
+        return self._request(
+            "get_children",
+            path,
+            lambda s: list(self._model._node(path).children),
+            self._arm(self._child_w, path, watch),
+        )
 
     def set_async(self, path: str, value: bytes, version: int = -1) -> SimAsync[ZnodeStat]:
         if not isinstance(value, bytes):
@@ -417,5 +435,16 @@ class FakeKazooClient:
         return self.delete_async(path, version).get()
 
 
-from zkconsumer.testing.zkmodel import (Call, Fault, FaultKind, Listener, SimBlocked, SimError,  # noqa: E402
-                                        Watcher, ZkModel, _Op, _parent, _Session)  # late: zkmodel imports us
+from zkconsumer.testing.zkmodel import (  # noqa: E402
+    Call,
+    Fault,
+    FaultKind,
+    Listener,
+    SimBlocked,
+    SimError,
+    Watcher,  # late: zkmodel imports us
+    ZkModel,
+    _Op,
+    _parent,
+    _Session,
+)

@@ -1,14 +1,25 @@
 """Deterministic in-memory ZooKeeper ensemble: znodes, sessions, a logical clock and faults, for the sim tier."""
+
 from __future__ import annotations
 
 import enum
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, NamedTuple, TypeVar, Union
+from typing import Any, NamedTuple, TypeVar
 
-from kazoo.exceptions import (BadArgumentsError, BadVersionError, NoChildrenForEphemeralsError, NodeExistsError,
-                              NoNodeError, NotEmptyError, RolledBackError, RuntimeInconsistency, ZookeeperError)
+from kazoo.exceptions import (
+    BadArgumentsError,
+    BadVersionError,
+    NoChildrenForEphemeralsError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    RolledBackError,
+    RuntimeInconsistency,
+    ZookeeperError,
+)
 from kazoo.protocol.states import EventType, KeeperState, WatchedEvent, ZnodeStat
 
 log = logging.getLogger(__name__)
@@ -26,22 +37,22 @@ class SimBlocked(SimError):
 
 
 class FaultKind(enum.Enum):
-    FAIL_BEFORE = "fail_before"      # ConnectionLoss; the op never reached the server
-    FAIL_AFTER = "fail_after"        # the op was applied, its reply lost: ConnectionLoss
+    FAIL_BEFORE = "fail_before"  # ConnectionLoss; the op never reached the server
+    FAIL_AFTER = "fail_after"  # the op was applied, its reply lost: ConnectionLoss
     EXPIRE_BEFORE = "expire_before"  # the session expires first (full LOST cycle); SessionExpiredError
-    SLOW = "slow"                    # delay_ms of logical time pass before the op is applied
+    SLOW = "slow"  # delay_ms of logical time pass before the op is applied
 
 
 @dataclass(frozen=True)
 class Fault:
     kind: FaultKind
     drop_link: bool = True  # FAIL_*: kazoo raises ConnectionLoss only when the socket died: stay SUSPENDED
-    delay_ms: int = 0       # SLOW only
+    delay_ms: int = 0  # SLOW only
 
 
 FAIL_BEFORE, FAIL_AFTER = Fault(FaultKind.FAIL_BEFORE), Fault(FaultKind.FAIL_AFTER)
 EXPIRE_BEFORE = Fault(FaultKind.EXPIRE_BEFORE)
-FaultHook = Callable[["FakeKazooClient", str, str], Union[Fault, FaultKind, None]]
+FaultHook = Callable[["FakeKazooClient", str, str], Fault | FaultKind | None]
 
 
 def slow(ms: int) -> Fault:
@@ -81,8 +92,19 @@ class _Node:
     children: dict[str, None] = field(default_factory=dict)  # a dict keeps child order deterministic
 
     def stat(self) -> ZnodeStat:
-        return ZnodeStat(self.czxid, self.mzxid, self.ctime, self.mtime, self.version, self.cversion, 0,
-                         self.owner, len(self.data), len(self.children), self.pzxid)
+        return ZnodeStat(
+            self.czxid,
+            self.mzxid,
+            self.ctime,
+            self.mtime,
+            self.version,
+            self.cversion,
+            0,
+            self.owner,
+            len(self.data),
+            len(self.children),
+            self.pzxid,
+        )
 
 
 @dataclass
@@ -118,9 +140,15 @@ def _parent(path: str) -> str:
 class ZkModel:
     """One ZooKeeper ensemble: znodes, sessions, a logical clock (ms) and one ordered queue of callbacks."""
 
-    def __init__(self, *, tick_ms: int = 2000, min_session_timeout_ms: int | None = None,
-                 max_session_timeout_ms: int | None = None, round_expiry_to_tick: bool = True,
-                 queue_while_suspended: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        tick_ms: int = 2000,
+        min_session_timeout_ms: int | None = None,
+        max_session_timeout_ms: int | None = None,
+        round_expiry_to_tick: bool = True,
+        queue_while_suspended: bool = True,
+    ) -> None:
         self.tick_ms, self.round_expiry_to_tick = tick_ms, round_expiry_to_tick
         # kazoo queues a request made while SUSPENDED and sends it on reconnect; False fails it at once
         self.queue_while_suspended = queue_while_suspended
@@ -146,8 +174,7 @@ class ZkModel:
     def last_zxid(self) -> int:
         return self._zxid
 
-    def client(self, name: str, timeout: float = 10.0, command_retry: dict[str, Any] | None = None
-               ) -> FakeKazooClient:
+    def client(self, name: str, timeout: float = 10.0, command_retry: dict[str, Any] | None = None) -> FakeKazooClient:
         return FakeKazooClient(self, name, timeout, command_retry)
 
     def set_fault_hook(self, fn: FaultHook | None) -> None:
@@ -290,8 +317,9 @@ class ZkModel:
         mine = sorted((p for p, n in self._nodes.items() if n.owner == s.id), reverse=True)
         self._write(lambda zxid: [self._remove(p, zxid) for p in mine])  # closeSession is one txn
 
-    def _enqueue(self, c: FakeKazooClient, fn: Callable[..., object], args: tuple[Any, ...],
-                 listener: bool = False) -> None:
+    def _enqueue(
+        self, c: FakeKazooClient, fn: Callable[..., object], args: tuple[Any, ...], listener: bool = False
+    ) -> None:
         if not c._crashed:
             self._queue.append(_Item(c, fn, args, listener))
 
@@ -402,13 +430,15 @@ class ZkModel:
                     self._rollback()
                     # ZooKeeper answers OK for the ops before the culprit (kazoo: RolledBackError) and
                     # RUNTIMEINCONSISTENCY for those after it (kazoo: RuntimeInconsistency)
-                    return ([RolledBackError() for _ in ops[:i]] + [exc]
-                            + [RuntimeInconsistency() for _ in ops[i + 1:]])
+                    return [RolledBackError() for _ in ops[:i]] + [exc] + [RuntimeInconsistency() for _ in ops[i + 1 :]]
             return results
+
         return self._write(run)
 
 
 # Late, re-exported: zkfake (the kazoo-compatible client side) imports this module's names in turn.
 from zkconsumer.testing.zkfake import FakeKazooClient as FakeKazooClient  # noqa: E402
-from zkconsumer.testing.zkfake import SimAsync as SimAsync, SimHandler as SimHandler  # noqa: E402
-from zkconsumer.testing.zkfake import SimTransaction as SimTransaction, _SimLock as _SimLock  # noqa: E402
+from zkconsumer.testing.zkfake import SimAsync as SimAsync  # noqa: E402
+from zkconsumer.testing.zkfake import SimHandler as SimHandler  # noqa: E402
+from zkconsumer.testing.zkfake import SimTransaction as SimTransaction  # noqa: E402
+from zkconsumer.testing.zkfake import _SimLock as _SimLock  # noqa: E402
