@@ -182,19 +182,25 @@ class Rebalancer:
         incremental = self.config.rebalance_incremental
         steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
         self._claimed.update(steps.claim)  # the watchdog checks them too, while a node of ours holds one
+        early: dict[TopicPartition, str] = {}
+        others = {k: t for k, t in steps.claim.items() if k not in steps.release}  # not moving between our threads
+        if incremental and steps.release and others:
+            # What nobody holds is taken before our own hand-over (its commit, linger and deletes take
+            # a while): a partition a leaver let go is not left unowned meanwhile. These claims are
+            # disjoint from our releases, and a partial claim never waits, so the order is free here.
+            early = self._claim(others, partial=True)
+            if early:
+                self._start(early, sessions_lost)
         self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
         self._finish_releases()
         if self._stopping.is_set():
             return Outcome(done=True)
-        try:
-            # 9 claim: all or nothing as Scala does; incremental members take what is free at once
-            # and wait only for the partitions others still hold.
-            blocked = self.group.claim(steps.claim, partial=incremental)
-        except BaseException:
-            self.assignment.adopt_orphans(steps.claim)  # some nodes may exist: delete them next time
-            raise
-        held = set(blocked)
-        claimed = {k: t for k, t in steps.claim.items() if k not in held}
+        rest = {k: t for k, t in steps.claim.items() if k not in early}
+        # 9 claim: all or nothing as Scala does; incremental members take what is free at once
+        # and wait only for the partitions others still hold.
+        late = self._claim(rest, partial=incremental) if rest else {}
+        blocked = sorted(k for k in rest if k not in late)
+        claimed = {**early, **late}
         if blocked and not incremental:
             log.info(
                 "%s: %d partitions still owned by others (e.g. %s-%d); backing off",
@@ -203,8 +209,8 @@ class Rebalancer:
                 *blocked[0],
             )
             return Outcome(done=False, blocked=tuple(blocked))
-        if claimed or not blocked:
-            self._start(claimed, sessions_lost)
+        if late or not (blocked or early):
+            self._start(late, sessions_lost)
         if blocked:
             log.info(
                 "%s: claimed %d partitions; %d still owned by others (e.g. %s-%d), waiting for them",
@@ -327,6 +333,15 @@ class Rebalancer:
             raise ZooKeeperUnavailable(
                 f"owner nodes of {partitions_text(left)} changed while being released; trying again"
             )
+
+    def _claim(self, owners: Mapping[TopicPartition, str], *, partial: bool) -> dict[TopicPartition, str]:
+        """Create our owner nodes; returns what we now hold (all or nothing unless `partial`)."""
+        try:
+            held = set(self.group.claim(owners, partial=partial))
+        except BaseException:
+            self.assignment.adopt_orphans(owners)  # some nodes may exist: delete them next time
+            raise
+        return {k: t for k, t in owners.items() if k not in held}
 
     def _start(self, claim: Mapping[TopicPartition, str], sessions_lost: int) -> None:
         """Read offsets (only now: the old owner committed before it released), start fetching, install.

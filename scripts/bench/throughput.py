@@ -7,6 +7,10 @@ our clocks start at the reader's first message, so connection set-up is not coun
   (a) raw        confluent_kafka.Consumer with our fetcher's librdkafka settings ("tuned raw"),
                  assign() + consume(10000) loop, touching every value
   (a0) default   the same loop with librdkafka's default settings (what a user writes first)
+  (a2) handed    the tuned loop split over two threads: one calls consume(10000) and hands each batch
+                 over a bounded queue, the other runs the loop body. This is the shape the legacy API
+                 imposes (fetching in the background, streams read by the application's threads),
+                 with none of zkconsumer's code: the bound for (b) and (d) under one GIL
   (b) iterator   ConsumerConnector, one stream, `for msg in stream` touching msg.value()
   (c) streams    ConsumerConnector, N streams drained by N threads
   (d) batches    ConsumerConnector, one stream, `for batch in stream.batches()`
@@ -16,6 +20,7 @@ our clocks start at the reader's first message, so connection set-up is not coun
   (f) pykafka    BalancedConsumer, if pykafka is installed (else skipped, with a message)
 The last line is machine-readable:
 ratio=<b/a> batch_ratio=<d/a> scala_ratio=<d/e> iterator_scala_ratio=<b/e> default_ratio=<a0/a>
+handed_ratio=<a2/a> batch_handed_ratio=<d/a2> iterator_handed_ratio=<b/a2>
 raw_msgs_per_s=<a> ... loadavg=<1-minute load when the run ended>
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import threading
 import time
 import uuid
@@ -66,6 +72,49 @@ def raw(bootstrap: str, topic: str, count: int) -> float:
         bootstrap_servers=bootstrap, group_id=f"bench-raw-{uuid.uuid4().hex[:6]}", client_id="bench-raw"
     )
     return consume_loop(settings.consumer_config(), topic, count)
+
+
+def raw_handed(bootstrap: str, topic: str, count: int) -> float:
+    """The tuned loop with consume() in a thread of its own, batches handed over a queue of 4."""
+    settings = FetchSettings(
+        bootstrap_servers=bootstrap, group_id=f"bench-handed-{uuid.uuid4().hex[:6]}", client_id="bench-handed"
+    )
+    consumer = Consumer(settings.consumer_config())
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    batches: queue.Queue[list | None] = queue.Queue(4)
+    stop = threading.Event()
+
+    def fetch() -> None:
+        try:
+            while not stop.is_set():
+                batch = consumer.consume(10000, 0.1)
+                if batch:
+                    batches.put(batch)
+        finally:
+            batches.put(None)
+
+    fetcher = threading.Thread(target=fetch, name="bench-handed-fetch", daemon=True)
+    fetcher.start()
+    seen = nbytes = 0
+    began = None
+    while seen < count:
+        batch = batches.get(timeout=60)
+        if batch is None:
+            raise RuntimeError("the fetch thread ended early")
+        for m in batch:
+            if m.error() is None:
+                if began is None:
+                    began = time.perf_counter()
+                seen += 1
+                nbytes += len(m.value())
+    elapsed = time.perf_counter() - began  # type: ignore[operator]
+    stop.set()
+    while fetcher.is_alive():  # drain so a blocked put() sees the stop
+        if batches.get(timeout=5) is None:
+            break
+    fetcher.join(10)
+    consumer.close()
+    return count / elapsed
 
 
 def raw_default(bootstrap: str, topic: str, count: int) -> float:
@@ -218,6 +267,8 @@ def main() -> None:
         print(f"(a) tuned raw consume loop   : {a:12,.0f} msg/s", flush=True)
         a0 = raw_default(cluster.bootstrap_servers, topic, args.messages)
         print(f"(a0) default-settings loop   : {a0:12,.0f} msg/s  ({a0 / a:.2f} of tuned raw)", flush=True)
+        a2 = max(raw_handed(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
+        print(f"(a2) raw loop over 2 threads : {a2:12,.0f} msg/s  ({a2 / a:.2f} of tuned raw)", flush=True)
         b = max(iterator(zk, topic, args.messages) for _ in range(args.repeat))
         print(f"(b) one ConsumerIterator     : {b:12,.0f} msg/s  ({b / a:.2f} of tuned raw)", flush=True)
         c = many_streams(zk, topic, args.messages, args.streams)
@@ -236,7 +287,8 @@ def main() -> None:
             print(f"(f) pykafka BalancedConsumer : {f:12,.0f} msg/s  ({f / a:.2f} of tuned raw)", flush=True)
         print(
             f"ratio={b / a:.3f} batch_ratio={d / a:.3f} scala_ratio={d / e:.3f} iterator_scala_ratio={b / e:.3f} "
-            f"default_ratio={a0 / a:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
+            f"default_ratio={a0 / a:.3f} handed_ratio={a2 / a:.3f} batch_handed_ratio={d / a2:.3f} "
+            f"iterator_handed_ratio={b / a2:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
             f"streams_msgs_per_s={c:.0f} batch_msgs_per_s={d:.0f} scala_msgs_per_s={e:.0f} "
             f"loadavg={os.getloadavg()[0]:.2f}"
         )

@@ -26,7 +26,8 @@ def test_throughput_benchmark_smoke() -> None:
     last = last_line("throughput.py", "--messages", "20000", "--smoke", timeout=300)
     assert re.fullmatch(
         r"ratio=\d+\.\d+ batch_ratio=\d+\.\d+ scala_ratio=\d+\.\d+ iterator_scala_ratio=\d+\.\d+ "
-        r"default_ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
+        r"default_ratio=\d+\.\d+ handed_ratio=\d+\.\d+ batch_handed_ratio=\d+\.\d+ iterator_handed_ratio=\d+\.\d+ "
+        r"raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
         r"batch_msgs_per_s=\d+ scala_msgs_per_s=\d+ loadavg=\d+\.\d+",
         last,
     ), last
@@ -148,3 +149,9 @@ def test_matrix_script_smoke() -> None:
     assert good.stdout.strip().splitlines()[-1] == f"pairings=1 passed={passed} failed=0"
     bad = run("tests/unit/no_such_test_file.py")
     assert bad.returncode == 1 and bad.stdout.strip().splitlines()[-1] == "pairings=1 passed=0 failed=1", bad.stdout
+
+
+def test_zk_request_cost_smoke() -> None:
+    last = last_line("zk_request_cost.py", "--requests", "200", timeout=180)
+    kinds = ("create", "get", "exists_watch", "set", "get_sync", "children", "delete")
+    assert re.fullmatch(" ".join(rf"{k}_cpu_us=\d+\.\d" for k in kinds) + r" loadavg=\d+\.\d+", last), last

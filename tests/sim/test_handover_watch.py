@@ -9,7 +9,7 @@ from zkconsumer import zkdata
 from zkconsumer.group import GroupZk
 from zkconsumer.testing.sim_schedule import GROUP, TOPIC, Options, Schedule
 from zkconsumer.testing.simulation import owner_nodes
-from zkconsumer.testing.zkmodel import ZkModel
+from zkconsumer.testing.zkmodel import Fault, FaultKind, ZkModel
 
 
 def _owner(client, group: str, topic: str, partition: int) -> str:  # type: ignore[no-untyped-def]
@@ -162,3 +162,39 @@ def test_a_partial_claim_keeps_the_transactions_that_succeeded() -> None:
     blocked = group.claim(share, partial=True)
     assert ("t", 10) in blocked and len(blocked) < 4  # only the failed transaction's partitions
     assert group.not_ours(share) == blocked
+
+
+def test_an_incremental_member_claims_what_a_leaver_let_go_before_its_own_hand_over() -> None:
+    s = Schedule(0, Options(members=0, partitions=6))
+    m1, m2, m3 = s.add_member(), s.add_member(), s.add_member()
+    assert [len(m.thread_ids()) for m in (m1, m2, m3)] == [2, 1, 2]  # the seed's stream counts
+
+    def owners() -> dict[int, str]:
+        return {p: thread for p, (thread, _) in owner_nodes(s.model, GROUP, TOPIC).items()}
+
+    settled = dict(enumerate(["g_m1-0", "g_m1-0", "g_m1-1", "g_m2-0", "g_m3-0", "g_m3-1"]))
+    for _ in range(20):
+        s.model.advance(250)
+        s.model.deliver()
+        for m in (m1, m2, m3):
+            m.rebalance()
+        if owners() == settled:
+            break
+    assert owners() == settled
+    m1.leave()
+    s.model.deliver()
+    # Range over m2-0, m3-0, m3-1: m2-0 takes 0-1 (free: the leaver's) and hands 3 to m3-0. That
+    # hand-over fails at its delete; the leaver's partitions are m2's already.
+    handed = zkdata.owner_path(GROUP, TOPIC, 3)
+    lost = Fault(FaultKind.FAIL_BEFORE, drop_link=False)
+    s.model.set_fault_hook(lambda _client, op, path: lost if op == "delete" and path.endswith(handed) else None)
+    m2.rebalance()
+    assert {p: owners().get(p) for p in (0, 1, 3)} == {0: "g_m2-0", 1: "g_m2-0", 3: "g_m2-0"}
+    assert m2.fetcher.assigned() == {(TOPIC, 0), (TOPIC, 1), (TOPIC, 3)}
+    s.model.set_fault_hook(None)
+    for _ in range(20):
+        s.model.advance(250)
+        s.model.deliver()
+        for m in (m2, m3):
+            m.rebalance()
+    assert owners() == dict(enumerate(["g_m2-0", "g_m2-0", "g_m3-0", "g_m3-0", "g_m3-1", "g_m3-1"]))
