@@ -9,6 +9,9 @@ A page that contains a marker line gets it replaced at build time:
 
 A property missing from the table (or a table row naming no property), and a literal default
 that differs from what ConsumerConfig really uses, fail the build.
+
+Text between <!-- github-only --> and <!-- /github-only --> is for readers of the unbuilt
+Markdown (on GitHub, say) and is dropped from the built site.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
+GITHUB_ONLY = re.compile(r"^<!-- github-only -->$.*?^<!-- /github-only -->$\n?", re.MULTILINE | re.DOTALL)
 PASSTHROUGH_ROW = "librdkafka.<name>"
 # Defaults written as prose in the table ("= session timeout", "(required)"): not compared.
 _PROSE_DEFAULT = re.compile(r"^(\(.*\)|=.*)$")
@@ -147,4 +151,4 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             raise PluginError(f"{page.file.src_path}: unknown generated block {name!r}")
         return GENERATORS[name]()
 
-    return MARKER.sub(render, markdown)
+    return MARKER.sub(render, GITHUB_ONLY.sub("", markdown))
