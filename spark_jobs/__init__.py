@@ -6,7 +6,7 @@
           .option("zookeeper.connect", "zk:2181/kafka").option("group.id", "billing")
           .option("topics", "orders").load())
 
-See spark_jobs/README.md for the options, offset precedence and how to ship it to a cluster.
+See docs/spark.md for the options, offset precedence and how to ship it to a cluster.
 """
 
 from spark_jobs.source import ZkConsumerDataSource
