@@ -10,8 +10,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Message as KafkaMessage
 
 from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo
 from zkconsumer.consumer_proxy import ConsumerProxy
@@ -209,7 +211,10 @@ class Fetcher:
             return fn()
 
     def _run(self) -> None:
-        consume, batch, wake = self._raw.consume, self._batch_size, self._wake
+        # consume() returns Messages typed with Optional topic/partition/offset; _route reads those
+        # only after it has set error messages apart, so it takes them as chunks.Message.
+        consume = cast("Callable[[int, float], list[Message]]", self._raw.consume)
+        batch, wake = self._batch_size, self._wake
         try:
             while not self._stopping:
                 wake.clear()
@@ -389,12 +394,15 @@ class Fetcher:
             numbers = collections.Counter(p for _, p in self._ever_assigned)
             self._shared_partitions = frozenset(p for p, n in numbers.items() if n > 1)
 
-    def _on_message_error(self, m) -> None:  # type: ignore[no-untyped-def]
-        err: KafkaError = m.error()
+    def _on_message_error(self, m: KafkaMessage) -> None:
+        err = m.error()
+        assert err is not None  # split_runs made it a run of its own
         if err.fatal():
             raise KafkaException(err)
-        if err.code() == KafkaError._AUTO_OFFSET_RESET and m.topic() is not None:
-            self._reset_out_of_range((m.topic(), m.partition()), m.offset())
+        topic, partition = m.topic(), m.partition()
+        if err.code() == KafkaError._AUTO_OFFSET_RESET and topic is not None:
+            if partition is not None:  # None: no partition of ours, which _reset_out_of_range ignores
+                self._reset_out_of_range((topic, partition), m.offset())
         elif err.code() != KafkaError._PARTITION_EOF:
             where = f"{m.topic()}-{m.partition()}: " if m.topic() is not None else ""
             self._warn(err.code(), "%s: %s%s", self.name, where, err)
