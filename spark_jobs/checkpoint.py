@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_jobs.offsets import Key, decode_offsets
 from spark_jobs.reconcile import canonical, own_entry
+
+if TYPE_CHECKING:
+    from pyarrow.fs import FileSystem
 
 COMMITS, OFFSETS = "commits", "offsets"
 OFFSET_LOG_VERSION = "v1"  # Spark 3.x and 4.x write this one: a header line, metadata, one line per source
@@ -47,10 +50,10 @@ class CheckpointLog:
 
     def __init__(self, location: str) -> None:
         self.location = location
-        self._fs: Any = None
+        self._fs: FileSystem | None = None
         self._root = ""
 
-    def _open(self) -> tuple[Any, str]:
+    def _open(self) -> tuple[FileSystem, str]:
         if self._fs is None:
             from pyarrow import fs
 

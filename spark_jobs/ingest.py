@@ -64,7 +64,8 @@ class HadoopFs:
             return None
         stream = self._fs.open(p)
         try:
-            return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+            text: str = self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")  # py4j: a Java String
+            return text
         finally:
             stream.close()
 
@@ -193,7 +194,8 @@ def take_lock(client: Any, group: str, topic: str) -> str | None:
         return None
     except NodeExistsError:
         try:
-            return client.get(path)[0].decode(errors="replace")
+            data: bytes = client.get(path)[0]
+            return data.decode(errors="replace")
         except Exception:  # noqa: BLE001 - it ended between the two requests: report it as it was
             return "a run that just ended"
 

@@ -6,8 +6,8 @@ import logging
 import time
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +24,12 @@ from pyspark.sql.types import (
 )
 
 from spark_jobs.offsets import DataLossError, Key, OffsetRange
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
+
+    from zkconsumer.chunks import Message
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +75,7 @@ def to_record_batch(msgs: list[Any], topic: str, partition: int) -> pa.RecordBat
     offsets = array("q", range(first, last + 1) if last - first + 1 == n else [m.offset() for m in msgs])
     ms = pa.array(stamps, pa.int64())
     if pc.min(ms).as_py() < 0:  # TIMESTAMP_NOT_AVAILABLE (-1) becomes null
-        ms = pc.if_else(pc.less(ms, 0), pa.scalar(None, pa.int64()), ms)
+        ms = pc.if_else(pc.less(ms, pa.scalar(0, pa.int64())), pa.scalar(None, pa.int64()), ms)
     if headers.count(None) == n:
         header_array = pa.nulls(n, _HEADERS_TYPE)
     else:
@@ -101,12 +107,14 @@ def read_range(
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer({**conf, "bootstrap.servers": part.bootstrap})
+    # Typed as consumed messages (offset() an int): offsets are read only once errors are set apart.
+    consume = cast("Callable[[int, float], list[Message]]", consumer.consume)
     try:
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         pos = part.start
         last_progress = time.monotonic()
         while pos < part.end:
-            msgs = consumer.consume(min(batch_size, part.end - pos), 1.0)
+            msgs = consume(min(batch_size, part.end - pos), 1.0)
             if msgs:
                 events = [m for m in msgs if m.error() is not None]
                 if events:
@@ -139,7 +147,7 @@ def read_range(
         consumer.close()
 
 
-def _handle_event(consumer: Any, part: OffsetRange, event: Any, pos: int, fail_on_data_loss: bool) -> int:
+def _handle_event(consumer: Consumer, part: OffsetRange, event: Any, pos: int, fail_on_data_loss: bool) -> int:
     """Returns the new position; >= part.end means the range is finished."""
     from confluent_kafka import KafkaException, TopicPartition
 
@@ -166,7 +174,9 @@ def _handle_event(consumer: Any, part: OffsetRange, event: Any, pos: int, fail_o
     return pos
 
 
-def _log_ends_before(consumer: Any, part: OffsetRange, pos: int, timeout_s: float, fail_on_data_loss: bool) -> bool:
+def _log_ends_before(
+    consumer: Consumer, part: OffsetRange, pos: int, timeout_s: float, fail_on_data_loss: bool
+) -> bool:
     """After a fruitless wait: True if the log now ends at or before `pos` (offsets of the range were
     truncated away: data loss, raised or skipped as failOnDataLoss says); False if the partition
     could not be asked or still holds offsets past `pos` (unavailable, not lost)."""
@@ -198,13 +208,13 @@ class LogOffsets:
         bootstrap: str,
         *,
         read_committed: bool,
-        client_config: Mapping[str, object] | None = None,
+        client_config: Mapping[str, str] | None = None,
         timeout_s: float = 30.0,
     ) -> None:
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap
-        self._admin = AdminClient({**(client_config or {}), "bootstrap.servers": bootstrap})
+        self._admin: AdminClient | None = AdminClient({**(client_config or {}), "bootstrap.servers": bootstrap})
         self._committed = read_committed
         self._timeout_s = timeout_s
 
@@ -223,6 +233,8 @@ class LogOffsets:
 
         spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
         level = IsolationLevel.READ_COMMITTED if self._committed else IsolationLevel.READ_UNCOMMITTED
+        if self._admin is None:
+            raise RuntimeError(f"LogOffsets({self.bootstrap}) is closed")
         futures = self._admin.list_offsets(
             {TopicPartition(t, p): spec for t, p in keys}, isolation_level=level, request_timeout=self._timeout_s
         )

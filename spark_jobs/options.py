@@ -164,7 +164,7 @@ class SourceOptions:
         conf.update(READER_FORCED)
         return conf
 
-    def client_security(self) -> dict[str, object]:
+    def client_security(self) -> dict[str, str]:
         """The librdkafka.* connection settings (TLS, SASL, ...) the driver's admin client needs too."""
         return {k: v for k, v in self.config.librdkafka_overrides.items() if k.startswith(_CONNECTION_SETTINGS)}
 

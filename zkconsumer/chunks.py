@@ -7,11 +7,27 @@ import operator
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
-
-from confluent_kafka import Message
+from typing import TYPE_CHECKING, Any
 
 from zkconsumer.errors import ConsumerError
+
+if TYPE_CHECKING:
+    import confluent_kafka
+
+    class Message(confluent_kafka.Message):
+        """confluent_kafka.Message as consumed: one that consume() returned without error().
+
+        Its stubs type topic(), partition() and offset() Optional, as a produced message or an
+        error may lack them; every message a consumer delivers has all three. A name for type
+        checkers only: at run time this is confluent_kafka.Message itself, at no cost.
+        """
+
+        def topic(self) -> str: ...
+        def partition(self) -> int: ...
+        def offset(self) -> int: ...
+
+else:
+    from confluent_kafka import Message
 
 __all__ = ["Chunk", "Message", "PartitionTopicInfo", "StreamQueue", "END"]
 
@@ -112,9 +128,12 @@ def live_position(data: list[Any], cursor: Any) -> int:
     pulled = len(data) - _remaining(cursor)
     if pulled == 0:
         return -1
+    last: Message  # data[-1] is the sentinel, never a message read here
     if pulled >= len(data):
-        return data[-2].offset() + 1
-    return data[pulled - 1].offset()
+        last = data[-2]
+        return last.offset() + 1
+    last = data[pulled - 1]
+    return last.offset()
 
 
 class Chunk:

@@ -77,7 +77,7 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from zkconsumer.compat import DEFAULT_VERSION, Compat
 from zkconsumer.errors import ZkConsumerError
@@ -87,6 +87,7 @@ from zkconsumer.zkdata import SECURITY_PROTOCOLS
 __all__ = ["ConfigError", "ConsumerConfig", "KNOWN_PROPERTIES", "LIBRDKAFKA_PREFIX", "merge", "parse_properties"]
 
 LIBRDKAFKA_PREFIX = "librdkafka."
+V = TypeVar("V")
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 DEFAULT_ZOOKEEPER_PORT = 2181
 _IGNORED = frozenset({"kafka.metrics.reporters", "kafka.metrics.polling.interval.secs"})
@@ -472,12 +473,12 @@ class ConsumerConfig:
         return f"ConsumerConfig({self.as_properties(redact=True)!r})"
 
 
-def merge(*layers: Mapping[str, object]) -> dict[str, object]:
+def merge(*layers: Mapping[str, V | None]) -> dict[str, V]:
     """Combine property layers (e.g. a file, then --consumer-property); later layers win.
 
     A None value means "not given here" and never hides an earlier layer's value.
     """
-    merged: dict[str, object] = {}
+    merged: dict[str, V] = {}
     for layer in layers:
         merged.update((key, value) for key, value in layer.items() if value is not None)
     return merged

@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from zkconsumer import __version__, zkdata, zkio
 from zkconsumer.assignment import Assignment
@@ -42,6 +43,9 @@ from zkconsumer.subscription import (
 from zkconsumer.watchdog import Watchdog
 from zkconsumer.worker import RebalanceWorker
 from zkconsumer.zk_auth import zookeeper_auth
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +274,7 @@ class ConsumerConnector:
         self.shutdown()
 
     # ---- wiring --------------------------------------------------------------------------------
-    def _connect_zookeeper(self):  # type: ignore[no-untyped-def]
+    def _connect_zookeeper(self) -> KazooClient:
         cfg = self.config
         try:
             return zkio.connect(

@@ -285,11 +285,12 @@ class ConsumerIterator(Iterator[Message]):
                 return None
             item = self._queue.take(self._timeout)
             if item is None:
+                # operator: take() gives None only when it was given a timeout, so _timeout is a number.
                 raise ConsumerTimeout(f"no message within {self._timeout * 1000:.0f} ms")  # type: ignore[operator]
             if item is END:
                 self._ended = True
                 return None
-            chunk: Chunk = item  # type: ignore[assignment]
+            chunk: Chunk = item  # type: ignore[assignment]  # the queue holds Chunks and END only
             if chunk.info.active and chunk.messages:
                 return chunk.info, chunk.messages
 

@@ -10,8 +10,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, TypeVar, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Message as KafkaMessage
 
 from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo
 from zkconsumer.consumer_proxy import ConsumerProxy
@@ -27,6 +29,7 @@ __all__ = ["ConsumerProxy", "FetchSettings", "Fetcher"]
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
+T = TypeVar("T")
 
 _POLL_TIMEOUT = 0.1  # consume() wait: bounds how late a command or close() is noticed
 _HELD_POLL_TIMEOUT = 0.01  # while some partitions wait for queue space, notice that space soon
@@ -67,7 +70,7 @@ class Fetcher:
         self._raw: Consumer = None  # type: ignore[assignment]  # created by start()
         self._proxy = ConsumerProxy(self)
         self._thread: threading.Thread | None = None
-        self._commands: queue.SimpleQueue[tuple[Callable[[], object], Future[object]]] = queue.SimpleQueue()
+        self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._retry = False  # set by queue.on_space from application threads
         self._stopping = self._closed = False
@@ -138,13 +141,7 @@ class Fetcher:
         # On the fetcher thread, as every Consumer call: called from another thread while the
         # fetcher thread looped on consume(), it never returned (confluent-kafka 2.16.1).
         return self._call(
-            lambda: (
-                set()
-                if self._closed
-                else {  # type: ignore[return-value]
-                    (tp.topic, tp.partition) for tp in self._raw.assignment()
-                }
-            ),
+            lambda: set() if self._closed else {(tp.topic, tp.partition) for tp in self._raw.assignment()},
             required=False,
         )
 
@@ -165,9 +162,9 @@ class Fetcher:
                 return {}
             return {key: max(0, m[1] - info.fetched_offset) for key, (info, m) in marks.items() if m and m[1] >= 0}
 
-        return self._call(read, required=False)  # type: ignore[return-value]
+        return self._call(read, required=False)
 
-    def _call(self, fn: Callable[[], object], *, required: bool = True) -> object:
+    def _call(self, fn: Callable[[], T], *, required: bool = True) -> T:
         """Run `fn` on the fetcher thread and return its result. Once the thread is gone, `required`
         calls raise ConsumerError; the others (removals, reads, proxy calls) run right here."""
         thread = self._thread
@@ -176,7 +173,7 @@ class Fetcher:
         if thread is threading.current_thread():
             return fn()
         if thread.is_alive() and not self._stopping and self._failure is None:
-            fut: Future[object] = Future()
+            fut: Future[T] = Future()
             self._commands.put((fn, fut))
             self._wake.set()
             limit = self.deadline.remaining(_COMMAND_TIMEOUT)
@@ -209,7 +206,10 @@ class Fetcher:
             return fn()
 
     def _run(self) -> None:
-        consume, batch, wake = self._raw.consume, self._batch_size, self._wake
+        # consume() returns Messages typed with Optional topic/partition/offset; _route reads those
+        # only after it has set error messages apart, so it takes them as chunks.Message.
+        consume = cast("Callable[[int, float], list[Message]]", self._raw.consume)
+        batch, wake = self._batch_size, self._wake
         try:
             while not self._stopping:
                 wake.clear()
@@ -389,12 +389,15 @@ class Fetcher:
             numbers = collections.Counter(p for _, p in self._ever_assigned)
             self._shared_partitions = frozenset(p for p, n in numbers.items() if n > 1)
 
-    def _on_message_error(self, m) -> None:  # type: ignore[no-untyped-def]
-        err: KafkaError = m.error()
+    def _on_message_error(self, m: KafkaMessage) -> None:
+        err = m.error()
+        assert err is not None  # split_runs made it a run of its own
         if err.fatal():
             raise KafkaException(err)
-        if err.code() == KafkaError._AUTO_OFFSET_RESET and m.topic() is not None:
-            self._reset_out_of_range((m.topic(), m.partition()), m.offset())
+        topic, partition = m.topic(), m.partition()
+        if err.code() == KafkaError._AUTO_OFFSET_RESET and topic is not None:
+            if partition is not None:  # None: no partition of ours, which _reset_out_of_range ignores
+                self._reset_out_of_range((topic, partition), m.offset())
         elif err.code() != KafkaError._PARTITION_EOF:
             where = f"{m.topic()}-{m.partition()}: " if m.topic() is not None else ""
             self._warn(err.code(), "%s: %s%s", self.name, where, err)

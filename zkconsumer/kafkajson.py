@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from zkconsumer.errors import ZkConsumerError
 
@@ -81,7 +81,7 @@ def _parse_json_lenient(text: str) -> Any | None:
     return None
 
 
-def _is_int32(value: Any) -> bool:  # DecodeJson.DecodeInt is JsonNode.isInt; JSON true is no int
+def _is_int32(value: Any) -> TypeGuard[int]:  # DecodeJson.DecodeInt is JsonNode.isInt; JSON true is no int
     return type(value) is int and _INT32[0] <= value <= _INT32[1]
 
 
@@ -90,10 +90,11 @@ def _show(value: Any) -> str:
 
 
 def _int_field(doc: Mapping[str, Any], key: str, path: str) -> int:
-    if not _is_int32(doc.get(key)):
+    value = doc.get(key)
+    if not _is_int32(value):
         found = _show(doc[key]) if key in doc else "nothing"
         raise ZkDataError(path, f"field {key!r} must be a 32-bit JSON integer, got {found}")
-    return doc[key]
+    return value
 
 
 def _check_int(value: Any, what: str, bounds: tuple[int, int] = _INT32) -> int:

@@ -50,7 +50,7 @@ def poll_select(
     return readable, writable, []
 
 
-class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]
+class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is untyped: its class is Any
     """SequentialThreadingHandler whose select is poll_select."""
 
     name = "sequential_threading_poll_handler"

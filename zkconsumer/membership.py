@@ -145,7 +145,7 @@ class Membership:
     def session_timeout_s(self) -> float:
         """The shorter of the configured and the negotiated timeout (the server may lower ours
         to its maxSessionTimeout; a lease longer than the real session would be unsafe)."""
-        negotiated = getattr(self.group.client, "negotiated_session_timeout_ms", None)
+        negotiated: int | None = getattr(self.group.client, "negotiated_session_timeout_ms", None)  # zkio.connect
         if negotiated is None:
             if not self._warned_unknown_timeout:
                 self._warned_unknown_timeout = True

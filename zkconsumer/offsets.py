@@ -220,6 +220,7 @@ class OffsetStore:
         consumer = self._kafka_consumer()
         if consumer is None:
             raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
+        # attr-defined: kafka_consumer() gives the fetcher's ConsumerProxy, which forwards any Consumer method.
         found = consumer.committed([KafkaTP(t, p) for t, p in keys], timeout=self._timeout_s)  # type: ignore[attr-defined]
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else -1) for tp in found}
 
@@ -231,7 +232,7 @@ class OffsetStore:
         consumer = self._kafka_consumer()
         if consumer is None:
             raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
-        results = consumer.commit(  # type: ignore[attr-defined]
+        results = consumer.commit(  # type: ignore[attr-defined]  # a ConsumerProxy: see _read_kafka
             offsets=[KafkaTP(i.topic, i.partition, o) for i, o in infos], asynchronous=False
         )
         failed = [tp for tp in results or [] if tp.error is not None]

@@ -30,7 +30,7 @@ from zkconsumer.peers import IgnoredPeerReporter, evaluate_peers
 from zkconsumer.rebalance import Decision, by_topic, decide, partitions_text, plan, subscribed_topics
 from zkconsumer.stream import PartitionTopicInfo, StreamSet
 from zkconsumer.watchdog import find_problems, partitions_to_check
-from zkconsumer.zkdata import consumer_id_of_thread
+from zkconsumer.zkdata import BrokerInfo, consumer_id_of_thread
 from zkconsumer.zkio import Deadline
 
 log = logging.getLogger(__name__)
@@ -381,7 +381,7 @@ class Rebalancer:
                 "claiming again in the new session"
             )
 
-    def _ensure_fetcher(self, brokers: list) -> None:  # type: ignore[type-arg]
+    def _ensure_fetcher(self, brokers: list[BrokerInfo]) -> None:
         if self.fetcher is None:
             protocol, listener = self.config.broker_security_protocol, self.config.broker_listener
             bootstrap = bootstrap_servers(brokers, security_protocol=protocol, listener=listener)

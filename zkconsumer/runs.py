@@ -12,14 +12,16 @@ fetcher counts every topic it ever assigned: librdkafka returns no other message
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import Message
 
 _error, _partition, _topic = Message.error, Message.partition, Message.topic
 
+M = TypeVar("M", bound=Message)  # the runs hold the very messages passed in
 
-def split_runs(messages: Sequence[Message], shared_partitions: frozenset[int] = frozenset()) -> list[list[Message]]:
+
+def split_runs(messages: Sequence[M], shared_partitions: frozenset[int] = frozenset()) -> list[list[M]]:
     """Consecutive messages of one (topic, partition), in order; every error message is a run of its own.
 
     Concatenated, the runs are `messages`; two neighbouring runs of data messages never share a
@@ -32,7 +34,7 @@ def split_runs(messages: Sequence[Message], shared_partitions: frozenset[int] = 
     errors = list(map(_error, messages))
     if not any(errors):  # (not errors.count(None): KafkaError's == raises for None)
         return _data_runs(list(messages), shared_partitions)
-    runs: list[list[Message]] = []
+    runs: list[list[M]] = []
     start = 0
     for k, error in enumerate(errors):  # rare: only batches carrying an error take this loop
         if error is not None:
@@ -45,9 +47,9 @@ def split_runs(messages: Sequence[Message], shared_partitions: frozenset[int] = 
     return runs
 
 
-def _data_runs(messages: list[Message], shared_partitions: frozenset[int]) -> list[list[Message]]:
+def _data_runs(messages: list[M], shared_partitions: frozenset[int]) -> list[list[M]]:
     partitions = list(map(_partition, messages))
-    runs: list[list[Message]] = []
+    runs: list[list[M]] = []
     for i, j in spans(partitions):
         run = messages[i:j]
         if partitions[i] in shared_partitions:

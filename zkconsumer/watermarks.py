@@ -19,4 +19,4 @@ def watermarks(consumer: Consumer, key: Key, timeout_s: float) -> tuple[int, int
         marks = consumer.get_watermark_offsets(TopicPartition(*key), timeout=timeout_s)
     if marks is None:
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"watermarks of {key[0]}-{key[1]}"))
-    return marks  # type: ignore[no-any-return]
+    return marks

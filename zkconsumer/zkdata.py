@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from zkconsumer.kafkajson import (
     _INT32,
     _INT64,
-    ZkDataError,
     _check_int,
     _int_field,
     _is_int32,
@@ -20,6 +19,9 @@ from zkconsumer.kafkajson import (
     _show,
     _to_bytes,
     _utf8,
+)
+from zkconsumer.kafkajson import (
+    ZkDataError as ZkDataError,  # re-exported: the error of every codec here
 )
 
 CONSUMERS = "/consumers"
@@ -314,15 +316,17 @@ def decode_broker(broker_id: int, data: bytes, path: str) -> BrokerInfo:
     version, jmx_port = _int_field(doc, "version", path), _int_field(doc, "jmx_port", path)
     if version < 1:
         raise ZkDataError(path, f"unsupported broker registration version {version}")
-    host, port, endpoints, protocol_map = doc.get("host"), doc.get("port"), (), None
+    host, port, protocol_map = doc.get("host"), doc.get("port"), None
+    endpoints: Sequence[str] = ()
     if version == 1 and not isinstance(host, str):
         raise ZkDataError(path, f"field 'host' must be a string, got {_show(host)}")
     if version == 1:
         port = _int_field(doc, "port", path)
     else:
-        endpoints = doc.get("endpoints")
-        if not isinstance(endpoints, list) or not all(isinstance(item, str) for item in endpoints):
+        listed = doc.get("endpoints")
+        if not isinstance(listed, list) or not all(isinstance(item, str) for item in listed):
             raise ZkDataError(path, "field 'endpoints' must be an array of strings")
+        endpoints = listed
         protocol_map = doc.get("listener_security_protocol_map", protocol_map)
         if "listener_security_protocol_map" in doc and not (
             isinstance(protocol_map, dict) and all(isinstance(v, str) for v in protocol_map.values())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kazoo.exceptions import AuthFailedError, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
@@ -17,6 +17,9 @@ from kazoo.protocol.states import KeeperState, WatchedEvent, ZnodeStat
 
 from zkconsumer.errors import ZooKeeperAccessDenied, ZooKeeperUnavailable
 from zkconsumer.zk_auth import ZkAuth
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 T = TypeVar("T")
 Watch = Callable[[WatchedEvent], object]
@@ -79,26 +82,26 @@ class ZkIO:
             "its parent does not allow it; check the credentials and zookeeper.set.acl)"
         )
 
+    # kazoo is untyped: each answer is annotated with what its request returns.
     def get(self, path: str, watch: Watch | None = None) -> tuple[bytes, ZnodeStat]:
-        return self.wait(self.client.get_async(path, watch=watch), f"get {path}")  # type: ignore[no-any-return]
+        answer: tuple[bytes, ZnodeStat] = self.wait(self.client.get_async(path, watch=watch), f"get {path}")
+        return answer
 
     def exists(self, path: str, watch: Watch | None = None) -> ZnodeStat | None:
-        return self.wait(self.client.exists_async(path, watch=watch), f"exists {path}")  # type: ignore[no-any-return]
+        stat: ZnodeStat | None = self.wait(self.client.exists_async(path, watch=watch), f"exists {path}")
+        return stat
 
     def children(self, path: str, watch: Watch | None = None) -> list[str]:
-        return self.wait(
-            self.client.get_children_async(path, watch=watch),  # type: ignore[no-any-return]
-            f"get_children {path}",
-        )
+        names: list[str] = self.wait(self.client.get_children_async(path, watch=watch), f"get_children {path}")
+        return names
 
     def create(self, path: str, data: bytes, *, ephemeral: bool = False) -> str:
-        return self.wait(
-            self.client.create_async(path, data, ephemeral=ephemeral),  # type: ignore[no-any-return]
-            f"create {path}",
-        )
+        created: str = self.wait(self.client.create_async(path, data, ephemeral=ephemeral), f"create {path}")
+        return created
 
     def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
-        return self.wait(self.client.set_async(path, data, version=version), f"set {path}")  # type: ignore[no-any-return]
+        stat: ZnodeStat = self.wait(self.client.set_async(path, data, version=version), f"set {path}")
+        return stat
 
     def delete(self, path: str, version: int = -1) -> None:
         self.wait(self.client.delete_async(path, version=version), f"delete {path}")
@@ -111,7 +114,8 @@ class ZkIO:
         chroot = getattr(self.client, "chroot", "") or ""
         paths = [getattr(op, "path", "?") for op in getattr(txn, "operations", [])]
         paths = [p[len(chroot) :] if chroot and p.startswith(chroot + "/") else p for p in paths]  # as elsewhere
-        return self.wait(txn.commit_async(), what, paths)  # type: ignore[no-any-return]
+        results: list[Any] = self.wait(txn.commit_async(), what, paths)  # per operation: its answer or error
+        return results
 
     def many(self, calls: Iterable[tuple[T, Any]], what: str) -> dict[T, Any]:
         """Wait for several requests sent at once: key -> result, or None for a node that does not
@@ -129,7 +133,7 @@ class ZkIO:
 _NO_AUTH = ZkAuth()  # frozen: one shared default
 
 
-def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, auth: ZkAuth = _NO_AUTH) -> Any:
+def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, auth: ZkAuth = _NO_AUTH) -> KazooClient:
     """A started KazooClient that keeps reconnecting, and records the session timeout the server
     granted as `negotiated_session_timeout_ms` (None until known).
 

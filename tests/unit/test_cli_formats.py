@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
+import sys
+import warnings
 
 import pytest
 
@@ -180,3 +183,19 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
     with common.progress(100, "x") as bar:
         assert type(bar).__name__ == "_RichProgress"
         bar.advance(100)
+
+
+def test_consume_writes_records_as_bytes_to_stdout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # click 8.5 deprecated get_binary_stream (gone in 9.0), which the writer used to call.
+    from zkconsumer.cli.consume import _writer
+
+    buffer = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(buffer))
+    msg = Message(topic="t", partition=0, offset=4, value=b"v\xff")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        _writer(False, PrintOptions(print_offset=True))(msg)
+        _writer(True, PrintOptions())(msg)
+    first, second = buffer.getvalue().split(b"\n", 1)
+    assert first == b"Offset:4\tv\xff"
+    assert json.loads(second)["value_base64"] == "dv8="

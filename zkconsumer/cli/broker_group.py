@@ -54,7 +54,8 @@ class BrokerGroup:
         }
         self._admin = AdminClient(config)
 
-    def _result(self, futures: Mapping[str, concurrent.futures.Future], what: str) -> Any:
+    # AdminClient's futures are untyped (Dict[str, Future] in confluent-kafka's own annotations).
+    def _result(self, futures: Mapping[str, concurrent.futures.Future[Any]], what: str) -> Any:
         from confluent_kafka import KafkaException
 
         try:

@@ -6,6 +6,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
 
@@ -14,6 +15,9 @@ from zkconsumer.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_
 from zkconsumer.properties import parse_properties
 from zkconsumer.zkdata import SECURITY_PROTOCOLS, ZkDataError
 from zkconsumer.zkio import run_bounded
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer
 
 TopicPartition = tuple[str, int]
 LIBRDKAFKA_LOG = logging.getLogger("zkconsumer.cli.librdkafka")  # swallowed: the tools report errors themselves
@@ -99,7 +103,7 @@ class Watermarks:
         # Partitions of the last offsets() call the brokers failed to answer for (not: do not have).
         self.unanswered: dict[TopicPartition, str] = {}
         self._topic_errors: dict[str, str] = {}
-        self._consumer = None
+        self._consumer: Consumer | None = None
         self._existing: dict[str, set[int]] | None = None
 
     def __enter__(self) -> Watermarks:
@@ -129,6 +133,12 @@ class Watermarks:
     def available(self) -> bool:
         return self._consumer is not None and self.reason is None
 
+    @property
+    def _open(self) -> Consumer:
+        """The consumer, where `available` was checked."""
+        assert self._consumer is not None
+        return self._consumer
+
     def _metadata(self, topics: Iterable[str]) -> dict[str, set[int]]:
         """topic -> partitions the brokers know (topics they do not know map to nothing)."""
         from confluent_kafka import KafkaException
@@ -137,7 +147,7 @@ class Watermarks:
         if not self.available:
             return existing
         try:
-            meta = self._consumer.list_topics(timeout=min(self.timeout, 5.0))  # type: ignore[union-attr]
+            meta = self._open.list_topics(timeout=min(self.timeout, 5.0))
         except KafkaException as exc:
             self.reason = f"brokers at {self.bootstrap} unreachable ({exc.args[0].str() if exc.args else exc})"
             if not self.quiet:
@@ -165,7 +175,7 @@ class Watermarks:
             if partition not in existing.get(topic, ()):
                 continue
             try:
-                low, high = self._consumer.get_watermark_offsets(  # type: ignore[union-attr]
+                low, high = self._open.get_watermark_offsets(  # _metadata found partitions: available
                     KafkaTopicPartition(topic, partition), timeout=self.timeout, cached=False
                 )
             except KafkaException as exc:
@@ -185,7 +195,7 @@ class Watermarks:
             raise CliError(f"cannot look up offsets by time: {self.reason}")
         keys = sorted(set(keys))
         try:
-            found = self._consumer.offsets_for_times(  # type: ignore[union-attr]
+            found = self._open.offsets_for_times(
                 [KafkaTopicPartition(t, p, timestamp_ms) for t, p in keys], timeout=self.timeout
             )
         except KafkaException as exc:

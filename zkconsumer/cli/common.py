@@ -10,7 +10,7 @@ import logging
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import click
 from kazoo.client import KazooClient
@@ -23,6 +23,8 @@ from zkconsumer.zk_auth import JaasError, ZkAuth, zk_auth
 from zkconsumer.zkio import close_quietly
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 ENV_ZOOKEEPER = "ZKCONSUMER_ZOOKEEPER"
@@ -39,7 +41,8 @@ class CliError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = EXIT_PROBLEM) -> None:
         super().__init__(" ".join(message.split("\n")))  # one line, always
-        self.exit_code = exit_code
+        # click types exit_code a ClassVar, but reads it from the exception it catches: ours is per error.
+        self.exit_code = exit_code  # type: ignore[misc]
 
     def show(self, file: Any = None) -> None:
         click.echo(f"zkconsumer: error: {self.format_message()}", err=True)
@@ -74,11 +77,11 @@ def expected_error_message(exc: BaseException) -> str | None:
     return None
 
 
-def expected_errors(fn: F) -> F:
+def expected_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn failures an operator can cause into CliError (see expected_error_message)."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except CliError:
@@ -89,7 +92,7 @@ def expected_errors(fn: F) -> F:
                 raise
             raise CliError(message) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 # ---------------------------------------------------------------- options
@@ -112,19 +115,20 @@ def _check_digest(_ctx: click.Context, _param: click.Parameter, value: str | Non
     return value
 
 
-def zk_options(fn: F) -> F:
-    """--zookeeper, --zk-digest, --zk-jaas and --zk-timeout, with their environment variables."""
-    wrapped = fn
+def zk_options(fn: Callable[..., R]) -> Callable[..., R]:
+    """--zookeeper, --zk-digest, --zk-jaas and --zk-timeout, with their environment variables.
 
-    @functools.wraps(wrapped)
-    def command(*args: Any, zk_jaas: str | None, **kwargs: Any) -> Any:
+    The command gets all but --zk-jaas, which zk_session reads: it takes one parameter fewer."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, zk_jaas: str | None, **kwargs: Any) -> R:
         token = _JAAS_FILE.set(zk_jaas)
         try:
-            return wrapped(*args, **kwargs)
+            return fn(*args, **kwargs)
         finally:
             _JAAS_FILE.reset(token)
 
-    fn = click.option(
+    decorated = click.option(
         "--zk-jaas",
         envvar=ENV_JAAS,
         type=click.Path(exists=True, dir_okay=False),
@@ -132,22 +136,22 @@ def zk_options(fn: F) -> F:
         help=f"Log in to ZooKeeper with SASL as the JAAS file's Client section says, as a Scala "
         f"member does; nodes the command creates get the secured ACL (env {ENV_JAAS}).",
     )(command)
-    fn = click.option(
+    decorated = click.option(
         "--zk-timeout",
         type=click.FloatRange(min=0.1),
         default=10.0,
         show_default=True,
         metavar="SECONDS",
         help="Give up connecting to ZooKeeper after this long.",
-    )(fn)
-    fn = click.option(
+    )(decorated)
+    decorated = click.option(
         "--zk-digest",
         envvar=ENV_DIGEST,
         callback=_check_digest,
         metavar="USER:PASSWORD",
         help=f"ZooKeeper digest authentication (env {ENV_DIGEST}).",
-    )(fn)
-    fn = click.option(
+    )(decorated)
+    decorated = click.option(
         "--zookeeper",
         "zookeeper",
         envvar=ENV_ZOOKEEPER,
@@ -155,8 +159,8 @@ def zk_options(fn: F) -> F:
         callback=_check_connect,
         metavar="HOST:PORT[/CHROOT]",
         help=f"ZooKeeper connect string, as zookeeper.connect (env {ENV_ZOOKEEPER}).",
-    )(fn)
-    return fn
+    )(decorated)
+    return decorated
 
 
 def json_option(fn: F) -> F:
@@ -249,7 +253,8 @@ def require_group(client: KazooClient, group: str, zookeeper: str) -> None:
 def children(client: KazooClient, path: str) -> list[str]:
     """Children of a node that may not exist (then none)."""
     try:
-        return client.get_children(path)
+        names: list[str] = client.get_children(path)
+        return names
     except NoNodeError:
         return []
 

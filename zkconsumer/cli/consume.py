@@ -64,7 +64,7 @@ def _properties(config_file: str | None, consumer_properties: tuple[str, ...]) -
         extra = dict(parse_key_value(p, "--consumer-property") for p in consumer_properties)
     except InputError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    return dict(merge(props, extra))  # type: ignore[arg-type]
+    return merge(props, extra)
 
 
 def _has_offsets(client: KazooClient, group: str) -> bool:
@@ -244,7 +244,7 @@ def _config(props: dict[str, object]) -> ConsumerConfig:
 
 
 def _writer(as_json: bool, printing: PrintOptions) -> Callable[[Any], None]:
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer  # what click.get_binary_stream("stdout") returned (deprecated in click 8.5)
 
     def write(msg: Any) -> None:
         out.write((message_json(msg) + "\n").encode("utf-8") if as_json else format_message(msg, printing))

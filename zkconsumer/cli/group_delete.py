@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError, RolledBackError, RuntimeInconsistency
 
 from zkconsumer import transactions, zkdata
 from zkconsumer.cli.common import CliError, children
+
+if TYPE_CHECKING:
+    from kazoo.security import ACL
 
 # A delete inside a multi besides its path: op header, length prefix and version (generous).
 DELETE_OVERHEAD = 64
@@ -37,7 +41,7 @@ class _Ids:
     path: str
     exists: bool
     data: bytes = b""
-    acl: tuple = ()
+    acl: tuple[ACL, ...] = ()
 
 
 def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str]:

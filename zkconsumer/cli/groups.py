@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 from kazoo.client import KazooClient
@@ -26,6 +28,8 @@ from zkconsumer.cli.common import (
 from zkconsumer.cli.group_delete import delete_fenced
 from zkconsumer.cli.render import TextTable, show
 from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
+
+R = TypeVar("R")
 
 
 @click.group("groups")
@@ -73,32 +77,34 @@ def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_jso
     show(table)
 
 
-def bootstrap_option(fn):  # type: ignore[no-untyped-def]
+def bootstrap_option(fn: Callable[..., R]) -> Callable[..., R]:
     """--bootstrap-server, --command-config and --broker-listener, handed to the command as one
     `brokers` (a BrokerAccess)."""
 
     @functools.wraps(fn)
-    def command(*args, bootstrap_server, command_config, broker_listener, **kwargs):  # type: ignore[no-untyped-def]
+    def command(
+        *args: Any, bootstrap_server: str | None, command_config: str | None, broker_listener: str | None, **kwargs: Any
+    ) -> R:
         return fn(*args, brokers=BrokerAccess.from_options(bootstrap_server, command_config, broker_listener), **kwargs)
 
-    command = click.option(
+    decorated = click.option(
         "--broker-listener",
         metavar="NAME",
         help="Reach brokers through this listener of theirs (default: the first endpoint "
         "speaking the --command-config security.protocol, PLAINTEXT).",
     )(command)
-    command = click.option(
+    decorated = click.option(
         "--command-config",
         type=click.Path(exists=True, dir_okay=False),
         metavar="FILE",
         help="librdkafka settings for the broker connections (security.protocol, ssl.*, "
         "sasl.*), one name=value per line.",
-    )(command)
+    )(decorated)
     return click.option(
         "--bootstrap-server",
         metavar="HOST:PORT[,...]",
         help="Brokers for log offsets (default: their endpoints under /brokers/ids).",
-    )(command)
+    )(decorated)
 
 
 @groups.command("describe")

@@ -75,11 +75,11 @@ class KafkaCommits:
                 f"({_text(exc)}), so cannot tell whether its members would ignore a ZooKeeper-only "
                 f"write; {ZOOKEEPER_ONLY_HINT}"
             ) from None
-        refused = [tp for tp in found if tp.error is not None]
+        refused = [(tp, tp.error) for tp in found if tp.error is not None]
         if refused:  # TOPIC_AUTHORIZATION_FAILED and the like: "no Kafka offset" would be a guess
             raise CliError(
                 f"cannot read group {self.group}'s Kafka-committed offsets of "
-                + ", ".join(f"{tp.topic}-{tp.partition} ({tp.error.str()})" for tp in refused)
+                + ", ".join(f"{tp.topic}-{tp.partition} ({error.str()})" for tp, error in refused)
                 + f" from {self.bootstrap}; {ZOOKEEPER_ONLY_HINT}"
             )
         return {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}

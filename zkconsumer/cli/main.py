@@ -26,7 +26,7 @@ def _setup_logging(verbose: int) -> None:
             root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("zkconsumer: %(levelname)s %(name)s: %(message)s"))
-    handler._zkconsumer_cli = True  # type: ignore[attr-defined]
+    handler._zkconsumer_cli = True  # type: ignore[attr-defined]  # our mark, found again by the loop above
     root.addHandler(handler)
     root.setLevel(level)
     # kazoo reports every refused connection attempt; the tools say it once, in one line.

@@ -6,6 +6,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterable
+from typing import IO
 
 import click
 from kazoo.client import KazooClient
@@ -241,7 +242,7 @@ def import_(
     zookeeper: str,
     zk_digest: str | None,
     zk_timeout: float,
-    input_file: click.utils.LazyFile,
+    input_file: IO[str],  # click.File("r") opens it at once: a plain text file
     as_json: bool,
     execute: bool,
     force: bool,
@@ -355,7 +356,7 @@ def _finish(
     *,
     with_group: bool,
     as_json: bool = False,
-    extra: dict | None = None,
+    extra: dict[str, object] | None = None,
     error: str | None = None,
 ) -> None:
     if as_json:
@@ -413,8 +414,9 @@ def _target(
         return Target("offset", to_offset), None
     if shift_by is not None:
         return Target("shift", shift_by), None
+    assert to_datetime is not None  # the one chosen
     try:
-        return Target("datetime"), parse_datetime(to_datetime)  # type: ignore[arg-type]
+        return Target("datetime"), parse_datetime(to_datetime)
     except InputError as exc:
         raise CliError(f"--to-datetime: {exc}", EXIT_USAGE) from None
 

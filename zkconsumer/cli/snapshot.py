@@ -238,10 +238,10 @@ def analyse(
                 )
         else:
             cid = row.consumer_id
-            member = members.get(cid) if cid else None
+            owning = members.get(cid) if cid else None
             if cid is None:
                 row.problems.append(Problem(BAD_OWNER, f"owner data {owner.thread_id!r} is not a thread id", *key))
-            elif member is None:
+            elif owning is None:
                 row.problems.append(
                     Problem(
                         ZOMBIE,
@@ -251,18 +251,18 @@ def analyse(
                     )
                 )
             else:
-                if member.registration is not None and owner.thread_id not in member.threads.get(topic, ()):
+                if owning.registration is not None and owner.thread_id not in owning.threads.get(topic, ()):
                     row.problems.append(
                         Problem(
                             NOT_SUBSCRIBED, f"owner {owner.thread_id} is not one of {cid}'s threads for {topic}", *key
                         )
                     )
-                if owner.session != member.session:
+                if owner.session != owning.session:
                     row.problems.append(
                         Problem(
                             FOREIGN_SESSION,
                             f"owner node of {owner.thread_id} is held by session 0x{owner.session:x}, "
-                            f"its member by 0x{member.session:x} (duplicate consumer id?)",
+                            f"its member by 0x{owning.session:x} (duplicate consumer id?)",
                             *key,
                         )
                     )

@@ -50,6 +50,12 @@ class PlannedWrite:
         return max(found) if found else None
 
     @property
+    def target(self) -> int:
+        """`new`, of a row that needs_write (or was written)."""
+        assert self.new is not None
+        return self.new
+
+    @property
     def needs_write(self) -> bool:
         if self.new is None or self.refused or self.failed:
             return False
@@ -167,7 +173,7 @@ def execute(
     with progress(len(todo), description) as bar:
         for index, row in enumerate(todo):
             try:
-                reason = write_offset_guarded(client, row.group, row.topic, row.partition, row.new)  # type: ignore[arg-type]
+                reason = write_offset_guarded(client, row.group, row.topic, row.partition, row.target)
             except Exception as exc:  # noqa: BLE001 - expected ones end the writes; bugs are raised
                 error = expected_error_message(exc)
                 if error is None:
@@ -185,7 +191,7 @@ def execute(
     # offsets that passed that check.
     for group, commits in sorted((kafka or {}).items()):
         rows = {(r.topic, r.partition): r for r in todo if r.group == group and r.written and r.to_kafka}
-        answers = commits.commit({key: row.new for key, row in rows.items()})  # type: ignore[misc]
+        answers = commits.commit({key: row.target for key, row in rows.items()})
         for key, refusal in answers.items():
             if refusal is not None:
                 rows[key].refused = (
