@@ -32,7 +32,7 @@ want="$(cat setup.cfg scripts/constraints.txt | sha256sum | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "installing zkconsumer and its dependencies into .venv (pyspark is large: first time takes minutes)..."
   "$PY" -m pip install -q --upgrade pip
-  "$PY" -m pip install -q -c scripts/constraints.txt -e ".[spark,spark-connect,dev,kerberos]"
+  "$PY" -m pip install -q -c scripts/constraints.txt -e ".[spark,spark-connect,dev,kerberos,docs]"
   echo "$want" > "$stamp"
 fi
 scripts/fetch-jars.sh
