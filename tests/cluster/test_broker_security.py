@@ -22,7 +22,7 @@ from zkconsumer.cli.main import cli as cli_main
 from zkconsumer.errors import ConsumerRebalanceFailed
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import LocalCluster
-from zkconsumer.testing.fixtures import running
+from zkconsumer.testing.pytest_plugin import running
 from zkconsumer.testing.secure import BrokerSecurity, make_ca
 
 pytestmark = pytest.mark.cluster

@@ -9,6 +9,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -489,6 +490,22 @@ class LocalCluster:
             time.sleep(0.25)
 
     # ---- topics ----------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:
+        from zkconsumer.testing.kafka import create_topic
+
+        create_topic(self.bootstrap_servers, name, partitions, replication_factor, timeout)
+
+
+@dataclass(frozen=True)
+class ExternalCluster:
+    """Addresses of a cluster somebody else runs: no process control."""
+
+    zookeeper_connect: str
+    bootstrap_servers: str
+
+    def zk_client(self, **kwargs: object):  # -> started KazooClient
+        return connect_zk(self.zookeeper_connect, **kwargs)
+
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:
         from zkconsumer.testing.kafka import create_topic
 
