@@ -3,7 +3,7 @@
     .venv/bin/python scripts/chaos.py --events 200 --members 16 --partitions 64 [--seed N] [--brokers 1|3] [--cpu-hog]
         [--kafka-version 1.1.1 --zookeeper-version 3.4.14]
 
-Members run as child processes (zkconsumer.testing.chaos_member), each talking to ZooKeeper
+Members run as child processes (harness.chaos_member), each talking to ZooKeeper
 through a proxy of its own, subscribed to chaos-main (--partitions) and chaos-aux (a few
 partitions: it gets the topic-level faults). A background producer writes numbered messages
 throughout. Events: joins (single and bursts), clean leaves, kill -9, ZooKeeper session expiry,
@@ -11,7 +11,7 @@ a stall longer than the session (SIGSTOP + SIGCONT), one member's ZooKeeper link
 session timeout, ZooKeeper restart, broker kill -9 + restart, partition increase, topic delete +
 re-create (also while a member is paused, with a burst into the new topic), a garbled peer
 registration. After each event the group must converge (owner nodes equal the assignor's answer
-for the live members). At the end every invariant of zkconsumer.testing.chaos is judged and a
+for the live members). At the end every invariant of harness.chaos is judged and a
 table printed; the LAST line is machine-readable:
 
     events=<n> produced=<n> lost=<n> overlaps=<n> duplicates=<n> max_unowned_s=<x> max_converge_s=<x>
@@ -35,12 +35,14 @@ from pathlib import Path
 
 from kazoo.exceptions import NoNodeError
 
-from zkconsumer.testing import chaos_scenarios as sc
-from zkconsumer.testing.chaos import Report
-from zkconsumer.testing.chaos_members import ProcessMember
-from zkconsumer.testing.chaos_scenarios import ChaosEnv, ChaosSettings
-from zkconsumer.testing.cluster import LocalCluster
-from zkconsumer.testing.versions import DEFAULT_KAFKA
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test harness: tests/harness
+
+from harness import chaos_scenarios as sc  # noqa: E402
+from harness.chaos import Report  # noqa: E402
+from harness.chaos_members import ProcessMember  # noqa: E402
+from harness.chaos_scenarios import ChaosEnv, ChaosSettings  # noqa: E402
+from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
+from zkconsumer.testing.versions import DEFAULT_KAFKA  # noqa: E402
 
 MAIN, AUX = "chaos-main", "chaos-aux"
 WEIGHTS = {

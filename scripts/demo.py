@@ -17,10 +17,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from zkconsumer import zkdata
-from zkconsumer.testing import kafka
-from zkconsumer.testing.cluster import LocalCluster
-from zkconsumer.testing.members import owner_table, wait_for_balanced
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test harness: tests/harness
+
+from harness import python_env  # noqa: E402
+from harness.members import owner_table, wait_for_balanced  # noqa: E402
+from zkconsumer import zkdata  # noqa: E402
+from zkconsumer.testing import kafka  # noqa: E402
+from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
 
 console = Console()
 GROUP = "demo-group"
@@ -49,7 +52,7 @@ def spawn(cluster: LocalCluster, workdir: Path, name: str) -> tuple[subprocess.P
         [
             sys.executable,
             "-m",
-            "zkconsumer.testing.member",
+            "harness.member",
             "--zookeeper",
             cluster.zookeeper_connect,
             "--group",
@@ -68,6 +71,7 @@ def spawn(cluster: LocalCluster, workdir: Path, name: str) -> tuple[subprocess.P
         stdout=subprocess.PIPE,
         stderr=open(workdir / f"{name}.log", "w"),
         text=True,
+        env=python_env(),  # the child finds the harness
     )
     info = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
     console.print(f"  started member [bold]{info['consumer_id']}[/] (pid {proc.pid})")

@@ -12,8 +12,11 @@ import argparse
 import logging
 import sys
 import time
+from pathlib import Path
 
-from zkconsumer.testing.sim_schedule import Options, Schedule, shrink
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test harness: tests/harness
+
+from harness.sim_schedule import Options, Schedule, shrink  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

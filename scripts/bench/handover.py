@@ -45,10 +45,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from zkconsumer.testing import chaos_scenarios as sc
-from zkconsumer.testing.chaos_history import History, Span
-from zkconsumer.testing.chaos_scenarios import ChaosEnv, ChaosSettings
-from zkconsumer.testing.cluster import LocalCluster
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the test harness: tests/harness
+
+from harness import chaos_scenarios as sc  # noqa: E402
+from harness.chaos_history import History, Span  # noqa: E402
+from harness.chaos_scenarios import ChaosEnv, ChaosSettings  # noqa: E402
+from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
 
 TOPIC = "handover"
 

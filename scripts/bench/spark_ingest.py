@@ -22,7 +22,7 @@ start-up (group join, Python workers) is not measured. Last line:
     ours_p50_ms=<n> ours_p99_ms=<n> jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
 
 --standalone starts a Spark standalone cluster from the pip pyspark install (a master and two
-workers of 1 core each, zkconsumer.testing.spark_cluster) and stops it at exit; --master URL uses
+workers of 1 core each, harness.spark_cluster) and stops it at exit; --master URL uses
 an existing one. On a cluster zkconsumer reaches the executors as users ship it: a wheel built
 from this checkout (or --wheel), renamed .zip, added with SparkContext.addPyFile and put on the
 PYTHONPATH of the data source's driver-side planner processes (spark_jobs/README.md, "On a
@@ -50,11 +50,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the test harness: tests/harness
 
+from harness.spark_cluster import build_wheel  # noqa: E402
 from zkconsumer.testing import kafka  # noqa: E402
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster  # noqa: E402
 from zkconsumer.testing.jars import jar_dir  # noqa: E402
-from zkconsumer.testing.spark_cluster import build_wheel  # noqa: E402
 
 PARTITIONS = 8
 
@@ -479,7 +480,7 @@ def main() -> None:
             os.environ["PYTHONPATH"] = str(wheel)  # also what the workers (and so the executors) inherit
         executor_memory = "512m" if args.smoke else args.executor_memory
         if args.standalone:
-            from zkconsumer.testing.spark_cluster import SparkStandalone
+            from harness.spark_cluster import SparkStandalone
 
             standalone = SparkStandalone(workdir / "standalone", workers=2, cores=1, memory=executor_memory)
             standalone.start()

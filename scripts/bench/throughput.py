@@ -29,17 +29,21 @@ from __future__ import annotations
 import argparse
 import os
 import queue
+import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from zkconsumer import ConsumerConnector, ConsumerTimeout
-from zkconsumer.fetch_settings import FetchSettings
-from zkconsumer.testing import kafka
-from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster
-from zkconsumer.testing.scala import run_tool
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the test harness: tests/harness
+
+from harness.scala import run_tool  # noqa: E402
+from zkconsumer import ConsumerConnector, ConsumerTimeout  # noqa: E402
+from zkconsumer.fetch_settings import FetchSettings  # noqa: E402
+from zkconsumer.testing import kafka  # noqa: E402
+from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster  # noqa: E402
 
 PARTITIONS = 8
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from zkconsumer.testing.chaos_scenarios import ChaosEnv, ChaosSettings
+from harness.chaos_scenarios import ChaosEnv, ChaosSettings
 from zkconsumer.testing.cluster import LocalCluster
 
 _topics = itertools.count()

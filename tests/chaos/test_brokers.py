@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from zkconsumer.testing import chaos_scenarios as sc
+from harness import chaos_scenarios as sc
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zkconsumer.testing import chaos_invariants as inv
-from zkconsumer.testing.chaos_history import Commit, Delivery, History, Incarnation, Note, Presence, Span
+from harness import chaos_invariants as inv
+from harness.chaos_history import Commit, Delivery, History, Incarnation, Note, Presence, Span
 
 pytestmark = [pytest.mark.chaos]
 
@@ -154,7 +154,7 @@ def test_settled_ends_decide_session_loss_whatever_the_observer_saw() -> None:
 
 
 def test_settle_takes_exact_ends_from_the_servers_log() -> None:
-    from zkconsumer.testing.zk_txnlog import NodeEnd
+    from harness.zk_txnlog import NodeEnd
 
     h = handover(b_from=10, a_session_lost=False)
     owner, member = "/c/consumers/g/owners/t/0", "/c/consumers/g/ids/A"

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from zkconsumer.testing import chaos_scenarios as sc
-from zkconsumer.testing.chaos_scenarios import ChaosSettings
+from harness import chaos_scenarios as sc
+from harness.chaos_scenarios import ChaosSettings
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 

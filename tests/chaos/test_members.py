@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zkconsumer.testing import chaos_scenarios as sc
+from harness import chaos_scenarios as sc
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.members import Recorder, drain, keys_of
 from zkconsumer import ConsumerConnector
 from zkconsumer.cli.main import cli as cli_main
 from zkconsumer.errors import ConsumerRebalanceFailed
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import LocalCluster
-from zkconsumer.testing.fixtures import running
-from zkconsumer.testing.members import Recorder, drain, keys_of
+from zkconsumer.testing.pytest_plugin import running
 from zkconsumer.testing.secure import BrokerSecurity, make_ca
 
 pytestmark = pytest.mark.cluster

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from harness.burrow import Burrow
+from harness.members import Recorder, committed_offsets, drain, keys_of
 from zkconsumer import ConsumerConnector
-from zkconsumer.testing.burrow import Burrow
 from zkconsumer.testing.cluster import ClusterStartError
-from zkconsumer.testing.members import Recorder, committed_offsets, drain, keys_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.ecosystem]
 

@@ -11,8 +11,8 @@ import time
 import pexpect
 import pytest
 
+from harness.members import Recorder, committed_offsets, drain, wait_for_balanced
 from zkconsumer import ConsumerConnector, zkdata
-from zkconsumer.testing.members import Recorder, committed_offsets, drain, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 

@@ -10,9 +10,9 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 
+from harness.members import Recorder, committed_offsets, drain
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import Recorder, committed_offsets, drain
 
 pytestmark = pytest.mark.cluster
 

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
+from harness.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
 from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist, zkdata
 from zkconsumer.kazoo_handler import PollHandler
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 

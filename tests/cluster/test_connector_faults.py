@@ -12,8 +12,9 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
+from harness import python_env
+from harness.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
 from zkconsumer import ConsumerConnector
-from zkconsumer.testing.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 
@@ -32,7 +33,7 @@ def spawn_member(cluster, group: str, topic: str, out, **props: object) -> subpr
         [
             sys.executable,
             "-m",
-            "zkconsumer.testing.member",
+            "harness.member",
             "--zookeeper",
             cluster.zookeeper_connect,
             "--group",
@@ -46,6 +47,7 @@ def spawn_member(cluster, group: str, topic: str, out, **props: object) -> subpr
         stdout=subprocess.PIPE,
         stderr=open(str(out) + ".log", "w"),
         text=True,
+        env=python_env(),
     )
     line = proc.stdout.readline()  # type: ignore[union-attr]
     assert line, f"member process died: {open(str(out) + '.log').read()[-2000:]}"

@@ -11,10 +11,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry, generate_latest
 
+from harness.chaos_producer import SteadyProducer
+from harness.members import Recorder, committed_offsets, drain
 from zkconsumer import ConsumerConnector
-from zkconsumer.testing.chaos_producer import SteadyProducer
 from zkconsumer.testing.kafka import end_offsets
-from zkconsumer.testing.members import Recorder, committed_offsets, drain
 
 pytestmark = pytest.mark.cluster
 

@@ -11,9 +11,9 @@ from kazoo.client import KazooState
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
 from zkconsumer import ConsumerConnector, ConsumerRebalanceFailed, ConsumerTimeout, zkdata
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from harness.chaos_proxy import TcpProxy
+from harness.members import Recorder, drain, wait_for_balanced
 from zkconsumer import ConsumerConnector, ConsumerError, ConsumerRebalanceListener, zkdata
-from zkconsumer.testing.chaos_proxy import TcpProxy
-from zkconsumer.testing.members import Recorder, drain, wait_for_balanced
 
 pytestmark = pytest.mark.cluster
 

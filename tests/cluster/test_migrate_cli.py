@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from harness.members import Recorder, committed_offsets, drain, keys_of
 from zkconsumer import ConsumerConnector, zkdata
-from zkconsumer.testing.members import Recorder, committed_offsets, drain, keys_of
 
 pytestmark = pytest.mark.cluster
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from zkconsumer.testing import zk_txnlog
-from zkconsumer.testing.chaos_proxy import TcpProxy
+from harness import zk_txnlog
+from harness.chaos_proxy import TcpProxy
 from zkconsumer.testing.cluster import LocalCluster, connect_zk
 
 pytestmark = pytest.mark.cluster

@@ -4,7 +4,7 @@ Per pairing: start a one-broker cluster from that release's jars (fetched on fir
 the running versions, compare the live broker/topic znodes with tests/unit/golden/kafka-<v>/
 (structure, key order and "version" fields: a format drift fails here), then produce and
 consume with a ConsumerConnector committing to ZooKeeper. A cluster that cannot start fails.
-Recapture goldens with `python -m zkconsumer.testing.golden` (see tests/unit/test_golden_znodes.py).
+Recapture goldens with `PYTHONPATH=tests python -m harness.golden` (see tests/unit/test_golden_znodes.py).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from harness import golden
+from harness.members import Recorder, drain, keys_of
 from zkconsumer import ConsumerConnector, zkdata
-from zkconsumer.testing import golden, kafka
+from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster, zookeeper_version
 from zkconsumer.testing.jars import JarsMissingError
-from zkconsumer.testing.members import Recorder, drain, keys_of
 
 pytestmark = pytest.mark.cluster
 

@@ -13,18 +13,19 @@ from pathlib import Path
 
 import pytest
 
+from harness import python_env
+from harness.kdc import KerberosLogin
+from harness.members import Recorder, drain, wait_for_balanced
+from harness.scala import FAST_PROPERTIES, ScalaMember, read_deliveries
 from zkconsumer import ConsumerConnector, Whitelist
-from zkconsumer.testing.kdc import KerberosLogin
-from zkconsumer.testing.members import Recorder, drain, wait_for_balanced
 from zkconsumer.testing.process import _die_with_parent
-from zkconsumer.testing.scala import FAST_PROPERTIES, ScalaMember, read_deliveries
 
 Key = tuple[str, int, int]
 PY_PROPERTIES = {**FAST_PROPERTIES, "consumer.timeout.ms": 200}
 
 
 class PyProcessMember:
-    """A zkconsumer member in its own process (zkconsumer.testing.member), so it can be kill -9'd."""
+    """A zkconsumer member in its own process (harness.member), so it can be kill -9'd."""
 
     def __init__(self, zookeeper_connect: str, group: str, name: str, topic: str, streams: int, workdir: Path) -> None:
         self.name = name
@@ -34,7 +35,7 @@ class PyProcessMember:
         cmd = [
             sys.executable,
             "-m",
-            "zkconsumer.testing.member",
+            "harness.member",
             "--zookeeper",
             zookeeper_connect,
             "--group",
@@ -49,7 +50,12 @@ class PyProcessMember:
         ]
         with open(self.log_path, "wb") as log:
             self.popen = subprocess.Popen(
-                cmd, stdout=subprocess.PIPE, stderr=log, start_new_session=True, preexec_fn=_die_with_parent
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+                env=python_env(),
             )  # no orphans if pytest dies
         assert self.popen.stdout is not None
         line = self.popen.stdout.readline()  # printed once the first rebalance is done

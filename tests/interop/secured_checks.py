@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from zkconsumer.testing.members import committed_offsets
+from harness.members import committed_offsets
 
 
 def acls(zk, path: str) -> frozenset[tuple[str, str, int]]:  # type: ignore[no-untyped-def]

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 from secured_checks import acls, owners_of, wait_committed
 
+from harness.kdc import Kdc, KerberosLogin
+from harness.members import keys_of
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
-from zkconsumer.testing.fixtures import running, versions_from_env
-from zkconsumer.testing.kdc import Kdc, KerberosLogin
-from zkconsumer.testing.members import keys_of
+from zkconsumer.testing.pytest_plugin import running
+from zkconsumer.testing.versions import versions_from_env
 from zkconsumer.zk_auth import CLIENT_KEYTAB_ENV
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(240)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zkconsumer.testing.members import committed_offsets, keys_of, owner_table
-from zkconsumer.testing.scala import describe_group, export_zk_offsets, parse_describe, verify_consumer_rebalance
+from harness.members import committed_offsets, keys_of, owner_table
+from harness.scala import describe_group, export_zk_offsets, parse_describe, verify_consumer_rebalance
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 

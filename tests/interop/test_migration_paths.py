@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from harness.chaos_producer import SteadyProducer
+from harness.members import committed_offsets
 from tests.interop.broker_members import BrokerMember, committed_in_kafka
 from zkconsumer.cli.main import cli
-from zkconsumer.testing.chaos_producer import SteadyProducer
-from zkconsumer.testing.members import committed_offsets
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.migration]
 

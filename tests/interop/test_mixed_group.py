@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from kazoo.security import OPEN_ACL_UNSAFE
 
+from harness.members import committed_offsets, keys_of, owner_table
+from harness.scala import verify_consumer_rebalance
 from zkconsumer import zkdata
-from zkconsumer.testing.members import committed_offsets, keys_of, owner_table
-from zkconsumer.testing.scala import verify_consumer_rebalance
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from harness.members import expected_assignment, keys_of
 from zkconsumer import zkdata
 from zkconsumer.assignors import AssignmentInput, roundrobin_assign
 from zkconsumer.compat import Compat
 from zkconsumer.subscription import Whitelist, WildcardSubscription, encode_registration
-from zkconsumer.testing.members import expected_assignment, keys_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 

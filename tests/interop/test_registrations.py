@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from harness.scala import ScalaMember
 from zkconsumer import zkdata
 from zkconsumer.subscription import (
     Blacklist,
@@ -15,7 +16,6 @@ from zkconsumer.subscription import (
     _scala_trie_position,
     encode_registration,
 )
-from zkconsumer.testing.scala import ScalaMember
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 

@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 from secured_checks import acls, owners_of, wait_committed
 
+from harness.members import committed_offsets, keys_of
+from harness.scala import FAST_PROPERTIES, ScalaMember
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.testing.cluster import LocalCluster
-from zkconsumer.testing.fixtures import running, versions_from_env
-from zkconsumer.testing.members import committed_offsets, keys_of
-from zkconsumer.testing.scala import FAST_PROPERTIES, ScalaMember
+from zkconsumer.testing.pytest_plugin import running
 from zkconsumer.testing.secure import DIGEST_LOGIN_MODULE, client_jaas
+from zkconsumer.testing.versions import versions_from_env
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(180)]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.zkmodel import ZkModel
 from zkconsumer import zkdata
 from zkconsumer.errors import CommitFailed
 from zkconsumer.group import GroupZk
-from zkconsumer.testing.zkmodel import ZkModel
 
 
 def _member(model: ZkModel, name: str) -> GroupZk:

@@ -8,13 +8,13 @@ import time
 import pytest
 from kazoo.protocol.states import KazooState
 
+from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
+from harness.simulation import SimMember, committed, owner_nodes
+from harness.zkmodel import FAIL_AFTER, FAIL_BEFORE
 from zkconsumer import zkdata
 from zkconsumer.errors import CommitFailed, ZooKeeperUnavailable
 from zkconsumer.listener import ConsumerRebalanceListener
 from zkconsumer.stream import ConsumerIterator, DeliveryGate, StreamQueue
-from zkconsumer.testing.sim_schedule import GROUP, TOPIC, Options, Schedule
-from zkconsumer.testing.simulation import SimMember, committed, owner_nodes
-from zkconsumer.testing.zkmodel import FAIL_AFTER, FAIL_BEFORE
 
 
 def world(partitions: int = 4) -> Schedule:

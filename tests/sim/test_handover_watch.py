@@ -5,11 +5,11 @@ claim whose later transaction fails rolls the earlier ones back."""
 
 from __future__ import annotations
 
+from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
+from harness.simulation import owner_nodes
+from harness.zkmodel import Fault, FaultKind, ZkModel
 from zkconsumer import zkdata
 from zkconsumer.group import GroupZk
-from zkconsumer.testing.sim_schedule import GROUP, TOPIC, Options, Schedule
-from zkconsumer.testing.simulation import owner_nodes
-from zkconsumer.testing.zkmodel import Fault, FaultKind, ZkModel
 
 
 def _owner(client, group: str, topic: str, partition: int) -> str:  # type: ignore[no-untyped-def]

@@ -7,14 +7,14 @@ from __future__ import annotations
 import threading
 import time
 
+from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
+from harness.simulation import SimMember, owner_nodes
+from harness.zkmodel import FAIL_BEFORE, ZkModel
 from zkconsumer import zkdata
 from zkconsumer.group import GroupZk
 from zkconsumer.linger import ReleaseLinger
 from zkconsumer.listener import ConsumerRebalanceListener
 from zkconsumer.subscription import StaticSubscription, encode_registration
-from zkconsumer.testing.sim_schedule import GROUP, TOPIC, Options, Schedule
-from zkconsumer.testing.simulation import SimMember, owner_nodes
-from zkconsumer.testing.zkmodel import FAIL_BEFORE, ZkModel
 
 MARKER = zkdata.encode_zkconsumer_marker("test")
 

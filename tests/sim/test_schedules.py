@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from zkconsumer.testing.sim_schedule import Schedule, run_many, shrink
+from harness.sim_schedule import Schedule, run_many, shrink
 
 BUDGET = 2000
 CHUNK = 100

@@ -6,7 +6,7 @@ from typing import Any
 
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from zkconsumer.testing.zkmodel import ZkModel
+from harness.zkmodel import ZkModel
 from zkconsumer.watched_folder import WatchedFolder, WatchedNodes
 from zkconsumer.zkio import ZkIO
 

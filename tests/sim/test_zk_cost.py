@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from harness.sim_schedule import GROUP, Options, Schedule
+from harness.simulation import SimMember
+from harness.zkmodel import ZkModel
 from zkconsumer import zkdata
 from zkconsumer.group import GroupZk
-from zkconsumer.testing.sim_schedule import GROUP, Options, Schedule
-from zkconsumer.testing.simulation import SimMember
-from zkconsumer.testing.zkmodel import ZkModel
 
 
 def _settle(s: Schedule, n: int = 12) -> None:
@@ -92,8 +92,8 @@ def test_a_rebalance_that_moves_nothing_reads_no_owner_node() -> None:
 def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import json
 
+    from harness.zkmodel import ZkModel
     from zkconsumer import metadata
-    from zkconsumer.testing.zkmodel import ZkModel
 
     model = ZkModel()
     client = model.client("me")
@@ -120,8 +120,8 @@ def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type:
 def test_a_reconnect_does_not_trust_caches_whose_watches_died_with_the_link() -> None:
     """kazoo tells each watch it is gone by a queued NONE event, but runs state listeners at once:
     a read right after the reconnect, before those events ran, must not serve the old list."""
+    from harness.zkmodel import ZkModel
     from zkconsumer.group import GroupZk
-    from zkconsumer.testing.zkmodel import ZkModel
 
     model = ZkModel()
     admin, me = model.client("admin"), model.client("me")
@@ -144,8 +144,8 @@ def test_a_reconnect_does_not_trust_caches_whose_watches_died_with_the_link() ->
 
 
 def test_our_own_registration_is_listed_even_before_its_watch_event_ran() -> None:
+    from harness.zkmodel import ZkModel
     from zkconsumer.group import GroupZk
-    from zkconsumer.testing.zkmodel import ZkModel
 
     model = ZkModel()
     me = model.client("me")

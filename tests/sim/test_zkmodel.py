@@ -36,7 +36,7 @@ from kazoo.protocol.serialization import (
 from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent, ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from zkconsumer.testing.zkmodel import (
+from harness.zkmodel import (
     EXPIRE_BEFORE,
     FAIL_AFTER,
     FAIL_BEFORE,

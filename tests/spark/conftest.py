@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from spark_helpers import FAST, ROOT, spark_environment
 
+from harness.spark_cluster import SparkStandalone, build_wheel
 from zkconsumer.testing.cluster import ClusterStartError
-from zkconsumer.testing.spark_cluster import SparkStandalone, build_wheel
 
 
 @pytest.fixture(scope="session")

@@ -16,10 +16,10 @@ from typing import Any
 import pyarrow.parquet as pq
 from spark_helpers import ROOT
 
+from harness.members import committed_offsets
+from harness.spark_cluster import SparkStandalone
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import committed_offsets
 from zkconsumer.testing.process import _die_with_parent
-from zkconsumer.testing.spark_cluster import SparkStandalone
 
 PARTITIONS = 12
 
@@ -45,7 +45,7 @@ class Driver:
         self.stop_file.unlink(missing_ok=True)
         cmd, env = spark.submit_command(
             [
-                str(ROOT / "zkconsumer" / "testing" / "spark_driver.py"),
+                str(ROOT / "tests" / "harness" / "spark_driver.py"),
                 "--zookeeper",
                 cluster.zookeeper_connect,
                 "--group",

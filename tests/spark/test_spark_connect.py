@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from spark_helpers import FAST, describe, sink_rows, source_end, wait_until
 
+from harness.members import committed_offsets
+from harness.spark_connect import SparkConnectServer
 from spark_jobs import ZkConsumerDataSource
 from zkconsumer.cli.writer import write_offset_guarded
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError
-from zkconsumer.testing.members import committed_offsets
-from zkconsumer.testing.spark_connect import SparkConnectServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(420)]
 HIDDEN = ("zkconsumer", "spark_jobs")  # the venv's editable install of the checkout: invisible to the server

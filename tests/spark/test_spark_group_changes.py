@@ -53,18 +53,14 @@ from typing import Any, cast
 import pytest
 from standalone_helpers import Driver, Production, sink_keys
 
-from spark_jobs.checkpoint import CheckpointLog
-from spark_jobs.offsets import batch_ranges
-from zkconsumer import zkdata
-from zkconsumer.testing import kafka
-from zkconsumer.testing.chaos_history import now
-from zkconsumer.testing.chaos_members import InProcessMember, ProcessMember, expire_session
-from zkconsumer.testing.members import Recorder, committed_offsets, wait_for_balanced
-from zkconsumer.testing.scala import FAST_PROPERTIES
-from zkconsumer.testing.spark_cluster import SparkStandalone
+from harness.chaos_history import now
+from harness.chaos_members import InProcessMember, ProcessMember, expire_session
+from harness.members import Recorder, committed_offsets, wait_for_balanced
+from harness.scala import FAST_PROPERTIES
+from harness.spark_cluster import SparkStandalone
 
 # The log's framing and jute primitives; the decoding of setData and node data is done here.
-from zkconsumer.testing.zk_txnlog import (
+from harness.zk_txnlog import (
     CLOSE_SESSION,
     CREATE,
     CREATE2,
@@ -77,6 +73,10 @@ from zkconsumer.testing.zk_txnlog import (
     _Reader,
     _records,
 )
+from spark_jobs.checkpoint import CheckpointLog
+from spark_jobs.offsets import batch_ranges
+from zkconsumer import zkdata
+from zkconsumer.testing import kafka
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(600)]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from spark_helpers import ROOT, sink_rows
 
+from harness.members import committed_offsets, wait_for_balanced
 from spark_jobs import ingest
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.cli.writer import write_offset_guarded
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import committed_offsets, wait_for_balanced
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 

@@ -17,12 +17,12 @@ import pytest
 from spark_helpers import ROOT
 from standalone_helpers import wait_gone
 
+from harness.members import committed_offsets
+from harness.spark_cluster import SparkStandalone
 from spark_jobs import ingest
 from zkconsumer import zkdata
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import committed_offsets
 from zkconsumer.testing.process import _die_with_parent
-from zkconsumer.testing.spark_cluster import SparkStandalone
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(600)]
 PARTITIONS = 12

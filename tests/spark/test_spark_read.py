@@ -13,7 +13,8 @@ from spark_jobs.kafka_read import FetchTimeoutError, read_range
 from spark_jobs.offsets import OffsetRange
 from spark_jobs.options import READER_FORCED
 from zkconsumer.testing.cluster import LocalCluster
-from zkconsumer.testing.fixtures import running, versions_from_env
+from zkconsumer.testing.pytest_plugin import running
+from zkconsumer.testing.versions import versions_from_env
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(300)]
 

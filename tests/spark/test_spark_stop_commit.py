@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from spark_helpers import describe, sink_rows, wait_until
 
+from harness.members import committed_offsets
 from spark_jobs.checkpoint import parse_offset_entries
 from spark_jobs.offsets import decode_offsets
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import committed_offsets
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from spark_helpers import FAST, describe, sink_rows, source_end, wait_until
 
+from harness.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
 from zkconsumer import ConsumerConnector, zkdata
 from zkconsumer.testing import kafka
-from zkconsumer.testing.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 

@@ -2,10 +2,10 @@
 
 The goldens in tests/unit/golden/kafka-<version>/ (broker.json = /brokers/ids/0, topic.json =
 /brokers/topics/<t>, partition-state.json = its partition 0 state) were captured from real brokers
-with host, ports, timestamps and topic ids normalized (zkconsumer/testing/golden.py). Recapture
+with host, ports, timestamps and topic ids normalized (tests/harness/golden.py). Recapture
 them, all or some, with one cluster at a time:
 
-    ZKCONSUMER_JARS=.jars python -m zkconsumer.testing.golden [3.9.1 2.8.2 ...]
+    ZKCONSUMER_JARS=.jars PYTHONPATH=tests python -m harness.golden [3.9.1 2.8.2 ...]
 
 tests/cluster/test_versions.py compares a live capture of each release with its golden, so a
 format drift fails there, and these tests say what zkconsumer makes of each format.
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from harness import golden
+from harness.zkmodel import ZkModel
 from zkconsumer import zkdata
 from zkconsumer.metadata import ClusterMetadata
-from zkconsumer.testing import golden
 from zkconsumer.testing.jars import KNOWN
 from zkconsumer.testing.versions import (
     KAFKA,
@@ -30,7 +31,6 @@ from zkconsumer.testing.versions import (
     kafka_release,
     zookeeper_release,
 )
-from zkconsumer.testing.zkmodel import ZkModel
 from zkconsumer.zkio import ZkIO
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zkconsumer.testing import zk_txnlog as tl
+from harness import zk_txnlog as tl
 
 
 def _string(s: str) -> bytes:

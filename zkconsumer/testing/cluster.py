@@ -9,16 +9,23 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from zkconsumer.testing.jars import classpath
 from zkconsumer.testing.process import JavaProcess
 from zkconsumer.testing.secure import BrokerSecurity, zookeeper_sasl_server
 from zkconsumer.testing.versions import DEFAULT_KAFKA, KafkaRelease, ZooKeeperRelease, kafka_release, zookeeper_release
 
-if TYPE_CHECKING:
-    from zkconsumer.testing.kdc import Kdc
+
+class KerberosServer(Protocol):
+    """A KDC a Kerberos ZooKeeper server logs in to (the project's tests run MIT krb5: tests/harness/kdc.py)."""
+
+    def zookeeper_server(self, workdir: Path) -> tuple[str, list[str]]:
+        """(zoo.cfg lines, JVM flags) that make the server in `workdir` take GSSAPI logins of this realm."""
+        ...
+
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +159,7 @@ class ZooKeeperNode:
         release: ZooKeeperRelease | None = None,
         broker_jars: str = "kafka39",
         sasl_users: Mapping[str, str] | None = None,
-        kerberos: Kdc | None = None,
+        kerberos: KerberosServer | None = None,
     ) -> None:
         if sasl_users and kerberos is not None:
             raise ValueError("a ZooKeeper server takes one SASL mechanism: DIGEST-MD5 users or Kerberos")
@@ -299,7 +306,7 @@ class LocalCluster:
         zookeeper_version: str | None = None,
         security: BrokerSecurity | None = None,
         zookeeper_sasl_users: Mapping[str, str] | None = None,
-        zookeeper_kerberos: Kdc | None = None,
+        zookeeper_kerberos: KerberosServer | None = None,
     ) -> None:
         self.kafka = kafka_release(kafka_version)
         self.security = security
@@ -483,6 +490,22 @@ class LocalCluster:
             time.sleep(0.25)
 
     # ---- topics ----------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:
+        from zkconsumer.testing.kafka import create_topic
+
+        create_topic(self.bootstrap_servers, name, partitions, replication_factor, timeout)
+
+
+@dataclass(frozen=True)
+class ExternalCluster:
+    """Addresses of a cluster somebody else runs: no process control."""
+
+    zookeeper_connect: str
+    bootstrap_servers: str
+
+    def zk_client(self, **kwargs: object):  # -> started KazooClient
+        return connect_zk(self.zookeeper_connect, **kwargs)
+
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:
         from zkconsumer.testing.kafka import create_topic
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from zkconsumer.testing.fixtures import ExternalCluster
+from zkconsumer.testing.cluster import ExternalCluster
 from zkconsumer.testing.jars import repo_root
 
 

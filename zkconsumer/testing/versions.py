@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from typing import TypedDict
 
 DEFAULT_KAFKA = "3.9.1"
 
@@ -74,3 +76,17 @@ def jar_sets() -> tuple[str, ...]:
     """Every jar set a version of the matrix may need (jars.KNOWN includes them)."""
     sets = [r.jar_set for r in KAFKA.values()] + [r.jar_set for r in ZOOKEEPER.values() if r.jar_set]
     return tuple(dict.fromkeys(sets))
+
+
+class ClusterVersions(TypedDict):
+    kafka_version: str
+    zookeeper_version: str | None
+
+
+def versions_from_env() -> ClusterVersions:
+    """LocalCluster's kafka_version / zookeeper_version as ZKCONSUMER_KAFKA_VERSION and
+    ZKCONSUMER_ZOOKEEPER_VERSION ask (scripts/matrix.py sets them); the defaults otherwise."""
+    return ClusterVersions(
+        kafka_version=os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA,
+        zookeeper_version=os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None,
+    )

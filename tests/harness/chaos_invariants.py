@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 
-from zkconsumer.testing.chaos_history import Delivery, History, MessageKey, Span, TopicPartition
+from harness.chaos_history import Delivery, History, MessageKey, Span, TopicPartition
 
 # Observer lag: a span's start is exact (ctime) but deliveries are attributed a little before it
 # (clock granularity); its end is seen up to one poll late, so deliveries after it are strays.

@@ -1,12 +1,13 @@
-"""pytest fixtures over a real cluster: `cluster`, `zk`, `topic_factory`, `produce`, `group_id`.
+"""The pytest plugin of zkconsumer.testing: fixtures `cluster`, `zk`, `topic_factory`, `produce`, `group_id`.
 
-Enable with ``pytest_plugins = ["zkconsumer.testing.fixtures"]``. The cluster comes from
-ZKCONSUMER_CLUSTER: ``local`` (default: ZooKeeper + one broker from jars), ``docker``
-(compose.yaml through testcontainers) or ``external`` (ZKCONSUMER_ZOOKEEPER and
-ZKCONSUMER_BOOTSTRAP name a running cluster). A local cluster runs the Kafka release
-ZKCONSUMER_KAFKA_VERSION (default 3.9.1) on the ZooKeeper ZKCONSUMER_ZOOKEEPER_VERSION (default:
-the one the release bundles); see zkconsumer.testing.versions. A cluster that cannot start FAILS
-the tests that need it, with the JVM log tail: it never skips them.
+Installed with zkconsumer, pytest loads it through the ``pytest11`` entry point ``zkconsumer``
+(``pip install 'zkconsumer[testing]'`` brings pytest). The cluster comes from ZKCONSUMER_CLUSTER:
+``local`` (default: ZooKeeper + one broker from jars), ``docker`` (compose.yaml through
+testcontainers) or ``external`` (ZKCONSUMER_ZOOKEEPER and ZKCONSUMER_BOOTSTRAP name a running
+cluster). A local cluster runs the Kafka release ZKCONSUMER_KAFKA_VERSION (default 3.9.1) on the
+ZooKeeper ZKCONSUMER_ZOOKEEPER_VERSION (default: the one the release bundles); see
+zkconsumer.testing.versions. A cluster that cannot start FAILS the tests that need it, with the JVM
+log tail: it never skips them.
 """
 
 from __future__ import annotations
@@ -16,15 +17,13 @@ import itertools
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TypedDict
 
 import pytest
 
 from zkconsumer.testing import kafka
-from zkconsumer.testing.cluster import ClusterStartError, LocalCluster, connect_zk
+from zkconsumer.testing.cluster import ClusterStartError, ExternalCluster, LocalCluster
 from zkconsumer.testing.jars import JarsMissingError
-from zkconsumer.testing.versions import DEFAULT_KAFKA
+from zkconsumer.testing.versions import versions_from_env
 
 
 @contextlib.contextmanager
@@ -39,34 +38,6 @@ def running(cluster: LocalCluster, what: str, timeout: float = 120.0) -> Iterato
         yield cluster
     finally:
         cluster.stop()
-
-
-class ClusterVersions(TypedDict):
-    kafka_version: str
-    zookeeper_version: str | None
-
-
-def versions_from_env() -> ClusterVersions:
-    """LocalCluster's kafka_version / zookeeper_version as ZKCONSUMER_KAFKA_VERSION and
-    ZKCONSUMER_ZOOKEEPER_VERSION ask (scripts/matrix.py sets them); the defaults otherwise."""
-    return ClusterVersions(
-        kafka_version=os.environ.get("ZKCONSUMER_KAFKA_VERSION") or DEFAULT_KAFKA,
-        zookeeper_version=os.environ.get("ZKCONSUMER_ZOOKEEPER_VERSION") or None,
-    )
-
-
-@dataclass(frozen=True)
-class ExternalCluster:
-    """Addresses of a cluster somebody else runs: no process control."""
-
-    zookeeper_connect: str
-    bootstrap_servers: str
-
-    def zk_client(self, **kwargs: object):  # -> started KazooClient
-        return connect_zk(self.zookeeper_connect, **kwargs)
-
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:
-        kafka.create_topic(self.bootstrap_servers, name, partitions, replication_factor, timeout)
 
 
 def start_cluster_for_tests(mode: str | None = None) -> Iterator[LocalCluster | ExternalCluster]:

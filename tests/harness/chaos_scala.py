@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from zkconsumer.testing.chaos_proxy import TcpProxy
-from zkconsumer.testing.scala import ScalaMember
+from harness.chaos_proxy import TcpProxy
+from harness.scala import ScalaMember
 
 Note = Callable[..., None]  # checker.note(kind, member, detail="")
 

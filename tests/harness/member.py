@@ -1,4 +1,4 @@
-"""`python -m zkconsumer.testing.member`: one group member in its own process, logging each delivery.
+"""`python -m harness.member`: one group member in its own process, logging each delivery.
 
 Each delivered message becomes a line "<topic> <partition> <offset>" in --out (flushed at
 once), so a test can kill -9 the process and still know exactly what it handed out.

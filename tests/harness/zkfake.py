@@ -435,7 +435,7 @@ class FakeKazooClient:
         return self.delete_async(path, version).get()
 
 
-from zkconsumer.testing.zkmodel import (  # noqa: E402
+from harness.zkmodel import (  # noqa: E402
     Call,
     Fault,
     FaultKind,

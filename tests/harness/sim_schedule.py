@@ -17,11 +17,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from harness.simulation import Delivery, SimLog, SimMember, committed, owner_nodes
+from harness.zkmodel import FAIL_AFTER, FAIL_BEFORE, FakeKazooClient, Fault, ZkModel, slow
 from zkconsumer import zkdata
 from zkconsumer.assignors import AssignmentInput, assign
 from zkconsumer.compat import DEFAULT
-from zkconsumer.testing.simulation import Delivery, SimLog, SimMember, committed, owner_nodes
-from zkconsumer.testing.zkmodel import FAIL_AFTER, FAIL_BEFORE, FakeKazooClient, Fault, ZkModel, slow
 
 GROUP, TOPIC = "g", "t"
 

@@ -36,7 +36,7 @@ from zkconsumer.testing.process import JavaProcess
 from zkconsumer.testing.secure import client_jaas
 
 if TYPE_CHECKING:
-    from zkconsumer.testing.kdc import KerberosLogin
+    from harness.kdc import KerberosLogin
 
 JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 SOURCE = Path(__file__).with_name("java") / "ScalaMember.java"
@@ -280,7 +280,7 @@ class ScalaMember:
 
 
 def read_deliveries(path: Path) -> list[tuple[str, int, int]]:
-    """Parse "<topic> <partition> <offset>" lines (ScalaMember.java and zkconsumer.testing.member)."""
+    """Parse "<topic> <partition> <offset>" lines (ScalaMember.java and harness.member)."""
     text = path.read_text() if path.exists() else ""
     out = []
     for line in text.splitlines(keepends=True):

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from zkconsumer import zkdata
-from zkconsumer.testing.jars import repo_root
 from zkconsumer.testing.versions import KAFKA
 
 TOPIC_PARTITIONS = 2  # the goldens' topic has two partitions, each with the one broker as replica
@@ -27,11 +26,8 @@ _NORMALIZE = (
 
 
 def golden_dir() -> Path:
-    """tests/unit/golden of the source checkout."""
-    root = repo_root()
-    if root is None:
-        raise RuntimeError("goldens live in a source checkout (tests/unit/golden); none found")
-    return root / "tests" / "unit" / "golden"
+    """tests/unit/golden, beside this harness."""
+    return Path(__file__).resolve().parents[1] / "unit" / "golden"
 
 
 def release_dir(kafka_version: str, folder: Path | None = None) -> Path:
@@ -107,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     from zkconsumer.testing.cluster import LocalCluster
     from zkconsumer.testing.kafka import create_topic
 
-    parser = argparse.ArgumentParser(prog="python -m zkconsumer.testing.golden", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m harness.golden", description=main.__doc__)
     parser.add_argument("versions", nargs="*", default=list(KAFKA), help="Kafka versions (default: all)")
     args = parser.parse_args(argv)
     for version in args.versions:

@@ -437,8 +437,8 @@ class ZkModel:
 
 
 # Late, re-exported: zkfake (the kazoo-compatible client side) imports this module's names in turn.
-from zkconsumer.testing.zkfake import FakeKazooClient as FakeKazooClient  # noqa: E402
-from zkconsumer.testing.zkfake import SimAsync as SimAsync  # noqa: E402
-from zkconsumer.testing.zkfake import SimHandler as SimHandler  # noqa: E402
-from zkconsumer.testing.zkfake import SimTransaction as SimTransaction  # noqa: E402
-from zkconsumer.testing.zkfake import _SimLock as _SimLock  # noqa: E402
+from harness.zkfake import FakeKazooClient as FakeKazooClient  # noqa: E402
+from harness.zkfake import SimAsync as SimAsync  # noqa: E402
+from harness.zkfake import SimHandler as SimHandler  # noqa: E402
+from harness.zkfake import SimTransaction as SimTransaction  # noqa: E402
+from harness.zkfake import _SimLock as _SimLock  # noqa: E402

@@ -18,9 +18,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss
 from kazoo.handlers.threading import KazooTimeoutError
 
+from harness import python_env
+from harness.chaos_proxy import TcpProxy
+from harness.members import drain
 from zkconsumer import ConsumerConnector, zkdata
-from zkconsumer.testing.chaos_proxy import TcpProxy
-from zkconsumer.testing.members import drain
 
 Note = Callable[..., None]  # checker.note(kind, member, detail="")
 
@@ -102,7 +103,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
 
 
 class ProcessMember:
-    """zkconsumer.testing.chaos_member in a child process: can be killed -9, stopped and continued."""
+    """harness.chaos_member in a child process: can be killed -9, stopped and continued."""
 
     kind = "process"
 
@@ -129,7 +130,7 @@ class ProcessMember:
         args = [
             sys.executable,
             "-m",
-            "zkconsumer.testing.chaos_member",
+            "harness.chaos_member",
             "--zookeeper",
             zookeeper,
             "--group",
@@ -147,7 +148,12 @@ class ProcessMember:
         arm = threading.current_thread() is threading.main_thread()
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                self._args, stdout=subprocess.PIPE, stderr=log, text=True, preexec_fn=_die_with_parent if arm else None
+                self._args,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env=python_env(),
+                preexec_fn=_die_with_parent if arm else None,
             )
         if self._nice is not None:  # after the fork, not in it: preexec_fn is unsafe beside threads
             os.setpriority(os.PRIO_PROCESS, self.proc.pid, self._nice)

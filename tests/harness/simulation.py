@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.zkmodel import ZkModel
 from zkconsumer import zkdata
 from zkconsumer.assignment import Assignment
 from zkconsumer.config import ConsumerConfig
@@ -24,7 +25,6 @@ from zkconsumer.offsets import OffsetStore
 from zkconsumer.rebalancer import Rebalancer
 from zkconsumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
 from zkconsumer.subscription import StaticSubscription, encode_registration
-from zkconsumer.testing.zkmodel import ZkModel
 from zkconsumer.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
@@ -237,7 +237,7 @@ class SimMember:
 
 
 def _blocked(exc: BaseException) -> bool:
-    from zkconsumer.testing.zkmodel import SimBlocked
+    from harness.zkmodel import SimBlocked
 
     return isinstance(exc, SimBlocked)
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.spark_cluster import spark_home
 from zkconsumer.testing.cluster import free_port, wait_until
 from zkconsumer.testing.process import JavaProcess
-from zkconsumer.testing.spark_cluster import spark_home
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 READY_LINE = "Spark Connect server started at"
@@ -22,7 +22,7 @@ READY_LINE = "Spark Connect server started at"
 # site-packages .pth files, so it can drop what an editable install added (setuptools' finder on
 # sys.meta_path) and any sys.path directory holding one of the packages. Zips on sys.path stay: the
 # packages can then only come from what was shipped (a wheel or zip), as on a machine without them.
-_HIDE = '''"""Hides {names} from this interpreter's installation (zkconsumer.testing.spark_connect)."""
+_HIDE = '''"""Hides {names} from this interpreter's installation (harness.spark_connect)."""
 import os
 import sys
 

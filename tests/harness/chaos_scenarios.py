@@ -13,19 +13,19 @@ from typing import Literal
 
 from kazoo.exceptions import NoNodeError
 
-from zkconsumer import zkdata
-from zkconsumer.testing import kafka
-from zkconsumer.testing.chaos import Checker, ConvergenceError, Report, wait_converged
-from zkconsumer.testing.chaos_members import (
+from harness.chaos import Checker, ConvergenceError, Report, wait_converged
+from harness.chaos_members import (
     InProcessMember,
     ProcessMember,
     expire_session,
     garble_registration,
     start_members,
 )
-from zkconsumer.testing.chaos_producer import SteadyProducer
-from zkconsumer.testing.chaos_proxy import TcpProxy
-from zkconsumer.testing.chaos_scala import ScalaChaosMember
+from harness.chaos_producer import SteadyProducer
+from harness.chaos_proxy import TcpProxy
+from harness.chaos_scala import ScalaChaosMember
+from zkconsumer import zkdata
+from zkconsumer.testing import kafka
 
 log = logging.getLogger(__name__)
 

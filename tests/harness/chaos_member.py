@@ -1,4 +1,4 @@
-"""`python -m zkconsumer.testing.chaos_member`: a group member in its own process that logs each delivery.
+"""`python -m harness.chaos_member`: a group member in its own process that logs each delivery.
 
 Each delivered message becomes a line "<clock> <topic> <partition> <offset> <value>" in --out,
 flushed at once; <clock> is CLOCK_MONOTONIC, which every process on the machine shares, so the
@@ -17,9 +17,9 @@ import signal
 import sys
 import threading
 
+from harness.chaos_history import now
 from zkconsumer import ConsumerConnector, Whitelist
 from zkconsumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
-from zkconsumer.testing.chaos_history import now
 
 
 def _write_session(path: str, client_id: tuple[int, bytes] | None) -> None:

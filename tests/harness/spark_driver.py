@@ -1,6 +1,6 @@
 """spark-submit driver for cluster tests: a zkconsumer stream into parquet until a stop file appears.
 
-    spark-submit --master spark://... --py-files zkconsumer.whl zkconsumer/testing/spark_driver.py \\
+    spark-submit --master spark://... --py-files zkconsumer.whl tests/harness/spark_driver.py \\
         --zookeeper zk:2181/kafka --group g --topics orders --output OUT --checkpoint CKPT --stop-file STOP
 
 Prints one JSON line {"executor_modules": [...]} once the query runs: where the executors import

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from harness.zk_txnlog import NodeEnd
 from zkconsumer import zkdata
-from zkconsumer.testing.zk_txnlog import NodeEnd
 
 TopicPartition = tuple[str, int]
 MessageKey = tuple[str, int, int, int]  # (topic, epoch, partition, offset)

@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 from confluent_kafka import KafkaError, Producer
 
-from zkconsumer.testing.chaos_history import parse_value
+from harness.chaos_history import parse_value
 
 log = logging.getLogger(__name__)
 # Refused connections while a broker is down are the point of a chaos run; failures are counted instead.
-_LIBRDKAFKA_LOG = logging.getLogger("zkconsumer.testing.chaos.librdkafka")
+_LIBRDKAFKA_LOG = logging.getLogger("harness.chaos.librdkafka")
 _LIBRDKAFKA_LOG.setLevel(logging.CRITICAL)
 
 OnAck = Callable[[str, int, int, int], None]  # (topic, epoch, partition, offset)

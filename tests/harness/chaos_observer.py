@@ -10,8 +10,8 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import DataWatch
 
+from harness.chaos_history import Commit, Incarnation, Presence, Span, now, wall_offset
 from zkconsumer import zkdata
-from zkconsumer.testing.chaos_history import Commit, Incarnation, Presence, Span, now, wall_offset
 from zkconsumer.testing.cluster import connect_zk
 
 log = logging.getLogger(__name__)

@@ -20,15 +20,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import chaos_invariants as inv
+from harness import zk_txnlog
+from harness.chaos_history import Delivery, History, MessageKey, Note, TopicPartition, now, parse_value
+from harness.chaos_observer import ZkObserver
+from harness.members import owner_table
 from zkconsumer import zkdata
 from zkconsumer.assignors import assign
 from zkconsumer.compat import DEFAULT
 from zkconsumer.rebalance import GroupView, assignment_input, member_threads
-from zkconsumer.testing import chaos_invariants as inv
-from zkconsumer.testing import zk_txnlog
-from zkconsumer.testing.chaos_history import Delivery, History, MessageKey, Note, TopicPartition, now, parse_value
-from zkconsumer.testing.chaos_observer import ZkObserver
-from zkconsumer.testing.members import owner_table
 from zkconsumer.zkdata import ZkDataError
 
 log = logging.getLogger(__name__)
