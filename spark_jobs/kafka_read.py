@@ -24,8 +24,11 @@ from pyspark.sql.types import (
 )
 
 from spark_jobs.offsets import DataLossError, Key, OffsetRange
+from zkconsumer.log_throttle import throttled_logger
 
 log = logging.getLogger(__name__)
+# librdkafka's own log lines (served by consume/poll), through Python logging instead of raw to stderr
+_LIBRDKAFKA_LOG = throttled_logger(f"{__name__}.librdkafka")
 
 SCHEMA = StructType(
     [
@@ -100,7 +103,7 @@ def read_range(
     """
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer({**conf, "bootstrap.servers": part.bootstrap})
+    consumer = Consumer({"logger": _LIBRDKAFKA_LOG, **conf, "bootstrap.servers": part.bootstrap})
     try:
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         pos = part.start
@@ -204,7 +207,7 @@ class LogOffsets:
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap
-        self._admin = AdminClient({**(client_config or {}), "bootstrap.servers": bootstrap})
+        self._admin = AdminClient({"logger": _LIBRDKAFKA_LOG, **(client_config or {}), "bootstrap.servers": bootstrap})
         self._committed = read_committed
         self._timeout_s = timeout_s
 

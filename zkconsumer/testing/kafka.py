@@ -10,6 +10,11 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from zkconsumer.log_throttle import throttled_logger
+
+# librdkafka's own log lines (served by poll/flush), through Python logging instead of raw to stderr
+_LIBRDKAFKA_LOG = throttled_logger("zkconsumer.testing.librdkafka")
+
 
 @dataclass(frozen=True)
 class Produced:
@@ -23,7 +28,7 @@ class Produced:
 
 
 def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+    return AdminClient({"bootstrap.servers": bootstrap, "logger": _LIBRDKAFKA_LOG})
 
 
 def create_topic(
@@ -121,7 +126,13 @@ def produce_numbered(
     `idempotent=False` for brokers older than 0.11 (versions.KafkaRelease.idempotent_producer).
     """
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "enable.idempotence": idempotent}
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "acks": "all",
+            "enable.idempotence": idempotent,
+            "logger": _LIBRDKAFKA_LOG,
+        }
     )
     acked: list[Produced] = []
     failures: list[KafkaError] = []
@@ -163,6 +174,7 @@ def produce_bulk(
             "batch.size": 1_000_000,
             "queue.buffering.max.messages": 1_000_000,
             "acks": 1,
+            "logger": _LIBRDKAFKA_LOG,
         }
     )
     payload = b"x" * size
@@ -180,7 +192,12 @@ def produce_bulk(
 def end_offsets(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
     """partition -> (log start, log end) from the brokers."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "zkconsumer-testing-watermarks", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "zkconsumer-testing-watermarks",
+            "enable.auto.commit": False,
+            "logger": _LIBRDKAFKA_LOG,
+        }
     )
     try:
         meta = consumer.list_topics(topic, timeout=10).topics[topic]
@@ -200,6 +217,7 @@ def read_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list[Produced
             "group.id": "zkconsumer-testing-readback",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
+            "logger": _LIBRDKAFKA_LOG,
         }
     )
     try:

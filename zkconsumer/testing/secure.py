@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zkconsumer.log_throttle import throttled_logger
 from zkconsumer.zk_auth import DIGEST_MODULE
 
 __all__ = ["BrokerSecurity", "make_ca", "zookeeper_server_jaas", "client_jaas", "zookeeper_sasl_server"]
@@ -192,7 +193,9 @@ class BrokerSecurity:
         """SCRAM-SHA-256 credentials for every user, through a broker's PLAINTEXT listener."""
         from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient(
+            {"bootstrap.servers": bootstrap, "logger": throttled_logger("zkconsumer.testing.librdkafka")}
+        )
         info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
         futures = admin.alter_user_scram_credentials(
             [UserScramCredentialUpsertion(u, info, p.encode()) for u, p in self.users.items()]
