@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything (venv, packages, jars) and run every test against a real local cluster.
-# Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x (then only that runs).
+# Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x (then only that runs); without them, the unit
+# and simulation tests run first and a failure there stops the run.
 set -euo pipefail
 source "$(dirname "$0")/setup-env.sh"
 # Third-party servers the tests run: Burrow (lag monitor) and an MIT Kerberos KDC.
@@ -9,9 +10,19 @@ need krb5kdc krb5-kdc "a Kerberos KDC for ZooKeeper GSSAPI tests"
 need kadmin.local krb5-admin-server "creates the KDC's test principals"
 started=$(date +%s)
 set +e
-"$PY" -m pytest "${@:-tests}"
-rc=$?
-if [ $# -eq 0 ]; then
+if [ $# -gt 0 ]; then
+  "$PY" -m pytest "$@"
+  rc=$?
+else
+  # The fast tiers first (no cluster, seconds): a broken unit fails the run before any cluster starts.
+  "$PY" -m pytest tests/unit tests/sim
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "scripts/test.sh: unit/sim tests failed, the slower tiers did not run: exit $rc after $(( $(date +%s) - started ))s"
+    exit $rc
+  fi
+  "$PY" -m pytest tests --ignore=tests/unit --ignore=tests/sim
+  rc=$?
   # The ZooKeeper-era pairings users run, Kafka 1.1.1 and 0.10.2.2 on ZooKeeper 3.4.14 (everything
   # above ran on 3.9.1 / 3.8): the connector, mixed Scala/zkconsumer groups (plain and Kerberos),
   # Burrow, the migration off ZooKeeper and back, and a short chaos mix (kill -9, session expiry, ZooKeeper restart; the random
@@ -28,6 +39,10 @@ if [ $# -eq 0 ]; then
   "$PY" scripts/matrix.py --pairings 1.1.1/3.4.14,0.10.2.2/3.4.14 --tests "$(IFS=,; echo "${old_tests[*]}")"
   old=$?
   [ $rc -eq 0 ] && rc=$old
+  # What users install: the built wheel in a fresh venv consumes from a local cluster.
+  PY="$PY" scripts/wheel_smoke.sh
+  smoke=$?
+  [ $rc -eq 0 ] && rc=$smoke
 fi
 set -e
 echo "scripts/test.sh: exit $rc after $(( $(date +%s) - started ))s"
