@@ -14,8 +14,9 @@ if [ $# -gt 0 ]; then
   "$PY" -m pytest "$@"
   rc=$?
 else
-  # The fast tiers first (no cluster, seconds): a broken unit fails the run before any cluster starts.
-  "$PY" -m pytest tests/unit tests/sim
+  # The fast tiers first (no cluster): -x ends the run at the first broken test, before any cluster starts
+  # (scripts/test.sh tests/unit then lists every failure).
+  "$PY" -m pytest -x tests/unit tests/sim
   rc=$?
   if [ $rc -ne 0 ]; then
     echo "scripts/test.sh: unit/sim tests failed, the slower tiers did not run: exit $rc after $(( $(date +%s) - started ))s"
