@@ -1,4 +1,4 @@
-"""Demo: a 3-member zkconsumer group on the embedded cluster; one member leaves; nothing is lost.
+"""Demo: a 3-member zkconsumer group on the embedded cluster; one member leaves; nothing is lost; the ops CLI checks it.
 
 Run through scripts/demo.sh (which installs what is needed first).
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import subprocess
 import sys
@@ -94,11 +95,27 @@ def wait_all(files: list[Path], want: set[tuple[int, int]], timeout: float = 120
         time.sleep(0.2)
 
 
+def ops_view(cluster: LocalCluster) -> bool:
+    """What an operator runs against the live group: `zkconsumer groups describe`, then `zkconsumer verify`."""
+    ok = True
+    for command in (["groups", "describe", "--group", GROUP, "--members"], ["verify", "--group", GROUP]):
+        args = [*command, "--zookeeper", cluster.zookeeper_connect]
+        console.print(f"[bold]$ zkconsumer {' '.join(args)}[/]")
+        done = subprocess.run([sys.executable, "-m", "zkconsumer.cli.main", *args], timeout=60)  # prints itself
+        console.print(f"(exit status {done.returncode})\n")
+        ok = ok and done.returncode == 0
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--messages", type=int, default=10_000)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="zkconsumer-demo-"))
+    # Our own log lines (librdkafka's among them) go to a file: the terminal shows the demo.
+    logging.basicConfig(
+        filename=workdir / "demo.log", level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     console.rule("zkconsumer demo")
     with console.status("starting ZooKeeper + Kafka 3.9 (ZooKeeper mode) from jars..."):
         cluster = LocalCluster(brokers=1, chroot="/demo").start()
@@ -137,6 +154,8 @@ def main() -> int:
         wait_all(files, {(m.partition, m.offset) for m in sent})
         time.sleep(1.5)
         ownership(zk, "ownership with 2 members")
+        console.rule("the ops side: the live group, as an operator sees it")
+        verified = ops_view(cluster)
         got = delivered(files)
         missing = {(m.partition, m.offset) for m in sent} - set(got)
         dupes = len(got) - len(set(got))
@@ -145,7 +164,7 @@ def main() -> int:
             f"missing {len(missing)}, duplicates {dupes}[/]"
         )
         zk.stop()
-        return 0 if not missing else 1
+        return 0 if not missing and verified else 1
     finally:
         for proc, _ in members.values():
             if proc.poll() is None:
@@ -155,7 +174,7 @@ def main() -> int:
                 except subprocess.TimeoutExpired:
                     proc.kill()
         cluster.stop()
-        console.print(f"cluster stopped; member logs in {workdir}")
+        console.print(f"cluster stopped; member logs and demo.log in {workdir}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything (venv, packages, jars) and run every test against a real local cluster.
-# Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x (then only that runs).
+# Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x (then only that runs); without them, the static
+# checks (ruff, mypy) and the unit tests run first and a failure there stops the run.
 set -euo pipefail
 source "$(dirname "$0")/setup-env.sh"
 # Third-party servers the tests run: Burrow (lag monitor) and an MIT Kerberos KDC.
@@ -9,9 +10,27 @@ need krb5kdc krb5-kdc "a Kerberos KDC for ZooKeeper GSSAPI tests"
 need kadmin.local krb5-admin-server "creates the KDC's test principals"
 started=$(date +%s)
 set +e
-"$PY" -m pytest "${@:-tests}"
-rc=$?
-if [ $# -eq 0 ]; then
+if [ $# -gt 0 ]; then
+  "$PY" -m pytest "$@"
+  rc=$?
+else
+  # Fast first, each stopping the run at once: static checks (seconds), then the unit tests (-x: the
+  # first broken test ends it, before any cluster starts; scripts/test.sh tests/unit lists them all).
+  fail_fast() {  # fail_fast <what> <command...>
+    "${@:2}" || { rc=$?; echo "scripts/test.sh: $1 failed; nothing slower ran: exit $rc after $(( $(date +%s) - started ))s"; exit $rc; }
+  }
+  fail_fast "ruff check" "$PY" -m ruff check --quiet .
+  fail_fast "ruff format --check" "$PY" -m ruff format --check --quiet .
+  fail_fast "mypy" "$PY" -m mypy
+  fail_fast "unit tests" "$PY" -m pytest -x -q tests/unit
+  "$PY" -m pytest tests --ignore=tests/unit
+  rc=$?
+  # The documentation site builds without warnings (mkdocs.yml; docs/hooks/ generates tables from the code).
+  site=$(mktemp -d)
+  NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet --site-dir "$site/site"
+  docs=$?
+  rm -rf "$site"
+  [ $rc -eq 0 ] && rc=$docs
   # The ZooKeeper-era pairings users run, Kafka 1.1.1 and 0.10.2.2 on ZooKeeper 3.4.14 (everything
   # above ran on 3.9.1 / 3.8): the connector, mixed Scala/zkconsumer groups (plain and Kerberos),
   # Burrow, the migration off ZooKeeper and back, and a short chaos mix (kill -9, session expiry, ZooKeeper restart; the random
@@ -28,6 +47,10 @@ if [ $# -eq 0 ]; then
   "$PY" scripts/matrix.py --pairings 1.1.1/3.4.14,0.10.2.2/3.4.14 --tests "$(IFS=,; echo "${old_tests[*]}")"
   old=$?
   [ $rc -eq 0 ] && rc=$old
+  # What users install: the built wheel in a fresh venv consumes from a local cluster.
+  PY="$PY" scripts/wheel_smoke.sh
+  smoke=$?
+  [ $rc -eq 0 ] && rc=$smoke
 fi
 set -e
 echo "scripts/test.sh: exit $rc after $(( $(date +%s) - started ))s"

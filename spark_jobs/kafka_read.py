@@ -24,6 +24,7 @@ from pyspark.sql.types import (
 )
 
 from spark_jobs.offsets import DataLossError, Key, OffsetRange
+from zkconsumer.log_throttle import throttled_logger
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from zkconsumer.chunks import Message
 
 log = logging.getLogger(__name__)
+# librdkafka's own log lines (served by consume/poll), through Python logging instead of raw to stderr
+_LIBRDKAFKA_LOG = throttled_logger(f"{__name__}.librdkafka")
 
 SCHEMA = StructType(
     [
@@ -106,7 +109,7 @@ def read_range(
     """
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer({**conf, "bootstrap.servers": part.bootstrap})
+    consumer = Consumer({"logger": _LIBRDKAFKA_LOG, **conf, "bootstrap.servers": part.bootstrap})
     # Typed as consumed messages (offset() an int): offsets are read only once errors are set apart.
     consume = cast("Callable[[int, float], list[Message]]", consumer.consume)
     try:
@@ -214,7 +217,9 @@ class LogOffsets:
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap
-        self._admin: AdminClient | None = AdminClient({**(client_config or {}), "bootstrap.servers": bootstrap})
+        # confluent-kafka's hints omit the logger setting's type (a logging.Logger)
+        config: dict[str, Any] = {"logger": _LIBRDKAFKA_LOG, **(client_config or {}), "bootstrap.servers": bootstrap}
+        self._admin: AdminClient | None = AdminClient(config)
         self._committed = read_committed
         self._timeout_s = timeout_s
 

@@ -51,7 +51,7 @@ def up(args: argparse.Namespace) -> int:
     return 0
 
 
-def down(_: argparse.Namespace) -> int:
+def down(_args: argparse.Namespace) -> int:
     if not STATE_FILE.exists():
         print("no cluster recorded; nothing to stop")
         return 0
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("status", help="print addresses and whether it runs").set_defaults(func=status)
     args = parser.parse_args(argv)
     STATE_DIR.mkdir(exist_ok=True)
-    return args.func(args)
+    code: int = args.func(args)
+    return code
 
 
 if __name__ == "__main__":

@@ -11,11 +11,15 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zkconsumer.testing.jars import classpath
 from zkconsumer.testing.process import JavaProcess
 from zkconsumer.testing.secure import BrokerSecurity, zookeeper_sasl_server
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 from zkconsumer.testing.versions import DEFAULT_KAFKA, KafkaRelease, ZooKeeperRelease, kafka_release, zookeeper_release
 
 
@@ -80,7 +84,8 @@ class ClusterStartError(RuntimeError):
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def zookeeper_ruok(port: int, timeout: float = 1.0) -> bool:
@@ -130,7 +135,7 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, proc: JavaP
     )
 
 
-def connect_zk(hosts: str, **kwargs: object):  # -> started kazoo.client.KazooClient
+def connect_zk(hosts: str, **kwargs: object) -> KazooClient:
     """A started kazoo client with bounded retries (kazoo's defaults retry forever)."""
     from kazoo.client import KazooClient
 
@@ -436,7 +441,8 @@ class LocalCluster:
         from confluent_kafka.admin import AdminClient
 
         quiet = logging.getLogger("zkconsumer.testing.librdkafka")  # refused connects are expected here
-        client = AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": quiet})
+        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "logger": quiet}  # hints omit Logger
+        client = AdminClient(config)
         expected = {b.broker_id for b in self.brokers if b.process.running}
 
         def ready() -> bool:
@@ -460,7 +466,7 @@ class LocalCluster:
         return "\n".join(f"--- {p.name} ({p.log_path}) ---\n{p.log_tail(lines)}" for p in procs)
 
     # ---- ZooKeeper access (through the chroot) ---------------------------------------------
-    def zk_client(self, **kwargs: object):  # -> started kazoo.client.KazooClient
+    def zk_client(self, **kwargs: object) -> KazooClient:
         return connect_zk(self.zookeeper_connect, **kwargs)
 
     def _zk_exists(self, path: str) -> bool:
@@ -503,7 +509,7 @@ class ExternalCluster:
     zookeeper_connect: str
     bootstrap_servers: str
 
-    def zk_client(self, **kwargs: object):  # -> started KazooClient
+    def zk_client(self, **kwargs: object) -> KazooClient:
         return connect_zk(self.zookeeper_connect, **kwargs)
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:

@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from zkconsumer.log_throttle import throttled_logger
+
+if TYPE_CHECKING:
+    from zkconsumer.chunks import Message
+
+# librdkafka's own log lines (served by poll/flush), through Python logging instead of raw to stderr
+_LIBRDKAFKA_LOG = throttled_logger("zkconsumer.testing.librdkafka")
 
 
 @dataclass(frozen=True)
@@ -23,7 +31,8 @@ class Produced:
 
 
 def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _LIBRDKAFKA_LOG}  # hints omit Logger
+    return AdminClient(config)
 
 
 def create_topic(
@@ -121,7 +130,13 @@ def produce_numbered(
     `idempotent=False` for brokers older than 0.11 (versions.KafkaRelease.idempotent_producer).
     """
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "enable.idempotence": idempotent}
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "acks": "all",
+            "enable.idempotence": idempotent,
+            "logger": _LIBRDKAFKA_LOG,
+        }
     )
     acked: list[Produced] = []
     failures: list[KafkaError] = []
@@ -136,7 +151,7 @@ def produce_numbered(
         value = f"{topic}-{i}".encode()
         if value_size is not None:
             value = value.ljust(value_size, b".")
-        kwargs = {"partition": i % partitions} if partitions else {}
+        kwargs: dict[str, Any] = {"partition": i % partitions} if partitions else {}
         while True:
             try:
                 producer.produce(
@@ -163,6 +178,7 @@ def produce_bulk(
             "batch.size": 1_000_000,
             "queue.buffering.max.messages": 1_000_000,
             "acks": 1,
+            "logger": _LIBRDKAFKA_LOG,
         }
     )
     payload = b"x" * size
@@ -180,7 +196,12 @@ def produce_bulk(
 def end_offsets(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
     """partition -> (log start, log end) from the brokers."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "zkconsumer-testing-watermarks", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "zkconsumer-testing-watermarks",
+            "enable.auto.commit": False,
+            "logger": _LIBRDKAFKA_LOG,
+        }
     )
     try:
         meta = consumer.list_topics(topic, timeout=10).topics[topic]
@@ -200,6 +221,7 @@ def read_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list[Produced
             "group.id": "zkconsumer-testing-readback",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
+            "logger": _LIBRDKAFKA_LOG,
         }
     )
     try:
@@ -211,12 +233,14 @@ def read_all(bootstrap: str, topic: str, timeout: float = 60.0) -> list[Produced
         while len(done) < len(wanted):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"read_all({topic}) timed out; finished partitions {sorted(done)}")
-            for msg in consumer.consume(1000, 1.0):
-                if msg.error():
-                    if msg.error().code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(msg.error())
+            for raw in consumer.consume(1000, 1.0):
+                error = raw.error()
+                if error is not None:
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(error)
                     continue
-                out.append(Produced(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value()))
+                msg = cast("Message", raw)  # consumed without error: topic, partition, offset are set
+                out.append(Produced(msg.topic(), msg.partition(), msg.offset(), msg.key(), cast(bytes, msg.value())))
                 if msg.offset() + 1 >= wanted[msg.partition()]:
                     done.add(msg.partition())
         return out

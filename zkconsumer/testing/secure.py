@@ -6,7 +6,9 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from zkconsumer.log_throttle import throttled_logger
 from zkconsumer.zk_auth import DIGEST_MODULE
 
 __all__ = ["BrokerSecurity", "make_ca", "zookeeper_server_jaas", "client_jaas", "zookeeper_sasl_server"]
@@ -192,7 +194,11 @@ class BrokerSecurity:
         """SCRAM-SHA-256 credentials for every user, through a broker's PLAINTEXT listener."""
         from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        config: dict[str, Any] = {  # confluent-kafka's hints omit the logger setting's type
+            "bootstrap.servers": bootstrap,
+            "logger": throttled_logger("zkconsumer.testing.librdkafka"),
+        }
+        admin = AdminClient(config)
         info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
         futures = admin.alter_user_scram_credentials(
             [UserScramCredentialUpsertion(u, info, p.encode()) for u, p in self.users.items()]

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Build the sdist and wheel, twine-check them, install the wheel into a fresh venv and consume from a local cluster with it.
+# PY (default .venv/bin/python) runs the checkout's cluster harness; BUILD_PY (default PY) has build and twine
+# (the dev extra); PYTHON (default python3) makes the fresh venv. SMOKE_MESSAGES sets N (default 1000).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${PY:-$ROOT/.venv/bin/python}"
+BUILD_PY="${BUILD_PY:-$PY}"
+N="${SMOKE_MESSAGES:-1000}"
+work="$(mktemp -d -t zkconsumer-wheel-smoke-XXXXXX)"
+log="$work/smoke.log"
+step="start"
+
+finish() {
+  local rc=$?
+  [ -f "$work/cluster/state.json" ] && { cluster down >>"$log" 2>&1 || true; }
+  if [ $rc -ne 0 ]; then
+    echo "wheel_smoke=FAILED at step '$step' (exit $rc); last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    rm -rf "$work/venv"  # keeps the logs (the cluster's under cluster/run) and the built files
+  else
+    rm -rf "$work"
+  fi
+  exit $rc
+}
+trap finish EXIT
+
+run() {  # run <step> <command...>: output to the log; exits on failure (outside the redirection)
+  step="$1"
+  shift
+  echo "== $step: $*" >>"$log"
+  "$@" >>"$log" 2>&1 || exit
+}
+cluster() {  # the checkout's harness: python -m zkconsumer.testing up|down
+  (cd "$ROOT" && ZKCONSUMER_CLUSTER_DIR="$work/cluster" "$PY" -m zkconsumer.testing "$@")
+}
+build() {
+  (cd "$ROOT" && "$BUILD_PY" -m build --outdir "$work/dist" .)
+}
+fresh() {  # a command in the fresh venv, away from the checkout: no PYTHONPATH, cwd outside the repo
+  (cd "$work" && env -u PYTHONPATH PYTHONNOUSERSITE=1 PATH="$work/venv/bin:$PATH" "$@")
+}
+
+run build build
+wheel="$(basename "$(ls "$work"/dist/*.whl)")"
+run twine-check "$BUILD_PY" -m twine check --strict "$work"/dist/*
+run venv "${PYTHON:-python3}" -m venv "$work/venv"
+run install fresh python -m pip install --no-input --disable-pip-version-check "$work/dist/$wheel"
+run import fresh python -c "import zkconsumer, sys; assert zkconsumer.__file__.startswith(sys.prefix), zkconsumer.__file__"
+run cli-help fresh zkconsumer --help
+run cluster-up cluster up --chroot /smoke
+read -r zookeeper bootstrap < <("$PY" -c 'import json, sys; s = json.load(open(sys.argv[1]))
+print(s["zookeeper_connect"], s["bootstrap_servers"])' "$work/cluster/state.json")
+cp "$ROOT/scripts/wheel_smoke_consumer.py" "$work/"
+run consume fresh python wheel_smoke_consumer.py "$zookeeper" "$bootstrap" "$N" "$work/venv"
+step=check
+grep -q "^consumed $N " "$log"
+echo "wheel_smoke=ok wheel=$wheel messages=$N"
