@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the sdist and wheel, twine-check them, install the wheel into a fresh venv and consume from a local cluster with it.
-# PY (default .venv/bin/python) runs the checkout's cluster harness; BUILD_PY (default PY) has build and twine
+# The cluster is the wheel's own zkconsumer.testing, on the jars of the checkout (ZKCONSUMER_JARS, else .jars/).
+# PY (default .venv/bin/python) reads its state file; BUILD_PY (default PY) has build and twine
 # (the dev extra); PYTHON (default python3) makes the fresh venv. SMOKE_MESSAGES sets N (default 1000).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,11 +32,13 @@ run() {  # run <step> <command...>: output to the log; exits on failure (outside
   echo "== $step: $*" >>"$log"
   "$@" >>"$log" 2>&1 || exit
 }
-cluster() {  # the checkout's harness: python -m zkconsumer.testing up|down
-  (cd "$ROOT" && ZKCONSUMER_CLUSTER_DIR="$work/cluster" "$PY" -m zkconsumer.testing "$@")
+cluster() {  # the installed package's local cluster (python -m zkconsumer.testing up|down), on the checkout's jars
+  fresh env ZKCONSUMER_CLUSTER_DIR="$work/cluster" ZKCONSUMER_JARS="${ZKCONSUMER_JARS:-$ROOT/.jars}" \
+    python -m zkconsumer.testing "$@"
 }
-build() {
-  (cd "$ROOT" && "$BUILD_PY" -m build --outdir "$work/dist" .)
+build() {  # from a copy of the committed tree: nothing (build/, *.egg-info) is left in the checkout
+  mkdir -p "$work/src" && git -C "$ROOT" archive HEAD | tar -x -C "$work/src"
+  (cd "$work/src" && "$BUILD_PY" -m build --outdir "$work/dist" .)
 }
 fresh() {  # a command in the fresh venv, away from the checkout: no PYTHONPATH, cwd outside the repo
   (cd "$work" && env -u PYTHONPATH PYTHONNOUSERSITE=1 PATH="$work/venv/bin:$PATH" "$@")

@@ -243,7 +243,10 @@ class LogOffsets:
         futures = self._admin.list_offsets(
             {TopicPartition(t, p): spec for t, p in keys}, isolation_level=level, request_timeout=self._timeout_s
         )
-        return {(tp.topic, tp.partition): fut.result(self._timeout_s).offset for tp, fut in futures.items()}
+        try:
+            return {(tp.topic, tp.partition): fut.result(self._timeout_s).offset for tp, fut in futures.items()}
+        finally:
+            self._admin.poll(0)  # hands librdkafka's queued log lines to the logger
 
     def close(self) -> None:
         self._admin = None

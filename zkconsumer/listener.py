@@ -23,7 +23,9 @@ class ConsumerRebalanceListener:
         """Called with the group-wide topic -> partition -> thread id once ours are claimed, before
         they are fetched. An incremental member that could claim only part of its share (the rest
         still held by others) calls it again for each later part; the map is the whole decision
-        either way, not what has started (ask the connector's owned_partitions() for that)."""
+        either way, not what has started (ask the connector's owned_partitions() for that). An
+        incremental member also claims what nobody holds before it releases its own moving
+        partitions: then this comes first, and again after before_releasing_partitions."""
 
     def on_rebalance_failed(self, error: ConsumerRebalanceFailed) -> None:
         """Called when all rebalance.max.retries attempts failed; the member keeps retrying."""

@@ -183,18 +183,27 @@ class Rebalancer:
         steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
         self._claimed.update(steps.claim)  # the watchdog checks them too, while a node of ours holds one
         early: dict[TopicPartition, str] = {}
+        early_failure: Exception | None = None
         others = {k: t for k, t in steps.claim.items() if k not in steps.release}  # not moving between our threads
         if incremental and steps.release and others:
             # What nobody holds is taken before our own hand-over (its commit, linger and deletes take
             # a while): a partition a leaver let go is not left unowned meanwhile. These claims are
             # disjoint from our releases, and a partial claim never waits, so the order is free here.
-            early = self._claim(others, partial=True)
-            if early:
-                self._start(early, sessions_lost)
+            # A retriable failure here must not hold up what others wait for from us: release first.
+            try:
+                early = self._claim(others, partial=True)
+                if early:
+                    self._start(early, sessions_lost)
+            except Exception as exc:  # noqa: BLE001 - classified right here
+                if not is_retriable(exc):
+                    raise
+                early, early_failure = {}, exc
         self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
         self._finish_releases()
         if self._stopping.is_set():
             return Outcome(done=True)
+        if early_failure is not None:
+            raise early_failure  # the next attempt claims what this one could not start
         rest = {k: t for k, t in steps.claim.items() if k not in early}
         # 9 claim: all or nothing as Scala does; incremental members take what is free at once
         # and wait only for the partitions others still hold.
@@ -209,7 +218,7 @@ class Rebalancer:
                 *blocked[0],
             )
             return Outcome(done=False, blocked=tuple(blocked))
-        if late or not (blocked or early):
+        if late or not blocked:  # also after an early start: the listener hears start after release
             self._start(late, sessions_lost)
         if blocked:
             log.info(
@@ -335,12 +344,14 @@ class Rebalancer:
             )
 
     def _claim(self, owners: Mapping[TopicPartition, str], *, partial: bool) -> dict[TopicPartition, str]:
-        """Create our owner nodes; returns what we now hold (all or nothing unless `partial`)."""
+        """Create our owner nodes; returns those we now hold: unless `partial`, all or none."""
         try:
             held = set(self.group.claim(owners, partial=partial))
         except BaseException:
             self.assignment.adopt_orphans(owners)  # some nodes may exist: delete them next time
             raise
+        if held and not partial:
+            return {}
         return {k: t for k, t in owners.items() if k not in held}
 
     def _start(self, claim: Mapping[TopicPartition, str], sessions_lost: int) -> None:

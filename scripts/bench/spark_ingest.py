@@ -28,7 +28,7 @@ from this checkout (or --wheel), renamed .zip, added with SparkContext.addPyFile
 PYTHONPATH of the data source's driver-side planner processes (spark_jobs/README.md, "On a
 cluster"); the script checks where the executors import it from. Spark's connector
 (spark-sql-kafka-0-10_2.13 and what its POM resolves) comes from .jars/spark-kafka
-(scripts/jars/spark-kafka/pom.xml) through spark.jars: nothing is downloaded at run time.
+(zkconsumer/testing/poms/spark-kafka/pom.xml) through spark.jars: nothing is downloaded at run time.
 """
 
 from __future__ import annotations

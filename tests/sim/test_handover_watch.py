@@ -5,11 +5,14 @@ claim whose later transaction fails rolls the earlier ones back."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
-from harness.simulation import owner_nodes
+from harness.simulation import SimMember, owner_nodes
 from harness.zkmodel import Fault, FaultKind, ZkModel
 from zkconsumer import zkdata
 from zkconsumer.group import GroupZk
+from zkconsumer.listener import ConsumerRebalanceListener
 
 
 def _owner(client, group: str, topic: str, partition: int) -> str:  # type: ignore[no-untyped-def]
@@ -164,7 +167,9 @@ def test_a_partial_claim_keeps_the_transactions_that_succeeded() -> None:
     assert group.not_ours(share) == blocked
 
 
-def test_an_incremental_member_claims_what_a_leaver_let_go_before_its_own_hand_over() -> None:
+def _three_members_then_one_leaves() -> tuple[Schedule, SimMember, SimMember, Callable[[], dict[int, str]]]:
+    """m1 (2 streams), m2 (1), m3 (2) settled over 6 partitions, then m1 leaves cleanly. Range over
+    m2-0, m3-0, m3-1 then gives m2-0 partitions 0-1 (free: the leaver's) and has it hand 3 to m3-0."""
     s = Schedule(0, Options(members=0, partitions=6))
     m1, m2, m3 = s.add_member(), s.add_member(), s.add_member()
     assert [len(m.thread_ids()) for m in (m1, m2, m3)] == [2, 1, 2]  # the seed's stream counts
@@ -183,18 +188,65 @@ def test_an_incremental_member_claims_what_a_leaver_let_go_before_its_own_hand_o
     assert owners() == settled
     m1.leave()
     s.model.deliver()
-    # Range over m2-0, m3-0, m3-1: m2-0 takes 0-1 (free: the leaver's) and hands 3 to m3-0. That
-    # hand-over fails at its delete; the leaver's partitions are m2's already.
-    handed = zkdata.owner_path(GROUP, TOPIC, 3)
+    return s, m2, m3, owners
+
+
+def _fail(s: Schedule, op: str, path: str) -> None:
     lost = Fault(FaultKind.FAIL_BEFORE, drop_link=False)
-    s.model.set_fault_hook(lambda _client, op, path: lost if op == "delete" and path.endswith(handed) else None)
-    m2.rebalance()
-    assert {p: owners().get(p) for p in (0, 1, 3)} == {0: "g_m2-0", 1: "g_m2-0", 3: "g_m2-0"}
-    assert m2.fetcher.assigned() == {(TOPIC, 0), (TOPIC, 1), (TOPIC, 3)}
+    s.model.set_fault_hook(lambda _client, o, p: lost if o == op and p.endswith(path) else None)
+
+
+def _settle(s: Schedule, *members: SimMember) -> None:
     s.model.set_fault_hook(None)
     for _ in range(20):
         s.model.advance(250)
         s.model.deliver()
-        for m in (m2, m3):
+        for m in members:
             m.rebalance()
-    assert owners() == dict(enumerate(["g_m2-0", "g_m2-0", "g_m3-0", "g_m3-0", "g_m3-1", "g_m3-1"]))
+
+
+SETTLED_AFTER_THE_LEAVE = dict(enumerate(["g_m2-0", "g_m2-0", "g_m3-0", "g_m3-0", "g_m3-1", "g_m3-1"]))
+
+
+def test_an_incremental_member_claims_what_a_leaver_let_go_before_its_own_hand_over() -> None:
+    s, m2, m3, owners = _three_members_then_one_leaves()
+    events: list[str] = []
+    m2.rebalancer.listener = RecordingListener(events)
+    _fail(s, "delete", zkdata.owner_path(GROUP, TOPIC, 3))  # m2's hand-over of 3 fails at its delete
+    m2.rebalance()
+    assert {p: owners().get(p) for p in (0, 1, 3)} == {0: "g_m2-0", 1: "g_m2-0", 3: "g_m2-0"}
+    assert m2.fetcher.assigned() == {(TOPIC, 0), (TOPIC, 1), (TOPIC, 3)}
+    _settle(s, m2, m3)
+    assert owners() == SETTLED_AFTER_THE_LEAVE
+    # Scala's listener contract: every release is followed by a start (listeners resume there).
+    assert "release" in events and events[-1] == "start"
+    assert all(b == "start" for a, b in zip(events, events[1:]) if a == "release")
+
+
+def test_the_listener_hears_start_after_release_when_the_early_claim_took_everything() -> None:
+    s, m2, m3, owners = _three_members_then_one_leaves()
+    events: list[str] = []
+    m2.rebalancer.listener = RecordingListener(events)
+    m2.rebalance()
+    assert events == ["start", "release", "start"]  # Scala's contract: a release is followed by a start
+    assert {p: owners().get(p) for p in (0, 1, 3)} == {0: "g_m2-0", 1: "g_m2-0", 3: None}
+
+
+def test_a_failed_early_claim_does_not_hold_up_the_members_own_hand_over() -> None:
+    s, m2, m3, owners = _three_members_then_one_leaves()
+    _fail(s, "get", zkdata.offset_path(GROUP, TOPIC, 0))  # m2 cannot start partition 0 it took early
+    m2.rebalance()
+    assert 3 not in owners()  # released all the same: m3 need not wait for m2's next attempt
+    _settle(s, m2, m3)
+    assert owners() == SETTLED_AFTER_THE_LEAVE
+
+
+class RecordingListener(ConsumerRebalanceListener):
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def before_releasing_partitions(self, partitions):  # type: ignore[no-untyped-def]
+        self.events.append("release")
+
+    def before_starting_fetchers(self, consumer_id, assignment):  # type: ignore[no-untyped-def]
+        self.events.append("start")

@@ -134,7 +134,7 @@ def test_normalize_keeps_everything_but_run_specific_values() -> None:
 def test_every_version_has_a_known_jar_set_with_a_pom() -> None:
     assert set(jar_sets()) <= set(KNOWN)
     for name in jar_sets():
-        assert (ROOT / "scripts" / "jars" / name / "pom.xml").is_file(), name
+        assert (ROOT / "zkconsumer" / "testing" / "poms" / name / "pom.xml").is_file(), name
     # scripts/fetch-jars.sh fetches only the default sets; the matrix ones come on first use.
     assert "for name in kafka39 kafka11 spark-kafka; do" in (ROOT / "scripts" / "fetch-jars.sh").read_text()
 

@@ -4,7 +4,7 @@ Public surface:
 
 * ``zkconsumer.testing.cluster.LocalCluster``: a real ZooKeeper plus 1..N ZooKeeper-mode Kafka
   brokers run as child JVMs on loopback (Kafka 3.9.1 unless ``kafka_version`` asks for another
-  ZooKeeper-era release; jars are fetched with Maven on first use, or found in ZKCONSUMER_JARS)::
+  ZooKeeper-era release; jars are fetched with Maven (mvn on the PATH) on first use, or found in ZKCONSUMER_JARS)::
 
       from zkconsumer.testing.cluster import LocalCluster
 

@@ -30,8 +30,8 @@ def up(args: argparse.Namespace) -> int:
         print(f"a cluster is already recorded in {STATE_FILE}; run `down` first", file=sys.stderr)
         return 1
     chroot = None if args.chroot in ("", "none") else args.chroot
-    cluster = LocalCluster(brokers=args.brokers, chroot=chroot, workdir=STATE_DIR.resolve() / "run")
     try:
+        cluster = LocalCluster(brokers=args.brokers, chroot=chroot, workdir=STATE_DIR.resolve() / "run")
         cluster.start(detach=True)
     except (ClusterStartError, JarsMissingError) as exc:
         print(f"cluster did not start: {exc}", file=sys.stderr)

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-# Each entry is a folder of jars built from scripts/jars/<name>/pom.xml:
+# Each entry is a folder of jars built from poms/<name>/pom.xml (next to this file):
 #   kafka39  the ZooKeeper-mode Kafka 3.9 broker, plus the ZooKeeper server it bundles
 #   kafka11  the legacy Scala 1.1.1 client (never mixed with kafka39 on one classpath); also the 1.1.1 broker
 # and, fetched only when LocalCluster first runs that version (versions.py maps versions to sets):
@@ -22,10 +22,13 @@ class JarsMissingError(RuntimeError):
     """The jars are absent and could not be fetched; the message says what to run."""
 
 
+POMS = Path(__file__).resolve().parent / "poms"  # shipped with the package: <name>/pom.xml
+
+
 def repo_root() -> Path | None:
-    """The source checkout this package runs from, if any (it holds scripts/jars/)."""
+    """The source checkout this package runs from, if any (its jars go to <checkout>/.jars)."""
     here = Path(__file__).resolve().parents[2]
-    return here if (here / "scripts" / "jars").is_dir() else None
+    return here if (here / "scripts" / "fetch-jars.sh").is_file() else None
 
 
 def jars_home() -> Path:
@@ -57,13 +60,11 @@ def classpath(name: str) -> str:
 
 
 def fetch_jars(name: str, target: Path) -> Path:
-    """Run `mvn dependency:copy-dependencies` for scripts/jars/<name>/pom.xml into target."""
-    root = repo_root()
-    pom = root / "scripts" / "jars" / name / "pom.xml" if root else None
-    if pom is None or not pom.is_file():
+    """Run `mvn dependency:copy-dependencies` for zkconsumer/testing/poms/<name>/pom.xml into target."""
+    pom = POMS / name / "pom.xml"
+    if not pom.is_file():
         raise JarsMissingError(
-            f"no jars in {target} and no scripts/jars/{name}/pom.xml to fetch them with; "
-            "set ZKCONSUMER_JARS to a folder holding them"
+            f"no jars in {target} and no {pom} to fetch them with; set ZKCONSUMER_JARS to a folder holding them"
         )
     mvn = shutil.which("mvn")
     if mvn is None:

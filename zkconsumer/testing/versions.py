@@ -11,7 +11,7 @@ DEFAULT_KAFKA = "3.9.1"
 
 @dataclass(frozen=True)
 class KafkaRelease:
-    """One ZooKeeper-mode broker release and the jar set (scripts/jars/<jar_set>/pom.xml) it runs from."""
+    """One ZooKeeper-mode broker release and the jar set (zkconsumer/testing/poms/<jar_set>/pom.xml) it runs from."""
 
     version: str
     jar_set: str
