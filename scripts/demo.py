@@ -20,7 +20,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test harness: tests/harness
 
-from harness import python_env  # noqa: E402
+from harness import member, python_env  # noqa: E402
 from harness.members import owner_table, wait_for_balanced  # noqa: E402
 from zkconsumer import zkdata  # noqa: E402
 from zkconsumer.testing import kafka  # noqa: E402
@@ -47,28 +47,15 @@ def ownership(zk, title: str) -> dict[tuple[str, int], str]:  # type: ignore[no-
     return owners
 
 
+DEMO_PROPERTIES = {"auto.commit.interval.ms": 1000, "rebalance.backoff.ms": 500, "rebalance.max.retries": 20}
+
+
 def spawn(cluster: LocalCluster, workdir: Path, name: str) -> tuple[subprocess.Popen, Path]:  # type: ignore[type-arg]
     out = workdir / f"{name}.deliveries"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness.member",
-            "--zookeeper",
-            cluster.zookeeper_connect,
-            "--group",
-            GROUP,
-            "--topic",
-            TOPIC,
-            "--streams",
-            "2",
-            "--out",
-            str(out),
-            f"--property=consumer.id={name}",
-            "--property=auto.commit.interval.ms=1000",
-            "--property=rebalance.backoff.ms=500",
-            "--property=rebalance.max.retries=20",
-        ],
+        member.command(
+            cluster.zookeeper_connect, GROUP, TOPIC, out, streams=2, properties=DEMO_PROPERTIES | {"consumer.id": name}
+        ),
         stdout=subprocess.PIPE,
         stderr=open(workdir / f"{name}.log", "w"),
         text=True,

@@ -33,9 +33,10 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the test harness: tests/harness
 
@@ -56,18 +57,23 @@ def consume_loop(config: dict[str, object], topic: str, count: int) -> float:
     """assign() + consume(10000) loop touching every value; the clock starts at the first message."""
     consumer = Consumer(config)
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    rate = timed_loop(count, lambda: consumer.consume(10000, 1.0))
+    consumer.close()
+    return rate
+
+
+def timed_loop(count: int, next_batch: Callable[[], list[Message]]) -> float:
+    """The raw loop body over batches until `count` messages: msg/s from the first message on."""
     seen = nbytes = 0
     began = None
     while seen < count:
-        for m in consumer.consume(10000, 1.0):
+        for m in next_batch():
             if m.error() is None:
                 if began is None:
                     began = time.perf_counter()
                 seen += 1
                 nbytes += len(m.value())
-    elapsed = time.perf_counter() - began  # type: ignore[operator]
-    consumer.close()
-    return count / elapsed
+    return count / (time.perf_counter() - began)  # type: ignore[operator]
 
 
 def raw(bootstrap: str, topic: str, count: int) -> float:
@@ -85,7 +91,7 @@ def raw_handed(bootstrap: str, topic: str, count: int) -> float:
     )
     consumer = Consumer(settings.consumer_config())
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    batches: queue.Queue[list | None] = queue.Queue(4)
+    batches: queue.Queue[list[Message] | None] = queue.Queue(4)
     stop = threading.Event()
 
     def fetch() -> None:
@@ -99,26 +105,21 @@ def raw_handed(bootstrap: str, topic: str, count: int) -> float:
 
     fetcher = threading.Thread(target=fetch, name="bench-handed-fetch", daemon=True)
     fetcher.start()
-    seen = nbytes = 0
-    began = None
-    while seen < count:
+
+    def handed() -> list[Message]:
         batch = batches.get(timeout=60)
         if batch is None:
             raise RuntimeError("the fetch thread ended early")
-        for m in batch:
-            if m.error() is None:
-                if began is None:
-                    began = time.perf_counter()
-                seen += 1
-                nbytes += len(m.value())
-    elapsed = time.perf_counter() - began  # type: ignore[operator]
+        return batch
+
+    rate = timed_loop(count, handed)
     stop.set()
     while fetcher.is_alive():  # drain so a blocked put() sees the stop
         if batches.get(timeout=5) is None:
             break
     fetcher.join(10)
     consumer.close()
-    return count / elapsed
+    return rate
 
 
 def raw_default(bootstrap: str, topic: str, count: int) -> float:

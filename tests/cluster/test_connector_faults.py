@@ -6,13 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 from kazoo.client import KazooClient
 
-from harness import python_env
+from harness import member, python_env
 from harness.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
 from zkconsumer import ConsumerConnector
 
@@ -28,22 +27,8 @@ FAST = {
 
 
 def spawn_member(cluster, group: str, topic: str, out, **props: object) -> subprocess.Popen:  # type: ignore[no-untyped-def]
-    extra = [f"--property={k}={v}" for k, v in {**FAST, **props}.items()]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness.member",
-            "--zookeeper",
-            cluster.zookeeper_connect,
-            "--group",
-            group,
-            "--topic",
-            topic,
-            "--out",
-            str(out),
-            *extra,
-        ],
+        member.command(cluster.zookeeper_connect, group, topic, out, properties={**FAST, **props}),
         stdout=subprocess.PIPE,
         stderr=open(str(out) + ".log", "w"),
         text=True,

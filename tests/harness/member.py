@@ -12,9 +12,20 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 
 from zkconsumer import ConsumerConnector, Whitelist
 from zkconsumer.stream import ConsumerTimeout
+
+
+def command(
+    zookeeper: str, group: str, topic: str, out: Path, *, streams: int = 1, properties: Mapping[str, object] = {}
+) -> list[str]:
+    """The argv that starts this module as a member (run it with harness.python_env())."""
+    props = [f"--property={k}={v}" for k, v in properties.items()]
+    return [sys.executable, "-m", "harness.member", "--zookeeper", zookeeper, "--group", group, "--topic", topic,
+            "--streams", str(streams), "--out", str(out), *props]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,13 +6,13 @@ import collections
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from harness import member as member_process
 from harness import python_env
 from harness.kdc import KerberosLogin
 from harness.members import Recorder, drain, wait_for_balanced
@@ -32,22 +32,7 @@ class PyProcessMember:
         self.out_path = workdir / f"py-{name}.deliveries"
         self.log_path = workdir / f"py-{name}.log"
         props = {**PY_PROPERTIES, "consumer.id": name}
-        cmd = [
-            sys.executable,
-            "-m",
-            "harness.member",
-            "--zookeeper",
-            zookeeper_connect,
-            "--group",
-            group,
-            "--topic",
-            topic,
-            "--streams",
-            str(streams),
-            "--out",
-            str(self.out_path),
-            *(arg for k, v in props.items() for arg in ("--property", f"{k}={v}")),
-        ]
+        cmd = member_process.command(zookeeper_connect, group, topic, self.out_path, streams=streams, properties=props)
         with open(self.log_path, "wb") as log:
             self.popen = subprocess.Popen(
                 cmd,

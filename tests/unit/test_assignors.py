@@ -77,7 +77,7 @@ def test_sort_key_formats():
         roundrobin_sort_key("t", 0, "t:p")
 
 
-# --- Reference worked examples (legacy-zk-consumer.md §4.3) --------------------------------------
+# --- Worked examples (docs/design.md, "Assignment") -----------------------------------------------
 
 
 def test_example_a_range_unequal_streams():
