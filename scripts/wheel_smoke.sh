@@ -48,7 +48,7 @@ run build build
 wheel="$(basename "$(ls "$work"/dist/*.whl)")"
 run twine-check "$BUILD_PY" -m twine check --strict "$work"/dist/*
 run venv "${PYTHON:-python3}" -m venv "$work/venv"
-run install fresh python -m pip install --no-input --disable-pip-version-check "$work/dist/$wheel"
+run install fresh timeout 900 python -m pip install --no-input --disable-pip-version-check "$work/dist/$wheel"
 run import fresh python -c "import zkconsumer, sys; assert zkconsumer.__file__.startswith(sys.prefix), zkconsumer.__file__"
 run cli-help fresh zkconsumer --help
 run cluster-up cluster up --chroot /smoke

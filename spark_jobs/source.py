@@ -32,6 +32,8 @@ from spark_jobs.offsets import (
 from spark_jobs.options import SourceOptions, parse_options
 from spark_jobs.planning import bootstrap_of, plan_batch
 from spark_jobs.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
+from zkconsumer.errors import describe as describe_error
+from zkconsumer.errors import is_retriable
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -132,6 +134,7 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         # from the checkpoint only if its offsets are one of these, i.e. really this query's.
         self._seen: collections.deque[str] = collections.deque(maxlen=64)
         self._checkpoint_checked = False
+        self._brokers_read: str | None = None  # the bootstrap list of the last /brokers/ids read
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -198,9 +201,22 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         return bool(self._connector().ownership_confirmed())
 
     def _bootstrap(self) -> str:
+        """The brokers executors start from. A planning call that meets the member's ZooKeeper
+        session ending (or the connection down) uses the list read last: executors only need a
+        broker to start from, and failing the call would end the query."""
         if self.opts.bootstrap_override:
             return self.opts.bootstrap_override
-        return bootstrap_of(self._connector().group.cluster.brokers(), self.opts.config)
+        try:
+            self._brokers_read = bootstrap_of(self._connector().group.cluster.brokers(), self.opts.config)
+        except Exception as exc:  # noqa: BLE001 - classified right here
+            if self._brokers_read is None or not is_retriable(exc):
+                raise
+            log.warning(
+                "could not read /brokers/ids (%s); planning with %s, read before",
+                describe_error(exc),
+                self._brokers_read,
+            )
+        return self._brokers_read
 
     def _spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
         if self._log_offsets is None:

@@ -54,8 +54,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="zk-cost-") as tmp:
         server = ZooKeeperNode(Path(tmp))
         server.start()
-        client = zkio.connect(server.hosts, session_timeout_s=30.0, connect_timeout_s=10.0)
+        client = None
         try:
+            client = zkio.connect(server.hosts, session_timeout_s=30.0, connect_timeout_s=10.0)
             client.ensure_path("/cost")
             paths = [f"/cost/n{i:07d}" for i in range(n)]
             data = b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"0"}'
@@ -79,8 +80,9 @@ def main() -> None:
             )
             results["delete"] = timed(n, pipelined([lambda p=p: client.delete_async(p) for p in paths]))
         finally:
-            client.stop()
-            client.close()
+            if client is not None:
+                client.stop()
+                client.close()
             server.stop()
     for kind, (cpu, wall) in results.items():
         note = f" (a folder of {n} children)" if kind == "children" else ""

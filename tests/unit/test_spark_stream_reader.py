@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import SimpleNamespace
 from typing import Any
+
+import pytest
+from kazoo.exceptions import SessionExpiredError
 
 from spark_jobs.offsets import batch_ranges, decode_offsets
 from spark_jobs.options import parse_options
 from spark_jobs.source import ReadAllAvailable, ZkStreamReader
 from zkconsumer.assignment import Assignment
 from zkconsumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.zkdata import BrokerInfo
 
 Key = tuple[str, int]
 T0, T1 = ("t", 0), ("t", 1)
@@ -176,3 +181,45 @@ def test_a_deleted_topics_fenced_partitions_are_not_planned_nor_their_offsets_li
     del reader.logs[("gone", 0)]  # the brokers no longer know it: asking raises (KeyError here)
     end = reader.latestOffset(start, ReadAllAvailable())
     assert batch_ranges(start, end) == [(T0, 0, 20)]
+
+
+class FlakyBrokers:
+    """/brokers/ids as the member reads it: answers until the session ends under the read."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error: Exception | None = None
+        self.later = error
+
+    def brokers(self) -> list[BrokerInfo]:
+        if self.error is not None:
+            raise self.error
+        return [BrokerInfo(1, "b1", 9092, ("PLAINTEXT://b1:9092",), None, 4)]
+
+
+def test_planning_keeps_the_brokers_read_last_when_the_session_ends_under_the_read() -> None:
+    member = FakeMember()
+    member.claim(T0, -1, epoch=100)
+    brokers = FlakyBrokers(SessionExpiredError())
+    member.group = SimpleNamespace(cluster=brokers)  # type: ignore[attr-defined]
+    reader = Reader(member, {T0: (0, 30)}, startingOffsets="earliest")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert {p.bootstrap for p in reader.partitions(start, end)} == {"b1:9092"}
+    brokers.error = brokers.later  # the driver's session expires while Spark plans the next batch
+    assert {p.bootstrap for p in reader.partitions(start, end)} == {"b1:9092"}
+    brokers.error = ValueError("a bug")  # not retriable: the query must fail, not plan on
+    with pytest.raises(ValueError):
+        reader.partitions(start, end)
+
+
+def test_planning_without_a_broker_list_read_before_fails_on_a_session_end() -> None:
+    member = FakeMember()
+    member.claim(T0, -1, epoch=100)
+    brokers = FlakyBrokers(SessionExpiredError())
+    brokers.error = brokers.later
+    member.group = SimpleNamespace(cluster=brokers)  # type: ignore[attr-defined]
+    reader = Reader(member, {T0: (0, 30)}, startingOffsets="earliest")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    with pytest.raises(SessionExpiredError):
+        reader.partitions(start, end)
