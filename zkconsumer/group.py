@@ -252,31 +252,54 @@ class GroupZk:
         With `partial`, the nodes nobody holds are created and only the held ones are returned,
         so free partitions do not wait for a neighbour's release. A node that already holds our
         thread id in our session (a claim whose answer was lost) counts as claimed.
+
+        Nodes are created first and read only when a transaction fails (a node is there): in a
+        settled hand-over they are free, and a read per node would double the claim's requests.
+        A node an earlier claim found held, and whose watch has not fired since, is not tried.
         """
         for topic in sorted({t for t, _ in owners}):
             self._ensure(zkdata.owners_path(self.group_id, topic))
-        answers = self._read_nodes_to_claim(owners)
-        mine = {k for k, answer in answers.items() if self._ours(answer, owners[k]) is not None}
-        held = sorted(k for k, answer in answers.items() if answer is not None and k not in mine)
+        held = self._known_held(owners)
         if held and not partial:
             return held  # the transaction would fail on them: no write, the caller watches them
-        todo = {k: v for k, v in owners.items() if k not in mine and answers[k] is None}
+        todo = {k: v for k, v in owners.items() if k not in held}
         blocked = list(held)
         created: dict[TopicPartition, str] = {}
         for keys in self._claim_transactions(todo):
             chunk = {k: todo[k] for k in keys}
             if self._create_owner_nodes(chunk):
                 created.update(chunk)
-            elif partial:
-                ours = self._which_are_ours(chunk)  # once per chunk: one pipelined read of its nodes
-                blocked += [k for k in chunk if k not in ours]
-            else:  # roll back, as Scala's claim deletes what it created when one create fails
-                left = set(created) - set(self.release(created))
-                if left:  # the caller schedules every node of the claim for deletion
-                    raise ZooKeeperUnavailable(f"could not roll back the claim of {partitions_text(left)}")
-                mine = self._which_are_ours(owners)
-                return sorted(k for k in owners if k not in mine)
+                continue
+            answers = self._read_nodes_to_claim(chunk)  # arms a watch on each node another member holds
+            in_way = [k for k, answer in answers.items() if answer is not None and self._ours(answer, chunk[k]) is None]
+            free = {k: t for k, t in chunk.items() if answers[k] is None}
+            if in_way and not partial:
+                self._roll_back(created)
+                return sorted({*in_way, *self._known_held(owners)})
+            if free and not self._create_owner_nodes(free):  # lost a race for one of them
+                if not partial:
+                    self._roll_back(created)
+                    mine = self._which_are_ours(owners)
+                    return sorted(k for k in owners if k not in mine)
+                ours = self._which_are_ours(free)  # once per chunk: one pipelined read of its nodes
+                in_way += [k for k in free if k not in ours]
+                free = {k: t for k, t in free.items() if k in ours}
+            created.update(free)
+            blocked += in_way
         return sorted(blocked)
+
+    def _known_held(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
+        """Partitions an earlier claim found another member holding, unchanged since (their watch
+        has not fired): no request. A stale answer only delays the claim to the next attempt."""
+        paths = {k: self._owner_path(k) for k in owners}
+        found = self._wanted_owner_nodes.cached(list(paths.values()))
+        return sorted(k for k, path in paths.items() if path in found and self._ours(found[path], owners[k]) is None)
+
+    def _roll_back(self, created: Mapping[TopicPartition, str]) -> None:
+        """Delete what an all-or-nothing claim created, as Scala's claim does when one create fails."""
+        left = set(created) - set(self.release(created))
+        if left:  # the caller schedules every node of the claim for deletion
+            raise ZooKeeperUnavailable(f"could not roll back the claim of {partitions_text(left)}")
 
     def _claim_transactions(self, todo: Mapping[TopicPartition, str]) -> Iterator[list[TopicPartition]]:
         sizes = ((k, transactions.create_size(self._owner_path(k), zkdata.encode_owner(t))) for k, t in todo.items())
@@ -319,6 +342,8 @@ class GroupZk:
 
         gone = False
         for path in sorted(pending):
+            if self._wanted_owner_nodes.when_changed(path, seen):
+                continue  # the claim's read already holds a watch there: no second request
             if self.io.exists(path, watch=seen) is None:
                 gone = True
                 with lock:
@@ -342,14 +367,33 @@ class GroupZk:
 
     def release(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """Delete our owner nodes; returns every key now confirmed not ours (deleted, gone, or
-        another's). A connection failure raises: the caller keeps the rest for a later attempt."""
-        stats = self._owner_stats(owners)
+        another's). A connection failure raises: the caller keeps the rest for a later attempt.
+
+        Which nodes are ours is taken from their data watches where they are current (the
+        watchdog's reads keep them so), else read. Either way a node is judged before it is
+        deleted, by version: a fresh read narrows the window to another member's create no more
+        than a watch does, since only a delete of our node (by a tool, or our session's end,
+        which drops the caches) can let another member create it. The deletes go in
+        transactions; one that fails (a node gone or changed) is redone node by node.
+        """
+        stats = self._owner_stats(owners, trust_watches=True)
         confirmed = [k for k, stat in stats.items() if stat is None]
-        pending = {
-            k: self.client.delete_async(self._owner_path(k), version=stat.version)
-            for k, stat in stats.items()
-            if stat is not None
-        }
+        ours = {k: stat for k, stat in stats.items() if stat is not None}
+        sizes = ((k, transactions.create_size(self._owner_path(k), b"")) for k in ours)
+        for keys in transactions.batches(sizes, self._transaction_max_bytes):
+            txn = self.client.transaction()
+            for key in keys:
+                txn.delete(self._owner_path(key), version=ours[key].version)
+            results = self.io.commit(txn, f"release {len(keys)} partitions")
+            if not any(isinstance(r, Exception) for r in results):
+                confirmed += keys
+            else:
+                confirmed += self._delete_one_by_one({k: ours[k] for k in keys})
+        return sorted(confirmed)
+
+    def _delete_one_by_one(self, stats: Mapping[TopicPartition, ZnodeStat]) -> list[TopicPartition]:
+        pending = {k: self.client.delete_async(self._owner_path(k), version=stat.version) for k, stat in stats.items()}
+        confirmed = []
         for key, answer in pending.items():
             try:
                 self.io.wait(answer, f"release {self._owner_path(key)}")
@@ -358,7 +402,7 @@ class GroupZk:
             except BadVersionError:
                 continue  # rewritten since we looked: look again next attempt
             confirmed.append(key)
-        return sorted(confirmed)
+        return confirmed
 
     # ---- offsets -------------------------------------------------------------------------------
     def commit_offsets(
@@ -470,9 +514,21 @@ class GroupZk:
             answers.update(self._read_owner_nodes(looks_ours))
         return answers
 
-    def _owner_stats(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, ZnodeStat | None]:
-        """key -> stat of the owner node if it is ours (our thread id, our session), else None."""
-        return {key: self._ours(answer, owners[key]) for key, answer in self._read_owner_nodes(owners).items()}
+    def _owner_stats(
+        self, owners: Mapping[TopicPartition, str], *, trust_watches: bool = False
+    ) -> dict[TopicPartition, ZnodeStat | None]:
+        """key -> stat of the owner node if it is ours (our thread id, our session), else None.
+
+        `trust_watches`: a node whose data watch (from `not_ours(watched=True)`) has not fired and
+        that was ours then is still ours (no request); only the others are read."""
+        stats: dict[TopicPartition, ZnodeStat | None] = {}
+        if trust_watches:
+            paths = {k: self._owner_path(k) for k in owners}
+            found = self._own_owner_nodes.cached(list(paths.values()))
+            stats = {k: stat for k, path in paths.items() if path in found and (stat := self._ours(found[path], owners[k])) is not None}
+        rest = [k for k in owners if k not in stats]
+        stats.update((key, self._ours(answer, owners[key])) for key, answer in self._read_owner_nodes(rest).items())
+        return stats
 
     def _which_are_ours(self, owners: Mapping[TopicPartition, str]) -> set[TopicPartition]:
         return {k for k, stat in self._owner_stats(owners).items() if stat is not None}

@@ -122,6 +122,7 @@ class WatchedNodes:
         self._lock = threading.Lock()
         self._entries: dict[str, Entry] = {}
         self._generations: dict[str, int] = {}
+        self._listeners: dict[str, list[Callable[[WatchedEvent], None]]] = {}
 
     def invalidate(self) -> None:
         """Forget everything: the next read asks ZooKeeper for all of it again."""
@@ -129,6 +130,21 @@ class WatchedNodes:
             for path in self._entries:
                 self._generations[path] = self._generations.get(path, 0) + 1
             self._entries.clear()
+
+    def cached(self, paths: list[str]) -> dict[str, Entry]:
+        """The entries among `paths` whose watch has not fired since they were read (no request;
+        nothing is forgotten). A node missing here may still exist: it is just not known."""
+        with self._lock:
+            return {p: self._entries[p] for p in paths if p in self._entries}
+
+    def when_changed(self, path: str, listener: Callable[[WatchedEvent], None]) -> bool:
+        """Call `listener(event)` (once, on kazoo's thread) when the watch on `path` fires; False,
+        and nothing registered, if no current entry holds a watch there (the caller sets its own)."""
+        with self._lock:
+            if path not in self._entries:
+                return False
+            self._listeners.setdefault(path, []).append(listener)
+            return True
 
     def read(self, paths: list[str]) -> dict[str, Entry | None]:
         """path -> (data, stat), None where there is no node. Forgets every path not asked for."""
@@ -151,10 +167,13 @@ class WatchedNodes:
             return {p: answers[p] if p in answers else self._entries.get(p) for p in paths}  # in the order asked
 
     def _watch(self, path: str) -> Callable[[WatchedEvent], None]:
-        def fired(_event: WatchedEvent) -> None:
+        def fired(event: WatchedEvent) -> None:
             with self._lock:
                 if path in self._generations or path in self._entries:
                     self._generations[path] = self._generations.get(path, 0) + 1
                     self._entries.pop(path, None)
+                listeners = self._listeners.pop(path, [])
+            for listener in listeners:
+                listener(event)
 
         return fired

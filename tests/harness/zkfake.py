@@ -140,7 +140,10 @@ class SimTransaction:
         if self.committed:
             raise ValueError("Transaction already committed")
         self.committed, c, ops = True, self._client, self.operations
-        return c._request("multi", ops[0].path if ops else "/", lambda s: c._model._multi(ops, s))
+        # A multi of deletes only (a release) is named apart, so fault hooks can aim at releases
+        # without also hitting claims and fenced commits, whose first path is an owner node too.
+        kind = "multi-delete" if ops and all(op.kind == "delete" for op in ops) else "multi"
+        return c._request(kind, ops[0].path if ops else "/", lambda s: c._model._multi(ops, s))
 
     def commit(self) -> list[object]:
         return self.commit_async().get()

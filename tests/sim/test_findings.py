@@ -38,10 +38,13 @@ def owners(s: Schedule) -> dict[int, str]:
 
 
 def hook_once(s: Schedule, op: str, path_part: str, fault: object, who: str | None = None) -> list[str]:
+    """Fault the first `op` request on a path containing `path_part`; "delete" also means a
+    transaction of deletes (how a release deletes its owner nodes)."""
     fired: list[str] = []
+    ops = ("delete", "multi-delete") if op == "delete" else (op,)
 
     def hook(client: object, called: str, path: str) -> object:
-        if not fired and called == op and path_part in path and (who is None or client.name == who):
+        if not fired and called in ops and path_part in path and (who is None or client.name == who):
             fired.append(path)
             return fault
         return None

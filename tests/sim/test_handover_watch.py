@@ -193,7 +193,8 @@ def _three_members_then_one_leaves() -> tuple[Schedule, SimMember, SimMember, Ca
 
 def _fail(s: Schedule, op: str, path: str) -> None:
     lost = Fault(FaultKind.FAIL_BEFORE, drop_link=False)
-    s.model.set_fault_hook(lambda _client, o, p: lost if o == op and p.endswith(path) else None)
+    ops = (op, f"multi-{op}")  # a release deletes in a transaction: "multi-delete", path its first op's
+    s.model.set_fault_hook(lambda _client, o, p: lost if o in ops and p.endswith(path) else None)
 
 
 def _settle(s: Schedule, *members: SimMember) -> None:

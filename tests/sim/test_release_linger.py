@@ -170,7 +170,7 @@ def _mixed_world(linger_s: float) -> tuple[Schedule, SimMember, list[tuple[str, 
     m1.rebalancer._commit_quietly = recorded_commit  # type: ignore[method-assign]
 
     def hook(client: object, op: str, path: str) -> None:
-        if op == "delete" and "/owners/" in path and client.name == m1.name:
+        if op in OWNER_DELETES and "/owners/" in path and client.name == m1.name:
             times.append(("delete", time.monotonic()))
 
     s.model.set_fault_hook(hook)
@@ -184,6 +184,9 @@ def _mixed_world(linger_s: float) -> tuple[Schedule, SimMember, list[tuple[str, 
     )
     s.model.deliver()
     return s, m1, times
+
+
+OWNER_DELETES = ("delete", "multi-delete")  # one by one, or a release's transaction
 
 
 def _first_delete_after_last_commit(times: list[tuple[str, float]]) -> float:
@@ -216,7 +219,7 @@ def hook_first_owner_delete_fails(s: Schedule, m1: SimMember, times: list[tuple[
     fired: list[str] = []
 
     def hook(client: object, op: str, path: str) -> object:
-        if op == "delete" and "/owners/" in path and client.name == m1.name:
+        if op in OWNER_DELETES and "/owners/" in path and client.name == m1.name:
             if not fired:
                 fired.append(path)
                 return FAIL_BEFORE

@@ -171,28 +171,35 @@ def test_one_shot_owner_reads_set_no_watch_and_skip_bad_nodes(caplog) -> None:  
 
 
 def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
-    """A node created between the claim's read and its transaction fails the transaction; finding
-    which of the chunk's nodes are ours then costs one read per node, not one per node per node."""
+    """The claim's transaction fails on a held node; the read that follows finds the rest free, but
+    one is created by someone else before the second transaction: finding which of the chunk's
+    nodes are ours then costs one read per node, not one per node per node."""
     model, (me, other) = _registered("me", "other")
     wanted = {("t", p): "g_me-0" for p in range(40)}
+    assert other.claim({("t", 0): "g_other-0"}) == []  # the first transaction fails on it
     read = me._read_nodes_to_claim
 
     def then_taken(owners):  # type: ignore[no-untyped-def]
         found = read(owners)
-        if len(found) == len(wanted) and other.not_ours({("t", 7): "g_other-0"}):
-            assert other.claim({("t", 7): "g_other-0"}) == []  # the first read: someone claims 7 meanwhile
+        if other.not_ours({("t", 7): "g_other-0"}):
+            assert other.claim({("t", 7): "g_other-0"}) == []  # right after the read, someone claims 7
         return found
 
     me._read_nodes_to_claim = then_taken  # type: ignore[method-assign]
     since = len(model.calls)
     assert me.claim(wanted, partial=True) == sorted(wanted)  # the failed chunk waits for the next attempt
     owners = zkdata.owners_path("g", "t")
-    reads = [c for c in model.calls[since:] if c.client == "me" and c.op == "get" and c.path.startswith(owners)]
-    assert len(reads) == 2 * len(wanted)  # the first read and one re-read of the failed chunk
-    assert me.claim(wanted, partial=True) == [("t", 7)]
+    mine = [c for c in model.calls[since:] if c.client == "me"]
+    reads = [c for c in mine if c.op == "get" and c.path.startswith(owners)]
+    assert len(reads) == len(wanted) + len(wanted) - 1  # the read after the failure, the 39 it found free again
+    assert [c.op for c in mine if c.op.startswith("multi")] == ["multi", "multi"]
+    me._read_nodes_to_claim = read  # type: ignore[method-assign]
+    assert me.claim(wanted, partial=True) == [("t", 0), ("t", 7)]
 
 
-def test_a_claim_waiting_for_a_neighbour_rereads_only_what_was_released() -> None:
+def test_a_claim_waiting_for_a_neighbour_reads_nothing_again() -> None:
+    """What the neighbour released is created at once; what it still holds is known from the
+    watches the first claim armed: the second claim sends one transaction and no read."""
     model, (me, other) = _registered("me", "other")
     keys = [("t", p) for p in range(40)]
     assert other.claim({k: "g_other-0" for k in keys}) == []
@@ -202,9 +209,7 @@ def test_a_claim_waiting_for_a_neighbour_rereads_only_what_was_released() -> Non
     model.deliver()  # the data watches of the five released nodes fire
     since = len(model.calls)
     assert me.claim(wanted, partial=True) == keys[5:]
-    owners = zkdata.owners_path("g", "t")
-    reads = [c.path for c in model.calls[since:] if c.client == "me" and c.op == "get" and c.path.startswith(owners)]
-    assert sorted(reads) == sorted(zkdata.owner_path("g", *k) for k in keys[:5])
+    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["multi"]
     assert me.not_ours({k: "g_me-0" for k in keys[:5]}) == []  # and they are ours now
 
 
@@ -240,3 +245,61 @@ def test_a_watchdog_check_after_a_change_reads_its_own_share_not_the_groups_move
         share = [k for k, thread in m.rebalancer.last_assignment["t"].items() if thread.startswith(m.consumer_id)]
         if m.consumer_id != designated:
             assert len(reads) <= len(share) + claimed, (m.name, len(reads), len(share))  # the group moved ~40
+
+
+def test_a_release_deletes_its_watched_nodes_in_one_transaction_without_reading_them() -> None:
+    model, (me,) = _registered("me")
+    owned = {("t", p): "g_me-0" for p in range(20)}
+    assert me.claim(owned) == []
+    assert me.not_ours(owned, watched=True) == []  # the watchdog's read arms a data watch on each
+    since = len(model.calls)
+    assert me.release(owned) == sorted(owned)
+    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["multi-delete"]
+    assert not any(model.exists(zkdata.owner_path("g", *k)) for k in owned)
+
+
+def test_a_release_reads_a_node_whose_watch_fired_and_leaves_another_members_node_alone() -> None:
+    """A tool deleted one of our nodes and another member created it again (version 0, like ours):
+    its watch fired, so the release reads it, sees it is not ours, and deletes only the others."""
+    model, (me, other, tool) = _registered("me", "other", "tool")
+    owned = {("t", p): "g_me-0" for p in range(3)}
+    assert me.claim(owned) == [] and me.not_ours(owned, watched=True) == []
+    tool.client.delete(zkdata.owner_path("g", "t", 1))
+    assert other.claim({("t", 1): "g_other-0"}) == []
+    model.deliver()
+    since = len(model.calls)
+    assert me.release(owned) == sorted(owned)  # all three are no longer ours
+    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["get", "multi-delete"]
+    assert other.not_ours({("t", 1): "g_other-0"}) == []  # the other member's node is still there
+
+
+def test_a_release_whose_transaction_fails_deletes_node_by_node() -> None:
+    """One node of the transaction is gone (a tool deleted it; its watch not delivered yet): the
+    transaction fails whole, and the deletes one by one confirm the rest and the gone one."""
+    model, (me, tool) = _registered("me", "tool")
+    owned = {("t", p): "g_me-0" for p in range(3)}
+    assert me.claim(owned) == [] and me.not_ours(owned, watched=True) == []
+    tool.client.delete(zkdata.owner_path("g", "t", 2))
+    since = len(model.calls)
+    assert me.release(owned) == sorted(owned)
+    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["multi-delete", "delete", "delete", "delete"]
+    assert not any(model.exists(zkdata.owner_path("g", *k)) for k in owned)
+
+
+def test_waiting_for_held_nodes_reuses_the_claims_watches() -> None:
+    """The claim's read armed a data watch on each node another member holds; waiting for them
+    adds no request, and the wait ends when the holder lets go."""
+    model, (me, other) = _registered("me", "other")
+    keys = [("t", p) for p in range(4)]
+    assert other.claim({k: "g_other-0" for k in keys}) == []
+    assert me.claim({k: "g_me-0" for k in keys}, partial=True) == keys
+    freed: list[bool] = []
+    since = len(model.calls)
+    assert not me.watch_until_free(keys, lambda: freed.append(True))
+    assert [c for c in model.calls[since:] if c.client == "me"] == []
+    assert other.release({k: "g_other-0" for k in keys[:3]}) == keys[:3]
+    model.deliver()
+    assert freed == []  # one is still held
+    assert other.release({keys[3]: "g_other-0"}) == [keys[3]]
+    model.deliver()
+    assert freed == [True]
