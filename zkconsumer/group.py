@@ -525,7 +525,11 @@ class GroupZk:
         if trust_watches:
             paths = {k: self._owner_path(k) for k in owners}
             found = self._own_owner_nodes.cached(list(paths.values()))
-            stats = {k: stat for k, path in paths.items() if path in found and (stat := self._ours(found[path], owners[k])) is not None}
+            stats = {
+                k: stat
+                for k, path in paths.items()
+                if path in found and (stat := self._ours(found[path], owners[k])) is not None
+            }
         rest = [k for k in owners if k not in stats]
         stats.update((key, self._ours(answer, owners[key])) for key, answer in self._read_owner_nodes(rest).items())
         return stats

@@ -143,7 +143,7 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     """
     from kazoo.client import KazooClient
 
-    from zkconsumer.kazoo_handler import make_handler
+    from zkconsumer.kazoo_handler import make_handler, use_eager_io
 
     auth.prepare_login(hosts)
     client = KazooClient(
@@ -155,6 +155,8 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     )
     client.negotiated_session_timeout_ms = None
     connection: Any = getattr(client, "_connection", None)
+    if connection is not None:
+        use_eager_io(connection)
     original = getattr(connection, "_connect", None)
     if connection is not None and original is not None:
 

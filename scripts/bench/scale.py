@@ -100,12 +100,21 @@ class Observer:
         self.client, self.group, self.partitions = client, group, partitions
         self.requests = 0
 
-    def converged(self, members: list[ConsumerConnector]) -> bool:
+    def expected(self, members: list[ConsumerConnector]) -> dict[str, dict[tuple[str, int], str]]:
+        """consumer id -> what range assignment gives its one thread, for these members."""
         wanted = range_assign(
             AssignmentInput({TOPIC: [f"{m.consumer_id}-0" for m in members]}, {TOPIC: list(range(self.partitions))})
         )
-        if any(m.owned_partitions() != {k: t for k, t in wanted.items() if t == f"{m.consumer_id}-0"} for m in members):
+        mine: dict[str, dict[tuple[str, int], str]] = {m.consumer_id: {} for m in members}
+        for key, thread in wanted.items():
+            mine[thread[: -len("-0")]][key] = thread
+        return mine
+
+    def converged(self, members: list[ConsumerConnector], expected: dict[str, dict[tuple[str, int], str]]) -> bool:
+        # Cheap until the members agree: this check shares the GIL with the members it times.
+        if any(m.owned_partitions() != expected[m.consumer_id] for m in members):
             return False
+        wanted = {k: t for share in expected.values() for k, t in share.items()}
         folder = zkdata.owners_path(self.group, TOPIC)
         answers = [(p, self.client.get_async(f"{folder}/{p}")) for p in range(self.partitions)]
         self.requests += self.partitions
@@ -116,8 +125,9 @@ class Observer:
 
     def wait(self, members: list[ConsumerConnector], timeout: float) -> float:
         began = time.monotonic()
+        expected = self.expected(members)
         while time.monotonic() - began < timeout:
-            if self.converged(members):
+            if self.converged(members, expected):
                 return time.monotonic() - began
             time.sleep(0.05)
         raise RuntimeError(f"group {self.group} did not converge within {timeout:.0f} s")
