@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
-import signal
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from spark_jobs.checkpoint import CheckpointError, CheckpointLog, last_completed, previous_end
+from spark_jobs.checkpoint import CheckpointError, CheckpointLog, previous_end
 from spark_jobs.kafka_read import SCHEMA, LogOffsets, read_range
 from spark_jobs.offsets import (
     EARLIEST,
@@ -30,10 +27,9 @@ from spark_jobs.offsets import (
     split,
 )
 from spark_jobs.options import SourceOptions, parse_options
-from spark_jobs.planning import bootstrap_of, plan_batch
+from spark_jobs.planning import plan_batch
 from spark_jobs.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
-from zkconsumer.errors import describe as describe_error
-from zkconsumer.errors import is_retriable
+from spark_jobs.stream_member import StreamMember
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -54,9 +50,6 @@ except ImportError:  # 4.0/4.1 call latestOffset() without arguments; the stand-
 
 
 log = logging.getLogger("spark_jobs.source")
-# stop() gives the last completed batch's commit this long (checkpoint read and ZooKeeper write),
-# then leaves the group regardless: a stuck filesystem or ZooKeeper must not hold the stop.
-STOP_COMMIT_TIMEOUT_S = 15.0
 
 
 class ZkConsumerDataSource(DataSource):
@@ -108,7 +101,7 @@ class ZkBatchReader(_RangeReading, DataSourceReader):
         return list(split(ranges, plan.bootstrap, self.opts.min_partitions))
 
 
-class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvailableNow):
+class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches of the partitions the group assigns to this query's driver-side member.
 
     Planning methods run in one long-lived driver Python process per query, so the member (a
@@ -118,6 +111,9 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
     starts elsewhere than the previous end (newly assigned, or resumed past another member), and
     every partition of the batch planned from initialOffset(), which Spark asks for again when it
     replays that batch. "@epochs" names the topic incarnation the positions count in.
+
+    The member itself (joining, owned positions, fenced commits, log offsets, stop) is the base
+    class stream_member.StreamMember; this class answers Spark's planning calls.
     """
 
     def __init__(self, opts: SourceOptions) -> None:
@@ -140,111 +136,6 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         state = self.__dict__.copy()
         state["_member"] = state["_log_offsets"] = None  # sockets and threads: driver only
         return state
-
-    # ---- group membership and log offsets (driver) -------------------------------------------------
-    def _connector(self) -> Any:
-        if self._member is None:
-            from zkconsumer import ConsumerConnector
-
-            conn = ConsumerConnector(self.opts.consumer_props, fetch=False)
-            try:
-                if self.opts.topic_filter is not None:
-                    conn.create_message_streams_by_filter(self.opts.topic_filter, self.opts.streams)
-                else:
-                    conn.create_message_streams({t: self.opts.streams for t in self.opts.topics})
-            except BaseException:
-                conn.shutdown()
-                raise
-            log.info("query joined group %s as %s", self.opts.group_id, conn.consumer_id)
-            self._member = conn
-            self._leave_on_sigterm()
-        return self._member
-
-    def _leave_on_sigterm(self) -> None:
-        """Spark ends this planner process with SIGTERM when the query stops, without calling stop():
-        leave the group at once (close the session) instead of lingering for the session timeout."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def on_sigterm(_signum: int, _frame: object) -> None:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # Spark sends it twice: finish leaving first
-            try:
-                self.stop()
-            finally:
-                os._exit(0)
-
-        signal.signal(signal.SIGTERM, on_sigterm)
-
-    def _owned(self, member: Any = None) -> dict[Key, int]:
-        """Owned partitions -> consumed position: a consistent snapshot (never a half-installed rebalance).
-
-        Also remembers the topic incarnation each was claimed in: positions planned from this
-        snapshot count in those, and `_commit` writes them only into the same incarnation.
-        """
-        member = member if member is not None else self._connector()
-        # Inactive: fenced (the topic was deleted or re-created) or stopped; the next rebalance
-        # resolves them, and listing their log offsets would fail the query meanwhile.
-        infos = {k: i for k, i in member.assignment.owned_infos().items() if i.active}
-        self._owned_epochs = {k: i.epoch for k, i in infos.items()}
-        return {k: i.consumed_offset for k, i in infos.items()}
-
-    def _epochs(self, keys: Iterable[Key]) -> dict[str, int]:
-        """topic -> incarnation (czxid of its node) of the last snapshot, for the topics of `keys`."""
-        out: dict[str, int] = {}
-        for key in keys:
-            epoch = self._owned_epochs.get(key)
-            if epoch is not None:
-                out[key[0]] = max(epoch, out.get(key[0], epoch))  # czxids grow: the newest one
-        return out
-
-    def _connected(self) -> bool:
-        return bool(self._connector().ownership_confirmed())
-
-    def _bootstrap(self) -> str:
-        """The brokers executors start from. A planning call that meets the member's ZooKeeper
-        session ending (or the connection down) uses the list read last: executors only need a
-        broker to start from, and failing the call would end the query."""
-        if self.opts.bootstrap_override:
-            return self.opts.bootstrap_override
-        try:
-            self._brokers_read = bootstrap_of(self._connector().group.cluster.brokers(), self.opts.config)
-        except Exception as exc:  # noqa: BLE001 - classified right here
-            if self._brokers_read is None or not is_retriable(exc):
-                raise
-            log.warning(
-                "could not read /brokers/ids (%s); planning with %s, read before",
-                describe_error(exc),
-                self._brokers_read,
-            )
-        return self._brokers_read
-
-    def _spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
-        if self._log_offsets is None:
-            self._log_offsets = LogOffsets(
-                self._bootstrap(),
-                read_committed=self.opts.isolation_committed(),
-                client_config=self.opts.client_security(),
-            )
-        return self._log_offsets.spans(keys)
-
-    def _commit(self, positions: dict[Key, int], member: Any = None) -> None:
-        """Write progress to /consumers/<group>/offsets, fenced: only partitions we still own."""
-        if not positions:
-            return
-        member = member if member is not None else self._connector()
-        epochs = {t: self._owned_epochs.get((t, p)) for t, p in positions}
-        try:
-            # The member checks, under its rebalance lock, that each partition is still claimed in
-            # the incarnation the positions count in: a re-claim in between must not receive them.
-            written = member.commit_positions(positions, epochs=epochs)
-        except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the next trigger commits again
-            log.warning(
-                "committing offsets of group %s failed (%s); will retry at the next trigger", self.opts.group_id, exc
-            )
-            return
-        skipped = sorted(k for k, ok in written.items() if not ok)
-        if skipped:
-            log.info("not committing %s: no longer owned by this query", ", ".join(f"{t}-{p}" for t, p in skipped))
 
     # ---- Spark's planning calls ----------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
@@ -405,70 +296,3 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         the partition is still claimed in the topic incarnation `end` was counted in."""
         owned = self._owned()
         self._commit(forward_commits(end, owned, self._epochs(owned)))
-
-    def stop(self) -> None:
-        """Commit the last batch the sink committed (with the option checkpointLocation), then leave
-        the group. Never the last *planned* batch: a stop may have cancelled it, and its end would
-        make the member taking over skip it; Spark's commit log says which batch really completed."""
-        member, self._member = self._member, None
-        if member is not None:
-            if self.opts.checkpoint_location:
-                self._commit_completed(member)
-            member.shutdown()  # leaves the group: our partitions move to the other members
-        if self._log_offsets is not None:
-            self._log_offsets.close()
-            self._log_offsets = None
-
-    @staticmethod
-    def _check_checkpoint(location: str) -> None:
-        """Say at the first batch, not only at stop, when the option names no checkpoint."""
-        try:
-            if not CheckpointLog(location).exists():
-                log.warning(
-                    "option checkpointLocation: %s holds no offset log: it must be the query's own "
-                    "checkpointLocation, or stop() cannot commit the last completed batch",
-                    location,
-                )
-        except CheckpointError as exc:
-            log.warning("option checkpointLocation: %s", exc)
-
-    def _commit_completed(self, member: Any) -> None:
-        """Commit the end of the checkpoint's last committed batch, if this source planned or read it;
-        bounded by STOP_COMMIT_TIMEOUT_S (on a thread: a SIGTERM may arrive while the main thread
-        holds the member's lock, and the filesystem may hang)."""
-        location = str(self.opts.checkpoint_location)
-
-        def work() -> None:
-            try:
-                batch, end = last_completed(CheckpointLog(location), list(self._seen))
-                if end is None:
-                    if self._seen:  # we planned or read batches, yet the last committed one is not ours
-                        log.warning(
-                            "not committing on stop: the last committed batch in %s (%s) has none of this "
-                            "query's offsets; the option checkpointLocation must be the query's own "
-                            "checkpointLocation",
-                            location,
-                            batch,
-                        )
-                    return
-                owned = self._owned(member)
-                positions = forward_commits(end, owned, self._epochs(owned))
-                log.info(
-                    "stop: committing batch %d, which the sink committed: %s",
-                    batch,
-                    ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(positions.items())) or "nothing new",
-                )
-                self._commit(positions, member)
-            except Exception as exc:  # noqa: BLE001 - the stop goes on; ZooKeeper stays one batch behind
-                log.warning("not committing the last completed batch of group %s on stop: %s", self.opts.group_id, exc)
-
-        worker = threading.Thread(target=work, name="zkconsumer-stop-commit", daemon=True)
-        worker.start()
-        worker.join(STOP_COMMIT_TIMEOUT_S)
-        if worker.is_alive():
-            log.warning(
-                "gave up committing the last completed batch of group %s after %.0f s; ZooKeeper stays one "
-                "batch behind the sink",
-                self.opts.group_id,
-                STOP_COMMIT_TIMEOUT_S,
-            )

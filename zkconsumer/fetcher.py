@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import logging
 import queue
 import threading
@@ -15,13 +14,13 @@ from typing import Any, TypeVar, cast
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Message as KafkaMessage
 
-from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo
+from zkconsumer.chunks import Message, PartitionTopicInfo
 from zkconsumer.consumer_proxy import ConsumerProxy
 from zkconsumer.errors import BrokersUnavailable, ConsumerError
+from zkconsumer.fetch_routing import ChunkRouting
 from zkconsumer.fetch_settings import FetchSettings
 from zkconsumer.log_throttle import throttled_logger
-from zkconsumer.runs import split_runs
-from zkconsumer.watermarks import watermarks
+from zkconsumer.offset_reset import _DOWN, OffsetResets
 from zkconsumer.zkio import Deadline
 
 __all__ = ["ConsumerProxy", "FetchSettings", "Fetcher"]
@@ -36,10 +35,9 @@ _HELD_POLL_TIMEOUT = 0.01  # while some partitions wait for queue space, notice 
 _IDLE_WAIT = 1.0  # nothing fetchable: sleep until a command or queue space wakes us
 _COMMAND_TIMEOUT = 60.0
 _WARN_EVERY = 30.0  # rate limit of repeated warnings (per error code)
-_DOWN = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})  # no broker answered: say why, if known
 
 
-class Fetcher:
+class Fetcher(ChunkRouting, OffsetResets):
     """Fetch owned partitions with one Consumer; route them, one chunk per partition and batch, into queues.
 
     Only the fetcher thread touches the Consumer and the routing state; other threads post commands.
@@ -47,6 +45,9 @@ class Fetcher:
     (default: queued.max.message.chunks x fetch.message.max.bytes) its partition is paused. A pause
     costs a re-fetch (librdkafka drops the partition's prefetch), so the bounds let a stream that
     keeps up never pause: at 1,000 it paused 150 times per million messages, at 0.6x the speed.
+
+    The routing (fetch_routing.ChunkRouting) and the auto.offset.reset policy (offset_reset.OffsetResets)
+    are its base classes, each in a module of its own; this class keeps the thread, the commands and errors.
     """
 
     def __init__(
@@ -246,110 +247,6 @@ class Fetcher:
                 except BaseException as exc:  # noqa: BLE001 - the caller gets it
                     fut.set_exception(exc)
 
-    def _route(self, messages: list[Message]) -> None:
-        """Split a consume() batch into per-partition runs (order kept) and queue one chunk per run.
-
-        The messages themselves are handed on untouched: per message this costs two C calls made
-        by map() (error, partition), not Python code; see split_runs.
-        """
-        infos, held_map, limit = self._infos, self._held, self._batch_size
-        # A queue with refused chunks serves them first: new data of its other partitions waits
-        # behind them, or partitions beyond queued.max.message.chunks would starve.
-        congested = {infos[k].queue for k in held_map if k in infos} if held_map else ()
-        to_pause = []
-        errors = []
-        for run in split_runs(messages, self._shared_partitions):
-            head = run[0]
-            if head.error() is not None:
-                errors.extend(run)
-                continue
-            key = (head.topic(), head.partition())
-            info = infos.get(key)
-            if info is None or not info.active:
-                continue  # stale: fetched before the partition was removed or released
-            if head.offset() < info.fetched_offset:  # already routed (a re-fetch)
-                run = [x for x in run if x.offset() >= info.fetched_offset]
-                if not run:
-                    continue
-            info.fetched_offset = run[-1].offset() + 1
-            held = held_map.get(key)
-            if held is not None:
-                held.extend(run)  # behind what was refused: one growing chunk keeps the order
-            elif info.queue not in congested and info.queue.offer(Chunk(info, run)):
-                continue
-            else:
-                held = held_map[key] = run
-            # Sizes only on this (rare) path: len(msg) is the value's length, in C.
-            size = self._held_bytes[key] = self._held_bytes.get(key, 0) + sum(map(len, run))
-            if (len(held) >= limit or size >= self._hold_bytes) and key not in self._paused:
-                to_pause.append(key)
-        if to_pause:
-            self._raw.pause([TopicPartition(*k) for k in to_pause])
-            self._paused.update(to_pause)
-        for m in errors:
-            self._on_message_error(m)
-
-    def _on_space(self) -> None:  # queue.on_space: runs on application threads, so only flag and wake
-        self._retry = True
-        self._wake.set()
-
-    def _retry_held(self) -> None:
-        resume = []
-        for key in list(self._held):
-            held = self._held.pop(key)
-            size = self._held_bytes.pop(key, 0)
-            info = self._infos.get(key)
-            if info is None or not info.active:
-                continue  # released: drop it; stays paused until remove()/assign()
-            if not info.queue.offer(Chunk(info, held)):
-                self._held[key] = held  # re-inserted last: partitions sharing a queue take turns
-                self._held_bytes[key] = size
-            elif key in self._paused:
-                resume.append(key)
-        if resume:
-            self._raw.resume([TopicPartition(*k) for k in resume])
-            self._paused.difference_update(resume)
-
-    def _resolve_offsets(self, infos: Sequence[PartitionTopicInfo]) -> None:
-        """No committed offset (-1): start at the log start or end per auto.offset.reset."""
-        policy = self.settings.auto_offset_reset
-        for info in infos:
-            if info.fetched_offset < 0:
-                low, high = self._watermarks(info.key)
-                start = low if policy == "smallest" else high
-                # committed_offset stays -1, so the next commit persists the reset (as Scala does)
-                info.fetched_offset = info.consumed_offset = start
-                log.info(
-                    "%s-%d: no committed offset, starting at %d (auto.offset.reset=%s)",
-                    info.topic,
-                    info.partition,
-                    start,
-                    policy,
-                )
-
-    def _watermarks(self, key: Key) -> tuple[int, int]:
-        try:
-            return watermarks(self._raw, key, max(self.settings.socket_timeout_ms, 1000) / 1000)
-        except KafkaException as exc:
-            if exc.args and exc.args[0].code() in _DOWN and not self._raw.assignment():
-                # librdkafka hands its connection errors to error_cb only inside poll/consume, which
-                # has not run yet on a first assignment: serve them now (nothing assigned, so no
-                # message can come back), so the error names why the brokers are down.
-                self._raw.poll(0)
-            raise
-
-    def _forget(self, keys: Iterable[Key]) -> None:
-        """Drop held messages and pause state (librdkafka keeps a pause across unassign/assign)."""
-        resume = []
-        for key in keys:
-            self._held.pop(key, None)
-            self._held_bytes.pop(key, None)
-            if key in self._paused:
-                self._paused.discard(key)
-                resume.append(TopicPartition(*key))
-        if resume:
-            self._raw.resume(resume)
-
     def _do_assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
         if self._closed:  # stop_fetching() after close(): nothing to undo
             self._set_infos({})
@@ -379,15 +276,6 @@ class Fetcher:
             self._forget(gone)
             self._raw.incremental_unassign([TopicPartition(*k) for k in gone])
             self._set_infos({k: v for k, v in self._infos.items() if k not in gone})
-
-    def _set_infos(self, infos: dict[Key, PartitionTopicInfo]) -> None:
-        self._infos = infos
-        # Every partition ever assigned: a late message of one no longer assigned must not merge
-        # into the run of another topic's partition with the same number (split_runs).
-        if not self._ever_assigned.issuperset(infos):
-            self._ever_assigned.update(infos)
-            numbers = collections.Counter(p for _, p in self._ever_assigned)
-            self._shared_partitions = frozenset(p for p, n in numbers.items() if n > 1)
 
     def _on_message_error(self, m: KafkaMessage) -> None:
         err = m.error()
@@ -423,51 +311,6 @@ class Fetcher:
         ):
             return exc
         return BrokersUnavailable(f"{err.str()}; the last broker connection error was: {known[1]}")
-
-    def _reset_out_of_range(self, key: Key, offset: int | None) -> None:
-        """OFFSET_OUT_OF_RANGE: move fetched and consumed offset to the log start or end."""
-        info = self._infos.get(key)
-        if info is None or not info.active:
-            return
-        policy = self.settings.auto_offset_reset
-        try:
-            low, high = self._watermarks(key)
-        except KafkaException as exc:  # fetch again from where we were: the error comes back
-            self._warn(
-                ("reset", key), "%s-%d: offset %s out of range; watermarks failed (%s), retrying", *key, offset, exc
-            )
-            new = info.fetched_offset
-        else:
-            if low <= info.fetched_offset <= high:
-                # Our own position is in range, so the error is about a position that is not ours:
-                # an earlier assignment of this partition (a deleted topic's incarnation, say) whose
-                # error librdkafka delivered late. Resetting would deliver the record's messages twice.
-                new = info.fetched_offset
-                log.info(
-                    "%s-%d: out-of-range error for offset %s ignored: fetching continues at %d, inside [%d, %d]",
-                    *key,
-                    offset,
-                    new,
-                    low,
-                    high,
-                )
-            else:
-                new = low if policy == "smallest" else high
-                log.warning(
-                    "%s-%d: offset %s out of range [%d, %d); reset fetched and consumed offset to %d "
-                    "(auto.offset.reset=%s): messages may be lost or repeated",
-                    *key,
-                    info.fetched_offset,
-                    low,
-                    high,
-                    new,
-                    policy,
-                )
-                info.fetched_offset = info.consumed_offset = new
-        self._forget([key])
-        # seek() fails with _STATE here (librdkafka stopped the partition): re-add it instead
-        self._raw.incremental_unassign([TopicPartition(*key)])
-        self._raw.incremental_assign([TopicPartition(key[0], key[1], new)])
 
     def _warn(self, what: object, msg: str, *args: object) -> None:
         now, seen = time.monotonic(), self._warned.get(what)

@@ -103,6 +103,18 @@ def _check_int(value: Any, what: str, bounds: tuple[int, int] = _INT32) -> int:
     return value
 
 
+def _number(value: int, what: str = "partition") -> str:
+    return str(_check_int(value, what))  # partitions are any Int a topic znode lists, even negative
+
+
+def _parse_java_integer(text: str, bounds: tuple[int, int]) -> int | None:
+    # Long.parseLong / Integer.parseInt: one optional sign, then Unicode decimal digits, nothing else.
+    if not re.fullmatch(r"[+-]?\d+", text):
+        return None
+    value = int(text)
+    return value if bounds[0] <= value <= bounds[1] else None
+
+
 _JACKSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 _CORE_ESCAPES = {**_JACKSON_ESCAPES, "/": "\\/"}
 

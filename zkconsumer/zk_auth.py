@@ -165,7 +165,7 @@ class ZkAuth:
             return None
         import kerberos  # _kerberos_options checked that it is installed
 
-        from zkconsumer.config import parse_zookeeper_connect
+        from zkconsumer.config_checks import parse_zookeeper_connect
 
         host = parse_zookeeper_connect(hosts)[0][0][0]  # kazoo names the service after the host as written
         service = f"{self.sasl.get('service', 'zookeeper')}@{host}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zkconsumer.cli.snapshot import (
+from zkconsumer.cli.analysis import (
     AFTER_END,
     BAD_OFFSET,
     BAD_OWNER,
@@ -15,13 +15,13 @@ from zkconsumer.cli.snapshot import (
     NOT_SUBSCRIBED,
     UNOWNED,
     ZOMBIE,
-    GroupSnapshot,
     Member,
     Owner,
     analyse,
     duplicate_subscription_keys,
     member_problems,
 )
+from zkconsumer.cli.snapshot import GroupSnapshot
 from zkconsumer.cli.top import RateTracker
 from zkconsumer.zkdata import Registration
 

@@ -1,4 +1,4 @@
-"""The migration planner on hand-built sides: per-partition actions, blockers, the step, Spark's JSON."""
+"""The migration planner (migration.py, migration_status.py) on hand-built sides: per-partition actions, blockers, the step, Spark's JSON."""
 
 from __future__ import annotations
 
@@ -33,13 +33,12 @@ from zkconsumer.migration import (
     KafkaSide,
     Overrides,
     ZkSide,
-    migration_step,
     mismatches,
-    partition_rows,
     plan_direction,
     plan_move,
     spark_starting_offsets,
 )
+from zkconsumer.migration_status import migration_step, partition_rows
 
 TP = tuple[str, int]
 Offsets = dict[TP, int]

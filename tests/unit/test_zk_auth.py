@@ -239,6 +239,6 @@ def test_kerberos_without_the_kerberos_package_says_what_to_install(monkeypatch:
     ],
 )
 def test_the_kerberos_service_host_is_the_first_servers_name(hosts: str, host: str) -> None:
-    from zkconsumer.config import parse_zookeeper_connect
+    from zkconsumer.config_checks import parse_zookeeper_connect
 
     assert parse_zookeeper_connect(hosts)[0][0][0] == host

@@ -37,10 +37,9 @@ from zkconsumer.migration import (
     TO_KAFKA,
     DirectionPlan,
     Overrides,
-    migration_step,
-    partition_rows,
     plan_direction,
 )
+from zkconsumer.migration_status import migration_step, partition_rows
 
 EXIT_BLOCKED = 3  # a blocker for the asked direction: nothing was written
 F = TypeVar("F", bound=Callable[..., Any])

@@ -18,10 +18,9 @@ from zkconsumer.migration import (
     DirectionPlan,
     KafkaSide,
     Move,
-    PartitionRow,
-    Step,
     ZkSide,
 )
+from zkconsumer.migration_status import PartitionRow, Step
 
 TopicPartition = tuple[str, int]
 STORE = {"kafka": "Kafka", "zookeeper": "ZooKeeper"}

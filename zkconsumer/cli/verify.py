@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from zkconsumer.cli.analysis import REBALANCE_PROBLEMS, Problem
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
     emit_json,
@@ -16,7 +17,7 @@ from zkconsumer.cli.common import (
     zk_options,
     zk_session,
 )
-from zkconsumer.cli.snapshot import REBALANCE_PROBLEMS, GroupSnapshot, Problem, take_snapshot
+from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
 
 
 def rebalance_problems(snapshot: GroupSnapshot) -> list[Problem]:

@@ -4,32 +4,49 @@ from __future__ import annotations
 
 import logging
 import shutil
-import socket
 import tempfile
 import time
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from zkconsumer.testing.jars import classpath
-from zkconsumer.testing.process import JavaProcess
-from zkconsumer.testing.secure import BrokerSecurity, zookeeper_sasl_server
+from zkconsumer.testing.nodes import BROKER_PROPERTIES, KafkaBroker, KerberosServer, ZooKeeperNode
+from zkconsumer.testing.probes import (
+    ClusterStartError,
+    connect_zk,
+    four_letter_word,
+    free_port,
+    wait_until,
+    zookeeper_ruok,
+    zookeeper_version,
+)
+from zkconsumer.testing.secure import BrokerSecurity
+from zkconsumer.testing.versions import DEFAULT_KAFKA, kafka_release, zookeeper_release
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
-from zkconsumer.testing.versions import DEFAULT_KAFKA, KafkaRelease, ZooKeeperRelease, kafka_release, zookeeper_release
-
-
-class KerberosServer(Protocol):
-    """A KDC a Kerberos ZooKeeper server logs in to (the project's tests run MIT krb5: tests/harness/kdc.py)."""
-
-    def zookeeper_server(self, workdir: Path) -> tuple[str, list[str]]:
-        """(zoo.cfg lines, JVM flags) that make the server in `workdir` take GSSAPI logins of this realm."""
-        ...
-
+# The cluster's parts live in nodes.py (the JVMs) and probes.py (readiness checks, kazoo clients);
+# every name is importable from here, as it always was.
+__all__ = [
+    "BROKER_PROPERTIES",
+    "LOG4J",
+    "SERVER_JVM_OPTS",
+    "TEST_JVM_OPTS",
+    "ClusterStartError",
+    "ExternalCluster",
+    "KafkaBroker",
+    "KerberosServer",
+    "LocalCluster",
+    "ZooKeeperNode",
+    "connect_zk",
+    "four_letter_word",
+    "free_port",
+    "wait_until",
+    "zookeeper_ruok",
+    "zookeeper_version",
+]
 
 log = logging.getLogger(__name__)
 
@@ -49,234 +66,6 @@ log4j.logger.state.change.logger=WARN
 log4j.logger.kafka.log.LogCleaner=WARN
 log4j.logger.kafka.controller=WARN
 """
-
-# Kafka's own integration-test settings, tuned for fast failover (docs/design.md, "the test cluster").
-BROKER_PROPERTIES = """\
-num.partitions=1
-default.replication.factor=1
-auto.create.topics.enable=true
-delete.topic.enable=true
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=4
-group.initial.rebalance.delay.ms=0
-log.cleaner.dedupe.buffer.size=2097152
-log.initial.task.delay.ms=100
-log.delete.delay.ms=1000
-controlled.shutdown.enable=false
-num.network.threads=2
-num.io.threads=4
-background.threads=2
-num.recovery.threads.per.data.dir=1
-replica.socket.timeout.ms=1500
-controller.socket.timeout.ms=1500
-zookeeper.connection.timeout.ms=10000
-zookeeper.session.timeout.ms=6000
-"""
-
-
-class ClusterStartError(RuntimeError):
-    """A JVM did not become ready; the message carries its log tail."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def zookeeper_ruok(port: int, timeout: float = 1.0) -> bool:
-    """True when the ZooKeeper server on port answers the `ruok` four-letter word."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.sendall(b"ruok")
-            return s.recv(4) == b"imok"
-    except OSError:
-        return False
-
-
-def four_letter_word(port: int, word: str, timeout: float = 2.0) -> str | None:
-    """The server's whole answer to a four-letter word (srvr, mntr, ...); None if it did not answer."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.sendall(word.encode())
-            answer = b""
-            while chunk := s.recv(65536):
-                answer += chunk
-    except OSError:
-        return None
-    return answer.decode(errors="replace")
-
-
-def zookeeper_version(port: int, timeout: float = 2.0) -> str | None:
-    """The server's version from `srvr` ("3.4.14-4c25d480..., built on ..." -> "3.4.14"); None if no answer."""
-    answer = four_letter_word(port, "srvr", timeout)
-    first = (answer or "").partition("\n")[0]  # "Zookeeper version: 3.4.14-..."
-    return first.partition(":")[2].strip().split("-")[0].split(",")[0] or None
-
-
-def wait_until(check: Callable[[], bool], timeout: float, what: str, proc: JavaProcess) -> None:
-    """Poll check() until true; fail fast with the log tail if proc died or time ran out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        if not proc.running:
-            raise ClusterStartError(
-                f"{proc.name} exited with code {proc.exit_code} before {what}; "
-                f"log tail ({proc.log_path}):\n{proc.log_tail()}"
-            )
-        time.sleep(0.2)
-    raise ClusterStartError(
-        f"{proc.name} not ready after {timeout:.0f}s ({what}); log tail ({proc.log_path}):\n{proc.log_tail()}"
-    )
-
-
-def connect_zk(hosts: str, **kwargs: object) -> KazooClient:
-    """A started kazoo client with bounded retries (kazoo's defaults retry forever)."""
-    from kazoo.client import KazooClient
-
-    with warnings.catch_warnings():  # a chroot appears only once a broker has started
-        warnings.filterwarnings("ignore", "No chroot path exists")
-        settings: dict[str, object] = {"timeout": 10.0, "command_retry": {"max_tries": 5, "deadline": 20}}
-        client = KazooClient(hosts=hosts, **{**settings, **kwargs})
-        client.start(timeout=15)
-    return client
-
-
-class ZooKeeperNode:
-    """A standalone ZooKeeper server with a fixed port: by default the one inside the Kafka 3.9 jars.
-
-    `broker_jars` is the jar set to run when `release.jar_set` is None (a broker's bundled server).
-    `sasl_users` (user -> password) enables SASL DIGEST-MD5 authentication (secure.zookeeper_sasl_server);
-    `kerberos` GSSAPI instead: the server is zookeeper/localhost in that KDC's realm and clients
-    reach it as localhost:<port>.
-    """
-
-    def __init__(
-        self,
-        workdir: Path,
-        *,
-        port: int | None = None,
-        release: ZooKeeperRelease | None = None,
-        broker_jars: str = "kafka39",
-        sasl_users: Mapping[str, str] | None = None,
-        kerberos: KerberosServer | None = None,
-    ) -> None:
-        if sasl_users and kerberos is not None:
-            raise ValueError("a ZooKeeper server takes one SASL mechanism: DIGEST-MD5 users or Kerberos")
-        self.release = release or zookeeper_release(None, kafka_release(DEFAULT_KAFKA))
-        self.port = port or free_port()
-        self.workdir = workdir
-        self.data_dir = workdir / "zookeeper-data"
-        self.host = "localhost" if kerberos is not None else "127.0.0.1"
-        cfg = workdir / "zoo.cfg"
-        if kerberos is not None:
-            sasl_cfg, sasl_flags = kerberos.zookeeper_server(workdir)
-        else:
-            sasl_cfg, sasl_flags = zookeeper_sasl_server(workdir, sasl_users) if sasl_users else ("", [])
-        # tickTime 500 => sessions as short as 1 s, so expiry tests are quick. maxSessionTimeout is
-        # raised from 20 ticks (10 s) so a broker's own 30 s session (--cpu-hog) is not cut to 10 s:
-        # a broker JVM starting on a starved machine lost its session while starting up.
-        # forceSync=no: under a CPU hog with a broker recovering its logs, fsyncs of the write-ahead
-        # log took up to 10 s and stalled every write until sessions expired. A restarted server
-        # still finds everything (the page cache survives a process); only a machine crash would not.
-        cfg.write_text(
-            f"tickTime=500\nmaxSessionTimeout=60000\ndataDir={self.data_dir}\nclientPort={self.port}\n"
-            "clientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\nforceSync=no\n"
-            "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n" + sasl_cfg
-        )
-        log4j = workdir / "log4j.properties"
-        self.process = JavaProcess(
-            "zookeeper",
-            [
-                "-Xmx256m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                f"-Dlog4j.configuration=file:{log4j}",
-                "-Dzookeeper.admin.enableServer=false",
-                *sasl_flags,
-                "-cp",
-                classpath(self.release.jar_set or broker_jars),
-                "org.apache.zookeeper.server.ZooKeeperServerMain",
-                str(cfg),
-            ],
-            log_path=workdir / "zookeeper.log",
-        )
-
-    @property
-    def hosts(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def start(self, timeout: float = 60.0) -> None:
-        self.process.start()
-        wait_until(lambda: zookeeper_ruok(self.port), timeout, "answering ruok", self.process)
-
-    def stop(self) -> None:
-        self.process.stop()
-
-    def kill(self) -> None:
-        self.process.kill()
-
-    def restart(self, timeout: float = 60.0) -> None:
-        """Stop and start on the same port and data: sessions survive if within their timeout."""
-        self.stop()
-        self.start(timeout)
-
-
-class KafkaBroker:
-    """One ZooKeeper-mode broker with a PLAINTEXT loopback listener on a fixed port."""
-
-    def __init__(
-        self,
-        broker_id: int,
-        workdir: Path,
-        zookeeper_connect: str,
-        jvm_opts: tuple[str, ...],
-        extra_properties: dict[str, str],
-        release: KafkaRelease | None = None,
-        extra_listeners: tuple[str, ...] = (),
-    ) -> None:
-        self.release = release or kafka_release(DEFAULT_KAFKA)
-        self.broker_id = broker_id
-        self.port = free_port()
-        # Listeners named after their protocol (SSL, SASL_SSL), on ports of their own.
-        self.listener_ports = {"PLAINTEXT": self.port, **{name: free_port() for name in extra_listeners}}
-        self.log_dir = workdir / f"kafka-{broker_id}-data"
-        props = workdir / f"server-{broker_id}.properties"
-        extra = "".join(f"{k}={v}\n" for k, v in extra_properties.items())
-        listeners = ",".join(f"{name}://127.0.0.1:{port}" for name, port in self.listener_ports.items())
-        props.write_text(
-            BROKER_PROPERTIES + extra + f"broker.id={broker_id}\n"
-            f"listeners={listeners}\nlog.dirs={self.log_dir}\n"
-            f"zookeeper.connect={zookeeper_connect}\n"
-        )
-        self.process = JavaProcess(
-            f"kafka-{broker_id}",
-            [
-                *jvm_opts,
-                f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}",
-                f"-Dkafka.logs.dir={workdir}",
-                "-cp",
-                classpath(self.release.jar_set),
-                "kafka.Kafka",
-                str(props),
-            ],
-            log_path=workdir / f"kafka-{broker_id}.log",
-        )
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.process.stop()
-
-    def kill(self) -> None:
-        self.process.kill()
 
 
 class LocalCluster:

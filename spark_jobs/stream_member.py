@@ -1,0 +1,211 @@
+"""The stream reader's group member on the driver: joining, owned positions, fenced commits, log offsets, leaving."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from spark_jobs.checkpoint import CheckpointError, CheckpointLog, last_completed
+from spark_jobs.kafka_read import LogOffsets
+from spark_jobs.offsets import Key
+from spark_jobs.options import SourceOptions
+from spark_jobs.planning import bootstrap_of
+from spark_jobs.reconcile import forward_commits
+from zkconsumer.errors import describe as describe_error
+from zkconsumer.errors import is_retriable
+
+log = logging.getLogger("spark_jobs.source")  # the source's logger: these lines are the stream reader's
+# stop() gives the last completed batch's commit this long (checkpoint read and ZooKeeper write),
+# then leaves the group regardless: a stuck filesystem or ZooKeeper must not hold the stop.
+STOP_COMMIT_TIMEOUT_S = 15.0
+
+
+class StreamMember:
+    """ZkStreamReader's membership half (a base of spark_jobs.source.ZkStreamReader; driver side only).
+
+    The member is a ConsumerConnector with fetch=False, created on first use and left by stop().
+    """
+
+    # Set by ZkStreamReader.__init__.
+    opts: SourceOptions
+    _member: Any
+    _log_offsets: LogOffsets | None
+    _owned_epochs: dict[Key, int | None]
+    _seen: collections.deque[str]
+    _brokers_read: str | None
+
+    def _connector(self) -> Any:
+        if self._member is None:
+            from zkconsumer import ConsumerConnector
+
+            conn = ConsumerConnector(self.opts.consumer_props, fetch=False)
+            try:
+                if self.opts.topic_filter is not None:
+                    conn.create_message_streams_by_filter(self.opts.topic_filter, self.opts.streams)
+                else:
+                    conn.create_message_streams({t: self.opts.streams for t in self.opts.topics})
+            except BaseException:
+                conn.shutdown()
+                raise
+            log.info("query joined group %s as %s", self.opts.group_id, conn.consumer_id)
+            self._member = conn
+            self._leave_on_sigterm()
+        return self._member
+
+    def _leave_on_sigterm(self) -> None:
+        """Spark ends this planner process with SIGTERM when the query stops, without calling stop():
+        leave the group at once (close the session) instead of lingering for the session timeout."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_sigterm(_signum: int, _frame: object) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # Spark sends it twice: finish leaving first
+            try:
+                self.stop()
+            finally:
+                os._exit(0)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+    def _owned(self, member: Any = None) -> dict[Key, int]:
+        """Owned partitions -> consumed position: a consistent snapshot (never a half-installed rebalance).
+
+        Also remembers the topic incarnation each was claimed in: positions planned from this
+        snapshot count in those, and `_commit` writes them only into the same incarnation.
+        """
+        member = member if member is not None else self._connector()
+        # Inactive: fenced (the topic was deleted or re-created) or stopped; the next rebalance
+        # resolves them, and listing their log offsets would fail the query meanwhile.
+        infos = {k: i for k, i in member.assignment.owned_infos().items() if i.active}
+        self._owned_epochs = {k: i.epoch for k, i in infos.items()}
+        return {k: i.consumed_offset for k, i in infos.items()}
+
+    def _epochs(self, keys: Iterable[Key]) -> dict[str, int]:
+        """topic -> incarnation (czxid of its node) of the last snapshot, for the topics of `keys`."""
+        out: dict[str, int] = {}
+        for key in keys:
+            epoch = self._owned_epochs.get(key)
+            if epoch is not None:
+                out[key[0]] = max(epoch, out.get(key[0], epoch))  # czxids grow: the newest one
+        return out
+
+    def _connected(self) -> bool:
+        return bool(self._connector().ownership_confirmed())
+
+    def _bootstrap(self) -> str:
+        """The brokers executors start from. A planning call that meets the member's ZooKeeper
+        session ending (or the connection down) uses the list read last: executors only need a
+        broker to start from, and failing the call would end the query."""
+        if self.opts.bootstrap_override:
+            return self.opts.bootstrap_override
+        try:
+            self._brokers_read = bootstrap_of(self._connector().group.cluster.brokers(), self.opts.config)
+        except Exception as exc:  # noqa: BLE001 - classified right here
+            if self._brokers_read is None or not is_retriable(exc):
+                raise
+            log.warning(
+                "could not read /brokers/ids (%s); planning with %s, read before",
+                describe_error(exc),
+                self._brokers_read,
+            )
+        return self._brokers_read
+
+    def _spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
+        if self._log_offsets is None:
+            self._log_offsets = LogOffsets(
+                self._bootstrap(),
+                read_committed=self.opts.isolation_committed(),
+                client_config=self.opts.client_security(),
+            )
+        return self._log_offsets.spans(keys)
+
+    def _commit(self, positions: dict[Key, int], member: Any = None) -> None:
+        """Write progress to /consumers/<group>/offsets, fenced: only partitions we still own."""
+        if not positions:
+            return
+        member = member if member is not None else self._connector()
+        epochs = {t: self._owned_epochs.get((t, p)) for t, p in positions}
+        try:
+            # The member checks, under its rebalance lock, that each partition is still claimed in
+            # the incarnation the positions count in: a re-claim in between must not receive them.
+            written = member.commit_positions(positions, epochs=epochs)
+        except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the next trigger commits again
+            log.warning(
+                "committing offsets of group %s failed (%s); will retry at the next trigger", self.opts.group_id, exc
+            )
+            return
+        skipped = sorted(k for k, ok in written.items() if not ok)
+        if skipped:
+            log.info("not committing %s: no longer owned by this query", ", ".join(f"{t}-{p}" for t, p in skipped))
+
+    def stop(self) -> None:
+        """Commit the last batch the sink committed (with the option checkpointLocation), then leave
+        the group. Never the last *planned* batch: a stop may have cancelled it, and its end would
+        make the member taking over skip it; Spark's commit log says which batch really completed."""
+        member, self._member = self._member, None
+        if member is not None:
+            if self.opts.checkpoint_location:
+                self._commit_completed(member)
+            member.shutdown()  # leaves the group: our partitions move to the other members
+        if self._log_offsets is not None:
+            self._log_offsets.close()
+            self._log_offsets = None
+
+    @staticmethod
+    def _check_checkpoint(location: str) -> None:
+        """Say at the first batch, not only at stop, when the option names no checkpoint."""
+        try:
+            if not CheckpointLog(location).exists():
+                log.warning(
+                    "option checkpointLocation: %s holds no offset log: it must be the query's own "
+                    "checkpointLocation, or stop() cannot commit the last completed batch",
+                    location,
+                )
+        except CheckpointError as exc:
+            log.warning("option checkpointLocation: %s", exc)
+
+    def _commit_completed(self, member: Any) -> None:
+        """Commit the end of the checkpoint's last committed batch, if this source planned or read it;
+        bounded by STOP_COMMIT_TIMEOUT_S (on a thread: a SIGTERM may arrive while the main thread
+        holds the member's lock, and the filesystem may hang)."""
+        location = str(self.opts.checkpoint_location)
+
+        def work() -> None:
+            try:
+                batch, end = last_completed(CheckpointLog(location), list(self._seen))
+                if end is None:
+                    if self._seen:  # we planned or read batches, yet the last committed one is not ours
+                        log.warning(
+                            "not committing on stop: the last committed batch in %s (%s) has none of this "
+                            "query's offsets; the option checkpointLocation must be the query's own "
+                            "checkpointLocation",
+                            location,
+                            batch,
+                        )
+                    return
+                owned = self._owned(member)
+                positions = forward_commits(end, owned, self._epochs(owned))
+                log.info(
+                    "stop: committing batch %d, which the sink committed: %s",
+                    batch,
+                    ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(positions.items())) or "nothing new",
+                )
+                self._commit(positions, member)
+            except Exception as exc:  # noqa: BLE001 - the stop goes on; ZooKeeper stays one batch behind
+                log.warning("not committing the last completed batch of group %s on stop: %s", self.opts.group_id, exc)
+
+        worker = threading.Thread(target=work, name="zkconsumer-stop-commit", daemon=True)
+        worker.start()
+        worker.join(STOP_COMMIT_TIMEOUT_S)
+        if worker.is_alive():
+            log.warning(
+                "gave up committing the last completed batch of group %s after %.0f s; ZooKeeper stays one "
+                "batch behind the sink",
+                self.opts.group_id,
+                STOP_COMMIT_TIMEOUT_S,
+            )

@@ -1,0 +1,84 @@
+"""Readiness probes and helpers of the test cluster's JVMs: free ports, four-letter words, waits, kazoo clients."""
+
+from __future__ import annotations
+
+import socket
+import time
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from zkconsumer.testing.process import JavaProcess
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+
+class ClusterStartError(RuntimeError):
+    """A JVM did not become ready; the message carries its log tail."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def zookeeper_ruok(port: int, timeout: float = 1.0) -> bool:
+    """True when the ZooKeeper server on port answers the `ruok` four-letter word."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(b"ruok")
+            return s.recv(4) == b"imok"
+    except OSError:
+        return False
+
+
+def four_letter_word(port: int, word: str, timeout: float = 2.0) -> str | None:
+    """The server's whole answer to a four-letter word (srvr, mntr, ...); None if it did not answer."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(word.encode())
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+    except OSError:
+        return None
+    return answer.decode(errors="replace")
+
+
+def zookeeper_version(port: int, timeout: float = 2.0) -> str | None:
+    """The server's version from `srvr` ("3.4.14-4c25d480..., built on ..." -> "3.4.14"); None if no answer."""
+    answer = four_letter_word(port, "srvr", timeout)
+    first = (answer or "").partition("\n")[0]  # "Zookeeper version: 3.4.14-..."
+    return first.partition(":")[2].strip().split("-")[0].split(",")[0] or None
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str, proc: JavaProcess) -> None:
+    """Poll check() until true; fail fast with the log tail if proc died or time ran out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if not proc.running:
+            raise ClusterStartError(
+                f"{proc.name} exited with code {proc.exit_code} before {what}; "
+                f"log tail ({proc.log_path}):\n{proc.log_tail()}"
+            )
+        time.sleep(0.2)
+    raise ClusterStartError(
+        f"{proc.name} not ready after {timeout:.0f}s ({what}); log tail ({proc.log_path}):\n{proc.log_tail()}"
+    )
+
+
+def connect_zk(hosts: str, **kwargs: object) -> KazooClient:
+    """A started kazoo client with bounded retries (kazoo's defaults retry forever)."""
+    from kazoo.client import KazooClient
+
+    with warnings.catch_warnings():  # a chroot appears only once a broker has started
+        warnings.filterwarnings("ignore", "No chroot path exists")
+        settings: dict[str, object] = {"timeout": 10.0, "command_retry": {"max_tries": 5, "deadline": 20}}
+        client = KazooClient(hosts=hosts, **{**settings, **kwargs})
+        client.start(timeout=15)
+    return client
