@@ -1,4 +1,7 @@
-"""Member-fenced ZooKeeper work on /consumers/<group>: registration, group reads, claim, release, commit.
+"""Member-fenced ZooKeeper work on /consumers/<group>: registration, group reads, offset commits.
+
+Claims, releases and watches of owner nodes are owner_nodes.OwnerNodes' job; GroupZk holds one
+and keeps the ownership methods as its own.
 
 Fencing: an owner node is ours only while its ephemeralOwner is the session we registered in
 (`self.session`). That session id is recorded at registration and never replaced by kazoo's
@@ -12,18 +15,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.states import KazooState, ZnodeStat
 
-from zkconsumer import transactions, zkdata
+from zkconsumer import zkdata
 from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
 from zkconsumer.group_reads import GroupReads, decode_owners
 from zkconsumer.metadata import ClusterMetadata
+from zkconsumer.owner_nodes import OwnerNodes
 from zkconsumer.rebalance import partitions_text
-from zkconsumer.watched_folder import WatchedNodes
 from zkconsumer.zkdata import Registration, ZkDataError
 from zkconsumer.zkio import Watch, ZkIO
 
@@ -71,12 +74,18 @@ class GroupZk:
         self.member_path = zkdata.member_path(group_id, consumer_id)
         self.session: int | None = None  # the session our member node was created in
         self._ensured: set[str] = set()
-        self._transaction_max_bytes = transaction_max_bytes
         # Registrations and owner nodes as the watches we hold say they are: a rebalance or a
         # watchdog check re-reads only what changed since the last one.
         self.reads = GroupReads(self.io, group_id)
-        self._own_owner_nodes = WatchedNodes(self.io)
-        self._wanted_owner_nodes = WatchedNodes(self.io, "read owner nodes to claim")
+        self.owner_nodes = OwnerNodes(
+            self.io,
+            group_id,
+            session=lambda: self.session,
+            ensure_folder=self._ensure,
+            forget_folders=self._ensured.clear,
+            acl=acl,
+            transaction_max_bytes=transaction_max_bytes,
+        )
         # kazoo runs state listeners at once on its connection thread, but queues the NONE events
         # that tell each watch it is gone: a read right after a reconnect could still trust the
         # caches, whose watches died with the link. Everything is forgotten at the drop instead.
@@ -91,8 +100,7 @@ class GroupZk:
     def forget_cached_reads(self) -> None:
         """Make the next reads of registrations and owner nodes ask ZooKeeper for everything."""
         self.reads.forget()
-        self._own_owner_nodes.invalidate()
-        self._wanted_owner_nodes.invalidate()
+        self.owner_nodes.forget_cached()
 
     @property
     def live_session(self) -> int | None:
@@ -243,166 +251,24 @@ class GroupZk:
             out[key] = zkdata.decode_offset(data, path)
         return out
 
-    # ---- ownership -----------------------------------------------------------------------------
+    # ---- ownership: owner_nodes.OwnerNodes ------------------------------------------------------
     def claim(self, owners: Mapping[TopicPartition, str], *, partial: bool = False) -> list[TopicPartition]:
-        """Create our owner nodes (in transactions of at most transaction_max_bytes); returns the
-        partitions someone else still owns.
-
-        All or nothing by default (the legacy claim): if any node is held, nothing is created.
-        With `partial`, the nodes nobody holds are created and only the held ones are returned,
-        so free partitions do not wait for a neighbour's release. A node that already holds our
-        thread id in our session (a claim whose answer was lost) counts as claimed.
-
-        Nodes are created first and read only when a transaction fails (a node is there): in a
-        settled hand-over they are free, and a read per node would double the claim's requests.
-        A node an earlier claim found held, and whose watch has not fired since, is not tried.
-        """
-        for topic in sorted({t for t, _ in owners}):
-            self._ensure(zkdata.owners_path(self.group_id, topic))
-        held = self._known_held(owners)
-        if held and not partial:
-            return held  # the transaction would fail on them: no write, the caller watches them
-        todo = {k: v for k, v in owners.items() if k not in held}
-        blocked = list(held)
-        created: dict[TopicPartition, str] = {}
-        for keys in self._claim_transactions(todo):
-            chunk = {k: todo[k] for k in keys}
-            if self._create_owner_nodes(chunk):
-                created.update(chunk)
-                continue
-            answers = self._read_nodes_to_claim(chunk)  # arms a watch on each node another member holds
-            in_way = [k for k, answer in answers.items() if answer is not None and self._ours(answer, chunk[k]) is None]
-            free = {k: t for k, t in chunk.items() if answers[k] is None}
-            if in_way and not partial:
-                self._roll_back(created)
-                return sorted({*in_way, *self._known_held(owners)})
-            if free and not self._create_owner_nodes(free):  # lost a race for one of them
-                if not partial:
-                    self._roll_back(created)
-                    mine = self._which_are_ours(owners)
-                    return sorted(k for k in owners if k not in mine)
-                ours = self._which_are_ours(free)  # once per chunk: one pipelined read of its nodes
-                in_way += [k for k in free if k not in ours]
-                free = {k: t for k, t in free.items() if k in ours}
-            created.update(free)
-            blocked += in_way
-        return sorted(blocked)
-
-    def _known_held(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
-        """Partitions an earlier claim found another member holding, unchanged since (their watch
-        has not fired): no request. A stale answer only delays the claim to the next attempt."""
-        paths = {k: self._owner_path(k) for k in owners}
-        found = self._wanted_owner_nodes.cached(list(paths.values()))
-        return sorted(k for k, path in paths.items() if path in found and self._ours(found[path], owners[k]) is None)
-
-    def _roll_back(self, created: Mapping[TopicPartition, str]) -> None:
-        """Delete what an all-or-nothing claim created, as Scala's claim does when one create fails."""
-        left = set(created) - set(self.release(created))
-        if left:  # the caller schedules every node of the claim for deletion
-            raise ZooKeeperUnavailable(f"could not roll back the claim of {partitions_text(left)}")
-
-    def _claim_transactions(self, todo: Mapping[TopicPartition, str]) -> Iterator[list[TopicPartition]]:
-        sizes = ((k, transactions.create_size(self._owner_path(k), zkdata.encode_owner(t))) for k, t in todo.items())
-        return transactions.batches(sizes, self._transaction_max_bytes)
-
-    def _create_owner_nodes(self, owners: Mapping[TopicPartition, str]) -> bool:
-        """One transaction; False if any node was there (someone created it since we looked)."""
-        txn = self.client.transaction()
-        for key, thread_id in owners.items():
-            txn.create(self._owner_path(key), zkdata.encode_owner(thread_id), acl=self.acl, ephemeral=True)
-        results = self.io.commit(txn, f"claim {len(owners)} partitions")
-        for result in results:
-            if isinstance(result, NoNodeError):  # an owners folder was deleted under us
-                self._ensured.clear()
-        # A failed multi reports the culprit's own error and a rollback marker for the rest.
-        return not any(isinstance(r, Exception) for r in results)
+        """Create our owner nodes; returns the partitions someone else still owns (see OwnerNodes.claim)."""
+        return self.owner_nodes.claim(owners, partial=partial)
 
     def watch_until_free(
         self, keys: Iterable[TopicPartition], on_free: Callable[[], None], *, any_free: bool = False
     ) -> bool:
-        """Watch owner nodes others hold; `on_free` runs (on kazoo's thread) once every one is gone,
-        or with `any_free` once the first is.
-
-        Returns True if they are all gone (with `any_free`: any is gone) already. A watch that
-        fires for any other reason (the node changed, or the connection dropped and kazoo dropped
-        its watches) calls `on_free` too: the caller looks again, as after a fixed back-off.
-        """
-        pending = {self._owner_path(k) for k in keys}
-        lock = threading.Lock()
-
-        def seen(event: WatchedEvent) -> None:  # kazoo reports paths without the chroot
-            with lock:
-                if event.type == EventType.DELETED:
-                    pending.discard(event.path)
-                    free = any_free or not pending
-                else:
-                    free = True
-            if free:
-                on_free()
-
-        gone = False
-        for path in sorted(pending):
-            if self._wanted_owner_nodes.when_changed(path, seen):
-                continue  # the claim's read already holds a watch there: no second request
-            if self.io.exists(path, watch=seen) is None:
-                gone = True
-                with lock:
-                    pending.discard(path)
-        with lock:
-            return (any_free and gone) or not pending
+        """Watch owner nodes others hold; `on_free` runs once they are gone (see OwnerNodes.watch_until_free)."""
+        return self.owner_nodes.watch_until_free(keys, on_free, any_free=any_free)
 
     def not_ours(self, owners: Mapping[TopicPartition, str], *, watched: bool = False) -> list[TopicPartition]:
-        """Which of these owner nodes are gone or no longer hold our thread id in our session.
-
-        `watched`: judge by the nodes' data watches (no request for a node unchanged since the last
-        such call; pass every owned node each time, the others are forgotten) and read afresh only
-        the nodes that look not ours.
-        """
-        if watched:
-            paths = {k: self._owner_path(k) for k in owners}
-            found = self._own_owner_nodes.read(list(paths.values()))
-            owners = {k: v for k, v in owners.items() if self._ours(found[paths[k]], v) is None}
-        mine = self._which_are_ours(owners) if owners else set()
-        return sorted(k for k in owners if k not in mine)
+        """Which of these owner nodes are gone or no longer ours (see OwnerNodes.not_ours)."""
+        return self.owner_nodes.not_ours(owners, watched=watched)
 
     def release(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
-        """Delete our owner nodes; returns every key now confirmed not ours (deleted, gone, or
-        another's). A connection failure raises: the caller keeps the rest for a later attempt.
-
-        Which nodes are ours is taken from their data watches where they are current (the
-        watchdog's reads keep them so), else read. Either way a node is judged before it is
-        deleted, by version: a fresh read narrows the window to another member's create no more
-        than a watch does, since only a delete of our node (by a tool, or our session's end,
-        which drops the caches) can let another member create it. The deletes go in
-        transactions; one that fails (a node gone or changed) is redone node by node.
-        """
-        stats = self._owner_stats(owners, trust_watches=True)
-        confirmed = [k for k, stat in stats.items() if stat is None]
-        ours = {k: stat for k, stat in stats.items() if stat is not None}
-        sizes = ((k, transactions.create_size(self._owner_path(k), b"")) for k in ours)
-        for keys in transactions.batches(sizes, self._transaction_max_bytes):
-            txn = self.client.transaction()
-            for key in keys:
-                txn.delete(self._owner_path(key), version=ours[key].version)
-            results = self.io.commit(txn, f"release {len(keys)} partitions")
-            if not any(isinstance(r, Exception) for r in results):
-                confirmed += keys
-            else:
-                confirmed += self._delete_one_by_one({k: ours[k] for k in keys})
-        return sorted(confirmed)
-
-    def _delete_one_by_one(self, stats: Mapping[TopicPartition, ZnodeStat]) -> list[TopicPartition]:
-        pending = {k: self.client.delete_async(self._owner_path(k), version=stat.version) for k, stat in stats.items()}
-        confirmed = []
-        for key, answer in pending.items():
-            try:
-                self.io.wait(answer, f"release {self._owner_path(key)}")
-            except NoNodeError:
-                pass  # gone already: nothing left to release
-            except BadVersionError:
-                continue  # rewritten since we looked: look again next attempt
-            confirmed.append(key)
-        return confirmed
+        """Delete our owner nodes; returns every key now confirmed not ours (see OwnerNodes.release)."""
+        return self.owner_nodes.release(owners)
 
     # ---- offsets -------------------------------------------------------------------------------
     def commit_offsets(
@@ -422,7 +288,7 @@ class GroupZk:
                 break
             # Three pipelined rounds for all partitions (owner nodes, offset nodes, the fenced
             # writes), not three round trips each: a release commits every moving partition.
-            stats = self._owner_stats({k: owners[k] for k in pending})
+            stats = self.owner_nodes.stats_if_ours({k: owners[k] for k in pending})
             for key in [k for k, stat in stats.items() if stat is None]:
                 log.warning(
                     "not committing %s-%d=%d: %s is no longer ours",
@@ -470,7 +336,7 @@ class GroupZk:
         """Delete the offset node if it still holds `offset` and we still own the partition (one multi)."""
         owner_path = self._owner_path(key)
         offset_path = zkdata.offset_path(self.group_id, *key)
-        owner = self._owner_stat_if_ours(owner_path, thread_id)
+        owner = self.owner_nodes.stat_if_ours(owner_path, thread_id)
         if owner is None:
             return False
         try:
@@ -494,59 +360,3 @@ class GroupZk:
             secured = path.startswith((zkdata.owners_path(self.group_id), zkdata.offsets_path(self.group_id)))
             self.io.ensure_path(path, self.acl if secured else None)
             self._ensured.add(path)
-
-    def _read_owner_nodes(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
-        """key -> (data, stat) of its owner node, None where there is none."""
-        return self.io.many(((k, self.client.get_async(self._owner_path(k))) for k in keys), "read owner nodes")
-
-    def _read_nodes_to_claim(
-        self, owners: Mapping[TopicPartition, str]
-    ) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
-        """Like _read_owner_nodes, but a node another member holds is asked for again only after
-        its watch fired: a member waiting for a neighbour's release re-reads what was released, not
-        every node still in its way. A stale "held" only delays the claim to the next attempt; a
-        node that looks ours (a claim whose answer was lost) is confirmed by a fresh read."""
-        paths = {k: self._owner_path(k) for k in owners}
-        found = self._wanted_owner_nodes.read(list(paths.values()))
-        answers = {k: found[path] for k, path in paths.items()}
-        looks_ours = [k for k, answer in answers.items() if self._ours(answer, owners[k]) is not None]
-        if looks_ours:
-            answers.update(self._read_owner_nodes(looks_ours))
-        return answers
-
-    def _owner_stats(
-        self, owners: Mapping[TopicPartition, str], *, trust_watches: bool = False
-    ) -> dict[TopicPartition, ZnodeStat | None]:
-        """key -> stat of the owner node if it is ours (our thread id, our session), else None.
-
-        `trust_watches`: a node whose data watch (from `not_ours(watched=True)`) has not fired and
-        that was ours then is still ours (no request); only the others are read."""
-        stats: dict[TopicPartition, ZnodeStat | None] = {}
-        if trust_watches:
-            paths = {k: self._owner_path(k) for k in owners}
-            found = self._own_owner_nodes.cached(list(paths.values()))
-            stats = {
-                k: stat
-                for k, path in paths.items()
-                if path in found and (stat := self._ours(found[path], owners[k])) is not None
-            }
-        rest = [k for k in owners if k not in stats]
-        stats.update((key, self._ours(answer, owners[key])) for key, answer in self._read_owner_nodes(rest).items())
-        return stats
-
-    def _which_are_ours(self, owners: Mapping[TopicPartition, str]) -> set[TopicPartition]:
-        return {k for k, stat in self._owner_stats(owners).items() if stat is not None}
-
-    def _owner_stat_if_ours(self, path: str, thread_id: str) -> ZnodeStat | None:
-        try:
-            answer = self.io.get(path)
-        except NoNodeError:
-            return None
-        return self._ours(answer, thread_id)
-
-    def _ours(self, answer: tuple[bytes, ZnodeStat] | None, thread_id: str) -> ZnodeStat | None:
-        """The owner node's stat if it holds our thread id in our registered session, else None."""
-        if answer is None or self.session is None:
-            return None
-        data, stat = answer
-        return stat if data == zkdata.encode_owner(thread_id) and stat.ephemeralOwner == self.session else None

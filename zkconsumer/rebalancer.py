@@ -6,13 +6,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from zkconsumer.assignment import Assignment
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import (
     BrokersUnavailable,
-    ConsumerRebalanceFailed,
     SessionLost,
     ZooKeeperUnavailable,
     describe,
@@ -28,34 +26,16 @@ from zkconsumer.offsets import OffsetStore
 from zkconsumer.partition_fetcher import PartitionFetcher
 from zkconsumer.peers import IgnoredPeerReporter, evaluate_peers
 from zkconsumer.rebalance import Decision, by_topic, decide, partitions_text, plan, subscribed_topics
+from zkconsumer.rebalance_retries import Outcome, RebalanceStats, run_attempts
+from zkconsumer.reconcile import reconcile_owned
 from zkconsumer.stream import PartitionTopicInfo, StreamSet
-from zkconsumer.watchdog import find_problems, partitions_to_check
-from zkconsumer.zkdata import BrokerInfo, consumer_id_of_thread
+from zkconsumer.watchdog import OwnershipCheck
+from zkconsumer.zkdata import BrokerInfo
 from zkconsumer.zkio import Deadline
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-
-
-@dataclass
-class RebalanceStats:
-    succeeded: int = 0
-    failed: int = 0
-    last_seconds: float = 0.0
-    last_error: str | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one rebalance attempt did."""
-
-    done: bool  # False: someone else still owns part of our share; try again
-    blocked: tuple[TopicPartition, ...] = ()  # what others still own (done=False)
-    claimed: int = 0
-    released: int = 0
-    kept: int = 0
-    waiting_for_brokers: bool = False
 
 
 class Rebalancer:
@@ -96,81 +76,26 @@ class Rebalancer:
         self._decided_with: set[str] | None = None  # the members the last decision was computed from
         self._claimed: set[TopicPartition] = set()  # claims the watchdog checks (see health_problems)
         self.linger = ReleaseLinger(group, config.release_linger_ms / 1000.0, self._stopping)
+        self._ownership_check = OwnershipCheck(
+            self.consumer_id, group, assignment, membership, self._claimed, self._stopping
+        )
 
     # ---- rebalance -----------------------------------------------------------------------------
     def synced_rebalance(self, reason: str) -> bool:
-        """Up to rebalance.max.retries attempts; True on success (or when stopping). A failure that is
-        not retriable (a bug, a listener's own exception) is raised: the caller takes the member out.
-
-        An attempt that claimed part of our share, or whose wait a blocking owner node's deletion
-        cut short, is not counted: the group is moving. Such free attempts are bounded by the size
-        of the share, so a run still ends if nodes keep appearing and vanishing in our way."""
+        """Up to rebalance.max.retries attempts under the rebalance lock (rebalance_retries.run_attempts);
+        True on success (or when stopping). A failure that is not retriable (a bug, a listener's own
+        exception) is raised: the caller takes the member out."""
         with self._lock:
-            began = time.monotonic()
-            attempts = self.config.rebalance_max_retries
-            attempt = 0
-            free_attempts: int | None = None
-            while attempt < attempts:
-                attempt += 1
-                if self._stopping.is_set():
-                    return True
-                log.info("%s: rebalance attempt %d/%d (%s)", self.consumer_id, attempt, attempts, reason)
-                progress = False
-                try:
-                    outcome = self._attempt()
-                    if outcome.done:
-                        self.stats.succeeded += 1
-                        self.stats.last_seconds = time.monotonic() - began
-                        self.stats.last_error = None
-                        return True
-                    error = "another member still owns some of our partitions"
-                    blocked = outcome.blocked
-                    progress = outcome.claimed > 0
-                    if free_attempts is None:
-                        free_attempts = outcome.claimed + len(blocked)
-                except Exception as exc:  # noqa: BLE001 - classified right here
-                    if not is_retriable(exc):
-                        raise
-                    error = describe(exc)
-                    blocked = ()
-                    log.warning("%s: rebalance attempt %d failed: %s", self.consumer_id, attempt, error)
-                self.stats.last_error = error
-                wait = self._pause(blocked)
-                if wait == "stopping":
-                    return True
-                if (progress or wait == "freed") and free_attempts:
-                    attempt, free_attempts = attempt - 1, free_attempts - 1
-            self.stats.failed += 1
-            failure = ConsumerRebalanceFailed(
-                f"{self.consumer_id} can't rebalance after {attempts} retries ({self.stats.last_error}); "
-                f"retrying with back-off up to {self.config.rebalance_recheck_ms} ms, never giving up"
+            return run_attempts(
+                self._attempt,
+                reason,
+                consumer_id=self.consumer_id,
+                config=self.config,
+                listener=self.listener,
+                stats=self.stats,
+                group=self.group,
+                stopping=self._stopping,
             )
-            log.error("%s", failure)
-            self.listener.on_rebalance_failed(failure)
-            return False
-
-    def _pause(self, blocked: tuple[TopicPartition, ...]) -> str:
-        """Wait before the next attempt: "stopping", "freed" (a watched owner node in our way was
-        deleted: the last of them, or in incremental mode the first) or "waited" (rebalance.backoff.ms
-        ran out, the only wait when there is nothing to watch)."""
-        backoff_s = self.config.rebalance_backoff_ms / 1000.0
-        free = threading.Event()
-        try:
-            any_free = self.config.rebalance_incremental
-            if blocked and self.group.watch_until_free(blocked, free.set, any_free=any_free):
-                free.set()
-        except Exception as exc:  # noqa: BLE001 - only a shortcut: fall back to the plain back-off
-            if not is_retriable(exc):
-                raise
-        deadline = time.monotonic() + backoff_s
-        while not self._stopping.is_set() and not free.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            free.wait(min(left, 0.05))
-        if self._stopping.is_set():
-            return "stopping"
-        return "freed" if free.is_set() else "waited"
 
     def _attempt(self) -> Outcome:
         self.membership.ensure_registered()
@@ -275,39 +200,8 @@ class Rebalancer:
         return decision
 
     def _reconcile(self) -> None:
-        """Resolve owned partitions we can no longer vouch for before planning.
-
-        Another incarnation of the topic (deleted, maybe created again): released without a commit,
-        then claimed afresh so offsets are read again. Owner node no longer ours (deleted by a tool):
-        forgotten, claimed again. Not fetched although owned: stop and claim again (the claim of a
-        node that is still ours writes nothing).
-        """
-        owned = self.assignment.owned_infos()
-        stale = {k for k, i in owned.items() if i.epoch is not None and i.epoch != self.topic_epochs.get(k[0], i.epoch)}
-        if stale:
-            log.warning(
-                "%s: topic deleted or re-created under us; dropping %s without committing",
-                self.consumer_id,
-                partitions_text(stale),
-            )
-            self.assignment.begin_release(sorted(stale))
-        rest = {k: i.thread_id for k, i in owned.items() if k not in stale}
-        lost = set(self.group.not_ours(rest, watched=True))  # no per-partition request while all is well
-        fetched = self.fetcher.assigned() if self.fetcher is not None else None
-        drifted = (set(rest) - fetched - lost) if fetched is not None else set()
-        if lost:
-            log.warning(
-                "%s: owner nodes of %s are no longer ours; claiming again", self.consumer_id, partitions_text(lost)
-            )
-            self.assignment.drop(lost)
-        if drifted:
-            log.warning("%s: %s owned but not fetched; starting them again", self.consumer_id, partitions_text(drifted))
-            self.assignment.drop(drifted)
-            self.assignment.adopt_orphans({k: rest[k] for k in drifted})
-        # Fetched but not owned (left over from a lost session): nothing of it may be delivered anyway.
-        extra = (fetched - set(owned)) if fetched is not None else set()
-        if self.fetcher is not None and (lost or drifted or extra):
-            self.fetcher.remove(sorted(lost | drifted | extra))
+        """Resolve owned partitions we can no longer vouch for before planning (reconcile.reconcile_owned)."""
+        reconcile_owned(self.assignment, self.group, self.fetcher, self.topic_epochs, self.consumer_id)
 
     def _release(
         self, release: Mapping[TopicPartition, str], *, stop_the_world: bool, new_owners: Mapping[TopicPartition, str]
@@ -405,50 +299,10 @@ class Rebalancer:
         """Ownership problems in the partitions this member checks (watchdog.partitions_to_check:
         its own share, what it claimed, and Scala members' shares for one member), as
         watchdog.find_problems words them. Owner nodes of our session that we neither own nor
-        release are scheduled for deletion."""
+        release are scheduled for deletion (watchdog.OwnershipCheck)."""
         if self._stopping.is_set() or not self.last_assignment:
             return []
-        # From the watched caches: an idle check sends no request; one after a change reads what
-        # changed in the partitions this member checks, not the whole group's moves.
-        reads = self.group.reads
-        members = set(reads.member_ids())
-        expected = {t: parts for t, parts in self.last_assignment.items() if t in self.my_topics}
-        claimed = set(self._claimed)
-        keys = partitions_to_check(expected, self.consumer_id, members, reads.marked_member_ids(), claimed)
-        if self._stopping.is_set():
-            return []  # leaving: the answer would not be acted on, and the session is closing
-        found = reads.owner_threads(sorted(keys))
-        # A claimed partition stays checked while a node of ours holds it (it may be an orphan).
-        self._claimed.difference_update(k for k in claimed if not self._is_our_thread(found.get(k) or ""))
-        owners: dict[str, dict[int, str]] = {}
-        for (topic, partition), thread in found.items():
-            if thread is not None:
-                owners.setdefault(topic, {})[partition] = thread
-        partitions = {t: {p: thread for p, thread in parts.items() if (t, p) in keys} for t, parts in expected.items()}
-        # Deleting an adopted node is fenced by session, so one of an older session is left alone.
-        orphans = self.assignment.adopt_orphans(
-            {key: thread for key, thread in found.items() if thread is not None and self._is_our_thread(thread)}
-        )
-        if orphans:
-            self.membership.trigger("watchdog: owner nodes of this member that it does not own")
-        fetcher = self.fetcher
-        fetched = fetcher.assigned() if fetcher is not None else None
-        problems = find_problems(
-            {t: parts.keys() for t, parts in partitions.items()},
-            owners,
-            members,
-            set(self.assignment.owned()),
-            fetched,
-            expected=partitions,
-        )
-        problems += [f"{t}-{p} is held by this member's session but not owned (releasing it)" for t, p in orphans]
-        return problems
-
-    def _is_our_thread(self, thread: str) -> bool:
-        try:
-            return consumer_id_of_thread(thread) == self.consumer_id
-        except ValueError:
-            return False
+        return self._ownership_check.problems(self.last_assignment, self.my_topics, self.fetcher)
 
     # ---- commits -------------------------------------------------------------------------------
     def commit(self, *, retries: int = 0) -> int:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping
 
+from zkconsumer.assignment import Assignment
+from zkconsumer.group import GroupZk
+from zkconsumer.membership import Membership
 from zkconsumer.offsets import PeriodicTask
+from zkconsumer.partition_fetcher import PartitionFetcher
 from zkconsumer.zkdata import consumer_id_of_thread
 
 log = logging.getLogger(__name__)
@@ -79,6 +84,81 @@ def partitions_to_check(
             if owner == me or (designated and owner not in marked):
                 out.add((topic, partition))
     return out
+
+
+class OwnershipCheck:
+    """The ownership check a member's watchdog runs (Rebalancer.health_problems): reads the owner
+    nodes of the partitions it checks from the watched caches, adopts owner nodes of its session
+    that it does not own, and words the problems as find_problems does.
+
+    `claimed` is the Rebalancer's set of partitions it claimed (a rebalance adds to it, the check
+    drops those no node of ours holds any more); `stopping` is set when the member leaves.
+    """
+
+    def __init__(
+        self,
+        consumer_id: str,
+        group: GroupZk,
+        assignment: Assignment,
+        membership: Membership,
+        claimed: set[TopicPartition],
+        stopping: threading.Event,
+    ) -> None:
+        self.consumer_id = consumer_id
+        self.group = group
+        self.assignment = assignment
+        self.membership = membership
+        self.claimed = claimed
+        self._stopping = stopping
+
+    def problems(
+        self,
+        last_assignment: Mapping[str, Mapping[int, str]],
+        my_topics: set[str],
+        fetcher: PartitionFetcher | None,
+    ) -> list[str]:
+        """Ownership problems in the partitions to check, given the last assignment (topic ->
+        partition -> thread), the topics this member subscribes to, and its fetcher."""
+        # From the watched caches: an idle check sends no request; one after a change reads what
+        # changed in the partitions this member checks, not the whole group's moves.
+        reads = self.group.reads
+        members = set(reads.member_ids())
+        expected = {t: parts for t, parts in last_assignment.items() if t in my_topics}
+        claimed = set(self.claimed)
+        keys = partitions_to_check(expected, self.consumer_id, members, reads.marked_member_ids(), claimed)
+        if self._stopping.is_set():
+            return []  # leaving: the answer would not be acted on, and the session is closing
+        found = reads.owner_threads(sorted(keys))
+        # A claimed partition stays checked while a node of ours holds it (it may be an orphan).
+        self.claimed.difference_update(k for k in claimed if not self._is_our_thread(found.get(k) or ""))
+        owners: dict[str, dict[int, str]] = {}
+        for (topic, partition), thread in found.items():
+            if thread is not None:
+                owners.setdefault(topic, {})[partition] = thread
+        partitions = {t: {p: thread for p, thread in parts.items() if (t, p) in keys} for t, parts in expected.items()}
+        # Deleting an adopted node is fenced by session, so one of an older session is left alone.
+        orphans = self.assignment.adopt_orphans(
+            {key: thread for key, thread in found.items() if thread is not None and self._is_our_thread(thread)}
+        )
+        if orphans:
+            self.membership.trigger("watchdog: owner nodes of this member that it does not own")
+        fetched = fetcher.assigned() if fetcher is not None else None
+        problems = find_problems(
+            {t: parts.keys() for t, parts in partitions.items()},
+            owners,
+            members,
+            set(self.assignment.owned()),
+            fetched,
+            expected=partitions,
+        )
+        problems += [f"{t}-{p} is held by this member's session but not owned (releasing it)" for t, p in orphans]
+        return problems
+
+    def _is_our_thread(self, thread: str) -> bool:
+        try:
+            return consumer_id_of_thread(thread) == self.consumer_id
+        except ValueError:
+            return False
 
 
 class Watchdog:

@@ -46,7 +46,7 @@ def test_a_write_whose_owner_node_changed_in_between_is_not_written() -> None:
     me = _member(model, "me")
     key = ("t", 0)
     assert me.claim({key: "g_me-0"}) == []
-    read = me._read_owner_nodes
+    read = me.owner_nodes._read_owner_nodes
 
     def then_rewritten(keys):  # type: ignore[no-untyped-def]
         found = read(keys)
@@ -54,7 +54,7 @@ def test_a_write_whose_owner_node_changed_in_between_is_not_written() -> None:
         model_client.set(zkdata.owner_path("g", "t", 0), zkdata.encode_owner("g_me-0"))  # version moves
         return found
 
-    me._read_owner_nodes = then_rewritten  # type: ignore[method-assign]
+    me.owner_nodes._read_owner_nodes = then_rewritten  # type: ignore[method-assign]
     with pytest.raises(CommitFailed, match="t-0"):
         me.commit_offsets({key: 5}, {key: "g_me-0"}, attempts=2)
     assert not model.exists(zkdata.offset_path("g", "t", 0))

@@ -138,14 +138,14 @@ def test_a_claim_over_the_transaction_budget_is_split() -> None:
 
 def _created_after_our_read(group: GroupZk, key: tuple[str, int]) -> None:
     """Make the claim's read miss the node another member holds: it was created right after."""
-    read = group._read_owner_nodes
+    read = group.owner_nodes._read_owner_nodes
     calls = iter(range(1 << 30))
 
     def first_read_misses_it(keys):  # type: ignore[no-untyped-def]
         found = read(keys)
         return {**found, key: None} if next(calls) == 0 and key in found else found
 
-    group._read_owner_nodes = first_read_misses_it  # type: ignore[method-assign]
+    group.owner_nodes._read_owner_nodes = first_read_misses_it  # type: ignore[method-assign]
 
 
 def test_an_all_or_nothing_claim_rolls_back_its_earlier_transactions_when_a_later_one_fails() -> None:

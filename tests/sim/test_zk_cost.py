@@ -177,7 +177,7 @@ def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
     model, (me, other) = _registered("me", "other")
     wanted = {("t", p): "g_me-0" for p in range(40)}
     assert other.claim({("t", 0): "g_other-0"}) == []  # the first transaction fails on it
-    read = me._read_nodes_to_claim
+    read = me.owner_nodes._read_nodes_to_claim
 
     def then_taken(owners):  # type: ignore[no-untyped-def]
         found = read(owners)
@@ -185,7 +185,7 @@ def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
             assert other.claim({("t", 7): "g_other-0"}) == []  # right after the read, someone claims 7
         return found
 
-    me._read_nodes_to_claim = then_taken  # type: ignore[method-assign]
+    me.owner_nodes._read_nodes_to_claim = then_taken  # type: ignore[method-assign]
     since = len(model.calls)
     assert me.claim(wanted, partial=True) == sorted(wanted)  # the failed chunk waits for the next attempt
     owners = zkdata.owners_path("g", "t")
@@ -193,7 +193,7 @@ def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
     reads = [c for c in mine if c.op == "get" and c.path.startswith(owners)]
     assert len(reads) == len(wanted) + len(wanted) - 1  # the read after the failure, the 39 it found free again
     assert [c.op for c in mine if c.op.startswith("multi")] == ["multi", "multi"]
-    me._read_nodes_to_claim = read  # type: ignore[method-assign]
+    me.owner_nodes._read_nodes_to_claim = read  # type: ignore[method-assign]
     assert me.claim(wanted, partial=True) == [("t", 0), ("t", 7)]
 
 
