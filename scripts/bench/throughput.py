@@ -11,6 +11,18 @@ our clocks start at the reader's first message, so connection set-up is not coun
                  over a bounded queue, the other runs the loop body. This is the shape the legacy API
                  imposes (fetching in the background, streams read by the application's threads),
                  with none of zkconsumer's code: the bound for (b) and (d) under one GIL
+  (a3) caller    one thread, no connector: consume(10000) with the tuned settings in the caller's own
+                 thread, each batch split by zkconsumer.runs.split_runs into chunks that a real
+                 zkconsumer ConsumerIterator hands out (`for msg in it`, touching msg.value()); its
+                 queue is a stand-in whose take() calls consume(). The upper bound of a one-stream
+                 connector that fetches in the application's thread and keeps today's per-message path
+  (a4) lean      the same one-thread loop without split_runs: each batch is handed out whole through
+                 one stoppable itertools.compress (the iterator's per-message mechanism, checked per
+                 batch instead of per 128 messages), the only per-message Python-visible work being
+                 an error check per batch (map in C); positions stay exact by reading the live
+                 batch's cursor at commit time and folding each partition's last offset from the
+                 finished batches only every few batches (newest first, stopping once every
+                 assigned partition was found): see OneThreadLoop and delivery_cost.py
   (b) iterator   ConsumerConnector, one stream, `for msg in stream` touching msg.value()
   (c) streams    ConsumerConnector, N streams drained by N threads
   (d) batches    ConsumerConnector, one stream, `for batch in stream.batches()`
@@ -20,33 +32,44 @@ our clocks start at the reader's first message, so connection set-up is not coun
   (f) pykafka    BalancedConsumer, if pykafka is installed (else skipped, with a message)
 The last line is machine-readable:
 ratio=<b/a> batch_ratio=<d/a> scala_ratio=<d/e> iterator_scala_ratio=<b/e> default_ratio=<a0/a>
-handed_ratio=<a2/a> batch_handed_ratio=<d/a2> iterator_handed_ratio=<b/a2>
+handed_ratio=<a2/a> batch_handed_ratio=<d/a2> iterator_handed_ratio=<b/a2> a3_ratio=<a3/a> a4_ratio=<a4/a>
 raw_msgs_per_s=<a> ... loadavg=<1-minute load when the run ended>
+(a3) and (a4) check after timing that the positions they would commit are exact (every message
+handed out counts, except the last one, still being processed).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import itertools
 import os
 import queue
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from operator import length_hint
 from pathlib import Path
+from typing import Any, Protocol
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the test harness: tests/harness
 
 from harness.scala import run_tool  # noqa: E402
 from zkconsumer import ConsumerConnector, ConsumerTimeout  # noqa: E402
+from zkconsumer.chunks import Chunk, PartitionTopicInfo  # noqa: E402
+from zkconsumer.delivery import ConsumerIterator, DeliveryGate  # noqa: E402
 from zkconsumer.fetch_settings import FetchSettings  # noqa: E402
+from zkconsumer.runs import spans, split_runs  # noqa: E402
 from zkconsumer.testing import kafka  # noqa: E402
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster  # noqa: E402
 
 PARTITIONS = 8
+BATCH = 10_000  # consume()'s batch, as in the fetcher
+_error, _partition = Message.error, Message.partition
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
@@ -120,6 +143,170 @@ def raw_handed(bootstrap: str, topic: str, count: int) -> float:
     fetcher.join(10)
     consumer.close()
     return rate
+
+
+class Consuming(Protocol):
+    """What the one-thread loops need of a Consumer (delivery_cost.py passes premade batches)."""
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]: ...
+
+
+class CallerQueue:
+    """(a3): a stand-in for the StreamQueue a ConsumerIterator takes chunks from (take() is all it
+    calls), fed by consume() in the caller's own thread: no fetcher thread, no lock, no hand-off.
+    Per batch it does what Fetcher._route does per batch and run (split_runs, one Chunk per run,
+    the info looked up by (topic, partition), fetched_offset moved on); the per-message path is
+    the real ConsumerIterator's."""
+
+    def __init__(self, consumer: Consuming, infos: dict[tuple[str, int], PartitionTopicInfo]) -> None:
+        self._consumer = consumer
+        self._infos = infos
+        self._ready: collections.deque[Chunk] = collections.deque()
+
+    def take(self, timeout: float | None) -> Chunk | None:
+        ready, infos = self._ready, self._infos
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not ready:
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            for run in split_runs(self._consumer.consume(BATCH, 0.1)):
+                head = run[0]
+                if head.error() is not None:
+                    raise KafkaException(head.error())
+                info = infos[(head.topic(), head.partition())]  # type: ignore[index]
+                info.fetched_offset = run[-1].offset() + 1  # type: ignore[operator]
+                ready.append(Chunk(info, run))  # type: ignore[arg-type]
+        return ready.popleft()
+
+
+def caller_iterator(consumer: Consuming, topic: str) -> tuple[ConsumerIterator, list[PartitionTopicInfo]]:
+    """A real ConsumerIterator over a CallerQueue (its gate a live DeliveryGate, as a connector's)."""
+    infos = {(topic, p): PartitionTopicInfo(topic, p, f"t-{p}", None, 0) for p in range(PARTITIONS)}  # type: ignore[arg-type]
+    stand_in: Any = CallerQueue(consumer, infos)
+    return ConsumerIterator(stand_in, 5000, DeliveryGate()), list(infos.values())
+
+
+class OneThreadLoop:
+    """(a4): consume() in the caller's thread, each batch handed out whole, positions exact.
+
+    Per batch: one error check (map in C; a batch with an error is not handed out), then the batch
+    plus a sentinel goes out through `compress(cursor, stop)` like the iterator's slices (clearing
+    `stop` stops it before the next message: a release, a closed gate, a lapsed lease). Nothing is
+    recorded per message: a finished batch is only appended to `_settled`, and every `fold_every`
+    batches (and at commit time) the newest settled batches are scanned newest first, each
+    partition's last offset taken from runs.spans over the partitions (galloping, verified in C),
+    until every assigned partition was found; older ones are dropped unread. `positions()` adds the
+    live batch's handed-out prefix, read from the cursor (commit time only).
+    """
+
+    def __init__(self, consumer: Consuming, partitions: int, gate: DeliveryGate, fold_every: int = 4) -> None:
+        self._consumer = consumer
+        self._partitions = partitions
+        self._gate = gate
+        self._fold_every = fold_every
+        self._positions: dict[int, int] = {}  # partition -> next offset not finished
+        self._settled: list[list[Message]] = []  # finished batches not folded yet, oldest first
+        self._live: tuple[list[Any], Iterator[Any], list[int]] | None = None
+
+    def __iter__(self) -> Iterator[Message]:
+        return itertools.chain.from_iterable(self._batches())
+
+    def _batches(self) -> Iterator[Iterator[Message]]:
+        consume, settled = self._consumer.consume, self._settled
+        while True:
+            live, self._live = self._live, None
+            if live is not None:  # its sentinel was pulled: handed out whole, and more asked for
+                settled.append(live[0])
+                if len(settled) >= self._fold_every:
+                    self._fold()
+            batch = consume(BATCH, 0.1)
+            if not batch:
+                continue
+            if any(map(_error, batch)):
+                raise KafkaException(next(m.error() for m in batch if m.error() is not None))
+            data: list[Any] = batch
+            data.append(None)  # the sentinel (the batch is ours: consume() built the list)
+            cursor, stop = iter(data), [1] * (len(data) - 1)
+            self._live = (data, cursor, stop)
+            if not self._gate.usable():
+                stop.clear()
+            yield itertools.compress(cursor, stop)
+
+    def _fold(self) -> None:
+        found: dict[int, int] = {}
+        for data in reversed(self._settled):
+            partitions = list(map(_partition, itertools.islice(data, len(data) - 1)))
+            for i, j in reversed(spans(partitions)):
+                found.setdefault(partitions[i], j)  # a partition's last run in the newest batch holding it
+            for p, j in found.items():
+                if j >= 0:
+                    self._positions[p] = data[j - 1].offset() + 1
+                    found[p] = -1  # taken
+            if len(found) >= self._partitions:
+                break
+        self._settled.clear()
+
+    def positions(self) -> dict[int, int]:
+        """What a commit would write now (the next offset not finished, per partition)."""
+        self._fold()
+        out = dict(self._positions)
+        if self._live is not None:
+            data, cursor, _ = self._live
+            pulled = len(data) - length_hint(cursor)
+            if pulled >= len(data):
+                handed, current = data[:-1], None  # all handed out, and more asked for
+            else:
+                handed, current = data[: max(0, pulled - 1)], (data[pulled - 1] if pulled else None)
+            for m in handed:
+                out[m.partition()] = m.offset() + 1
+            if current is not None:
+                out[current.partition()] = current.offset()  # still being processed: not finished
+        return out
+
+
+def one_thread_caller(bootstrap: str, topic: str, count: int) -> float:
+    """(a3): the tuned consumer read through CallerQueue and a real ConsumerIterator."""
+    consumer = tuned_consumer(bootstrap, topic, "a3")
+    it, infos = caller_iterator(consumer, topic)
+    rate = touch_each(it, count)
+    finished = sum(info.consumed_offset for info in infos)
+    consumer.close()
+    assert finished == count - 1, f"a3 would commit {finished} finished messages, not {count - 1}"
+    return rate
+
+
+def one_thread_lean(bootstrap: str, topic: str, count: int) -> float:
+    """(a4): the tuned consumer read through OneThreadLoop."""
+    consumer = tuned_consumer(bootstrap, topic, "a4")
+    loop = OneThreadLoop(consumer, PARTITIONS, DeliveryGate())
+    rate = touch_each(loop, count)
+    finished = sum(loop.positions().values())
+    consumer.close()
+    assert finished == count - 1, f"a4 would commit {finished} finished messages, not {count - 1}"
+    return rate
+
+
+def tuned_consumer(bootstrap: str, topic: str, name: str) -> Consumer:
+    settings = FetchSettings(
+        bootstrap_servers=bootstrap, group_id=f"bench-{name}-{uuid.uuid4().hex[:6]}", client_id=f"bench-{name}"
+    )
+    consumer = Consumer(settings.consumer_config())
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    return consumer
+
+
+def touch_each(messages: Any, count: int) -> float:
+    """Row (b)'s loop: `for msg in ...` touching msg.value(), the clock from the first message on."""
+    seen = nbytes = 0
+    began = 0.0
+    for msg in messages:
+        if not seen:
+            began = time.perf_counter()
+        seen += 1
+        nbytes += len(msg.value())
+        if seen == count:
+            break
+    return count / (time.perf_counter() - began)
 
 
 def raw_default(bootstrap: str, topic: str, count: int) -> float:
@@ -274,6 +461,10 @@ def main() -> None:
         print(f"(a0) default-settings loop   : {a0:12,.0f} msg/s  ({a0 / a:.2f} of tuned raw)", flush=True)
         a2 = max(raw_handed(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
         print(f"(a2) raw loop over 2 threads : {a2:12,.0f} msg/s  ({a2 / a:.2f} of tuned raw)", flush=True)
+        a3 = max(one_thread_caller(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
+        print(f"(a3) 1 thread, split+iterator: {a3:12,.0f} msg/s  ({a3 / a:.2f} of tuned raw)", flush=True)
+        a4 = max(one_thread_lean(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
+        print(f"(a4) 1 thread, lean positions: {a4:12,.0f} msg/s  ({a4 / a:.2f} of tuned raw)", flush=True)
         b = max(iterator(zk, topic, args.messages) for _ in range(args.repeat))
         print(f"(b) one ConsumerIterator     : {b:12,.0f} msg/s  ({b / a:.2f} of tuned raw)", flush=True)
         c = many_streams(zk, topic, args.messages, args.streams)
@@ -293,7 +484,7 @@ def main() -> None:
         print(
             f"ratio={b / a:.3f} batch_ratio={d / a:.3f} scala_ratio={d / e:.3f} iterator_scala_ratio={b / e:.3f} "
             f"default_ratio={a0 / a:.3f} handed_ratio={a2 / a:.3f} batch_handed_ratio={d / a2:.3f} "
-            f"iterator_handed_ratio={b / a2:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
+            f"iterator_handed_ratio={b / a2:.3f} a3_ratio={a3 / a:.3f} a4_ratio={a4 / a:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
             f"streams_msgs_per_s={c:.0f} batch_msgs_per_s={d:.0f} scala_msgs_per_s={e:.0f} "
             f"loadavg={os.getloadavg()[0]:.2f}"
         )
