@@ -33,7 +33,8 @@ our clocks start at the reader's first message, so connection set-up is not coun
 The last line is machine-readable:
 ratio=<b/a> batch_ratio=<d/a> scala_ratio=<d/e> iterator_scala_ratio=<b/e> default_ratio=<a0/a>
 handed_ratio=<a2/a> batch_handed_ratio=<d/a2> iterator_handed_ratio=<b/a2> a3_ratio=<a3/a> a4_ratio=<a4/a>
-raw_msgs_per_s=<a> ... loadavg=<1-minute load when the run ended>
+raw_msgs_per_s=<a> ... a_cpu_ns=<the process's CPU ns per message in row a> (a2 a3 a4 b d alike)
+loadavg=<1-minute load when the run ended>
 (a3) and (a4) check after timing that the positions they would commit are exact (every message
 handed out counts, except the last one, still being processed).
 """
@@ -76,6 +77,28 @@ def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
     kafka.produce_bulk(bootstrap, topic, count, size, PARTITIONS)
 
 
+class Clock:
+    """Started at a reader's first message: wall time for the rate, and the process's CPU time (every
+    thread, librdkafka's included), which a shared machine's load inflates much less."""
+
+    cpu_ns: dict[str, float] = {}  # row -> the least CPU ns per message seen
+    row = ""  # the row being measured
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def rate(self, count: int) -> float:
+        wall, cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        ns = cpu * 1e9 / count
+        Clock.cpu_ns[Clock.row] = min(ns, Clock.cpu_ns.get(Clock.row, ns))
+        return count / wall
+
+
+def best_of(row: str, repeat: int, run: Callable[[], float]) -> float:
+    Clock.row = row
+    return max(run() for _ in range(repeat))
+
+
 def consume_loop(config: dict[str, object], topic: str, count: int) -> float:
     """assign() + consume(10000) loop touching every value; the clock starts at the first message."""
     consumer = Consumer(config)
@@ -88,15 +111,15 @@ def consume_loop(config: dict[str, object], topic: str, count: int) -> float:
 def timed_loop(count: int, next_batch: Callable[[], list[Message]]) -> float:
     """The raw loop body over batches until `count` messages: msg/s from the first message on."""
     seen = nbytes = 0
-    began = None
+    clock = None
     while seen < count:
         for m in next_batch():
             if m.error() is None:
-                if began is None:
-                    began = time.perf_counter()
+                if clock is None:
+                    clock = Clock()
                 seen += 1
                 nbytes += len(m.value())
-    return count / (time.perf_counter() - began)  # type: ignore[operator]
+    return clock.rate(count)  # type: ignore[union-attr]
 
 
 def raw(bootstrap: str, topic: str, count: int) -> float:
@@ -298,15 +321,15 @@ def tuned_consumer(bootstrap: str, topic: str, name: str) -> Consumer:
 def touch_each(messages: Any, count: int) -> float:
     """Row (b)'s loop: `for msg in ...` touching msg.value(), the clock from the first message on."""
     seen = nbytes = 0
-    began = 0.0
+    clock = Clock()
     for msg in messages:
         if not seen:
-            began = time.perf_counter()
+            clock = Clock()
         seen += 1
         nbytes += len(msg.value())
         if seen == count:
             break
-    return count / (time.perf_counter() - began)
+    return clock.rate(count)
 
 
 def raw_default(bootstrap: str, topic: str, count: int) -> float:
@@ -385,32 +408,23 @@ def connector(zookeeper: str) -> ConsumerConnector:
 def iterator(zookeeper: str, topic: str, count: int) -> float:
     with connector(zookeeper) as conn:
         stream = conn.create_message_streams({topic: 1})[topic][0]
-        seen = nbytes = 0
-        began = 0.0
-        for msg in stream:
-            if not seen:
-                began = time.perf_counter()
-            seen += 1
-            nbytes += len(msg.value())
-            if seen == count:
-                break
-        return count / (time.perf_counter() - began)
+        return touch_each(stream, count)
 
 
 def batches(zookeeper: str, topic: str, count: int) -> float:
     with connector(zookeeper) as conn:
         stream = conn.create_message_streams({topic: 1})[topic][0]
         seen = nbytes = 0
-        began = 0.0
+        clock = Clock()
         for batch in stream.batches():
             if not seen:
-                began = time.perf_counter()
+                clock = Clock()
             for msg in batch:
                 nbytes += len(msg.value())
             seen += len(batch)
             if seen >= count:
                 break
-        return count / (time.perf_counter() - began)
+        return clock.rate(count)
 
 
 def many_streams(zookeeper: str, topic: str, count: int, streams: int) -> float:
@@ -442,7 +456,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=2_000_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--streams", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=1, help="best of N runs for (a) and (b)")
+    parser.add_argument("--repeat", type=int, default=1, help="best of N runs for (a), (a2), (a3), (a4), (b) and (d)")
     parser.add_argument("--smoke", action="store_true", help="small heaps (for the test suite)")
     args = parser.parse_args()
     cluster = LocalCluster(brokers=1, chroot="/bench", jvm_opts=TEST_JVM_OPTS if args.smoke else SERVER_JVM_OPTS)
@@ -454,26 +468,32 @@ def main() -> None:
         produce(cluster.bootstrap_servers, topic, args.messages, args.size)
         print(f"produced {args.messages} x {args.size} B in {time.perf_counter() - began:.1f}s", flush=True)
         raw(cluster.bootstrap_servers, topic, min(args.messages, 200_000))  # warm the broker's page cache/JIT
-        zk = cluster.zookeeper_connect
-        a = max(raw(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
-        print(f"(a) tuned raw consume loop   : {a:12,.0f} msg/s", flush=True)
-        a0 = raw_default(cluster.bootstrap_servers, topic, args.messages)
-        print(f"(a0) default-settings loop   : {a0:12,.0f} msg/s  ({a0 / a:.2f} of tuned raw)", flush=True)
-        a2 = max(raw_handed(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
-        print(f"(a2) raw loop over 2 threads : {a2:12,.0f} msg/s  ({a2 / a:.2f} of tuned raw)", flush=True)
-        a3 = max(one_thread_caller(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
-        print(f"(a3) 1 thread, split+iterator: {a3:12,.0f} msg/s  ({a3 / a:.2f} of tuned raw)", flush=True)
-        a4 = max(one_thread_lean(cluster.bootstrap_servers, topic, args.messages) for _ in range(args.repeat))
-        print(f"(a4) 1 thread, lean positions: {a4:12,.0f} msg/s  ({a4 / a:.2f} of tuned raw)", flush=True)
-        b = max(iterator(zk, topic, args.messages) for _ in range(args.repeat))
-        print(f"(b) one ConsumerIterator     : {b:12,.0f} msg/s  ({b / a:.2f} of tuned raw)", flush=True)
+        zk, boot, n, rep = cluster.zookeeper_connect, cluster.bootstrap_servers, args.messages, args.repeat
+        cpu = Clock.cpu_ns
+
+        def show(label: str, row: str, rate: float) -> None:
+            ratio = "" if row == "a" else f"  ({rate / a:.2f} of tuned raw)"
+            print(f"{label:<29}: {rate:12,.0f} msg/s  cpu {cpu[row]:6.0f} ns/msg{ratio}", flush=True)
+
+        a = best_of("a", rep, lambda: raw(boot, topic, n))
+        show("(a) tuned raw consume loop", "a", a)
+        a0 = best_of("a0", 1, lambda: raw_default(boot, topic, n))
+        show("(a0) default-settings loop", "a0", a0)
+        a2 = best_of("a2", rep, lambda: raw_handed(boot, topic, n))
+        show("(a2) raw loop over 2 threads", "a2", a2)
+        a3 = best_of("a3", rep, lambda: one_thread_caller(boot, topic, n))
+        show("(a3) 1 thread, split+iterator", "a3", a3)
+        a4 = best_of("a4", rep, lambda: one_thread_lean(boot, topic, n))
+        show("(a4) 1 thread, lean positions", "a4", a4)
+        b = best_of("b", rep, lambda: iterator(zk, topic, n))
+        show("(b) one ConsumerIterator", "b", b)
         c = many_streams(zk, topic, args.messages, args.streams)
         print(
             f"(c) {args.streams} streams, {args.streams} threads   : {c:12,.0f} msg/s  ({c / a:.2f} of tuned raw)",
             flush=True,
         )
-        d = max(batches(zk, topic, args.messages) for _ in range(args.repeat))
-        print(f"(d) one stream, batches()    : {d:12,.0f} msg/s  ({d / a:.2f} of tuned raw)", flush=True)
+        d = best_of("d", rep, lambda: batches(zk, topic, n))
+        show("(d) one stream, batches()", "d", d)
         e = scala(zk, topic, args.messages)
         print(
             f"(e) Scala 1.1.1 ConsumerPerformance, 1 thread: {e:12,.0f} msg/s  ({e / a:.2f} of tuned raw)", flush=True
@@ -484,9 +504,11 @@ def main() -> None:
         print(
             f"ratio={b / a:.3f} batch_ratio={d / a:.3f} scala_ratio={d / e:.3f} iterator_scala_ratio={b / e:.3f} "
             f"default_ratio={a0 / a:.3f} handed_ratio={a2 / a:.3f} batch_handed_ratio={d / a2:.3f} "
-            f"iterator_handed_ratio={b / a2:.3f} a3_ratio={a3 / a:.3f} a4_ratio={a4 / a:.3f} raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
+            f"iterator_handed_ratio={b / a2:.3f} a3_ratio={a3 / a:.3f} a4_ratio={a4 / a:.3f} "
+            f"raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
             f"streams_msgs_per_s={c:.0f} batch_msgs_per_s={d:.0f} scala_msgs_per_s={e:.0f} "
-            f"loadavg={os.getloadavg()[0]:.2f}"
+            + "".join(f"{row}_cpu_ns={cpu[row]:.0f} " for row in ("a", "a2", "a3", "a4", "b", "d"))
+            + f"loadavg={os.getloadavg()[0]:.2f}"
         )
     finally:
         cluster.stop()
