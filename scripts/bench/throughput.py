@@ -84,6 +84,7 @@ class Clock:
     CPU time Python's garbage collector took (in whichever thread collected)."""
 
     cpu_ns: dict[str, float] = {}  # row -> CPU ns per message of its fastest repeat
+    threads_ns: dict[str, dict[str, float]] = {}  # row -> Python thread name -> its CPU ns per message
     gc_ns: dict[str, float] = {}  # row -> GC ns per message of the same repeat
     rates: dict[str, float] = {}  # row -> msg/s of its fastest repeat
     row = ""  # the row being measured
@@ -92,13 +93,24 @@ class Clock:
 
     def __init__(self) -> None:
         self.wall, self.cpu, self.gc = time.perf_counter(), time.process_time(), Clock.in_gc
+        self.threads = thread_cpu()
 
     def rate(self, count: int) -> float:
         wall, cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        threads = thread_cpu()
         rate, row = count / wall, Clock.row
         if rate > Clock.rates.get(row, 0.0):
             Clock.rates[row] = rate
             Clock.cpu_ns[row] = cpu * 1e9 / count
+            Clock.threads_ns[row] = {
+                name.rsplit("-", 1)[-1] if name.endswith(("-fetcher", "-lease")) else name: (
+                    t - self.threads.get(name, 0.0)
+                )
+                * 1e9
+                / count
+                for name, t in threads.items()
+                if t - self.threads.get(name, 0.0) > 0
+            }
             Clock.gc_ns[row] = (Clock.in_gc - self.gc) * 1e9 / count
         return rate
 
@@ -111,6 +123,20 @@ class Clock:
 
 
 gc.callbacks.append(Clock.on_gc)
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of each live Python thread, by name (Linux /proc; clock ticks, so 10 ms steps)."""
+    out = {}
+    for t in threading.enumerate():
+        try:
+            with open(f"/proc/self/task/{t.native_id}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[t.name] = (int(fields[11]) + int(fields[12])) / _TICK  # utime + stime
+    return out
 
 
 def best_of(row: str, repeat: int, run: Callable[[], float]) -> float:
@@ -482,6 +508,11 @@ def only(rows: list[str], boot: str, zk: str, topic: str, n: int, rep: int) -> N
     for row in rows:
         rate = best_of(row, rep, runs[row])
         print(f"({row}): {rate:12,.0f} msg/s  cpu {Clock.cpu_ns[row]:5.0f} ns/msg  gc {Clock.gc_ns[row]:4.0f} ns/msg")
+        python = sum(Clock.threads_ns[row].values())
+        by_thread = ", ".join(f"{name} {ns:.0f}" for name, ns in sorted(Clock.threads_ns[row].items()))
+        print(
+            f"    CPU ns/msg by Python thread: {by_thread}; librdkafka's own threads {Clock.cpu_ns[row] - python:.0f}"
+        )
     print(
         " ".join(
             f"{r}_msgs_per_s={Clock.rates[r]:.0f} {r}_cpu_ns={Clock.cpu_ns[r]:.0f} {r}_gc_ns={Clock.gc_ns[r]:.0f}"
