@@ -3,7 +3,8 @@
     .venv/bin/python scripts/bench/delivery_cost.py --messages 2000000
 
 Builds consume()-sized batches of confluent_kafka.Message objects (8 partitions in runs, 100-byte
-values) once, then times, in ns per message (best of --repeat):
+values) once, then times, in CPU ns per message (process time, so a loaded machine inflates it less;
+GC off; best of --repeat):
   loop       the bench's raw loop body over a batch: error() check + len(value())
   split      runs.split_runs over a batch (the fetcher's per-message work besides consume())
   iterator   ConsumerIterator over queued chunks, `for msg in stream` + len(msg.value())
