@@ -27,10 +27,21 @@ def test_throughput_benchmark_smoke() -> None:
     assert re.fullmatch(
         r"ratio=\d+\.\d+ batch_ratio=\d+\.\d+ scala_ratio=\d+\.\d+ iterator_scala_ratio=\d+\.\d+ "
         r"default_ratio=\d+\.\d+ handed_ratio=\d+\.\d+ batch_handed_ratio=\d+\.\d+ iterator_handed_ratio=\d+\.\d+ "
-        r"raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
-        r"batch_msgs_per_s=\d+ scala_msgs_per_s=\d+ loadavg=\d+\.\d+",
+        r"a3_ratio=\d+\.\d+ a4_ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
+        r"batch_msgs_per_s=\d+ scala_msgs_per_s=\d+ "
+        r"a_cpu_ns=\d+ a2_cpu_ns=\d+ a3_cpu_ns=\d+ a4_cpu_ns=\d+ b_cpu_ns=\d+ d_cpu_ns=\d+ loadavg=\d+\.\d+",
         last,
     ), last
+
+
+def test_delivery_cost_smoke() -> None:
+    """No cluster: CPU per message of the delivery paths, rows a3/a4 of throughput.py included."""
+    last = last_line("delivery_cost.py", "--messages", "40000", "--repeat", "1", timeout=120)
+    names = (
+        "loop split iterator batches iterator_overhead batches_overhead errors last_dict last_msgs last_rindex "
+        "last_spans a3 a4_fold1 a4 a3_overhead a4_overhead"
+    ).split()
+    assert re.fullmatch(" ".join(rf"{k}_ns=-?\d+\.\d" for k in names) + r" loadavg=\d+\.\d+", last), last
 
 
 def test_handover_benchmark_smoke(tmp_path: Path) -> None:
