@@ -39,6 +39,8 @@ exclude.internal.topics           true               true | false             wi
 zkconsumer.compat.version         1.1                0.8.2 .. 1.1             oldest Scala release in the group
 zkconsumer.rebalance.recheck.ms   30000              >= 0 (0: off)            longest back-off between retries of a failed rebalance
 zkconsumer.rebalance.incremental  true               true | false             only partitions that move stop fetching
+zkconsumer.rebalance.watched.wait.ms                                          a rebalance waiting on owner nodes it watches
+                                  = retries x session >= 0                    does not count its attempts for this long
 zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re-check owners; rebalance on zombies/gaps
 zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes this long after the
                                                                               commit when a Scala member may claim them
@@ -139,6 +141,7 @@ class ConsumerConfig:
     compat: Compat
     rebalance_recheck_ms: int
     rebalance_incremental: bool
+    rebalance_watched_wait_ms: int
     watchdog_interval_ms: int
     release_linger_ms: int
     zookeeper_digest: str | None

@@ -80,6 +80,7 @@ _SPECS = (
     _Spec("zkconsumer.compat.version", str, DEFAULT_VERSION),
     _Spec("zkconsumer.rebalance.recheck.ms", int, 30000, minimum=0),
     _Spec("zkconsumer.rebalance.incremental", bool, True),
+    _Spec("zkconsumer.rebalance.watched.wait.ms", int, minimum=0),
     _Spec("zkconsumer.watchdog.interval.ms", int, 10000, minimum=0),
     _Spec("zkconsumer.release.linger.ms", int, 1000, minimum=0),
     _Spec("zkconsumer.zookeeper.digest", str),
@@ -182,6 +183,9 @@ def _fill_derived_defaults(values: dict[str, Any]) -> None:
         values["rebalance_backoff_ms"] = values["zookeeper_sync_time_ms"]
     if values["client_id"] is None:
         values["client_id"] = values["group_id"]
+    if values["rebalance_watched_wait_ms"] is None:  # a dead holder's nodes go within one session timeout
+        session, backoff = values["zookeeper_session_timeout_ms"], values["rebalance_backoff_ms"]
+        values["rebalance_watched_wait_ms"] = min(INT_MAX, values["rebalance_max_retries"] * max(session, backoff))
     if values["dual_commit_enabled"] is None:
         values["dual_commit_enabled"] = values["offsets_storage"] == "kafka"
     if values["zookeeper_transaction_max_bytes"] is None:

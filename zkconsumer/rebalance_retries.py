@@ -54,10 +54,17 @@ def run_attempts(
     not retriable (a bug, a listener's own exception) is raised: the caller takes the member out.
 
     An attempt that claimed part of our share, or whose wait a blocking owner node's deletion
-    cut short, is not counted: the group is moving. Such free attempts are bounded by the size
+    cut short, is not counted: the group is moving. Nor is one that waited on owner nodes it
+    watches while the run is younger than zkconsumer.rebalance.watched.wait.ms (by default
+    rebalance.max.retries session timeouts): their holder is
+    a live member that lets go at its own rebalance (we are woken the moment it does), or a dead
+    one whose nodes go when its session expires. Without that, members faster than their holders
+    (a large group starting at once) used up their retries within seconds and an initial
+    rebalance failed. Those waits are bounded by that time; the other free attempts by the size
     of the share, so a run still ends if nodes keep appearing and vanishing in our way."""
     began = time.monotonic()
     attempts = config.rebalance_max_retries
+    watch_budget_s = config.rebalance_watched_wait_ms / 1000.0
     attempt = 0
     free_attempts: int | None = None
     while attempt < attempts:
@@ -88,7 +95,9 @@ def run_attempts(
         wait = _pause(blocked, config=config, group=group, stopping=stopping)
         if wait == "stopping":
             return True
-        if (progress or wait == "freed") and free_attempts:
+        if wait == "watching" and not progress and time.monotonic() - began < watch_budget_s:
+            attempt -= 1  # bounded by the time budget
+        elif (progress or wait == "freed") and free_attempts:
             attempt, free_attempts = attempt - 1, free_attempts - 1
     stats.failed += 1
     failure = ConsumerRebalanceFailed(
@@ -104,14 +113,16 @@ def _pause(
     blocked: tuple[TopicPartition, ...], *, config: ConsumerConfig, group: GroupZk, stopping: threading.Event
 ) -> str:
     """Wait before the next attempt: "stopping", "freed" (a watched owner node in our way was
-    deleted: the last of them, or in incremental mode the first) or "waited" (rebalance.backoff.ms
-    ran out, the only wait when there is nothing to watch)."""
+    deleted: the last of them, or in incremental mode the first), "watching" (rebalance.backoff.ms
+    ran out while every node in our way was watched) or "waited" (it ran out with nothing watched)."""
     backoff_s = config.rebalance_backoff_ms / 1000.0
     free = threading.Event()
+    watching = False
     try:
         any_free = config.rebalance_incremental
         if blocked and group.watch_until_free(blocked, free.set, any_free=any_free):
             free.set()
+        watching = bool(blocked)
     except Exception as exc:  # noqa: BLE001 - only a shortcut: fall back to the plain back-off
         if not is_retriable(exc):
             raise
@@ -123,4 +134,6 @@ def _pause(
         free.wait(min(left, 0.05))
     if stopping.is_set():
         return "stopping"
-    return "freed" if free.is_set() else "waited"
+    if free.is_set():
+        return "freed"
+    return "watching" if watching else "waited"

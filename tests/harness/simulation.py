@@ -129,6 +129,8 @@ class SimMember:
                 "consumer.id": self.name,
                 "zookeeper.session.timeout.ms": self.session_timeout_ms,
                 "rebalance.max.retries": 1,
+                # One attempt per rebalance() call: the schedule, not a real-time wait, lets holders go.
+                "zkconsumer.rebalance.watched.wait.ms": 0,
                 "rebalance.backoff.ms": 0,
                 "offsets.channel.backoff.ms": 0,
                 "auto.offset.reset": "smallest",

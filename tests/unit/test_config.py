@@ -54,6 +54,7 @@ EXPECTED_DEFAULTS = {
     "zkconsumer.compat.version": "1.1.0",
     "zkconsumer.rebalance.recheck.ms": 30000,
     "zkconsumer.rebalance.incremental": True,
+    "zkconsumer.rebalance.watched.wait.ms": 24000,  # rebalance.max.retries x zookeeper.session.timeout.ms
     "zkconsumer.watchdog.interval.ms": 10000,
     "zkconsumer.release.linger.ms": 1000,
     "zkconsumer.zookeeper.digest": None,
