@@ -7,17 +7,24 @@ Each pairing is one pytest run with ZKCONSUMER_KAFKA_VERSION / ZKCONSUMER_ZOOKEE
 so the session's local cluster runs that broker release on that ZooKeeper server (jars fetched
 with Maven the first time). Prints a table (pairing, passed, failed, seconds) and, last, the
 machine-readable line `pairings=N passed=N failed=N`; exits 1 if any test failed or errored.
+
+`--jobs N` runs up to N pairings at once (scripts/test.sh runs its two old pairings side by side).
+Each run has its own cluster, KDC and Burrow on free ports and its own pytest temp folder, so they
+share nothing but the jar folder: the jar sets every pairing needs are fetched first, one at a time.
+A pairing's pytest output is then kept in a file and printed whole when it ends (not interleaved).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,8 +46,33 @@ TESTS = (
 )
 
 
-def run_pairing(pairing: str, tests: list[str], extra: list[str]) -> tuple[int, int, float]:
-    """(passed, failed or errored, seconds) of one pytest run against `pairing` (kafka/zookeeper)."""
+def header(pairing: str) -> str:
+    return f"=== Kafka {pairing.replace('/', ' on ZooKeeper ')}"
+
+
+def fetch_jars(pairings: list[str]) -> None:
+    """Fetch (once, one set at a time) the jar sets of every pairing and of the Scala members, so that
+    pairings run side by side never start Maven on the same folder."""
+    sys.path.insert(0, str(ROOT))
+    from zkconsumer.testing.jars import jar_dir
+    from zkconsumer.testing.versions import kafka_release, zookeeper_release
+
+    sets = ["kafka11"]  # the Scala 1.1.1 members of the interop tests
+    for pairing in pairings:
+        kafka, _, zookeeper = pairing.partition("/")
+        release = kafka_release(kafka)
+        server = zookeeper_release(None if zookeeper in ("", "bundled") else zookeeper, release)
+        sets += [release.jar_set, *([server.jar_set] if server.jar_set else [])]
+    for name in dict.fromkeys(sets):
+        try:
+            jar_dir(name)
+        except Exception as exc:  # the pairing's tests then fail on it, with the reason
+            print(f"matrix.py: could not fetch the {name} jars: {exc}", flush=True)
+
+
+def run_pairing(pairing: str, tests: list[str], extra: list[str], log: Path | None = None) -> tuple[int, int, float]:
+    """(passed, failed or errored, seconds) of one pytest run against `pairing` (kafka/zookeeper);
+    its output goes to `log` when given (else to this process's stdout/stderr)."""
     kafka, _, zookeeper = pairing.partition("/")
     env = {
         **os.environ,
@@ -50,11 +82,23 @@ def run_pairing(pairing: str, tests: list[str], extra: list[str]) -> tuple[int, 
     with tempfile.TemporaryDirectory(prefix="zkconsumer-matrix-") as folder:
         report = Path(folder) / "report.xml"
         began = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *tests, *extra],
-            cwd=ROOT,
-            env=env,
-        )
+        with open(log, "wb") if log else contextlib.nullcontext() as out:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    f"--junitxml={report}",
+                    *tests,
+                    *extra,
+                ],
+                cwd=ROOT,
+                env=env,
+                **({"stdout": out, "stderr": subprocess.STDOUT} if log else {}),
+            )
         seconds = time.monotonic() - began
         if not report.exists():  # pytest could not even collect: count the run as one failure
             return 0, 1, seconds
@@ -73,14 +117,30 @@ def main() -> int:
         "--pairings", default=",".join(PAIRINGS), help="kafka/zookeeper,... (zookeeper 'bundled': the release's own)"
     )
     parser.add_argument("--tests", default=",".join(TESTS), help="pytest paths, comma-separated")
+    parser.add_argument("--jobs", type=int, default=1, help="pairings run at once (default 1: one after another)")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()
     pairings = [p.strip() for p in args.pairings.split(",") if p.strip()]
     tests = [t.strip() for t in args.tests.split(",") if t.strip()]
     rows = []
-    for pairing in pairings:
-        print(f"=== Kafka {pairing.replace('/', ' on ZooKeeper ')}", flush=True)
-        rows.append((pairing, *run_pairing(pairing, tests, args.pytest_args)))
+    if args.jobs <= 1:
+        for pairing in pairings:
+            print(header(pairing), flush=True)
+            rows.append((pairing, *run_pairing(pairing, tests, args.pytest_args)))
+    else:
+        fetch_jars(pairings)
+        with tempfile.TemporaryDirectory(prefix="zkconsumer-matrix-logs-") as folder:
+            logs = [Path(folder) / f"{i}.log" for i in range(len(pairings))]
+            print(f"=== {len(pairings)} pairings, {args.jobs} at a time: {', '.join(pairings)}", flush=True)
+            with ThreadPoolExecutor(args.jobs) as pool:
+                results = list(
+                    pool.map(lambda i: run_pairing(pairings[i], tests, args.pytest_args, logs[i]), range(len(pairings)))
+                )
+            for pairing, log, result in zip(pairings, logs, results):
+                print(header(pairing), flush=True)
+                sys.stdout.write(log.read_text(errors="replace"))
+                sys.stdout.flush()
+                rows.append((pairing, *result))
     print(f"\n{'pairing':<20} {'passed':>7} {'failed':>7} {'seconds':>8}")
     for pairing, passed, failed, seconds in rows:
         print(f"{pairing:<20} {passed:>7} {failed:>7} {seconds:>8.0f}")

@@ -23,14 +23,32 @@ else
   fail_fast "ruff format --check" "$PY" -m ruff format --check --quiet .
   fail_fast "mypy" "$PY" -m mypy
   fail_fast "unit tests" "$PY" -m pytest -x -q tests/unit
-  "$PY" -m pytest tests --ignore=tests/unit
+  # Then everything that needs servers, in two lanes side by side (one after another they took ~38 min
+  # on 2 cores; much of it is waiting: session timeouts, JVM starts, Spark batches). Every pytest run
+  # starts its own cluster (and KDC, Burrow, Spark) on free ports and has its own temp folder, so the
+  # runs share nothing but the fetched jars. Lane 1 prints as it goes; lane 2's output is kept in files
+  # and printed when both are done.
+  #   lane 1: the cluster tests but Spark's (chaos, cluster, interop, sim), then the old pairings
+  #           (matrix.py --jobs 2: both pairings at once);
+  #   lane 2: the Spark tests, then the docs build, then the wheel smoke.
+  lane2=$(mktemp -d)
+  set -m  # lane 2 in a process group of its own, so an interrupt can stop all of it
+  (
+    "$PY" -m pytest tests/spark >"$lane2/spark.log" 2>&1
+    echo $? >"$lane2/spark.rc"
+    # The documentation site builds without warnings (mkdocs.yml; docs/hooks/ generates tables from the code).
+    NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet --site-dir "$lane2/site" >"$lane2/docs.log" 2>&1
+    echo $? >"$lane2/docs.rc"
+    rm -rf "$lane2/site"
+    # What users install: the built wheel in a fresh venv consumes from a local cluster.
+    PY="$PY" scripts/wheel_smoke.sh >"$lane2/smoke.log" 2>&1
+    echo $? >"$lane2/smoke.rc"
+  ) &
+  lane2_pid=$!
+  set +m
+  trap 'kill -TERM -- "-$lane2_pid" 2>/dev/null; exit 130' INT TERM
+  "$PY" -m pytest tests --ignore=tests/unit --ignore=tests/spark
   rc=$?
-  # The documentation site builds without warnings (mkdocs.yml; docs/hooks/ generates tables from the code).
-  site=$(mktemp -d)
-  NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet --site-dir "$site/site"
-  docs=$?
-  rm -rf "$site"
-  [ $rc -eq 0 ] && rc=$docs
   # The ZooKeeper-era pairings users run, Kafka 1.1.1 and 0.10.2.2 on ZooKeeper 3.4.14 (everything
   # above ran on 3.9.1 / 3.8): the connector, mixed Scala/zkconsumer groups (plain and Kerberos),
   # Burrow, the migration off ZooKeeper and back, and a short chaos mix (kill -9, session expiry, ZooKeeper restart; the random
@@ -44,13 +62,19 @@ else
     tests/chaos/test_members.py::test_session_expiry_of_a_member
     tests/chaos/test_cluster_faults.py::test_zookeeper_server_restart
   )
-  "$PY" scripts/matrix.py --pairings 1.1.1/3.4.14,0.10.2.2/3.4.14 --tests "$(IFS=,; echo "${old_tests[*]}")"
+  "$PY" scripts/matrix.py --jobs 2 --pairings 1.1.1/3.4.14,0.10.2.2/3.4.14 --tests "$(IFS=,; echo "${old_tests[*]}")"
   old=$?
-  [ $rc -eq 0 ] && rc=$old
-  # What users install: the built wheel in a fresh venv consumes from a local cluster.
-  PY="$PY" scripts/wheel_smoke.sh
-  smoke=$?
-  [ $rc -eq 0 ] && rc=$smoke
+  wait "$lane2_pid"
+  trap - INT TERM
+  status() { cat "$lane2/$1.rc" 2>/dev/null || echo 1; }  # a step that never ran counts as failed
+  echo "=== Spark tests (pytest tests/spark)"; cat "$lane2/spark.log"
+  echo "=== docs build (mkdocs build --strict)"; cat "$lane2/docs.log"
+  echo "=== wheel smoke (scripts/wheel_smoke.sh)"; cat "$lane2/smoke.log"
+  spark=$(status spark) docs=$(status docs) smoke=$(status smoke)
+  rm -rf "$lane2"
+  for step in $spark $docs $old $smoke; do
+    [ $rc -eq 0 ] && rc=$step
+  done
 fi
 set -e
 echo "scripts/test.sh: exit $rc after $(( $(date +%s) - started ))s"

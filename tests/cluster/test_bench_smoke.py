@@ -145,9 +145,9 @@ def test_matrix_script_smoke() -> None:
     """scripts/matrix.py counts a pairing's results and fails when a test does (cheap tests stand in
     for the real ones, which run on the old pairings in scripts/test.sh)."""
 
-    def run(tests: str) -> subprocess.CompletedProcess[str]:
+    def run(tests: str, *more: str, pairings: str = "3.9.1/bundled") -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, str(ROOT / "scripts/matrix.py"), "--pairings", "3.9.1/bundled", "--tests", tests],
+            [sys.executable, str(ROOT / "scripts/matrix.py"), "--pairings", pairings, "--tests", tests, *more],
             capture_output=True,
             text=True,
             timeout=300,
@@ -160,6 +160,12 @@ def test_matrix_script_smoke() -> None:
     assert good.stdout.strip().splitlines()[-1] == f"pairings=1 passed={passed} failed=0"
     bad = run("tests/unit/no_such_test_file.py")
     assert bad.returncode == 1 and bad.stdout.strip().splitlines()[-1] == "pairings=1 passed=0 failed=1", bad.stdout
+    # --jobs 2 (scripts/test.sh's old pairings): both at once, each pairing's output whole under its header.
+    both = run("tests/unit/test_watchdog.py", "--jobs", "2", pairings="3.9.1/bundled,1.1.1/3.4.14")
+    assert both.returncode == 0, both.stdout[-2000:]
+    assert both.stdout.strip().splitlines()[-1] == f"pairings=2 passed={2 * passed} failed=0", both.stdout[-2000:]
+    sections = re.split(r"^=== Kafka .*$", both.stdout, flags=re.M)
+    assert len(sections) == 3 and all(f"{passed} passed" in part for part in sections[1:]), both.stdout[-2000:]
 
 
 def test_zk_request_cost_smoke() -> None:

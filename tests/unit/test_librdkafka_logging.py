@@ -65,3 +65,18 @@ def test_a_spark_read_logs_librdkafka_lines_through_python_logging(
         list(read_range(part, {"group.id": "g"}, batch_size=10, fail_on_data_loss=True, poll_timeout_s=1.0))
     assert _refusals(caplog, name), [r.getMessage() for r in caplog.records]
     assert not RAW_LINE.search(capfd.readouterr().err)
+
+
+def test_the_testing_admin_helpers_log_librdkafka_lines_through_python_logging(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """zkconsumer.testing.kafka polls its AdminClient after each request: the queued lines reach the logger."""
+    from zkconsumer.testing import kafka
+
+    name = "zkconsumer.testing.librdkafka"
+    _unthrottled(monkeypatch, name)
+    caplog.set_level(logging.INFO, logger=name)
+    with pytest.raises(Exception):  # noqa: B017 - no broker: the request times out (or fails)
+        kafka.delete_topic(f"127.0.0.1:{_closed_port()}", "t", timeout=1.0)
+    assert _refusals(caplog, name), [r.getMessage() for r in caplog.records]
+    assert not RAW_LINE.search(capfd.readouterr().err)

@@ -31,8 +31,19 @@ class Produced:
 
 
 def admin(bootstrap: str) -> AdminClient:
+    """An AdminClient whose librdkafka log lines go to the zkconsumer.testing.librdkafka logger; they
+    queue until the client is polled, so every helper here polls it after its requests (`client.poll(0)`)."""
     config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _LIBRDKAFKA_LOG}  # hints omit Logger
     return AdminClient(config)
+
+
+def _result(client: AdminClient, future: Any, timeout: float) -> Any:
+    """future.result(timeout), then poll `client` so librdkafka's queued log lines reach the logger
+    (as spark_jobs.kafka_read.LogOffsets does for its planner client)."""
+    try:
+        return future.result(timeout)
+    finally:
+        client.poll(0)
 
 
 def create_topic(
@@ -43,7 +54,7 @@ def create_topic(
     futures = client.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)], operation_timeout=timeout
     )
-    futures[name].result(timeout)
+    _result(client, futures[name], timeout)
     wait_for_leaders(bootstrap, name, partitions, timeout)
 
 
@@ -53,7 +64,7 @@ def add_partitions(bootstrap: str, name: str, total: int, timeout: float = 60.0,
     `kafka-topics --alter --zookeeper` did, and the controller creates the new partitions."""
     client = admin(bootstrap)
     try:
-        client.create_partitions([NewPartitions(name, total)])[name].result(timeout)
+        _result(client, client.create_partitions([NewPartitions(name, total)])[name], timeout)
     except KafkaException as exc:
         if zk is None or exc.args[0].code() != KafkaError._UNSUPPORTED_FEATURE:
             raise
@@ -85,7 +96,7 @@ def delete_topic(bootstrap: str, name: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            client.delete_topics([name], operation_timeout=timeout)[name].result(timeout)
+            _result(client, client.delete_topics([name], operation_timeout=timeout)[name], timeout)
             return
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -99,7 +110,10 @@ def wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout: float)
     client = admin(bootstrap)
     deadline = time.monotonic() + timeout
     while True:
-        meta = client.list_topics(name, timeout=10).topics.get(name)
+        try:
+            meta = client.list_topics(name, timeout=10).topics.get(name)
+        finally:
+            client.poll(0)  # hands librdkafka's queued log lines to the logger
         if (
             meta is not None
             and meta.error is None
