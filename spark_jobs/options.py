@@ -147,19 +147,7 @@ class SourceOptions:
         """librdkafka settings for executor reads: the legacy fetch properties mapped as the fetcher
         maps them (FetchSettings), bootstrap filled in per task."""
         cfg = self.config
-        settings = FetchSettings(
-            bootstrap_servers="",
-            group_id=cfg.group_id,
-            client_id=cfg.client_id,
-            fetch_message_max_bytes=cfg.fetch_message_max_bytes,
-            fetch_min_bytes=cfg.fetch_min_bytes,
-            fetch_wait_max_ms=cfg.fetch_wait_max_ms,
-            socket_timeout_ms=cfg.socket_timeout_ms,
-            socket_receive_buffer_bytes=cfg.socket_receive_buffer_bytes,
-            auto_offset_reset=cfg.auto_offset_reset,
-            queued_max_message_chunks=cfg.queued_max_message_chunks,
-            overrides=cfg.librdkafka_overrides,
-        )
+        settings = FetchSettings.from_config(cfg, "", cfg.librdkafka_overrides)
         conf = settings.consumer_config()
         conf.update(READER_FORCED)
         return conf

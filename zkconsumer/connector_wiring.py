@@ -194,19 +194,7 @@ class ConnectorWiring:
         for key in sorted(_RESERVED_LIBRDKAFKA & overrides.keys()):
             log.warning("ignoring librdkafka.%s: zkconsumer manages it", key)
             overrides.pop(key)
-        settings = FetchSettings(
-            bootstrap_servers=bootstrap,
-            group_id=cfg.group_id,
-            client_id=cfg.client_id,
-            fetch_message_max_bytes=cfg.fetch_message_max_bytes,
-            fetch_min_bytes=cfg.fetch_min_bytes,
-            fetch_wait_max_ms=cfg.fetch_wait_max_ms,
-            socket_timeout_ms=cfg.socket_timeout_ms,
-            socket_receive_buffer_bytes=cfg.socket_receive_buffer_bytes,
-            auto_offset_reset=cfg.auto_offset_reset,
-            queued_max_message_chunks=cfg.queued_max_message_chunks,
-            overrides=overrides,
-        )
+        settings = FetchSettings.from_config(cfg, bootstrap, overrides)
         fetcher = Fetcher(settings, name=self.consumer_id, on_error=self._die)
         fetcher.start()
         return fetcher

@@ -5,6 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zkconsumer.config import ConsumerConfig
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +37,23 @@ class FetchSettings:
     auto_offset_reset: str = "largest"  # "smallest" | "largest": applied by the Fetcher
     queued_max_message_chunks: int = 2
     overrides: Mapping[str, str] = field(default_factory=dict)  # raw librdkafka settings, applied last
+
+    @classmethod
+    def from_config(cls, config: ConsumerConfig, bootstrap_servers: str, overrides: Mapping[str, str]) -> FetchSettings:
+        """A consumer config's fetch properties (the connector's fetcher, Spark's executor reads)."""
+        return cls(
+            bootstrap_servers=bootstrap_servers,
+            group_id=config.group_id,
+            client_id=config.client_id,
+            fetch_message_max_bytes=config.fetch_message_max_bytes,
+            fetch_min_bytes=config.fetch_min_bytes,
+            fetch_wait_max_ms=config.fetch_wait_max_ms,
+            socket_timeout_ms=config.socket_timeout_ms,
+            socket_receive_buffer_bytes=config.socket_receive_buffer_bytes,
+            auto_offset_reset=config.auto_offset_reset,
+            queued_max_message_chunks=config.queued_max_message_chunks,
+            overrides=overrides,
+        )
 
     def __post_init__(self) -> None:
         if self.auto_offset_reset not in ("smallest", "largest"):

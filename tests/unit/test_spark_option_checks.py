@@ -35,3 +35,19 @@ def test_a_group_keeping_offsets_in_kafka_is_refused_by_batch_and_stream(streami
     with pytest.raises(OptionError, match="offsets.storage=kafka"):
         parse_options({**BASE, "offsets.storage": "kafka", **extra}, streaming=streaming)
     assert parse_options({**BASE, "offsets.storage": "zookeeper"}, streaming=streaming).group_id == "g"
+
+
+def test_executor_reads_use_the_fetch_properties_the_connector_maps() -> None:
+    """One mapping of the legacy fetch properties (FetchSettings.from_config) for the connector's
+    fetcher and Spark's executor reads; the reader adds its own forced settings on top."""
+    from spark_jobs.options import READER_FORCED
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.fetch_settings import FetchSettings
+
+    props = {"fetch.message.max.bytes": "2097152", "fetch.wait.max.ms": "250", "librdkafka.check.crcs": "true"}
+    opts = parse_options({**BASE, **props}, streaming=True)
+    config = ConsumerConfig.from_mapping({"zookeeper.connect": "zk:2181", "group.id": "g", **props})
+    fetcher_side = FetchSettings.from_config(config, "", config.librdkafka_overrides).consumer_config()
+    assert fetcher_side["max.partition.fetch.bytes"] == 2097152 and fetcher_side["fetch.wait.max.ms"] == 250
+    assert fetcher_side["check.crcs"] == "true"
+    assert opts.reader_config() == {**fetcher_side, **READER_FORCED}
