@@ -199,15 +199,20 @@ class OwnerNodes:
         confirmed = [k for k, stat in stats.items() if stat is None]
         ours = {k: stat for k, stat in stats.items() if stat is not None}
         sizes = ((k, transactions.create_size(self._path(k), b"")) for k in ours)
-        for keys in transactions.batches(sizes, self._transaction_max_bytes):
-            txn = self.client.transaction()
-            for key in keys:
-                txn.delete(self._path(key), version=ours[key].version)
-            results = self.io.commit(txn, f"release {len(keys)} partitions")
-            if not any(isinstance(r, Exception) for r in results):
-                confirmed += keys
-            else:
-                confirmed += self._delete_one_by_one({k: ours[k] for k in keys})
+        try:
+            for keys in transactions.batches(sizes, self._transaction_max_bytes):
+                txn = self.client.transaction()
+                for key in keys:
+                    txn.delete(self._path(key), version=ours[key].version)
+                results = self.io.commit(txn, f"release {len(keys)} partitions")
+                if not any(isinstance(r, Exception) for r in results):
+                    confirmed += keys
+                else:
+                    confirmed += self._delete_one_by_one({k: ours[k] for k in keys})
+        finally:
+            # Our own deletes fire these watches, but their events may come after the same partition
+            # is released again (an orphan, a rolled-back claim), by when another member may hold it.
+            self._own_owner_nodes.forget([self._path(k) for k in ours])
         return sorted(confirmed)
 
     def _delete_one_by_one(self, stats: Mapping[TopicPartition, ZnodeStat]) -> list[TopicPartition]:

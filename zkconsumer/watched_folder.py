@@ -137,6 +137,15 @@ class WatchedNodes:
         with self._lock:
             return {p: self._entries[p] for p in paths if p in self._entries}
 
+    def forget(self, paths: list[str]) -> None:
+        """Drop these entries now, before their watches' events arrive (we deleted the nodes
+        ourselves); a read of them already on the wire is not cached either."""
+        with self._lock:
+            for path in paths:
+                self._entries.pop(path, None)
+                if path in self._generations:
+                    self._generations[path] += 1
+
     def when_changed(self, path: str, listener: Callable[[WatchedEvent], None]) -> bool:
         """Call `listener(event)` (once, on kazoo's thread) when the watch on `path` fires; False,
         and nothing registered, if no current entry holds a watch there (the caller sets its own)."""

@@ -226,3 +226,23 @@ def test_watched_nodes_do_not_cache_an_answer_overtaken_by_a_change() -> None:
     assert nodes.read([f"{FOLDER}/c0"])[f"{FOLDER}/c0"][0] == b"v0"  # type: ignore[index]
     nodes.io.many = real_many  # type: ignore[method-assign]
     assert nodes.read([f"{FOLDER}/c0"])[f"{FOLDER}/c0"][0] == b"after"  # type: ignore[index]
+
+
+def test_forgotten_nodes_are_read_again_even_when_forgotten_mid_read() -> None:
+    model, _admin, me, _folder = _world()
+    nodes = WatchedNodes(ZkIO(me, 0.0))
+    paths = [f"{FOLDER}/c0", f"{FOLDER}/c1"]
+    nodes.read(paths)
+    assert set(nodes.cached(paths)) == set(paths)
+    nodes.forget([paths[0]])
+    assert set(nodes.cached(paths)) == {paths[1]}  # no request, nothing else forgotten
+    real_many = nodes.io.many
+
+    def many_then_forget(calls: Any, what: str) -> Any:
+        answers = real_many(calls, what)
+        nodes.forget([paths[0]])  # while the answer is on its way in
+        return answers
+
+    nodes.io.many = many_then_forget  # type: ignore[method-assign]
+    assert nodes.read(paths)[paths[0]] is not None  # this read still answers
+    assert set(nodes.cached(paths)) == {paths[1]}  # but the answer read before the forget is not kept

@@ -303,3 +303,16 @@ def test_waiting_for_held_nodes_reuses_the_claims_watches() -> None:
     assert other.release({keys[3]: "g_other-0"}) == [keys[3]]
     model.deliver()
     assert freed == [True]
+
+
+def test_a_second_release_of_a_node_we_deleted_leaves_its_new_owner_alone() -> None:
+    """Our own delete fires our watch, but the event may not have been delivered when the same
+    partition is released again (an orphan, a rolled-back claim): the release must not trust
+    the entry it left behind and delete another member's new node (its version is 0 too)."""
+    model, (me, other) = _registered("me", "other")
+    owned = {("t", 0): "g_me-0"}
+    assert me.claim(owned) == [] and me.not_ours(owned, watched=True) == []
+    assert me.release(owned) == [("t", 0)]  # its watch fired; the event is not delivered yet
+    assert other.claim({("t", 0): "g_other-0"}) == []
+    assert me.release(owned) == [("t", 0)]  # not ours: confirmed without a delete
+    assert other.not_ours({("t", 0): "g_other-0"}) == []
