@@ -94,7 +94,7 @@ class OwnerNodes:
             free = {k: t for k, t in chunk.items() if answers[k] is None}
             if in_way and not partial:
                 self._roll_back(created)
-                return sorted({*in_way, *self._known_held(owners)})
+                return sorted(in_way)  # what we knew held returned before any write
             if free and not self._create_owner_nodes(free):  # lost a race for one of them
                 if not partial:
                     self._roll_back(created)
