@@ -183,7 +183,8 @@ def assign(strategy: str, inp: AssignmentInput, compat: Compat = DEFAULT) -> dic
 
 def owned_by(decision: Mapping[TopicPartition, str], consumer_id: str) -> dict[TopicPartition, str]:
     """The part of a group decision whose thread belongs to consumer_id (ConsumerThreadId.consumer)."""
-    return {tp: thread for tp, thread in decision.items() if _consumer_of(thread) == consumer_id}
+    ours = {thread for thread in set(decision.values()) if _consumer_of(thread) == consumer_id}
+    return {tp: thread for tp, thread in decision.items() if thread in ours}
 
 
 def _consumer_of(thread_id: str) -> str | None:

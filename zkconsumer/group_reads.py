@@ -39,6 +39,7 @@ class GroupReads:
         self._marked = WatchedFolder(io, zkdata.zkconsumer_members_path(group_id))
         self._checked = WatchedNodes(io, "read owner nodes to check")
         self._warned: set[tuple[str, int, int]] = set()
+        self._decoded: dict[str, tuple[bytes, Registration | ZkDataError]] = {}  # cid -> (data, decoded)
 
     def forget(self) -> None:
         """Make the next reads ask ZooKeeper for everything (the watches went with the link)."""
@@ -64,11 +65,22 @@ class GroupReads:
             entries = self._members.read()
         good: dict[str, Registration] = {}
         bad: dict[str, ZkDataError] = {}
+        decoded: dict[str, tuple[bytes, Registration | ZkDataError]] = {}
         for cid, (data, _stat) in entries.items():
-            try:
-                good[cid] = Registration.decode(data, zkdata.member_path(self.group_id, cid))
-            except ZkDataError as exc:
-                bad[cid] = exc
+            known = self._decoded.get(cid)
+            if known is not None and known[0] == data:
+                result = known[1]  # every attempt of every member reads all of them: decode each once
+            else:
+                try:
+                    result = Registration.decode(data, zkdata.member_path(self.group_id, cid))
+                except ZkDataError as exc:
+                    result = exc
+            decoded[cid] = (data, result)
+            if isinstance(result, ZkDataError):
+                bad[cid] = result
+            else:
+                good[cid] = result
+        self._decoded = decoded
         return good, bad
 
     def member_ids(self) -> list[str]:

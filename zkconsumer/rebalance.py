@@ -58,9 +58,9 @@ class Decision:
 
     def by_topic(self) -> dict[str, dict[int, str]]:
         out: dict[str, dict[int, str]] = {}
-        for (topic, partition), thread in sorted(self.group.items()):
+        for (topic, partition), thread in self.group.items():
             out.setdefault(topic, {})[partition] = thread
-        return out
+        return {topic: dict(sorted(parts.items())) for topic, parts in sorted(out.items())}
 
 
 def decide(

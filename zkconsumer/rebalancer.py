@@ -68,7 +68,8 @@ class Rebalancer:
         self._lock = threading.RLock()
         self.fetcher: PartitionFetcher | None = None
         self.stats = RebalanceStats()
-        self.last_assignment: dict[str, dict[int, str]] = {}
+        self._last_decision: Decision | None = None
+        self._last_by_topic: tuple[Decision | None, dict[str, dict[int, str]]] = (None, {})
         self.my_topics: set[str] = set()
         self.topic_epochs: dict[str, int | None] = {}
         self.peers = IgnoredPeerReporter()
@@ -196,8 +197,19 @@ class Rebalancer:
         self.topic_epochs = {t: epoch for t, (_, epoch) in topics.items()}
         partitions = {t: parts for t, (parts, _) in topics.items()}
         decision = decide(self.consumer_id, self.config.partition_assignment_strategy, view.threads, partitions, compat)
-        self.last_assignment = decision.by_topic()
+        self._last_decision = decision
         return decision
+
+    @property
+    def last_assignment(self) -> dict[str, dict[int, str]]:
+        """The group's assignment of the last attempt, topic -> partition -> thread id (built when
+        asked: attempts outnumber the watchdog's checks and the listener's calls)."""
+        decision = self._last_decision
+        cached_for, by_topic = self._last_by_topic
+        if decision is not cached_for:
+            by_topic = decision.by_topic() if decision is not None else {}
+            self._last_by_topic = (decision, by_topic)
+        return by_topic
 
     def _reconcile(self) -> None:
         """Resolve owned partitions we can no longer vouch for before planning (reconcile.reconcile_owned)."""

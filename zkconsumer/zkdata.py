@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -224,6 +225,7 @@ def decode_owner(data: bytes, path: str) -> str:
     return _utf8(data, path)
 
 
+@functools.lru_cache(maxsize=65536)  # the watchdog asks once per partition, of a few distinct ids
 def consumer_id_of_thread(thread_id: str) -> str:
     """ "g_host-1-abc-12" -> "g_host-1-abc": the owner's consumer id, as the ops tools recover it."""
     consumer_id, dash, number = thread_id.rpartition("-")

@@ -117,6 +117,34 @@ def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type:
     assert len(decoded) == 2
 
 
+def test_a_registration_is_decoded_once_per_content(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from harness.zkmodel import ZkModel
+    from zkconsumer.group import GroupZk
+
+    model = ZkModel()
+    admin, me = model.client("admin"), model.client("me")
+    admin.start()
+    me.start()
+    group = GroupZk(me, GROUP, f"{GROUP}_me", timeout_s=0.0)
+    group.ensure_paths()
+    group.register(b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}')
+    other = zkdata.member_path(GROUP, f"{GROUP}_other")
+    admin.create(other, b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"2"}')
+    admin.create(zkdata.member_path(GROUP, f"{GROUP}_bad"), b"not json")
+    model.deliver()
+    decoded: list[bytes] = []
+    real = zkdata.Registration.decode
+    monkeypatch.setattr(zkdata.Registration, "decode", staticmethod(lambda d, p: decoded.append(d) or real(d, p)))
+    for _ in range(3):
+        good, bad = group.read_registrations()
+        assert sorted(good) == [f"{GROUP}_me", f"{GROUP}_other"] and list(bad) == [f"{GROUP}_bad"]
+    assert len(decoded) == 3  # each member's once, the undecodable one's included
+    admin.set(other, b'{"version":1,"subscription":{"t":2},"pattern":"static","timestamp":"3"}')
+    model.deliver()
+    assert group.read_registrations()[0][f"{GROUP}_other"].subscription == (("t", 2),)
+    assert len(decoded) == 4
+
+
 def test_a_reconnect_does_not_trust_caches_whose_watches_died_with_the_link() -> None:
     """kazoo tells each watch it is gone by a queued NONE event, but runs state listeners at once:
     a read right after the reconnect, before those events ran, must not serve the old list."""
