@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 else:
     from confluent_kafka import Message
 
-__all__ = ["Chunk", "Message", "PartitionTopicInfo", "StreamQueue", "END"]
+__all__ = ["Chunk", "LiveChunk", "Message", "PartitionTopicInfo", "StreamQueue", "END"]
 
 _remaining = operator.length_hint
 
@@ -73,9 +73,8 @@ class PartitionTopicInfo:
         self.committed_offset = offset
         self._active = True
         self.epoch = epoch
-        # (messages + sentinel, the list iterator over them, the stop list) of the chunk being
-        # delivered; see delivery.ConsumerIterator. None while no chunk of it is being delivered.
-        self.live: tuple[list[Any], Any, list[int]] | None = None
+        # The chunk of it being delivered (see delivery.ConsumerIterator); None while none is.
+        self.live: LiveChunk | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -90,13 +89,13 @@ class PartitionTopicInfo:
         self._active = value
         live = self.live
         if not value and live is not None:
-            live[2].clear()  # the iterator hands out nothing more of this chunk
+            live.halt()  # the iterator hands out nothing more of this chunk
 
     @property
     def consumed_offset(self) -> int:
         live = self.live
         if live is not None:
-            position = live_position(live[0], live[1])
+            position = live_position(live.data, live.cursor)
             if position > self._consumed:
                 return position
         return self._consumed
@@ -116,6 +115,42 @@ class PartitionTopicInfo:
             f"fetched={self.fetched_offset} consumed={self.consumed_offset} "
             f"committed={self.committed_offset} active={self.active})"
         )
+
+
+class LiveChunk:
+    """A chunk being handed out by `itertools.compress(cursor, chain.from_iterable(map(next_slice, ticks)))`.
+
+    `data` is the chunk's messages plus one sentinel and `cursor` the list iterator over it: how far
+    the cursor got says which messages were handed out. The selectors come one slice of at most
+    `ticks[i]` ones at a time from `next_slice`, which first looks at the gate (and the lease) and
+    the partition's `active`: a Python call per slice, none per message. `halt()` (a release, a
+    closed gate, a lapsed lease, from any thread) empties the slice being handed out and `ticks`,
+    so compress ends before its next message; `halted` is set first, so a reader that finds it
+    unset knows no halt had pulled a message it did not hand out.
+    """
+
+    __slots__ = ("data", "cursor", "ticks", "stop", "halted", "usable")
+
+    def __init__(self, data: list[Any], ticks: list[int], usable: Callable[[], bool]) -> None:
+        self.data = data
+        self.cursor = iter(data)
+        self.ticks = ticks
+        self.stop: list[int] = []
+        self.halted = False
+        self.usable = usable  # True while this chunk may go on: its partition active, the gate usable
+
+    def next_slice(self, size: int) -> list[int]:
+        stop = self.stop = [1] * size
+        # Looked at after `stop` is published: a halt from now on empties it, and one that came
+        # between map taking `size` from `ticks` and this call is seen in `halted`.
+        if self.halted or not self.usable():
+            self.halt()
+        return stop
+
+    def halt(self) -> None:
+        self.halted = True
+        self.ticks.clear()
+        self.stop.clear()
 
 
 def live_position(data: list[Any], cursor: Any) -> int:

@@ -153,9 +153,10 @@ def test_a_commit_racing_a_stopped_chunk_never_counts_a_message_not_handed_out()
     it = ConsumerIterator(q, consumer_timeout_ms=10)
     fast = iter(it)
     assert [next(fast).offset(), next(fast).offset()] == [0, 1]
-    data, cursor, stop = info.live  # type: ignore[misc]
-    stop.clear()  # a release from another thread...
-    next(cursor)  # ...and compress pulling message 2 before noticing, as its next step would
+    live = info.live
+    assert live is not None
+    live.halt()  # a release from another thread...
+    next(live.cursor)  # ...and compress pulling message 2 before noticing, as its next step would
     it.mark_consumed()  # a commit_offsets() in that instant
     assert info.consumed_offset == 2  # 1 was finished (more was asked for); 2 never went out
 
@@ -263,3 +264,60 @@ def test_a_held_iterator_survives_timeouts_and_interrupts() -> None:
         next(it)
     q.offer(chunk(info, 0, 3))
     assert [next(it).offset() for _ in range(3)] == [0, 1, 2]  # the same object, after a timeout
+
+
+def test_a_chunk_looks_at_the_gate_once_per_slice_and_copies_nothing_per_slice() -> None:
+    from zkconsumer.delivery import SLICE
+
+    class CountingGate(DeliveryGate):
+        looks = 0
+
+        def usable(self) -> bool:
+            CountingGate.looks += 1
+            return super().usable()
+
+    q = StreamQueue(2)
+    gate = CountingGate()
+    info = make_info(q)
+    q.offer(chunk(info, 0, 3 * SLICE + 5))
+    it = iter(ConsumerIterator(q, consumer_timeout_ms=10, gate=gate))
+    first = [next(it).offset() for _ in range(SLICE + 1)]
+    assert first == list(range(SLICE + 1))
+    looks_after_two_slices_started = CountingGate.looks
+    rest = [next(it).offset() for _ in range(2 * SLICE + 4)]
+    assert rest == list(range(SLICE + 1, 3 * SLICE + 5))
+    # _next_messages looks once before the chunk; then one look per slice (4 slices: 128, 128, 128, 5)
+    assert CountingGate.looks - looks_after_two_slices_started == 2
+    assert looks_after_two_slices_started <= 3
+
+
+def test_a_halt_between_taking_a_slice_size_and_making_its_selectors_hands_out_nothing_more() -> None:
+    from zkconsumer.chunks import LiveChunk
+
+    data: list[object] = [1, 2, 3, None]
+    live = LiveChunk(data, [2, 1], lambda: True)
+    assert live.next_slice(2) == [1, 1]
+    live.halt()  # after map took the next size from `ticks`, before it called next_slice with it
+    assert live.next_slice(1) == [] and live.ticks == [] and live.halted
+
+
+def test_a_slice_whose_gate_is_closed_ends_the_chunk_one_pull_past_the_last_message_handed_out() -> None:
+    q = StreamQueue(2)
+    gate = DeliveryGate()
+    info = make_info(q)
+    from zkconsumer.delivery import SLICE
+
+    q.offer(chunk(info, 0, 2 * SLICE))
+    iterator = ConsumerIterator(q, consumer_timeout_ms=10, gate=gate)
+    it = iter(iterator)
+    got = [next(it).offset() for _ in range(SLICE)]
+    gate.open = False  # closed without an interrupt: only the next slice's look sees it
+    assert info.consumed_offset == SLICE - 1  # the last one handed out is still being processed
+    with pytest.raises(ConsumerTimeout, match="delivery paused"):
+        got.append(next(it).offset())
+    # The look pulled message SLICE and did not hand it out; asking for more finished SLICE - 1.
+    assert got == list(range(SLICE)) and info.consumed_offset == SLICE
+    iterator.mark_consumed()
+    assert info.consumed_offset == SLICE
+    gate.reopen()
+    assert next(it).offset() == SLICE
