@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import collections
+import itertools
 import operator
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from zkconsumer.errors import ConsumerError
@@ -118,38 +119,43 @@ class PartitionTopicInfo:
 
 
 class LiveChunk:
-    """A chunk being handed out by `itertools.compress(cursor, chain.from_iterable(map(next_slice, ticks)))`.
+    """A chunk being handed out by `compress(chain.from_iterable(iter(next_slice, None)), stop)`.
 
     `data` is the chunk's messages plus one sentinel and `cursor` the list iterator over it: how far
-    the cursor got says which messages were handed out. The selectors come one slice of at most
-    `ticks[i]` ones at a time from `next_slice`, which first looks at the gate (and the lease) and
-    the partition's `active`: a Python call per slice, none per message. `halt()` (a release, a
-    closed gate, a lapsed lease, from any thread) empties the slice being handed out and `ticks`,
-    so compress ends before its next message; `halted` is set first, so a reader that finds it
-    unset knows no halt had pulled a message it did not hand out.
+    the cursor got says which messages were handed out. `stop` holds one selector per message.
+    The messages come in slices of at most `slice` from `next_slice`, which first looks at
+    `usable` (the partition still active, the gate open, the lease valid): one Python call per
+    slice, made before the slice's first pull, so between pulling a message and handing it out
+    only C code runs and no other thread can see a message pulled and not handed out.
+
+    `halt()` (a release, a closed gate, a lapsed lease, from any thread) sets `halted`, then
+    empties `stop`, so compress ends after one more pull: mid-slice the next message, at a slice
+    boundary the one `next_slice` lets through for that. Every end of a chunk has thus pulled
+    exactly one message more than it handed out (the sentinel at the normal end), except one cut
+    short by an exception raised inside `next_slice` (a KeyboardInterrupt), which pulled none more
+    and is not `halted`.
     """
 
-    __slots__ = ("data", "cursor", "ticks", "stop", "halted", "usable")
+    __slots__ = ("data", "cursor", "stop", "halted", "usable", "slice")
 
-    def __init__(self, data: list[Any], ticks: list[int], usable: Callable[[], bool]) -> None:
+    def __init__(self, data: list[Any], usable: Callable[[], bool], slice_size: int) -> None:
         self.data = data
         self.cursor = iter(data)
-        self.ticks = ticks
-        self.stop: list[int] = []
+        self.stop = [1] * (len(data) - 1)
         self.halted = False
-        self.usable = usable  # True while this chunk may go on: its partition active, the gate usable
+        self.usable = usable
+        self.slice = slice_size
 
-    def next_slice(self, size: int) -> list[int]:
-        stop = self.stop = [1] * size
-        # Looked at after `stop` is published: a halt from now on empties it, and one that came
-        # between map taking `size` from `ticks` and this call is seen in `halted`.
+    def next_slice(self) -> Iterator[Any]:
+        left = _remaining(self.cursor)
         if self.halted or not self.usable():
             self.halt()
-        return stop
+            return itertools.islice(self.cursor, 1)  # the one pull a halted chunk makes
+        # The last slice takes the sentinel, whose pull (with `stop` used up) ends the chunk.
+        return itertools.islice(self.cursor, self.slice if left > self.slice + 1 else left)
 
     def halt(self) -> None:
         self.halted = True
-        self.ticks.clear()
         self.stop.clear()
 
 

@@ -1,18 +1,16 @@
 """Handing messages to the application: the delivery gate (session lease) and the ConsumerIterator.
 
 Speed comes from iterating with C-level iterators: `for msg in stream` runs `itertools.chain` over
-one `itertools.compress(cursor, selectors)` per chunk, so no Python code runs per message; the gate
-and the lease are looked at once per slice of at most SLICE messages, by the one Python call that
-makes that slice's selectors (chunks.LiveChunk). Exactness comes from lists that other threads can
-act on atomically:
+one `itertools.compress` per chunk, so no Python code runs per message; the gate and the lease are
+looked at once per slice of at most SLICE messages, by the one Python call that starts the slice
+(chunks.LiveChunk). Exactness comes from lists that other threads can act on atomically:
 
 - `cursor` iterates the chunk's messages plus one sentinel; how far it got says exactly which
   messages were handed out (`chunks.live_position`), so commits read positions on demand;
-- the selectors of the slice being handed out, and the sizes of the slices still to come; emptying
-  both (a release, a closed gate, a lapsed lease) makes compress end before handing out the next
-  message. compress pulls a message and then its selector, so every end of a chunk, normal or
-  stopped, has pulled exactly one message more than it handed out: the sentinel, or the first
-  message not handed out.
+- `stop` holds one selector per message; clearing it (a release, a closed gate, a lapsed lease)
+  makes compress end before handing out the next message. compress pulls a message and then
+  its selector, in C, so every end of a chunk, normal or stopped, has pulled exactly one message
+  more than it handed out: the sentinel, or the first message not handed out.
 """
 
 from __future__ import annotations
@@ -217,16 +215,12 @@ class ConsumerIterator(Iterator[Message]):
                     return  # the connector shut down
                 info, messages = found
                 data: list[Any] = list(messages)
-                count = len(data)
                 data += _SENTINEL
-                ticks = [SLICE] * (count // SLICE)
-                if count % SLICE:
-                    ticks.append(count % SLICE)
-                live = LiveChunk(data, ticks, lambda info=info: info.active and gate.usable())  # type: ignore[misc]
+                live = LiveChunk(data, lambda info=info: info.active and gate.usable(), SLICE)  # type: ignore[misc]
                 # Published before the first slice looks at the gate: a release from now on halts it.
                 info.live = live
                 self._current = info
-                yield itertools.compress(live.cursor, itertools.chain.from_iterable(map(live.next_slice, ticks)))
+                yield itertools.compress(itertools.chain.from_iterable(iter(live.next_slice, None)), live.stop)
                 del found, messages, data, live  # hold no delivered messages while waiting
         except GeneratorExit:
             raise
@@ -244,7 +238,10 @@ class ConsumerIterator(Iterator[Message]):
         if live is None:
             return
         data = live.data
-        handed = len(data) - length_hint(live.cursor) - 1  # exactly one pulled and not handed out
+        pulled = len(data) - length_hint(live.cursor)
+        # A halted chunk pulled one message it did not hand out. One that ended neither halted nor
+        # at its sentinel was cut short by an exception in next_slice, before that slice's pull.
+        handed = pulled - 1 if live.halted or pulled >= len(data) else pulled
         if handed >= len(data) - 1:
             info.advance(data[-2].offset() + 1)
             return

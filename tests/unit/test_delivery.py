@@ -291,14 +291,69 @@ def test_a_chunk_looks_at_the_gate_once_per_slice_and_copies_nothing_per_slice()
     assert looks_after_two_slices_started <= 3
 
 
-def test_a_halt_between_taking_a_slice_size_and_making_its_selectors_hands_out_nothing_more() -> None:
-    from zkconsumer.chunks import LiveChunk
+@pytest.mark.parametrize("look", [2, 3])  # look 1: before the chunk; 2: its first slice; 3: its second
+def test_a_commit_while_a_slice_looks_at_the_gate_counts_only_what_was_handed_out(look: int) -> None:
+    from zkconsumer.delivery import SLICE
 
-    data: list[object] = [1, 2, 3, None]
-    live = LiveChunk(data, [2, 1], lambda: True)
-    assert live.next_slice(2) == [1, 1]
-    live.halt()  # after map took the next size from `ticks`, before it called next_slice with it
-    assert live.next_slice(1) == [] and live.ticks == [] and live.halted
+    q = StreamQueue(2)
+    info = make_info(q)
+    q.offer(chunk(info, 0, 2 * SLICE))
+    seen: dict[str, int] = {"looks": 0}
+    got: list[int] = []
+
+    class CommitWhileLooking(DeliveryGate):
+        def usable(self) -> bool:
+            seen["looks"] += 1
+            if seen["looks"] == look:
+                iterator.mark_consumed()  # a commit_offsets() from another thread, right now
+                seen["committed"] = info.consumed_offset
+                self.open = False  # ... and the slice finds the gate closed
+                return False
+            return super().usable()
+
+    gate = CommitWhileLooking()
+    iterator = ConsumerIterator(q, consumer_timeout_ms=10, gate=gate)
+    it = iter(iterator)
+    with pytest.raises(ConsumerTimeout, match="delivery paused"):
+        while True:
+            got.append(next(it).offset())
+    assert seen["committed"] == len(got)  # what was handed out, never the message being pulled
+    gate.reopen()
+    with pytest.raises(ConsumerTimeout):
+        while True:
+            got.append(next(it).offset())
+    assert got == list(range(2 * SLICE))
+
+
+@pytest.mark.parametrize("commit_in_handler", [False, True])
+def test_an_interrupt_while_a_slice_looks_at_the_gate_loses_and_repeats_nothing(commit_in_handler: bool) -> None:
+    from zkconsumer.delivery import SLICE
+
+    q = StreamQueue(2)
+    info = make_info(q)
+    q.offer(chunk(info, 0, 2 * SLICE + 10))
+    looks = [0]
+
+    class InterruptedLook(DeliveryGate):
+        def usable(self) -> bool:
+            looks[0] += 1
+            if looks[0] == 3:  # the second slice's look
+                raise KeyboardInterrupt
+            return super().usable()
+
+    iterator = ConsumerIterator(q, consumer_timeout_ms=10, gate=InterruptedLook())
+    got: list[int] = []
+    with pytest.raises(KeyboardInterrupt):
+        for msg in iterator:
+            got.append(msg.offset())
+    assert got == list(range(SLICE)) and info.consumed_offset == SLICE - 1
+    if commit_in_handler:
+        iterator.mark_consumed()
+        assert info.consumed_offset == SLICE
+    with pytest.raises(ConsumerTimeout):
+        for msg in iterator:  # the same iterator goes on
+            got.append(msg.offset())
+    assert got == list(range(2 * SLICE + 10)) and info.consumed_offset == 2 * SLICE + 10  # asked for more: all finished
 
 
 def test_a_slice_whose_gate_is_closed_ends_the_chunk_one_pull_past_the_last_message_handed_out() -> None:
