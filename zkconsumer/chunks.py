@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import collections
+import itertools
 import operator
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from zkconsumer.errors import ConsumerError
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 else:
     from confluent_kafka import Message
 
-__all__ = ["Chunk", "Message", "PartitionTopicInfo", "StreamQueue", "END"]
+__all__ = ["Chunk", "LiveChunk", "Message", "PartitionTopicInfo", "StreamQueue", "END"]
 
 _remaining = operator.length_hint
 
@@ -73,9 +74,8 @@ class PartitionTopicInfo:
         self.committed_offset = offset
         self._active = True
         self.epoch = epoch
-        # (messages + sentinel, the list iterator over them, the stop list) of the chunk being
-        # delivered; see delivery.ConsumerIterator. None while no chunk of it is being delivered.
-        self.live: tuple[list[Any], Any, list[int]] | None = None
+        # The chunk of it being delivered (see delivery.ConsumerIterator); None while none is.
+        self.live: LiveChunk | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -90,13 +90,13 @@ class PartitionTopicInfo:
         self._active = value
         live = self.live
         if not value and live is not None:
-            live[2].clear()  # the iterator hands out nothing more of this chunk
+            live.halt()  # the iterator hands out nothing more of this chunk
 
     @property
     def consumed_offset(self) -> int:
         live = self.live
         if live is not None:
-            position = live_position(live[0], live[1])
+            position = live_position(live.data, live.cursor)
             if position > self._consumed:
                 return position
         return self._consumed
@@ -116,6 +116,47 @@ class PartitionTopicInfo:
             f"fetched={self.fetched_offset} consumed={self.consumed_offset} "
             f"committed={self.committed_offset} active={self.active})"
         )
+
+
+class LiveChunk:
+    """A chunk being handed out by `compress(chain.from_iterable(iter(next_slice, None)), stop)`.
+
+    `data` is the chunk's messages plus one sentinel and `cursor` the list iterator over it: how far
+    the cursor got says which messages were handed out. `stop` holds one selector per message.
+    The messages come in slices of at most `slice` from `next_slice`, which first looks at
+    `usable` (the partition still active, the gate open, the lease valid): one Python call per
+    slice, made before the slice's first pull, so between pulling a message and handing it out
+    only C code runs and no other thread can see a message pulled and not handed out.
+
+    `halt()` (a release, a closed gate, a lapsed lease, from any thread) sets `halted`, then
+    empties `stop`, so compress ends after one more pull: mid-slice the next message, at a slice
+    boundary the one `next_slice` lets through for that. Every end of a chunk has thus pulled
+    exactly one message more than it handed out (the sentinel at the normal end), except one cut
+    short by an exception raised inside `next_slice` (a KeyboardInterrupt), which pulled none more
+    and is not `halted`.
+    """
+
+    __slots__ = ("data", "cursor", "stop", "halted", "usable", "slice")
+
+    def __init__(self, data: list[Any], usable: Callable[[], bool], slice_size: int) -> None:
+        self.data = data
+        self.cursor = iter(data)
+        self.stop = [1] * (len(data) - 1)
+        self.halted = False
+        self.usable = usable
+        self.slice = slice_size
+
+    def next_slice(self) -> Iterator[Any]:
+        left = _remaining(self.cursor)
+        if self.halted or not self.usable():
+            self.halt()
+            return itertools.islice(self.cursor, 1)  # the one pull a halted chunk makes
+        # The last slice takes the sentinel, whose pull (with `stop` used up) ends the chunk.
+        return itertools.islice(self.cursor, self.slice if left > self.slice + 1 else left)
+
+    def halt(self) -> None:
+        self.halted = True
+        self.stop.clear()
 
 
 def live_position(data: list[Any], cursor: Any) -> int:

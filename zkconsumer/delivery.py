@@ -1,15 +1,15 @@
 """Handing messages to the application: the delivery gate (session lease) and the ConsumerIterator.
 
-Speed comes from iterating with C-level iterators: `for msg in stream` runs `itertools.chain`
-over one `itertools.compress(cursor, stop)` per slice of at most SLICE messages of a chunk, so no
-Python code runs per message; the gate and the lease are checked between slices. Exactness comes
-from two lists per slice that other threads can act on atomically:
+Speed comes from iterating with C-level iterators: `for msg in stream` runs `itertools.chain` over
+one `itertools.compress` per chunk, so no Python code runs per message; the gate and the lease are
+looked at once per slice of at most SLICE messages, by the one Python call that starts the slice
+(chunks.LiveChunk). Exactness comes from lists that other threads can act on atomically:
 
 - `cursor` iterates the chunk's messages plus one sentinel; how far it got says exactly which
   messages were handed out (`chunks.live_position`), so commits read positions on demand;
 - `stop` holds one selector per message; clearing it (a release, a closed gate, a lapsed lease)
   makes compress end before handing out the next message. compress pulls a message and then
-  its selector, so every end of a chunk, normal or stopped, has pulled exactly one message
+  its selector, in C, so every end of a chunk, normal or stopped, has pulled exactly one message
   more than it handed out: the sentinel, or the first message not handed out.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from operator import length_hint
 from typing import Any
 
-from zkconsumer.chunks import END, Chunk, Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.chunks import END, Chunk, LiveChunk, Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
 _SENTINEL = [None]
@@ -196,11 +196,12 @@ class ConsumerIterator(Iterator[Message]):
         return next(iter(self))
 
     def _chunks(self) -> Iterator[Iterator[Message]]:
-        """Yields one stoppable iterator per slice of a chunk; runs only between slices.
+        """Yields one stoppable iterator per chunk (or stopped chunk's rest); runs only between chunks.
 
         A timeout or a failed stream is yielded as an iterator that raises it once: the chain
         (what a caller of iter(stream) may hold on to) stays usable afterwards.
         """
+        gate = self._gate
         try:
             while True:
                 self._finish_live()
@@ -213,19 +214,14 @@ class ConsumerIterator(Iterator[Message]):
                 if found is None:
                     return  # the connector shut down
                 info, messages = found
-                if len(messages) > SLICE:  # the gate and the lease are looked at again after each slice
-                    self._resume = (info, messages[SLICE:])
-                    messages = messages[:SLICE]
                 data: list[Any] = list(messages)
                 data += _SENTINEL
-                cursor, stop = iter(data), [1] * (len(data) - 1)
-                info.live = (data, cursor, stop)
+                live = LiveChunk(data, lambda info=info: info.active and gate.usable(), SLICE)  # type: ignore[misc]
+                # Published before the first slice looks at the gate: a release from now on halts it.
+                info.live = live
                 self._current = info
-                # Published before this last look: a release or a closed gate from now on clears `stop`.
-                if not info.active or not self._gate.usable():
-                    stop.clear()
-                yield itertools.compress(cursor, stop)
-                del found, messages, data, cursor, stop  # hold no delivered messages while waiting
+                yield itertools.compress(itertools.chain.from_iterable(iter(live.next_slice, None)), live.stop)
+                del found, messages, data, live  # hold no delivered messages while waiting
         except GeneratorExit:
             raise
         except BaseException:
@@ -233,7 +229,7 @@ class ConsumerIterator(Iterator[Message]):
             raise
 
     def _finish_live(self) -> None:
-        """The application asked for more after the live slice ended (normally or stopped)."""
+        """The application asked for more after the live chunk ended (normally or stopped)."""
         info = self._current
         if info is None:
             return
@@ -241,8 +237,11 @@ class ConsumerIterator(Iterator[Message]):
         live, info.live = info.live, None
         if live is None:
             return
-        data, cursor, stop = live
-        handed = len(data) - length_hint(cursor) - 1  # exactly one pulled and not handed out
+        data = live.data
+        pulled = len(data) - length_hint(live.cursor)
+        # A halted chunk pulled one message it did not hand out. One that ended neither halted nor
+        # at its sentinel was cut short by an exception in next_slice, before that slice's pull.
+        handed = pulled - 1 if live.halted or pulled >= len(data) else pulled
         if handed >= len(data) - 1:
             info.advance(data[-2].offset() + 1)
             return
@@ -302,10 +301,11 @@ class ConsumerIterator(Iterator[Message]):
         """
         self._settle_batch()
         info = self._current
-        if info is not None and info.live is not None:  # take over the rest of the live chunk
-            data, cursor, stop = info.live
-            handed = len(data) - length_hint(cursor)  # this thread pulls: none pulled and not handed
-            stop.clear()
+        live = info.live if info is not None else None
+        if info is not None and live is not None:  # take over the rest of the live chunk
+            data = live.data
+            handed = len(data) - length_hint(live.cursor)  # this thread pulls: none pulled and not handed
+            live.halt()
             info.live, self._current, self._fast = None, None, None
             if handed > 0:
                 info.advance(data[handed - 1].offset() + 1)
@@ -331,21 +331,21 @@ class ConsumerIterator(Iterator[Message]):
         live = info.live if info is not None else None
         if info is None or live is None:
             return
-        data, cursor, stop = live
-        pulled = len(data) - length_hint(cursor)  # read before `stop`: see below
+        data = live.data
+        pulled = len(data) - length_hint(live.cursor)  # read before `halted`: see below
         if pulled >= len(data):
             info.advance(data[-2].offset() + 1)  # the sentinel: all handed out, and more asked for
         elif pulled > 0:
-            # A stopped chunk pulls one message it does not hand out. `stop` only ever empties, so if
-            # it is still full now, no such pull had happened when `pulled` was read.
-            info.advance(data[pulled - 1].offset() + (1 if stop else 0))
+            # A halted chunk pulls one message it does not hand out. A halt sets `halted` before it
+            # empties anything, so if it is unset now, no such pull had happened when `pulled` was read.
+            info.advance(data[pulled - 1].offset() + (0 if live.halted else 1))
 
     def interrupt(self) -> None:
         """Stop the live chunk before its next message (the gate closed or the lease ran out)."""
         info = self._current
         live = info.live if info is not None else None
         if live is not None:
-            live[2].clear()
+            live.halt()
 
 
 def _first_unfinished(messages: Sequence[Message], consumed: int) -> int:

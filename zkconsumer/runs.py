@@ -31,9 +31,9 @@ def split_runs(messages: Sequence[M], shared_partitions: frozenset[int] = frozen
     n = len(messages)
     if n == 0:
         return []
+    if not any(map(_error, messages)):  # (not a count of None: KafkaError's == raises for None)
+        return _data_runs(messages if type(messages) is list else list(messages), shared_partitions)
     errors = list(map(_error, messages))
-    if not any(errors):  # (not errors.count(None): KafkaError's == raises for None)
-        return _data_runs(list(messages), shared_partitions)
     runs: list[list[M]] = []
     start = 0
     for k, error in enumerate(errors):  # rare: only batches carrying an error take this loop

@@ -153,9 +153,10 @@ def test_a_commit_racing_a_stopped_chunk_never_counts_a_message_not_handed_out()
     it = ConsumerIterator(q, consumer_timeout_ms=10)
     fast = iter(it)
     assert [next(fast).offset(), next(fast).offset()] == [0, 1]
-    data, cursor, stop = info.live  # type: ignore[misc]
-    stop.clear()  # a release from another thread...
-    next(cursor)  # ...and compress pulling message 2 before noticing, as its next step would
+    live = info.live
+    assert live is not None
+    live.halt()  # a release from another thread...
+    next(live.cursor)  # ...and compress pulling message 2 before noticing, as its next step would
     it.mark_consumed()  # a commit_offsets() in that instant
     assert info.consumed_offset == 2  # 1 was finished (more was asked for); 2 never went out
 
@@ -263,3 +264,115 @@ def test_a_held_iterator_survives_timeouts_and_interrupts() -> None:
         next(it)
     q.offer(chunk(info, 0, 3))
     assert [next(it).offset() for _ in range(3)] == [0, 1, 2]  # the same object, after a timeout
+
+
+def test_a_chunk_looks_at_the_gate_once_per_slice_and_copies_nothing_per_slice() -> None:
+    from zkconsumer.delivery import SLICE
+
+    class CountingGate(DeliveryGate):
+        looks = 0
+
+        def usable(self) -> bool:
+            CountingGate.looks += 1
+            return super().usable()
+
+    q = StreamQueue(2)
+    gate = CountingGate()
+    info = make_info(q)
+    q.offer(chunk(info, 0, 3 * SLICE + 5))
+    it = iter(ConsumerIterator(q, consumer_timeout_ms=10, gate=gate))
+    first = [next(it).offset() for _ in range(SLICE + 1)]
+    assert first == list(range(SLICE + 1))
+    looks_after_two_slices_started = CountingGate.looks
+    rest = [next(it).offset() for _ in range(2 * SLICE + 4)]
+    assert rest == list(range(SLICE + 1, 3 * SLICE + 5))
+    # _next_messages looks once before the chunk; then one look per slice (4 slices: 128, 128, 128, 5)
+    assert CountingGate.looks - looks_after_two_slices_started == 2
+    assert looks_after_two_slices_started <= 3
+
+
+@pytest.mark.parametrize("look", [2, 3])  # look 1: before the chunk; 2: its first slice; 3: its second
+def test_a_commit_while_a_slice_looks_at_the_gate_counts_only_what_was_handed_out(look: int) -> None:
+    from zkconsumer.delivery import SLICE
+
+    q = StreamQueue(2)
+    info = make_info(q)
+    q.offer(chunk(info, 0, 2 * SLICE))
+    seen: dict[str, int] = {"looks": 0}
+    got: list[int] = []
+
+    class CommitWhileLooking(DeliveryGate):
+        def usable(self) -> bool:
+            seen["looks"] += 1
+            if seen["looks"] == look:
+                iterator.mark_consumed()  # a commit_offsets() from another thread, right now
+                seen["committed"] = info.consumed_offset
+                self.open = False  # ... and the slice finds the gate closed
+                return False
+            return super().usable()
+
+    gate = CommitWhileLooking()
+    iterator = ConsumerIterator(q, consumer_timeout_ms=10, gate=gate)
+    it = iter(iterator)
+    with pytest.raises(ConsumerTimeout, match="delivery paused"):
+        while True:
+            got.append(next(it).offset())
+    assert seen["committed"] == len(got)  # what was handed out, never the message being pulled
+    gate.reopen()
+    with pytest.raises(ConsumerTimeout):
+        while True:
+            got.append(next(it).offset())
+    assert got == list(range(2 * SLICE))
+
+
+@pytest.mark.parametrize("commit_in_handler", [False, True])
+def test_an_interrupt_while_a_slice_looks_at_the_gate_loses_and_repeats_nothing(commit_in_handler: bool) -> None:
+    from zkconsumer.delivery import SLICE
+
+    q = StreamQueue(2)
+    info = make_info(q)
+    q.offer(chunk(info, 0, 2 * SLICE + 10))
+    looks = [0]
+
+    class InterruptedLook(DeliveryGate):
+        def usable(self) -> bool:
+            looks[0] += 1
+            if looks[0] == 3:  # the second slice's look
+                raise KeyboardInterrupt
+            return super().usable()
+
+    iterator = ConsumerIterator(q, consumer_timeout_ms=10, gate=InterruptedLook())
+    got: list[int] = []
+    with pytest.raises(KeyboardInterrupt):
+        for msg in iterator:
+            got.append(msg.offset())
+    assert got == list(range(SLICE)) and info.consumed_offset == SLICE - 1
+    if commit_in_handler:
+        iterator.mark_consumed()
+        assert info.consumed_offset == SLICE
+    with pytest.raises(ConsumerTimeout):
+        for msg in iterator:  # the same iterator goes on
+            got.append(msg.offset())
+    assert got == list(range(2 * SLICE + 10)) and info.consumed_offset == 2 * SLICE + 10  # asked for more: all finished
+
+
+def test_a_slice_whose_gate_is_closed_ends_the_chunk_one_pull_past_the_last_message_handed_out() -> None:
+    q = StreamQueue(2)
+    gate = DeliveryGate()
+    info = make_info(q)
+    from zkconsumer.delivery import SLICE
+
+    q.offer(chunk(info, 0, 2 * SLICE))
+    iterator = ConsumerIterator(q, consumer_timeout_ms=10, gate=gate)
+    it = iter(iterator)
+    got = [next(it).offset() for _ in range(SLICE)]
+    gate.open = False  # closed without an interrupt: only the next slice's look sees it
+    assert info.consumed_offset == SLICE - 1  # the last one handed out is still being processed
+    with pytest.raises(ConsumerTimeout, match="delivery paused"):
+        got.append(next(it).offset())
+    # The look pulled message SLICE and did not hand it out; asking for more finished SLICE - 1.
+    assert got == list(range(SLICE)) and info.consumed_offset == SLICE
+    iterator.mark_consumed()
+    assert info.consumed_offset == SLICE
+    gate.reopen()
+    assert next(it).offset() == SLICE
