@@ -11,11 +11,16 @@ send, although the loop around them has just been told the socket is ready: an a
 three polls and two recvs. Every one of those calls lets go of the GIL, and with tens of members
 in a process each let-go is a wait to get it back. `use_eager_io` makes a connection try the
 call first and poll only when the socket says it would block.
+
+And kazoo's loop serves one request or one answer per turn, each turn a select: a burst of N
+pipelined reads costs 2N selects. `use_bursts` makes a turn also send the requests already queued
+(and woken) and read the answers already arrived, up to BURST of each.
 """
 
 from __future__ import annotations
 
 import select
+import socket
 import ssl
 import types
 from collections.abc import Sequence
@@ -23,7 +28,7 @@ from typing import Any
 
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-__all__ = ["PollHandler", "poll_select", "make_handler", "use_eager_io"]
+__all__ = ["BURST", "PollHandler", "poll_select", "make_handler", "use_bursts", "use_eager_io"]
 
 _HAS_POLL = hasattr(select, "poll")  # not on Windows
 _READ = select.POLLIN | select.POLLPRI if _HAS_POLL else 0
@@ -125,4 +130,60 @@ def use_eager_io(connection: Any) -> bool:
         return False
     connection._read = types.MethodType(_eager_read, connection)
     connection._write = types.MethodType(_eager_write, connection)
+    return True
+
+
+BURST = 64  # requests sent, or answers read, per turn of kazoo's loop at most: neither starves the other
+_PEEK = getattr(socket, "MSG_PEEK", 0) | getattr(socket, "MSG_DONTWAIT", 0)
+
+
+def _waiting(sock: Any) -> bool:
+    """Whether a byte can be read from `sock` right now (without reading it)."""
+    try:
+        return bool(sock.recv(1, _PEEK))
+    except OSError:  # would block (BlockingIOError), or the socket is gone: let the loop see to it
+        return False
+
+
+def _send_burst(self: Any, read_timeout: float, connect_timeout: float) -> None:
+    """kazoo's _send_request, then as many more as are queued and woken. kazoo's client queues a
+    request and then writes one wake-up byte for it, which each _send_request consumes; a request
+    is sent here only while such a byte is there, so none is sent before its byte is written."""
+    send = self._zkc_send_one
+    send(read_timeout, connect_timeout)
+    for _ in range(BURST - 1):
+        wake = self._read_sock
+        if not self.client._queue or wake is None or not _waiting(wake):
+            return
+        send(read_timeout, connect_timeout)
+
+
+def _read_burst(self: Any, read_timeout: float) -> Any:
+    """kazoo's _read_socket, then again while the next answer has begun to arrive; returns the last
+    result, or the close answer (which ends kazoo's loop) as soon as it is read."""
+    from kazoo.protocol.connection import CLOSE_RESPONSE
+
+    read = self._zkc_read_one
+    response = read(read_timeout)
+    for _ in range(BURST - 1):
+        if response == CLOSE_RESPONSE or not _waiting(self._socket):
+            return response
+        response = read(read_timeout)
+    return response
+
+
+def use_bursts(connection: Any) -> bool:
+    """Give this kazoo ConnectionHandler the burst send and read; False, leaving it as it is, on a
+    platform without non-blocking peeks or a kazoo without what they rely on. A TLS connection
+    keeps one answer per turn (a peek at its socket would see the encrypted stream)."""
+    needed = ("_send_request", "_read_socket", "_read_sock", "_socket", "client")
+    if not (hasattr(socket, "MSG_PEEK") and hasattr(socket, "MSG_DONTWAIT")):
+        return False
+    if not all(hasattr(connection, name) for name in needed):
+        return False
+    connection._zkc_send_one = connection._send_request
+    connection._send_request = types.MethodType(_send_burst, connection)
+    if not getattr(connection.client, "use_ssl", False):
+        connection._zkc_read_one = connection._read_socket
+        connection._read_socket = types.MethodType(_read_burst, connection)
     return True

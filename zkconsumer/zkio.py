@@ -143,7 +143,7 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     """
     from kazoo.client import KazooClient
 
-    from zkconsumer.kazoo_handler import make_handler, use_eager_io
+    from zkconsumer.kazoo_handler import make_handler, use_bursts, use_eager_io
 
     auth.prepare_login(hosts)
     client = KazooClient(
@@ -157,6 +157,7 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     connection: Any = getattr(client, "_connection", None)
     if connection is not None:
         use_eager_io(connection)
+        use_bursts(connection)
     original = getattr(connection, "_connect", None)
     if connection is not None and original is not None:
 
