@@ -7,7 +7,7 @@ from collections import Counter
 
 from harness.sim_schedule import GROUP, Options, Schedule
 from harness.simulation import SimMember
-from harness.zkmodel import ZkModel
+from harness.zkmodel import FakeKazooClient, ZkModel
 from zkconsumer import zkdata
 from zkconsumer.group import GroupZk
 
@@ -32,6 +32,18 @@ def _registered(*names: str) -> tuple[ZkModel, list[GroupZk]]:
         group.register(b"{}")
         groups.append(group)
     return model, groups
+
+
+def _me_registered_beside_an_admin() -> tuple[ZkModel, FakeKazooClient, FakeKazooClient, GroupZk]:
+    """An in-memory ZooKeeper, an admin client, and member g_me registered in GROUP by its own client."""
+    model = ZkModel()
+    admin, me = model.client("admin"), model.client("me")
+    admin.start()
+    me.start()
+    group = GroupZk(me, GROUP, f"{GROUP}_me", timeout_s=0.0)
+    group.ensure_paths()
+    group.register(b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}')
+    return model, admin, me, group
 
 
 def _requests(s: Schedule, member: SimMember, since: int) -> Counter[str]:
@@ -118,16 +130,8 @@ def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type:
 
 
 def test_a_registration_is_decoded_once_per_content(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from harness.zkmodel import ZkModel
-    from zkconsumer.group import GroupZk
 
-    model = ZkModel()
-    admin, me = model.client("admin"), model.client("me")
-    admin.start()
-    me.start()
-    group = GroupZk(me, GROUP, f"{GROUP}_me", timeout_s=0.0)
-    group.ensure_paths()
-    group.register(b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}')
+    model, admin, me, group = _me_registered_beside_an_admin()
     other = zkdata.member_path(GROUP, f"{GROUP}_other")
     admin.create(other, b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"2"}')
     admin.create(zkdata.member_path(GROUP, f"{GROUP}_bad"), b"not json")
@@ -148,16 +152,8 @@ def test_a_registration_is_decoded_once_per_content(monkeypatch) -> None:  # typ
 def test_a_reconnect_does_not_trust_caches_whose_watches_died_with_the_link() -> None:
     """kazoo tells each watch it is gone by a queued NONE event, but runs state listeners at once:
     a read right after the reconnect, before those events ran, must not serve the old list."""
-    from harness.zkmodel import ZkModel
-    from zkconsumer.group import GroupZk
 
-    model = ZkModel()
-    admin, me = model.client("admin"), model.client("me")
-    admin.start()
-    me.start()
-    group = GroupZk(me, GROUP, f"{GROUP}_me", timeout_s=0.0)
-    group.ensure_paths()
-    group.register(b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}')
+    model, admin, me, group = _me_registered_beside_an_admin()
     model.deliver()
     assert sorted(group.read_registrations()[0]) == [f"{GROUP}_me"]
     model.disconnect(me)

@@ -10,12 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
-from zkconsumer.delivery import ConsumerIterator, DeliveryGate, LeaseGuard
+from zkconsumer.delivery import SLICE, ConsumerIterator, DeliveryGate, LeaseGuard
 from zkconsumer.errors import ConsumerTimeout
 
 
 def make_info(queue: StreamQueue, partition: int = 0, offset: int = 0) -> PartitionTopicInfo:
     return PartitionTopicInfo("t", partition, "thread-0", queue, offset)
+
+
+def one_chunk_behind_a_gate(count: int) -> tuple[DeliveryGate, PartitionTopicInfo, ConsumerIterator]:
+    """A gate, and an iterator with one queued chunk of `count` messages (offsets 0..count-1) behind it."""
+    q = StreamQueue(2)
+    gate = DeliveryGate()
+    info = make_info(q)
+    q.offer(chunk(info, 0, count))
+    return gate, info, ConsumerIterator(q, consumer_timeout_ms=10, gate=gate)
 
 
 def chunk(info: PartitionTopicInfo, start: int, count: int) -> Chunk:
@@ -225,13 +234,7 @@ def test_model_no_gap_no_repeat_and_positions_between_handed_and_finished(ops: l
 def test_a_lapse_nobody_reported_stops_delivery_at_the_next_slice() -> None:
     # A frozen process waking up: the lease ran out while no thread could look. The iterating
     # thread gets there first; the slice it is in is all it may still hand out.
-    from zkconsumer.delivery import SLICE
-
-    q = StreamQueue(2)
-    gate = DeliveryGate()
-    info = make_info(q)
-    q.offer(chunk(info, 0, 10 * SLICE))
-    iterator = ConsumerIterator(q, consumer_timeout_ms=10, gate=gate)
+    gate, info, iterator = one_chunk_behind_a_gate(10 * SLICE)
     it = iter(iterator)
     assert [next(it).offset() for _ in range(10)] == list(range(10))
     gate.lease_until = time.monotonic() - 1  # lapsed, and no renew()/guard call saw it
@@ -267,8 +270,6 @@ def test_a_held_iterator_survives_timeouts_and_interrupts() -> None:
 
 
 def test_a_chunk_looks_at_the_gate_once_per_slice_and_copies_nothing_per_slice() -> None:
-    from zkconsumer.delivery import SLICE
-
     class CountingGate(DeliveryGate):
         looks = 0
 
@@ -293,8 +294,6 @@ def test_a_chunk_looks_at_the_gate_once_per_slice_and_copies_nothing_per_slice()
 
 @pytest.mark.parametrize("look", [2, 3])  # look 1: before the chunk; 2: its first slice; 3: its second
 def test_a_commit_while_a_slice_looks_at_the_gate_counts_only_what_was_handed_out(look: int) -> None:
-    from zkconsumer.delivery import SLICE
-
     q = StreamQueue(2)
     info = make_info(q)
     q.offer(chunk(info, 0, 2 * SLICE))
@@ -327,8 +326,6 @@ def test_a_commit_while_a_slice_looks_at_the_gate_counts_only_what_was_handed_ou
 
 @pytest.mark.parametrize("commit_in_handler", [False, True])
 def test_an_interrupt_while_a_slice_looks_at_the_gate_loses_and_repeats_nothing(commit_in_handler: bool) -> None:
-    from zkconsumer.delivery import SLICE
-
     q = StreamQueue(2)
     info = make_info(q)
     q.offer(chunk(info, 0, 2 * SLICE + 10))
@@ -357,13 +354,7 @@ def test_an_interrupt_while_a_slice_looks_at_the_gate_loses_and_repeats_nothing(
 
 
 def test_a_slice_whose_gate_is_closed_ends_the_chunk_one_pull_past_the_last_message_handed_out() -> None:
-    q = StreamQueue(2)
-    gate = DeliveryGate()
-    info = make_info(q)
-    from zkconsumer.delivery import SLICE
-
-    q.offer(chunk(info, 0, 2 * SLICE))
-    iterator = ConsumerIterator(q, consumer_timeout_ms=10, gate=gate)
+    gate, info, iterator = one_chunk_behind_a_gate(2 * SLICE)
     it = iter(iterator)
     got = [next(it).offset() for _ in range(SLICE)]
     gate.open = False  # closed without an interrupt: only the next slice's look sees it
