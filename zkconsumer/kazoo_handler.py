@@ -22,6 +22,7 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+import time
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -138,17 +139,20 @@ _PEEK = getattr(socket, "MSG_PEEK", 0) | getattr(socket, "MSG_DONTWAIT", 0)
 
 
 def _waiting(sock: Any) -> bool:
-    """Whether a byte can be read from `sock` right now (without reading it)."""
+    """Whether a byte can be read from `sock` right now (without reading it, and without waiting)."""
     try:
+        if sock.gettimeout():  # a socket with a timeout (socket.setdefaulttimeout) waits before any recv
+            return bool(poll_select([sock], [], [], 0)[0])
         return bool(sock.recv(1, _PEEK))
-    except OSError:  # would block (BlockingIOError), or the socket is gone: let the loop see to it
+    except (OSError, ValueError):  # would block, or the socket is gone: let the loop see to it
         return False
 
 
 def _send_burst(self: Any, read_timeout: float, connect_timeout: float) -> None:
-    """kazoo's _send_request, then as many more as are queued and woken. kazoo's client queues a
-    request and then writes one wake-up byte for it, which each _send_request consumes; a request
-    is sent here only while such a byte is there, so none is sent before its byte is written."""
+    """kazoo's _send_request, then again while requests are queued and a wake-up byte is waiting.
+    kazoo's client queues a request, then writes one byte to wake the loop; each _send_request
+    consumes one byte, as kazoo's own turns do, so the pipe never holds fewer bytes than the
+    queue's unsent requests that have written theirs, and no recv on it waits."""
     send = self._zkc_send_one
     send(read_timeout, connect_timeout)
     for _ in range(BURST - 1):
@@ -160,27 +164,32 @@ def _send_burst(self: Any, read_timeout: float, connect_timeout: float) -> None:
 
 def _read_burst(self: Any, read_timeout: float) -> Any:
     """kazoo's _read_socket, then again while the next answer has begun to arrive; returns the last
-    result, or the close answer (which ends kazoo's loop) as soon as it is read."""
+    result, or the close answer (which ends kazoo's loop) as soon as it is read. kazoo's loop
+    looks at its ping deadline only between turns, so a burst also ends after a tenth of the read
+    timeout (at most 50 ms)."""
     from kazoo.protocol.connection import CLOSE_RESPONSE
 
     read = self._zkc_read_one
     response = read(read_timeout)
+    until = time.monotonic() + min(0.05, read_timeout / 10)
     for _ in range(BURST - 1):
-        if response == CLOSE_RESPONSE or not _waiting(self._socket):
+        if response == CLOSE_RESPONSE or time.monotonic() > until or not _waiting(self._socket):
             return response
         response = read(read_timeout)
     return response
 
 
 def use_bursts(connection: Any) -> bool:
-    """Give this kazoo ConnectionHandler the burst send and read; False, leaving it as it is, on a
-    platform without non-blocking peeks or a kazoo without what they rely on. A TLS connection
-    keeps one answer per turn (a peek at its socket would see the encrypted stream)."""
+    """Give this kazoo ConnectionHandler the burst send and read (once; again is a no-op); False,
+    leaving it as it is, on a platform without non-blocking peeks or a kazoo without what they rely
+    on. A TLS connection keeps one answer per turn (a peek would see the encrypted stream)."""
     needed = ("_send_request", "_read_socket", "_read_sock", "_socket", "client")
     if not (hasattr(socket, "MSG_PEEK") and hasattr(socket, "MSG_DONTWAIT")):
         return False
     if not all(hasattr(connection, name) for name in needed):
         return False
+    if hasattr(connection, "_zkc_send_one"):
+        return True
     connection._zkc_send_one = connection._send_request
     connection._send_request = types.MethodType(_send_burst, connection)
     if not getattr(connection.client, "use_ssl", False):

@@ -22,9 +22,14 @@ class Connection:
     """kazoo's ConnectionHandler as the burst calls see it: a wake-up pipe for queued requests, and
     a socket whose answers are 4-byte records (b"CLOS" is the close answer)."""
 
-    def __init__(self) -> None:
+    def __init__(self, default_timeout: float | None = None) -> None:
         self.client = Client()
-        self._read_sock, self._write_sock = socket.socketpair()
+        saved = socket.getdefaulttimeout()
+        socket.setdefaulttimeout(default_timeout)  # kazoo's socketpair() takes the process default
+        try:
+            self._read_sock, self._write_sock = socket.socketpair()
+        finally:
+            socket.setdefaulttimeout(saved)
         self._socket, self.server = socket.socketpair()
         self._socket.setblocking(False)
         self.sent: list[str] = []
@@ -101,3 +106,43 @@ def test_a_closed_peer_ends_the_burst_and_is_left_to_the_loop() -> None:
     c.server.sendall(b"ans1")
     c.server.close()
     assert c._read_socket(1.0) is None and c.answers == [b"ans1"]  # the peek saw b"" (closed): stop
+
+
+def test_a_wake_up_pipe_with_a_default_timeout_is_looked_at_without_waiting() -> None:
+    import time
+
+    c = Connection(default_timeout=2.0)
+    use_bursts(c)
+    c.queue("a")
+    c.queue("b", wake=False)  # queued, its byte not written yet: the burst must not wait for it
+    began = time.monotonic()
+    c._send_request(1.0, 1.0)
+    assert c.sent == ["a"] and time.monotonic() - began < 0.5
+    c.queue("c")  # b's byte has not come, c's has: b goes out on it, in queue order, as kazoo would
+    c._send_request(1.0, 1.0)
+    assert c.sent == ["a", "b"]
+
+
+def test_a_read_burst_ends_within_a_tenth_of_the_read_timeout() -> None:
+    c = Connection()
+    use_bursts(c)
+    c.server.sendall(b"x" * 4 * 20)
+    real = c._zkc_read_one  # type: ignore[attr-defined]
+
+    def slow(read_timeout: float) -> Any:
+        import time
+
+        time.sleep(0.02)
+        return real(read_timeout)
+
+    c._zkc_read_one = slow  # type: ignore[attr-defined]
+    c._read_socket(0.5)  # a tenth: 50 ms, so about three answers of 20 ms each
+    assert 2 <= len(c.answers) <= 4
+
+
+def test_bursts_are_installed_once() -> None:
+    c = Connection()
+    assert use_bursts(c) and use_bursts(c)
+    c.queue("a", "b")
+    c._send_request(1.0, 1.0)
+    assert c.sent == ["a", "b"]
