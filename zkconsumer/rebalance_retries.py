@@ -56,9 +56,9 @@ def run_attempts(
     An attempt that claimed part of our share, or whose wait a blocking owner node's deletion
     cut short, is not counted: the group is moving. Nor is one that waited on owner nodes it
     watches while the run is younger than zkconsumer.rebalance.watched.wait.ms (by default
-    rebalance.max.retries session timeouts): their holder is
-    a live member that lets go at its own rebalance (we are woken the moment it does), or a dead
-    one whose nodes go when its session expires. Without that, members faster than their holders
+    rebalance.max.retries session timeouts): their holder is a live member that lets go at its
+    own rebalance (we are woken the moment it does), or a dead one whose nodes go when its
+    session expires. Without that, members faster than their holders
     (a large group starting at once) used up their retries within seconds and an initial
     rebalance failed. Those waits are bounded by that time; the other free attempts by the size
     of the share, so a run still ends if nodes keep appearing and vanishing in our way."""

@@ -22,9 +22,17 @@ def _refusals(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRe
     return [r for r in caplog.records if r.name == name and "Connection refused" in r.getMessage()]
 
 
-def _unthrottled(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+def _capture(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     # The RepeatFilter may hold back this shape of line if an earlier test logged it.
     monkeypatch.setattr(logging.getLogger(name), "filters", [])
+    caplog.set_level(logging.INFO, logger=name)
+
+
+def _assert_refusal_logged_not_printed(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], name: str
+) -> None:
+    assert _refusals(caplog, name), [r.getMessage() for r in caplog.records]
+    assert not RAW_LINE.search(capfd.readouterr().err)
 
 
 def test_a_fetcher_logs_librdkafka_lines_through_python_logging(
@@ -34,8 +42,7 @@ def test_a_fetcher_logs_librdkafka_lines_through_python_logging(
     from zkconsumer.fetcher import Fetcher, FetchSettings
 
     name = "zkconsumer.fetcher.librdkafka"
-    _unthrottled(monkeypatch, name)
-    caplog.set_level(logging.INFO, logger=name)
+    _capture(caplog, monkeypatch, name)
     fetcher = Fetcher(FetchSettings(f"127.0.0.1:{_closed_port()}", "g", "c"), name="t", on_error=lambda exc: None)
     fetcher.start()
     try:
@@ -58,13 +65,11 @@ def test_a_spark_read_logs_librdkafka_lines_through_python_logging(
     from spark_jobs.offsets import OffsetRange
 
     name = "spark_jobs.kafka_read.librdkafka"
-    _unthrottled(monkeypatch, name)
-    caplog.set_level(logging.INFO, logger=name)
+    _capture(caplog, monkeypatch, name)
     part = OffsetRange("t", 0, 0, 10, f"127.0.0.1:{_closed_port()}")
     with pytest.raises(FetchTimeoutError):
         list(read_range(part, {"group.id": "g"}, batch_size=10, fail_on_data_loss=True, poll_timeout_s=1.0))
-    assert _refusals(caplog, name), [r.getMessage() for r in caplog.records]
-    assert not RAW_LINE.search(capfd.readouterr().err)
+    _assert_refusal_logged_not_printed(caplog, capfd, name)
 
 
 def test_the_testing_admin_helpers_log_librdkafka_lines_through_python_logging(
@@ -74,9 +79,7 @@ def test_the_testing_admin_helpers_log_librdkafka_lines_through_python_logging(
     from zkconsumer.testing import kafka
 
     name = "zkconsumer.testing.librdkafka"
-    _unthrottled(monkeypatch, name)
-    caplog.set_level(logging.INFO, logger=name)
+    _capture(caplog, monkeypatch, name)
     with pytest.raises(Exception):  # noqa: B017 - no broker: the request times out (or fails)
         kafka.delete_topic(f"127.0.0.1:{_closed_port()}", "t", timeout=1.0)
-    assert _refusals(caplog, name), [r.getMessage() for r in caplog.records]
-    assert not RAW_LINE.search(capfd.readouterr().err)
+    _assert_refusal_logged_not_printed(caplog, capfd, name)
