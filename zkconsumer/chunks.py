@@ -187,6 +187,8 @@ class Chunk:
         self.messages = messages
 
 
+_REFILL_TIMEOUT = 0.1  # longest consume() a reader's fetch waits: how late a command or close() gets the Consumer
+
 END = object()  # shutdown sentinel: ends the iterator for good (compared by identity)
 
 
@@ -196,6 +198,10 @@ class StreamQueue:
     The fetcher calls `offer()`; on False it pauses the partition and keeps the chunk until
     `on_space` fires (called from the consuming thread after it takes a chunk), so one slow
     stream never stalls the others.
+
+    `refill(queue, timeout)`, once the fetcher sets it, lets a reader that finds the queue empty
+    fetch on its own thread (Fetcher.fetch_for): it returns 0 after fetching, else how long to wait
+    for another thread's fetch before asking again.
     """
 
     def __init__(self, capacity: int, name: str = "") -> None:
@@ -209,6 +215,13 @@ class StreamQueue:
         self._error: BaseException | None = None
         self._closed = False
         self.on_space: Callable[[], None] | None = None
+        self.refill: Callable[[StreamQueue, float], float] | None = None
+
+    def set_refill(self, refill: Callable[[StreamQueue, float], float]) -> None:
+        """Let readers that find the queue empty fetch through `refill`; wakes one waiting now."""
+        with self._cond:
+            self.refill = refill
+            self._cond.notify_all()
 
     def offer(self, chunk: Chunk) -> bool:
         """Enqueue unless full or closed. False means: hold the chunk and pause its partition."""
@@ -231,6 +244,16 @@ class StreamQueue:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
+                refill = self.refill
+                if refill is not None and not self._closed:
+                    self._cond.release()  # a fetch on this thread offers chunks to this queue too
+                    try:
+                        wait = refill(self, _REFILL_TIMEOUT if remaining is None else min(remaining, _REFILL_TIMEOUT))
+                    finally:
+                        self._cond.acquire()
+                    if wait <= 0 or self._chunks or self._error is not None:
+                        continue
+                    remaining = wait if remaining is None else min(remaining, wait)
                 self._cond.wait(remaining)
             if self._error is not None and (not self._chunks or self._chunks[0] is not END):
                 raise ConsumerError(f"consumer stream {self.name} failed: {self._error}") from self._error

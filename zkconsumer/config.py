@@ -44,6 +44,8 @@ zkconsumer.rebalance.watched.wait.ms                                          a 
 zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re-check owners; rebalance on zombies/gaps
 zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes this long after the
                                                                               commit when a Scala member may claim them
+zkconsumer.fetch.in.reader        true               true | false             an iterator whose queue is empty fetches in
+                                                                              its own thread (false: the fetcher thread only)
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
 zookeeper.sasl.jaas.config        (unset)            Module required k="v";   SASL login to ZooKeeper (DigestLoginModule:
                                                                               DIGEST-MD5; Krb5LoginModule: GSSAPI)
@@ -144,6 +146,7 @@ class ConsumerConfig:
     rebalance_watched_wait_ms: int
     watchdog_interval_ms: int
     release_linger_ms: int
+    fetch_in_reader: bool
     zookeeper_digest: str | None
     broker_listener: str | None
     zookeeper_sasl_jaas_config: str | None

@@ -83,6 +83,7 @@ _SPECS = (
     _Spec("zkconsumer.rebalance.watched.wait.ms", int, minimum=0),
     _Spec("zkconsumer.watchdog.interval.ms", int, 10000, minimum=0),
     _Spec("zkconsumer.release.linger.ms", int, 1000, minimum=0),
+    _Spec("zkconsumer.fetch.in.reader", bool, True),
     _Spec("zkconsumer.zookeeper.digest", str),
     _Spec("zkconsumer.broker.listener", str),
     _Spec("zookeeper.sasl.jaas.config", str),

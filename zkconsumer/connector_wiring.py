@@ -195,7 +195,7 @@ class ConnectorWiring:
             log.warning("ignoring librdkafka.%s: zkconsumer manages it", key)
             overrides.pop(key)
         settings = FetchSettings.from_config(cfg, bootstrap, overrides)
-        fetcher = Fetcher(settings, name=self.consumer_id, on_error=self._die)
+        fetcher = Fetcher(settings, name=self.consumer_id, on_error=self._die, reader_turns=cfg.fetch_in_reader)
         fetcher.start()
         return fetcher
 

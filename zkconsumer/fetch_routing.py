@@ -27,6 +27,7 @@ class ChunkRouting:
     _raw: Consumer
     _wake: threading.Event
     _retry: bool
+    _reader_turns: bool
     _batch_size: int
     _hold_bytes: int
     _infos: dict[Key, PartitionTopicInfo]
@@ -65,14 +66,17 @@ class ChunkRouting:
                 run = [x for x in run if x.offset() >= info.fetched_offset]
                 if not run:
                     continue
-            info.fetched_offset = run[-1].offset() + 1
+            # fetched_offset moves only once the run is queued or held: a fetch cut short in
+            # between (Fetcher.fetch_for) refetches from it and at worst repeats a run.
             held = held_map.get(key)
             if held is not None:
                 held.extend(run)  # behind what was refused: one growing chunk keeps the order
             elif info.queue not in congested and info.queue.offer(Chunk(info, run)):
+                info.fetched_offset = run[-1].offset() + 1
                 continue
             else:
                 held = held_map[key] = run
+            info.fetched_offset = run[-1].offset() + 1
             # Sizes only on this (rare) path: len(msg) is the value's length, in C.
             size = self._held_bytes[key] = self._held_bytes.get(key, 0) + sum(map(len, run))
             if (len(held) >= limit or size >= self._hold_bytes) and key not in self._paused:
@@ -85,7 +89,8 @@ class ChunkRouting:
 
     def _on_space(self) -> None:  # queue.on_space: runs on application threads, so only flag and wake
         self._retry = True
-        self._wake.set()
+        if not self._reader_turns:  # else the reader's next fetch offers them, in its own thread
+            self._wake.set()
 
     def _retry_held(self) -> None:
         resume = []

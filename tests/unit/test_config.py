@@ -57,6 +57,7 @@ EXPECTED_DEFAULTS = {
     "zkconsumer.rebalance.watched.wait.ms": 24000,  # rebalance.max.retries x zookeeper.session.timeout.ms
     "zkconsumer.watchdog.interval.ms": 10000,
     "zkconsumer.release.linger.ms": 1000,
+    "zkconsumer.fetch.in.reader": True,
     "zkconsumer.zookeeper.digest": None,
     "zkconsumer.broker.listener": None,
     "zookeeper.sasl.jaas.config": None,
