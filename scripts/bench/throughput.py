@@ -23,7 +23,9 @@ our clocks start at the reader's first message, so connection set-up is not coun
                  batch's cursor at commit time and folding each partition's last offset from the
                  finished batches only every few batches (newest first, stopping once every
                  assigned partition was found): see OneThreadLoop and delivery_cost.py
-  (b) iterator   ConsumerConnector, one stream, `for msg in stream` touching msg.value()
+  (b) iterator   ConsumerConnector, one stream, `for msg in stream` touching msg.value(); the
+                 reader fetches in its own thread when its queue is empty (zkconsumer.fetch.in.reader)
+  (b0) threaded  (b) with zkconsumer.fetch.in.reader=false: only the fetcher thread fetches
   (c) streams    ConsumerConnector, N streams drained by N threads
   (d) batches    ConsumerConnector, one stream, `for batch in stream.batches()`
   (e) scala      kafka 1.1.1 `kafka.tools.ConsumerPerformance --zookeeper ... --threads 1` (the
@@ -33,7 +35,8 @@ our clocks start at the reader's first message, so connection set-up is not coun
 The last line is machine-readable:
 ratio=<b/a> batch_ratio=<d/a> scala_ratio=<d/e> iterator_scala_ratio=<b/e> default_ratio=<a0/a>
 handed_ratio=<a2/a> batch_handed_ratio=<d/a2> iterator_handed_ratio=<b/a2> a3_ratio=<a3/a> a4_ratio=<a4/a>
-raw_msgs_per_s=<a> ... a_cpu_ns=<the process's CPU ns per message in row a> (a2 a3 a4 b d alike)
+fetcher_thread_ratio=<b0/a> raw_msgs_per_s=<a> ... a_cpu_ns=<the process's CPU ns per message in row a>
+(a2 a3 a4 b b0 d alike)
 loadavg=<1-minute load when the run ended>
 (a3) and (a4) check after timing that the positions they would commit are exact (every message
 handed out counts, except the last one, still being processed).
@@ -438,7 +441,7 @@ def pykafka_rate(zookeeper: str, bootstrap: str, topic: str, count: int) -> floa
     return seen / (time.perf_counter() - began) if seen else None
 
 
-def connector(zookeeper: str) -> ConsumerConnector:
+def connector(zookeeper: str, *, in_reader: bool = True) -> ConsumerConnector:
     return ConsumerConnector(
         {
             "zookeeper.connect": zookeeper,
@@ -446,12 +449,13 @@ def connector(zookeeper: str) -> ConsumerConnector:
             "auto.offset.reset": "smallest",
             "auto.commit.enable": "false",
             "consumer.timeout.ms": 5000,
+            "zkconsumer.fetch.in.reader": in_reader,
         }
     )
 
 
-def iterator(zookeeper: str, topic: str, count: int) -> float:
-    with connector(zookeeper) as conn:
+def iterator(zookeeper: str, topic: str, count: int, *, in_reader: bool = True) -> float:
+    with connector(zookeeper, in_reader=in_reader) as conn:
         stream = conn.create_message_streams({topic: 1})[topic][0]
         return touch_each(stream, count)
 
@@ -506,6 +510,7 @@ def only(rows: list[str], boot: str, zk: str, topic: str, n: int, rep: int) -> N
         "a3": lambda: one_thread_caller(boot, topic, n),
         "a4": lambda: one_thread_lean(boot, topic, n),
         "b": lambda: iterator(zk, topic, n),
+        "b0": lambda: iterator(zk, topic, n, in_reader=False),
         "d": lambda: batches(zk, topic, n),
     }
     for row in rows:
@@ -533,7 +538,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="small heaps (for the test suite)")
     parser.add_argument(
         "--rows",
-        help="only these rows, comma-separated, of a a2 a3 a4 b d (to profile one, e.g. under py-spy); "
+        help="only these rows, comma-separated, of a a2 a3 a4 b b0 d (to profile one, e.g. under py-spy); "
         "the last line is then <row>_msgs_per_s= <row>_cpu_ns= <row>_gc_ns= per row",
     )
     args = parser.parse_args()
@@ -568,6 +573,8 @@ def main() -> None:
         show("(a4) 1 thread, lean positions", "a4", a4)
         b = best_of("b", rep, lambda: iterator(zk, topic, n))
         show("(b) one ConsumerIterator", "b", b)
+        b0 = best_of("b0", rep, lambda: iterator(zk, topic, n, in_reader=False))
+        show("(b0) (b), fetcher thread only", "b0", b0)
         c = many_streams(zk, topic, args.messages, args.streams)
         print(
             f"(c) {args.streams} streams, {args.streams} threads   : {c:12,.0f} msg/s  ({c / a:.2f} of tuned raw)",
@@ -589,9 +596,10 @@ def main() -> None:
             f"ratio={b / a:.3f} batch_ratio={d / a:.3f} scala_ratio={d / e:.3f} iterator_scala_ratio={b / e:.3f} "
             f"default_ratio={a0 / a:.3f} handed_ratio={a2 / a:.3f} batch_handed_ratio={d / a2:.3f} "
             f"iterator_handed_ratio={b / a2:.3f} a3_ratio={a3 / a:.3f} a4_ratio={a4 / a:.3f} "
+            f"fetcher_thread_ratio={b0 / a:.3f} "
             f"raw_msgs_per_s={a:.0f} iterator_msgs_per_s={b:.0f} "
             f"streams_msgs_per_s={c:.0f} batch_msgs_per_s={d:.0f} scala_msgs_per_s={e if e < float('inf') else 0:.0f} "
-            + "".join(f"{row}_cpu_ns={cpu[row]:.0f} " for row in ("a", "a2", "a3", "a4", "b", "d"))
+            + "".join(f"{row}_cpu_ns={cpu[row]:.0f} " for row in ("a", "a2", "a3", "a4", "b", "b0", "d"))
             + f"loadavg={os.getloadavg()[0]:.2f}"
         )
     finally:

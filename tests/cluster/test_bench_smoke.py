@@ -27,9 +27,9 @@ def test_throughput_benchmark_smoke() -> None:
     assert re.fullmatch(
         r"ratio=\d+\.\d+ batch_ratio=\d+\.\d+ scala_ratio=\d+\.\d+ iterator_scala_ratio=\d+\.\d+ "
         r"default_ratio=\d+\.\d+ handed_ratio=\d+\.\d+ batch_handed_ratio=\d+\.\d+ iterator_handed_ratio=\d+\.\d+ "
-        r"a3_ratio=\d+\.\d+ a4_ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
+        r"a3_ratio=\d+\.\d+ a4_ratio=\d+\.\d+ fetcher_thread_ratio=\d+\.\d+ raw_msgs_per_s=\d+ iterator_msgs_per_s=\d+ streams_msgs_per_s=\d+ "
         r"batch_msgs_per_s=\d+ scala_msgs_per_s=\d+ "
-        r"a_cpu_ns=\d+ a2_cpu_ns=\d+ a3_cpu_ns=\d+ a4_cpu_ns=\d+ b_cpu_ns=\d+ d_cpu_ns=\d+ loadavg=\d+\.\d+",
+        r"a_cpu_ns=\d+ a2_cpu_ns=\d+ a3_cpu_ns=\d+ a4_cpu_ns=\d+ b_cpu_ns=\d+ b0_cpu_ns=\d+ d_cpu_ns=\d+ loadavg=\d+\.\d+",
         last,
     ), last
 
