@@ -236,33 +236,36 @@ class StreamQueue:
             return True
 
     def take(self, timeout: float | None) -> Chunk | object | None:
-        """Next chunk, `END`, or None on timeout. Raises the error set by `fail()`."""
-        callback = None
-        with self._cond:
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while not self._chunks and self._error is None:
+        """Next chunk, `END`, or None on timeout. Raises the error set by `fail()`.
+
+        An empty queue with a `refill` asks it to fetch, outside the queue's lock (the fetch offers
+        chunks to this queue too), or waits as long as it says for another thread's fetch.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        wait: float | None = None  # how long refill said to wait for another's fetch; None: ask it
+        while True:
+            with self._cond:
+                if self._chunks or self._error is not None:
+                    if self._error is not None and (not self._chunks or self._chunks[0] is not END):
+                        raise ConsumerError(f"consumer stream {self.name} failed: {self._error}") from self._error
+                    item = self._chunks.popleft()
+                    callback = None
+                    if item is END:
+                        self._chunks.appendleft(item)  # stays ended for every later call
+                    elif self._refused:
+                        self._refused = False
+                        callback = self.on_space
+                    break
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
-                refill = self.refill
-                if refill is not None and not self._closed:
-                    self._cond.release()  # a fetch on this thread offers chunks to this queue too
-                    try:
-                        wait = refill(self, _REFILL_TIMEOUT if remaining is None else min(remaining, _REFILL_TIMEOUT))
-                    finally:
-                        self._cond.acquire()
-                    if wait <= 0 or self._chunks or self._error is not None:
-                        continue
-                    remaining = wait if remaining is None else min(remaining, wait)
-                self._cond.wait(remaining)
-            if self._error is not None and (not self._chunks or self._chunks[0] is not END):
-                raise ConsumerError(f"consumer stream {self.name} failed: {self._error}") from self._error
-            item = self._chunks.popleft()
-            if item is END:
-                self._chunks.appendleft(item)  # stays ended for every later call
-            elif self._refused:
-                self._refused = False
-                callback = self.on_space
+                refill = None if self._closed else self.refill
+                if refill is None or wait is not None:
+                    self._cond.wait(remaining if wait is None else wait if remaining is None else min(wait, remaining))
+                    wait = None
+                    continue
+            asked = refill(self, _REFILL_TIMEOUT if remaining is None else min(remaining, _REFILL_TIMEOUT))
+            wait = asked if asked > 0 else None
         if callback is not None:
             callback()
         return item

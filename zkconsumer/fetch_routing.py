@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka import Message as KafkaMessage
 
 from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo
+from zkconsumer.fetch_turns import READER_GRACE
 from zkconsumer.runs import split_runs
 
 Key = tuple[str, int]
@@ -28,6 +30,7 @@ class ChunkRouting:
     _wake: threading.Event
     _retry: bool
     _reader_turns: bool
+    _reader_asked: float
     _batch_size: int
     _hold_bytes: int
     _infos: dict[Key, PartitionTopicInfo]
@@ -89,32 +92,37 @@ class ChunkRouting:
 
     def _on_space(self) -> None:  # queue.on_space: runs on application threads, so only flag and wake
         self._retry = True
-        if not self._reader_turns:  # else the reader's next fetch offers them, in its own thread
+        # A reader that fetches offers them in its next fetch; without one, wake the fetcher thread.
+        if not self._reader_turns or time.monotonic() - self._reader_asked >= READER_GRACE:
             self._wake.set()
 
     def _retry_held(self) -> None:
         resume = []
         for key in list(self._held):
-            held = self._held.pop(key)
-            size = self._held_bytes.pop(key, 0)
+            held = self._held[key]  # dropped only once queued: a turn cut short here loses nothing
             info = self._infos.get(key)
             if info is None or not info.active:
-                continue  # released: drop it; stays paused until remove()/assign()
-            if not info.queue.offer(Chunk(info, held)):
-                self._held[key] = held  # re-inserted last: partitions sharing a queue take turns
-                self._held_bytes[key] = size
-            elif key in self._paused:
-                resume.append(key)
+                self._drop_held(key)  # released: stays paused until remove()/assign()
+            elif info.queue.offer(Chunk(info, held)):
+                self._drop_held(key)
+                if key in self._paused:
+                    resume.append(key)
+            else:  # re-inserted last: partitions sharing a queue take turns
+                self._held[key] = self._held.pop(key)
+                self._held_bytes[key] = self._held_bytes.pop(key, 0)
         if resume:
             self._raw.resume([TopicPartition(*k) for k in resume])
             self._paused.difference_update(resume)
+
+    def _drop_held(self, key: Key) -> None:
+        self._held.pop(key, None)
+        self._held_bytes.pop(key, None)
 
     def _forget(self, keys: Iterable[Key]) -> None:
         """Drop held messages and pause state (librdkafka keeps a pause across unassign/assign)."""
         resume = []
         for key in keys:
-            self._held.pop(key, None)
-            self._held_bytes.pop(key, None)
+            self._drop_held(key)
             if key in self._paused:
                 self._paused.discard(key)
                 resume.append(TopicPartition(*key))

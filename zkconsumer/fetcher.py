@@ -13,12 +13,13 @@ from typing import Any, TypeVar, cast
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from zkconsumer.chunks import Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.chunks import Message, PartitionTopicInfo
 from zkconsumer.consumer_proxy import ConsumerProxy
 from zkconsumer.errors import ConsumerError
 from zkconsumer.fetch_errors import FetchErrors
 from zkconsumer.fetch_routing import ChunkRouting
 from zkconsumer.fetch_settings import FetchSettings
+from zkconsumer.fetch_turns import IDLE_WAIT, POLL_TIMEOUT, READER_GRACE, ReaderTurns
 from zkconsumer.log_throttle import throttled_logger
 from zkconsumer.offset_reset import OffsetResets
 from zkconsumer.zkio import Deadline
@@ -30,32 +31,29 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]
 T = TypeVar("T")
 
-_POLL_TIMEOUT = 0.1  # consume() wait: bounds how late a command or close() is noticed
 _HELD_POLL_TIMEOUT = 0.01  # while some partitions wait for queue space, notice that space soon
-_IDLE_WAIT = 1.0  # nothing fetchable: sleep until a command or queue space wakes us
-_READER_GRACE = 0.25  # the fetcher thread fetches only when no reader has fetched for this long
-_BUSY_WAIT = 0.02  # a reader that found the Consumer taken waits this long for that fetch's chunks
 _CLOSE_WAIT = 5.0  # how long close() waits for a reader's fetch to give the Consumer back
 _COMMAND_TIMEOUT = 60.0
 
 
-class Fetcher(ChunkRouting, OffsetResets, FetchErrors):
+class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
     """Fetch owned partitions with one Consumer; route them, one chunk per partition and batch, into queues.
 
     Whoever calls the Consumer or touches the routing state holds `_turn`: the fetcher thread, or
     (with `reader_turns`) a reader whose queue is empty, which then fetches on its own thread
     (`fetch_for`). A reader that keeps up thus fetches and iterates in one thread, without handing
     every chunk to another thread (two threads taking turns on the GIL cost ~20 % of the speed);
-    the fetcher thread fetches only when no reader has for `_READER_GRACE` (readers busy or absent),
+    the fetcher thread fetches only when no reader has for `READER_GRACE` (readers busy or absent),
     and runs the commands other threads post (a reader's fetch leaves them to it).
     A refused chunk is held (and grows); at `batch_size` held messages or `hold_bytes` of values
     (default: queued.max.message.chunks x fetch.message.max.bytes) its partition is paused. A pause
     costs a re-fetch (librdkafka drops the partition's prefetch), so the bounds let a stream that
     keeps up never pause: at 1,000 it paused 150 times per million messages, at 0.6x the speed.
 
-    The routing (fetch_routing.ChunkRouting), the auto.offset.reset policy (offset_reset.OffsetResets)
-    and librdkafka's errors (fetch_errors.FetchErrors) are its base classes, each in a module of its
-    own; this class keeps the thread, the turns on the Consumer and the commands.
+    A reader's turn (fetch_turns.ReaderTurns), the routing (fetch_routing.ChunkRouting), the
+    auto.offset.reset policy (offset_reset.OffsetResets) and librdkafka's errors
+    (fetch_errors.FetchErrors) are its base classes, each in a module of its own; this class keeps
+    the thread, the commands and closing.
     """
 
     def __init__(
@@ -85,9 +83,10 @@ class Fetcher(ChunkRouting, OffsetResets, FetchErrors):
         self._retry = False  # set by queue.on_space from application threads
         self._stopping = self._closed = False
         self._turn = threading.Lock()  # held by whoever calls the Consumer or touches the routing state
-        self._turn_owner: int | None = None  # the reader thread fetching now, if one is
+        self._turn_owner: int | None = None  # the thread holding `_turn` (set right after acquiring it)
+        self._unowned_polls = 0  # the fetcher thread's failed turn polls in a row that saw no owner
         self._reader_turns = reader_turns
-        self._reader_asked = -_READER_GRACE  # time.monotonic() when a reader last wanted to fetch
+        self._reader_asked = -READER_GRACE  # time.monotonic() when a reader last wanted to fetch
         self._rewind = False  # a reader's fetch was cut short: refetch from the routed positions
         self._failure: BaseException | None = None
         self._infos: dict[Key, PartitionTopicInfo] = {}
@@ -217,61 +216,11 @@ class Fetcher(ChunkRouting, OffsetResets, FetchErrors):
             if thread.is_alive():
                 raise TimeoutError(f"{thread.name} did not stop within {_COMMAND_TIMEOUT:.0f}s")
         with self._turn:
-            return fn()
-
-    def fetch_for(self, stream_queue: StreamQueue, timeout: float) -> float:
-        """A reader found `stream_queue` empty: fetch on its thread if the Consumer is free (StreamQueue.refill).
-
-        Returns 0 after a fetch, else how long the reader should wait for chunks another thread's
-        fetch may bring. A failure ends fetching for good (on_error); an exception that is not an
-        Exception (KeyboardInterrupt) reaches the reader, and the next fetch refetches what this one
-        may have taken from librdkafka without routing it.
-        """
-        if self._stopping or self._closed or self._failure is not None:
-            return _IDLE_WAIT  # close() or fail() ends the queue soon
-        self._reader_asked = time.monotonic()  # the fetcher thread leaves the next fetch to us
-        if not self._commands.empty() or not self._turn.acquire(blocking=False):
-            return _BUSY_WAIT  # the fetcher thread runs the commands first
-        try:
-            if self._stopping or self._closed or self._failure is not None:
-                return _IDLE_WAIT
             self._turn_owner = threading.get_ident()
             try:
-                if self._rewind:
-                    self._refetch()
-                if self._retry:
-                    self._retry = False
-                    self._retry_held()
-                    if len(stream_queue):
-                        return 0.0
-                if len(self._infos) <= len(self._paused):
-                    return _IDLE_WAIT
-                messages = self._raw.consume(self._batch_size, timeout)
-                if messages:
-                    self._route(cast("list[Message]", messages))
-                return 0.0
-            except Exception as exc:  # noqa: BLE001 - fetching fails for every reader: leave
-                self._fail(exc)
-                return _IDLE_WAIT
-            except BaseException:
-                self._rewind = True
-                raise
+                return fn()
             finally:
                 self._turn_owner = None
-        finally:
-            self._turn.release()
-            if self._stopping and not self._closed:
-                self._close_consumer(0.0)  # close() gave up waiting for this fetch
-
-    def _refetch(self) -> None:
-        """Fetch every partition again from `fetched_offset`: what was routed is queued or held, and
-        what an interrupted fetch took from librdkafka beyond it is not (the iterators skip any
-        repeat below `consumed_offset`)."""
-        tps = [TopicPartition(i.topic, i.partition, i.fetched_offset) for i in self._infos.values()]
-        if tps:
-            self._raw.incremental_unassign(tps)  # a pause outlives this, as _paused says
-            self._raw.incremental_assign(tps)
-        self._rewind = False
 
     def _run(self) -> None:
         # consume() returns Messages typed with Optional topic/partition/offset; _route reads those
@@ -281,7 +230,7 @@ class Fetcher(ChunkRouting, OffsetResets, FetchErrors):
         try:
             while not self._stopping and self._failure is None:
                 wake.clear()
-                if not turn.acquire(timeout=_POLL_TIMEOUT):
+                if not self._poll_turn():
                     continue  # a reader is fetching
                 try:
                     if self._stopping or self._failure is not None:
@@ -295,16 +244,17 @@ class Fetcher(ChunkRouting, OffsetResets, FetchErrors):
                         self._retry_held()
                     fetchable = len(self._infos) > len(self._paused)
                     mine = fetchable and (
-                        not self._reader_turns or time.monotonic() - self._reader_asked >= _READER_GRACE
+                        not self._reader_turns or time.monotonic() - self._reader_asked >= READER_GRACE
                     )
                     if mine:
-                        messages = consume(batch, _HELD_POLL_TIMEOUT if self._paused else _POLL_TIMEOUT)
+                        messages = consume(batch, _HELD_POLL_TIMEOUT if self._paused else POLL_TIMEOUT)
                         if messages:
                             self._route(messages)
                 finally:
+                    self._turn_owner = None
                     turn.release()
                 if not mine:  # nothing fetchable, or readers fetch: sleep until a command or queue space
-                    wake.wait(_READER_GRACE if fetchable else _IDLE_WAIT)
+                    wake.wait(READER_GRACE if fetchable else IDLE_WAIT)
         except BaseException as exc:  # noqa: BLE001 - report anything that kills the thread
             self._fail(exc)
         finally:
@@ -371,11 +321,14 @@ class Fetcher(ChunkRouting, OffsetResets, FetchErrors):
             self._set_infos({k: v for k, v in self._infos.items() if k not in gone})
 
     def _close_consumer(self, wait: float = _CLOSE_WAIT) -> None:
-        if not self._turn.acquire(timeout=wait):
-            # A reader's fetch (or the fetcher thread) holds the Consumer; it closes it when it ends.
-            if wait > 0:
-                log.warning("%s: the consumer was still fetching after %.1fs; the fetch closes it", self.name, wait)
-            return
+        if not self._turn.acquire(timeout=self.deadline.remaining(wait)):
+            if self._turn_owner is not None or wait <= 0:
+                # A reader's fetch holds the Consumer; it closes it when it ends (fetch_for).
+                if wait > 0:
+                    log.warning("%s: the consumer was still fetching; that fetch closes it", self.name)
+                return
+            # Held by nobody all this while: left behind by an interrupted reader (see _poll_turn).
+            log.warning("%s: a reader was interrupted holding the consumer; closing it anyway", self.name)
         try:
             if not self._closed and self._raw is not None:
                 self._closed = True

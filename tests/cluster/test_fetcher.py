@@ -629,16 +629,20 @@ def test_a_reader_fetch_cut_short_by_an_interrupt_loses_and_repeats_nothing(
     assert_nothing_more(it)
 
 
-def test_a_failed_reader_fetch_ends_fetching_once(make_fetcher, topic_factory, produce, monkeypatch) -> None:
+def test_a_fatal_error_in_a_reader_fetch_ends_fetching_once(make_fetcher, topic_factory, produce, monkeypatch) -> None:
     topic = topic_factory(partitions=1)
     produce(topic, 2000, partitions=1)
+    fatal = confluent_kafka.KafkaException(KafkaError(KafkaError._FATAL, "injected fatal", fatal=True))
+
+    class FatalInTheReader(confluent_kafka.Consumer):
+        def consume(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if threading.current_thread() is threading.main_thread():
+                raise fatal
+            return super().consume(*args, **kwargs)
+
+    monkeypatch.setattr(fetcher_mod, "Consumer", FatalInTheReader)
     q = StreamQueue(2, "s")
     f = make_fetcher(batch_size=100)
-
-    def fail(messages: list) -> None:
-        raise ValueError("injected")
-
-    routing_threads(f, monkeypatch, before=fail)
     f.assign(infos_for(topic, [0], q))
     it = ConsumerIterator(q, 200)
     deadline = time.monotonic() + 20
@@ -647,13 +651,13 @@ def test_a_failed_reader_fetch_ends_fetching_once(make_fetcher, topic_factory, p
             next(it)
         except ConsumerTimeout:
             pass
-    assert [str(e) for e in f.errors] == ["injected"]
+    assert f.errors == [fatal]
     f._thread.join(10)
     assert not f._thread.is_alive()  # the fetcher thread ends with it
-    exc = f.errors.pop()
+    f.errors.pop()
     with pytest.raises(ConsumerError) as info:
         f.add(infos_for(topic, [0], q))
-    assert info.value.__cause__ is exc
+    assert info.value.__cause__ is fatal
 
 
 def test_close_while_a_reader_fetches(make_fetcher, topic_factory) -> None:
