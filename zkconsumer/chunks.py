@@ -196,8 +196,8 @@ class StreamQueue:
     """A queue of at most `capacity` chunks that never blocks its producer.
 
     The fetcher calls `offer()`; on False it pauses the partition and keeps the chunk until
-    `on_space` fires (called from the consuming thread after it takes a chunk), so one slow
-    stream never stalls the others.
+    `on_space` fires (called from the consuming thread as it takes a chunk), so one slow stream
+    never stalls the others.
 
     `refill(queue, timeout)`, once the fetcher sets it, lets a reader that finds the queue empty
     fetch on its own thread (Fetcher.fetch_for): it returns 0 after fetching, else how long to wait
@@ -267,7 +267,12 @@ class StreamQueue:
             asked = refill(self, _REFILL_TIMEOUT if remaining is None else min(remaining, _REFILL_TIMEOUT))
             wait = asked if asked > 0 else None
         if callback is not None:
-            callback()
+            try:
+                callback()
+            except BaseException:  # a signal in the callback: the chunk goes back, the hint is lost
+                with self._cond:  # (the fetcher offers held chunks now and then anyway)
+                    self._chunks.appendleft(item)
+                raise
         return item
 
     def clear(self) -> int:

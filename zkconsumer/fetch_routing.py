@@ -36,7 +36,7 @@ class ChunkRouting:
     _infos: dict[Key, PartitionTopicInfo]
     _ever_assigned: set[Key]
     _shared_partitions: frozenset[int]
-    _held: dict[Key, list[Message]]
+    _held: collections.OrderedDict[Key, list[Message]]
     _held_bytes: dict[Key, int]
     _paused: set[Key]
 
@@ -91,7 +91,7 @@ class ChunkRouting:
             self._on_message_error(m)
 
     def _on_space(self) -> None:  # queue.on_space: runs on application threads, so only flag and wake
-        self._retry = True
+        self._retry = True  # a hint: the fetcher thread also offers held chunks now and then
         # A reader that fetches offers them in its next fetch; without one, wake the fetcher thread.
         if not self._reader_turns or time.monotonic() - self._reader_asked >= READER_GRACE:
             self._wake.set()
@@ -107,9 +107,8 @@ class ChunkRouting:
                 self._drop_held(key)
                 if key in self._paused:
                     resume.append(key)
-            else:  # re-inserted last: partitions sharing a queue take turns
-                self._held[key] = self._held.pop(key)
-                self._held_bytes[key] = self._held_bytes.pop(key, 0)
+            else:  # last in line: partitions sharing a queue take turns (one C call: no signal between)
+                self._held.move_to_end(key)
         if resume:
             self._raw.resume([TopicPartition(*k) for k in resume])
             self._paused.difference_update(resume)

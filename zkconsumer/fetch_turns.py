@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import threading
@@ -23,20 +24,75 @@ _BUSY_WAIT = 0.02  # a reader that found the Consumer taken waits this long for 
 _ABANDONED_AFTER = 10  # failed turn polls in a row that see the lock held by nobody: a reader left it behind
 
 
+class Turn:
+    """Who may call the fetcher's Consumer now: a lock that knows its holder.
+
+    Every holder names itself right after acquiring (under a small lock of its own), so a lock
+    held by nobody can be told from one held by a thread at work: a signal raised in a reader
+    between acquiring and naming itself leaves it so, and `take_over` then takes it. A reader
+    whose signal handler ran while that happened finds the generation moved, and neither uses
+    nor releases the lock. Only the named holder gives it back.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names = threading.Lock()
+        self.holder: int | None = None
+        self._generation = 0
+
+    def try_take(self) -> bool:
+        """Take it if free (a reader). Call it inside a `try` whose `finally` calls give_back()."""
+        generation = self._generation
+        if not self._lock.acquire(blocking=False):
+            return False
+        with self._names:
+            if self._generation != generation:
+                return False  # taken over while this thread was interrupted: not ours
+            self.holder = threading.get_ident()
+        return True
+
+    def take(self, timeout: float) -> bool:
+        """Wait up to `timeout` for it (the fetcher thread, commands run inline, closing)."""
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        with self._names:
+            self.holder = threading.get_ident()
+        return True
+
+    def take_over(self) -> bool:
+        """Take it from nobody: a lock held but not named (see the class docstring)."""
+        with self._names:
+            if self.holder is not None or not self._lock.locked():
+                return False
+            self._generation += 1
+            self.holder = threading.get_ident()
+        return True
+
+    def give_back(self) -> None:
+        """Release it if this thread holds it (a no-op otherwise)."""
+        with self._names:
+            mine = self.holder == threading.get_ident()
+            if mine:
+                self.holder = None
+        if mine:
+            self._lock.release()
+
+    def held_by_me(self) -> bool:
+        return self.holder == threading.get_ident()
+
+
 class ReaderTurns:
     """Fetcher's turn half (a base of zkconsumer.fetcher.Fetcher).
 
-    `_turn` is held by whoever calls the Consumer or touches the routing state, and `_turn_owner`
-    names that thread from right after it acquired the lock. A reader whose queue is empty takes
-    a turn if the lock is free and no command waits (`fetch_for`); the fetcher thread polls for
-    it (`_poll_turn`).
+    `_turn` is held by whoever calls the Consumer or touches the routing state. A reader whose
+    queue is empty takes a turn if it is free and no command waits (`fetch_for`); the fetcher
+    thread polls for it (`_poll_turn`).
     """
 
     # Set by Fetcher.__init__ (and, for _raw, Fetcher.start).
     name: str
     _raw: Consumer
-    _turn: Any  # a threading.Lock (tests put a wrapper in its place)
-    _turn_owner: int | None
+    _turn: Turn
     _unowned_polls: int
     _reader_asked: float
     _rewind: bool
@@ -47,7 +103,7 @@ class ReaderTurns:
     _batch_size: int
     _commands: queue.SimpleQueue[Any]
     _infos: dict[Key, PartitionTopicInfo]
-    _held: dict[Key, list[Message]]
+    _held: collections.OrderedDict[Key, list[Message]]
     _held_bytes: dict[Key, int]
     _paused: set[Key]
 
@@ -69,12 +125,12 @@ class ReaderTurns:
         if self._stopping or self._closed or self._failure is not None:
             return IDLE_WAIT  # close() or fail() ends the queue soon
         self._reader_asked = time.monotonic()  # the fetcher thread leaves the next fetch to us
-        turn = self._turn
-        if not self._commands.empty() or not turn.acquire(blocking=False):
+        if not self._commands.empty():
             return _BUSY_WAIT  # the fetcher thread runs the commands first
-        # An exception raised right here (a signal) leaves `_turn` held with no owner: see _poll_turn.
+        turn = self._turn
         try:
-            self._turn_owner = threading.get_ident()
+            if not turn.try_take():
+                return _BUSY_WAIT
             if self._stopping or self._closed or self._failure is not None:
                 return IDLE_WAIT
             if self._rewind:
@@ -97,44 +153,48 @@ class ReaderTurns:
             self._rewind = True
             raise
         finally:
-            self._turn_owner = None
-            turn.release()
+            turn.give_back()
             if self._stopping and not self._closed:
                 self._close_consumer(0.0)  # close() gave up waiting for this fetch
 
     def _poll_turn(self) -> bool:
         """The fetcher thread's wait for `_turn` (one poll). A signal raised in a reader between
-        acquiring `_turn` and its `try` leaves the lock held by nobody; after `_ABANDONED_AFTER`
+        acquiring `_turn` and naming itself leaves it held by nobody; after `_ABANDONED_AFTER`
         polls in a row that found it so, the fetcher thread takes it over, and rebuilds the
         routing state the interrupted reader may have left half-done."""
-        if self._turn.acquire(timeout=POLL_TIMEOUT):
+        turn = self._turn
+        if turn.take(POLL_TIMEOUT):
             self._unowned_polls = 0
-            self._turn_owner = threading.get_ident()
             return True
-        self._unowned_polls = self._unowned_polls + 1 if self._turn_owner is None else 0
-        if self._unowned_polls < _ABANDONED_AFTER:
+        self._unowned_polls = self._unowned_polls + 1 if turn.holder is None else 0
+        if self._unowned_polls < _ABANDONED_AFTER or not turn.take_over():
             return False
         self._unowned_polls = 0
         log.warning("%s: a reader was interrupted holding the consumer; the fetcher thread takes it over", self.name)
-        self._turn_owner = threading.get_ident()
         self._rewind = True
-        return True  # the lock is still held: from now on by this thread
+        return True
 
     def _refetch(self) -> None:
         """Rebuild the routing state after a turn cut short by an exception (a reader's KeyboardInterrupt):
         every partition is fetched again from its first message not queued (the first held one, or
-        `fetched_offset`), held messages are dropped and nothing stays paused. Whatever step the
-        turn was in (routing, offering held chunks, pausing, an offset reset), nothing is lost; a
-        chunk queued twice repeats messages below `consumed_offset`, which the iterators skip."""
-        tps = []
+        `fetched_offset`), held messages are dropped and only released partitions stay paused.
+        Whatever step the turn was in (routing, offering held chunks, pausing, an offset reset),
+        nothing is lost; a chunk queued twice repeats messages below `consumed_offset`, which the
+        iterators skip."""
+        tps, released = [], []
         for key, info in self._infos.items():
             held = self._held.get(key)
             if held:
                 info.fetched_offset = held[0].offset()
-            tps.append(TopicPartition(info.topic, info.partition, info.fetched_offset))
-        self._held, self._held_bytes = {}, {}
+            tp = TopicPartition(info.topic, info.partition, info.fetched_offset)
+            tps.append(tp)
+            if not info.active:  # waits for remove() (see _retry_held)
+                released.append(tp)
+        self._held, self._held_bytes = collections.OrderedDict(), {}
         if tps:
             self._raw.assign(tps)
             self._raw.resume(tps)  # librdkafka keeps a pause across assign()
-        self._paused = set()
+        if released:
+            self._raw.pause(released)
+        self._paused = {(tp.topic, tp.partition) for tp in released}
         self._rewind = False

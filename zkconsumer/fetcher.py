@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import threading
@@ -19,7 +20,7 @@ from zkconsumer.errors import ConsumerError
 from zkconsumer.fetch_errors import FetchErrors
 from zkconsumer.fetch_routing import ChunkRouting
 from zkconsumer.fetch_settings import FetchSettings
-from zkconsumer.fetch_turns import IDLE_WAIT, POLL_TIMEOUT, READER_GRACE, ReaderTurns
+from zkconsumer.fetch_turns import IDLE_WAIT, POLL_TIMEOUT, READER_GRACE, ReaderTurns, Turn
 from zkconsumer.log_throttle import throttled_logger
 from zkconsumer.offset_reset import OffsetResets
 from zkconsumer.zkio import Deadline
@@ -32,6 +33,7 @@ Key = tuple[str, int]
 T = TypeVar("T")
 
 _HELD_POLL_TIMEOUT = 0.01  # while some partitions wait for queue space, notice that space soon
+_HELD_RECHECK = 1.0  # the fetcher thread offers held chunks again at least this often
 _CLOSE_WAIT = 5.0  # how long close() waits for a reader's fetch to give the Consumer back
 _COMMAND_TIMEOUT = 60.0
 
@@ -81,9 +83,9 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._retry = False  # set by queue.on_space from application threads
+        self._retried_at = 0.0  # time.monotonic() of the fetcher thread's last offer of held chunks
         self._stopping = self._closed = False
-        self._turn = threading.Lock()  # held by whoever calls the Consumer or touches the routing state
-        self._turn_owner: int | None = None  # the thread holding `_turn` (set right after acquiring it)
+        self._turn = Turn()  # held by whoever calls the Consumer or touches the routing state
         self._unowned_polls = 0  # the fetcher thread's failed turn polls in a row that saw no owner
         self._reader_turns = reader_turns
         self._reader_asked = -READER_GRACE  # time.monotonic() when a reader last wanted to fetch
@@ -92,7 +94,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         self._infos: dict[Key, PartitionTopicInfo] = {}
         self._ever_assigned: set[Key] = set()
         self._shared_partitions: frozenset[int] = frozenset()  # numbers that 2+ topics have
-        self._held: dict[Key, list[Message]] = {}  # refused messages per partition, in order
+        self._held: collections.OrderedDict[Key, list[Message]] = collections.OrderedDict()  # refused, in order
         self._held_bytes: dict[Key, int] = {}  # the sizes of their values
         self._paused: set[Key] = set()
         self._warned: dict[object, list[float]] = {}
@@ -183,7 +185,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         thread = self._thread
         if thread is None:
             raise RuntimeError(f"fetcher {self.name} not started")
-        if thread is threading.current_thread() or self._turn_owner == threading.get_ident():
+        if thread is threading.current_thread() or self._turn.held_by_me():
             return fn()
         if thread.is_alive() and not self._stopping and self._failure is None:
             fut: Future[T] = Future()
@@ -215,12 +217,13 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
             thread.join(_COMMAND_TIMEOUT)
             if thread.is_alive():
                 raise TimeoutError(f"{thread.name} did not stop within {_COMMAND_TIMEOUT:.0f}s")
-        with self._turn:
-            self._turn_owner = threading.get_ident()
-            try:
-                return fn()
-            finally:
-                self._turn_owner = None
+        turn = self._turn
+        try:
+            if not turn.take(_COMMAND_TIMEOUT) and not turn.take_over():
+                raise TimeoutError(f"fetcher {self.name}: the consumer stayed busy for {_COMMAND_TIMEOUT:.0f}s")
+            return fn()
+        finally:
+            turn.give_back()
 
     def _run(self) -> None:
         # consume() returns Messages typed with Optional topic/partition/offset; _route reads those
@@ -239,8 +242,9 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
                         self._refetch()
                     if not self._commands.empty():
                         self._run_commands()
-                    if self._retry:
-                        self._retry = False
+                    if self._retry or (self._held and time.monotonic() - self._retried_at >= _HELD_RECHECK):
+                        # On a hint from a queue (on_space), and now and then: a hint a signal cut short is not lost.
+                        self._retry, self._retried_at = False, time.monotonic()
                         self._retry_held()
                     fetchable = len(self._infos) > len(self._paused)
                     mine = fetchable and (
@@ -251,8 +255,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
                         if messages:
                             self._route(messages)
                 finally:
-                    self._turn_owner = None
-                    turn.release()
+                    turn.give_back()
                 if not mine:  # nothing fetchable, or readers fetch: sleep until a command or queue space
                     wake.wait(READER_GRACE if fetchable else IDLE_WAIT)
         except BaseException as exc:  # noqa: BLE001 - report anything that kills the thread
@@ -289,7 +292,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
     def _do_assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
         if self._closed:  # stop_fetching() after close(): nothing to undo
             self._set_infos({})
-            self._held, self._held_bytes, self._paused = {}, {}, set()
+            self._held, self._held_bytes, self._paused = collections.OrderedDict(), {}, set()
             return
         self._resolve_offsets(infos)
         self._forget(list(self._infos))
@@ -321,20 +324,21 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
             self._set_infos({k: v for k, v in self._infos.items() if k not in gone})
 
     def _close_consumer(self, wait: float = _CLOSE_WAIT) -> None:
-        if not self._turn.acquire(timeout=self.deadline.remaining(wait)):
-            if self._turn_owner is not None or wait <= 0:
-                # A reader's fetch holds the Consumer; it closes it when it ends (fetch_for).
-                if wait > 0:
-                    log.warning("%s: the consumer was still fetching; that fetch closes it", self.name)
-                return
-            # Held by nobody all this while: left behind by an interrupted reader (see _poll_turn).
-            log.warning("%s: a reader was interrupted holding the consumer; closing it anyway", self.name)
+        turn = self._turn
         try:
+            if not turn.take(self.deadline.remaining(wait)):
+                if wait <= 0 or turn.holder is not None or not turn.take_over():
+                    # A reader's fetch holds the Consumer; it closes it when it ends (fetch_for).
+                    if wait > 0:
+                        log.warning("%s: the consumer was still fetching; that fetch closes it", self.name)
+                    return
+                # Held by nobody all this while: left behind by an interrupted reader (see _poll_turn).
+                log.warning("%s: a reader was interrupted holding the consumer; closing it anyway", self.name)
             if not self._closed and self._raw is not None:
                 self._closed = True
                 self._raw.close()
         finally:
-            self._turn.release()
+            turn.give_back()
 
 
 def _unique(infos: Iterable[PartitionTopicInfo]) -> list[PartitionTopicInfo]:

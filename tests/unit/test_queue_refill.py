@@ -127,3 +127,23 @@ def test_an_iterator_refills_its_queue_and_times_out_when_nothing_comes() -> Non
     assert [m.offset() for m in (next(it) for _ in range(5))] == [0, 1, 2, 3, 4]
     with pytest.raises(ConsumerTimeout):
         next(it)
+
+
+def test_an_exception_in_on_space_puts_the_taken_chunk_back() -> None:
+    """A signal handler raising inside on_space (called after the take, outside the lock) must not
+    lose the chunk taken: the next take hands it out."""
+    q = StreamQueue(1, "s")
+    first, refused = make_chunk(q, 0, 2), make_chunk(q, 2, 2)
+    assert q.offer(first) and not q.offer(refused)
+    calls: list[int] = []
+
+    def on_space() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+
+    q.on_space = on_space
+    with pytest.raises(KeyboardInterrupt):
+        q.take(1.0)
+    assert q.take(1.0) is first
+    assert calls == [1]  # the hint was lost with the signal; the fetcher offers held chunks anyway

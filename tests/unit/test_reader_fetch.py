@@ -18,6 +18,7 @@ from zkconsumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.delivery import ConsumerIterator
 from zkconsumer.errors import ConsumerTimeout
 from zkconsumer.fetcher import Fetcher, FetchSettings
+from zkconsumer.zkio import Deadline
 
 KEY = ("t", 0)
 LAST = 100
@@ -201,34 +202,143 @@ def test_a_fatal_kafka_error_in_a_reader_fetch_ends_fetching_once(fetcher, monke
     assert errors == [fatal]
 
 
-def test_a_lock_left_behind_by_an_interrupted_reader_is_taken_over(fetcher, monkeypatch) -> None:
-    """A signal raised just after a reader acquired the turn lock, before its try: the lock stays
+class AfterAcquire:
+    """Stands in for Turn's lock: once, right after a reader's non-blocking acquire, runs `then`
+    (what a signal handler does there: raise, or make a Consumer call and return)."""
+
+    def __init__(self, f: Fetcher, then) -> None:  # type: ignore[no-untyped-def]
+        self.real, self.fetcher, self.then, self.done = f._turn._lock, f, then, False
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self.real.acquire(blocking, timeout)
+        if got and not blocking and not self.done:
+            self.done = True
+            self.then()
+        return got
+
+    def release(self) -> None:
+        self.real.release()
+
+    def locked(self) -> bool:
+        return self.real.locked()
+
+
+def start_thread(f: Fetcher) -> None:
+    f._thread = threading.Thread(target=f._run, name="t-fetcher", daemon=True)
+    f._thread.start()
+
+
+def test_a_lock_left_behind_by_an_interrupted_reader_is_taken_over(fetcher) -> None:
+    """A signal raised just after a reader acquired the turn, before it named itself: the lock is
     held by nobody. The fetcher thread takes it over after about a second and rebuilds."""
     f, q, errors = fetcher
     assert f.fetch_for(q, 0.1) == 0.0  # 0..4 queued
-    real = f._turn
 
-    class InterruptedAfterAcquire:
-        def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-            got = real.acquire(blocking, timeout)
-            if not blocking:
-                monkeypatch.setattr(f, "_turn", real)  # once
-                raise KeyboardInterrupt
-            return got
+    def interrupt() -> None:
+        raise KeyboardInterrupt
 
-    monkeypatch.setattr(f, "_turn", InterruptedAfterAcquire())
+    f._turn._lock = AfterAcquire(f, interrupt)  # type: ignore[assignment]
     with pytest.raises(KeyboardInterrupt):
         f.fetch_for(q, 0.1)
-    assert real.locked() and f._turn_owner is None
-    f._thread = threading.Thread(target=f._run, name="t-fetcher", daemon=True)
+    assert f._turn._lock.locked() and f._turn.holder is None
     began = time.monotonic()
-    f._thread.start()
+    start_thread(f)
     try:
         assert drain(ConsumerIterator(q, 3000)) == list(range(LAST))
-        assert time.monotonic() - began < 10
+        assert 0.9 < time.monotonic() - began < 10  # ten polls of 0.1 s that found nobody
     finally:
         f.close(5)
     assert f._raw.closed and not errors
+
+
+def test_a_signal_handler_that_waits_on_the_fetcher_thread_gets_its_call_run(fetcher) -> None:
+    """The signal lands right after the reader's acquire, and its handler makes a Consumer call (a
+    commit, shutdown's stop_fetching) and returns: the fetcher thread takes the turn over to run
+    it, and the reader, finding it taken over, neither fetches nor releases it."""
+    f, q, errors = fetcher
+    ran: list[object] = []
+    f._turn._lock = AfterAcquire(f, lambda: ran.append(f._call(lambda: "committed")))  # type: ignore[assignment]
+    f._reader_asked = float("inf")  # the fetcher thread leaves every fetch to the reader
+    start_thread(f)
+    try:
+        assert drain(ConsumerIterator(q, 3000)) == list(range(LAST))  # the first fetch ran the handler
+        assert ran == ["committed"]
+    finally:
+        f.close(5)
+    assert not errors and f._failure is None
+
+
+def test_a_closer_leaves_the_lock_of_a_reader_that_closes(fetcher) -> None:
+    """A reader whose fetch saw close() closes the Consumer itself; close(), short of deadline,
+    must not take that reader's lock for one left behind."""
+    f, q, errors = fetcher
+    close = f._raw.close
+
+    def slow_close() -> None:
+        time.sleep(0.3)
+        close()
+
+    f._raw.close = slow_close  # type: ignore[method-assign]
+    f._thread = threading.Thread(target=lambda: None)
+    f._thread.start()
+    f._thread.join()
+    f._stopping = True
+    f.deadline = Deadline(0.05)
+    raised: list[BaseException] = []
+
+    def reader_closes() -> None:
+        try:
+            f._close_consumer(0.0)  # fetch_for's finally, once _stopping is set
+        except BaseException as exc:  # noqa: BLE001
+            raised.append(exc)
+
+    t = threading.Thread(target=reader_closes, name="reader")
+    t.start()
+    time.sleep(0.05)
+    f._close_consumer()
+    t.join(5)
+    assert not raised and f._raw.closed and not f._turn._lock.locked()
+
+
+def test_a_signal_in_on_space_loses_neither_the_chunk_nor_the_held_ones(fetcher) -> None:
+    """on_space is a hint given before the take; one that a signal cut short costs a second: the
+    fetcher thread offers held chunks now and then anyway."""
+    f, q, errors = fetcher
+    assert f.fetch_for(q, 0.1) == 0.0  # 0..4 queued
+    assert f.fetch_for(q, 0.1) == 0.0  # 5..9 refused: held, the queue marked refused
+    on_space, interrupted = q.on_space, []
+
+    def interrupted_on_space() -> None:
+        if not interrupted:
+            interrupted.append(1)
+            raise KeyboardInterrupt  # before the hint was given
+        on_space()
+
+    q.on_space = interrupted_on_space
+    start_thread(f)
+    try:
+        assert drain(ConsumerIterator(q, 3000)) == list(range(LAST))
+    finally:
+        f.close(5)
+    assert interrupted and not errors
+
+
+def test_a_signal_after_a_run_was_queued_repeats_nothing(fetcher, monkeypatch) -> None:
+    """Between a run's offer and the move of fetched_offset: the run is fetched again and queued
+    twice, and the iterator skips the copy."""
+    f, q, errors = fetcher
+    offer, fired = q.offer, []
+
+    def offer_then_signal(chunk):  # type: ignore[no-untyped-def]
+        ok = offer(chunk)
+        if ok and not fired and chunk.messages[0].offset() == 10:
+            fired.append(1)
+            raise KeyboardInterrupt
+        return ok
+
+    monkeypatch.setattr(q, "offer", offer_then_signal)
+    assert drain(ConsumerIterator(q, 300)) == list(range(LAST))
+    assert fired and not errors
 
 
 def test_close_takes_over_a_lock_left_behind(fetcher) -> None:
@@ -236,7 +346,7 @@ def test_close_takes_over_a_lock_left_behind(fetcher) -> None:
     f._thread = threading.Thread(target=lambda: None)  # a fetcher thread that already ended
     f._thread.start()
     f._thread.join()
-    f._turn.acquire()  # left behind: held by nobody
+    f._turn._lock.acquire()  # left behind: held by nobody
     f._stopping = True
     f._close_consumer(0.2)
-    assert f._raw.closed and not f._turn.locked()
+    assert f._raw.closed and not f._turn._lock.locked()
