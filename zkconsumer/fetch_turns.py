@@ -20,7 +20,7 @@ Key = tuple[str, int]
 READER_GRACE = 0.25  # the fetcher thread fetches only when no reader has asked to for this long
 POLL_TIMEOUT = 0.1  # consume() wait: bounds how late a command or close() is noticed
 IDLE_WAIT = 1.0  # nothing fetchable: sleep until a command or queue space wakes us
-_BUSY_WAIT = 0.02  # a reader that found the Consumer taken waits this long for that fetch's chunks
+_BUSY_WAIT = 0.005  # a reader that found the Consumer taken waits this long before asking again
 _ABANDONED_AFTER = 10  # failed turn polls in a row that see the lock held by nobody: a reader left it behind
 
 
@@ -79,6 +79,10 @@ class Turn:
 
     def held_by_me(self) -> bool:
         return self.holder == threading.get_ident()
+
+    def unnamed(self) -> bool:
+        """Held but by nobody named: left behind, or a holder in the instant before it names itself."""
+        return self.holder is None and self._lock.locked()
 
 
 class ReaderTurns:

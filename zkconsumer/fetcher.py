@@ -233,6 +233,12 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         try:
             while not self._stopping and self._failure is None:
                 wake.clear()
+                readers_fetch = self._reader_turns and time.monotonic() - self._reader_asked < READER_GRACE
+                held_due = bool(self._held) and time.monotonic() - self._retried_at >= _HELD_RECHECK
+                if readers_fetch and not (self._commands.qsize() or held_due or self._rewind or turn.unnamed()):
+                    self._unowned_polls = 0
+                    wake.wait(READER_GRACE)  # leave the Consumer to them: taking it makes a reader wait
+                    continue
                 if not self._poll_turn():
                     continue  # a reader is fetching
                 try:
@@ -242,14 +248,13 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
                         self._refetch()
                     if not self._commands.empty():
                         self._run_commands()
-                    if self._retry or (self._held and time.monotonic() - self._retried_at >= _HELD_RECHECK):
-                        # On a hint from a queue (on_space), and now and then: a hint a signal cut short is not lost.
+                    if (self._retry and not readers_fetch) or held_due:
+                        # On a hint from a queue (on_space) when no reader fetches (a reader's fetch
+                        # offers them), and now and then: a hint a signal cut short is not lost.
                         self._retry, self._retried_at = False, time.monotonic()
                         self._retry_held()
                     fetchable = len(self._infos) > len(self._paused)
-                    mine = fetchable and (
-                        not self._reader_turns or time.monotonic() - self._reader_asked >= READER_GRACE
-                    )
+                    mine = fetchable and not readers_fetch
                     if mine:
                         messages = consume(batch, _HELD_POLL_TIMEOUT if self._paused else POLL_TIMEOUT)
                         if messages:
