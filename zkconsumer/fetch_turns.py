@@ -29,60 +29,74 @@ class Turn:
 
     Every holder names itself right after acquiring (under a small lock of its own), so a lock
     held by nobody can be told from one held by a thread at work: a signal raised in a reader
-    between acquiring and naming itself leaves it so, and `take_over` then takes it. A reader
-    whose signal handler ran while that happened finds the generation moved, and neither uses
-    nor releases the lock. Only the named holder gives it back.
+    between acquiring and naming itself leaves it so, and `take_over` then replaces it with a
+    fresh lock, held by the taker. The lock left behind is never released; a thread that
+    acquired it (one whose signal handler ran meanwhile) finds it replaced when it comes to name
+    itself, and neither uses nor releases it.
+
+    Threads that run signal handlers (the main thread) give the turn back with no call between
+    checking that they hold it and releasing it:
+
+        if turn.holder == me:
+            lock = turn.lock
+            turn.holder = None
+            lock.release()
+
+    (CPython looks for pending signals after each call: one landing in a give_back() method,
+    before it cleared the name, would leave the turn named by a thread that no longer uses it.)
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._names = threading.Lock()
         self.holder: int | None = None
-        self._generation = 0
 
-    def try_take(self) -> bool:
-        """Take it if free (a reader). Call it inside a `try` whose `finally` calls give_back()."""
-        generation = self._generation
-        if not self._lock.acquire(blocking=False):
+    def try_take(self, me: int) -> bool:
+        """Take it if free, without waiting (a reader)."""
+        lock = self.lock
+        if not lock.acquire(blocking=False):
             return False
-        with self._names:
-            if self._generation != generation:
-                return False  # taken over while this thread was interrupted: not ours
-            self.holder = threading.get_ident()
-        return True
+        return self._name(lock, me)
 
-    def take(self, timeout: float) -> bool:
+    def take(self, me: int, timeout: float) -> bool:
         """Wait up to `timeout` for it (the fetcher thread, commands run inline, closing)."""
-        if not self._lock.acquire(timeout=timeout):
-            return False
-        with self._names:
-            self.holder = threading.get_ident()
-        return True
-
-    def take_over(self) -> bool:
-        """Take it from nobody: a lock held but not named (see the class docstring)."""
-        with self._names:
-            if self.holder is not None or not self._lock.locked():
+        deadline = time.monotonic() + timeout
+        while True:
+            lock = self.lock
+            if lock.acquire(timeout=max(0.0, min(POLL_TIMEOUT, deadline - time.monotonic()))):
+                if self._name(lock, me):
+                    return True
+            elif time.monotonic() >= deadline:
                 return False
-            self._generation += 1
-            self.holder = threading.get_ident()
+
+    def _name(self, lock: threading.Lock, me: int) -> bool:
+        with self._names:
+            if self.lock is not lock:
+                return False  # replaced by take_over while this thread was held up: not ours
+            self.holder = me
         return True
 
-    def give_back(self) -> None:
-        """Release it if this thread holds it (a no-op otherwise)."""
+    def take_over(self, me: int) -> bool:
+        """Take it from nobody: held but not named (see the class docstring)."""
         with self._names:
-            mine = self.holder == threading.get_ident()
-            if mine:
-                self.holder = None
-        if mine:
-            self._lock.release()
+            if self.holder is not None or not self.lock.locked():
+                return False
+            fresh = threading.Lock()
+            fresh.acquire()
+            self.lock = fresh
+            self.holder = me
+        return True
 
-    def held_by_me(self) -> bool:
-        return self.holder == threading.get_ident()
+    def give_back(self, me: int) -> None:
+        """Release it if `me` holds it (for threads that run no signal handlers; see above)."""
+        if self.holder == me:
+            lock = self.lock
+            self.holder = None
+            lock.release()
 
     def unnamed(self) -> bool:
         """Held but by nobody named: left behind, or a holder in the instant before it names itself."""
-        return self.holder is None and self._lock.locked()
+        return self.holder is None and self.lock.locked()
 
 
 class ReaderTurns:
@@ -100,6 +114,7 @@ class ReaderTurns:
     _unowned_polls: int
     _reader_asked: float
     _rewind: bool
+    _retried_at: float
     _retry: bool
     _stopping: bool
     _closed: bool
@@ -131,16 +146,16 @@ class ReaderTurns:
         self._reader_asked = time.monotonic()  # the fetcher thread leaves the next fetch to us
         if not self._commands.empty():
             return _BUSY_WAIT  # the fetcher thread runs the commands first
-        turn = self._turn
+        turn, me = self._turn, threading.get_ident()
         try:
-            if not turn.try_take():
+            if not turn.try_take(me):
                 return _BUSY_WAIT
             if self._stopping or self._closed or self._failure is not None:
                 return IDLE_WAIT
             if self._rewind:
                 self._refetch()
             if self._retry:
-                self._retry = False
+                self._retry, self._retried_at = False, time.monotonic()
                 self._retry_held()
                 if len(stream_queue):
                     return 0.0
@@ -157,7 +172,10 @@ class ReaderTurns:
             self._rewind = True
             raise
         finally:
-            turn.give_back()
+            if turn.holder == me:  # inline, no call before the release: see Turn
+                lock = turn.lock
+                turn.holder = None
+                lock.release()
             if self._stopping and not self._closed:
                 self._close_consumer(0.0)  # close() gave up waiting for this fetch
 
@@ -166,12 +184,12 @@ class ReaderTurns:
         acquiring `_turn` and naming itself leaves it held by nobody; after `_ABANDONED_AFTER`
         polls in a row that found it so, the fetcher thread takes it over, and rebuilds the
         routing state the interrupted reader may have left half-done."""
-        turn = self._turn
-        if turn.take(POLL_TIMEOUT):
+        turn, me = self._turn, threading.get_ident()
+        if turn.take(me, POLL_TIMEOUT):
             self._unowned_polls = 0
             return True
         self._unowned_polls = self._unowned_polls + 1 if turn.holder is None else 0
-        if self._unowned_polls < _ABANDONED_AFTER or not turn.take_over():
+        if self._unowned_polls < _ABANDONED_AFTER or not turn.take_over(me):
             return False
         self._unowned_polls = 0
         log.warning("%s: a reader was interrupted holding the consumer; the fetcher thread takes it over", self.name)

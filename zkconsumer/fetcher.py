@@ -185,7 +185,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         thread = self._thread
         if thread is None:
             raise RuntimeError(f"fetcher {self.name} not started")
-        if thread is threading.current_thread() or self._turn.held_by_me():
+        if thread is threading.current_thread() or self._turn.holder == threading.get_ident():
             return fn()
         if thread.is_alive() and not self._stopping and self._failure is None:
             fut: Future[T] = Future()
@@ -217,19 +217,22 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
             thread.join(_COMMAND_TIMEOUT)
             if thread.is_alive():
                 raise TimeoutError(f"{thread.name} did not stop within {_COMMAND_TIMEOUT:.0f}s")
-        turn = self._turn
+        turn, me = self._turn, threading.get_ident()
         try:
-            if not turn.take(_COMMAND_TIMEOUT) and not turn.take_over():
+            if not turn.take(me, _COMMAND_TIMEOUT) and not turn.take_over(me):
                 raise TimeoutError(f"fetcher {self.name}: the consumer stayed busy for {_COMMAND_TIMEOUT:.0f}s")
             return fn()
         finally:
-            turn.give_back()
+            if turn.holder == me:  # inline, no call before the release: see fetch_turns.Turn
+                lock = turn.lock
+                turn.holder = None
+                lock.release()
 
     def _run(self) -> None:
         # consume() returns Messages typed with Optional topic/partition/offset; _route reads those
         # only after it has set error messages apart, so it takes them as chunks.Message.
         consume = cast("Callable[[int, float], list[Message]]", self._raw.consume)
-        batch, wake, turn = self._batch_size, self._wake, self._turn
+        batch, wake, turn, me = self._batch_size, self._wake, self._turn, threading.get_ident()
         try:
             while not self._stopping and self._failure is None:
                 wake.clear()
@@ -260,7 +263,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
                         if messages:
                             self._route(messages)
                 finally:
-                    turn.give_back()
+                    turn.give_back(me)
                 if not mine:  # nothing fetchable, or readers fetch: sleep until a command or queue space
                     wake.wait(READER_GRACE if fetchable else IDLE_WAIT)
         except BaseException as exc:  # noqa: BLE001 - report anything that kills the thread
@@ -329,10 +332,10 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
             self._set_infos({k: v for k, v in self._infos.items() if k not in gone})
 
     def _close_consumer(self, wait: float = _CLOSE_WAIT) -> None:
-        turn = self._turn
+        turn, me = self._turn, threading.get_ident()
         try:
-            if not turn.take(self.deadline.remaining(wait)):
-                if wait <= 0 or turn.holder is not None or not turn.take_over():
+            if not turn.take(me, self.deadline.remaining(wait)):
+                if wait <= 0 or turn.holder is not None or not turn.take_over(me):
                     # A reader's fetch holds the Consumer; it closes it when it ends (fetch_for).
                     if wait > 0:
                         log.warning("%s: the consumer was still fetching; that fetch closes it", self.name)
@@ -343,7 +346,10 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
                 self._closed = True
                 self._raw.close()
         finally:
-            turn.give_back()
+            if turn.holder == me:  # inline, no call before the release: see fetch_turns.Turn
+                lock = turn.lock
+                turn.holder = None
+                lock.release()
 
 
 def _unique(infos: Iterable[PartitionTopicInfo]) -> list[PartitionTopicInfo]:

@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from zkconsumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.delivery import ConsumerIterator
 from zkconsumer.errors import ConsumerTimeout
+from zkconsumer.fetch_turns import Turn
 from zkconsumer.fetcher import Fetcher, FetchSettings
 from zkconsumer.zkio import Deadline
 
@@ -207,7 +208,7 @@ class AfterAcquire:
     (what a signal handler does there: raise, or make a Consumer call and return)."""
 
     def __init__(self, f: Fetcher, then) -> None:  # type: ignore[no-untyped-def]
-        self.real, self.fetcher, self.then, self.done = f._turn._lock, f, then, False
+        self.real, self.fetcher, self.then, self.done = f._turn.lock, f, then, False
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         got = self.real.acquire(blocking, timeout)
@@ -237,10 +238,10 @@ def test_a_lock_left_behind_by_an_interrupted_reader_is_taken_over(fetcher) -> N
     def interrupt() -> None:
         raise KeyboardInterrupt
 
-    f._turn._lock = AfterAcquire(f, interrupt)  # type: ignore[assignment]
+    f._turn.lock = AfterAcquire(f, interrupt)  # type: ignore[assignment]
     with pytest.raises(KeyboardInterrupt):
         f.fetch_for(q, 0.1)
-    assert f._turn._lock.locked() and f._turn.holder is None
+    assert f._turn.lock.locked() and f._turn.holder is None
     began = time.monotonic()
     start_thread(f)
     try:
@@ -257,7 +258,7 @@ def test_a_signal_handler_that_waits_on_the_fetcher_thread_gets_its_call_run(fet
     it, and the reader, finding it taken over, neither fetches nor releases it."""
     f, q, errors = fetcher
     ran: list[object] = []
-    f._turn._lock = AfterAcquire(f, lambda: ran.append(f._call(lambda: "committed")))  # type: ignore[assignment]
+    f._turn.lock = AfterAcquire(f, lambda: ran.append(f._call(lambda: "committed")))  # type: ignore[assignment]
     f._reader_asked = float("inf")  # the fetcher thread leaves every fetch to the reader
     start_thread(f)
     try:
@@ -297,7 +298,7 @@ def test_a_closer_leaves_the_lock_of_a_reader_that_closes(fetcher) -> None:
     time.sleep(0.05)
     f._close_consumer()
     t.join(5)
-    assert not raised and f._raw.closed and not f._turn._lock.locked()
+    assert not raised and f._raw.closed and not f._turn.lock.locked()
 
 
 def test_a_signal_in_on_space_loses_neither_the_chunk_nor_the_held_ones(fetcher) -> None:
@@ -346,7 +347,50 @@ def test_close_takes_over_a_lock_left_behind(fetcher) -> None:
     f._thread = threading.Thread(target=lambda: None)  # a fetcher thread that already ended
     f._thread.start()
     f._thread.join()
-    f._turn._lock.acquire()  # left behind: held by nobody
+    f._turn.lock.acquire()  # left behind: held by nobody
     f._stopping = True
     f._close_consumer(0.2)
-    assert f._raw.closed and not f._turn._lock.locked()
+    assert f._raw.closed and not f._turn.lock.locked()
+
+
+# ---- Turn itself ----------------------------------------------------------------------------------------
+def test_a_thread_held_up_after_acquiring_while_its_turn_was_taken_over_does_not_use_it() -> None:
+    """The main thread acquires (a command run inline, a close), then a signal handler keeps it
+    for more than a second; meanwhile the fetcher thread takes the turn over. The held-up thread
+    must not name itself on the replaced lock, nor release anything."""
+    turn = Turn()
+    main, fetcher_thread = 1, 2
+    real = turn.lock
+
+    class HeldUp:
+        def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+            got = real.acquire(blocking, timeout)
+            taker = threading.Thread(target=lambda: took.append(turn.take_over(fetcher_thread)))
+            taker.start()
+            taker.join()
+            return got
+
+        def locked(self) -> bool:
+            return real.locked()
+
+    took: list[bool] = []
+    turn.lock = HeldUp()  # type: ignore[assignment]
+    assert not turn.take(main, 0.3)  # its lock was replaced; the new one is the fetcher thread's
+    assert took == [True] and turn.holder == fetcher_thread
+    assert not turn.try_take(3)  # nobody else gets in while the taker holds it
+    turn.give_back(fetcher_thread)
+    assert turn.try_take(3) and turn.holder == 3
+    assert real.locked()  # the lock left behind is never released
+
+
+def test_take_over_takes_only_a_lock_held_by_nobody() -> None:
+    turn = Turn()
+    assert not turn.take_over(1)  # free: nothing to take over
+    assert turn.try_take(2)
+    assert not turn.take_over(1)  # named: its holder is at work
+    turn.give_back(1)  # not the holder: a no-op
+    assert turn.holder == 2 and turn.lock.locked()
+    turn.give_back(2)
+    assert not turn.lock.locked() and turn.holder is None
+    turn.lock.acquire()  # left behind
+    assert turn.unnamed() and turn.take_over(1) and turn.holder == 1 and not turn.unnamed()
