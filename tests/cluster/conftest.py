@@ -1,10 +1,12 @@
-"""Fixtures of the cluster tests: `run`, the zkconsumer CLI invoked in-process against the session cluster."""
+"""Fixtures of the cluster tests: `run`, the zkconsumer CLI invoked in-process against the session cluster;
+`make_fetcher`, Fetchers on the session cluster."""
 
 from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
 
+from harness.fetching import fetcher_factory
 from zkconsumer.cli.main import cli
 
 
@@ -23,3 +25,9 @@ def run(cluster):  # type: ignore[no-untyped-def]
         )
 
     return invoke
+
+
+@pytest.fixture
+def make_fetcher(cluster, group_id):  # type: ignore[no-untyped-def]
+    """make_fetcher(**settings) -> started Fetcher; `.errors` lists what on_error received."""
+    yield from fetcher_factory(cluster.bootstrap_servers, group_id)
