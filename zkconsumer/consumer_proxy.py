@@ -1,4 +1,4 @@
-"""The fetcher's Consumer as other threads see it: every call runs on the fetcher thread."""
+"""The fetcher's Consumer as other threads see it: every call runs as a fetcher command."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ if TYPE_CHECKING:
 
 
 class ConsumerProxy:
-    """The fetcher's Consumer for other threads: each method call runs on the fetcher thread.
+    """The fetcher's Consumer for other threads: each method call runs as a fetcher command, on the
+    fetcher thread (or inline, by a thread that holds the fetcher's turn on the Consumer).
 
     confluent-kafka 2.16 serializes the calls on one Consumer behind a gate that consume() holds
     while it waits, and another thread polling that gate starves (commit() hangs): so post them.

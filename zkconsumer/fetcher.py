@@ -269,7 +269,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         except BaseException as exc:  # noqa: BLE001 - report anything that kills the thread
             self._fail(exc)
         finally:
-            while not self._commands.empty():  # failed: release waiting callers
+            while not self._commands.empty():  # stopped or failed: release waiting callers
                 self._commands.get()[1].cancel()
             if self._stopping:
                 self._close_consumer()
