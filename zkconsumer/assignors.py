@@ -7,7 +7,7 @@ import re
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import combinations, groupby
+from itertools import combinations, groupby, repeat
 
 from zkconsumer.compat import DEFAULT, Compat
 
@@ -86,20 +86,22 @@ def range_assign(inp: AssignmentInput) -> dict[TopicPartition, str]:
     """RangeAssignor for every topic: contiguous slices, the first len(P) % len(C) threads get one more.
 
     Scala only walks its own topics, but each topic is independent, so all topics is a superset.
+    Built with C-level zips (a rebalance attempt runs this for the whole group, thousands of
+    partitions for every member at once in a large group).
     """
     consumers, partitions = _normalise(inp)
     decision: dict[TopicPartition, str] = {}
     for topic, threads in consumers.items():
         parts = partitions[topic]
         per_thread, extra = divmod(len(parts), len(threads))
+        owners: list[str] = []
         for k, thread in enumerate(threads):
-            start = per_thread * k + min(k, extra)
             count = per_thread + (1 if k < extra else 0)
             if count == 0:
                 # Scala warns here, once per idle thread per attempt; too noisy for a group-wide view.
                 log.debug("no partitions of topic %s for consumer thread %s", topic, thread)
-            for partition in parts[start : start + count]:
-                decision[(topic, partition)] = thread
+            owners += repeat(thread, count)
+        decision.update(zip(zip(repeat(topic), parts), owners))
     return decision
 
 
@@ -184,6 +186,8 @@ def assign(strategy: str, inp: AssignmentInput, compat: Compat = DEFAULT) -> dic
 def owned_by(decision: Mapping[TopicPartition, str], consumer_id: str) -> dict[TopicPartition, str]:
     """The part of a group decision whose thread belongs to consumer_id (ConsumerThreadId.consumer)."""
     ours = {thread for thread in set(decision.values()) if _consumer_of(thread) == consumer_id}
+    if not ours:
+        return {}
     return {tp: thread for tp, thread in decision.items() if thread in ours}
 
 

@@ -12,24 +12,22 @@ three polls and two recvs. Every one of those calls lets go of the GIL, and with
 in a process each let-go is a wait to get it back. `use_eager_io` makes a connection try the
 call first and poll only when the socket says it would block.
 
-And kazoo's loop serves one request or one answer per turn, each turn a select: a burst of N
-pipelined reads costs 2N selects. `use_bursts` makes a turn also send the requests already queued
-(and woken) and read the answers already arrived, up to BURST of each.
+kazoo_batches goes further on the connections it is installed on (all but TLS ones read through
+its buffer, and every one sends its queue in batches); the eager calls remain the writes of both
+and the reads of TLS connections.
 """
 
 from __future__ import annotations
 
 import select
-import socket
 import ssl
-import time
 import types
 from collections.abc import Sequence
 from typing import Any
 
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-__all__ = ["BURST", "PollHandler", "poll_select", "make_handler", "use_bursts", "use_eager_io"]
+__all__ = ["WOULD_BLOCK", "PollHandler", "poll_select", "make_handler", "use_eager_io"]
 
 _HAS_POLL = hasattr(select, "poll")  # not on Windows
 _READ = select.POLLIN | select.POLLPRI if _HAS_POLL else 0
@@ -80,7 +78,7 @@ def make_handler() -> SequentialThreadingHandler:
 
 
 # The socket has nothing to give or no room to take yet: wait for it, then try again.
-_WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 def _eager_read(self: Any, length: int, timeout: float) -> bytes:
@@ -93,7 +91,7 @@ def _eager_read(self: Any, length: int, timeout: float) -> bytes:
         while remaining > 0:
             try:
                 chunk = self._socket.recv(remaining)
-            except _WOULD_BLOCK:
+            except WOULD_BLOCK:
                 if not self.handler.select([self._socket], [], [], timeout)[0]:
                     raise self.handler.timeout_exception("socket time-out during read") from None
                 continue
@@ -114,7 +112,7 @@ def _eager_write(self: Any, msg: bytes, timeout: float) -> None:
         while sent < len(msg):
             try:
                 count = self._socket.send(view[sent:])
-            except _WOULD_BLOCK:
+            except WOULD_BLOCK:
                 if not self.handler.select([], [self._socket], [], timeout)[1]:
                     raise self.handler.timeout_exception("socket time-out during write") from None
                 continue
@@ -131,68 +129,4 @@ def use_eager_io(connection: Any) -> bool:
         return False
     connection._read = types.MethodType(_eager_read, connection)
     connection._write = types.MethodType(_eager_write, connection)
-    return True
-
-
-BURST = 64  # requests sent, or answers read, per turn of kazoo's loop at most: neither starves the other
-_PEEK = getattr(socket, "MSG_PEEK", 0) | getattr(socket, "MSG_DONTWAIT", 0)
-
-
-def _waiting(sock: Any) -> bool:
-    """Whether a byte can be read from `sock` right now (without reading it, and without waiting)."""
-    try:
-        if sock.gettimeout():  # a socket with a timeout (socket.setdefaulttimeout) waits before any recv
-            return bool(poll_select([sock], [], [], 0)[0])
-        return bool(sock.recv(1, _PEEK))
-    except (OSError, ValueError):  # would block, or the socket is gone: let the loop see to it
-        return False
-
-
-def _send_burst(self: Any, read_timeout: float, connect_timeout: float) -> None:
-    """kazoo's _send_request, then again while requests are queued and a wake-up byte is waiting.
-    kazoo's client queues a request, then writes one byte to wake the loop; each _send_request
-    consumes one byte, as kazoo's own turns do, so the pipe never holds fewer bytes than the
-    queue's unsent requests that have written theirs, and no recv on it waits."""
-    send = self._zkc_send_one
-    send(read_timeout, connect_timeout)
-    for _ in range(BURST - 1):
-        wake = self._read_sock
-        if not self.client._queue or wake is None or not _waiting(wake):
-            return
-        send(read_timeout, connect_timeout)
-
-
-def _read_burst(self: Any, read_timeout: float) -> Any:
-    """kazoo's _read_socket, then again while the next answer has begun to arrive; returns the last
-    result, or the close answer (which ends kazoo's loop) as soon as it is read. kazoo's loop
-    looks at its ping deadline only between turns, so a burst also ends after a tenth of the read
-    timeout (at most 50 ms)."""
-    from kazoo.protocol.connection import CLOSE_RESPONSE
-
-    read = self._zkc_read_one
-    response = read(read_timeout)
-    until = time.monotonic() + min(0.05, read_timeout / 10)
-    for _ in range(BURST - 1):
-        if response == CLOSE_RESPONSE or time.monotonic() > until or not _waiting(self._socket):
-            return response
-        response = read(read_timeout)
-    return response
-
-
-def use_bursts(connection: Any) -> bool:
-    """Give this kazoo ConnectionHandler the burst send and read (once; again is a no-op); False,
-    leaving it as it is, on a platform without non-blocking peeks or a kazoo without what they rely
-    on. A TLS connection keeps one answer per turn (a peek would see the encrypted stream)."""
-    needed = ("_send_request", "_read_socket", "_read_sock", "_socket", "client")
-    if not (hasattr(socket, "MSG_PEEK") and hasattr(socket, "MSG_DONTWAIT")):
-        return False
-    if not all(hasattr(connection, name) for name in needed):
-        return False
-    if hasattr(connection, "_zkc_send_one"):
-        return True
-    connection._zkc_send_one = connection._send_request
-    connection._send_request = types.MethodType(_send_burst, connection)
-    if not getattr(connection.client, "use_ssl", False):
-        connection._zkc_read_one = connection._read_socket
-        connection._read_socket = types.MethodType(_read_burst, connection)
     return True

@@ -143,7 +143,8 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     """
     from kazoo.client import KazooClient
 
-    from zkconsumer.kazoo_handler import make_handler, use_bursts, use_eager_io
+    from zkconsumer.kazoo_batches import use_batches
+    from zkconsumer.kazoo_handler import make_handler, use_eager_io
 
     auth.prepare_login(hosts)
     client = KazooClient(
@@ -157,7 +158,7 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     connection: Any = getattr(client, "_connection", None)
     if connection is not None:
         use_eager_io(connection)
-        use_bursts(connection)
+        use_batches(connection)
     original = getattr(connection, "_connect", None)
     if connection is not None and original is not None:
 

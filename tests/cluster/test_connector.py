@@ -10,7 +10,7 @@ import time
 import pytest
 
 from harness.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
-from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist, kazoo_handler, zkdata
+from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist, kazoo_batches, kazoo_handler, zkdata
 from zkconsumer.kazoo_handler import PollHandler
 from zkconsumer.testing import kafka
 
@@ -44,7 +44,10 @@ def test_single_member_consumes_everything_with_exact_znodes(cluster, zk, topic_
         streams = conn.create_message_streams({topic: 2})
         assert conn.consumer_id == f"{group_id}_c1"
         assert isinstance(conn._zk.handler, PollHandler)  # kazoo's select on poll(2), see kazoo_handler.py
-        assert conn._zk._connection._read.__func__ is kazoo_handler._eager_read  # and the eager socket calls
+        connection = conn._zk._connection  # and the batched loop (kazoo_batches.py) over the eager writes
+        assert connection._read.__func__ is kazoo_batches._buffered_read
+        assert connection._send_request.__func__ is kazoo_batches._send_queued
+        assert connection._write.__func__ is kazoo_handler._eager_write
         drain("c1", streams[topic], recorder)
         recorder.wait_for(keys_of(sent), timeout=60)
 
