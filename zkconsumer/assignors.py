@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from itertools import combinations, groupby, repeat
 
 from zkconsumer.compat import DEFAULT, Compat
+from zkconsumer.group_assignment import GroupAssignment
 
 log = logging.getLogger(__name__)
 
@@ -82,15 +83,16 @@ def _normalise(inp: AssignmentInput) -> tuple[dict[str, tuple[str, ...]], dict[s
     return consumers, partitions
 
 
-def range_assign(inp: AssignmentInput) -> dict[TopicPartition, str]:
+def range_group(inp: AssignmentInput) -> GroupAssignment:
     """RangeAssignor for every topic: contiguous slices, the first len(P) % len(C) threads get one more.
 
     Scala only walks its own topics, but each topic is independent, so all topics is a superset.
-    Built with C-level zips (a rebalance attempt runs this for the whole group, thousands of
-    partitions for every member at once in a large group).
+    Each thread's slice is kept as an index range: a member of a large group takes its share (and
+    its watchdog what it checks) without a walk over the whole group's partitions.
     """
     consumers, partitions = _normalise(inp)
-    decision: dict[TopicPartition, str] = {}
+    topics: dict[str, tuple[Sequence[int], Sequence[str]]] = {}
+    runs: dict[str, list[tuple[str, int, int]]] = {}
     for topic, threads in consumers.items():
         parts = partitions[topic]
         per_thread, extra = divmod(len(parts), len(threads))
@@ -100,9 +102,17 @@ def range_assign(inp: AssignmentInput) -> dict[TopicPartition, str]:
             if count == 0:
                 # Scala warns here, once per idle thread per attempt; too noisy for a group-wide view.
                 log.debug("no partitions of topic %s for consumer thread %s", topic, thread)
+                continue
+            runs.setdefault(thread, []).append((topic, len(owners), len(owners) + count))
             owners += repeat(thread, count)
-        decision.update(zip(zip(repeat(topic), parts), owners))
-    return decision
+        if parts:
+            topics[topic] = (parts, owners)
+    return GroupAssignment(topics, runs)
+
+
+def range_assign(inp: AssignmentInput) -> dict[TopicPartition, str]:
+    """range_group as a plain dict, topics and partitions ascending."""
+    return dict(range_group(inp))
 
 
 def _ordered_pairs(partitions: Mapping[str, Sequence[int]], key_format: str) -> list[TopicPartition]:
@@ -183,8 +193,22 @@ def assign(strategy: str, inp: AssignmentInput, compat: Compat = DEFAULT) -> dic
     return range_assign(inp)
 
 
+def assign_group(strategy: str, inp: AssignmentInput, compat: Compat = DEFAULT) -> GroupAssignment:
+    """assign, kept per topic and per thread (range directly; roundrobin's interleaving regrouped)."""
+    if strategy == "roundrobin":
+        return GroupAssignment.from_pairs(assign(strategy, inp, compat))
+    return range_group(inp)
+
+
 def owned_by(decision: Mapping[TopicPartition, str], consumer_id: str) -> dict[TopicPartition, str]:
-    """The part of a group decision whose thread belongs to consumer_id (ConsumerThreadId.consumer)."""
+    """The part of a group decision whose thread belongs to consumer_id (ConsumerThreadId.consumer),
+    in (topic, partition) order."""
+    if isinstance(decision, GroupAssignment):  # from the threads' shares: no walk over the group
+        mine: dict[TopicPartition, str] = {}
+        for thread in decision.threads():
+            if _consumer_of(thread) == consumer_id:
+                mine.update(decision.share(thread))
+        return dict(sorted(mine.items()))
     ours = {thread for thread in set(decision.values()) if _consumer_of(thread) == consumer_id}
     if not ours:
         return {}

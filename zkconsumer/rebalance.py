@@ -6,8 +6,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from zkconsumer.assignors import AssignmentInput, assign, hash_ties, owned_by
+from zkconsumer.assignors import AssignmentInput, assign_group, hash_ties, owned_by
 from zkconsumer.compat import Compat
+from zkconsumer.group_assignment import GroupAssignment
 from zkconsumer.subscription import from_registration, thread_ids_for
 from zkconsumer.zkdata import Registration
 
@@ -57,6 +58,9 @@ class Decision:
     mine: Mapping[TopicPartition, str]
 
     def by_topic(self) -> dict[str, dict[int, str]]:
+        """topic -> partition -> thread, topics and partitions ascending."""
+        if isinstance(self.group, GroupAssignment):
+            return self.group.by_topic()
         out: dict[str, dict[int, str]] = {}
         for (topic, partition), thread in self.group.items():
             out.setdefault(topic, {})[partition] = thread
@@ -80,7 +84,7 @@ def decide(
                 a,
                 b,
             )
-    group = assign(strategy, inp, compat)
+    group = assign_group(strategy, inp, compat)
     return Decision(group=group, mine=owned_by(group, consumer_id))
 
 

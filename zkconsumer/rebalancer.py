@@ -312,9 +312,10 @@ class Rebalancer:
         its own share, what it claimed, and Scala members' shares for one member), as
         watchdog.find_problems words them. Owner nodes of our session that we neither own nor
         release are scheduled for deletion (watchdog.OwnershipCheck)."""
-        if self._stopping.is_set() or not self.last_assignment:
+        decision = self._last_decision
+        if self._stopping.is_set() or decision is None or not decision.group:
             return []
-        return self._ownership_check.problems(self.last_assignment, self.my_topics, self.fetcher)
+        return self._ownership_check.problems(decision.group, self.my_topics, self.fetcher)
 
     # ---- commits -------------------------------------------------------------------------------
     def commit(self, *, retries: int = 0) -> int:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from zkconsumer.assignment import Assignment
 from zkconsumer.group import GroupZk
+from zkconsumer.group_assignment import GroupAssignment
 from zkconsumer.membership import Membership
 from zkconsumer.offsets import PeriodicTask
 from zkconsumer.partition_fetcher import PartitionFetcher
@@ -61,29 +62,40 @@ def find_problems(
 
 
 def partitions_to_check(
-    expected: Mapping[str, Mapping[int, str]],
+    assignment: Mapping[TopicPartition, str],
     me: str,
     members: set[str],
     marked: set[str],
     claimed: Iterable[TopicPartition],
+    topics: Collection[str] | None = None,
 ) -> set[TopicPartition]:
-    """The partitions one member's watchdog reads (pure): those the assignment gives its threads;
-    those it claimed in this session (an orphan node of ours is found by us, who can delete it);
-    and, for the zkconsumer member with the lowest id, those of every member without a zkconsumer
-    marker (Scala members run no watchdog). With one zkconsumer member registered, every partition
-    is checked by somebody, and a change costs each member what moved in its own share."""
+    """The partitions one member's watchdog reads (pure): those the assignment (partition ->
+    thread) gives its threads; those it claimed in this session (an orphan node of ours is found
+    by us, who can delete it); and, for the zkconsumer member with the lowest id, those of every
+    member without a zkconsumer marker (Scala members run no watchdog). With one zkconsumer member
+    registered, every partition is checked by somebody, and a change costs each member what moved
+    in its own share. `topics` limits the assignment's partitions to those topics (not the claims).
+    A GroupAssignment is taken thread by thread, without a walk over the group's partitions."""
     zkconsumer_members = sorted((marked & members) | {me})
     designated = zkconsumer_members[0] == me
     out = set(claimed)
-    for topic, parts in expected.items():
-        for partition, thread in parts.items():
-            try:
-                owner = consumer_id_of_thread(thread)
-            except ValueError:
-                owner = None
-            if owner == me or (designated and owner not in marked):
-                out.add((topic, partition))
+    for thread, keys in _by_thread(assignment):
+        try:
+            owner: str | None = consumer_id_of_thread(thread)
+        except ValueError:
+            owner = None
+        if owner == me or (designated and owner not in marked):
+            out.update(keys if topics is None else (k for k in keys if k[0] in topics))
     return out
+
+
+def _by_thread(assignment: Mapping[TopicPartition, str]) -> Iterable[tuple[str, Iterable[TopicPartition]]]:
+    if isinstance(assignment, GroupAssignment):
+        return ((thread, assignment.share(thread)) for thread in assignment.threads())
+    out: dict[str, list[TopicPartition]] = {}
+    for key, thread in assignment.items():
+        out.setdefault(thread, []).append(key)
+    return out.items()
 
 
 class OwnershipCheck:
@@ -113,19 +125,20 @@ class OwnershipCheck:
 
     def problems(
         self,
-        last_assignment: Mapping[str, Mapping[int, str]],
+        last_assignment: Mapping[TopicPartition, str],
         my_topics: set[str],
         fetcher: PartitionFetcher | None,
     ) -> list[str]:
-        """Ownership problems in the partitions to check, given the last assignment (topic ->
-        partition -> thread), the topics this member subscribes to, and its fetcher."""
+        """Ownership problems in the partitions to check, given the last assignment ((topic,
+        partition) -> thread), the topics this member subscribes to, and its fetcher."""
         # From the watched caches: an idle check sends no request; one after a change reads what
         # changed in the partitions this member checks, not the whole group's moves.
         reads = self.group.reads
         members = set(reads.member_ids())
-        expected = {t: parts for t, parts in last_assignment.items() if t in my_topics}
         claimed = set(self.claimed)
-        keys = partitions_to_check(expected, self.consumer_id, members, reads.marked_member_ids(), claimed)
+        keys = partitions_to_check(
+            last_assignment, self.consumer_id, members, reads.marked_member_ids(), claimed, my_topics
+        )
         if self._stopping.is_set():
             return []  # leaving: the answer would not be acted on, and the session is closing
         found = reads.owner_threads(sorted(keys))
@@ -135,7 +148,11 @@ class OwnershipCheck:
         for (topic, partition), thread in found.items():
             if thread is not None:
                 owners.setdefault(topic, {})[partition] = thread
-        partitions = {t: {p: thread for p, thread in parts.items() if (t, p) in keys} for t, parts in expected.items()}
+        partitions: dict[str, dict[int, str]] = {}  # what is checked, with the thread it is assigned to
+        for topic, partition in keys:
+            assigned = last_assignment.get((topic, partition)) if topic in my_topics else None
+            if assigned is not None:
+                partitions.setdefault(topic, {})[partition] = assigned
         # Deleting an adopted node is fenced by session, so one of an older session is left alone.
         orphans = self.assignment.adopt_orphans(
             {key: thread for key, thread in found.items() if thread is not None and self._is_our_thread(thread)}

@@ -14,6 +14,7 @@ from zkconsumer.assignors import (
     AssignmentError,
     AssignmentInput,
     assign,
+    assign_group,
     hash_ties,
     java_string_hashcode,
     owned_by,
@@ -298,3 +299,45 @@ def _scala_roundrobin(inp: AssignmentInput, key_format: str) -> dict:
 @given(inp=groups(), key_format=st.sampled_from(["t-p", "[t,p]"]))
 def test_roundrobin_matches_literal_model(inp, key_format):
     assert roundrobin_assign(inp, key_format=key_format) == _scala_roundrobin(inp, key_format)
+
+
+def _scala_range(inp: AssignmentInput) -> dict:
+    """Literal model of RangeAssignor: per topic, sorted threads, nPartsPerConsumer and the extra."""
+    out = {}
+    for topic in sorted(inp.consumers_for_topic):
+        threads = sorted(set(inp.consumers_for_topic[topic]))
+        parts = sorted(set(inp.partitions_for_topic.get(topic) or ()))
+        if not threads:
+            continue
+        per, extra = divmod(len(parts), len(threads))
+        for i, thread in enumerate(threads):
+            start = per * i + min(i, extra)
+            for p in parts[start : start + per + (1 if i + 1 <= extra else 0)]:
+                out[(topic, p)] = thread
+    return out
+
+
+@given(inp=groups())
+def test_range_matches_literal_model(inp):
+    assert range_assign(inp) == _scala_range(inp)
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin"])
+@given(inp=groups())
+def test_a_group_assignment_answers_as_the_plain_decision(strategy, inp):
+    plain = assign(strategy, inp)
+    group = assign_group(strategy, inp)
+    assert len(group) == len(plain) and set(group) == set(plain) and dict(group) == plain
+    assert group.by_topic() == {
+        t: dict(sorted((p, th) for (tt, p), th in plain.items() if tt == t)) for t in sorted({t for t, _ in plain})
+    }
+    for thread in set(plain.values()):
+        assert group.share(thread) == {k: v for k, v in plain.items() if v == thread}
+    assert set(group.threads()) == set(plain.values())
+    members = {t.rsplit("-", 1)[0] for threads in inp.consumers_for_topic.values() for t in threads}
+    for member in members:
+        assert owned_by(group, member) == dict(sorted(owned_by(plain, member).items()))
+    for missing in [("no such topic", 0), *((t, 61) for t in inp.partitions_for_topic)]:
+        assert missing not in group and group.get(missing) is None
+        with pytest.raises(KeyError):
+            group[missing]

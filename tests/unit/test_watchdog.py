@@ -6,12 +6,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 import pytest
 from kazoo.exceptions import ConnectionLoss
 
+from zkconsumer.group_assignment import GroupAssignment
 from zkconsumer.offsets import PeriodicTask
-from zkconsumer.watchdog import Watchdog, find_problems
+from zkconsumer.watchdog import Watchdog, find_problems, partitions_to_check
 
 
 def test_healthy_group_has_no_problems() -> None:
@@ -122,10 +124,11 @@ def test_no_check_is_read_while_a_rebalance_is_under_way_or_pending() -> None:
     assert dog.run_once() == [] and dog.run_once() == ["t-1 has no owner"] and len(checks) == 2
 
 
-def test_each_partition_is_checked_by_its_zkconsumer_owner_or_the_designated_member() -> None:
-    from zkconsumer.watchdog import partitions_to_check
+@pytest.mark.parametrize("form", [dict, GroupAssignment.from_pairs])
+def test_each_partition_is_checked_by_its_zkconsumer_owner_or_the_designated_member(form: Any) -> None:
+    threads = {0: "g_a-0", 1: "g_a-0", 2: "g_b-0", 3: "g_scala-0", 4: "not a thread"}
+    expected = form({("t", p): thread for p, thread in threads.items()})
 
-    expected = {"t": {0: "g_a-0", 1: "g_a-0", 2: "g_b-0", 3: "g_scala-0", 4: "not a thread"}}
     members, marked = {"g_a", "g_b", "g_scala"}, {"g_a", "g_b"}
     a = partitions_to_check(expected, "g_a", members, marked, claimed=())
     b = partitions_to_check(expected, "g_b", members, marked, claimed=[("t", 0)])
@@ -136,3 +139,4 @@ def test_each_partition_is_checked_by_its_zkconsumer_owner_or_the_designated_mem
     # no marker read yet: a member counts itself as a zkconsumer member; the lowest such checks the rest
     alone = partitions_to_check(expected, "g_b", members, set(), claimed=())
     assert alone == {("t", p) for p in range(5)}
+    assert partitions_to_check(expected, "g_b", members, marked, claimed=[("u", 1)], topics={"u"}) == {("u", 1)}
