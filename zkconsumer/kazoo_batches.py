@@ -26,7 +26,7 @@ from typing import Any
 from kazoo.exceptions import ConnectionDropped, SessionExpiredError
 from kazoo.protocol.serialization import Auth, int_struct
 
-from zkconsumer.kazoo_handler import WOULD_BLOCK
+from zkconsumer.kazoo_handler import recv_eagerly
 
 __all__ = ["BATCH", "RECV_SIZE", "use_batches"]
 
@@ -70,14 +70,7 @@ def _buffered_read(self: Any, length: int, timeout: float) -> bytes:
         parts = [data[pos:]]
         with self._socket_error_handling():
             while have < length:
-                try:
-                    chunk = self._socket.recv(max(RECV_SIZE, length - have))
-                except WOULD_BLOCK:
-                    if not self.handler.select([self._socket], [], [], timeout)[0]:
-                        raise self.handler.timeout_exception("socket time-out during read") from None
-                    continue
-                if chunk == b"":
-                    raise ConnectionDropped("socket connection broken")
+                chunk = recv_eagerly(self, max(RECV_SIZE, length - have), timeout)
                 parts.append(chunk)
                 have += len(chunk)
         data, pos = b"".join(parts), 0

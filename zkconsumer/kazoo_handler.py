@@ -27,7 +27,7 @@ from typing import Any
 
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-__all__ = ["WOULD_BLOCK", "PollHandler", "poll_select", "make_handler", "use_eager_io"]
+__all__ = ["WOULD_BLOCK", "PollHandler", "poll_select", "make_handler", "recv_eagerly", "use_eager_io"]
 
 _HAS_POLL = hasattr(select, "poll")  # not on Windows
 _READ = select.POLLIN | select.POLLPRI if _HAS_POLL else 0
@@ -81,22 +81,31 @@ def make_handler() -> SequentialThreadingHandler:
 WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
-def _eager_read(self: Any, length: int, timeout: float) -> bytes:
-    """kazoo's ConnectionHandler._read, polling only when a recv would block."""
+def recv_eagerly(connection: Any, size: int, timeout: float) -> bytes:
+    """One recv of at most `size` bytes from a kazoo connection's socket, polling only when it
+    would block; a closed peer raises ConnectionDropped and a poll that times out the handler's
+    timeout exception. Called inside the connection's _socket_error_handling."""
     from kazoo.exceptions import ConnectionDropped
 
+    while True:
+        try:
+            chunk: bytes = connection._socket.recv(size)
+        except WOULD_BLOCK:
+            if not connection.handler.select([connection._socket], [], [], timeout)[0]:
+                raise connection.handler.timeout_exception("socket time-out during read") from None
+            continue
+        if chunk == b"":
+            raise ConnectionDropped("socket connection broken")
+        return chunk
+
+
+def _eager_read(self: Any, length: int, timeout: float) -> bytes:
+    """kazoo's ConnectionHandler._read, polling only when a recv would block."""
     parts = []
     remaining = length
     with self._socket_error_handling():
         while remaining > 0:
-            try:
-                chunk = self._socket.recv(remaining)
-            except WOULD_BLOCK:
-                if not self.handler.select([self._socket], [], [], timeout)[0]:
-                    raise self.handler.timeout_exception("socket time-out during read") from None
-                continue
-            if chunk == b"":
-                raise ConnectionDropped("socket connection broken")
+            chunk = recv_eagerly(self, remaining, timeout)
             parts.append(chunk)
             remaining -= len(chunk)
         return b"".join(parts)
