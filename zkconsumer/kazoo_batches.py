@@ -24,7 +24,7 @@ import types
 from typing import Any
 
 from kazoo.exceptions import ConnectionDropped, SessionExpiredError
-from kazoo.protocol.serialization import Auth, int_struct
+from kazoo.protocol.serialization import Auth, Close, int_struct
 
 from zkconsumer.kazoo_handler import recv_eagerly
 
@@ -137,6 +137,8 @@ def _send_queued(self: Any, read_timeout: float, connect_timeout: float) -> None
             self.logger.debug("Sending request(xid=%s): %s", xid, request)
         frames.append(_frame(request, xid))
         taken.append((request, async_object, xid))
+        if request.type == Close.type:
+            break  # the session ends with it: what a caller queued after it is failed at the close
     if not frames:
         return
     self._write(b"".join(frames), connect_timeout)

@@ -21,7 +21,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import AsyncResult
 from kazoo.protocol.connection import _CONNECTION_DROP, _SESSION_EXPIRED, AUTH_XID, CLOSE_RESPONSE
-from kazoo.protocol.serialization import Auth, GetData
+from kazoo.protocol.serialization import Auth, Close, GetData
 from kazoo.protocol.states import KeeperState
 
 from zkconsumer.kazoo_batches import BATCH, use_batches
@@ -211,6 +211,15 @@ def test_kazoos_test_hooks_are_met_in_queue_order(c: Connection, hook: object, e
     assert [xid for xid, _, _ in c.sent()] == [1]  # what precedes the hook goes out first
     with pytest.raises(error):
         c._send_request(1.0, 1.0)
+
+
+def test_the_close_request_is_the_last_one_sent(c: Connection) -> None:
+    c.call("/a")
+    c.client._queue.append((Close(), None))  # as KazooClient.stop queues it
+    c.call("/late")
+    c._send_request(1.0, 1.0)
+    assert [kind for _, kind, _ in c.sent()] == [GetData.type, Close.type]
+    assert [r.path for r, _ in c.client._queue] == ["/late"]
 
 
 def test_an_auth_request_takes_the_auth_xid_and_leaves_the_counter_alone(c: Connection) -> None:
