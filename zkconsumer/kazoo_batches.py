@@ -9,7 +9,7 @@ every queued request (up to BATCH) in one send; and an answer is read from a buf
 recv fills with whatever has arrived, so a turn handles every complete answer that recv brought.
 
 What kazoo's loop relies on is kept: a request leaves the queue for `_pending` only once written
-(a write that fails leaves it queued for the next connection, as kazoo's does); a turn never waits
+(a write that fails leaves it queued, with a wake-up byte, as kazoo's does); a turn never waits
 for a wake-up byte; a request left queued by the batch limit has a byte written for it, so the
 loop's select comes back to it; and a turn leaves at most one incomplete answer in the buffer,
 whose rest the socket will bring (the select watches the socket, not the buffer).
@@ -17,7 +17,6 @@ whose rest the socket will bring (the select watches the socket, not the buffer)
 
 from __future__ import annotations
 
-import itertools
 import logging
 import socket
 import types
@@ -116,8 +115,8 @@ def _send_queued(self: Any, read_timeout: float, connect_timeout: float) -> None
     except OSError:  # none after all (a spurious wake-up): the queue says what to do
         pass
     # Only this thread takes from the queue (callers append): its head stays put until popped
-    # below. list(islice) copies it in C, so no caller's append can interrupt the copy.
-    head = list(itertools.islice(queue, BATCH))
+    # below, and indexing it, unlike iterating, is not upset by an append meanwhile.
+    head = [queue[i] for i in range(min(len(queue), BATCH))]
     frames: list[bytes] = []
     taken: list[tuple[Any, Any, int]] = []
     debug = self.logger.isEnabledFor(logging.DEBUG)
@@ -141,24 +140,36 @@ def _send_queued(self: Any, read_timeout: float, connect_timeout: float) -> None
             break  # the session ends with it: what a caller queued after it is failed at the close
     if not frames:
         return
-    self._write(b"".join(frames), connect_timeout)
+    try:
+        self._write(b"".join(frames), connect_timeout)
+    except BaseException:
+        _wake(self)  # the batch stays queued, and its bytes were read above
+        raise
     for entry in taken:
         queue.popleft()
         client._pending.append(entry)
     if queue:  # behind the batch, their bytes read above (or queued since): come back for them
-        write_sock = self._write_sock
-        if write_sock is not None:
-            try:  # never waits: callers may have filled the pipe since, and then it is awake anyway
-                write_sock.send(b"\0", _DONTWAIT)
-            except OSError:  # full (awake already), or closing: the close path fails what is queued
-                pass
+        _wake(self)
+
+
+def _wake(self: Any) -> None:
+    """Write one wake-up byte for the loop, without ever waiting: callers may have filled the pipe,
+    and then the loop is awake anyway."""
+    write_sock = self._write_sock
+    if write_sock is not None:
+        try:
+            write_sock.send(b"\0", _DONTWAIT)
+        except OSError:  # full (awake already), or closing: the close path fails what is queued
+            pass
 
 
 def use_batches(connection: Any) -> bool:
     """Give this kazoo ConnectionHandler (`client._connection`) the batched send and the buffered
     read (once; again is a no-op); False, leaving it as it is, for a kazoo without what they rely
-    on. A TLS connection keeps kazoo's reads: a TLS socket can hold decrypted bytes that no select
+    on, or on a platform without non-blocking sends (Windows). A TLS connection keeps kazoo's reads: a TLS socket can hold decrypted bytes that no select
     on it reports, so reads there stay sized to the answer."""
+    if not _DONTWAIT:  # no non-blocking send on the pipe (Windows): the loop could block on its own wake-up
+        return False
     needed = (
         "_send_request",
         "_read_socket",

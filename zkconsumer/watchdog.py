@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -85,17 +86,21 @@ def partitions_to_check(
         except ValueError:
             owner = None
         if owner == me or (designated and owner not in marked):
-            out.update(keys if topics is None else (k for k in keys if k[0] in topics))
+            chosen = keys()
+            out.update(chosen if topics is None else (k for k in chosen if k[0] in topics))
     return out
 
 
-def _by_thread(assignment: Mapping[TopicPartition, str]) -> Iterable[tuple[str, Iterable[TopicPartition]]]:
+def _by_thread(
+    assignment: Mapping[TopicPartition, str],
+) -> Iterable[tuple[str, Callable[[], Iterable[TopicPartition]]]]:
+    """(thread, its partitions when asked): a GroupAssignment builds a share only for a thread chosen."""
     if isinstance(assignment, GroupAssignment):
-        return ((thread, assignment.share(thread)) for thread in assignment.threads())
-    out: dict[str, list[TopicPartition]] = {}
+        return ((thread, functools.partial(assignment.share, thread)) for thread in assignment.threads())
+    grouped: dict[str, list[TopicPartition]] = {}
     for key, thread in assignment.items():
-        out.setdefault(thread, []).append(key)
-    return out.items()
+        grouped.setdefault(thread, []).append(key)
+    return ((thread, functools.partial(list, keys)) for thread, keys in grouped.items())
 
 
 class OwnershipCheck:

@@ -188,7 +188,7 @@ def test_a_turn_never_waits_on_a_full_pipe(c: Connection) -> None:
     assert not turn.is_alive() and len(c.client._queue) == 1 and c.wake_bytes() > 0
 
 
-def test_a_failed_write_leaves_the_requests_queued_for_the_next_connection(c: Connection) -> None:
+def test_a_failed_write_leaves_the_requests_queued_and_the_loop_woken(c: Connection) -> None:
     c.call("/a", "/b")
 
     def broken(msg: bytes, timeout: float) -> None:
@@ -198,6 +198,7 @@ def test_a_failed_write_leaves_the_requests_queued_for_the_next_connection(c: Co
     with pytest.raises(ConnectionDropped):
         c._send_request(1.0, 1.0)
     assert [r.path for r, _ in c.client._queue] == ["/a", "/b"] and not c.client._pending
+    assert c.wake_bytes() == 1  # their bytes were read before the write: the loop is woken for them again
 
 
 @pytest.mark.parametrize(

@@ -140,3 +140,14 @@ def test_each_partition_is_checked_by_its_zkconsumer_owner_or_the_designated_mem
     alone = partitions_to_check(expected, "g_b", members, set(), claimed=())
     assert alone == {("t", p) for p in range(5)}
     assert partitions_to_check(expected, "g_b", members, marked, claimed=[("u", 1)], topics={"u"}) == {("u", 1)}
+
+
+def test_a_member_builds_only_the_shares_it_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = [f"g_m{i}-0" for i in range(6)]
+    group = GroupAssignment.from_pairs({("t", p): threads[p // 10] for p in range(60)})
+    asked: list[str] = []
+    share = GroupAssignment.share
+    monkeypatch.setattr(GroupAssignment, "share", lambda self, thread: asked.append(thread) or share(self, thread))
+    members = {t[:-2] for t in threads}
+    assert partitions_to_check(group, "g_m3", members, members, claimed=()) == {("t", p) for p in range(30, 40)}
+    assert asked == ["g_m3-0"]  # not the other five shares: only what it checks
