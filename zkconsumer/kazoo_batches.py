@@ -25,7 +25,7 @@ from typing import Any
 from kazoo.exceptions import ConnectionDropped, SessionExpiredError
 from kazoo.protocol.serialization import Auth, Close, int_struct
 
-from zkconsumer.kazoo_handler import recv_eagerly
+from zkconsumer.kazoo_handler import poll_select, recv_eagerly
 
 __all__ = ["BATCH", "RECV_SIZE", "use_batches"]
 
@@ -156,18 +156,22 @@ def _wake(self: Any) -> None:
     """Write one wake-up byte for the loop, without ever waiting: callers may have filled the pipe,
     and then the loop is awake anyway."""
     write_sock = self._write_sock
-    if write_sock is not None:
-        try:
-            write_sock.send(b"\0", _DONTWAIT)
-        except OSError:  # full (awake already), or closing: the close path fails what is queued
-            pass
+    if write_sock is None:
+        return
+    if write_sock.gettimeout() is not None and not poll_select([], [write_sock], [], 0)[1]:
+        return  # full: a pipe with a default socket timeout would wait for room despite MSG_DONTWAIT
+    try:
+        write_sock.send(b"\0", _DONTWAIT)
+    except OSError:  # full (awake already), or closing: the close path fails what is queued
+        pass
 
 
 def use_batches(connection: Any) -> bool:
     """Give this kazoo ConnectionHandler (`client._connection`) the batched send and the buffered
     read (once; again is a no-op); False, leaving it as it is, for a kazoo without what they rely
-    on, or on a platform without non-blocking sends (Windows). A TLS connection keeps kazoo's reads: a TLS socket can hold decrypted bytes that no select
-    on it reports, so reads there stay sized to the answer."""
+    on, or on a platform without non-blocking sends (Windows). A TLS connection keeps kazoo's
+    reads: a TLS socket can hold decrypted bytes that no select on it reports, so reads there stay
+    sized to the answer."""
     if not _DONTWAIT:  # no non-blocking send on the pipe (Windows): the loop could block on its own wake-up
         return False
     needed = (

@@ -10,6 +10,7 @@ import logging
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,10 +51,15 @@ class Connection:
     """kazoo's ConnectionHandler as the batches see it: a wake-up pipe, and a socket to a fake
     server whose answers are length-prefixed bodies (b"close" is the close answer)."""
 
-    def __init__(self) -> None:
+    def __init__(self, default_timeout: float | None = None) -> None:
         self.client = Client()
         self.client._connection = self
-        self._read_sock, self._write_sock = socket.socketpair()
+        saved = socket.getdefaulttimeout()
+        socket.setdefaulttimeout(default_timeout)  # kazoo's socketpair() takes the process default
+        try:
+            self._read_sock, self._write_sock = socket.socketpair()
+        finally:
+            socket.setdefaulttimeout(saved)
         self._socket: Any
         self._socket, self.server = socket.socketpair()
         self._socket.setblocking(False)
@@ -169,23 +175,29 @@ def test_a_request_queued_during_the_write_is_sent_on_the_next_turn(c: Connectio
     assert [path_of(body) for _, _, body in c.sent()] == [b"/a", b"/late"]
 
 
-def test_a_turn_never_waits_on_a_full_pipe(c: Connection) -> None:
+@pytest.mark.parametrize("default_timeout", [None, 3.0])
+def test_a_turn_never_waits_on_a_full_pipe(default_timeout: float | None) -> None:
+    c = Connection(default_timeout)
+    assert use_batches(c)
     c.call(*[f"/p{i}" for i in range(BATCH + 1)])
     write = c._write
 
     def write_while_callers_fill_the_pipe(msg: bytes, timeout: float) -> None:
+        kept = c._write_sock.gettimeout()
         c._write_sock.setblocking(False)
         with contextlib.suppress(BlockingIOError):
             while True:
                 c._write_sock.send(b"\0")
-        c._write_sock.setblocking(True)
+        c._write_sock.settimeout(kept)
         write(msg, timeout)
 
     c._write = write_while_callers_fill_the_pipe  # type: ignore[method-assign]
     turn = threading.Thread(target=c._send_request, args=(1.0, 1.0), daemon=True)
+    began = time.monotonic()
     turn.start()
     turn.join(5.0)
-    assert not turn.is_alive() and len(c.client._queue) == 1 and c.wake_bytes() > 0
+    assert not turn.is_alive() and time.monotonic() - began < 1.0  # not the pipe's 3 s timeout
+    assert len(c.client._queue) == 1 and c.wake_bytes() > 0
 
 
 def test_a_failed_write_leaves_the_requests_queued_and_the_loop_woken(c: Connection) -> None:
