@@ -23,6 +23,7 @@ import types
 from typing import Any
 
 from kazoo.exceptions import ConnectionDropped, SessionExpiredError
+from kazoo.protocol import connection as kazoo_connection
 from kazoo.protocol.serialization import Auth, Close, int_struct
 
 from zkconsumer.kazoo_handler import poll_select, recv_eagerly
@@ -81,12 +82,10 @@ def _read_answers(self: Any, read_timeout: float) -> Any:
     """kazoo's _read_socket, then again while the inbox holds a whole answer; returns the last
     result, or the close answer (which ends kazoo's loop) as soon as it is read. No recv happens
     after the first answer, so a turn is bounded by what one recv brought."""
-    from kazoo.protocol.connection import CLOSE_RESPONSE
-
     read_one = self._zkc_read_one
     response = read_one(read_timeout)
     box = _inbox(self)
-    while response != CLOSE_RESPONSE and _has_answer(box):
+    while response != kazoo_connection.CLOSE_RESPONSE and _has_answer(box):
         response = read_one(read_timeout)
         box = _inbox(self)  # a connection reset by an answer's handling empties it
     return response
@@ -106,8 +105,6 @@ def _frame(request: Any, xid: int | None) -> bytes:
 
 def _send_queued(self: Any, read_timeout: float, connect_timeout: float) -> None:
     """kazoo's _send_request for every queued request, up to BATCH, in one write."""
-    from kazoo.protocol.connection import _CONNECTION_DROP, _SESSION_EXPIRED, AUTH_XID
-
     client = self.client
     queue = client._queue
     try:  # every waiting wake-up byte at once; the select said there is one
@@ -121,14 +118,14 @@ def _send_queued(self: Any, read_timeout: float, connect_timeout: float) -> None
     taken: list[tuple[Any, Any, int]] = []
     debug = self.logger.isEnabledFor(logging.DEBUG)
     for request, async_object in head:
-        if request is _SESSION_EXPIRED or request is _CONNECTION_DROP:  # kazoo's test hooks
+        if request is kazoo_connection._SESSION_EXPIRED or request is kazoo_connection._CONNECTION_DROP:  # test hooks
             if frames:
                 break  # send what precedes it; the next turn meets it first
-            if request is _SESSION_EXPIRED:
+            if request is kazoo_connection._SESSION_EXPIRED:
                 raise SessionExpiredError("Session expired: Testing")
             raise ConnectionDropped("Connection dropped: Testing")
         if request.type == Auth.type:
-            xid = AUTH_XID
+            xid = kazoo_connection.AUTH_XID
         else:
             self._xid = (self._xid % 2147483647) + 1
             xid = self._xid
@@ -190,13 +187,11 @@ def use_batches(connection: Any) -> bool:
     client = connection.client
     if not (hasattr(client, "_queue") and hasattr(client, "_pending")):
         return False
-    try:
-        from kazoo.protocol import connection as kazoo_connection
-
-        for name in ("_SESSION_EXPIRED", "_CONNECTION_DROP", "AUTH_XID", "CLOSE_RESPONSE"):
-            getattr(kazoo_connection, name)
-    except AttributeError:
-        return False
+    if not all(
+        hasattr(kazoo_connection, name)
+        for name in ("_SESSION_EXPIRED", "_CONNECTION_DROP", "AUTH_XID", "CLOSE_RESPONSE")
+    ):
+        return False  # another kazoo: the turn meets its queue's test hooks by these names
     if hasattr(connection, "_zkc_inbox"):
         return True
     connection._zkc_inbox = _Inbox()

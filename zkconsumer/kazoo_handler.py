@@ -25,9 +25,10 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
+from kazoo.exceptions import ConnectionDropped
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-__all__ = ["WOULD_BLOCK", "PollHandler", "poll_select", "make_handler", "recv_eagerly", "use_eager_io"]
+__all__ = ["PollHandler", "poll_select", "make_handler", "recv_eagerly", "use_eager_io"]
 
 _HAS_POLL = hasattr(select, "poll")  # not on Windows
 _READ = select.POLLIN | select.POLLPRI if _HAS_POLL else 0
@@ -78,19 +79,17 @@ def make_handler() -> SequentialThreadingHandler:
 
 
 # The socket has nothing to give or no room to take yet: wait for it, then try again.
-WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+_WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 def recv_eagerly(connection: Any, size: int, timeout: float) -> bytes:
     """One recv of at most `size` bytes from a kazoo connection's socket, polling only when it
     would block; a closed peer raises ConnectionDropped and a poll that times out the handler's
     timeout exception. Called inside the connection's _socket_error_handling."""
-    from kazoo.exceptions import ConnectionDropped
-
     while True:
         try:
             chunk: bytes = connection._socket.recv(size)
-        except WOULD_BLOCK:
+        except _WOULD_BLOCK:
             if not connection.handler.select([connection._socket], [], [], timeout)[0]:
                 raise connection.handler.timeout_exception("socket time-out during read") from None
             continue
@@ -113,15 +112,13 @@ def _eager_read(self: Any, length: int, timeout: float) -> bytes:
 
 def _eager_write(self: Any, msg: bytes, timeout: float) -> None:
     """kazoo's ConnectionHandler._write, polling only when a send would block."""
-    from kazoo.exceptions import ConnectionDropped
-
     sent = 0
     view = memoryview(msg)
     with self._socket_error_handling():
         while sent < len(msg):
             try:
                 count = self._socket.send(view[sent:])
-            except WOULD_BLOCK:
+            except _WOULD_BLOCK:
                 if not self.handler.select([], [self._socket], [], timeout)[1]:
                     raise self.handler.timeout_exception("socket time-out during write") from None
                 continue

@@ -54,17 +54,12 @@ def assignment_input(
 class Decision:
     """The group-wide assignment and this member's share of it."""
 
-    group: Mapping[TopicPartition, str]  # every partition -> owning thread id
+    group: GroupAssignment  # every partition -> owning thread id
     mine: Mapping[TopicPartition, str]
 
     def by_topic(self) -> dict[str, dict[int, str]]:
         """topic -> partition -> thread, topics and partitions ascending."""
-        if isinstance(self.group, GroupAssignment):
-            return self.group.by_topic()
-        out: dict[str, dict[int, str]] = {}
-        for (topic, partition), thread in self.group.items():
-            out.setdefault(topic, {})[partition] = thread
-        return {topic: dict(sorted(parts.items())) for topic, parts in sorted(out.items())}
+        return self.group.by_topic()
 
 
 def decide(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -79,28 +78,17 @@ def partitions_to_check(
     A GroupAssignment is taken thread by thread, without a walk over the group's partitions."""
     zkconsumer_members = sorted((marked & members) | {me})
     designated = zkconsumer_members[0] == me
+    group = assignment if isinstance(assignment, GroupAssignment) else GroupAssignment.from_pairs(assignment)
     out = set(claimed)
-    for thread, keys in _by_thread(assignment):
+    for thread in group.threads():
         try:
             owner: str | None = consumer_id_of_thread(thread)
         except ValueError:
             owner = None
         if owner == me or (designated and owner not in marked):
-            chosen = keys()
-            out.update(chosen if topics is None else (k for k in chosen if k[0] in topics))
+            share = group.share(thread)  # built only for a thread this member checks
+            out.update(share if topics is None else (k for k in share if k[0] in topics))
     return out
-
-
-def _by_thread(
-    assignment: Mapping[TopicPartition, str],
-) -> Iterable[tuple[str, Callable[[], Iterable[TopicPartition]]]]:
-    """(thread, its partitions when asked): a GroupAssignment builds a share only for a thread chosen."""
-    if isinstance(assignment, GroupAssignment):
-        return ((thread, functools.partial(assignment.share, thread)) for thread in assignment.threads())
-    grouped: dict[str, list[TopicPartition]] = {}
-    for key, thread in assignment.items():
-        grouped.setdefault(thread, []).append(key)
-    return ((thread, functools.partial(list, keys)) for thread, keys in grouped.items())
 
 
 class OwnershipCheck:
