@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the te
 
 from harness import member, python_env  # noqa: E402
 from harness.members import owner_table, wait_for_balanced  # noqa: E402
-from zkconsumer import zkdata  # noqa: E402
 from zkconsumer.testing import kafka  # noqa: E402
 from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
+from zkconsumer.zookeeper import znodes  # noqa: E402
 
 console = Console()
 GROUP = "demo-group"
@@ -36,8 +36,8 @@ def ownership(zk, title: str) -> dict[tuple[str, int], str]:  # type: ignore[no-
     owners = owner_table(zk, GROUP, [TOPIC])
     offsets = {}
     for p in range(PARTITIONS):
-        stat = zk.exists(zkdata.offset_path(GROUP, TOPIC, p))
-        offsets[p] = zkdata.decode_offset(zk.get(zkdata.offset_path(GROUP, TOPIC, p))[0], "") if stat else "-"
+        stat = zk.exists(znodes.offset_path(GROUP, TOPIC, p))
+        offsets[p] = znodes.decode_offset(zk.get(znodes.offset_path(GROUP, TOPIC, p))[0], "") if stat else "-"
     table = Table(title=title)
     for col in ("partition", f"owner thread (/consumers/{GROUP}/owners/{TOPIC}/<p>)", "committed offset"):
         table.add_column(col)
@@ -115,7 +115,7 @@ def main() -> int:
         zk = cluster.zk_client()
         kafka.create_topic(cluster.bootstrap_servers, TOPIC, PARTITIONS)
         console.print(f"/brokers/ids/0 = {zk.get('/brokers/ids/0')[0].decode()}")
-        console.print(f"/brokers/topics/{TOPIC} = {zk.get(zkdata.topic_path(TOPIC))[0].decode()}")
+        console.print(f"/brokers/topics/{TOPIC} = {zk.get(znodes.topic_path(TOPIC))[0].decode()}")
         console.print("starting 3 members in separate processes (2 streams each, range assignment):")
         for name in ("alpha", "bravo", "charlie"):
             members[name] = spawn(cluster, workdir, name)

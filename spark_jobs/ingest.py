@@ -38,7 +38,7 @@ if __package__ in (None, ""):  # run as a file: --py-files / the wheel come firs
 from spark_jobs.offsets import Key  # noqa: E402
 from spark_jobs.options import parse_options  # noqa: E402
 from spark_jobs.planning import BatchPlan, plan_batch, zookeeper  # noqa: E402
-from zkconsumer import zkdata  # noqa: E402
+from zkconsumer.zookeeper import znodes  # noqa: E402
 
 
 def log(message: str) -> None:
@@ -187,7 +187,7 @@ def take_lock(client: Any, group: str, topic: str) -> str | None:
     None when taken, else what the running job wrote into it."""
     from kazoo.exceptions import NodeExistsError
 
-    path = zkdata.ingest_lock_path(group, topic)
+    path = znodes.ingest_lock_path(group, topic)
     me = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": int(time.time() * 1000)})
     try:
         client.create(path, me.encode(), ephemeral=True, makepath=True)
@@ -216,10 +216,10 @@ def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[s
         if holder is not None:
             log(
                 f"{topic}: refusing: another ingest of group {args.group} runs ({holder}; lock "
-                f"{zkdata.ingest_lock_path(args.group, topic)}); one at a time"
+                f"{znodes.ingest_lock_path(args.group, topic)}); one at a time"
             )
             return EXIT_LOCKED
-        lock = zkdata.ingest_lock_path(args.group, topic)
+        lock = znodes.ingest_lock_path(args.group, topic)
 
         def check_lock(before: str) -> None:
             if not holds_lock(client, lock):

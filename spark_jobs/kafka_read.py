@@ -24,13 +24,13 @@ from pyspark.sql.types import (
 )
 
 from spark_jobs.offsets import DataLossError, Key, OffsetRange
-from zkconsumer.log_throttle import throttled_logger
+from zkconsumer.consumer.log_throttle import throttled_logger
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
     from confluent_kafka.admin import AdminClient
 
-    from zkconsumer.chunks import Message
+    from zkconsumer.consumer.chunks import Message
 
 log = logging.getLogger(__name__)
 # librdkafka's own log lines (served by consume/poll), through Python logging instead of raw to stderr

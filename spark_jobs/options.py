@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from spark_jobs.offsets import EARLIEST, decode_offsets
-from zkconsumer.config import ConsumerConfig
-from zkconsumer.fetch_settings import FetchSettings
-from zkconsumer.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
+from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
 SOURCE_OPTIONS = frozenset(

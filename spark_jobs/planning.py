@@ -12,11 +12,11 @@ from kazoo.client import KazooClient
 from spark_jobs.kafka_read import LogOffsets
 from spark_jobs.offsets import Key, initial_position, settle
 from spark_jobs.options import OptionError, SourceOptions
-from zkconsumer.config import ConsumerConfig
-from zkconsumer.group import GroupZk
-from zkconsumer.metadata import bootstrap_servers, no_endpoint_message
-from zkconsumer.zk_auth import zookeeper_auth
-from zkconsumer.zkdata import BrokerInfo
+from zkconsumer.cluster.metadata import bootstrap_servers, no_endpoint_message
+from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.zookeeper.auth import zookeeper_auth
+from zkconsumer.zookeeper.group import GroupZk
+from zkconsumer.zookeeper.znodes import BrokerInfo
 
 # Reads only: the planner never registers, so this id never appears under /consumers/<group>/ids.
 PLANNER_ID = "zkconsumer-spark-planner"

@@ -2,13 +2,13 @@
 
 __version__ = "0.1.0"  # first: modules below read it while the package is still importing
 
-from zkconsumer.config import ConfigError, ConsumerConfig
+from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig
 from zkconsumer.connector import ConsumerConnector
-from zkconsumer.group import RegistrationConflict
-from zkconsumer.listener import ConsumerRebalanceFailed, ConsumerRebalanceListener
-from zkconsumer.stream import ConsumerError, ConsumerTimeout, KafkaStream, Message
-from zkconsumer.subscription import Blacklist, Whitelist
-from zkconsumer.zkdata import ZkDataError
+from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout, KafkaStream, Message
+from zkconsumer.coordinator.listener import ConsumerRebalanceFailed, ConsumerRebalanceListener
+from zkconsumer.coordinator.subscription import Blacklist, Whitelist
+from zkconsumer.zookeeper.group import RegistrationConflict
+from zkconsumer.zookeeper.znodes import ZkDataError
 
 __all__ = [
     "Blacklist",

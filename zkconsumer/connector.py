@@ -8,26 +8,26 @@ import time
 import uuid
 from collections.abc import Mapping
 
-from zkconsumer.assignment import Assignment
-from zkconsumer.config import ConfigError, ConsumerConfig
+from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig
 from zkconsumer.connector_wiring import ConnectorWiring
-from zkconsumer.group import GroupZk
-from zkconsumer.listener import ConsumerRebalanceListener
-from zkconsumer.membership import Membership
-from zkconsumer.metrics import ConnectorCollector, Snapshot
-from zkconsumer.offsets import PeriodicTask
-from zkconsumer.rebalancer import Rebalancer
-from zkconsumer.stream import KafkaStream, StreamSet
-from zkconsumer.subscription import (
+from zkconsumer.consumer.stream import KafkaStream, StreamSet
+from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.coordinator.listener import ConsumerRebalanceListener
+from zkconsumer.coordinator.membership import Membership
+from zkconsumer.coordinator.periodic import PeriodicTask
+from zkconsumer.coordinator.rebalancer import Rebalancer
+from zkconsumer.coordinator.subscription import (
     StaticSubscription,
     Subscription,
     TopicFilter,
     WildcardSubscription,
     make_consumer_id,
 )
-from zkconsumer.watchdog import Watchdog
-from zkconsumer.worker import RebalanceWorker
-from zkconsumer.zk_auth import zookeeper_auth
+from zkconsumer.coordinator.watchdog import Watchdog
+from zkconsumer.coordinator.worker import RebalanceWorker
+from zkconsumer.metrics import ConnectorCollector, Snapshot
+from zkconsumer.zookeeper.auth import zookeeper_auth
+from zkconsumer.zookeeper.group import GroupZk
 
 
 class ConsumerConnector(ConnectorWiring):

@@ -7,11 +7,20 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from zkconsumer import __version__, zkdata, zkio
-from zkconsumer.assignment import Assignment
-from zkconsumer.broker_group import admin_config, describe_broker_group
-from zkconsumer.config import ConsumerConfig
-from zkconsumer.dual_commit import BrokerGroupView
+from zkconsumer import __version__
+from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.consumer.fetcher import Fetcher
+from zkconsumer.consumer.partition_fetcher import NoFetcher, PartitionFetcher
+from zkconsumer.consumer.stream import StreamSet
+from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.coordinator.listener import ConsumerRebalanceListener
+from zkconsumer.coordinator.membership import Membership
+from zkconsumer.coordinator.periodic import PeriodicTask
+from zkconsumer.coordinator.rebalancer import Rebalancer
+from zkconsumer.coordinator.subscription import Subscription, encode_registration
+from zkconsumer.coordinator.watchdog import Watchdog
+from zkconsumer.coordinator.worker import RebalanceWorker
 from zkconsumer.errors import (
     ConsumerError,
     ConsumerRebalanceFailed,
@@ -19,19 +28,13 @@ from zkconsumer.errors import (
     ZooKeeperAccessDenied,
     is_retriable,
 )
-from zkconsumer.fetch_settings import FetchSettings
-from zkconsumer.fetcher import Fetcher
-from zkconsumer.group import GroupZk
-from zkconsumer.listener import ConsumerRebalanceListener
-from zkconsumer.membership import Membership
-from zkconsumer.offsets import OffsetStore, PeriodicTask
-from zkconsumer.partition_fetcher import NoFetcher, PartitionFetcher
-from zkconsumer.rebalancer import Rebalancer
-from zkconsumer.stream import StreamSet
-from zkconsumer.subscription import Subscription, encode_registration
-from zkconsumer.watchdog import Watchdog
-from zkconsumer.worker import RebalanceWorker
-from zkconsumer.zk_auth import ZkAuth
+from zkconsumer.offsets.broker_group import admin_config, describe_broker_group
+from zkconsumer.offsets.dual_commit import BrokerGroupView
+from zkconsumer.offsets.store import OffsetStore
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.auth import ZkAuth
+from zkconsumer.zookeeper.client import Deadline, close_quietly, connect
+from zkconsumer.zookeeper.group import GroupZk
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -78,7 +81,7 @@ class ConnectorWiring:
     def _connect_zookeeper(self) -> KazooClient:
         cfg = self.config
         try:
-            return zkio.connect(
+            return connect(
                 cfg.zookeeper_connect,
                 session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
                 connect_timeout_s=cfg.zookeeper_connection_timeout_ms / 1000.0,
@@ -115,7 +118,7 @@ class ConnectorWiring:
             registration=lambda: encode_registration(subscription, int(time.time() * 1000), cfg.compat),
             session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
             trigger=worker.trigger,
-            marker=zkdata.encode_zkconsumer_marker(__version__),
+            marker=znodes.encode_zkconsumer_marker(__version__),
         )
         offsets = OffsetStore(
             self.group,
@@ -230,7 +233,7 @@ class ConnectorWiring:
 
     def _leave(self, timeout: float) -> dict[tuple[str, int], int]:
         log.info("%s shutting down", self.consumer_id)
-        deadline = zkio.Deadline(timeout)
+        deadline = Deadline(timeout)
         self.group.io.deadline = deadline  # bounds every ZooKeeper call from here on, on every thread
         if self._rebalancer is not None:
             self._rebalancer.begin_shutdown()
@@ -245,7 +248,7 @@ class ConnectorWiring:
             unwritten = self._rebalancer.shutdown(deadline.remaining(timeout))
         if self._membership is not None:
             self._membership.stop()
-        if not zkio.close_quietly(self._zk, max(0.1, deadline.remaining(timeout))):
+        if not close_quietly(self._zk, max(0.1, deadline.remaining(timeout))):
             log.warning(
                 "%s: closing the ZooKeeper session did not finish in time; its nodes expire with the session",
                 self.consumer_id,

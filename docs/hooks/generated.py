@@ -94,8 +94,8 @@ def _same_default(written: str, real: str) -> bool:
 
 
 def config_table() -> str:
-    import zkconsumer.config as config_module
-    from zkconsumer.config import KNOWN_PROPERTIES, ConsumerConfig
+    import zkconsumer.config.consumer_config as config_module
+    from zkconsumer.config.consumer_config import KNOWN_PROPERTIES, ConsumerConfig
 
     header, rows, _ = _rst_table(config_module.__doc__ or "")
     names = [row[0] for row in rows if row[0] != PASSTHROUGH_ROW]
@@ -122,7 +122,7 @@ def config_table() -> str:
 
 
 def config_notes() -> str:
-    import zkconsumer.config as config_module
+    import zkconsumer.config.consumer_config as config_module
 
     _, _, after = _rst_table(config_module.__doc__ or "")
     return re.sub(r"``(.+?)``", r"`\1`", after)

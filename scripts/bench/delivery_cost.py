@@ -39,10 +39,10 @@ from pathlib import Path
 
 from confluent_kafka import Message
 
-from zkconsumer.chunks import Chunk, PartitionTopicInfo, StreamQueue
-from zkconsumer.delivery import ConsumerIterator, DeliveryGate
+from zkconsumer.consumer.chunks import Chunk, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.delivery import ConsumerIterator, DeliveryGate
+from zkconsumer.consumer.runs import spans, split_runs
 from zkconsumer.errors import ConsumerTimeout
-from zkconsumer.runs import spans, split_runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import throughput  # noqa: E402  (rows a3 and a4's code, timed here without a broker)

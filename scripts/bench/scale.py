@@ -43,9 +43,10 @@ from kazoo.client import KazooClient
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from zkconsumer import ConsumerConnector, zkdata  # noqa: E402
-from zkconsumer.assignors import AssignmentInput, range_assign  # noqa: E402
+from zkconsumer import ConsumerConnector  # noqa: E402
+from zkconsumer.coordinator.assignors import AssignmentInput, range_assign  # noqa: E402
 from zkconsumer.testing.cluster import LocalCluster, four_letter_word  # noqa: E402
+from zkconsumer.zookeeper import znodes  # noqa: E402
 
 TOPIC = "scale"
 KINDS: RequestKinds | None = None
@@ -117,7 +118,7 @@ class Observer:
 
     def nodes_confirm(self, expected: dict[str, dict[tuple[str, int], str]]) -> bool:
         wanted = {k: t for share in expected.values() for k, t in share.items()}
-        folder = zkdata.owners_path(self.group, TOPIC)
+        folder = znodes.owners_path(self.group, TOPIC)
         answers = [(p, self.client.get_async(f"{folder}/{p}")) for p in range(self.partitions)]
         self.requests += self.partitions
         try:
@@ -179,14 +180,14 @@ def run_cell(cluster: LocalCluster, members_n: int, partitions: int, args: argpa
     try:
         source = cluster.zk_client()
         try:
-            broker_id = sorted(source.get_children(zkdata.BROKER_IDS))[0]
-            registration, _ = source.get(f"{zkdata.BROKER_IDS}/{broker_id}")
+            broker_id = sorted(source.get_children(znodes.BROKER_IDS))[0]
+            registration, _ = source.get(f"{znodes.BROKER_IDS}/{broker_id}")
         finally:
             source.stop()
-        root.create(f"{chroot}{zkdata.BROKER_IDS}/{broker_id}", registration, makepath=True)
+        root.create(f"{chroot}{znodes.BROKER_IDS}/{broker_id}", registration, makepath=True)
         layout = {str(p): [int(broker_id)] for p in range(partitions)}
         root.create(
-            f"{chroot}{zkdata.BROKER_TOPICS}/{TOPIC}",
+            f"{chroot}{znodes.BROKER_TOPICS}/{TOPIC}",
             json.dumps({"version": 1, "partitions": layout}).encode(),
             makepath=True,
         )

@@ -65,10 +65,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the te
 
 from harness.scala import run_tool  # noqa: E402
 from zkconsumer import ConsumerConnector, ConsumerTimeout  # noqa: E402
-from zkconsumer.chunks import Chunk, PartitionTopicInfo  # noqa: E402
-from zkconsumer.delivery import ConsumerIterator, DeliveryGate  # noqa: E402
-from zkconsumer.fetch_settings import FetchSettings  # noqa: E402
-from zkconsumer.runs import spans, split_runs  # noqa: E402
+from zkconsumer.consumer.chunks import Chunk, PartitionTopicInfo  # noqa: E402
+from zkconsumer.consumer.delivery import ConsumerIterator, DeliveryGate  # noqa: E402
+from zkconsumer.consumer.fetch_settings import FetchSettings  # noqa: E402
+from zkconsumer.consumer.runs import spans, split_runs  # noqa: E402
 from zkconsumer.testing import kafka  # noqa: E402
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster  # noqa: E402
 

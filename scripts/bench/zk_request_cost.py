@@ -3,7 +3,7 @@
     .venv/bin/python scripts/bench/zk_request_cost.py --requests 20000
 
 Starts a standalone ZooKeeper server (a child JVM, so its CPU is not counted), connects the way a
-member does (`zkio.connect`), and times --requests requests of each kind, pipelined the way the
+member does (`zookeeper.client.connect`), and times --requests requests of each kind, pipelined the way the
 membership code issues them (`*_async`, then waiting for every result), plus one kind issued one
 at a time (a blocking `get`). Reported per request: CPU seconds of this process (every thread:
 the caller, kazoo's connection thread and its callbacks) and wall time. What a membership change
@@ -27,8 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from zkconsumer import zkio  # noqa: E402
 from zkconsumer.testing.cluster import ZooKeeperNode  # noqa: E402
+from zkconsumer.zookeeper.client import connect  # noqa: E402
 
 
 def timed(count: int, run: Callable[[], None]) -> tuple[float, float]:
@@ -56,7 +56,7 @@ def main() -> None:
         server.start()
         client = None
         try:
-            client = zkio.connect(server.hosts, session_timeout_s=30.0, connect_timeout_s=10.0)
+            client = connect(server.hosts, session_timeout_s=30.0, connect_timeout_s=10.0)
             client.ensure_path("/cost")
             paths = [f"/cost/n{i:07d}" for i in range(n)]
             data = b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"0"}'

@@ -12,7 +12,8 @@ import pexpect
 import pytest
 
 from harness.members import Recorder, committed_offsets, drain, wait_for_balanced
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
+from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
@@ -88,13 +89,13 @@ def test_describe_verify_and_top_on_a_live_group(cluster, zk, run, topic_factory
 
         # Break it on purpose: remove one owner node behind the member's back (unowned), then claim
         # the partition from a foreign session whose consumer id is not registered (zombie).
-        zk.delete(zkdata.owner_path(group_id, topic, 1))
+        zk.delete(znodes.owner_path(group_id, topic, 1))
         bad = run("verify", "--group", group_id, "--json")
         assert bad.exit_code == 1
         assert [(p["kind"], p["topic"], p["partition"]) for p in json.loads(bad.stdout)["problems"]] == [
             ("unowned", topic, 1)
         ]
-        zk.create(zkdata.owner_path(group_id, topic, 1), f"{group_id}_ghost-0".encode(), ephemeral=True)
+        zk.create(znodes.owner_path(group_id, topic, 1), f"{group_id}_ghost-0".encode(), ephemeral=True)
         bad = run("verify", "--group", group_id)
         assert bad.exit_code == 1
         assert f"zombie-owner: [{topic},1]" in bad.stdout and "Rebalance operation failed" in bad.stdout
@@ -111,7 +112,7 @@ def test_describe_verify_and_top_on_a_live_group(cluster, zk, run, topic_factory
         statuses = {r["partition"]: r["status"] for r in json.loads(forced.stdout)["partitions"]}
         assert all(s.startswith("refused: owned by") for s in statuses.values()), statuses
         assert committed_offsets(zk, group_id, topic) == consumed
-        zk.delete(zkdata.owner_path(group_id, topic, 1))  # no owner node now: --force may write it
+        zk.delete(znodes.owner_path(group_id, topic, 1))  # no owner node now: --force may write it
         forced = run(
             "offsets",
             "reset",
@@ -132,7 +133,7 @@ def test_describe_verify_and_top_on_a_live_group(cluster, zk, run, topic_factory
 
         delete = run("groups", "delete", "--group", group_id)
         assert delete.exit_code == 1 and "consumers are still active" in delete.stderr
-    assert zk.exists(zkdata.member_path(group_id, f"{group_id}_a")) is None
+    assert zk.exists(znodes.member_path(group_id, f"{group_id}_a")) is None
 
     # An inactive group: lag appears as messages arrive; nothing is flagged (nobody subscribes).
     produce(topic, 20, partitions=4, start=100)
@@ -140,7 +141,7 @@ def test_describe_verify_and_top_on_a_live_group(cluster, zk, run, topic_factory
     assert {r["partition"]: r["lag"] for r in doc["partitions"]} == {0: 5, 1: 30, 2: 5, 3: 5}
     assert all(r["owner"] is None and r["problems"] == [] for r in doc["partitions"])
     delete = run("groups", "delete", "--group", group_id)
-    assert delete.exit_code == 0 and zk.exists(zkdata.group_path(group_id)) is None
+    assert delete.exit_code == 0 and zk.exists(znodes.group_path(group_id)) is None
 
 
 def rows_by_partition(doc: dict) -> dict[int, dict]:
@@ -151,7 +152,7 @@ def test_export_reset_import_round_trip(cluster, zk, run, topic_factory, produce
     topic = topic_factory(partitions=3)
     produce(topic, 90, partitions=3)
     for p, offset in {0: 10, 1: 20, 2: 30}.items():
-        zk.create(zkdata.offset_path(group_id, topic, p), str(offset).encode(), makepath=True)
+        zk.create(znodes.offset_path(group_id, topic, p), str(offset).encode(), makepath=True)
 
     exported = tmp_path / "offsets.txt"
     result = run("offsets", "export", "--group", group_id, "--output", str(exported))
@@ -223,7 +224,7 @@ def test_expected_errors_are_one_line(cluster, run, topic_factory, group_id) -> 
 
 
 def test_reset_unknown_topic_and_bad_options(cluster, zk, run, group_id) -> None:
-    zk.ensure_path(zkdata.ids_path(group_id))
+    zk.ensure_path(znodes.ids_path(group_id))
     result = run("offsets", "reset", "--group", group_id, "--topic", "nope", "--to-earliest")
     assert result.exit_code == 1 and result.stderr.strip() == (
         "zkconsumer: error: no such topic 'nope' (no partitions under /brokers/topics/nope)"
@@ -304,7 +305,7 @@ def test_consume_named_group_refuses_previous_offsets_then_ctrl_c_commits(
     child.close()
     assert child.exitstatus == 0
     assert committed_offsets(zk, group_id, topic) == {0: 5, 1: 5}
-    assert zk.get_children(zkdata.ids_path(group_id)) == []
+    assert zk.get_children(znodes.ids_path(group_id)) == []
 
     # SIGTERM likewise; without --from-beginning the group resumes from its committed offsets.
     produce(topic, 4, partitions=2, start=10)
@@ -368,28 +369,28 @@ def test_import_into_a_new_group_and_delete_by_topic(cluster, zk, run, topic_fac
     result = run("offsets", "import", "--input", str(tmp_path / "new.txt"), "--execute")
     assert result.exit_code == 0, result.stderr
     assert committed_offsets(zk, group_id, topic) == {0: 0, 1: 0}
-    assert zk.get_children(zkdata.owners_path(group_id, topic)) == []  # the guard left no owner behind
+    assert zk.get_children(znodes.owners_path(group_id, topic)) == []  # the guard left no owner behind
 
     zk.create(
-        zkdata.member_path(group_id, f"{group_id}_x"),
+        znodes.member_path(group_id, f"{group_id}_x"),
         b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}',
         ephemeral=True,
         makepath=True,
     )
     refused = run("groups", "delete", "--topic", topic)
     assert refused.exit_code == 1 and "still active" in refused.stderr
-    zk.delete(zkdata.member_path(group_id, f"{group_id}_x"))
+    zk.delete(znodes.member_path(group_id, f"{group_id}_x"))
     dry = run("groups", "delete", "--group", group_id, "--topic", topic, "--dry-run")
     assert dry.stdout.split() == [
         "would",
         "delete",
-        zkdata.owners_path(group_id, topic),
+        znodes.owners_path(group_id, topic),
         "would",
         "delete",
-        zkdata.offsets_path(group_id, topic),
+        znodes.offsets_path(group_id, topic),
     ]
     assert run("groups", "delete", "--topic", topic).exit_code == 0
-    assert zk.exists(zkdata.offsets_path(group_id, topic)) is None
+    assert zk.exists(znodes.offsets_path(group_id, topic)) is None
     assert committed_offsets(zk, group_id, other) == {0: 0}
 
 
@@ -399,8 +400,8 @@ def test_digest_protected_group_needs_zk_digest(cluster, run, group_id) -> None:
     admin = cluster.zk_client(auth_data=[("digest", "ops:s3cret")])
     try:
         acl = [make_digest_acl("ops", "s3cret", all=True)]
-        admin.create(zkdata.ids_path(group_id), acl=acl, makepath=True)
-        admin.set_acls(zkdata.group_path(group_id), acl)
+        admin.create(znodes.ids_path(group_id), acl=acl, makepath=True)
+        admin.set_acls(znodes.group_path(group_id), acl)
         denied = run("groups", "describe", "--group", group_id)
         assert denied.exit_code == 1
         assert denied.stderr == (
@@ -411,6 +412,6 @@ def test_digest_protected_group_needs_zk_digest(cluster, run, group_id) -> None:
         assert allowed.exit_code == 0, allowed.stderr
         assert json.loads(allowed.stdout)["members"] == []
     finally:
-        admin.delete(zkdata.group_path(group_id), recursive=True)
+        admin.delete(znodes.group_path(group_id), recursive=True)
         admin.stop()
         admin.close()

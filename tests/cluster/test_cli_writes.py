@@ -11,8 +11,9 @@ from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 
 from harness.members import Recorder, committed_offsets, drain
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
 from zkconsumer.testing import kafka
+from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
@@ -37,8 +38,8 @@ def statuses(result) -> dict[int, str]:  # type: ignore[no-untyped-def]
 def test_delete_stops_when_a_member_registers_during_it(cluster, zk, run, topic_factory, monkeypatch, group_id) -> None:
     topic, other = topic_factory(partitions=2), topic_factory(partitions=1)
     for t, p in ((topic, 0), (topic, 1), (other, 0)):
-        zk.create(zkdata.offset_path(group_id, t, p), b"5", makepath=True)
-    zk.ensure_path(zkdata.ids_path(group_id))
+        zk.create(znodes.offset_path(group_id, t, p), b"5", makepath=True)
+    zk.ensure_path(znodes.ids_path(group_id))
     late = f"{group_id}_late"
     joined = []
 
@@ -48,9 +49,9 @@ def test_delete_stops_when_a_member_registers_during_it(cluster, zk, run, topic_
         if joined:
             return
         joined.append(late)
-        zk.create(zkdata.member_path(group_id, late), REGISTRATION % topic.encode(), ephemeral=True)
-        zk.create(zkdata.owner_path(group_id, topic, 0), f"{late}-0".encode(), ephemeral=True, makepath=True)
-        zk.set(zkdata.offset_path(group_id, topic, 0), b"12")
+        zk.create(znodes.member_path(group_id, late), REGISTRATION % topic.encode(), ephemeral=True)
+        zk.create(znodes.owner_path(group_id, topic, 0), f"{late}-0".encode(), ephemeral=True, makepath=True)
+        zk.set(znodes.offset_path(group_id, topic, 0), b"12")
 
     class JoinsBeforeTheFirstWrite(KazooClient):
         def delete(self, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -66,26 +67,26 @@ def test_delete_stops_when_a_member_registers_during_it(cluster, zk, run, topic_
     assert joined, "the delete never wrote"
     assert result.exit_code == 1, result.output
     assert late in result.stderr and "deleted" not in result.stdout, result.output
-    assert zk.exists(zkdata.member_path(group_id, late)) is not None, "the new member was deleted"
-    assert zk.get(zkdata.owner_path(group_id, topic, 0))[0] == f"{late}-0".encode()
+    assert zk.exists(znodes.member_path(group_id, late)) is not None, "the new member was deleted"
+    assert zk.get(znodes.owner_path(group_id, topic, 0))[0] == f"{late}-0".encode()
     assert committed_offsets(zk, group_id, topic) == {0: 12, 1: 5}
     assert committed_offsets(zk, group_id, other) == {0: 5}
 
     monkeypatch.undo()
-    zk.delete(zkdata.owner_path(group_id, topic, 0))
-    zk.delete(zkdata.member_path(group_id, late))
+    zk.delete(znodes.owner_path(group_id, topic, 0))
+    zk.delete(znodes.member_path(group_id, late))
     result = run("groups", "delete", "--group", group_id)
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"deleted {zkdata.group_path(group_id)}\n"
-    assert zk.exists(zkdata.group_path(group_id)) is None
+    assert result.stdout == f"deleted {znodes.group_path(group_id)}\n"
+    assert zk.exists(znodes.group_path(group_id)) is None
 
 
 def test_delete_refuses_while_a_spark_ingest_of_the_group_runs(cluster, zk, run, group_id) -> None:
     """The ingest job is no member (nothing under ids/), but it commits the offsets a delete removes."""
-    zk.create(zkdata.offset_path(group_id, "orders", 0), b"5", makepath=True)
+    zk.create(znodes.offset_path(group_id, "orders", 0), b"5", makepath=True)
     job = cluster.zk_client()
     try:
-        job.create(zkdata.ingest_lock_path(group_id, "orders"), b"{}", ephemeral=True, makepath=True)
+        job.create(znodes.ingest_lock_path(group_id, "orders"), b"{}", ephemeral=True, makepath=True)
         result = run("groups", "delete", "--group", group_id)
         assert result.exit_code == 1 and "Spark ingest job runs for topic orders" in result.stderr, result.output
         assert committed_offsets(zk, group_id, "orders") == {0: 5}
@@ -93,7 +94,7 @@ def test_delete_refuses_while_a_spark_ingest_of_the_group_runs(cluster, zk, run,
         job.stop()
         job.close()
     assert run("groups", "delete", "--group", group_id).exit_code == 0
-    assert zk.exists(zkdata.group_path(group_id)) is None
+    assert zk.exists(znodes.group_path(group_id)) is None
 
 
 # ---------------------------------------------------------------- a re-created topic
@@ -104,10 +105,10 @@ def test_reset_and_import_ignore_an_offset_older_than_the_topic(cluster, zk, run
     cluster.create_topic(topic, 2)
     produce(topic, 60, partitions=2)
     for p in (0, 1):
-        zk.create(zkdata.offset_path(group_id, topic, p), b"30", makepath=True)
+        zk.create(znodes.offset_path(group_id, topic, p), b"30", makepath=True)
     kafka.delete_topic(cluster.bootstrap_servers, topic)
     deadline = time.monotonic() + 60
-    while zk.exists(zkdata.topic_path(topic)) or zk.exists(f"/admin/delete_topics/{topic}"):
+    while zk.exists(znodes.topic_path(topic)) or zk.exists(f"/admin/delete_topics/{topic}"):
         assert time.monotonic() < deadline, "topic deletion did not finish"
         time.sleep(0.2)
     cluster.create_topic(topic, 2)
@@ -139,8 +140,8 @@ def test_reset_and_import_ignore_an_offset_older_than_the_topic(cluster, zk, run
         "--json",
     )
     assert statuses(reset) == {1: "written"}, reset.output
-    born = zk.exists(zkdata.topic_path(topic)).czxid
-    assert all(zk.exists(zkdata.offset_path(group_id, topic, p)).mzxid > born for p in (0, 1))
+    born = zk.exists(znodes.topic_path(topic)).czxid
+    assert all(zk.exists(znodes.offset_path(group_id, topic, p)).mzxid > born for p in (0, 1))
 
     again = run("offsets", "reset", "--group", group_id, "--topic", topic, "--shift-by", "-5", "--json")
     assert [(r["current_offset"], r["new_offset"]) for r in json.loads(again.stdout)["partitions"]] == [
@@ -207,7 +208,7 @@ def test_an_import_failing_halfway_shows_what_was_written(cluster, zk, run, topi
     open_group, locked_group = f"{group_id}-a", f"{group_id}-b"
     # Everyone may read the second group, only "ops" may create under it: the plan works, the write fails.
     zk.create(
-        zkdata.group_path(locked_group),
+        znodes.group_path(locked_group),
         makepath=True,
         acl=[make_acl("world", "anyone", read=True), make_digest_acl("ops", "s3cret", all=True)],
     )
@@ -228,7 +229,7 @@ def test_an_import_failing_halfway_shows_what_was_written(cluster, zk, run, topi
     finally:
         admin = cluster.zk_client(auth_data=[("digest", "ops:s3cret")])
         try:
-            admin.delete(zkdata.group_path(locked_group), recursive=True)
+            admin.delete(znodes.group_path(locked_group), recursive=True)
         finally:
             admin.stop()
             admin.close()

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from zkconsumer import zkdata
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
+from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
@@ -26,11 +26,11 @@ def test_round_trip_through_session_cluster(cluster, topic_factory, produce) -> 
 
 
 def test_broker_registration_decodes(cluster, zk) -> None:
-    ids = zk.get_children(zkdata.BROKER_IDS)
+    ids = zk.get_children(znodes.BROKER_IDS)
     assert ids, "no broker registered"
     for broker_id in ids:
-        path = zkdata.broker_path(int(broker_id))
-        info = zkdata.decode_broker(int(broker_id), zk.get(path)[0], path)
+        path = znodes.broker_path(int(broker_id))
+        info = znodes.decode_broker(int(broker_id), zk.get(path)[0], path)
         assert info.version == 5
         host, port = info.plaintext_address()
         assert f"{host}:{port}" in cluster.bootstrap_servers.split(",")
@@ -38,10 +38,10 @@ def test_broker_registration_decodes(cluster, zk) -> None:
 
 def test_topic_node_decodes(cluster, zk, topic_factory) -> None:
     topic = topic_factory(partitions=3)
-    path = zkdata.topic_path(topic)
-    assert sorted(zkdata.decode_topic_partitions(zk.get(path)[0], path)) == [0, 1, 2]
-    state_path = zkdata.partition_state_path(topic, 0)
-    state = zkdata.decode_partition_state(zk.get(state_path)[0], state_path)
+    path = znodes.topic_path(topic)
+    assert sorted(znodes.decode_topic_partitions(zk.get(path)[0], path)) == [0, 1, 2]
+    state_path = znodes.partition_state_path(topic, 0)
+    state = znodes.decode_partition_state(zk.get(state_path)[0], state_path)
     assert state.leader == 0 and state.isr == (0,)
 
 

@@ -10,9 +10,10 @@ import time
 import pytest
 
 from harness.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
-from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist, kazoo_batches, kazoo_handler, zkdata
-from zkconsumer.kazoo_handler import PollHandler
+from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist
 from zkconsumer.testing import kafka
+from zkconsumer.zookeeper import batches, handler, znodes
+from zkconsumer.zookeeper.handler import PollHandler
 
 pytestmark = pytest.mark.cluster
 
@@ -43,16 +44,16 @@ def test_single_member_consumes_everything_with_exact_znodes(cluster, zk, topic_
     with connector(cluster, group_id, consumer_id="c1", auto_commit_enable=False) as conn:
         streams = conn.create_message_streams({topic: 2})
         assert conn.consumer_id == f"{group_id}_c1"
-        assert isinstance(conn._zk.handler, PollHandler)  # kazoo's select on poll(2), see kazoo_handler.py
-        connection = conn._zk._connection  # and the batched loop (kazoo_batches.py) over the eager writes
-        assert connection._read.__func__ is kazoo_batches._buffered_read
-        assert connection._send_request.__func__ is kazoo_batches._send_queued
-        assert connection._write.__func__ is kazoo_handler._eager_write
+        assert isinstance(conn._zk.handler, PollHandler)  # kazoo's select on poll(2), see handler.py
+        connection = conn._zk._connection  # and the batched loop (batches.py) over the eager writes
+        assert connection._read.__func__ is batches._buffered_read
+        assert connection._send_request.__func__ is batches._send_queued
+        assert connection._write.__func__ is handler._eager_write
         drain("c1", streams[topic], recorder)
         recorder.wait_for(keys_of(sent), timeout=60)
 
         # Registration: exact bytes, key order, timestamp as a string.
-        data, stat = zk.get(zkdata.member_path(group_id, conn.consumer_id))
+        data, stat = zk.get(znodes.member_path(group_id, conn.consumer_id))
         assert stat.ephemeralOwner != 0
         timestamp = json.loads(data)["timestamp"]
         assert re.fullmatch(r"\d{13}", timestamp)
@@ -66,9 +67,9 @@ def test_single_member_consumes_everything_with_exact_znodes(cluster, zk, topic_
         conn.commit_offsets()
         # Offsets: decimal next-offset, no padding or newline.
         for p in range(8):
-            raw, _ = zk.get(zkdata.offset_path(group_id, topic, p))
+            raw, _ = zk.get(znodes.offset_path(group_id, topic, p))
             assert raw == b"100"
-    assert zk.exists(zkdata.member_path(group_id, f"{group_id}_c1")) is None
+    assert zk.exists(znodes.member_path(group_id, f"{group_id}_c1")) is None
     assert owner_table(zk, group_id, [topic]) == {}
     assert recorder.keys() == {k: 1 for k in keys_of(sent)}
 
@@ -168,7 +169,7 @@ def test_wildcard_picks_up_topic_created_later(cluster, zk, topic_factory, produ
     recorder = Recorder()
     with connector(cluster, group_id) as conn:
         streams = conn.create_message_streams_by_filter(Whitelist(f"{prefix}\\..*"), 2)
-        data, _ = zk.get(zkdata.member_path(group_id, conn.consumer_id))
+        data, _ = zk.get(znodes.member_path(group_id, conn.consumer_id))
         assert json.loads(data)["pattern"] == "white_list"
         drain("w", streams, recorder)
         sent = produce(first, 20, partitions=2)

@@ -61,7 +61,7 @@ def messages(caplog: pytest.LogCaptureFixture, level: int, text: str) -> list[st
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "zkconsumer.offsets" and r.levelno == level and text in r.getMessage()
+        if r.name == "zkconsumer.offsets.store" and r.levelno == level and text in r.getMessage()
     ]
 
 
@@ -83,7 +83,7 @@ def test_dual_commit_leaves_both_stores_equal(cluster, zk, topic_factory, produc
 def test_a_broker_member_in_the_group_never_stops_zookeeper_commits(
     cluster, zk, topic_factory, group_id, caplog
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="zkconsumer.offsets")
+    caplog.set_level(logging.DEBUG, logger="zkconsumer.offsets.store")
     topic = topic_factory(partitions=2)
     bootstrap = cluster.bootstrap_servers
     producer = SteadyProducer(bootstrap, {topic: 2}, rate=100, on_ack=lambda *_: None)

@@ -12,8 +12,8 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from harness.fetching import assert_nothing_more, drain, infos_for, triples
-from zkconsumer.fetcher import FetchSettings
-from zkconsumer.stream import ConsumerIterator, Message, StreamQueue
+from zkconsumer.consumer.fetcher import FetchSettings
+from zkconsumer.consumer.stream import ConsumerIterator, Message, StreamQueue
 
 pytestmark = pytest.mark.cluster
 
@@ -68,7 +68,7 @@ def test_no_committed_offset_follows_auto_offset_reset(make_fetcher, topic_facto
     q = StreamQueue(2, "s")
     infos = infos_for(topic, [0, 1], q, offset=-1)
     f = make_fetcher(auto_offset_reset=policy)
-    with caplog.at_level(logging.INFO, logger="zkconsumer.fetcher"):
+    with caplog.at_level(logging.INFO, logger="zkconsumer.consumer.fetcher"):
         f.assign(infos)
     start = 0 if policy == "smallest" else 20
     assert [(i.fetched_offset, i.consumed_offset, i.committed_offset) for i in infos] == [(start, start, -1)] * 2
@@ -102,7 +102,7 @@ def test_out_of_range_resets_both_offsets(make_fetcher, cluster, topic_factory, 
     infos += infos_for(topic, [1], q, offset=90)  # a healthy neighbour keeps flowing
     f = make_fetcher(auto_offset_reset=policy)
     it = ConsumerIterator(q, 200)
-    with caplog.at_level(logging.WARNING, logger="zkconsumer.fetcher"):
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.consumer.fetcher"):
         f.assign(infos)
         got = drain(it, 10 + (100 - low if policy == "smallest" else 0))
         deadline = time.monotonic() + 10
@@ -306,7 +306,7 @@ def test_a_late_out_of_range_error_of_an_earlier_assignment_leaves_the_position_
     it = ConsumerIterator(q, 200)
     f.assign(infos)
     assert triples(drain(it, 2)) == triples(sent)
-    with caplog.at_level(logging.INFO, logger="zkconsumer.fetcher"):
+    with caplog.at_level(logging.INFO, logger="zkconsumer.consumer.fetcher"):
         f._call(lambda: f._reset_out_of_range((topic, 0), 129))  # what the fetcher does with that error
     assert (
         f"{topic}-0: out-of-range error for offset 129 ignored: fetching continues at 2, inside [0, 2]" in caplog.text

@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import KafkaError
 
 from harness.fetching import infos_for
-from zkconsumer import fetcher as fetcher_mod
-from zkconsumer.stream import ConsumerError, StreamQueue
+from zkconsumer.consumer import fetcher as fetcher_mod
+from zkconsumer.consumer.stream import ConsumerError, StreamQueue
 
 pytestmark = pytest.mark.cluster
 

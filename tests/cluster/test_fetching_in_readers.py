@@ -11,9 +11,9 @@ import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
 from harness.fetching import Got, assert_nothing_more, drain, got, infos_for, triples
-from zkconsumer import fetcher as fetcher_mod
-from zkconsumer.fetcher import Fetcher
-from zkconsumer.stream import ConsumerError, ConsumerIterator, ConsumerTimeout, StreamQueue
+from zkconsumer.consumer import fetcher as fetcher_mod
+from zkconsumer.consumer.fetcher import Fetcher
+from zkconsumer.consumer.stream import ConsumerError, ConsumerIterator, ConsumerTimeout, StreamQueue
 
 pytestmark = pytest.mark.cluster
 

@@ -12,8 +12,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
-from zkconsumer import ConsumerConnector, ConsumerRebalanceFailed, ConsumerTimeout, zkdata
+from zkconsumer import ConsumerConnector, ConsumerRebalanceFailed, ConsumerTimeout
 from zkconsumer.testing import kafka
+from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
@@ -51,7 +52,7 @@ def scrape(conn: ConsumerConnector) -> dict[str, float]:
 
 
 def owner_czxids(zk, group: str, topic: str) -> dict[int, int]:  # type: ignore[no-untyped-def]
-    folder = zkdata.owners_path(group, topic)
+    folder = znodes.owners_path(group, topic)
     return {int(c): zk.exists(f"{folder}/{c}").czxid for c in zk.get_children(folder)}
 
 
@@ -103,7 +104,7 @@ def test_watchdog_restores_a_deleted_owner_node(cluster, zk, topic_factory, grou
     with member(cluster, group_id, zkconsumer_watchdog_interval_ms=300) as conn:
         conn.create_message_streams({topic: 1})
         owners = wait_for_balanced(zk, group_id, [topic], members=1)
-        zk.delete(zkdata.owner_path(group_id, topic, 1))  # an operator's mistake, no event for us
+        zk.delete(znodes.owner_path(group_id, topic, 1))  # an operator's mistake, no event for us
         deadline = time.monotonic() + 30
         while owner_table(zk, group_id, [topic]) != owners:
             assert time.monotonic() < deadline, "watchdog never restored the owner node"
@@ -125,7 +126,7 @@ class FailureListener:
 
 def test_failed_first_rebalance_leaves_nothing_behind(cluster, zk, topic_factory, group_id) -> None:
     topic = topic_factory(partitions=3)
-    zk.create(zkdata.owner_path(group_id, topic, 2), b"g_somebody-0", makepath=True)  # stale, persistent
+    zk.create(znodes.owner_path(group_id, topic, 2), b"g_somebody-0", makepath=True)  # stale, persistent
     listener = FailureListener()
     conn = member(cluster, group_id, rebalance_max_retries=2)
     conn.listener = listener
@@ -133,13 +134,13 @@ def test_failed_first_rebalance_leaves_nothing_behind(cluster, zk, topic_factory
         conn.create_message_streams({topic: 1})
     # All or nothing: partitions 0 and 1 were free, yet no owner node of ours was left behind.
     assert owner_table(zk, group_id, [topic]) == {(topic, 2): "g_somebody-0"}
-    assert zk.get_children(zkdata.ids_path(group_id)) == []  # and it left the group: no zombie
+    assert zk.get_children(znodes.ids_path(group_id)) == []  # and it left the group: no zombie
     assert len(listener.failures) == 1
 
 
 def test_failed_rebalance_is_retried_without_any_event(cluster, zk, topic_factory, produce, group_id) -> None:
     topic = topic_factory(partitions=2)
-    blocker = zkdata.owner_path(group_id, topic, 2)
+    blocker = znodes.owner_path(group_id, topic, 2)
     listener = FailureListener()
     recorder = Recorder()
     conn = member(
@@ -192,32 +193,32 @@ def test_commits_are_fenced_by_owner_node(cluster, zk, topic_factory, produce, g
         conn.commit_offsets()
         assert committed_offsets(zk, group_id, topic) == {0: 20}
         # Another member now owns the partition (we were too slow to notice) and committed 5.
-        zk.delete(zkdata.owner_path(group_id, topic, 0))
-        zk.create(zkdata.owner_path(group_id, topic, 0), b"g_other-0")
-        zk.set(zkdata.offset_path(group_id, topic, 0), b"5")
+        zk.delete(znodes.owner_path(group_id, topic, 0))
+        zk.create(znodes.owner_path(group_id, topic, 0), b"g_other-0")
+        zk.set(znodes.offset_path(group_id, topic, 0), b"5")
         produce(topic, 5, start=20)
         recorder.wait_for({(topic, 0, o) for o in range(20, 25)}, timeout=30)
         conn.commit_offsets()
         assert committed_offsets(zk, group_id, topic) == {0: 5}, "overwrote the new owner's offset"
-        zk.delete(zkdata.owner_path(group_id, topic, 0))
+        zk.delete(znodes.owner_path(group_id, topic, 0))
 
 
 def test_garbled_peer_registration_does_not_stall_the_group(cluster, zk, topic_factory, produce, group_id) -> None:
     topic = topic_factory(partitions=2)
-    zk.create(zkdata.member_path(group_id, f"{group_id}_garbled"), b"{not json", ephemeral=True, makepath=True)
+    zk.create(znodes.member_path(group_id, f"{group_id}_garbled"), b"{not json", ephemeral=True, makepath=True)
     recorder = Recorder()
     with member(cluster, group_id) as conn:
         drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
         sent = produce(topic, 20, partitions=2)
         recorder.wait_for({(m.topic, m.partition, m.offset) for m in sent}, timeout=30)
         assert len(conn.owned_partitions()) == 2
-    zk.delete(zkdata.member_path(group_id, f"{group_id}_garbled"))
+    zk.delete(znodes.member_path(group_id, f"{group_id}_garbled"))
 
 
 def test_stale_registration_of_a_previous_process_is_waited_out(cluster, zk, topic_factory, group_id) -> None:
     topic = topic_factory(partitions=1)
     ghost = cluster.zk_client()  # the previous process: its session is still alive for a moment
-    ghost.create(zkdata.member_path(group_id, f"{group_id}_fixed"), b"{}", ephemeral=True, makepath=True)
+    ghost.create(znodes.member_path(group_id, f"{group_id}_fixed"), b"{}", ephemeral=True, makepath=True)
     threading.Timer(1.0, lambda: (ghost.stop(), ghost.close())).start()
     began = time.monotonic()
     with member(cluster, group_id, consumer_id="fixed") as conn:
@@ -258,7 +259,7 @@ def test_partitions_whose_fetch_failed_to_start_are_not_owned_idle(
 ) -> None:
     from confluent_kafka import KafkaError, KafkaException
 
-    from zkconsumer.fetcher import Fetcher
+    from zkconsumer.consumer.fetcher import Fetcher
 
     topic = topic_factory(partitions=2)
     real_add = Fetcher.add
@@ -292,7 +293,7 @@ def test_offsets_of_a_deleted_topic_are_not_reused(cluster, zk, produce, group_i
     assert committed_offsets(zk, group_id, topic) == {0: 30}
     kafka.delete_topic(cluster.bootstrap_servers, topic)
     deadline = time.monotonic() + 60
-    while zk.exists(zkdata.topic_path(topic)) is not None:
+    while zk.exists(znodes.topic_path(topic)) is not None:
         assert time.monotonic() < deadline, "topic deletion never finished"
         time.sleep(0.2)
     cluster.create_topic(topic, 1)
@@ -333,7 +334,7 @@ def test_a_commit_overtaken_by_the_topics_recreation_is_withdrawn(
         def recreate_then_commit(offsets, owners):  # type: ignore[no-untyped-def]
             kafka.delete_topic(cluster.bootstrap_servers, topic)
             deadline = time.monotonic() + 60
-            while zk.exists(zkdata.topic_path(topic)) or zk.exists(f"/admin/delete_topics/{topic}"):
+            while zk.exists(znodes.topic_path(topic)) or zk.exists(f"/admin/delete_topics/{topic}"):
                 assert time.monotonic() < deadline, "topic deletion did not finish"
                 time.sleep(0.1)
             cluster.create_topic(topic, 1, 1)

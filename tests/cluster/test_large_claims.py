@@ -10,7 +10,8 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
+from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
@@ -24,12 +25,12 @@ def test_one_member_claims_twenty_thousand_partitions(cluster, zk, group_id) -> 
     root = KazooClient(hosts=cluster.zookeeper.hosts)
     root.start(timeout=30)
     try:
-        broker_id = sorted(zk.get_children(zkdata.BROKER_IDS))[0]
-        registration, _ = zk.get(f"{zkdata.BROKER_IDS}/{broker_id}")
-        root.create(f"{chroot}{zkdata.BROKER_IDS}/{broker_id}", registration, makepath=True)
+        broker_id = sorted(zk.get_children(znodes.BROKER_IDS))[0]
+        registration, _ = zk.get(f"{znodes.BROKER_IDS}/{broker_id}")
+        root.create(f"{chroot}{znodes.BROKER_IDS}/{broker_id}", registration, makepath=True)
         assignment = {str(p): [int(broker_id)] for p in range(PARTITIONS)}
         root.create(
-            f"{chroot}{zkdata.BROKER_TOPICS}/huge",
+            f"{chroot}{znodes.BROKER_TOPICS}/huge",
             json.dumps({"version": 1, "partitions": assignment}).encode(),
             makepath=True,
         )
@@ -46,11 +47,11 @@ def test_one_member_claims_twenty_thousand_partitions(cluster, zk, group_id) -> 
             began = time.monotonic()
             member.create_message_streams({"huge": 1})
             took = time.monotonic() - began
-            owners = root.get_children(f"{chroot}{zkdata.owners_path(group_id, 'huge')}")
+            owners = root.get_children(f"{chroot}{znodes.owners_path(group_id, 'huge')}")
             assert len(owners) == PARTITIONS and len(member.owned_partitions()) == PARTITIONS, took
         finally:
             member.shutdown()
-        assert root.get_children(f"{chroot}{zkdata.owners_path(group_id, 'huge')}") == []  # released on leave
+        assert root.get_children(f"{chroot}{znodes.owners_path(group_id, 'huge')}") == []  # released on leave
     finally:
         root.delete(chroot, recursive=True)
         root.stop()

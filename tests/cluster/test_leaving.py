@@ -10,7 +10,8 @@ import pytest
 
 from harness.chaos_proxy import TcpProxy
 from harness.members import Recorder, drain, wait_for_balanced
-from zkconsumer import ConsumerConnector, ConsumerError, ConsumerRebalanceListener, zkdata
+from zkconsumer import ConsumerConnector, ConsumerError, ConsumerRebalanceListener
+from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
@@ -78,7 +79,7 @@ def test_a_bug_in_the_rebalance_thread_takes_the_member_out_of_the_group(cluster
         wait_for_balanced(zk, group_id, [topic], members=1)
         listener.armed = True
         other.create_message_streams({topic: 1})  # conn's next rebalance hits the bug
-        member_node = zkdata.member_path(group_id, conn.consumer_id)
+        member_node = znodes.member_path(group_id, conn.consumer_id)
         deadline = time.monotonic() + 20
         while zk.exists(member_node) is not None:
             assert time.monotonic() < deadline, "the broken member stayed registered (a zombie)"
@@ -120,7 +121,7 @@ def test_a_leave_does_not_wait_for_a_watchdog_check_under_way(cluster, zk, topic
         conn.shutdown(timeout=30)
         took = time.monotonic() - began
         assert took < 8, f"the leave waited {took:.1f}s for the watchdog"
-        assert zk.get_children(zkdata.ids_path(group_id)) == []
+        assert zk.get_children(znodes.ids_path(group_id)) == []
     finally:
         leaving.set()
         conn.shutdown(timeout=5)

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from harness.members import Recorder, committed_offsets, drain, keys_of
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
+from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
@@ -49,7 +50,7 @@ def set_kafka_offsets(cluster, group: str, offsets: dict[tuple[str, int], int]) 
 
 def set_zk_offsets(zk, group: str, offsets: dict[tuple[str, int], int]) -> None:  # type: ignore[no-untyped-def]
     for (topic, partition), offset in offsets.items():
-        zk.create(zkdata.offset_path(group, topic, partition), str(offset).encode(), makepath=True)
+        zk.create(znodes.offset_path(group, topic, partition), str(offset).encode(), makepath=True)
 
 
 def zk_offsets(zk, group: str, topic: str) -> dict[tuple[str, int], int]:  # type: ignore[no-untyped-def]
@@ -188,9 +189,9 @@ def test_copy_back_to_zookeeper_refuses_a_rewind_and_keeps_one_sided_partitions(
     member = cluster.zk_client()
     try:
         member.create(
-            zkdata.member_path(group_id, f"{group_id}_x"), REGISTRATION % topic.encode(), ephemeral=True, makepath=True
+            znodes.member_path(group_id, f"{group_id}_x"), REGISTRATION % topic.encode(), ephemeral=True, makepath=True
         )
-        member.create(zkdata.owner_path(group_id, topic, 0), f"{group_id}_x-0".encode(), ephemeral=True, makepath=True)
+        member.create(znodes.owner_path(group_id, topic, 0), f"{group_id}_x-0".encode(), ephemeral=True, makepath=True)
         live = run(
             "migrate", "offsets", "--group", group_id, "--to", "zookeeper", "--execute", "--allow-rewind", "--json"
         )

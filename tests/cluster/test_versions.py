@@ -16,10 +16,11 @@ import pytest
 
 from harness import golden
 from harness.members import Recorder, drain, keys_of
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster, zookeeper_version
 from zkconsumer.testing.jars import JarsMissingError
+from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
@@ -67,7 +68,7 @@ def test_pairing_formats_and_consumption(kafka_version: str, zk_version: str | N
             live = golden.capture(zk, topic)
             assert golden.differences(live, golden.load(kafka_version, GOLDEN)) == []
             assert (
-                zkdata.decode_broker(0, zk.get(zkdata.broker_path(0))[0], zkdata.broker_path(0)).version
+                znodes.decode_broker(0, zk.get(znodes.broker_path(0))[0], znodes.broker_path(0)).version
                 == cluster.kafka.broker_registration
             )
 
@@ -93,7 +94,7 @@ def test_pairing_formats_and_consumption(kafka_version: str, zk_version: str | N
             }
             per_partition = MESSAGES // golden.TOPIC_PARTITIONS
             for p in range(golden.TOPIC_PARTITIONS):
-                assert zk.get(zkdata.offset_path(group, topic, p))[0] == str(per_partition).encode()
+                assert zk.get(znodes.offset_path(group, topic, p))[0] == str(per_partition).encode()
         finally:
             zk.stop()
             zk.close()

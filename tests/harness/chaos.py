@@ -25,11 +25,11 @@ from harness import zk_txnlog
 from harness.chaos_history import Delivery, History, MessageKey, Note, TopicPartition, now, parse_value
 from harness.chaos_observer import ZkObserver
 from harness.members import owner_table
-from zkconsumer import zkdata
-from zkconsumer.assignors import assign
-from zkconsumer.compat import DEFAULT
-from zkconsumer.rebalance import GroupView, assignment_input, member_threads
-from zkconsumer.zkdata import ZkDataError
+from zkconsumer.config.compat import DEFAULT
+from zkconsumer.coordinator.assignors import assign
+from zkconsumer.coordinator.plan import GroupView, assignment_input, member_threads
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.znodes import ZkDataError
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +302,7 @@ class Checker:
         """history(), with node ends settled from ZooKeeper's transaction log when it is at hand."""
         h = self.history()
         if self.zk_data_dir is not None:
-            ends = zk_txnlog.node_ends(self.zk_data_dir, self.chroot + zkdata.group_path(self.group))
+            ends = zk_txnlog.node_ends(self.zk_data_dir, self.chroot + znodes.group_path(self.group))
             settled = h.settle(ends, self.group, self.chroot, self.observer.to_now)
             log.info(
                 "settled %d of %d node lives from ZooKeeper's transaction log",
@@ -350,20 +350,20 @@ def group_state(
     """
     topics = set(topics)
     regs = {}
-    for cid in zk.get_children(zkdata.ids_path(group)):
-        path = zkdata.member_path(group, cid)
+    for cid in zk.get_children(znodes.ids_path(group)):
+        path = znodes.member_path(group, cid)
         try:
-            regs[cid] = zkdata.Registration.decode(zk.get(path)[0], path)
+            regs[cid] = znodes.Registration.decode(zk.get(path)[0], path)
         except ZkDataError:
             continue
     threads = member_threads(
-        GroupView(regs, tuple(zk.get_children(zkdata.BROKER_TOPICS))), exclude_internal=True, compat=DEFAULT
+        GroupView(regs, tuple(zk.get_children(znodes.BROKER_TOPICS))), exclude_internal=True, compat=DEFAULT
     )
     partitions: dict[str, list[int]] = {}
     for topic in {t for per in threads.values() for t in per}:
-        path = zkdata.topic_path(topic)
+        path = znodes.topic_path(topic)
         stat = zk.exists(path)
-        partitions[topic] = sorted(zkdata.decode_topic_partitions(zk.get(path)[0], path)) if stat else []
+        partitions[topic] = sorted(znodes.decode_topic_partitions(zk.get(path)[0], path)) if stat else []
     want = {k: v for k, v in assign(strategy, assignment_input(threads, partitions), DEFAULT).items() if k[0] in topics}
     return set(regs), want, owner_table(zk, group, topics)
 

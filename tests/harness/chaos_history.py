@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from harness.zk_txnlog import NodeEnd
-from zkconsumer import zkdata
+from zkconsumer.zookeeper import znodes
 
 TopicPartition = tuple[str, int]
 MessageKey = tuple[str, int, int, int]  # (topic, epoch, partition, offset)
@@ -208,9 +208,9 @@ class History:
         """
         settled = 0
         lives: list[tuple[Span | Incarnation, str]] = [
-            (s, chroot + zkdata.owner_path(group, s.topic, s.partition)) for s in self.spans
+            (s, chroot + znodes.owner_path(group, s.topic, s.partition)) for s in self.spans
         ]
-        lives += [(i, chroot + zkdata.member_path(group, i.member)) for i in self.incarnations]
+        lives += [(i, chroot + znodes.member_path(group, i.member)) for i in self.incarnations]
         for life, path in lives:
             end = ends.get((path, life.czxid))
             if end is None:

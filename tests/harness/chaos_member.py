@@ -19,7 +19,7 @@ import threading
 
 from harness.chaos_history import now
 from zkconsumer import ConsumerConnector, Whitelist
-from zkconsumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
+from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
 
 
 def _write_session(path: str, client_id: tuple[int, bytes] | None) -> None:

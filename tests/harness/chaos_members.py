@@ -21,7 +21,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 from harness import python_env
 from harness.chaos_proxy import TcpProxy
 from harness.members import drain
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
+from zkconsumer.zookeeper import znodes
 
 Note = Callable[..., None]  # checker.note(kind, member, detail="")
 
@@ -48,7 +49,7 @@ def expire_session(hosts: str, client_id: tuple[int, bytes], attempts: int = 3) 
 
 def garble_registration(zk, group: str, data: bytes = b"\x00{garbage: not json") -> str:  # type: ignore[no-untyped-def]
     """Write an undecodable member node (ephemeral of `zk`'s session); returns its path."""
-    path = zkdata.member_path(group, f"{group}_garbled-{int(time.time() * 1000)}-0000dead")
+    path = znodes.member_path(group, f"{group}_garbled-{int(time.time() * 1000)}-0000dead")
     zk.create(path, data, ephemeral=True, makepath=True)
     return path
 

@@ -11,8 +11,8 @@ from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import DataWatch
 
 from harness.chaos_history import Commit, Incarnation, Presence, Span, now, wall_offset
-from zkconsumer import zkdata
 from zkconsumer.testing.cluster import connect_zk
+from zkconsumer.zookeeper import znodes
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class ZkObserver:
         return children, found
 
     def _poll_members(self) -> None:
-        changed = self._children_if_changed(zkdata.ids_path(self.group))
+        changed = self._children_if_changed(znodes.ids_path(self.group))
         if changed is None:
             return
         t = now()
@@ -141,7 +141,7 @@ class ZkObserver:
                     self.incarnations.append(inc)
 
     def _poll_owners(self, topic: str) -> None:
-        changed = self._children_if_changed(zkdata.owners_path(self.group, topic))
+        changed = self._children_if_changed(znodes.owners_path(self.group, topic))
         if changed is None:
             return
         t = now()
@@ -167,7 +167,7 @@ class ZkObserver:
                     self.spans.append(span)
 
     def _poll_topic(self, topic: str) -> None:
-        path = zkdata.topic_path(topic)
+        path = znodes.topic_path(topic)
         try:
             data, stat = self._client.get(path)
         except NoNodeError:
@@ -178,7 +178,7 @@ class ZkObserver:
         t = now()
         partitions: set[int] = set()
         if data is not None:
-            partitions = set(zkdata.decode_topic_partitions(data, path))
+            partitions = set(znodes.decode_topic_partitions(data, path))
         recreated = stat is None or self._topic_zxid.get(topic, (None,))[0] != stat.czxid
         with self._lock:
             for (tp, partition), pr in list(self._open_presence.items()):
@@ -205,7 +205,7 @@ class ZkObserver:
         if key in self._offset_watches:
             return
         self._offset_watches.add(key)
-        path = zkdata.offset_path(self.group, topic, partition)
+        path = znodes.offset_path(self.group, topic, partition)
 
         def on_change(data: bytes | None, stat: ZnodeStat | None) -> bool | None:
             if self._stop.is_set():
@@ -214,7 +214,7 @@ class ZkObserver:
                 return None
             self._last_mzxid[key] = stat.mzxid
             try:
-                offset = zkdata.decode_offset(data, path)
+                offset = znodes.decode_offset(data, path)
             except Exception:  # noqa: BLE001 - garbage in an offset node is not ours to judge here
                 return None
             with self._lock:

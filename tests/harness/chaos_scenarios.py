@@ -24,8 +24,8 @@ from harness.chaos_members import (
 from harness.chaos_producer import SteadyProducer
 from harness.chaos_proxy import TcpProxy
 from harness.chaos_scala import ScalaChaosMember
-from zkconsumer import zkdata
 from zkconsumer.testing import kafka
+from zkconsumer.zookeeper import znodes
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class ChaosEnv:
     # ---- lifecycle --------------------------------------------------------------------------------
     def start(self) -> ChaosEnv:
         for topic, partitions in self.topics.items():
-            if self.zk.exists(zkdata.topic_path(topic)) is None:
+            if self.zk.exists(znodes.topic_path(topic)) is None:
                 kafka.create_topic(self.cluster.bootstrap_servers, topic, partitions, self.replication)
         self.checker.start()
         self.producer = SteadyProducer(
@@ -381,10 +381,10 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge
                 kafka.create_topic(env.cluster.bootstrap_servers, topic, env.topics[topic], env.replication)
                 break
             except Exception as exc:  # noqa: BLE001 - "marked for deletion" until the brokers finish
-                if "TOPIC_ALREADY_EXISTS" in str(exc) and env.zk.exists(zkdata.topic_path(topic)) is not None:
+                if "TOPIC_ALREADY_EXISTS" in str(exc) and env.zk.exists(znodes.topic_path(topic)) is not None:
                     # An earlier attempt of ours that reported a failure, or an auto-creation.
-                    data, _ = env.zk.get(zkdata.topic_path(topic))
-                    size = len(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic)))
+                    data, _ = env.zk.get(znodes.topic_path(topic))
+                    size = len(znodes.decode_topic_partitions(data, znodes.topic_path(topic)))
                     if size == env.topics[topic]:
                         break
                     raise RuntimeError(

@@ -8,8 +8,8 @@ from typing import NamedTuple
 
 import pytest
 
-from zkconsumer.fetcher import Fetcher, FetchSettings
-from zkconsumer.stream import ConsumerIterator, ConsumerTimeout, Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.fetcher import Fetcher, FetchSettings
+from zkconsumer.consumer.stream import ConsumerIterator, ConsumerTimeout, Message, PartitionTopicInfo, StreamQueue
 
 
 def fetcher_factory(bootstrap_servers: str, group_id: str) -> Iterator[Callable[..., Fetcher]]:

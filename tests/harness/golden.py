@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from zkconsumer import zkdata
 from zkconsumer.testing.versions import KAFKA
+from zkconsumer.zookeeper import znodes
 
 TOPIC_PARTITIONS = 2  # the goldens' topic has two partitions, each with the one broker as replica
 FILES = ("broker.json", "topic.json", "partition-state.json")
@@ -46,9 +46,9 @@ def capture(client: Any, topic: str, broker_id: int = 0) -> dict[str, bytes]:
     `client` is a started kazoo client inside the cluster's chroot; a missing state node is left out.
     """
     paths = {
-        "broker.json": zkdata.broker_path(broker_id),
-        "topic.json": zkdata.topic_path(topic),
-        "partition-state.json": zkdata.partition_state_path(topic, 0),
+        "broker.json": znodes.broker_path(broker_id),
+        "topic.json": znodes.topic_path(topic),
+        "partition-state.json": znodes.partition_state_path(topic, 0),
     }
     out = {}
     for name, path in paths.items():

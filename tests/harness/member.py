@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from zkconsumer import ConsumerConnector, Whitelist
-from zkconsumer.stream import ConsumerTimeout
+from zkconsumer.consumer.stream import ConsumerTimeout
 
 
 def command(

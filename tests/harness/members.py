@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from zkconsumer import zkdata
-from zkconsumer.assignors import AssignmentInput, assign
-from zkconsumer.compat import DEFAULT, Compat
-from zkconsumer.rebalance import GroupView, assignment_input, member_threads
-from zkconsumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
+from zkconsumer.config.compat import DEFAULT, Compat
+from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
+from zkconsumer.coordinator.assignors import AssignmentInput, assign
+from zkconsumer.coordinator.plan import GroupView, assignment_input, member_threads
+from zkconsumer.zookeeper import znodes
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def owner_table(zk, group: str, topics: Iterable[str]) -> dict[tuple[str, int], 
     """(topic, partition) -> owner thread id, read from /consumers/G/owners."""
     table = {}
     for topic in topics:
-        folder = zkdata.owners_path(group, topic)
+        folder = znodes.owners_path(group, topic)
         if zk.exists(folder) is None:
             continue
         for child in zk.get_children(folder):
@@ -108,7 +108,7 @@ def owner_table(zk, group: str, topics: Iterable[str]) -> dict[tuple[str, int], 
                 data, _ = zk.get(path)
             except Exception:  # noqa: BLE001 - vanished while reading
                 continue
-            table[(topic, int(child))] = zkdata.decode_owner(data, path)
+            table[(topic, int(child))] = znodes.decode_owner(data, path)
     return table
 
 
@@ -119,15 +119,15 @@ def expected_assignment(
     compat: Compat = DEFAULT,  # type: ignore[no-untyped-def]
 ) -> dict[tuple[str, int], str]:
     """What the assignor says for the group's current registrations and topics."""
-    ids = zk.get_children(zkdata.ids_path(group))
-    regs = {cid: zkdata.Registration.decode(zk.get(zkdata.member_path(group, cid))[0], cid) for cid in ids}
-    view = GroupView(regs, tuple(zk.get_children(zkdata.BROKER_TOPICS)))
+    ids = zk.get_children(znodes.ids_path(group))
+    regs = {cid: znodes.Registration.decode(zk.get(znodes.member_path(group, cid))[0], cid) for cid in ids}
+    view = GroupView(regs, tuple(zk.get_children(znodes.BROKER_TOPICS)))
     threads = member_threads(view, exclude_internal=True, compat=compat)
     partitions = {}
     for topic in {t for per in threads.values() for t in per}:
-        stat = zk.exists(zkdata.topic_path(topic))
+        stat = zk.exists(znodes.topic_path(topic))
         partitions[topic] = (
-            sorted(zkdata.decode_topic_partitions(zk.get(zkdata.topic_path(topic))[0], topic)) if stat else []
+            sorted(znodes.decode_topic_partitions(zk.get(znodes.topic_path(topic))[0], topic)) if stat else []
         )
     inp: AssignmentInput = assignment_input(threads, partitions)
     return assign(strategy, inp, compat)
@@ -148,7 +148,7 @@ def wait_for_balanced(
     last: object = None
     while time.monotonic() < deadline:
         try:
-            ids = zk.get_children(zkdata.ids_path(group))
+            ids = zk.get_children(znodes.ids_path(group))
             if members is None or len(ids) == members:
                 want = expected_assignment(zk, group, strategy)
                 want = {k: v for k, v in want.items() if k[0] in topics}
@@ -163,11 +163,11 @@ def wait_for_balanced(
 
 
 def committed_offsets(zk, group: str, topic: str) -> dict[int, int]:  # type: ignore[no-untyped-def]
-    folder = zkdata.offsets_path(group, topic)
+    folder = znodes.offsets_path(group, topic)
     if zk.exists(folder) is None:
         return {}
     out = {}
     for child in zk.get_children(folder):
         path = f"{folder}/{child}"
-        out[int(child)] = zkdata.decode_offset(zk.get(path)[0], path)
+        out[int(child)] = znodes.decode_offset(zk.get(path)[0], path)
     return out

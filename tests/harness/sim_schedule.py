@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 from harness.simulation import Delivery, SimLog, SimMember, committed, owner_nodes
 from harness.zkmodel import FAIL_AFTER, FAIL_BEFORE, FakeKazooClient, Fault, ZkModel, slow
-from zkconsumer import zkdata
-from zkconsumer.assignors import AssignmentInput, assign
-from zkconsumer.compat import DEFAULT
+from zkconsumer.config.compat import DEFAULT
+from zkconsumer.coordinator.assignors import AssignmentInput, assign
+from zkconsumer.zookeeper import znodes
 
 GROUP, TOPIC = "g", "t"
 
@@ -63,14 +63,14 @@ class Schedule:
         admin = self.model.client("admin")
         admin.start()
         self.admin = admin
-        broker = zkdata.BrokerInfo(1, "localhost", 9092, ("PLAINTEXT://localhost:9092",), None, 4, timestamp="1")
-        admin.create(zkdata.broker_path(1), zkdata.encode_broker(broker), makepath=True)
+        broker = znodes.BrokerInfo(1, "localhost", 9092, ("PLAINTEXT://localhost:9092",), None, 4, timestamp="1")
+        admin.create(znodes.broker_path(1), znodes.encode_broker(broker), makepath=True)
         self.partitions = self.o.partitions
-        admin.create(zkdata.topic_path(TOPIC), self._topic_data(), makepath=True)
+        admin.create(znodes.topic_path(TOPIC), self._topic_data(), makepath=True)
         self.model.set_fault_hook(self._fault)
 
     def _topic_data(self) -> bytes:
-        return zkdata.encode_topic_partitions({p: [1] for p in range(self.partitions)})
+        return znodes.encode_topic_partitions({p: [1] for p in range(self.partitions)})
 
     def _fault(self, client: FakeKazooClient, op: str, path: str) -> Fault | None:
         if not self.faulty or getattr(client, "name", "") == "admin" or self.rng.random() >= self.o.fault_rate:
@@ -155,10 +155,10 @@ class Schedule:
             self.add_member()
         elif action == "add_partitions" and self.partitions < 12:
             self.partitions += rng.randint(1, 2)
-            self.admin.set(zkdata.topic_path(TOPIC), self._topic_data())
+            self.admin.set(znodes.topic_path(TOPIC), self._topic_data())
             self.note(f"partitions -> {self.partitions}")
         elif action == "garble_peer":
-            path = zkdata.member_path(GROUP, f"{GROUP}_garbled{rng.randrange(3)}")
+            path = znodes.member_path(GROUP, f"{GROUP}_garbled{rng.randrange(3)}")
             if not model.exists(path):
                 bad = rng.choice(
                     [
@@ -169,7 +169,7 @@ class Schedule:
                 self.admin.create(path, bad, makepath=True)
                 self.note(f"garbled peer {path}")
         elif action == "drop_offsets":
-            folder = zkdata.offsets_path(GROUP, TOPIC)
+            folder = znodes.offsets_path(GROUP, TOPIC)
             if model.exists(folder):
                 for child in model.children(folder):
                     self.admin.delete(f"{folder}/{child}")

@@ -14,18 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.zkmodel import ZkModel
-from zkconsumer import zkdata
-from zkconsumer.assignment import Assignment
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.consumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
+from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.coordinator.listener import ConsumerRebalanceListener
+from zkconsumer.coordinator.membership import Membership
+from zkconsumer.coordinator.rebalancer import Rebalancer
+from zkconsumer.coordinator.subscription import StaticSubscription, encode_registration
+from zkconsumer.coordinator.watchdog import Watchdog
 from zkconsumer.errors import ConsumerTimeout, is_retriable
-from zkconsumer.group import GroupZk
-from zkconsumer.listener import ConsumerRebalanceListener
-from zkconsumer.membership import Membership
-from zkconsumer.offsets import OffsetStore
-from zkconsumer.rebalancer import Rebalancer
-from zkconsumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
-from zkconsumer.subscription import StaticSubscription, encode_registration
-from zkconsumer.watchdog import Watchdog
+from zkconsumer.offsets.store import OffsetStore
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class SimMember:
             registration=lambda: encode_registration(subscription, 1, self.config.compat),
             session_timeout_s=self.session_timeout_ms / 1000.0,
             trigger=self.trigger,
-            marker=zkdata.encode_zkconsumer_marker("sim"),
+            marker=znodes.encode_zkconsumer_marker("sim"),
             clock=clock,
         )
         self.fetcher = SimFetcher(self.log_)
@@ -246,7 +246,7 @@ def _blocked(exc: BaseException) -> bool:
 
 def owner_nodes(model: ZkModel, group_id: str, topic: str) -> dict[int, tuple[str, int]]:
     """partition -> (thread id, ephemeral owner session) as the model holds them right now."""
-    folder = zkdata.owners_path(group_id, topic)
+    folder = znodes.owners_path(group_id, topic)
     if not model.exists(folder):
         return {}
     return {
@@ -256,5 +256,5 @@ def owner_nodes(model: ZkModel, group_id: str, topic: str) -> dict[int, tuple[st
 
 
 def committed(model: ZkModel, group_id: str, key: Key) -> int | None:
-    path = zkdata.offset_path(group_id, *key)
+    path = znodes.offset_path(group_id, *key)
     return int(model.data(path)) if model.exists(path) else None

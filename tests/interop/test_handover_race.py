@@ -19,9 +19,9 @@ import time
 
 import pytest
 
-from zkconsumer import zkdata
-from zkconsumer.group import GroupZk
-from zkconsumer.subscription import StaticSubscription, encode_registration
+from zkconsumer.coordinator.subscription import StaticSubscription, encode_registration
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.group import GroupZk
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
@@ -36,14 +36,14 @@ def test_joiner_starts_at_the_offset_committed_just_before_the_release(
     try:
         stamp = int(time.time() * 1000)
         old_owner.create(
-            zkdata.member_path(g, f"{g}_a-old"),
+            znodes.member_path(g, f"{g}_a-old"),
             ephemeral=True,
             makepath=True,
             value=encode_registration(StaticSubscription.of({topic: 1}), stamp),
         )
         for p in (0, 1):
-            old_owner.create(zkdata.owner_path(g, topic, p), f"{g}_a-old-0".encode(), ephemeral=True, makepath=True)
-            old_owner.create(zkdata.offset_path(g, topic, p), b"5", makepath=True)  # an earlier commit
+            old_owner.create(znodes.owner_path(g, topic, p), f"{g}_a-old-0".encode(), ephemeral=True, makepath=True)
+            old_owner.create(znodes.offset_path(g, topic, p), b"5", makepath=True)  # an earlier commit
 
         handed_over: list[bool] = []
         real_claim = GroupZk.claim
@@ -51,8 +51,8 @@ def test_joiner_starts_at_the_offset_committed_just_before_the_release(
         def claim(self: GroupZk, owners, **kwargs):  # type: ignore[no-untyped-def]
             # The old owner finishes its rebalance (commit 20, then release) just as we claim.
             if (topic, 1) in owners and not handed_over:
-                old_owner.set(zkdata.offset_path(g, topic, 1), b"20")
-                old_owner.delete(zkdata.owner_path(g, topic, 1))
+                old_owner.set(znodes.offset_path(g, topic, 1), b"20")
+                old_owner.delete(znodes.owner_path(g, topic, 1))
                 handed_over.append(True)
             return real_claim(self, owners, **kwargs)
 

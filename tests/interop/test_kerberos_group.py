@@ -14,12 +14,13 @@ from secured_checks import acls, owners_of, wait_committed
 
 from harness.kdc import Kdc, KerberosLogin
 from harness.members import keys_of
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
 from zkconsumer.testing.pytest_plugin import running
 from zkconsumer.testing.versions import versions_from_env
-from zkconsumer.zk_auth import CLIENT_KEYTAB_ENV
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.auth import CLIENT_KEYTAB_ENV
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(240)]
 
@@ -83,12 +84,12 @@ def test_kerberos_mixed_group_hands_over_both_ways(mixed, zk, alice, topic_facto
     assert owners_of(owners, g, "a-py") == {0, 1} and owners_of(owners, g, "b-scala") == {2, 3}, owners
     secured = frozenset({("sasl", alice.principal, 31), ("world", "anyone", 1)})
     for p in range(PARTITIONS):  # ours (0, 1) exactly as the Scala member's (2, 3)
-        assert acls(zk, zkdata.owner_path(g, topic, p)) == secured, p
+        assert acls(zk, znodes.owner_path(g, topic, p)) == secured, p
     batch1 = produce(topic, BATCH * PARTITIONS, partitions=PARTITIONS)
     mixed.wait_for(keys_of(batch1))
     wait_committed(zk, g, topic, BATCH)
     for p in range(PARTITIONS):
-        assert acls(zk, zkdata.offset_path(g, topic, p)) == secured, p
+        assert acls(zk, znodes.offset_path(g, topic, p)) == secured, p
 
     mixed.leave("a-py")
     assert owners_of(mixed.balanced([topic]), g, "b-scala") == set(range(PARTITIONS))
@@ -142,7 +143,7 @@ def test_the_cli_logs_in_from_the_keytab_of_its_jaas_file(alice, cluster, zk, gr
     jaas.write_text(alice.client_jaas())
     topic = f"kerberos-cli-{group_id[-12:]}"
     cluster.create_topic(topic, partitions=1)
-    zk.ensure_path(zkdata.ids_path(group_id))  # a group that exists, with nothing committed yet
+    zk.ensure_path(znodes.ids_path(group_id))  # a group that exists, with nothing committed yet
     result = CliRunner().invoke(
         cli,
         [
@@ -161,4 +162,4 @@ def test_the_cli_logs_in_from_the_keytab_of_its_jaas_file(alice, cluster, zk, gr
         env={"ZKCONSUMER_ZOOKEEPER": cluster.zookeeper_connect, "ZKCONSUMER_ZK_JAAS": str(jaas)},
     )
     assert result.exit_code == 0, result.output
-    assert acls(zk, zkdata.offset_path(group_id, topic, 0)) == {("sasl", alice.principal, 31), ("world", "anyone", 1)}
+    assert acls(zk, znodes.offset_path(group_id, topic, 0)) == {("sasl", alice.principal, 31), ("world", "anyone", 1)}

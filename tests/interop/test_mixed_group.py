@@ -14,7 +14,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 
 from harness.members import committed_offsets, keys_of, owner_table
 from harness.scala import verify_consumer_rebalance
-from zkconsumer import zkdata
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
@@ -78,7 +78,7 @@ class Attempts:
     """Rebalance attempts per member from now on: Scala's log lines and our rebalancer's records."""
 
     def __init__(self, mixed, caplog) -> None:  # type: ignore[no-untyped-def]
-        caplog.set_level(logging.INFO, logger="zkconsumer.rebalancer")
+        caplog.set_level(logging.INFO, logger="zkconsumer.coordinator.rebalancer")
         self.mixed, self.caplog, self.since = mixed, caplog, time.time()
         self.scala = {n: self._scala_count(n) for n in mixed.scala}
 
@@ -106,13 +106,13 @@ def check_offset_and_owner_nodes(
     flight), and nobody committed them since. Every offset node, whoever wrote it (Scala or us),
     is a bare decimal, persistent, open ACL; every owner node a bare thread id, ephemeral, open
     ACL. (A member keeping a partition need not commit it at a rebalance, so others may differ.)"""
-    nodes = {p: node_facts(zk, zkdata.offset_path(group, topic, p)) for p in committed_offsets(zk, group, topic)}
+    nodes = {p: node_facts(zk, znodes.offset_path(group, topic, p)) for p in committed_offsets(zk, group, topic)}
     assert {p: nodes.get(p) for p in moved} == {p: (b"20", False, OPEN_ACL_UNSAFE) for p in moved}
     assert all(
         re.fullmatch(rb"0|[1-9][0-9]*", data) and (ephemeral, acl) == (False, OPEN_ACL_UNSAFE)
         for data, ephemeral, acl in nodes.values()
     ), nodes
-    assert {p: node_facts(zk, zkdata.owner_path(group, topic, p)) for p in range(PARTITIONS)} == {
+    assert {p: node_facts(zk, znodes.owner_path(group, topic, p)) for p in range(PARTITIONS)} == {
         p: (owners[(topic, p)].encode(), True, OPEN_ACL_UNSAFE) for p in range(PARTITIONS)
     }
 
@@ -181,7 +181,7 @@ def test_clean_leave_hands_partitions_over_at_committed_offsets(
 
     attempts = Attempts(mixed, caplog)
     gone: list[float] = []  # when ZooKeeper deleted the leaver's member node (watch event)
-    zk.exists(zkdata.member_path(g, f"{g}_{leaver}"), watch=lambda _event: gone.append(time.monotonic()))
+    zk.exists(znodes.member_path(g, f"{g}_{leaver}"), watch=lambda _event: gone.append(time.monotonic()))
     began = time.monotonic()
     leave_s = mixed.leave(leaver)
     after = mixed.balanced([topic])
@@ -228,7 +228,7 @@ def test_join_takes_partitions_over_at_committed_offsets(
     stale = committed_offsets(zk, g, topic)
     attempts = Attempts(mixed, caplog)
     joined: list[float] = []  # when the joiner's member node appeared (its JVM start excluded)
-    zk.exists(zkdata.member_path(g, f"{g}_{joiner}"), watch=lambda _event: joined.append(time.monotonic()))
+    zk.exists(znodes.member_path(g, f"{g}_{joiner}"), watch=lambda _event: joined.append(time.monotonic()))
     add(mixed, joiner, topic)
     mixed.wait_ready()
     after = mixed.balanced([topic])
@@ -242,11 +242,11 @@ def test_join_takes_partitions_over_at_committed_offsets(
     raced = {p: o for p, o in starts.items() if o != 20}  # read-before-claim race: see check_continuation
     # Server-side ms after the joiner registered: when each old owner committed (offset mtime) and
     # when the joiner claimed (owner ctime). 8 came from b-py (ours), 9 from d-scala.
-    t0 = zk.exists(zkdata.member_path(g, f"{g}_{joiner}")).ctime
+    t0 = zk.exists(znodes.member_path(g, f"{g}_{joiner}")).ctime
     handover_ms = {
         p: {
-            "committed": zk.exists(zkdata.offset_path(g, topic, p)).mtime - t0,
-            "claimed": zk.exists(zkdata.owner_path(g, topic, p)).ctime - t0,
+            "committed": zk.exists(znodes.offset_path(g, topic, p)).mtime - t0,
+            "claimed": zk.exists(znodes.owner_path(g, topic, p)).ctime - t0,
         }
         for p in sorted(moved)
     }

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from harness.members import expected_assignment, keys_of
-from zkconsumer import zkdata
-from zkconsumer.assignors import AssignmentInput, roundrobin_assign
-from zkconsumer.compat import Compat
-from zkconsumer.subscription import Whitelist, WildcardSubscription, encode_registration
+from zkconsumer.config.compat import Compat
+from zkconsumer.coordinator.assignors import AssignmentInput, roundrobin_assign
+from zkconsumer.coordinator.subscription import Whitelist, WildcardSubscription, encode_registration
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
@@ -80,10 +80,10 @@ def test_mixed_whitelist_group_follows_new_topics_and_writes_scala_bytes(mixed, 
     mixed.balanced([first])
 
     # Registration bytes: Scala's equal ours for the same subscription and timestamp.
-    scala_bytes, _ = zk.get(zkdata.member_path(mixed.group, scala.consumer_id))
+    scala_bytes, _ = zk.get(znodes.member_path(mixed.group, scala.consumer_id))
     stamp = int(json.loads(scala_bytes)["timestamp"])
     assert scala_bytes == encode_registration(WildcardSubscription(Whitelist(regex), 2), stamp)
-    ours, _ = zk.get(zkdata.member_path(mixed.group, conn.consumer_id))
+    ours, _ = zk.get(znodes.member_path(mixed.group, conn.consumer_id))
     ours_stamp = json.loads(ours)["timestamp"]
     assert (
         ours
@@ -123,7 +123,7 @@ def test_backslash_whitelist_scala_double_escapes_and_the_group_still_agrees(mix
     owners = mixed.balanced([topic])
     assert set(owners.values()) == {f"{conn.consumer_id}-0"}
 
-    scala_bytes, _ = zk.get(zkdata.member_path(mixed.group, scala.consumer_id))
+    scala_bytes, _ = zk.get(znodes.member_path(mixed.group, scala.consumer_id))
     stamp = json.loads(scala_bytes)["timestamp"]
     # Exact bytes: CoreUtils.JSONEscapeString ('\' -> '\\', '/' -> '\/'), then Jackson doubles
     # every backslash again. Ours stops after the first step.

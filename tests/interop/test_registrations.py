@@ -7,8 +7,7 @@ import json
 import pytest
 
 from harness.scala import ScalaMember
-from zkconsumer import zkdata
-from zkconsumer.subscription import (
+from zkconsumer.coordinator.subscription import (
     Blacklist,
     StaticSubscription,
     Whitelist,
@@ -16,12 +15,13 @@ from zkconsumer.subscription import (
     _scala_trie_position,
     encode_registration,
 )
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
 
 def registration(zk, group: str, consumer_id: str) -> tuple[bytes, int]:  # type: ignore[no-untyped-def]
-    data, stat = zk.get(zkdata.member_path(group, consumer_id))
+    data, stat = zk.get(znodes.member_path(group, consumer_id))
     assert stat.ephemeralOwner != 0
     return data, int(json.loads(data)["timestamp"])
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from zkconsumer import zkdata
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
@@ -37,8 +37,8 @@ class NodeClock:
                 self.deleted_at = time.monotonic()
                 self.done.set()
 
-        zk.DataWatch(zkdata.offset_path(group, topic, partition), on_offset)
-        zk.DataWatch(zkdata.owner_path(group, topic, partition), on_owner)
+        zk.DataWatch(znodes.offset_path(group, topic, partition), on_offset)
+        zk.DataWatch(znodes.owner_path(group, topic, partition), on_owner)
 
     def kept_after_commit(self, timeout: float = 60.0) -> float:
         assert self.done.wait(timeout), "the owner node was never deleted"
@@ -51,7 +51,7 @@ def _owned_and_consumed(mixed, topic_factory, produce, linger_ms: int) -> str:  
     produce(topic, 40, partitions=2)  # 20 per partition
     mixed.add_py("a-py", {topic: 1}, **{"zkconsumer.release.linger.ms": linger_ms})
     mixed.wait_for({(topic, p, o) for p in (0, 1) for o in range(20)}, timeout=60)
-    assert mixed.zk.exists(zkdata.zkconsumer_member_path(mixed.group, f"{mixed.group}_a-py")) is not None
+    assert mixed.zk.exists(znodes.zkconsumer_member_path(mixed.group, f"{mixed.group}_a-py")) is not None
     return topic
 
 
@@ -62,7 +62,7 @@ def test_a_partition_handed_to_a_scala_member_stays_owned_for_the_linger(mixed, 
     mixed.wait_ready()
     assert clock.kept_after_commit() >= 1.5
     mixed.balanced([topic])
-    assert mixed.zk.exists(zkdata.zkconsumer_member_path(mixed.group, f"{mixed.group}_b-scala")) is None
+    assert mixed.zk.exists(znodes.zkconsumer_member_path(mixed.group, f"{mixed.group}_b-scala")) is None
     produce(topic, 10, partitions=2)
     mixed.wait_for({(topic, 1, o) for o in range(20, 25)}, timeout=60)
     again = [o for t, p, o in mixed.deliveries("b-scala") if p == 1 and o < 20]

@@ -21,12 +21,13 @@ from secured_checks import acls, owners_of, wait_committed
 
 from harness.members import committed_offsets, keys_of
 from harness.scala import FAST_PROPERTIES, ScalaMember
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.pytest_plugin import running
 from zkconsumer.testing.secure import DIGEST_LOGIN_MODULE, client_jaas
 from zkconsumer.testing.versions import versions_from_env
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -181,15 +182,15 @@ def test_secured_mixed_group_hands_over_both_ways(
 def node_paths(group: str, topic: str, member: str, partition: int) -> dict[str, str]:
     """The nodes a member creates, by kind, in the group (member: a consumer id)."""
     return {
-        "group": zkdata.group_path(group),
-        "ids": zkdata.ids_path(group),
-        "member": zkdata.member_path(group, member),
-        "owners": zkdata.owners_path(group),
-        "owners/topic": zkdata.owners_path(group, topic),
-        "owner": zkdata.owner_path(group, topic, partition),
-        "offsets": zkdata.offsets_path(group),
-        "offsets/topic": zkdata.offsets_path(group, topic),
-        "offset": zkdata.offset_path(group, topic, partition),
+        "group": znodes.group_path(group),
+        "ids": znodes.ids_path(group),
+        "member": znodes.member_path(group, member),
+        "owners": znodes.owners_path(group),
+        "owners/topic": znodes.owners_path(group, topic),
+        "owner": znodes.owner_path(group, topic, partition),
+        "offsets": znodes.offsets_path(group),
+        "offsets/topic": znodes.offsets_path(group, topic),
+        "offset": znodes.offset_path(group, topic, partition),
     }
 
 
@@ -230,7 +231,7 @@ def test_our_nodes_carry_the_acls_of_a_secured_scala_member(
         scala_in_g = {kind: acls(zk, node_paths(g, topic, f"{g}_b-scala", 2)[kind]) for kind in ("member", "owner")}
         markers = {
             path: sorted(acls(zk, path))
-            for path in (zkdata.zkconsumer_members_path(g), zkdata.zkconsumer_member_path(g, f"{g}_a-py"))
+            for path in (znodes.zkconsumer_members_path(g), znodes.zkconsumer_member_path(g, f"{g}_a-py"))
             if zk.exists(path) is not None
         }
     finally:
@@ -252,7 +253,7 @@ def test_our_nodes_carry_the_acls_of_a_secured_scala_member(
     protected = ("owners", "owners/topic", "owner", "offsets", "offsets/topic", "offset")
     assert {k: ours[k] for k in protected} == {k: scala_ref[k] for k in protected}, "owners/ or offsets/"
     assert scala_in_g["owner"] == ours["owner"]
-    assert acls(zk, zkdata.offset_path(g, topic, 1)) == acls(zk, zkdata.offset_path(g, topic, 3)) == SECURED
+    assert acls(zk, znodes.offset_path(g, topic, 1)) == acls(zk, znodes.offset_path(g, topic, 3)) == SECURED
     # The open part: a secured Scala member leaves the group node, ids/ and its member node world-writable.
     assert {k: ours[k] for k in ("group", "ids", "member")} == {k: scala_ref[k] for k in ("group", "ids", "member")}
     assert scala_in_g["member"] == ours["member"]
@@ -294,7 +295,7 @@ def test_wrong_password_fails_once_naming_the_identity(
     assert "bob-secret" not in message, "the password leaked into the error"
     assert not getattr(info.value, "retriable", False), "a wrong password is not worth retrying"
     assert elapsed < 15, f"took {elapsed:.1f}s to give up"
-    assert zk.exists(zkdata.member_path(group_id, f"{group_id}_m-wrong")) is None
+    assert zk.exists(znodes.member_path(group_id, f"{group_id}_m-wrong")) is None
     time.sleep(0.5)  # the server logs the failure as the connection closes
     attempts = sasl_failures(cluster) - before
     assert 1 <= attempts <= 3, f"{attempts} SASL attempts for one start"
@@ -324,16 +325,16 @@ def test_missing_acl_is_reported_as_noauth_on_the_znode(mixed, zk, cluster, topi
     topic = topic_factory(partitions=PARTITIONS)
     g = mixed.group
     if step == "commit":
-        zk.ensure_path(zkdata.owners_path(g, topic))  # open (world ALL): made before the Scala member
+        zk.ensure_path(znodes.owners_path(g, topic))  # open (world ALL): made before the Scala member
     secured_scala_committed_and_left(mixed, zk, produce, topic)
-    assert acls(zk, zkdata.offset_path(g, topic, 0)) == SECURED
-    assert acls(zk, zkdata.owners_path(g, topic)) == (OPEN if step == "commit" else SECURED)
+    assert acls(zk, znodes.offset_path(g, topic, 0)) == SECURED
+    assert acls(zk, znodes.owners_path(g, topic)) == (OPEN if step == "commit" else SECURED)
 
     began = time.monotonic()
     if step == "claim":
         with pytest.raises(Exception) as info:
             mixed.add_py("b-py", {topic: 1})
-        where = zkdata.owners_path(g, topic)
+        where = znodes.owners_path(g, topic)
     else:
         conn = mixed.add_py("b-py", {topic: 1}, auto_commit_enable="false")
         assert owners_of(mixed.balanced([topic]), g, "b-py") == set(range(PARTITIONS))
@@ -342,7 +343,7 @@ def test_missing_acl_is_reported_as_noauth_on_the_znode(mixed, zk, cluster, topi
         began = time.monotonic()
         with pytest.raises(Exception) as info:
             conn.commit_offsets()
-        where = zkdata.offsets_path(g, topic) + "/"
+        where = znodes.offsets_path(g, topic) + "/"
         mixed.py.pop("b-py")
         with suppress(ZkConsumerError):  # its last commit fails the same way
             conn.shutdown(timeout=10)
@@ -389,7 +390,7 @@ def test_the_cli_writes_a_secured_group_with_zk_jaas(
     done = runner.invoke(cli, [*args, "--zk-jaas", str(jaas)])
     assert done.exit_code == 0, done.output
     assert committed_offsets(zk, g, topic) == {p: 5 for p in range(PARTITIONS)}
-    assert acls(zk, zkdata.offset_path(g, topic, 0)) == SECURED
+    assert acls(zk, znodes.offset_path(g, topic, 0)) == SECURED
     wrong = tmp_path / "wrong.jaas"
     wrong.write_text(client_jaas("alice", "not-the-password"))
     rejected = runner.invoke(cli, [*args, "--zk-jaas", str(wrong)])
@@ -413,7 +414,7 @@ def test_a_cli_write_into_a_new_group_leaves_the_group_node_open(cluster, zk, tm
             assert write_offset_guarded(client, group, topic, 0, 7) is None
     finally:
         common._JAAS_FILE.reset(token)
-    assert acls(zk, zkdata.group_path(group)) == OPEN
-    assert acls(zk, zkdata.owners_path(group)) == SECURED
-    assert acls(zk, zkdata.offset_path(group, topic, 0)) == SECURED
+    assert acls(zk, znodes.group_path(group)) == OPEN
+    assert acls(zk, znodes.owners_path(group)) == SECURED
+    assert acls(zk, znodes.offset_path(group, topic, 0)) == SECURED
     assert committed_offsets(zk, group, topic) == {0: 7}

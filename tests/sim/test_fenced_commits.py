@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from harness.zkmodel import ZkModel
-from zkconsumer import zkdata
 from zkconsumer.errors import CommitFailed
-from zkconsumer.group import GroupZk
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.group import GroupZk
 
 
 def _member(model: ZkModel, name: str) -> GroupZk:
@@ -35,8 +35,8 @@ def test_offsets_of_our_partitions_are_written_and_another_members_is_refused() 
     offsets = {**{k: 100 + k[1] for k in ours}, ("t", 12): 7}
     written = me.commit_offsets(offsets, {**ours, ("t", 12): "g_me-0"})
     assert written == {**{k: True for k in ours}, ("t", 12): False}
-    assert {p: int(model.data(zkdata.offset_path("g", "t", p))) for p in range(12)} == {p: 100 + p for p in range(12)}
-    assert not model.exists(zkdata.offset_path("g", "t", 12))
+    assert {p: int(model.data(znodes.offset_path("g", "t", p))) for p in range(12)} == {p: 100 + p for p in range(12)}
+    assert not model.exists(znodes.offset_path("g", "t", 12))
     # One read of each owner node, one of each offset node, one multi each: no retries.
     assert requests.count("multi") == 12 and len(requests) <= 13 * 3 + 4
 
@@ -51,10 +51,10 @@ def test_a_write_whose_owner_node_changed_in_between_is_not_written() -> None:
     def then_rewritten(keys):  # type: ignore[no-untyped-def]
         found = read(keys)
         model_client = me.client
-        model_client.set(zkdata.owner_path("g", "t", 0), zkdata.encode_owner("g_me-0"))  # version moves
+        model_client.set(znodes.owner_path("g", "t", 0), znodes.encode_owner("g_me-0"))  # version moves
         return found
 
     me.owner_nodes._read_owner_nodes = then_rewritten  # type: ignore[method-assign]
     with pytest.raises(CommitFailed, match="t-0"):
         me.commit_offsets({key: 5}, {key: "g_me-0"}, attempts=2)
-    assert not model.exists(zkdata.offset_path("g", "t", 0))
+    assert not model.exists(znodes.offset_path("g", "t", 0))

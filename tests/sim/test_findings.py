@@ -11,10 +11,10 @@ from kazoo.protocol.states import KazooState
 from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
 from harness.simulation import SimMember, committed, owner_nodes
 from harness.zkmodel import FAIL_AFTER, FAIL_BEFORE
-from zkconsumer import zkdata
+from zkconsumer.consumer.stream import ConsumerIterator, DeliveryGate, StreamQueue
+from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.errors import CommitFailed, ZooKeeperUnavailable
-from zkconsumer.listener import ConsumerRebalanceListener
-from zkconsumer.stream import ConsumerIterator, DeliveryGate, StreamQueue
+from zkconsumer.zookeeper import znodes
 
 
 def world(partitions: int = 4) -> Schedule:
@@ -107,7 +107,7 @@ def test_1c_the_watchdog_releases_our_own_node_that_we_do_not_own() -> None:
     rounds(s, 8)
     # Plant a node of m1's session for a partition assigned to m2 (what a lost claim answer leaves).
     target = next(p for p, t in s.expected_owners().items() if t.startswith(m2.consumer_id))
-    path = zkdata.owner_path(GROUP, TOPIC, target)
+    path = znodes.owner_path(GROUP, TOPIC, target)
     m2.client.delete(path)
     m1.client.create(path, m1.thread_ids()[0].encode(), ephemeral=True)
     m2.assignment.drop([(TOPIC, target)])
@@ -120,7 +120,7 @@ def test_1c_the_watchdog_releases_our_own_node_that_we_do_not_own() -> None:
 
 
 def test_2_an_iterator_waiting_on_a_lapsed_lease_ends_at_shutdown() -> None:
-    from zkconsumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
+    from zkconsumer.consumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
 
     streams = StreamSet("g_c", static={"t": 1}, consumer_timeout_ms=-1)
     queue = streams.by_topic["t"][0].queue
@@ -221,7 +221,7 @@ def test_4_registering_while_disconnected_fails_fast_and_retriably() -> None:
 )
 def test_5_the_group_keeps_consuming_beside_an_unusable_peer(registration: bytes) -> None:
     s = world()
-    s.admin.create(zkdata.member_path(GROUP, f"{GROUP}_bad"), registration, makepath=True)
+    s.admin.create(znodes.member_path(GROUP, f"{GROUP}_bad"), registration, makepath=True)
     m1, m2 = s.add_member(), s.add_member()
     for p in range(4):
         s.log.produce((TOPIC, p), 2)
@@ -243,7 +243,7 @@ def test_7_partitions_added_right_after_the_topic_read_are_assigned() -> None:
         answer = read(topics, watch)
         if s.partitions == 2:
             s.partitions = 4
-            s.admin.set(zkdata.topic_path(TOPIC), s._topic_data())
+            s.admin.set(znodes.topic_path(TOPIC), s._topic_data())
         return answer
 
     m1.group.cluster.topics = read_then_grow  # type: ignore[method-assign]
@@ -261,7 +261,7 @@ def test_8_a_deleted_offsets_folder_is_recreated_by_the_next_commit() -> None:
     rounds(s, 4)
     m1.commit()
     assert committed(s.model, GROUP, (TOPIC, 0)) == 3
-    folder = zkdata.offsets_path(GROUP, TOPIC)
+    folder = znodes.offsets_path(GROUP, TOPIC)
     s.admin.delete(f"{folder}/0")
     s.admin.delete(folder)
     s.log.produce((TOPIC, 0), 2)
@@ -277,7 +277,7 @@ def test_8_a_commit_that_keeps_failing_raises_and_is_counted() -> None:
     rounds(s, 4)
     m1.streams.mark_consumed()
     # Someone rewrites the owner node's data on every attempt: the fenced multi keeps failing.
-    path = zkdata.owner_path(GROUP, TOPIC, 0)
+    path = znodes.owner_path(GROUP, TOPIC, 0)
 
     def bump(client: object, op: str, called: str) -> None:
         if op == "multi" and client.name == m1.name:
@@ -354,9 +354,9 @@ def test_11_garbled_owner_values_and_odd_children_break_no_check(caplog) -> None
     s = world(partitions=2)
     m1 = s.add_member()
     rounds(s, 4)
-    folder = zkdata.owners_path(GROUP, TOPIC)
+    folder = znodes.owners_path(GROUP, TOPIC)
     s.admin.create(f"{folder}/not-a-number", b"x")
-    s.admin.create(zkdata.BROKER_IDS + "/garbage", b"{}")
+    s.admin.create(znodes.BROKER_IDS + "/garbage", b"{}")
     m1.client.set(f"{folder}/1", b"\xff\xfe")
     found = m1.group.reads.owner_threads([(TOPIC, 0), (TOPIC, 1)])  # the watchdog's read
     assert found[(TOPIC, 1)] is None and found[(TOPIC, 0)] is not None

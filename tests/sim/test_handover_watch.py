@@ -10,15 +10,15 @@ from collections.abc import Callable
 from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
 from harness.simulation import SimMember, owner_nodes
 from harness.zkmodel import Fault, FaultKind, ZkModel
-from zkconsumer import zkdata
-from zkconsumer.group import GroupZk
-from zkconsumer.listener import ConsumerRebalanceListener
+from zkconsumer.coordinator.listener import ConsumerRebalanceListener
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.group import GroupZk
 
 
 def _owner(client, group: str, topic: str, partition: int) -> str:  # type: ignore[no-untyped-def]
-    path = zkdata.owner_path(group, topic, partition)
-    client.ensure_path(zkdata.owners_path(group, topic))
-    client.create(path, zkdata.encode_owner(f"{group}_other-0"), ephemeral=True)
+    path = znodes.owner_path(group, topic, partition)
+    client.ensure_path(znodes.owners_path(group, topic))
+    client.create(path, znodes.encode_owner(f"{group}_other-0"), ephemeral=True)
     return path
 
 
@@ -105,7 +105,7 @@ def test_an_incremental_member_fetches_the_free_part_of_its_share_while_a_neighb
     # m1 has let go of partition 5 only (its rebalance is still to come), then m2 rebalances first.
     observer = s.model.client("observer")
     observer.start()
-    observer.delete(zkdata.owner_path(GROUP, TOPIC, 5))
+    observer.delete(znodes.owner_path(GROUP, TOPIC, 5))
     m2.rebalance()
     owners = owner_nodes(s.model, GROUP, TOPIC)
     assert owners[5][0].startswith(m2.consumer_id) and owners[4][0].startswith(m1.consumer_id)
@@ -213,7 +213,7 @@ def test_an_incremental_member_claims_what_a_leaver_let_go_before_its_own_hand_o
     s, m2, m3, owners = _three_members_then_one_leaves()
     events: list[str] = []
     m2.rebalancer.listener = RecordingListener(events)
-    _fail(s, "delete", zkdata.owner_path(GROUP, TOPIC, 3))  # m2's hand-over of 3 fails at its delete
+    _fail(s, "delete", znodes.owner_path(GROUP, TOPIC, 3))  # m2's hand-over of 3 fails at its delete
     m2.rebalance()
     assert {p: owners().get(p) for p in (0, 1, 3)} == {0: "g_m2-0", 1: "g_m2-0", 3: "g_m2-0"}
     assert m2.fetcher.assigned() == {(TOPIC, 0), (TOPIC, 1), (TOPIC, 3)}
@@ -235,7 +235,7 @@ def test_the_listener_hears_start_after_release_when_the_early_claim_took_everyt
 
 def test_a_failed_early_claim_does_not_hold_up_the_members_own_hand_over() -> None:
     s, m2, m3, owners = _three_members_then_one_leaves()
-    _fail(s, "get", zkdata.offset_path(GROUP, TOPIC, 0))  # m2 cannot start partition 0 it took early
+    _fail(s, "get", znodes.offset_path(GROUP, TOPIC, 0))  # m2 cannot start partition 0 it took early
     m2.rebalance()
     assert 3 not in owners()  # released all the same: m3 need not wait for m2's next attempt
     _settle(s, m2, m3)

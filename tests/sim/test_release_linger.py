@@ -10,13 +10,13 @@ import time
 from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
 from harness.simulation import SimMember, owner_nodes
 from harness.zkmodel import FAIL_BEFORE, ZkModel
-from zkconsumer import zkdata
-from zkconsumer.group import GroupZk
-from zkconsumer.linger import ReleaseLinger
-from zkconsumer.listener import ConsumerRebalanceListener
-from zkconsumer.subscription import StaticSubscription, encode_registration
+from zkconsumer.coordinator.linger import ReleaseLinger
+from zkconsumer.coordinator.listener import ConsumerRebalanceListener
+from zkconsumer.coordinator.subscription import StaticSubscription, encode_registration
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.group import GroupZk
 
-MARKER = zkdata.encode_zkconsumer_marker("test")
+MARKER = znodes.encode_zkconsumer_marker("test")
 
 
 def _member(model: ZkModel, name: str, *, marked: bool) -> GroupZk:
@@ -40,7 +40,7 @@ def test_marker_lives_with_the_session_and_lists_only_marked_members() -> None:
     me = _member(model, "me", marked=True)
     _member(model, "scala", marked=False)
     assert me.zkconsumer_members() == {"g_me"}
-    data, stat = me.client.get(zkdata.zkconsumer_member_path("g", "g_me"))
+    data, stat = me.client.get(znodes.zkconsumer_member_path("g", "g_me"))
     assert data == b'{"version":1,"library":"zkconsumer","library_version":"test"}'
     assert stat.ephemeralOwner == me.session
     assert me.mark_as_zkconsumer(MARKER) is True  # again in the same session: already there
@@ -55,7 +55,7 @@ def test_a_marker_of_an_older_session_does_not_count_as_ours() -> None:
     model = ZkModel()
     old = model.client("old")
     old.start()
-    old.create(zkdata.zkconsumer_member_path("g", "g_me"), MARKER, ephemeral=True, makepath=True)
+    old.create(znodes.zkconsumer_member_path("g", "g_me"), MARKER, ephemeral=True, makepath=True)
     new = _member(model, "me", marked=False)
     assert new.mark_as_zkconsumer(MARKER) is False
 
@@ -134,8 +134,8 @@ def test_a_member_is_marked_before_it_is_registered_and_again_in_a_new_session()
     member.rebalance()
     observer = s.model.client("observer")
     observer.start()
-    marker = zkdata.zkconsumer_member_path(GROUP, member.consumer_id)
-    registration = zkdata.member_path(GROUP, member.consumer_id)
+    marker = znodes.zkconsumer_member_path(GROUP, member.consumer_id)
+    registration = znodes.member_path(GROUP, member.consumer_id)
     # Whoever reads our registration must find the marker already there.
     assert observer.exists(marker).czxid < observer.exists(registration).czxid
     s.model.expire(member.client)
@@ -177,7 +177,7 @@ def _mixed_world(linger_s: float) -> tuple[Schedule, SimMember, list[tuple[str, 
     scala = s.model.client("scala")
     scala.start()
     scala.create(
-        zkdata.member_path(GROUP, f"{GROUP}_scala"),
+        znodes.member_path(GROUP, f"{GROUP}_scala"),
         ephemeral=True,
         makepath=True,
         value=encode_registration(StaticSubscription.of({TOPIC: 1}), 1),

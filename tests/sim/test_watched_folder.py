@@ -7,8 +7,8 @@ from typing import Any
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from harness.zkmodel import ZkModel
-from zkconsumer.watched_folder import WatchedFolder, WatchedNodes
-from zkconsumer.zkio import ZkIO
+from zkconsumer.zookeeper.client import ZkIO
+from zkconsumer.zookeeper.watched import WatchedFolder, WatchedNodes
 
 FOLDER = "/f"
 

@@ -8,8 +8,8 @@ from collections import Counter
 from harness.sim_schedule import GROUP, Options, Schedule
 from harness.simulation import SimMember
 from harness.zkmodel import FakeKazooClient, ZkModel
-from zkconsumer import zkdata
-from zkconsumer.group import GroupZk
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.group import GroupZk
 
 
 def _settle(s: Schedule, n: int = 12) -> None:
@@ -48,7 +48,7 @@ def _me_registered_beside_an_admin() -> tuple[ZkModel, FakeKazooClient, FakeKazo
 
 def _requests(s: Schedule, member: SimMember, since: int) -> Counter[str]:
     """Requests `member` sent since call number `since`, by kind and folder."""
-    ids = zkdata.ids_path(GROUP)
+    ids = znodes.ids_path(GROUP)
     kinds: Counter[str] = Counter()
     for call in s.model.calls[since:]:
         if call.client == member.name:
@@ -95,7 +95,7 @@ def test_a_rebalance_that_moves_nothing_reads_no_owner_node() -> None:
     for m in members:
         m.trigger("nothing changed")
     _settle(s, 2)
-    owners = zkdata.owners_path(GROUP, "t")
+    owners = znodes.owners_path(GROUP, "t")
     touched = [c for c in s.model.calls[since:] if c.path.startswith(owners)]
     assert touched == []
     assert [sorted(m.assignment.owned()) for m in members] == before
@@ -105,25 +105,25 @@ def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type:
     import json
 
     from harness.zkmodel import ZkModel
-    from zkconsumer import metadata
+    from zkconsumer.cluster import metadata
 
     model = ZkModel()
     client = model.client("me")
     client.start()
     client.create(
-        zkdata.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1]}}).encode(), makepath=True
+        znodes.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1]}}).encode(), makepath=True
     )
     decoded: list[bytes] = []
-    real = zkdata.decode_topic_partitions
+    real = znodes.decode_topic_partitions
     monkeypatch.setattr(
-        metadata.zkdata, "decode_topic_partitions", lambda data, path: decoded.append(data) or real(data, path)
+        metadata.znodes, "decode_topic_partitions", lambda data, path: decoded.append(data) or real(data, path)
     )
     cluster = metadata.ClusterMetadata(client)
     assert cluster.topics(["t"])["t"][0] == [0, 1]
     assert cluster.topics(["t"])["t"][0] == [0, 1]
     assert len(decoded) == 1
     client.set(
-        zkdata.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1], "2": [1]}}).encode()
+        znodes.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1], "2": [1]}}).encode()
     )
     assert cluster.topics(["t"])["t"][0] == [0, 1, 2]
     assert len(decoded) == 2
@@ -132,13 +132,13 @@ def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type:
 def test_a_registration_is_decoded_once_per_content(monkeypatch) -> None:  # type: ignore[no-untyped-def]
 
     model, admin, me, group = _me_registered_beside_an_admin()
-    other = zkdata.member_path(GROUP, f"{GROUP}_other")
+    other = znodes.member_path(GROUP, f"{GROUP}_other")
     admin.create(other, b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"2"}')
-    admin.create(zkdata.member_path(GROUP, f"{GROUP}_bad"), b"not json")
+    admin.create(znodes.member_path(GROUP, f"{GROUP}_bad"), b"not json")
     model.deliver()
     decoded: list[bytes] = []
-    real = zkdata.Registration.decode
-    monkeypatch.setattr(zkdata.Registration, "decode", staticmethod(lambda d, p: decoded.append(d) or real(d, p)))
+    real = znodes.Registration.decode
+    monkeypatch.setattr(znodes.Registration, "decode", staticmethod(lambda d, p: decoded.append(d) or real(d, p)))
     for _ in range(3):
         good, bad = group.read_registrations()
         assert sorted(good) == [f"{GROUP}_me", f"{GROUP}_other"] and list(bad) == [f"{GROUP}_bad"]
@@ -160,7 +160,7 @@ def test_a_reconnect_does_not_trust_caches_whose_watches_died_with_the_link() ->
     assert model.deliver_listeners(me) == 1  # the SUSPENDED listener; the NONE events stay queued
     assert model.pending_events(me) > 0
     admin.create(
-        zkdata.member_path(GROUP, f"{GROUP}_new"),
+        znodes.member_path(GROUP, f"{GROUP}_new"),
         b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"2"}',
     )
     model.reconnect(me)
@@ -169,7 +169,7 @@ def test_a_reconnect_does_not_trust_caches_whose_watches_died_with_the_link() ->
 
 def test_our_own_registration_is_listed_even_before_its_watch_event_ran() -> None:
     from harness.zkmodel import ZkModel
-    from zkconsumer.group import GroupZk
+    from zkconsumer.zookeeper.group import GroupZk
 
     model = ZkModel()
     me = model.client("me")
@@ -186,7 +186,7 @@ def test_one_shot_owner_reads_set_no_watch_and_skip_bad_nodes(caplog) -> None:  
     s = Schedule(0, Options(members=0, partitions=2))
     m1 = s.add_member()
     _settle(s, 4)
-    folder = zkdata.owners_path(GROUP, "t")
+    folder = znodes.owners_path(GROUP, "t")
     s.admin.create(f"{folder}/not-a-number", b"x")
     since = len(s.model.calls)
     assert sorted(m1.group.owners("t")) == [0, 1] and sorted(m1.group.owners("t")) == [0, 1]
@@ -212,7 +212,7 @@ def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
     me.owner_nodes._read_nodes_to_claim = then_taken  # type: ignore[method-assign]
     since = len(model.calls)
     assert me.claim(wanted, partial=True) == sorted(wanted)  # the failed chunk waits for the next attempt
-    owners = zkdata.owners_path("g", "t")
+    owners = znodes.owners_path("g", "t")
     mine = [c for c in model.calls[since:] if c.client == "me"]
     reads = [c for c in mine if c.op == "get" and c.path.startswith(owners)]
     assert len(reads) == len(wanted) + len(wanted) - 1  # the read after the failure, the 39 it found free again
@@ -245,9 +245,9 @@ def test_a_claim_confirms_a_node_that_looks_ours_before_counting_it() -> None:
     assert me.claim(wanted) == []
     assert me.claim(wanted) == []  # a repeated claim (its answer lost): the node is read, ours, and cached
     assert me.release(wanted) == [("t", 0)]  # its watch fires but is not delivered yet
-    assert not model.exists(zkdata.owner_path("g", "t", 0))
+    assert not model.exists(znodes.owner_path("g", "t", 0))
     assert me.claim(wanted) == []
-    assert model.exists(zkdata.owner_path("g", "t", 0))  # created again, not taken from the cache
+    assert model.exists(znodes.owner_path("g", "t", 0))  # created again, not taken from the cache
 
 
 def test_a_watchdog_check_after_a_change_reads_its_own_share_not_the_groups_moves() -> None:
@@ -260,7 +260,7 @@ def test_a_watchdog_check_after_a_change_reads_its_own_share_not_the_groups_move
     s.add_member()  # range assignment moves most of the 48 partitions
     _settle(s)
     s.model.deliver()
-    owners = zkdata.owners_path(GROUP, "t")
+    owners = znodes.owners_path(GROUP, "t")
     designated = min(m.consumer_id for m in members)
     for m in members:
         since, claimed = len(s.model.calls), len(m.rebalancer._claimed)  # its claims, some moved on since
@@ -279,7 +279,7 @@ def test_a_release_deletes_its_watched_nodes_in_one_transaction_without_reading_
     since = len(model.calls)
     assert me.release(owned) == sorted(owned)
     assert [c.op for c in model.calls[since:] if c.client == "me"] == ["multi-delete"]
-    assert not any(model.exists(zkdata.owner_path("g", *k)) for k in owned)
+    assert not any(model.exists(znodes.owner_path("g", *k)) for k in owned)
 
 
 def test_a_release_reads_a_node_whose_watch_fired_and_leaves_another_members_node_alone() -> None:
@@ -288,7 +288,7 @@ def test_a_release_reads_a_node_whose_watch_fired_and_leaves_another_members_nod
     model, (me, other, tool) = _registered("me", "other", "tool")
     owned = {("t", p): "g_me-0" for p in range(3)}
     assert me.claim(owned) == [] and me.not_ours(owned, watched=True) == []
-    tool.client.delete(zkdata.owner_path("g", "t", 1))
+    tool.client.delete(znodes.owner_path("g", "t", 1))
     assert other.claim({("t", 1): "g_other-0"}) == []
     model.deliver()
     since = len(model.calls)
@@ -303,11 +303,11 @@ def test_a_release_whose_transaction_fails_deletes_node_by_node() -> None:
     model, (me, tool) = _registered("me", "tool")
     owned = {("t", p): "g_me-0" for p in range(3)}
     assert me.claim(owned) == [] and me.not_ours(owned, watched=True) == []
-    tool.client.delete(zkdata.owner_path("g", "t", 2))
+    tool.client.delete(znodes.owner_path("g", "t", 2))
     since = len(model.calls)
     assert me.release(owned) == sorted(owned)
     assert [c.op for c in model.calls[since:] if c.client == "me"] == ["multi-delete", "delete", "delete", "delete"]
-    assert not any(model.exists(zkdata.owner_path("g", *k)) for k in owned)
+    assert not any(model.exists(znodes.owner_path("g", *k)) for k in owned)
 
 
 def test_waiting_for_held_nodes_reuses_the_claims_watches() -> None:

@@ -75,8 +75,8 @@ from harness.zk_txnlog import (
 )
 from spark_jobs.checkpoint import CheckpointLog
 from spark_jobs.offsets import batch_ranges
-from zkconsumer import zkdata
 from zkconsumer.testing import kafka
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(600)]
 
@@ -187,7 +187,7 @@ class GroupHistory:
 def group_history(cluster: Any, group: str, topic: str) -> GroupHistory:
     data_dir = getattr(getattr(cluster, "zookeeper", None), "data_dir", None)
     assert data_dir is not None, "these tests read the ZooKeeper server's transaction log: they need a local cluster"
-    root = (cluster.chroot or "") + zkdata.group_path(group)
+    root = (cluster.chroot or "") + znodes.group_path(group)
     owners, offsets, ids = f"{root}/owners/{topic}/", f"{root}/offsets/{topic}/", f"{root}/ids/"
     h = GroupHistory()
     alive: dict[str, tuple[int, Life | None]] = {}  # ephemeral path under the group -> (session, owner life)
@@ -199,8 +199,8 @@ def group_history(cluster: Any, group: str, topic: str) -> GroupHistory:
             life = None
             if op.path.startswith(owners):
                 partition = int(op.path[len(owners) :])
-                thread = zkdata.decode_owner(op.data, op.path)
-                life = Life(partition, zkdata.consumer_id_of_thread(thread), op.session, op.zxid, op.at)
+                thread = znodes.decode_owner(op.data, op.path)
+                life = Life(partition, znodes.consumer_id_of_thread(thread), op.session, op.zxid, op.at)
                 h.lives[partition].append(life)
                 holder[partition] = op.session
             elif op.path.startswith(ids):
@@ -210,7 +210,7 @@ def group_history(cluster: Any, group: str, topic: str) -> GroupHistory:
             partition = int(op.path[len(offsets) :])
             h.writes[partition].append(
                 OffsetWrite(
-                    op.zxid, op.at, op.session, partition, zkdata.decode_offset(op.data, op.path), holder.get(partition)
+                    op.zxid, op.at, op.session, partition, znodes.decode_offset(op.data, op.path), holder.get(partition)
                 )
             )
         elif op.kind == "delete" and op.path in alive:
@@ -631,8 +631,8 @@ def test_the_drivers_session_expiring_mid_batch_loses_nothing_and_its_commits_st
         balanced(zk, group_id, topic, 2, driver)
         wait(lambda: len(sink_keys(driver.output)) > 0, 120, "no rows reached the sink", driver)
         time.sleep(2.0)
-        (driver_id,) = set(zk.get_children(zkdata.ids_path(group_id))) - members.ids
-        node = zkdata.member_path(group_id, driver_id)
+        (driver_id,) = set(zk.get_children(znodes.ids_path(group_id))) - members.ids
+        node = znodes.member_path(group_id, driver_id)
         expired: list[tuple[int, int]] = []  # (session, batch in flight)
         for _attempt in range(3):
             wait(lambda: (log.planned() or [-1])[-1] > (log.committed() or [-1])[-1], 60, "a batch in flight", driver)

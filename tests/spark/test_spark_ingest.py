@@ -15,9 +15,10 @@ from spark_helpers import ROOT, sink_rows
 
 from harness.members import committed_offsets, wait_for_balanced
 from spark_jobs import ingest
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
 from zkconsumer.cli.writer import write_offset_guarded
 from zkconsumer.testing import kafka
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -255,7 +256,7 @@ def test_a_second_ingest_at_once_is_refused_and_touches_nothing(
     ).write.parquet(str(in_progress))
     other = cluster.zk_client()  # the first job's session, holding the lock
     try:
-        other.create(zkdata.ingest_lock_path(group_id, topic), b'{"host":"elsewhere"}', ephemeral=True, makepath=True)
+        other.create(znodes.ingest_lock_path(group_id, topic), b'{"host":"elsewhere"}', ephemeral=True, makepath=True)
         assert ingest.main(argv, spark=spark) == ingest.EXIT_LOCKED
         assert in_progress.exists(), "the running job's directory was deleted"
         assert committed_offsets(zk, group_id, topic) == {}
@@ -264,7 +265,7 @@ def test_a_second_ingest_at_once_is_refused_and_touches_nothing(
         other.close()
     assert ingest.main(argv, spark=spark) == ingest.EXIT_OK  # the lock went with that session
     assert not in_progress.exists() and committed_offsets(zk, group_id, topic) == {0: 10}
-    assert zk.exists(zkdata.ingest_lock_path(group_id, topic)) is None
+    assert zk.exists(znodes.ingest_lock_path(group_id, topic)) is None
 
 
 def test_an_ingest_that_lost_its_lock_mid_write_commits_nothing_and_leaves_the_new_holder(
@@ -276,7 +277,7 @@ def test_an_ingest_that_lost_its_lock_mid_write_commits_nothing_and_leaves_the_n
     out = tmp_path / "out"
     argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 10, partitions=1)
-    lock = zkdata.ingest_lock_path(group_id, topic)
+    lock = znodes.ingest_lock_path(group_id, topic)
     other = cluster.zk_client()
     finish_write = ingest.Progress.__exit__
 

@@ -20,9 +20,9 @@ from standalone_helpers import wait_gone
 from harness.members import committed_offsets
 from harness.spark_cluster import SparkStandalone
 from spark_jobs import ingest
-from zkconsumer import zkdata
 from zkconsumer.testing import kafka
 from zkconsumer.testing.process import _die_with_parent
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(600)]
 PARTITIONS = 12
@@ -100,7 +100,7 @@ def test_an_ingest_killed_mid_write_and_run_again_writes_every_message_once(
     assert not (output / killed_run / ingest.MARKER).exists(), "killed before its marker"
     assert committed_offsets(zk, group_id, topic) == {}, "nothing committed"
     deadline = time.monotonic() + 30  # the lock is ephemeral: it went with the dead driver's session
-    while zk.exists(zkdata.ingest_lock_path(group_id, topic)) and time.monotonic() < deadline:
+    while zk.exists(znodes.ingest_lock_path(group_id, topic)) and time.monotonic() < deadline:
         time.sleep(0.5)
 
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 10 * PARTITIONS, partitions=PARTITIONS)

@@ -12,8 +12,9 @@ import pytest
 from spark_helpers import FAST, describe, sink_rows, source_end, wait_until
 
 from harness.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
-from zkconsumer import ConsumerConnector, zkdata
+from zkconsumer import ConsumerConnector
 from zkconsumer.testing import kafka
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -292,7 +293,7 @@ def test_a_restarted_query_reads_a_re_created_topic_from_its_start(
         query.stop()
     wait_until(lambda: zk.get_children(f"/consumers/{group_id}/ids") == [], 15, "the query to leave the group")
     kafka.delete_topic(cluster.bootstrap_servers, topic)
-    wait_until(lambda: zk.exists(zkdata.topic_path(topic)) is None, 60, "the topic deletion")
+    wait_until(lambda: zk.exists(znodes.topic_path(topic)) is None, 60, "the topic deletion")
     cluster.create_topic(topic, 1)
     sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 45, partitions=1, start=1000)
     # The checkpoint says 30; in the new log that position would skip [0, 30).

@@ -10,8 +10,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from zkconsumer.assignment import Assignment
-from zkconsumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.coordinator.assignment import Assignment
 
 
 def make_info(

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.assignors import (
+from zkconsumer.config.compat import Compat
+from zkconsumer.coordinator.assignors import (
     AssignmentError,
     AssignmentInput,
     assign,
@@ -22,7 +23,6 @@ from zkconsumer.assignors import (
     roundrobin_assign,
     roundrobin_sort_key,
 )
-from zkconsumer.compat import Compat
 
 
 def _by_thread(decision):

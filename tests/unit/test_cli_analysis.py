@@ -23,7 +23,7 @@ from zkconsumer.cli.analysis import (
 )
 from zkconsumer.cli.snapshot import GroupSnapshot
 from zkconsumer.cli.top import RateTracker
-from zkconsumer.zkdata import Registration
+from zkconsumer.zookeeper.znodes import Registration
 
 
 def reg(**counts: int) -> Registration:

@@ -27,7 +27,7 @@ from zkconsumer.cli.formats import (
     reset_offset,
 )
 from zkconsumer.cli.render import TextTable
-from zkconsumer.stream import Message
+from zkconsumer.consumer.stream import Message
 
 
 def test_export_lines_are_the_legacy_format_and_sorted() -> None:

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import zkconsumer.config as config_module
-from zkconsumer.compat import Compat
-from zkconsumer.config import KNOWN_PROPERTIES, ConfigError, ConsumerConfig, merge
-from zkconsumer.properties import dump_properties, parse_properties
+import zkconsumer.config.consumer_config as config_module
+from zkconsumer.config.compat import Compat
+from zkconsumer.config.consumer_config import KNOWN_PROPERTIES, ConfigError, ConsumerConfig, merge
+from zkconsumer.config.properties import dump_properties, parse_properties
 
 BASE = {"zookeeper.connect": "zk1:2181,zk2:2181/kafka", "group.id": "my-group"}
 

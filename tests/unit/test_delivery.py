@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
-from zkconsumer.delivery import SLICE, ConsumerIterator, DeliveryGate, LeaseGuard
+from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.delivery import SLICE, ConsumerIterator, DeliveryGate, LeaseGuard
 from zkconsumer.errors import ConsumerTimeout
 
 

@@ -6,8 +6,11 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry, generate_latest
 
-from zkconsumer.broker_group import admin_config
-from zkconsumer.dual_commit import (
+from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.errors import BrokersUnavailable, CommitFailed, ConsumerError
+from zkconsumer.metrics import ConnectorCollector, Snapshot
+from zkconsumer.offsets.broker_group import admin_config
+from zkconsumer.offsets.dual_commit import (
     BrokerGroupView,
     BrokerMember,
     KafkaCommitEpisodes,
@@ -19,9 +22,6 @@ from zkconsumer.dual_commit import (
     rejected_warning,
     transient_warning,
 )
-from zkconsumer.errors import BrokersUnavailable, CommitFailed, ConsumerError
-from zkconsumer.fetch_settings import FetchSettings
-from zkconsumer.metrics import ConnectorCollector, Snapshot
 
 
 def kafka_exc(code: int, reason: str = "Commit failed", fatal: bool = False) -> KafkaException:

@@ -18,7 +18,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer import errors
-from zkconsumer.config import ConfigError
+from zkconsumer.config.consumer_config import ConfigError
 from zkconsumer.errors import (
     BrokersUnavailable,
     CommitFailed,
@@ -33,7 +33,7 @@ from zkconsumer.errors import (
     ZooKeeperUnavailable,
     is_retriable,
 )
-from zkconsumer.kafkajson import ZkDataError
+from zkconsumer.zookeeper.kafkajson import ZkDataError
 
 # ---- third-party errors ----------------------------------------------------------------------------
 

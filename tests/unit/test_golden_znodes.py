@@ -20,8 +20,7 @@ import pytest
 
 from harness import golden
 from harness.zkmodel import ZkModel
-from zkconsumer import zkdata
-from zkconsumer.metadata import ClusterMetadata
+from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.testing.jars import KNOWN
 from zkconsumer.testing.versions import (
     KAFKA,
@@ -31,7 +30,8 @@ from zkconsumer.testing.versions import (
     kafka_release,
     zookeeper_release,
 )
-from zkconsumer.zkio import ZkIO
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.client import ZkIO
 
 GOLDEN = Path(__file__).parent / "golden"
 RELEASES = [pytest.param(release, id=version) for version, release in KAFKA.items()]
@@ -46,11 +46,11 @@ def goldens(release: KafkaRelease) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_broker_registration_decodes(release: KafkaRelease) -> None:
-    path = zkdata.broker_path(0)
-    info = zkdata.decode_broker(0, goldens(release)["broker.json"], path)
+    path = znodes.broker_path(0)
+    info = znodes.decode_broker(0, goldens(release)["broker.json"], path)
     assert info.version == release.broker_registration
     assert info.endpoints == ("PLAINTEXT://broker-0:9092",)
-    assert info.end_points() == (zkdata.EndPoint("PLAINTEXT", "broker-0", 9092, "PLAINTEXT"),)
+    assert info.end_points() == (znodes.EndPoint("PLAINTEXT", "broker-0", 9092, "PLAINTEXT"),)
     assert info.plaintext_address() == ("broker-0", 9092)
     assert info.listener_security_protocol_map == (("PLAINTEXT", "PLAINTEXT"),)
     assert (info.host, info.port, info.rack, info.jmx_port, info.timestamp) == (
@@ -66,7 +66,7 @@ def test_broker_registration_decodes(release: KafkaRelease) -> None:
 def test_broker_registration_encodes_back(release: KafkaRelease) -> None:
     """encode_broker (for fixtures) writes the same fields; byte for byte where it knows the key order."""
     data = goldens(release)["broker.json"]
-    encoded = zkdata.encode_broker(zkdata.decode_broker(0, data, zkdata.broker_path(0)))
+    encoded = znodes.encode_broker(znodes.decode_broker(0, data, znodes.broker_path(0)))
     assert json.loads(encoded) == json.loads(data)
     if release.version != "2.8.2":  # 2.8 writes "features" after "jmx_port"; encode_broker uses 3.9's v5 order
         assert encoded == data
@@ -75,11 +75,11 @@ def test_broker_registration_encodes_back(release: KafkaRelease) -> None:
 @pytest.mark.parametrize("release", RELEASES)
 def test_topic_and_partition_state_decode(release: KafkaRelease) -> None:
     nodes = goldens(release)
-    topic_path = zkdata.topic_path("golden")
+    topic_path = znodes.topic_path("golden")
     assert json.loads(nodes["topic.json"])["version"] == release.topic_registration
-    assert zkdata.decode_topic_partitions(nodes["topic.json"], topic_path) == {0: [0], 1: [0]}
-    state_path = zkdata.partition_state_path("golden", 0)
-    assert zkdata.decode_partition_state(nodes["partition-state.json"], state_path) == zkdata.PartitionState(
+    assert znodes.decode_topic_partitions(nodes["topic.json"], topic_path) == {0: [0], 1: [0]}
+    state_path = znodes.partition_state_path("golden", 0)
+    assert znodes.decode_partition_state(nodes["partition-state.json"], state_path) == znodes.PartitionState(
         leader=0, leader_epoch=0, isr=(0,), controller_epoch=1, version=1
     )
 
@@ -89,9 +89,9 @@ def test_cluster_metadata_reads_the_goldens(release: KafkaRelease) -> None:
     nodes = goldens(release)
     client = ZkModel().client("broker")
     client.start()
-    client.create(zkdata.broker_path(0), nodes["broker.json"], makepath=True)
-    client.create(zkdata.topic_path("golden"), nodes["topic.json"], makepath=True)
-    client.create(zkdata.partition_state_path("golden", 0), nodes["partition-state.json"], makepath=True)
+    client.create(znodes.broker_path(0), nodes["broker.json"], makepath=True)
+    client.create(znodes.topic_path("golden"), nodes["topic.json"], makepath=True)
+    client.create(znodes.partition_state_path("golden", 0), nodes["partition-state.json"], makepath=True)
     meta = ClusterMetadata(ZkIO(client, timeout_s=5.0))
     [broker] = meta.brokers()
     assert (broker.broker_id, broker.plaintext_address()) == (0, ("broker-0", 9092))

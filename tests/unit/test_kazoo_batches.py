@@ -25,8 +25,8 @@ from kazoo.protocol.connection import _CONNECTION_DROP, _SESSION_EXPIRED, AUTH_X
 from kazoo.protocol.serialization import Auth, Close, GetData
 from kazoo.protocol.states import KeeperState
 
-from zkconsumer.kazoo_batches import BATCH, use_batches
-from zkconsumer.kazoo_handler import PollHandler
+from zkconsumer.zookeeper.batches import BATCH, use_batches
+from zkconsumer.zookeeper.handler import PollHandler
 
 _PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
 

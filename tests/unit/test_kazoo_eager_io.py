@@ -12,7 +12,7 @@ import pytest
 from kazoo.exceptions import ConnectionDropped
 from kazoo.protocol.connection import ConnectionHandler
 
-from zkconsumer.kazoo_handler import PollHandler, use_eager_io
+from zkconsumer.zookeeper.handler import PollHandler, use_eager_io
 
 
 class CountingHandler(PollHandler):  # type: ignore[misc]

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from zkconsumer.kazoo_handler import PollHandler, make_handler, poll_select
+from zkconsumer.zookeeper.handler import PollHandler, make_handler, poll_select
 
 
 def test_ready_objects_are_returned_as_given() -> None:

@@ -38,10 +38,10 @@ def _assert_refusal_logged_not_printed(
 def test_a_fetcher_logs_librdkafka_lines_through_python_logging(
     caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from zkconsumer.chunks import PartitionTopicInfo, StreamQueue
-    from zkconsumer.fetcher import Fetcher, FetchSettings
+    from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
+    from zkconsumer.consumer.fetcher import Fetcher, FetchSettings
 
-    name = "zkconsumer.fetcher.librdkafka"
+    name = "zkconsumer.consumer.fetcher.librdkafka"
     _capture(caplog, monkeypatch, name)
     fetcher = Fetcher(FetchSettings(f"127.0.0.1:{_closed_port()}", "g", "c"), name="t", on_error=lambda exc: None)
     fetcher.start()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from zkconsumer.log_throttle import RepeatFilter, throttled_logger
+from zkconsumer.consumer.log_throttle import RepeatFilter, throttled_logger
 
 
 def _record(text: str, *args: object) -> logging.LogRecord:

@@ -7,9 +7,9 @@ import itertools
 import pytest
 from kazoo.protocol.states import KazooState
 
-from zkconsumer.assignment import Assignment
-from zkconsumer.membership import LEASE_FRACTION, Event, Membership, State, Transition, transition
-from zkconsumer.stream import DeliveryGate, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.stream import DeliveryGate, PartitionTopicInfo, StreamQueue
+from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.coordinator.membership import LEASE_FRACTION, Event, Membership, State, Transition, transition
 
 S, E = State, Event
 R = "rebalance"  # a rebalance is asked for (any non-empty reason)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from zkconsumer.coordinator.watchdog import Watchdog
 from zkconsumer.metrics import ConnectorCollector, Snapshot
-from zkconsumer.watchdog import Watchdog
 
 
 def scrape(snapshot: Snapshot) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.migration import (
+from zkconsumer.migration.plan import (
     ALLOW_REWIND,
     CLAMP,
     CLAMP_TO_LOG_END,
@@ -38,7 +38,7 @@ from zkconsumer.migration import (
     plan_move,
     spark_starting_offsets,
 )
-from zkconsumer.migration_status import migration_step, partition_rows
+from zkconsumer.migration.status import migration_step, partition_rows
 
 TP = tuple[str, int]
 Offsets = dict[TP, int]

@@ -7,11 +7,11 @@ import logging
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from zkconsumer.dual_commit import BrokerGroupView, BrokerMember
+from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
 from zkconsumer.errors import BrokersUnavailable
-from zkconsumer.offsets import KafkaSideFailed, OffsetStore
-from zkconsumer.stream import PartitionTopicInfo, StreamQueue
-from zkconsumer.zkio import Deadline
+from zkconsumer.offsets.dual_commit import BrokerGroupView, BrokerMember
+from zkconsumer.offsets.store import KafkaSideFailed, OffsetStore
+from zkconsumer.zookeeper.client import Deadline
 
 
 class RecordingGroup:
@@ -185,7 +185,7 @@ def test_a_live_broker_group_never_stops_zookeeper_commits_and_is_warned_once(ca
     offsets = DualStore(group, kafka, described=view)
     a = info(0, 0)
     kafka.fail = [unknown_member(), unknown_member(), unknown_member()]
-    caplog.set_level(logging.DEBUG, logger="zkconsumer.offsets")
+    caplog.set_level(logging.DEBUG, logger="zkconsumer.offsets.store")
     for offset in (10, 20, 30):
         a.consumed_offset = offset
         assert offsets.commit([a], attempts=3) == 1  # no retry of the Kafka side, no raise

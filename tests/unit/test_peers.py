@@ -9,12 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.compat import Compat
-from zkconsumer.kafkajson import ZkDataError
-from zkconsumer.peers import IgnoredPeerReporter, OwnRegistrationError, PeerView, evaluate_peers, registration_problem
-from zkconsumer.rebalance import GroupView, member_threads
-from zkconsumer.subscription import MAX_STREAMS
-from zkconsumer.zkdata import Registration, member_path
+from zkconsumer.config.compat import Compat
+from zkconsumer.coordinator.peers import (
+    IgnoredPeerReporter,
+    OwnRegistrationError,
+    PeerView,
+    evaluate_peers,
+    registration_problem,
+)
+from zkconsumer.coordinator.plan import GroupView, member_threads
+from zkconsumer.coordinator.subscription import MAX_STREAMS
+from zkconsumer.zookeeper.kafkajson import ZkDataError
+from zkconsumer.zookeeper.znodes import Registration, member_path
 
 V1_1 = Compat.parse("1.1")
 GROUP, ME = "g", "g_me"
@@ -194,7 +200,7 @@ def test_peers_never_raise_and_valid_peers_read_as_before(
 
 
 def test_reporter_warns_once_per_change_and_informs_when_cleared(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="zkconsumer.peers")
+    caplog.set_level(logging.INFO, logger="zkconsumer.coordinator.peers")
     reporter = IgnoredPeerReporter()
     assert (reporter.report({}), reporter.count, caplog.records) == (False, 0, [])
 
@@ -203,7 +209,7 @@ def test_reporter_warns_once_per_change_and_informs_when_cleared(caplog: pytest.
     assert [r.levelname for r in caplog.records] == ["WARNING"]
     message = caplog.records[0].getMessage()
     assert re.search(r"2 group member.*'g_a': unreadable registration: x; 'g_b': stream count 0", message)
-    assert all(r.name == "zkconsumer.peers" for r in caplog.records)
+    assert all(r.name == "zkconsumer.coordinator.peers" for r in caplog.records)
 
     assert reporter.report(dict(reversed(first.items()))) is False  # same set: nothing new to say
     assert reporter.report(first) is False and len(caplog.records) == 1

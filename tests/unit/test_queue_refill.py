@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from zkconsumer.chunks import END, Chunk, PartitionTopicInfo, StreamQueue
-from zkconsumer.stream import ConsumerIterator, ConsumerTimeout, Message
+from zkconsumer.consumer.chunks import END, Chunk, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.stream import ConsumerIterator, ConsumerTimeout, Message
 
 
 def make_chunk(queue: StreamQueue, start: int, count: int) -> Chunk:

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from zkconsumer.chunks import PartitionTopicInfo, StreamQueue
-from zkconsumer.delivery import ConsumerIterator
+from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.delivery import ConsumerIterator
+from zkconsumer.consumer.fetch_turns import Turn
+from zkconsumer.consumer.fetcher import Fetcher, FetchSettings
 from zkconsumer.errors import ConsumerTimeout
-from zkconsumer.fetch_turns import Turn
-from zkconsumer.fetcher import Fetcher, FetchSettings
-from zkconsumer.zkio import Deadline
+from zkconsumer.zookeeper.client import Deadline
 
 KEY = ("t", 0)
 LAST = 100

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from zkconsumer.config import ConsumerConfig
-from zkconsumer.listener import ConsumerRebalanceListener
-from zkconsumer.rebalance_retries import Outcome, RebalanceStats, run_attempts
+from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.coordinator.listener import ConsumerRebalanceListener
+from zkconsumer.coordinator.retries import Outcome, RebalanceStats, run_attempts
 
 KEY = ("t", 0)
 

@@ -8,7 +8,7 @@ import time
 import pytest
 import tenacity
 
-from zkconsumer.worker import RebalanceWorker
+from zkconsumer.coordinator.worker import RebalanceWorker
 
 
 class Runs:

@@ -6,7 +6,7 @@ from confluent_kafka import KafkaError, Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.runs import spans, split_runs
+from zkconsumer.consumer.runs import spans, split_runs
 
 
 def _key(m: Message) -> tuple[str, int] | None:
@@ -91,8 +91,8 @@ def test_interleaved_partitions_cost_linear_time() -> None:
 
 
 def test_the_fetcher_compares_topics_for_numbers_any_topic_it_ever_had() -> None:
-    from zkconsumer.chunks import PartitionTopicInfo, StreamQueue
-    from zkconsumer.fetcher import Fetcher, FetchSettings
+    from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
+    from zkconsumer.consumer.fetcher import Fetcher, FetchSettings
 
     f = Fetcher(FetchSettings("127.0.0.1:9", "g", "c"), name="t", on_error=lambda exc: None)
     q = StreamQueue(1)

@@ -41,8 +41,8 @@ def test_executor_reads_use_the_fetch_properties_the_connector_maps() -> None:
     """One mapping of the legacy fetch properties (FetchSettings.from_config) for the connector's
     fetcher and Spark's executor reads; the reader adds its own forced settings on top."""
     from spark_jobs.options import READER_FORCED
-    from zkconsumer.config import ConsumerConfig
-    from zkconsumer.fetch_settings import FetchSettings
+    from zkconsumer.config.consumer_config import ConsumerConfig
+    from zkconsumer.consumer.fetch_settings import FetchSettings
 
     props = {"fetch.message.max.bytes": "2097152", "fetch.wait.max.ms": "250", "librdkafka.check.crcs": "true"}
     opts = parse_options({**BASE, **props}, streaming=True)

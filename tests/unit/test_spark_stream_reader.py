@@ -12,9 +12,9 @@ from kazoo.exceptions import SessionExpiredError
 from spark_jobs.offsets import batch_ranges, decode_offsets
 from spark_jobs.options import parse_options
 from spark_jobs.source import ReadAllAvailable, ZkStreamReader
-from zkconsumer.assignment import Assignment
-from zkconsumer.stream import PartitionTopicInfo, StreamQueue
-from zkconsumer.zkdata import BrokerInfo
+from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.zookeeper.znodes import BrokerInfo
 
 Key = tuple[str, int]
 T0, T1 = ("t", 0), ("t", 1)

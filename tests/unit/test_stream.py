@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.stream import (
+from zkconsumer.consumer.stream import (
     Chunk,
     ConsumerError,
     ConsumerIterator,

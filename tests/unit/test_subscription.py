@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.compat import Compat
-from zkconsumer.subscription import (
+from zkconsumer.config.compat import Compat
+from zkconsumer.coordinator.subscription import (
     MAX_STREAMS,
     Blacklist,
     StaticSubscription,
@@ -26,7 +26,7 @@ from zkconsumer.subscription import (
     thread_sort_key,
     to_registration,
 )
-from zkconsumer.zkdata import Registration
+from zkconsumer.zookeeper.znodes import Registration
 
 TOPIC = st.from_regex(r"[A-Za-z0-9._-]{1,249}", fullmatch=True).filter(lambda t: t not in (".", ".."))
 V0_10, V1_0_0, V1_1 = Compat.parse("0.10.2"), Compat.parse("1.0.0"), Compat.parse("1.1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer import transactions, zkdata
+from zkconsumer.zookeeper import transactions, znodes
 
 
 @given(st.lists(st.integers(min_value=1, max_value=500)), st.integers(min_value=1, max_value=2000))
@@ -22,7 +22,7 @@ def test_batches_keep_order_and_stay_under_the_budget(sizes: list[int], budget: 
 def test_a_claim_of_eight_thousand_partitions_takes_a_few_transactions() -> None:
     group_id, topic, thread = "mirror-maker", "events", "mirror-maker_host-1795390170616-a152798c-0"
     sizes = [
-        (p, transactions.create_size(zkdata.owner_path(group_id, topic, p), zkdata.encode_owner(thread)))
+        (p, transactions.create_size(znodes.owner_path(group_id, topic, p), znodes.encode_owner(thread)))
         for p in range(8192)
     ]
     # One transaction would have been over 1 MiB: what ZooKeeper refused.

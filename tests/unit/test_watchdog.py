@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from kazoo.exceptions import ConnectionLoss
 
-from zkconsumer.group_assignment import GroupAssignment
-from zkconsumer.offsets import PeriodicTask
-from zkconsumer.watchdog import Watchdog, find_problems, partitions_to_check
+from zkconsumer.coordinator.group_assignment import GroupAssignment
+from zkconsumer.coordinator.periodic import PeriodicTask
+from zkconsumer.coordinator.watchdog import Watchdog, find_problems, partitions_to_check
 
 
 def test_healthy_group_has_no_problems() -> None:

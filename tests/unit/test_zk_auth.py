@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from kazoo.exceptions import NoAuthError, RolledBackError
 from kazoo.security import ACL, Id, Permissions
 
-from zkconsumer.config import ConfigError, ConsumerConfig
+from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig
 from zkconsumer.errors import ZooKeeperAccessDenied, is_retriable
-from zkconsumer.zk_auth import (
+from zkconsumer.zookeeper.auth import (
     CLIENT_KEYTAB_ENV,
     DIGEST_MODULE,
     KERBEROS_MODULE,
@@ -24,7 +24,7 @@ from zkconsumer.zk_auth import (
     zk_auth,
     zookeeper_auth,
 )
-from zkconsumer.zkio import ZkIO
+from zkconsumer.zookeeper.client import ZkIO
 
 JAAS_FILE = f"""
 // the broker's and the client's sections, as Kafka's docs show them
@@ -239,6 +239,6 @@ def test_kerberos_without_the_kerberos_package_says_what_to_install(monkeypatch:
     ],
 )
 def test_the_kerberos_service_host_is_the_first_servers_name(hosts: str, host: str) -> None:
-    from zkconsumer.config_checks import parse_zookeeper_connect
+    from zkconsumer.config.checks import parse_zookeeper_connect
 
     assert parse_zookeeper_connect(hosts)[0][0][0] == host

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer import zkdata
-from zkconsumer.kafkajson import coreutils_json_escape
-from zkconsumer.zkdata import (
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.kafkajson import coreutils_json_escape
+from zkconsumer.zookeeper.znodes import (
     BrokerInfo,
     EndPoint,
     PartitionState,
@@ -42,19 +42,19 @@ def test_zkdata_error_names_the_path_and_pickles() -> None:
 
 
 def test_paths_match_zkutils() -> None:
-    assert zkdata.group_path("g") == "/consumers/g"
-    assert zkdata.ids_path("g") == "/consumers/g/ids"
-    assert zkdata.member_path("g", "g_h-1-ab") == "/consumers/g/ids/g_h-1-ab"
-    assert zkdata.owners_path("g") == "/consumers/g/owners"
-    assert zkdata.owners_path("g", "t") == "/consumers/g/owners/t"
-    assert zkdata.owner_path("g", "t", 3) == "/consumers/g/owners/t/3"
-    assert zkdata.offsets_path("g") == "/consumers/g/offsets"
-    assert zkdata.offsets_path("g", "t") == "/consumers/g/offsets/t"
-    assert zkdata.offset_path("g", "t", 0) == "/consumers/g/offsets/t/0"
-    assert zkdata.broker_path(7) == "/brokers/ids/7"
-    assert zkdata.topic_path("t") == "/brokers/topics/t"
-    assert zkdata.partition_state_path("t", 2) == "/brokers/topics/t/partitions/2/state"
-    assert (zkdata.CONSUMERS, zkdata.BROKER_IDS, zkdata.BROKER_TOPICS) == (
+    assert znodes.group_path("g") == "/consumers/g"
+    assert znodes.ids_path("g") == "/consumers/g/ids"
+    assert znodes.member_path("g", "g_h-1-ab") == "/consumers/g/ids/g_h-1-ab"
+    assert znodes.owners_path("g") == "/consumers/g/owners"
+    assert znodes.owners_path("g", "t") == "/consumers/g/owners/t"
+    assert znodes.owner_path("g", "t", 3) == "/consumers/g/owners/t/3"
+    assert znodes.offsets_path("g") == "/consumers/g/offsets"
+    assert znodes.offsets_path("g", "t") == "/consumers/g/offsets/t"
+    assert znodes.offset_path("g", "t", 0) == "/consumers/g/offsets/t/0"
+    assert znodes.broker_path(7) == "/brokers/ids/7"
+    assert znodes.topic_path("t") == "/brokers/topics/t"
+    assert znodes.partition_state_path("t", 2) == "/brokers/topics/t/partitions/2/state"
+    assert (znodes.CONSUMERS, znodes.BROKER_IDS, znodes.BROKER_TOPICS) == (
         "/consumers",
         "/brokers/ids",
         "/brokers/topics",
@@ -64,13 +64,13 @@ def test_paths_match_zkutils() -> None:
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: zkdata.group_path(""),
-        lambda: zkdata.group_path("a/b"),
-        lambda: zkdata.member_path("g", ".."),
-        lambda: zkdata.owners_path("g", "."),
-        lambda: zkdata.owner_path("g", "t", True),
-        lambda: zkdata.offset_path("g", "t", "1"),
-        lambda: zkdata.topic_path("a/b"),
+        lambda: znodes.group_path(""),
+        lambda: znodes.group_path("a/b"),
+        lambda: znodes.member_path("g", ".."),
+        lambda: znodes.owners_path("g", "."),
+        lambda: znodes.owner_path("g", "t", True),
+        lambda: znodes.offset_path("g", "t", "1"),
+        lambda: znodes.topic_path("a/b"),
     ],
 )
 def test_paths_reject_components_that_would_break_the_tree(call) -> None:
@@ -79,8 +79,8 @@ def test_paths_reject_components_that_would_break_the_tree(call) -> None:
 
 
 def test_parse_offset_path() -> None:
-    assert zkdata.parse_offset_path("/consumers/g-1/offsets/orders/12") == ("g-1", "orders", 12)
-    assert zkdata.parse_offset_path(zkdata.offset_path("g", "t", 0)) == ("g", "t", 0)
+    assert znodes.parse_offset_path("/consumers/g-1/offsets/orders/12") == ("g-1", "orders", 12)
+    assert znodes.parse_offset_path(znodes.offset_path("g", "t", 0)) == ("g", "t", 0)
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_parse_offset_path() -> None:
 )
 def test_parse_offset_path_rejects_everything_else(path: str) -> None:
     with pytest.raises(ZkDataError) as info:
-        zkdata.parse_offset_path(path)
+        znodes.parse_offset_path(path)
     assert info.value.path == path
 
 
@@ -247,20 +247,20 @@ def test_both_writers_agree_on_topic_names(pairs: list, millis: int) -> None:
 
 
 def test_owner_codec() -> None:
-    assert zkdata.encode_owner("g1_hostA-1510000000000-1a2b3c4d-0") == b"g1_hostA-1510000000000-1a2b3c4d-0"
-    assert zkdata.decode_owner(b"g1_hostA-1510000000000-1a2b3c4d-0", "/o") == "g1_hostA-1510000000000-1a2b3c4d-0"
+    assert znodes.encode_owner("g1_hostA-1510000000000-1a2b3c4d-0") == b"g1_hostA-1510000000000-1a2b3c4d-0"
+    assert znodes.decode_owner(b"g1_hostA-1510000000000-1a2b3c4d-0", "/o") == "g1_hostA-1510000000000-1a2b3c4d-0"
     with pytest.raises(ZkDataError, match="/o: data is not valid UTF-8"):
-        zkdata.decode_owner(b"\xc3", "/o")
+        znodes.decode_owner(b"\xc3", "/o")
     with pytest.raises(ValueError):
-        zkdata.encode_owner("")
+        znodes.encode_owner("")
 
 
 def test_consumer_id_of_thread() -> None:
-    assert zkdata.consumer_id_of_thread("g1_hostA-1510000000000-1a2b3c4d-12") == "g1_hostA-1510000000000-1a2b3c4d"
-    assert zkdata.consumer_id_of_thread("g_c-0") == "g_c"
+    assert znodes.consumer_id_of_thread("g1_hostA-1510000000000-1a2b3c4d-12") == "g1_hostA-1510000000000-1a2b3c4d"
+    assert znodes.consumer_id_of_thread("g_c-0") == "g_c"
     for bad in ("nodash", "-1", "g_c-", "g_c-x", "g_c-+1"):
         with pytest.raises(ValueError):
-            zkdata.consumer_id_of_thread(bad)
+            znodes.consumer_id_of_thread(bad)
 
 
 # StringOps.toLong on Kafka 1.1.1 (java.lang.Long.parseLong), case by case.

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zkconsumer import zkdata
-from zkconsumer.zkdata import Registration
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.znodes import Registration
 
 TopicPartition = tuple[str, int]
 
@@ -102,7 +102,7 @@ class PartitionState:
         if self.owner is None:
             return None
         try:
-            return zkdata.consumer_id_of_thread(self.owner.thread_id)
+            return znodes.consumer_id_of_thread(self.owner.thread_id)
         except ValueError:
             return None
 

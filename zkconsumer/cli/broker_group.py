@@ -8,10 +8,10 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.broker_group import state_name
 from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper
 from zkconsumer.cli.common import CliError
-from zkconsumer.migration import KafkaMember, KafkaSide
+from zkconsumer.migration.plan import KafkaMember, KafkaSide
+from zkconsumer.offsets.broker_group import state_name
 
 TopicPartition = tuple[str, int]
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from kazoo.client import KazooClient
 
 from zkconsumer.cli.common import EXIT_USAGE, CliError, warn
-from zkconsumer.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
-from zkconsumer.properties import parse_properties
-from zkconsumer.zkdata import SECURITY_PROTOCOLS, ZkDataError
-from zkconsumer.zkio import run_bounded
+from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
+from zkconsumer.config.properties import parse_properties
+from zkconsumer.zookeeper.client import run_bounded
+from zkconsumer.zookeeper.znodes import SECURITY_PROTOCOLS, ZkDataError
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer

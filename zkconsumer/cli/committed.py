@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from zkconsumer import zkdata
 from zkconsumer.cli.common import children
-from zkconsumer.group import offset_predates_topic
-from zkconsumer.metadata import ClusterMetadata
-from zkconsumer.zkdata import ZkDataError
+from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.group import offset_predates_topic
+from zkconsumer.zookeeper.znodes import ZkDataError
 
 TopicPartition = tuple[str, int]
 
@@ -40,7 +40,7 @@ def read_offsets(client: KazooClient, group: str, topics: Iterable[str]) -> ZkOf
     topics = sorted(set(topics))
     asyncs = {}
     for topic in topics:
-        folder = zkdata.offsets_path(group, topic)
+        folder = znodes.offsets_path(group, topic)
         for child in children(client, folder):
             if child.lstrip("-").isdigit():
                 asyncs[(topic, int(child))] = client.get_async(f"{folder}/{child}")
@@ -54,7 +54,7 @@ def read_offsets(client: KazooClient, group: str, topics: Iterable[str]) -> ZkOf
         except NoNodeError:
             continue
         try:
-            value = zkdata.decode_offset(data, zkdata.offset_path(group, *key))
+            value = znodes.decode_offset(data, znodes.offset_path(group, *key))
         except ZkDataError as exc:
             out.garbled[key] = exc.reason
             continue

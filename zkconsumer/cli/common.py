@@ -17,10 +17,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer import zkdata
 from zkconsumer.errors import ZooKeeperAccessDenied
-from zkconsumer.zk_auth import JaasError, ZkAuth, zk_auth
-from zkconsumer.zkio import close_quietly
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.auth import JaasError, ZkAuth, zk_auth
+from zkconsumer.zookeeper.client import close_quietly
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -65,7 +65,7 @@ def expected_error_message(exc: BaseException) -> str | None:
         )
     if isinstance(exc, (KazooTimeoutError, KazooException)):
         return f"ZooKeeper request failed: {str(exc) or type(exc).__name__}"
-    if isinstance(exc, zkdata.ZkDataError):
+    if isinstance(exc, znodes.ZkDataError):
         return f"unreadable znode {exc}"
     if isinstance(exc, OSError):  # a file that cannot be opened or written, mostly
         return str(exc)
@@ -242,11 +242,11 @@ def _close(client: KazooClient) -> None:
 def require_group(client: KazooClient, group: str, zookeeper: str) -> None:
     """CliError naming the group (and a likely wrong chroot) unless /consumers/<group> exists."""
     try:
-        path = zkdata.group_path(group)
+        path = znodes.group_path(group)
     except ValueError:
         raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
     if client.exists(path) is None:
-        hint = "" if client.exists(zkdata.BROKER_IDS) else " (no /brokers either: wrong chroot?)"
+        hint = "" if client.exists(znodes.BROKER_IDS) else " (no /brokers either: wrong chroot?)"
         raise CliError(f"unknown group {group!r}: no {path} in ZooKeeper at {zookeeper}{hint}")
 
 
@@ -260,7 +260,7 @@ def children(client: KazooClient, path: str) -> list[str]:
 
 
 def member_count(client: KazooClient, group: str) -> int:
-    return len(children(client, zkdata.ids_path(group)))
+    return len(children(client, znodes.ids_path(group)))
 
 
 # ---------------------------------------------------------------- output

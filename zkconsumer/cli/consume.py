@@ -14,7 +14,6 @@ from typing import Any
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer import zkdata
 from zkconsumer.cli.common import (
     EXIT_USAGE,
     CliError,
@@ -26,10 +25,11 @@ from zkconsumer.cli.common import (
     zk_session,
 )
 from zkconsumer.cli.formats import InputError, PrintOptions, format_message, message_json, parse_key_value
-from zkconsumer.config import ConfigError, ConsumerConfig, merge
-from zkconsumer.properties import parse_properties
-from zkconsumer.stream import ConsumerError, ConsumerTimeout
-from zkconsumer.subscription import Blacklist, TopicFilter, Whitelist
+from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig, merge
+from zkconsumer.config.properties import parse_properties
+from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout
+from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist
+from zkconsumer.zookeeper import znodes
 
 PREVIOUS_OFFSETS = (
     "Found previous offset information for this group {group}. Please use "
@@ -68,7 +68,7 @@ def _properties(config_file: str | None, consumer_properties: tuple[str, ...]) -
 
 
 def _has_offsets(client: KazooClient, group: str) -> bool:
-    return any(children(client, zkdata.offsets_path(group, t)) for t in children(client, zkdata.offsets_path(group)))
+    return any(children(client, znodes.offsets_path(group, t)) for t in children(client, znodes.offsets_path(group)))
 
 
 class _Stop:
@@ -204,7 +204,7 @@ def consume(
     temporary = group is None
     group = group or f"console-consumer-{random.randint(0, 99999)}"
     try:
-        zkdata.group_path(group)
+        znodes.group_path(group)
     except ValueError:
         raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
     layers = {
@@ -217,10 +217,10 @@ def consume(
     }
     config = _config(merge(props, layers))
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        if delete_consumer_offsets and client.exists(zkdata.group_path(group)):
+        if delete_consumer_offsets and client.exists(znodes.group_path(group)):
             if member_count(client, group):
                 raise CliError(f"cannot delete the offsets of group {group!r}: it has live members")
-            client.delete(zkdata.group_path(group), recursive=True)
+            client.delete(znodes.group_path(group), recursive=True)
         elif from_beginning and not temporary and _has_offsets(client, group):
             raise CliError(PREVIOUS_OFFSETS.format(group=group))
         try:
@@ -266,7 +266,7 @@ def _run(
     config: ConsumerConfig, topic_filter: TopicFilter, max_messages: int | None, write: Callable[[Any], None]
 ) -> int:
     from zkconsumer.connector import ConsumerConnector
-    from zkconsumer.listener import ConsumerRebalanceFailed
+    from zkconsumer.coordinator.listener import ConsumerRebalanceFailed
 
     count = 0
     stop = _Stop()
@@ -307,6 +307,6 @@ def _delete_group(client: KazooClient, group: str) -> None:
         warn(f"not deleting /consumers/{group}: other members joined it")
         return
     try:
-        client.delete(zkdata.group_path(group), recursive=True)
+        client.delete(znodes.group_path(group), recursive=True)
     except Exception as exc:  # noqa: BLE001 - best effort, like the original shutdown hook
         warn(f"could not delete /consumers/{group}: {exc}")

@@ -12,8 +12,8 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE, Message
 
-from zkconsumer import zkdata
-from zkconsumer.zkdata import ZkDataError
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.znodes import ZkDataError
 
 
 class InputError(ValueError):
@@ -29,7 +29,7 @@ class OffsetEntry:
 
     def export_line(self) -> str:
         """ExportZkOffsets' line: /consumers/G/offsets/T/p:<offset> (paths relative to the chroot)."""
-        return f"{zkdata.offset_path(self.group, self.topic, self.partition)}:{self.offset}"
+        return f"{znodes.offset_path(self.group, self.topic, self.partition)}:{self.offset}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"group": self.group, "topic": self.topic, "partition": self.partition, "offset": self.offset}
@@ -54,7 +54,7 @@ def parse_export_lines(text: str) -> list[OffsetEntry]:
                 f"line {number}: expected /consumers/<group>/offsets/<topic>/<partition>:<offset>, got {line[:80]!r}"
             )
         try:
-            group, topic, partition = zkdata.parse_offset_path(path.strip())
+            group, topic, partition = znodes.parse_offset_path(path.strip())
         except ZkDataError as exc:
             raise InputError(f"line {number}: {exc.reason} ({path[:80]!r})") from None
         entries.append(OffsetEntry(group, topic, partition, _offset(value.strip(), f"line {number}")))
@@ -94,8 +94,8 @@ def parse_export_json(text: str) -> list[OffsetEntry]:
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (partition, offset)):
             raise InputError(f"{where}: partition and offset must be integers")
         try:
-            zkdata.offset_path(group, topic, partition)
-            zkdata.encode_offset(offset)
+            znodes.offset_path(group, topic, partition)
+            znodes.encode_offset(offset)
         except (ValueError, TypeError) as exc:
             raise InputError(f"{where}: {exc}") from None
         entries.append(OffsetEntry(group, topic, partition, offset))

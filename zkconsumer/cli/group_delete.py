@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError, RolledBackError, RuntimeInconsistency
 
-from zkconsumer import transactions, zkdata
 from zkconsumer.cli.common import CliError, children
+from zkconsumer.zookeeper import transactions, znodes
 
 if TYPE_CHECKING:
     from kazoo.security import ACL
@@ -56,7 +56,7 @@ def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str
         if not found:
             return []
         nodes = [path for root in found for path in _post_order(client, root, skip=ids.path)]
-        whole_group = zkdata.group_path(group) in found
+        whole_group = znodes.group_path(group) in found
         try:
             for batch, last in _batches(nodes):
                 _commit(client, ids, batch, final=last and whole_group)
@@ -69,7 +69,7 @@ def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str
 
 
 def _read_ids(client: KazooClient, group: str) -> _Ids:
-    path = zkdata.ids_path(group)
+    path = znodes.ids_path(group)
     try:
         data, _ = client.get(path)
         acl, _ = client.get_acls(path)
@@ -79,14 +79,14 @@ def _read_ids(client: KazooClient, group: str) -> _Ids:
 
 
 def _stop_if_members(client: KazooClient, group: str, deleted_batches: int) -> None:
-    ingests = sorted(children(client, zkdata.ingest_locks_path(group)))
+    ingests = sorted(children(client, znodes.ingest_locks_path(group)))
     if ingests:  # not a member, but it commits the offsets a delete would remove
         raise CliError(
             f"Delete for group '{group}' stopped: a Spark ingest job runs for topic {', '.join(ingests)} "
-            f"(lock under {zkdata.ingest_locks_path(group)}); let it finish first."
+            f"(lock under {znodes.ingest_locks_path(group)}); let it finish first."
             + ("" if not deleted_batches else f" {deleted_batches} transaction(s) of the delete went through.")
         )
-    members = sorted(children(client, zkdata.ids_path(group)))
+    members = sorted(children(client, znodes.ids_path(group)))
     if not members:
         return
     done = (
@@ -96,7 +96,7 @@ def _stop_if_members(client: KazooClient, group: str, deleted_batches: int) -> N
     )
     raise CliError(
         f"Delete for group '{group}' stopped: consumer {', '.join(members)} registered under "
-        f"{zkdata.ids_path(group)} while the group was being deleted; its nodes were left in place." + done
+        f"{znodes.ids_path(group)} while the group was being deleted; its nodes were left in place." + done
     )
 
 

@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer import zkdata
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (
     EXIT_USAGE,
@@ -28,6 +27,7 @@ from zkconsumer.cli.common import (
 from zkconsumer.cli.group_delete import delete_fenced
 from zkconsumer.cli.render import TextTable, show
 from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
+from zkconsumer.zookeeper import znodes
 
 R = TypeVar("R")
 
@@ -59,8 +59,8 @@ def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_jso
       zkconsumer groups list --zookeeper zk:2181/kafka --json
     """
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        names = sorted(children(client, zkdata.CONSUMERS))
-        if not names and client.exists(zkdata.CONSUMERS) is None and client.exists(zkdata.BROKER_IDS) is None:
+        names = sorted(children(client, znodes.CONSUMERS))
+        if not names and client.exists(znodes.CONSUMERS) is None and client.exists(znodes.BROKER_IDS) is None:
             warn(f"neither /consumers nor /brokers exists at {zookeeper}: wrong chroot?")
         counts = {}
         for name in names:
@@ -251,8 +251,8 @@ def delete(
             return
         assert topic is not None
         deleted_any = False
-        for name in sorted(children(client, zkdata.CONSUMERS)):
-            if client.exists(zkdata.offsets_path(name, topic)) is None:
+        for name in sorted(children(client, znodes.CONSUMERS)):
+            if client.exists(znodes.offsets_path(name, topic)) is None:
                 continue
             if member_count(client, name):
                 warn(f"Delete for group '{name}' topic '{topic}' skipped because its consumers are still active.")
@@ -264,9 +264,9 @@ def delete(
 
 
 def _paths_to_delete(client: KazooClient, group: str, topic: str | None) -> list[str]:
-    if topic is None or children(client, zkdata.owners_path(group)) == [topic]:
-        return [zkdata.group_path(group)]
-    paths = [zkdata.owners_path(group, topic), zkdata.offsets_path(group, topic)]
+    if topic is None or children(client, znodes.owners_path(group)) == [topic]:
+        return [znodes.group_path(group)]
+    paths = [znodes.owners_path(group, topic), znodes.offsets_path(group, topic)]
     if not any(client.exists(p) for p in paths):
         raise CliError(f"group {group!r} has no information for topic {topic!r}")
     return paths

@@ -7,7 +7,6 @@ from typing import Any, TypeVar
 
 import click
 
-from zkconsumer import zkdata
 from zkconsumer.cli.brokers import BrokerAccess
 from zkconsumer.cli.common import (
     EXIT_USAGE,
@@ -32,14 +31,15 @@ from zkconsumer.cli.migrate_render import (
     summary,
 )
 from zkconsumer.cli.render import show
-from zkconsumer.migration import (
+from zkconsumer.migration.plan import (
     DIRECTIONS,
     TO_KAFKA,
     DirectionPlan,
     Overrides,
     plan_direction,
 )
-from zkconsumer.migration_status import migration_step, partition_rows
+from zkconsumer.migration.status import migration_step, partition_rows
+from zkconsumer.zookeeper import znodes
 
 EXIT_BLOCKED = 3  # a blocker for the asked direction: nothing was written
 F = TypeVar("F", bound=Callable[..., Any])
@@ -124,7 +124,7 @@ def topic_option(fn: F) -> F:
 def _topics(topics: tuple[str, ...]) -> list[str] | None:
     for topic in topics:
         try:
-            zkdata.topic_path(topic)
+            znodes.topic_path(topic)
         except ValueError:
             raise CliError(f"invalid topic name {topic!r}", EXIT_USAGE) from None
     return sorted(set(topics)) if topics else None

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 
-from zkconsumer import zkdata
 from zkconsumer.cli.broker_group import BrokerGroup, is_membership_refusal, membership_refusal, open_broker_group
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.committed import read_offsets
@@ -14,7 +13,17 @@ from zkconsumer.cli.common import EXIT_USAGE, CliError, children
 from zkconsumer.cli.snapshot import read_owners
 from zkconsumer.cli.writer import PlannedWrite
 from zkconsumer.cli.writer import execute as write_zookeeper_guarded
-from zkconsumer.migration import SCALA, TO_KAFKA, ZKCONSUMER, DirectionPlan, KafkaSide, ZkSide, in_scope, mismatches
+from zkconsumer.migration.plan import (
+    SCALA,
+    TO_KAFKA,
+    ZKCONSUMER,
+    DirectionPlan,
+    KafkaSide,
+    ZkSide,
+    in_scope,
+    mismatches,
+)
+from zkconsumer.zookeeper import znodes
 
 TopicPartition = tuple[str, int]
 
@@ -35,10 +44,10 @@ class Evidence:
 def member_kinds(client: KazooClient, group: str) -> dict[str, str]:
     """consumer id -> ZKCONSUMER when its zkconsumer marker is held by the member's own session,
     SCALA otherwise (a Scala member, or another library that writes no marker)."""
-    ids = children(client, zkdata.ids_path(group))
-    marked = set(children(client, zkdata.zkconsumer_members_path(group)))
-    member_stats = {cid: client.exists_async(zkdata.member_path(group, cid)) for cid in ids}
-    marker_stats = {cid: client.exists_async(zkdata.zkconsumer_member_path(group, cid)) for cid in ids if cid in marked}
+    ids = children(client, znodes.ids_path(group))
+    marked = set(children(client, znodes.zkconsumer_members_path(group)))
+    member_stats = {cid: client.exists_async(znodes.member_path(group, cid)) for cid in ids}
+    marker_stats = {cid: client.exists_async(znodes.zkconsumer_member_path(group, cid)) for cid in ids if cid in marked}
     kinds = {}
     for cid, pending in member_stats.items():
         stat = pending.get()
@@ -56,30 +65,30 @@ def read_zk_side(client: KazooClient, group: str, topics: list[str] | None) -> t
         topics
         if topics is not None
         else sorted(
-            set(children(client, zkdata.owners_path(group))) | set(children(client, zkdata.offsets_path(group)))
+            set(children(client, znodes.owners_path(group))) | set(children(client, znodes.offsets_path(group)))
         )
     )
     owners, owner_problems = read_owners(client, group, wanted)
     found = read_offsets(client, group, wanted)
     notes = [
-        f"{zkdata.offset_path(group, *key)} is unreadable ({reason}): counted as no offset"
+        f"{znodes.offset_path(group, *key)} is unreadable ({reason}): counted as no offset"
         for key, reason in sorted(found.garbled.items())
     ]
     notes += [
-        f"{zkdata.offset_path(group, *key)}: {found.stale_note(key)}; counted as no offset"
+        f"{znodes.offset_path(group, *key)}: {found.stale_note(key)}; counted as no offset"
         for key in sorted(found.stale)
     ]
     notes += [f"{p.detail}" for p in owner_problems]
-    ingest = tuple(sorted(children(client, zkdata.ingest_locks_path(group))))
+    ingest = tuple(sorted(children(client, znodes.ingest_locks_path(group))))
     side = ZkSide(group, member_kinds(client, group), {k: o.thread_id for k, o in owners.items()}, found.valid, ingest)
-    return side, notes, [zkdata.offset_path(group, *key) for key in sorted(found.garbled)]
+    return side, notes, [znodes.offset_path(group, *key) for key in sorted(found.garbled)]
 
 
 def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[str] | None) -> Evidence:
     """Read ZooKeeper, the broker group (state, members, offsets) and the log offsets of every
     partition either side knows; CliError when the group is on neither side or the brokers fail."""
     try:
-        zk_group_exists = client.exists(zkdata.group_path(group)) is not None
+        zk_group_exists = client.exists(znodes.group_path(group)) is not None
     except ValueError:
         raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
     zk, notes, garbled = read_zk_side(client, group, topics) if zk_group_exists else (ZkSide(group), [], [])
@@ -87,7 +96,7 @@ def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[s
     kafka = broker.describe(broker.committed())
     if not zk_group_exists and not kafka.offsets and not kafka.members:
         raise CliError(
-            f"unknown group {group!r}: no {zkdata.group_path(group)} in ZooKeeper and no offsets or "
+            f"unknown group {group!r}: no {znodes.group_path(group)} in ZooKeeper and no offsets or "
             f"members on the brokers at {broker.bootstrap}"
         )
     if topics is not None:

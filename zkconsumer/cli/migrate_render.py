@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from zkconsumer.cli.render import TextTable
-from zkconsumer.migration import (
+from zkconsumer.migration.plan import (
     EQUAL,
     REFUSE_OUT_OF_RANGE,
     REFUSE_OWNED,
@@ -20,7 +20,7 @@ from zkconsumer.migration import (
     Move,
     ZkSide,
 )
-from zkconsumer.migration_status import PartitionRow, Step
+from zkconsumer.migration.status import PartitionRow, Step
 
 TopicPartition = tuple[str, int]
 STORE = {"kafka": "Kafka", "zookeeper": "ZooKeeper"}

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer import zkdata
 from zkconsumer.cli.committed import read_offsets
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
@@ -27,7 +26,8 @@ from zkconsumer.cli.common import (
 from zkconsumer.cli.formats import OffsetEntry, export_json, format_export
 from zkconsumer.cli.offsets_write import import_, reset
 from zkconsumer.cli.snapshot import read_partitions
-from zkconsumer.migration import spark_starting_offsets
+from zkconsumer.migration.plan import spark_starting_offsets
+from zkconsumer.zookeeper import znodes
 
 
 @click.group("offsets")
@@ -128,13 +128,13 @@ def export(
         raise CliError("--format spark needs exactly one --group (startingOffsets is one group's position)", EXIT_USAGE)
     for topic in topics:
         try:
-            zkdata.topic_path(topic)
+            znodes.topic_path(topic)
         except ValueError:
             raise CliError(f"invalid topic name {topic!r}", EXIT_USAGE) from None
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         for group in groups:
             require_group(client, group, zookeeper)
-        names = sorted(set(groups)) if groups else sorted(children(client, zkdata.CONSUMERS))
+        names = sorted(set(groups)) if groups else sorted(children(client, znodes.CONSUMERS))
         if fmt == "spark":
             text, bad = _spark_offsets(client, names[0], sorted(set(topics)) or None)
             done = f"exported group {names[0]}'s startingOffsets to {output}"
@@ -155,7 +155,7 @@ def export(
 def _spark_offsets(client: KazooClient, group: str, topics: list[str] | None) -> tuple[str, list[tuple[str, str]]]:
     """startingOffsets JSON for the group's topics (or `topics`), and the unreadable offset nodes."""
     wanted = topics or sorted(
-        set(children(client, zkdata.offsets_path(group))) | set(children(client, zkdata.owners_path(group)))
+        set(children(client, znodes.offsets_path(group))) | set(children(client, znodes.owners_path(group)))
     )
     found = read_offsets(client, group, wanted)
     partitions = read_partitions(client, wanted)
@@ -170,23 +170,23 @@ def _spark_offsets(client: KazooClient, group: str, topics: list[str] | None) ->
             + ", ".join(f"{t}-{p}" for t, p in missing)
             + ": -2 (earliest) in startingOffsets"
         )
-    bad = [(zkdata.offset_path(group, *k), r) for k, r in sorted(found.garbled.items())]
+    bad = [(znodes.offset_path(group, *k), r) for k, r in sorted(found.garbled.items())]
     return json.dumps(doc, sort_keys=True) + "\n", bad
 
 
 def _read_all(
     client: KazooClient, groups: Iterable[str], only: set[str] | None = None
 ) -> tuple[list[OffsetEntry], list[tuple[str, str]]]:
-    topics = {g: [t for t in children(client, zkdata.offsets_path(g)) if only is None or t in only] for g in groups}
-    total = sum(len(children(client, zkdata.offsets_path(g, t))) for g, ts in topics.items() for t in ts)
+    topics = {g: [t for t in children(client, znodes.offsets_path(g)) if only is None or t in only] for g in groups}
+    total = sum(len(children(client, znodes.offsets_path(g, t))) for g, ts in topics.items() for t in ts)
     entries, bad = [], []
     with progress(total, "exporting offsets") as bar:
         for group, group_topics in topics.items():
             found = read_offsets(client, group, group_topics)
             entries += [OffsetEntry(group, t, p, o) for (t, p), o in found.valid.items()]
-            bad += [(zkdata.offset_path(group, *k), r) for k, r in found.garbled.items()]
+            bad += [(znodes.offset_path(group, *k), r) for k, r in found.garbled.items()]
             for key in sorted(found.stale):  # importing it later would make it current again
-                warn(f"not exported {zkdata.offset_path(group, *key)}: {found.stale_note(key)}")
+                warn(f"not exported {znodes.offset_path(group, *key)}: {found.stale_note(key)}")
             bar.advance(len(found.valid) + len(found.garbled) + len(found.stale))
     return sorted(entries), bad
 

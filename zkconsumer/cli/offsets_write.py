@@ -10,7 +10,6 @@ from typing import IO
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer import zkdata
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.committed import ZkOffsets, read_offsets
 from zkconsumer.cli.common import (
@@ -42,6 +41,7 @@ from zkconsumer.cli.render import show
 from zkconsumer.cli.snapshot import read_owners, read_partitions
 from zkconsumer.cli.writer import PlannedWrite, echo_summary, plan_table
 from zkconsumer.cli.writer import execute as execute_plan
+from zkconsumer.zookeeper import znodes
 
 TopicPartition = tuple[str, int]
 
@@ -203,7 +203,7 @@ def _finish(
     if error is not None:
         first = next(row for row in plan if row.failed)
         raise CliError(
-            f"writing {zkdata.offset_path(first.group, first.topic, first.partition)} failed, "
+            f"writing {znodes.offset_path(first.group, first.topic, first.partition)} failed, "
             f"nothing written from there on: {error}"
         )
     if any(row.refused for row in plan):
@@ -322,7 +322,7 @@ def reset(
     with zk_session(zookeeper, zk_digest, zk_timeout) as client, contextlib.ExitStack() as stack:
         require_group(client, group, zookeeper)
         try:
-            zkdata.topic_path(topic)
+            znodes.topic_path(topic)
         except ValueError:
             raise CliError(f"invalid topic name {topic!r}", EXIT_USAGE) from None
         known = read_partitions(client, [topic])[topic]

@@ -10,7 +10,6 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from zkconsumer import zkdata
 from zkconsumer.cli.analysis import (
     BAD_OWNER,
     Member,
@@ -23,9 +22,10 @@ from zkconsumer.cli.analysis import (
 )
 from zkconsumer.cli.committed import read_offsets
 from zkconsumer.cli.common import children
-from zkconsumer.compat import DEFAULT
-from zkconsumer.subscription import from_registration, thread_ids_for
-from zkconsumer.zkdata import Registration, ZkDataError
+from zkconsumer.config.compat import DEFAULT
+from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.znodes import Registration, ZkDataError
 
 TopicPartition = tuple[str, int]
 
@@ -76,8 +76,8 @@ def read_members(
     client: KazooClient, group: str, all_topics: list[str], *, exclude_internal: bool = True
 ) -> tuple[dict[str, Member], dict[str, list[str]]]:
     """consumer id -> Member, and consumer id -> duplicated subscription keys."""
-    ids = children(client, zkdata.ids_path(group))
-    asyncs = {cid: client.get_async(zkdata.member_path(group, cid)) for cid in ids}
+    ids = children(client, znodes.ids_path(group))
+    asyncs = {cid: client.get_async(znodes.member_path(group, cid)) for cid in ids}
     members: dict[str, Member] = {}
     duplicates: dict[str, list[str]] = {}
     for cid, result in sorted(asyncs.items()):
@@ -85,7 +85,7 @@ def read_members(
             data, stat = result.get()
         except NoNodeError:
             continue
-        path = zkdata.member_path(group, cid)
+        path = znodes.member_path(group, cid)
         try:
             registration = Registration.decode(data, path)
             subscription = from_registration(registration)
@@ -103,7 +103,7 @@ def read_owners(
     asyncs = {}
     problems = []
     for topic in topics:
-        folder = zkdata.owners_path(group, topic)
+        folder = znodes.owners_path(group, topic)
         for child in children(client, folder):
             if not child.lstrip("-").isdigit():
                 problems.append(Problem(BAD_OWNER, f"stray node {folder}/{child}", topic, None))
@@ -116,7 +116,7 @@ def read_owners(
         except NoNodeError:
             continue
         try:
-            owners[key] = Owner(zkdata.decode_owner(data, zkdata.owner_path(group, *key)), stat.ephemeralOwner)
+            owners[key] = Owner(znodes.decode_owner(data, znodes.owner_path(group, *key)), stat.ephemeralOwner)
         except ZkDataError as exc:
             problems.append(Problem(BAD_OWNER, str(exc), *key))
     return owners, problems
@@ -124,12 +124,12 @@ def read_owners(
 
 def read_partitions(client: KazooClient, topics: Iterable[str]) -> dict[str, list[int]]:
     """topic -> partitions listed in /brokers/topics/T (none for a missing or garbled topic node)."""
-    asyncs = {t: client.get_async(zkdata.topic_path(t)) for t in set(topics)}
+    asyncs = {t: client.get_async(znodes.topic_path(t)) for t in set(topics)}
     out = {}
     for topic, result in sorted(asyncs.items()):
         try:
             data, _ = result.get()
-            out[topic] = sorted(zkdata.decode_topic_partitions(data, zkdata.topic_path(topic)))
+            out[topic] = sorted(znodes.decode_topic_partitions(data, znodes.topic_path(topic)))
         except (NoNodeError, ZkDataError):
             out[topic] = []
     return out
@@ -137,7 +137,7 @@ def read_partitions(client: KazooClient, topics: Iterable[str]) -> dict[str, lis
 
 def group_topics(client: KazooClient, group: str, members: Mapping[str, Member]) -> list[str]:
     """Union of owners/ and offsets/ children and the members' subscribed topics."""
-    topics = set(children(client, zkdata.owners_path(group))) | set(children(client, zkdata.offsets_path(group)))
+    topics = set(children(client, znodes.owners_path(group))) | set(children(client, znodes.offsets_path(group)))
     for member in members.values():
         topics.update(member.threads)
     return sorted(topics)
@@ -153,7 +153,7 @@ def take_snapshot(
 ) -> GroupSnapshot:
     """Everything describe/verify/top show about one group; watermarks (a Watermarks) adds log offsets."""
     taken_at = time.time()
-    all_topics = sorted(children(client, zkdata.BROKER_TOPICS))
+    all_topics = sorted(children(client, znodes.BROKER_TOPICS))
     members, duplicates = read_members(client, group, all_topics, exclude_internal=exclude_internal)
     wanted = group_topics(client, group, members) if topics is None else sorted(set(topics))
     owners, owner_problems = read_owners(client, group, wanted)

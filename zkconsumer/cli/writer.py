@@ -11,10 +11,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from zkconsumer import zkdata
 from zkconsumer.cli.common import expected_error_message, progress
 from zkconsumer.cli.kafka_offsets import KafkaCommits
 from zkconsumer.cli.render import TextTable
+from zkconsumer.zookeeper import znodes
 
 # Data of the placeholder owner node a guarded write creates and deletes in the same transaction.
 PLACEHOLDER = b"zkconsumer-cli-offset-writer"
@@ -99,14 +99,14 @@ def write_offset_guarded(client: KazooClient, group: str, topic: str, partition:
     placeholder: it fails as a whole if a real owner node exists, so the check and the write cannot
     be separated by a member claiming the partition in between.
     """
-    owner = zkdata.owner_path(group, topic, partition)
-    path = zkdata.offset_path(group, topic, partition)
-    data = zkdata.encode_offset(offset)
+    owner = znodes.owner_path(group, topic, partition)
+    path = znodes.offset_path(group, topic, partition)
+    data = znodes.encode_offset(offset)
     # The group node stays open, as a secured Scala member leaves it (other identities register
     # under it); owners/ and offsets/ below get the session's default ACL (secured with --zk-jaas).
-    client.ensure_path(zkdata.group_path(group), acl=OPEN_ACL_UNSAFE)
-    client.ensure_path(zkdata.owners_path(group, topic))
-    client.ensure_path(zkdata.offsets_path(group, topic))
+    client.ensure_path(znodes.group_path(group), acl=OPEN_ACL_UNSAFE)
+    client.ensure_path(znodes.owners_path(group, topic))
+    client.ensure_path(znodes.offsets_path(group, topic))
     for _ in range(5):
         exists = client.exists(path) is not None
         txn = client.transaction()

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, cast
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from zkconsumer.log_throttle import throttled_logger
+from zkconsumer.consumer.log_throttle import throttled_logger
 
 if TYPE_CHECKING:
-    from zkconsumer.chunks import Message
+    from zkconsumer.consumer.chunks import Message
 
 # librdkafka's own log lines (served by poll/flush), through Python logging instead of raw to stderr
 _LIBRDKAFKA_LOG = throttled_logger("zkconsumer.testing.librdkafka")

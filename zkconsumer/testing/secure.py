@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zkconsumer.log_throttle import throttled_logger
-from zkconsumer.zk_auth import DIGEST_MODULE
+from zkconsumer.consumer.log_throttle import throttled_logger
+from zkconsumer.zookeeper.auth import DIGEST_MODULE
 
 __all__ = ["BrokerSecurity", "make_ca", "zookeeper_server_jaas", "client_jaas", "zookeeper_sasl_server"]
 

@@ -1,0 +1,1 @@
+"""Broker metadata: the brokers' and topics' znodes, read from ZooKeeper."""

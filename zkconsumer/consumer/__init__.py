@@ -1,0 +1,1 @@
+"""Fetching and delivery: the confluent-kafka fetcher, stream queues and iterators."""

@@ -1,0 +1,107 @@
+"""The fetcher's auto.offset.reset policy: where a partition without a valid offset, or out of range, starts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.consumer.watermarks import watermarks
+
+log = logging.getLogger("zkconsumer.consumer.fetcher")  # the fetcher's logger: these lines are the fetcher's
+
+Key = tuple[str, int]
+
+_DOWN = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})  # no broker answered: say why, if known
+
+
+class OffsetResets:
+    """Fetcher's offset-reset half (a base of zkconsumer.fetcher.Fetcher; runs on the fetcher thread only)."""
+
+    # Set by Fetcher.__init__ (and, for _raw, Fetcher.start).
+    settings: FetchSettings
+    _raw: Consumer
+    _infos: dict[Key, PartitionTopicInfo]
+
+    if TYPE_CHECKING:
+
+        def _forget(self, keys: Iterable[Key]) -> None: ...
+
+        def _warn(self, what: object, msg: str, *args: object) -> None: ...
+
+    def _resolve_offsets(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        """No committed offset (-1): start at the log start or end per auto.offset.reset."""
+        policy = self.settings.auto_offset_reset
+        for info in infos:
+            if info.fetched_offset < 0:
+                low, high = self._watermarks(info.key)
+                start = low if policy == "smallest" else high
+                # committed_offset stays -1, so the next commit persists the reset (as Scala does)
+                info.fetched_offset = info.consumed_offset = start
+                log.info(
+                    "%s-%d: no committed offset, starting at %d (auto.offset.reset=%s)",
+                    info.topic,
+                    info.partition,
+                    start,
+                    policy,
+                )
+
+    def _watermarks(self, key: Key) -> tuple[int, int]:
+        try:
+            return watermarks(self._raw, key, max(self.settings.socket_timeout_ms, 1000) / 1000)
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() in _DOWN and not self._raw.assignment():
+                # librdkafka hands its connection errors to error_cb only inside poll/consume, which
+                # has not run yet on a first assignment: serve them now (nothing assigned, so no
+                # message can come back), so the error names why the brokers are down.
+                self._raw.poll(0)
+            raise
+
+    def _reset_out_of_range(self, key: Key, offset: int | None) -> None:
+        """OFFSET_OUT_OF_RANGE: move fetched and consumed offset to the log start or end."""
+        info = self._infos.get(key)
+        if info is None or not info.active:
+            return
+        policy = self.settings.auto_offset_reset
+        try:
+            low, high = self._watermarks(key)
+        except KafkaException as exc:  # fetch again from where we were: the error comes back
+            self._warn(
+                ("reset", key), "%s-%d: offset %s out of range; watermarks failed (%s), retrying", *key, offset, exc
+            )
+            new = info.fetched_offset
+        else:
+            if low <= info.fetched_offset <= high:
+                # Our own position is in range, so the error is about a position that is not ours:
+                # an earlier assignment of this partition (a deleted topic's incarnation, say) whose
+                # error librdkafka delivered late. Resetting would deliver the record's messages twice.
+                new = info.fetched_offset
+                log.info(
+                    "%s-%d: out-of-range error for offset %s ignored: fetching continues at %d, inside [%d, %d]",
+                    *key,
+                    offset,
+                    new,
+                    low,
+                    high,
+                )
+            else:
+                new = low if policy == "smallest" else high
+                log.warning(
+                    "%s-%d: offset %s out of range [%d, %d); reset fetched and consumed offset to %d "
+                    "(auto.offset.reset=%s): messages may be lost or repeated",
+                    *key,
+                    info.fetched_offset,
+                    low,
+                    high,
+                    new,
+                    policy,
+                )
+                info.fetched_offset = info.consumed_offset = new
+        self._forget([key])
+        # seek() fails with _STATE here (librdkafka stopped the partition): re-add it instead
+        self._raw.incremental_unassign([TopicPartition(*key)])
+        self._raw.incremental_assign([TopicPartition(key[0], key[1], new)])

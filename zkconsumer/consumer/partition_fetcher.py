@@ -1,0 +1,53 @@
+"""What a rebalance needs from a fetcher (the Fetcher, or NoFetcher for members that own without reading)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from zkconsumer.consumer.chunks import PartitionTopicInfo
+
+TopicPartition = tuple[str, int]
+
+
+class PartitionFetcher(Protocol):
+    """What a rebalance needs from the fetcher (zkconsumer.fetcher.Fetcher, or NoFetcher)."""
+
+    def assign(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
+
+    def add(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
+
+    def remove(self, keys: Sequence[TopicPartition]) -> None: ...
+
+    def stop_fetching(self) -> None: ...
+
+    def assigned(self) -> set[TopicPartition] | None: ...
+
+    def close(self, timeout: float = 10.0) -> None: ...
+
+    @property
+    def consumer(self) -> object | None: ...
+
+
+class NoFetcher:
+    """fetch=False: own partitions without reading them (e.g. a Spark driver whose executors read)."""
+
+    consumer = None
+
+    def assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        pass
+
+    def add(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        pass
+
+    def remove(self, keys: Sequence[TopicPartition]) -> None:
+        pass
+
+    def stop_fetching(self) -> None:
+        pass
+
+    def assigned(self) -> set[TopicPartition] | None:
+        return None  # nothing to compare with
+
+    def close(self, timeout: float = 10.0) -> None:
+        pass

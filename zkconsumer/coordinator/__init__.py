@@ -1,0 +1,1 @@
+"""The membership protocol: session and registration, rebalance plans and attempts, claims, the watchdog."""

@@ -1,0 +1,292 @@
+"""The member's ZooKeeper session as a state machine: registration, connection events, the lease, watch triggers.
+
+The transition table (`transition`) is pure and tested exhaustively; `Membership` applies its
+actions. The rules it encodes:
+
+- SUSPENDED (link down, session maybe alive): stop delivering; own everything still.
+- LOST (session expired): every ephemeral node of that session is gone, so every partition is
+  lost at once (nothing to release) and a rebalance re-registers in the new session.
+- CONNECTED in the registered session: deliver again (the server just vouched for it) and
+  rebalance once, because kazoo drops every watch when the link drops.
+- CONNECTED in another session without a LOST first: treated as LOST.
+- A missing session id (kazoo's `client_id` is None while the link is down) is never taken for
+  a new session: it means "unknown, wait".
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+
+from zkconsumer.consumer.stream import DeliveryGate
+from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.errors import ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZooKeeperUnavailable, describe
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.group import GroupZk
+
+log = logging.getLogger(__name__)
+
+# The server counts the session timeout from a little before our request was answered.
+LEASE_FRACTION = 0.8
+
+
+class State(enum.Enum):
+    UNREGISTERED = "unregistered"  # no member node of the current session yet
+    CONNECTED = "connected"  # registered, link up
+    SUSPENDED = "suspended"  # registered, link down: the session may still be alive
+    EXPIRED = "expired"  # the registered session ended; re-registration pending
+    STOPPED = "stopped"
+
+
+class Event(enum.Enum):
+    REGISTERED = "registered"
+    SUSPENDED = "suspended"
+    LOST = "lost"
+    CONNECTED_SAME = "connected in the registered session"
+    CONNECTED_OTHER = "connected in another session"
+    STOP = "stop"
+
+
+@dataclass(frozen=True)
+class Transition:
+    state: State
+    deliver: bool | None = None  # True: open the gate, False: close it, None: leave it
+    lose_ownership: bool = False  # the owner nodes went with the old session
+    rebalance: str | None = None  # reason to trigger a rebalance
+
+
+def transition(state: State, event: Event) -> Transition:
+    """What an event does in a state (pure)."""
+    if state is State.STOPPED or event is Event.STOP:
+        return Transition(State.STOPPED, deliver=None)
+    if event is Event.REGISTERED:
+        return Transition(State.CONNECTED, deliver=True)
+    if event is Event.SUSPENDED:
+        if state is State.CONNECTED:
+            return Transition(State.SUSPENDED, deliver=False)
+        return Transition(state, deliver=False)
+    if event is Event.LOST:
+        return Transition(
+            State.EXPIRED,
+            deliver=False,
+            lose_ownership=state is not State.EXPIRED,
+            rebalance="ZooKeeper session expired",
+        )
+    if event is Event.CONNECTED_SAME:
+        if state is State.SUSPENDED:
+            # kazoo drops every watch when the link drops: a rebalance reads the group again and re-arms them.
+            return Transition(State.CONNECTED, deliver=True, rebalance="reconnected; re-reading the group")
+        if state is State.CONNECTED:
+            return Transition(State.CONNECTED, deliver=True)
+        return Transition(state)  # expired or not registered yet: the rebalance decides
+    # CONNECTED_OTHER
+    if state in (State.CONNECTED, State.SUSPENDED):
+        return Transition(
+            State.EXPIRED, deliver=False, lose_ownership=True, rebalance="reconnected in a new ZooKeeper session"
+        )
+    return Transition(state, rebalance="connected in a new ZooKeeper session")
+
+
+class Membership:
+    """Owns this member's session: (re-)registration, kazoo's state listener, the delivery lease
+    and the watch callbacks that trigger rebalances.
+
+    Example::
+
+        membership = Membership(group, assignment, gate, registration=lambda: data,
+                                session_timeout_s=6.0, trigger=worker.trigger)
+        membership.start()
+        membership.ensure_registered()   # from the rebalance thread
+    """
+
+    def __init__(
+        self,
+        group: GroupZk,
+        assignment: Assignment,
+        gate: DeliveryGate,
+        *,
+        registration: Callable[[], bytes],
+        session_timeout_s: float,
+        trigger: Callable[[str], None],
+        marker: bytes | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.group = group
+        self.assignment = assignment
+        self.gate = gate
+        self._registration = registration
+        self._configured_timeout_s = session_timeout_s
+        self._trigger = trigger
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.state = State.UNREGISTERED
+        self.waiting_for_brokers = False
+        self._warned_unknown_timeout = False
+        self._marker = marker
+        self._marked_session: int | None = None
+
+    # ---- session ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.group.client.add_listener(self.on_connection_state)
+
+    def stop(self) -> None:
+        self._apply(Event.STOP)
+        try:
+            self.group.client.remove_listener(self.on_connection_state)
+        except (KeyError, ValueError):
+            pass
+
+    def session_timeout_s(self) -> float:
+        """The shorter of the configured and the negotiated timeout (the server may lower ours
+        to its maxSessionTimeout; a lease longer than the real session would be unsafe)."""
+        negotiated: int | None = getattr(self.group.client, "negotiated_session_timeout_ms", None)  # zkio.connect
+        if negotiated is None:
+            if not self._warned_unknown_timeout:
+                self._warned_unknown_timeout = True
+                log.warning(
+                    "the negotiated ZooKeeper session timeout is unknown; the delivery lease uses the configured %.1fs",
+                    self._configured_timeout_s,
+                )
+            return self._configured_timeout_s
+        return min(self._configured_timeout_s, negotiated / 1000.0)
+
+    def ensure_registered(self) -> None:
+        """Called at the start of every rebalance attempt: (re-)register if our node or session is gone."""
+        live = self.group.live_session
+        if live is None:
+            raise ZooKeeperUnavailable("not connected to ZooKeeper; ownership cannot be confirmed")
+        registered = self.group.session
+        if registered is not None and live != registered:
+            self._apply(Event.CONNECTED_OTHER)  # kazoo's LOST may not have reached us yet
+        if self.state is State.STOPPED:
+            raise SessionLost("the member is stopping")
+        if self.state is not State.EXPIRED and live == registered and self.group.is_registered():
+            self._mark()
+            return
+        # A new session, or our node deleted by hand (owner nodes of the same session stay ours).
+        lost_before = self.assignment.sessions_lost
+        self._mark()
+        sent = self._clock()
+        try:
+            session = self.group.register(self._registration(), wait_for_stale_s=self._configured_timeout_s)
+        except RegistrationConflict:
+            # Our marker must not vouch for whoever holds this consumer id (maybe a Scala member).
+            self._marked_session = None
+            self.group.unmark_as_zkconsumer()
+            raise
+        if self.group.live_session != session or self.assignment.sessions_lost != lost_before:
+            raise SessionLost(f"session 0x{session:x} ended while registering; registering again")
+        log.info(
+            "%s registered in group %s (session 0x%x)",
+            self.group.consumer_id,
+            self.group.group_id,
+            self.group.session or 0,
+        )
+        self._extend_lease(sent)
+        self._apply(Event.REGISTERED)
+
+    def _mark(self) -> None:
+        """Mark this member as a zkconsumer member once per session (best effort: unmarked only
+        makes other zkconsumer members linger before handing partitions to us)."""
+        session = self.group.live_session
+        if self._marker is None or session is None or self._marked_session == session:
+            return
+        try:
+            if self.group.mark_as_zkconsumer(self._marker):
+                self._marked_session = session
+        except ZOOKEEPER_FAILURES as exc:
+            log.warning(
+                "%s: could not write the zkconsumer marker yet (%s); peers linger before handing partitions to us",
+                self.group.consumer_id,
+                describe(exc),
+            )
+
+    def renew_lease(self) -> None:
+        """A confirmed round trip in our session lets delivery go on (see DeliveryGate)."""
+        sent = self._clock()
+        registered = self.group.session
+        if registered is None or self.state in (State.EXPIRED, State.STOPPED, State.UNREGISTERED):
+            return
+        stat = self.group.io.exists(self.group.member_path)
+        if stat is not None and stat.ephemeralOwner == registered:
+            self._extend_lease(sent)
+
+    def _extend_lease(self, confirmed_at: float) -> None:
+        self.gate.renew(confirmed_at + LEASE_FRACTION * self.session_timeout_s())
+
+    # ---- kazoo's state listener (kazoo's thread: no blocking, no ZooKeeper calls) ------------------
+    def on_connection_state(self, state: str) -> None:
+        if state == KazooState.LOST:
+            self._apply(Event.LOST)
+        elif state == KazooState.SUSPENDED:
+            self._apply(Event.SUSPENDED)
+        else:
+            live, registered = self.group.live_session, self.group.session
+            if registered is None or live is None:
+                return
+            self._apply(Event.CONNECTED_SAME if live == registered else Event.CONNECTED_OTHER)
+
+    def _apply(self, event: Event) -> None:
+        # The actions run under the lock too: a REGISTERED from the rebalance thread must not reopen
+        # the gate between a LOST's state change and its gate.close() on kazoo's thread.
+        with self._lock:
+            before = self.state
+            step = transition(before, event)
+            self.state = step.state
+            lost = self.assignment.lose_all() if step.lose_ownership else []
+            if step.deliver is True:
+                if event is Event.CONNECTED_SAME:
+                    self._extend_lease(self._clock())  # the server just accepted the session again
+                self.gate.reopen()
+            elif step.deliver is False:
+                self.gate.close()
+        if lost:
+            log.warning(
+                "%s: ZooKeeper session ended; its %d owner nodes went with it", self.group.consumer_id, len(lost)
+            )
+        if before is not step.state:
+            log.info("%s: session %s -> %s (%s)", self.group.consumer_id, before.value, step.state.value, event.value)
+        if step.rebalance:
+            self._trigger(step.rebalance)
+
+    def trigger(self, reason: str) -> None:
+        self._trigger(reason)
+
+    # ---- watch callbacks (kazoo's thread) --------------------------------------------------------
+    # An event of type NONE is kazoo dropping the watch on a disconnect; the reconnect rebalances.
+    def on_members_changed(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self._trigger("group membership changed")
+
+    def on_topic_list_changed(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self._trigger("topic list changed")
+
+    def on_brokers_changed(self, event: WatchedEvent) -> None:
+        if self.waiting_for_brokers and event.type != EventType.NONE:
+            self._trigger("brokers changed")
+
+    def on_topic_changed(self, event: WatchedEvent) -> None:
+        if event.type == EventType.NONE:
+            return
+        topic = topic_of_path(event.path or "")
+        if event.type == EventType.DELETED and topic:
+            # Positions of a deleted topic mean nothing in a re-created one: stop at once.
+            fenced = self.assignment.fence_topic(topic, None)
+            if fenced:
+                log.warning(
+                    "%s: topic %s deleted; stopped delivering %d partitions", self.group.consumer_id, topic, len(fenced)
+                )
+        self._trigger(f"topic {topic} changed")
+
+
+def topic_of_path(path: str) -> str:
+    """The topic of /brokers/topics/<topic>."""
+    prefix = znodes.BROKER_TOPICS + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else path

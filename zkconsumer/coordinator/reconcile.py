@@ -1,0 +1,55 @@
+"""A rebalance's reconcile step: owned partitions it can no longer vouch for are released, dropped or restarted."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from zkconsumer.consumer.partition_fetcher import PartitionFetcher
+from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.partitions import partitions_text
+from zkconsumer.zookeeper.group import GroupZk
+
+log = logging.getLogger(
+    "zkconsumer.coordinator.rebalancer"
+)  # the rebalancer's logger: these lines are the rebalancer's
+
+
+def reconcile_owned(
+    assignment: Assignment,
+    group: GroupZk,
+    fetcher: PartitionFetcher | None,
+    topic_epochs: Mapping[str, int | None],
+    consumer_id: str,
+) -> None:
+    """Resolve owned partitions we can no longer vouch for before planning.
+
+    Another incarnation of the topic (deleted, maybe created again): released without a commit,
+    then claimed afresh so offsets are read again. Owner node no longer ours (deleted by a tool):
+    forgotten, claimed again. Not fetched although owned: stop and claim again (the claim of a
+    node that is still ours writes nothing).
+    """
+    owned = assignment.owned_infos()
+    stale = {k for k, i in owned.items() if i.epoch is not None and i.epoch != topic_epochs.get(k[0], i.epoch)}
+    if stale:
+        log.warning(
+            "%s: topic deleted or re-created under us; dropping %s without committing",
+            consumer_id,
+            partitions_text(stale),
+        )
+        assignment.begin_release(sorted(stale))
+    rest = {k: i.thread_id for k, i in owned.items() if k not in stale}
+    lost = set(group.not_ours(rest, watched=True))  # no per-partition request while all is well
+    fetched = fetcher.assigned() if fetcher is not None else None
+    drifted = (set(rest) - fetched - lost) if fetched is not None else set()
+    if lost:
+        log.warning("%s: owner nodes of %s are no longer ours; claiming again", consumer_id, partitions_text(lost))
+        assignment.drop(lost)
+    if drifted:
+        log.warning("%s: %s owned but not fetched; starting them again", consumer_id, partitions_text(drifted))
+        assignment.drop(drifted)
+        assignment.adopt_orphans({k: rest[k] for k in drifted})
+    # Fetched but not owned (left over from a lost session): nothing of it may be delivered anyway.
+    extra = (fetched - set(owned)) if fetched is not None else set()
+    if fetcher is not None and (lost or drifted or extra):
+        fetcher.remove(sorted(lost | drifted | extra))

@@ -1,0 +1,1 @@
+"""Committed offsets: ZooKeeper, Kafka and dual commit."""

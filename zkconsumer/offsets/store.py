@@ -1,0 +1,247 @@
+"""Committed offsets: read and write them in ZooKeeper, Kafka or both, as offsets.storage says."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+
+from zkconsumer.consumer.stream import PartitionTopicInfo
+from zkconsumer.errors import BrokersUnavailable, CommitFailed, ZkConsumerError, describe, is_retriable
+from zkconsumer.offsets import dual_commit
+from zkconsumer.offsets.dual_commit import BrokerGroupView, KafkaCommitEpisodes, KafkaFailure
+from zkconsumer.zookeeper.group import GroupZk
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+# The once-per-episode look at the broker-side group must not hold commits (and the rebalancer's lock) long.
+_DESCRIBE_TIMEOUT_S = 5.0
+
+
+class KafkaSideFailed(ZkConsumerError):
+    """Dual commit: ZooKeeper was written, but the Kafka-side write failed with a non-retriable error
+    (a bug or a fatal client error); the cause is chained."""
+
+
+class OffsetStore:
+    """offsets.storage=zookeeper (default), =kafka, and dual.commit.enabled (write both, read max).
+
+    Kafka-side commits go through the connector's confluent-kafka Consumer with the group's
+    id and no generation, like Scala's OffsetCommitRequest with generation -1.
+
+    With dual commit ZooKeeper is written first (fenced by owner node), then Kafka with the full
+    map of what ZooKeeper accepted. A Kafka-side failure never undoes or prevents the ZooKeeper
+    write: rejections by a live broker-coordinated group with our id and transient failures are
+    counted and reported once per episode, and the next commit sends the full map again.
+    `describe_group(timeout_s)` names that broker group's members in the report.
+    """
+
+    def __init__(
+        self,
+        group: GroupZk,
+        *,
+        storage: str,
+        dual_commit: bool,
+        kafka_consumer: Callable[[], object | None],
+        backoff_ms: int,
+        timeout_ms: int,
+        describe_group: Callable[[float], BrokerGroupView | None] | None = None,
+    ) -> None:
+        self.group = group
+        self.use_zookeeper = storage == "zookeeper" or dual_commit
+        self.use_kafka = storage == "kafka"
+        self._kafka_consumer = kafka_consumer
+        self._describe_group = describe_group
+        self._backoff_s = backoff_ms / 1000.0
+        self._timeout_s = timeout_ms / 1000.0
+        self.zookeeper_writes = 0  # ZooKeeperCommitsPerSec's counter
+        self.kafka_writes = 0  # KafkaCommitsPerSec's counter
+        self.failures = 0  # commits that raised (zkconsumer_commit_failures_total)
+        self.kafka_rejected = 0  # dual commit: Kafka-side commits a live broker-side group rejected
+        self.kafka_failed = 0  # dual commit: Kafka-side commits that failed otherwise (transient)
+        self.kafka_episodes = KafkaCommitEpisodes()
+
+    def read(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """-1 where nothing is committed; with dual commit the larger of the two (migration path: what
+        that gives when one of the two writes failed is in docs/design.md, "Dual commit during a migration")."""
+        keys = list(keys)
+        result = {k: -1 for k in keys}
+        if self.use_zookeeper:
+            result.update(self.group.read_offsets(keys))
+        if self.use_kafka and keys:
+            for key, offset in self._read_kafka(keys).items():
+                result[key] = max(result[key], offset)
+        return result
+
+    def commit(self, infos: Iterable[PartitionTopicInfo], *, attempts: int = 1) -> int:
+        """Write changed offsets of the given partitions; returns how many partitions were written.
+
+        ZooKeeper writes are fenced by owner node (see GroupZk.commit_offsets). A partition
+        we no longer own is skipped, not retried. Other failures are retried `attempts - 1`
+        times with offsets.channel.backoff.ms between, then raised.
+        """
+        infos = list(infos)
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._commit_once(infos)
+            except Exception as exc:  # noqa: BLE001 - classified: bugs are raised at once
+                deadline = self.group.io.deadline  # a shutdown's: no retry past it
+                if attempt == attempts or not is_retriable(exc) or deadline.expired():
+                    self.failures += 1
+                    if not isinstance(exc, KafkaSideFailed):  # that one says itself what was written
+                        log.error(
+                            "offset commit failed after %d attempts (%s): messages since the last "
+                            "commit will be delivered again if these partitions move",
+                            attempt,
+                            describe(exc),
+                        )
+                    raise
+                log.warning("offset commit attempt %d/%d failed (%s); retrying", attempt, attempts, describe(exc))
+                time.sleep(deadline.remaining(self._backoff_s))
+        return 0
+
+    def _commit_once(self, infos: list[PartitionTopicInfo]) -> int:
+        # Snapshot once: iterator threads keep advancing consumed_offset while we write, and the
+        # checkpoint must record the value actually written, or a later commit skips the rest.
+        snapshot = [(i, i.consumed_offset) for i in self._current_incarnation(infos)]
+        todo = [(i, o) for i, o in snapshot if o >= 0 and o != i.committed_offset]
+        if not self.use_zookeeper:  # Kafka is the only store: its failure is the commit's
+            full = [(i, o) for i, o in snapshot if o >= 0]
+            self._write_kafka(full)
+            self.kafka_writes += len(full)
+            self._checkpoint(todo, {i.key: True for i, _ in todo})
+            return len(todo)
+        written = {i.key: True for i, _ in todo}
+        if todo:
+            written = self.group.commit_offsets({i.key: o for i, o in todo}, {i.key: i.thread_id for i, _ in todo})
+            self._withdraw_overtaken([(i, o) for i, o in todo if written[i.key]], written)
+            self.zookeeper_writes += sum(written.values())
+        self._checkpoint(todo, written)
+        if self.use_kafka:
+            # Scala commits the full map to Kafka (KAFKA-1510): that also keeps them from expiring.
+            # A partition ZooKeeper just fenced off is another member's now: its Kafka offset is too.
+            self._write_kafka_beside_zookeeper([(i, o) for i, o in snapshot if o >= 0 and written.get(i.key, True)])
+        return sum(written.values())
+
+    @staticmethod
+    def _checkpoint(todo: list[tuple[PartitionTopicInfo, int]], written: dict[TopicPartition, bool]) -> None:
+        for info, offset in todo:
+            if written[info.key]:  # a fenced-off partition keeps its old checkpoint
+                info.committed_offset = offset
+
+    def _write_kafka_beside_zookeeper(self, full: list[tuple[PartitionTopicInfo, int]]) -> None:
+        """Dual commit's Kafka side, after ZooKeeper was written: failures are reported, not raised
+        (unless they are bugs); the next commit sends the full map again."""
+        if not full:
+            return
+        try:
+            self._write_kafka(full)
+        except Exception as exc:  # noqa: BLE001 - classified: bugs and fatal errors are raised
+            kind = dual_commit.classify(exc)
+            if kind is KafkaFailure.FATAL:
+                raise KafkaSideFailed(
+                    f"group {self.group.group_id}: ZooKeeper offsets were written, but the Kafka-"
+                    f"side commit failed with a non-retriable error: {describe(exc)}"
+                ) from exc
+            self._kafka_failed(kind, exc)
+            return
+        self.kafka_writes += len(full)
+        ended = self.kafka_episodes.succeeded()
+        if ended is not None:
+            log.info(dual_commit.recovered_info(self.group.group_id, ended))
+
+    def _kafka_failed(self, kind: KafkaFailure, exc: BaseException) -> None:
+        if kind is KafkaFailure.REJECTED:
+            self.kafka_rejected += 1
+        else:
+            self.kafka_failed += 1
+        error = dual_commit.error_text(exc)
+        if not self.kafka_episodes.failed(kind):
+            log.debug("group %s: Kafka-side commit failed again (%s, %s)", self.group.group_id, kind.value, error)
+            return
+        if kind is KafkaFailure.TRANSIENT:
+            log.warning(dual_commit.transient_warning(self.group.group_id, error))
+            return
+        view = None
+        if self._describe_group is not None:
+            view = self._describe_group(self.group.io.deadline.remaining(min(_DESCRIBE_TIMEOUT_S, self._timeout_s)))
+        log.warning(dual_commit.rejected_warning(self.group.group_id, error, view))
+
+    def _current_incarnation(self, infos: list[PartitionTopicInfo]) -> list[PartitionTopicInfo]:
+        """Leave out partitions claimed in a topic that has since been deleted (or re-created).
+
+        Their positions belong to the old topic; written now, the offset node would look newer
+        than the new topic and a later owner would resume the new topic from it, skipping data.
+        """
+        stale = self._other_incarnation(infos)
+        if stale:
+            log.warning(
+                "not committing %s: the topic was deleted or re-created since they were claimed",
+                ", ".join(f"{i.topic}-{i.partition}={i.consumed_offset}" for i in stale),
+            )
+            skip = {id(i) for i in stale}
+            return [i for i in infos if id(i) not in skip]
+        return infos
+
+    def _withdraw_overtaken(
+        self, done: list[tuple[PartitionTopicInfo, int]], written: dict[TopicPartition, bool]
+    ) -> None:
+        """Delete what was just written for a topic deleted or re-created during the write.
+
+        `_current_incarnation` looked before writing; a topic re-created between that look and
+        the write (a few ZooKeeper round trips, long on a loaded machine) would leave the old
+        position with an mzxid newer than the new topic, which read_offsets would trust. The
+        caller holds the rebalancer's lock, so no re-claim reads the offset in between.
+        """
+        overtaken = {id(i) for i in self._other_incarnation([i for i, _ in done])}
+        for info, offset in done:
+            if id(info) in overtaken:
+                withdrawn = self.group.withdraw_offset(info.key, offset, info.thread_id)
+                log.warning(
+                    "%s-%d: topic deleted or re-created while %d was being committed; %s",
+                    info.topic,
+                    info.partition,
+                    offset,
+                    "withdrew it" if withdrawn else "left it (it changed since, or the partition is no longer ours)",
+                )
+                written[info.key] = False
+
+    def _other_incarnation(self, infos: list[PartitionTopicInfo]) -> list[PartitionTopicInfo]:
+        """Those claimed in a topic whose node is gone or is not the one they were claimed in."""
+        epochs = self.group.cluster.topic_epochs({i.topic for i in infos if i.epoch is not None})
+        return [i for i in infos if i.epoch is not None and epochs[i.topic] != i.epoch]
+
+    def _read_kafka(self, keys: list[TopicPartition]) -> dict[TopicPartition, int]:
+        from confluent_kafka import TopicPartition as KafkaTP
+
+        consumer = self._kafka_consumer()
+        if consumer is None:
+            raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
+        # attr-defined: kafka_consumer() gives the fetcher's ConsumerProxy, which forwards any Consumer method.
+        found = consumer.committed([KafkaTP(t, p) for t, p in keys], timeout=self._timeout_s)  # type: ignore[attr-defined]
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else -1) for tp in found}
+
+    def _write_kafka(self, infos: list[tuple[PartitionTopicInfo, int]]) -> None:
+        if not infos:
+            return
+        from confluent_kafka import TopicPartition as KafkaTP
+
+        consumer = self._kafka_consumer()
+        if consumer is None:
+            raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
+        results = consumer.commit(  # type: ignore[attr-defined]  # a ConsumerProxy: see _read_kafka
+            offsets=[KafkaTP(i.topic, i.partition, o) for i, o in infos], asynchronous=False
+        )
+        failed = [tp for tp in results or [] if tp.error is not None]
+        if failed:
+            from confluent_kafka import KafkaException
+
+            # The first partition's KafkaError rides along as the cause, so dual commit can tell a
+            # rejection by a live broker-side group (UNKNOWN_MEMBER_ID, ...) from a transient failure.
+            raise CommitFailed(
+                f"Kafka offset commit failed for {len(failed)} partition(s), e.g. {failed[0].topic}-"
+                f"{failed[0].partition}: {failed[0].error}",
+                [(tp.topic, tp.partition) for tp in failed],
+            ) from KafkaException(failed[0].error)

@@ -1,0 +1,215 @@
+"""Bounded kazoo calls: every ZooKeeper request waits at most a timeout, then raises ZooKeeperUnavailable.
+
+kazoo's synchronous calls wait without limit while the connection is down (the request sits in
+kazoo's queue until a reconnect), which would hang a shutdown or a metrics scrape for as long
+as ZooKeeper is unreachable. Everything zkconsumer asks ZooKeeper goes through here instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from kazoo.exceptions import AuthFailedError, NoAuthError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KeeperState, WatchedEvent, ZnodeStat
+
+from zkconsumer.errors import ZooKeeperAccessDenied, ZooKeeperUnavailable
+from zkconsumer.zookeeper.auth import ZkAuth
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+T = TypeVar("T")
+Watch = Callable[[WatchedEvent], object]
+
+
+class Deadline:
+    """A point in time by which a sequence of calls must be done (shutdown(timeout) uses one)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self._end = None if seconds is None else time.monotonic() + max(0.0, seconds)
+
+    def remaining(self, cap: float) -> float:
+        if self._end is None:
+            return cap
+        return max(0.0, min(cap, self._end - time.monotonic()))
+
+    def expired(self) -> bool:
+        return self._end is not None and time.monotonic() >= self._end
+
+
+class ZkIO:
+    """A kazoo client whose every call is bounded by `timeout_s` (or by a Deadline's remainder).
+
+    Example::
+
+        io = ZkIO(client, timeout_s=6.0)
+        data, stat = io.get("/brokers/ids/1")
+        children = io.children("/consumers/g/ids", watch=on_change)
+    """
+
+    def __init__(self, client: Any, timeout_s: float, identity: str = "this client") -> None:
+        self.client = client
+        self.timeout_s = timeout_s
+        self.identity = identity  # who we are to ZooKeeper, named when it refuses us
+        self.deadline = Deadline(None)  # tightened by shutdown
+
+    def wait(self, async_result: Any, what: str, paths: list[str] | None = None) -> Any:
+        """The answer to one request, waiting at most the timeout. NoAuth, also inside a
+        transaction's results (`paths` names its operations), raises ZooKeeperAccessDenied."""
+        timeout = self.deadline.remaining(self.timeout_s)
+        try:
+            answer = async_result.get(timeout=timeout)
+        except KazooTimeoutError:
+            raise ZooKeeperUnavailable(f"no answer from ZooKeeper within {timeout:.1f}s to {what}") from None
+        except NoAuthError:
+            raise self._denied(what) from None
+        except AuthFailedError:  # kazoo reports CONNECTED before a SASL login is refused
+            raise ZooKeeperAccessDenied(
+                f"ZooKeeper rejected {self.identity}: authentication failed (at {what})"
+            ) from None
+        if isinstance(answer, list):
+            for index, result in enumerate(answer):
+                if isinstance(result, NoAuthError):
+                    raise self._denied(f"{what} ({paths[index]})" if paths and index < len(paths) else what)
+        return answer
+
+    def _denied(self, what: str) -> ZooKeeperAccessDenied:
+        return ZooKeeperAccessDenied(
+            f"ZooKeeper refused {what} to {self.identity}: NoAuth (the ACL of the node or "
+            "its parent does not allow it; check the credentials and zookeeper.set.acl)"
+        )
+
+    # kazoo is untyped: each answer is annotated with what its request returns.
+    def get(self, path: str, watch: Watch | None = None) -> tuple[bytes, ZnodeStat]:
+        answer: tuple[bytes, ZnodeStat] = self.wait(self.client.get_async(path, watch=watch), f"get {path}")
+        return answer
+
+    def exists(self, path: str, watch: Watch | None = None) -> ZnodeStat | None:
+        stat: ZnodeStat | None = self.wait(self.client.exists_async(path, watch=watch), f"exists {path}")
+        return stat
+
+    def children(self, path: str, watch: Watch | None = None) -> list[str]:
+        names: list[str] = self.wait(self.client.get_children_async(path, watch=watch), f"get_children {path}")
+        return names
+
+    def create(self, path: str, data: bytes, *, ephemeral: bool = False) -> str:
+        created: str = self.wait(self.client.create_async(path, data, ephemeral=ephemeral), f"create {path}")
+        return created
+
+    def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        stat: ZnodeStat = self.wait(self.client.set_async(path, data, version=version), f"set {path}")
+        return stat
+
+    def delete(self, path: str, version: int = -1) -> None:
+        self.wait(self.client.delete_async(path, version=version), f"delete {path}")
+
+    def ensure_path(self, path: str, acl: list[Any] | None = None) -> None:
+        """Create the persistent node and its missing parents, with `acl` (kazoo's ensure_path, bounded)."""
+        self.wait(self.client.ensure_path_async(path, acl), f"ensure_path {path}")
+
+    def commit(self, txn: Any, what: str) -> list[Any]:
+        chroot = getattr(self.client, "chroot", "") or ""
+        paths = [getattr(op, "path", "?") for op in getattr(txn, "operations", [])]
+        paths = [p[len(chroot) :] if chroot and p.startswith(chroot + "/") else p for p in paths]  # as elsewhere
+        results: list[Any] = self.wait(txn.commit_async(), what, paths)  # per operation: its answer or error
+        return results
+
+    def many(self, calls: Iterable[tuple[T, Any]], what: str) -> dict[T, Any]:
+        """Wait for several requests sent at once: key -> result, or None for a node that does not
+        exist. Any other failure raises (for the whole batch)."""
+        sent = list(calls)  # every request goes out before the first answer is awaited
+        out: dict[T, Any] = {}
+        for key, async_result in sent:
+            try:
+                out[key] = self.wait(async_result, what)
+            except NoNodeError:
+                out[key] = None
+        return out
+
+
+_NO_AUTH = ZkAuth()  # frozen: one shared default
+
+
+def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, auth: ZkAuth = _NO_AUTH) -> KazooClient:
+    """A started KazooClient that keeps reconnecting, and records the session timeout the server
+    granted as `negotiated_session_timeout_ms` (None until known).
+
+    kazoo keeps the negotiated value to itself; its connection's `_connect` returns
+    (2/3 of it, it / number of hosts), so it is recovered from the second. If a kazoo version
+    changes that, the attribute stays None and the lease falls back to the configured timeout.
+    """
+    from kazoo.client import KazooClient
+
+    from zkconsumer.zookeeper.batches import use_batches
+    from zkconsumer.zookeeper.handler import make_handler, use_eager_io
+
+    auth.prepare_login(hosts)
+    client = KazooClient(
+        hosts=hosts,
+        timeout=session_timeout_s,
+        handler=make_handler(),
+        connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
+        **auth.kazoo_options(),
+    )
+    client.negotiated_session_timeout_ms = None
+    connection: Any = getattr(client, "_connection", None)
+    if connection is not None:
+        use_eager_io(connection)
+        use_batches(connection)
+    original = getattr(connection, "_connect", None)
+    if connection is not None and original is not None:
+
+        def recording_connect(*args: Any, **kwargs: Any) -> Any:
+            answer = original(*args, **kwargs)
+            try:
+                client.negotiated_session_timeout_ms = int(round(answer[1] * len(client.hosts)))
+            except (TypeError, IndexError, AttributeError):
+                pass
+            return answer
+
+        connection._connect = recording_connect
+    # kazoo's start() would wait out the whole timeout after a refused login: watch the state instead.
+    started = client.start_async()
+    deadline = time.monotonic() + connect_timeout_s
+    try:
+        while not client.connected and client.client_state != KeeperState.AUTH_FAILED and time.monotonic() < deadline:
+            started.wait(0.05)
+        if client.client_state == KeeperState.AUTH_FAILED:
+            raise ZooKeeperAccessDenied(f"ZooKeeper at {hosts} rejected {auth.identity}: authentication failed")
+        if not client.connected:
+            raise KazooTimeoutError(f"no ZooKeeper connection within {connect_timeout_s:g} s")
+        if auth.sasl is not None:  # kazoo says CONNECTED before the SASL exchange ends: one request shows it
+            ZkIO(client, connect_timeout_s, f"{auth.identity} at {hosts}").exists("/")
+    except BaseException:
+        client.stop()  # kazoo refuses close() while its connection thread still retries
+        client.close()
+        raise
+    return client
+
+
+def run_bounded(fn: Callable[[], object], timeout_s: float, name: str) -> bool:
+    """Run `fn` on a daemon thread named `name`, waiting at most `timeout_s` (a close on an exit
+    path must not hang it); False if it had not finished (it goes on in the background)."""
+    import threading
+
+    worker = threading.Thread(target=fn, name=name, daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    return not worker.is_alive()
+
+
+def close_quietly(client: Any, timeout_s: float) -> bool:
+    """Close the session (our ephemeral nodes vanish at once) without waiting past `timeout_s`;
+    False if kazoo did not finish in time (it goes on in the background)."""
+
+    def run() -> None:
+        try:
+            client.stop()
+            client.close()
+        except Exception:  # noqa: BLE001 - already disconnected; nothing left to clean
+            pass
+
+    return run_bounded(run, timeout_s, "zkconsumer-close-session")

@@ -1,0 +1,362 @@
+"""Member-fenced ZooKeeper work on /consumers/<group>: registration, group reads, offset commits.
+
+Claims, releases and watches of owner nodes are owner_nodes.OwnerNodes' job; GroupZk holds one
+and keeps the ownership methods as its own.
+
+Fencing: an owner node is ours only while its ephemeralOwner is the session we registered in
+(`self.session`). That session id is recorded at registration and never replaced by kazoo's
+live `client_id`, which is None whenever the link is down: a node of session X exists only
+while X lives, so comparing with X is exact, and a reconnect never makes our own nodes look
+foreign.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.states import KazooState, ZnodeStat
+
+from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
+from zkconsumer.partitions import partitions_text
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.client import Watch, ZkIO
+from zkconsumer.zookeeper.group_reads import GroupReads, decode_owners
+from zkconsumer.zookeeper.owner_nodes import OwnerNodes
+from zkconsumer.zookeeper.znodes import Registration, ZkDataError
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+__all__ = ["GroupZk", "RegistrationConflict", "offset_predates_topic"]
+
+
+def offset_predates_topic(offset_stat: ZnodeStat, topic_epoch: int | None) -> bool:
+    """Whether an offset node was last written before the topic's node (czxid `topic_epoch`) was
+    created: it then belongs to a deleted incarnation of the topic and is no valid offset."""
+    return topic_epoch is not None and offset_stat.mzxid < topic_epoch
+
+
+class GroupZk:
+    """One member's view of `/consumers/<group>`, every write fenced by the registered session.
+
+    Example::
+
+        group = GroupZk(client, "billing", "billing_host-1510000000000-1a2b3c4d")
+        group.ensure_paths()
+        group.register(registration_bytes)
+        conflicts = group.claim({("orders", 0): "billing_host-...-0"})
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        group_id: str,
+        consumer_id: str,
+        *,
+        timeout_s: float = 30.0,
+        transaction_max_bytes: int = 0xFFFFF // 2,
+        identity: str = "this client",
+        acl: list[Any] | None = None,
+    ) -> None:
+        self.client = client
+        self.io = ZkIO(client, timeout_s, identity)
+        self.acl = acl  # of owner and offset nodes and their folders (ZkAuth.node_acl); None: open
+        self.cluster = ClusterMetadata(self.io)
+        self.group_id = group_id
+        self.consumer_id = consumer_id
+        self.member_path = znodes.member_path(group_id, consumer_id)
+        self.session: int | None = None  # the session our member node was created in
+        self._ensured: set[str] = set()
+        # Registrations and owner nodes as the watches we hold say they are: a rebalance or a
+        # watchdog check re-reads only what changed since the last one.
+        self.reads = GroupReads(self.io, group_id)
+        self.owner_nodes = OwnerNodes(
+            self.io,
+            group_id,
+            session=lambda: self.session,
+            ensure_folder=self._ensure,
+            forget_folders=self._ensured.clear,
+            acl=acl,
+            transaction_max_bytes=transaction_max_bytes,
+        )
+        # kazoo runs state listeners at once on its connection thread, but queues the NONE events
+        # that tell each watch it is gone: a read right after a reconnect could still trust the
+        # caches, whose watches died with the link. Everything is forgotten at the drop instead.
+        add_listener = getattr(client, "add_listener", None)
+        if add_listener is not None:
+            add_listener(self._on_connection_state)
+
+    def _on_connection_state(self, state: str) -> None:
+        if state in (KazooState.SUSPENDED, KazooState.LOST):
+            self.forget_cached_reads()
+
+    def forget_cached_reads(self) -> None:
+        """Make the next reads of registrations and owner nodes ask ZooKeeper for everything."""
+        self.reads.forget()
+        self.owner_nodes.forget_cached()
+
+    @property
+    def live_session(self) -> int | None:
+        """kazoo's session id right now; None while disconnected (not a new session!)."""
+        ident = self.client.client_id
+        return ident[0] if ident else None
+
+    # ---- registration ----------------------------------------------------------------------
+    def ensure_paths(self) -> None:
+        for path in (
+            znodes.ids_path(self.group_id),
+            znodes.owners_path(self.group_id),
+            znodes.offsets_path(self.group_id),
+            znodes.BROKER_IDS,
+            znodes.BROKER_TOPICS,
+        ):
+            self._ensure(path)
+
+    def register(self, data: bytes, *, wait_for_stale_s: float = 0.0) -> int:
+        """Create our ephemeral member node (KAFKA-1387) and return the session it belongs to.
+
+        A node of the current session (a create whose answer was lost) is accepted and refreshed.
+        A node of another session may be our previous process's, which vanishes within its
+        session timeout: wait up to `wait_for_stale_s` for that, then raise RegistrationConflict.
+        """
+        deadline = time.monotonic() + wait_for_stale_s
+        while True:
+            session = self.live_session
+            if session is None:
+                raise ZooKeeperUnavailable(f"cannot register {self.member_path}: not connected to ZooKeeper")
+            try:
+                self._ensure(znodes.ids_path(self.group_id))
+                self.io.create(self.member_path, data, ephemeral=True)
+                self.session = session
+                return session
+            except NoNodeError:  # the ids folder was deleted under us: create it again
+                self._ensured.discard(znodes.ids_path(self.group_id))
+                continue
+            except NodeExistsError:
+                pass
+            try:
+                current, stat = self.io.get(self.member_path)
+            except NoNodeError:
+                continue  # vanished between create and get: try again
+            if stat.ephemeralOwner == session:
+                if current != data:
+                    self.io.set(self.member_path, data)
+                self.session = session
+                return session
+            if time.monotonic() >= deadline:
+                raise RegistrationConflict(
+                    f"{self.member_path} is held by another live ZooKeeper session "
+                    f"(0x{stat.ephemeralOwner:x}): consumer id {self.consumer_id!r} is already in use"
+                )
+            gone = threading.Event()
+            held = self.io.exists(self.member_path, watch=lambda _e: gone.set())  # noqa: B023 - waited on below
+            if held is not None:
+                gone.wait(max(0.0, min(1.0, deadline - time.monotonic())))
+
+    def mark_as_zkconsumer(self, data: bytes) -> bool:
+        """Create our marker node in the live session (before registering, so whoever sees our
+        registration sees the marker too); True once it exists in that session.
+
+        Scala members never write one, so a member without a marker may be a Scala member (see
+        ReleaseLinger). A marker still held by an older session of ours goes with that session;
+        until then we count as unmarked, which only costs a linger.
+        """
+        session = self.live_session
+        if session is None:
+            return False
+        path = znodes.zkconsumer_member_path(self.group_id, self.consumer_id)
+        try:
+            self._ensure(znodes.zkconsumer_members_path(self.group_id))
+            self.io.create(path, data, ephemeral=True)
+            return True
+        except NoNodeError:  # the folder was deleted under us: next attempt creates it again
+            self._ensured.discard(znodes.zkconsumer_members_path(self.group_id))
+            return False
+        except NodeExistsError:
+            stat = self.io.exists(path)
+            return stat is not None and stat.ephemeralOwner == session
+
+    def unmark_as_zkconsumer(self) -> None:
+        """Delete our marker if the live session holds it (best effort: ZooKeeper errors are logged)."""
+        session = self.live_session
+        path = znodes.zkconsumer_member_path(self.group_id, self.consumer_id)
+        try:
+            stat = self.io.exists(path)
+            if stat is not None and stat.ephemeralOwner == session:
+                self.io.delete(path, version=stat.version)
+        except ZOOKEEPER_FAILURES as exc:
+            log.warning("%s: could not delete our zkconsumer marker %s: %r", self.consumer_id, path, exc)
+
+    def zkconsumer_members(self) -> set[str]:
+        """Consumer ids of the members that marked themselves as zkconsumer members."""
+        try:
+            return set(self.io.children(znodes.zkconsumer_members_path(self.group_id)))
+        except NoNodeError:
+            return set()
+
+    def is_registered(self) -> bool:
+        stat = self.io.exists(self.member_path)
+        return stat is not None and self.session is not None and stat.ephemeralOwner == self.session
+
+    # ---- group reads -----------------------------------------------------------------------
+    def read_registrations(self, watch: Watch | None = None) -> tuple[dict[str, Registration], dict[str, ZkDataError]]:
+        """Every member's registration, and separately those that could not be decoded (cached:
+        see GroupReads.registrations). `watch` runs when the list of members changes."""
+        return self.reads.registrations(watch, own_id=self.consumer_id if self.session is not None else None)
+
+    def member_ids(self, watch: Watch | None = None) -> list[str]:
+        return sorted(self.io.children(znodes.ids_path(self.group_id), watch=watch))
+
+    def owners(self, topic: str) -> dict[int, str]:
+        """partition -> owner thread id for one topic, read afresh and setting no watch: for
+        one-shot readers such as a Spark plan (a member's repeated checks use `reads.owner_threads`)."""
+        folder = znodes.owners_path(self.group_id, topic)
+        try:
+            children = self.io.children(folder)
+        except NoNodeError:
+            return {}
+        found = self.io.many(((c, self.client.get_async(f"{folder}/{c}")) for c in children), "read owners")
+        return decode_owners(folder, {c: answer for c, answer in found.items() if answer is not None})
+
+    def read_offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Committed offsets; -1 where none exists, or where it predates the topic itself.
+
+        Offset nodes outlive a deleted topic; one last written before the current topic node
+        was created belongs to the old incarnation, and resuming from it would silently skip
+        the new topic's first messages, so it counts as absent (auto.offset.reset applies).
+        """
+        keys = list(keys)
+        created = self.cluster.topic_epochs(t for t, _ in keys)
+        found = self.io.many(
+            ((k, self.client.get_async(znodes.offset_path(self.group_id, *k))) for k in keys), "read offsets"
+        )
+        out: dict[TopicPartition, int] = {}
+        for key, answer in found.items():
+            path = znodes.offset_path(self.group_id, *key)
+            if answer is None:
+                out[key] = -1
+                continue
+            data, stat = answer
+            if offset_predates_topic(stat, created[key[0]]):
+                log.warning("%s was committed before topic %s was (re)created; ignoring it", path, key[0])
+                out[key] = -1
+                continue
+            out[key] = znodes.decode_offset(data, path)
+        return out
+
+    # ---- ownership: owner_nodes.OwnerNodes ------------------------------------------------------
+    def claim(self, owners: Mapping[TopicPartition, str], *, partial: bool = False) -> list[TopicPartition]:
+        """Create our owner nodes; returns the partitions someone else still owns (see OwnerNodes.claim)."""
+        return self.owner_nodes.claim(owners, partial=partial)
+
+    def watch_until_free(
+        self, keys: Iterable[TopicPartition], on_free: Callable[[], None], *, any_free: bool = False
+    ) -> bool:
+        """Watch owner nodes others hold; `on_free` runs once they are gone (see OwnerNodes.watch_until_free)."""
+        return self.owner_nodes.watch_until_free(keys, on_free, any_free=any_free)
+
+    def not_ours(self, owners: Mapping[TopicPartition, str], *, watched: bool = False) -> list[TopicPartition]:
+        """Which of these owner nodes are gone or no longer ours (see OwnerNodes.not_ours)."""
+        return self.owner_nodes.not_ours(owners, watched=watched)
+
+    def release(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
+        """Delete our owner nodes; returns every key now confirmed not ours (see OwnerNodes.release)."""
+        return self.owner_nodes.release(owners)
+
+    # ---- offsets -------------------------------------------------------------------------------
+    def commit_offsets(
+        self, offsets: Mapping[TopicPartition, int], owners: Mapping[TopicPartition, str], *, attempts: int = 3
+    ) -> dict[TopicPartition, bool]:
+        """Write each offset only while we own the partition (owner check in the same multi).
+
+        Returns key -> written; False means the partition is no longer ours (fenced off). Scala
+        writes unconditionally; fencing keeps a member that lost its partitions from overwriting
+        the new owner's progress. A missing parent is re-created; a write that keeps losing
+        races raises CommitFailed naming the partitions.
+        """
+        results: dict[TopicPartition, bool] = {}
+        pending = dict(offsets)
+        for _ in range(max(1, attempts)):  # the offset node or its parent may appear or vanish under us
+            if not pending:
+                break
+            # Three pipelined rounds for all partitions (owner nodes, offset nodes, the fenced
+            # writes), not three round trips each: a release commits every moving partition.
+            stats = self.owner_nodes.stats_if_ours({k: owners[k] for k in pending})
+            for key in [k for k, stat in stats.items() if stat is None]:
+                log.warning(
+                    "not committing %s-%d=%d: %s is no longer ours",
+                    key[0],
+                    key[1],
+                    pending.pop(key),
+                    self._owner_path(key),
+                )
+                results[key] = False
+            present = self.io.many(
+                ((k, self.client.exists_async(znodes.offset_path(self.group_id, *k))) for k in pending),
+                "read offset nodes",
+            )
+            for topic in sorted({k[0] for k, stat in present.items() if stat is None}):
+                self._ensure(znodes.offsets_path(self.group_id, topic))
+            sent = [
+                (key, self._fenced_offset_write(key, offset, stats[key], present[key] is not None))
+                for key, offset in pending.items()
+            ]
+            for key, answer in sent:
+                outcome = self.io.wait(answer, f"commit {znodes.offset_path(self.group_id, *key)}")
+                if not any(isinstance(r, Exception) for r in outcome):
+                    results[key] = True
+                    del pending[key]
+                elif any(isinstance(r, NoNodeError) for r in outcome):
+                    self._ensured.discard(znodes.offsets_path(self.group_id, key[0]))  # deleted under us
+        if pending:
+            raise CommitFailed(
+                "could not write offsets of " + partitions_text(pending) + f" in {attempts} attempts", list(pending)
+            )
+        return results
+
+    def _fenced_offset_write(self, key: TopicPartition, offset: int, owner: ZnodeStat, exists: bool) -> Any:
+        """Send (not wait for) one multi: our owner node unchanged, and the offset written."""
+        path = znodes.offset_path(self.group_id, *key)
+        txn = self.client.transaction()
+        txn.check(self._owner_path(key), owner.version)
+        if exists:
+            txn.set_data(path, znodes.encode_offset(offset))
+        else:
+            txn.create(path, znodes.encode_offset(offset), acl=self.acl)
+        return txn.commit_async()
+
+    def withdraw_offset(self, key: TopicPartition, offset: int, thread_id: str) -> bool:
+        """Delete the offset node if it still holds `offset` and we still own the partition (one multi)."""
+        owner_path = self._owner_path(key)
+        offset_path = znodes.offset_path(self.group_id, *key)
+        owner = self.owner_nodes.stat_if_ours(owner_path, thread_id)
+        if owner is None:
+            return False
+        try:
+            data, stat = self.io.get(offset_path)
+        except NoNodeError:
+            return False
+        if data != znodes.encode_offset(offset):
+            return False
+        txn = self.client.transaction()
+        txn.check(owner_path, owner.version)
+        txn.delete(offset_path, version=stat.version)
+        return not any(isinstance(r, Exception) for r in self.io.commit(txn, f"withdraw {offset_path}"))
+
+    # ---- helpers -------------------------------------------------------------------------------
+    def _owner_path(self, key: TopicPartition) -> str:
+        return znodes.owner_path(self.group_id, key[0], key[1])
+
+    def _ensure(self, path: str) -> None:
+        if path not in self._ensured:
+            # owners/ and offsets/ get our ACL; the group node and ids/ stay open (created first)
+            secured = path.startswith((znodes.owners_path(self.group_id), znodes.offsets_path(self.group_id)))
+            self.io.ensure_path(path, self.acl if secured else None)
+            self._ensured.add(path)

@@ -1,0 +1,286 @@
+"""Our owner nodes under /consumers/<group>/owners: claim, release, wait for others', tell which are still ours.
+
+An owner node is ours only while it holds our thread id and its ephemeralOwner is the session
+our member node was registered in (GroupZk.session, asked through `session`): see group.py.
+GroupZk holds one OwnerNodes and delegates its ownership methods here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from kazoo.exceptions import BadVersionError, NoNodeError
+from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
+
+from zkconsumer.errors import ZooKeeperUnavailable
+from zkconsumer.partitions import partitions_text
+from zkconsumer.zookeeper import transactions, znodes
+from zkconsumer.zookeeper.client import ZkIO
+from zkconsumer.zookeeper.watched import WatchedNodes
+
+TopicPartition = tuple[str, int]
+
+
+class OwnerNodes:
+    """One member's owner nodes of `/consumers/<group>/owners`, every write fenced by the registered session.
+
+    Built by GroupZk, which passes its registered session and its folder memo. Example::
+
+        blocked = group.owner_nodes.claim({("orders", 0): "billing_host-...-0"})
+    """
+
+    def __init__(
+        self,
+        io: ZkIO,
+        group_id: str,
+        *,
+        session: Callable[[], int | None],
+        ensure_folder: Callable[[str], None],
+        forget_folders: Callable[[], None],
+        acl: list[Any] | None = None,
+        transaction_max_bytes: int = 0xFFFFF // 2,
+    ) -> None:
+        self.io = io
+        self.client = io.client
+        self.group_id = group_id
+        self.acl = acl  # of owner nodes and their folders (ZkAuth.node_acl); None: open
+        self._session = session  # the session our member node was created in; None before registration
+        self._ensure_folder = ensure_folder  # creates a folder once (GroupZk's memo of existing folders)
+        self._forget_folders = forget_folders  # a folder was deleted under us: check them all again
+        self._transaction_max_bytes = transaction_max_bytes
+        # Owner nodes as the watches we hold say they are (our own, and those in a claim's way):
+        # a rebalance or a watchdog check re-reads only what changed since the last one.
+        self._own_owner_nodes = WatchedNodes(io)
+        self._wanted_owner_nodes = WatchedNodes(io, "read owner nodes to claim")
+
+    def forget_cached(self) -> None:
+        """Make the next reads of owner nodes ask ZooKeeper for everything."""
+        self._own_owner_nodes.invalidate()
+        self._wanted_owner_nodes.invalidate()
+
+    def _path(self, key: TopicPartition) -> str:
+        return znodes.owner_path(self.group_id, key[0], key[1])
+
+    def claim(self, owners: Mapping[TopicPartition, str], *, partial: bool = False) -> list[TopicPartition]:
+        """Create our owner nodes (in transactions of at most transaction_max_bytes); returns the
+        partitions someone else still owns.
+
+        All or nothing by default (the legacy claim): if any node is held, nothing is created.
+        With `partial`, the nodes nobody holds are created and only the held ones are returned,
+        so free partitions do not wait for a neighbour's release. A node that already holds our
+        thread id in our session (a claim whose answer was lost) counts as claimed.
+
+        Nodes are created first and read only when a transaction fails (a node is there): in a
+        settled hand-over they are free, and a read per node would double the claim's requests.
+        A node an earlier claim found held, and whose watch has not fired since, is not tried.
+        """
+        for topic in sorted({t for t, _ in owners}):
+            self._ensure_folder(znodes.owners_path(self.group_id, topic))
+        held = self._known_held(owners)
+        if held and not partial:
+            return held  # the transaction would fail on them: no write, the caller watches them
+        todo = {k: v for k, v in owners.items() if k not in held}
+        blocked = list(held)
+        created: dict[TopicPartition, str] = {}
+        for keys in self._claim_transactions(todo):
+            chunk = {k: todo[k] for k in keys}
+            if self._create_owner_nodes(chunk):
+                created.update(chunk)
+                continue
+            answers = self._read_nodes_to_claim(chunk)  # arms a watch on each node another member holds
+            in_way = [k for k, answer in answers.items() if answer is not None and self._ours(answer, chunk[k]) is None]
+            free = {k: t for k, t in chunk.items() if answers[k] is None}
+            if in_way and not partial:
+                self._roll_back(created)
+                return sorted(in_way)  # what we knew held returned before any write
+            if free and not self._create_owner_nodes(free):  # lost a race for one of them
+                if not partial:
+                    self._roll_back(created)
+                    mine = self._which_are_ours(owners)
+                    return sorted(k for k in owners if k not in mine)
+                ours = self._which_are_ours(free)  # once per chunk: one pipelined read of its nodes
+                in_way += [k for k in free if k not in ours]
+                free = {k: t for k, t in free.items() if k in ours}
+            created.update(free)
+            blocked += in_way
+        return sorted(blocked)
+
+    def _known_held(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
+        """Partitions an earlier claim found another member holding, unchanged since (their watch
+        has not fired): no request. A stale answer only delays the claim to the next attempt."""
+        paths = {k: self._path(k) for k in owners}
+        found = self._wanted_owner_nodes.cached(list(paths.values()))
+        return sorted(k for k, path in paths.items() if path in found and self._ours(found[path], owners[k]) is None)
+
+    def _roll_back(self, created: Mapping[TopicPartition, str]) -> None:
+        """Delete what an all-or-nothing claim created, as Scala's claim does when one create fails."""
+        left = set(created) - set(self.release(created))
+        if left:  # the caller schedules every node of the claim for deletion
+            raise ZooKeeperUnavailable(f"could not roll back the claim of {partitions_text(left)}")
+
+    def _claim_transactions(self, todo: Mapping[TopicPartition, str]) -> Iterator[list[TopicPartition]]:
+        sizes = ((k, transactions.create_size(self._path(k), znodes.encode_owner(t))) for k, t in todo.items())
+        return transactions.batches(sizes, self._transaction_max_bytes)
+
+    def _create_owner_nodes(self, owners: Mapping[TopicPartition, str]) -> bool:
+        """One transaction; False if any node was there (someone created it since we looked)."""
+        txn = self.client.transaction()
+        for key, thread_id in owners.items():
+            txn.create(self._path(key), znodes.encode_owner(thread_id), acl=self.acl, ephemeral=True)
+        results = self.io.commit(txn, f"claim {len(owners)} partitions")
+        for result in results:
+            if isinstance(result, NoNodeError):  # an owners folder was deleted under us
+                self._forget_folders()
+        # A failed multi reports the culprit's own error and a rollback marker for the rest.
+        return not any(isinstance(r, Exception) for r in results)
+
+    def watch_until_free(
+        self, keys: Iterable[TopicPartition], on_free: Callable[[], None], *, any_free: bool = False
+    ) -> bool:
+        """Watch owner nodes others hold; `on_free` runs (on kazoo's thread) once every one is gone,
+        or with `any_free` once the first is.
+
+        Returns True if they are all gone (with `any_free`: any is gone) already. A watch that
+        fires for any other reason (the node changed, or the connection dropped and kazoo dropped
+        its watches) calls `on_free` too: the caller looks again, as after a fixed back-off.
+        """
+        pending = {self._path(k) for k in keys}
+        lock = threading.Lock()
+
+        def seen(event: WatchedEvent) -> None:  # kazoo reports paths without the chroot
+            with lock:
+                if event.type == EventType.DELETED:
+                    pending.discard(event.path)
+                    free = any_free or not pending
+                else:
+                    free = True
+            if free:
+                on_free()
+
+        gone = False
+        for path in sorted(pending):
+            if self._wanted_owner_nodes.when_changed(path, seen):
+                continue  # the claim's read already holds a watch there: no second request
+            if self.io.exists(path, watch=seen) is None:
+                gone = True
+                with lock:
+                    pending.discard(path)
+        with lock:
+            return (any_free and gone) or not pending
+
+    def not_ours(self, owners: Mapping[TopicPartition, str], *, watched: bool = False) -> list[TopicPartition]:
+        """Which of these owner nodes are gone or no longer hold our thread id in our session.
+
+        `watched`: judge by the nodes' data watches (no request for a node unchanged since the last
+        such call; pass every owned node each time, the others are forgotten) and read afresh only
+        the nodes that look not ours.
+        """
+        if watched:
+            paths = {k: self._path(k) for k in owners}
+            found = self._own_owner_nodes.read(list(paths.values()))
+            owners = {k: v for k, v in owners.items() if self._ours(found[paths[k]], v) is None}
+        mine = self._which_are_ours(owners) if owners else set()
+        return sorted(k for k in owners if k not in mine)
+
+    def release(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
+        """Delete our owner nodes; returns every key now confirmed not ours (deleted, gone, or
+        another's). A connection failure raises: the caller keeps the rest for a later attempt.
+
+        Which nodes are ours is taken from their data watches where they are current (the
+        watchdog's reads keep them so), else read. Either way a node is judged before it is
+        deleted, by version: a fresh read narrows the window to another member's create no more
+        than a watch does, since only a delete of our node (by a tool, or our session's end,
+        which drops the caches) can let another member create it. The deletes go in
+        transactions; one that fails (a node gone or changed) is redone node by node.
+        """
+        stats = self.stats_if_ours(owners, trust_watches=True)
+        confirmed = [k for k, stat in stats.items() if stat is None]
+        ours = {k: stat for k, stat in stats.items() if stat is not None}
+        sizes = ((k, transactions.create_size(self._path(k), b"")) for k in ours)
+        try:
+            for keys in transactions.batches(sizes, self._transaction_max_bytes):
+                txn = self.client.transaction()
+                for key in keys:
+                    txn.delete(self._path(key), version=ours[key].version)
+                results = self.io.commit(txn, f"release {len(keys)} partitions")
+                if not any(isinstance(r, Exception) for r in results):
+                    confirmed += keys
+                else:
+                    confirmed += self._delete_one_by_one({k: ours[k] for k in keys})
+        finally:
+            # Our own deletes fire these watches, but their events may come after the same partition
+            # is released again (an orphan, a rolled-back claim), by when another member may hold it.
+            self._own_owner_nodes.forget([self._path(k) for k in ours])
+        return sorted(confirmed)
+
+    def _delete_one_by_one(self, stats: Mapping[TopicPartition, ZnodeStat]) -> list[TopicPartition]:
+        pending = {k: self.client.delete_async(self._path(k), version=stat.version) for k, stat in stats.items()}
+        confirmed = []
+        for key, answer in pending.items():
+            try:
+                self.io.wait(answer, f"release {self._path(key)}")
+            except NoNodeError:
+                pass  # gone already: nothing left to release
+            except BadVersionError:
+                continue  # rewritten since we looked: look again next attempt
+            confirmed.append(key)
+        return confirmed
+
+    def _read_owner_nodes(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
+        """key -> (data, stat) of its owner node, None where there is none."""
+        return self.io.many(((k, self.client.get_async(self._path(k))) for k in keys), "read owner nodes")
+
+    def _read_nodes_to_claim(
+        self, owners: Mapping[TopicPartition, str]
+    ) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
+        """Like _read_owner_nodes, but a node another member holds is asked for again only after
+        its watch fired: a member waiting for a neighbour's release re-reads what was released, not
+        every node still in its way. A stale "held" only delays the claim to the next attempt; a
+        node that looks ours (a claim whose answer was lost) is confirmed by a fresh read."""
+        paths = {k: self._path(k) for k in owners}
+        found = self._wanted_owner_nodes.read(list(paths.values()))
+        answers = {k: found[path] for k, path in paths.items()}
+        looks_ours = [k for k, answer in answers.items() if self._ours(answer, owners[k]) is not None]
+        if looks_ours:
+            answers.update(self._read_owner_nodes(looks_ours))
+        return answers
+
+    def stats_if_ours(
+        self, owners: Mapping[TopicPartition, str], *, trust_watches: bool = False
+    ) -> dict[TopicPartition, ZnodeStat | None]:
+        """key -> stat of the owner node if it is ours (our thread id, our session), else None.
+
+        `trust_watches`: a node whose data watch (from `not_ours(watched=True)`) has not fired and
+        that was ours then is still ours (no request); only the others are read."""
+        stats: dict[TopicPartition, ZnodeStat | None] = {}
+        if trust_watches:
+            paths = {k: self._path(k) for k in owners}
+            found = self._own_owner_nodes.cached(list(paths.values()))
+            stats = {
+                k: stat
+                for k, path in paths.items()
+                if path in found and (stat := self._ours(found[path], owners[k])) is not None
+            }
+        rest = [k for k in owners if k not in stats]
+        stats.update((key, self._ours(answer, owners[key])) for key, answer in self._read_owner_nodes(rest).items())
+        return stats
+
+    def _which_are_ours(self, owners: Mapping[TopicPartition, str]) -> set[TopicPartition]:
+        return {k for k, stat in self.stats_if_ours(owners).items() if stat is not None}
+
+    def stat_if_ours(self, path: str, thread_id: str) -> ZnodeStat | None:
+        try:
+            answer = self.io.get(path)
+        except NoNodeError:
+            return None
+        return self._ours(answer, thread_id)
+
+    def _ours(self, answer: tuple[bytes, ZnodeStat] | None, thread_id: str) -> ZnodeStat | None:
+        """The owner node's stat if it holds our thread id in our registered session, else None."""
+        session = self._session()
+        if answer is None or session is None:
+            return None
+        data, stat = answer
+        return stat if data == znodes.encode_owner(thread_id) and stat.ephemeralOwner == session else None

@@ -1,0 +1,188 @@
+"""ZooKeeper folders and nodes kept current by watches: a read asks only for what changed since the last.
+
+The watchdog and every rebalance attempt of every member read whole folders (the group's member
+registrations, a topic's owner nodes). Read afresh each time, that is O(members × partitions)
+requests per interval for an idle group. Here a child watch on the folder says when the list of
+names changed, a data watch on each child says when that child changed or went, and a read
+re-asks ZooKeeper only for those. kazoo fires every watch with a NONE event when the link drops
+(and the session may be gone), which makes everything stale: the next read re-reads it all.
+
+Races: a watch may fire while the read it should invalidate is on the wire. Each name (and the
+list) carries a generation, bumped by its watch; an answer is cached only if its generation did
+not move meanwhile, so a change is never hidden behind an answer read before it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import WatchedEvent, ZnodeStat
+
+from zkconsumer.zookeeper.client import ZkIO
+
+Entry = tuple[bytes, ZnodeStat]
+
+__all__ = ["WatchedFolder", "WatchedNodes"]
+
+
+class WatchedFolder:
+    """The children of `path` with their (data, stat), re-read only where a watch fired.
+
+    The list of names is cached behind a child watch on the folder; the children themselves are
+    a WatchedNodes. `on_change(event)` (optional) runs on kazoo's thread when the list of
+    children changes, after the cache has noted it, so a caller woken by it reads the new list.
+    A missing folder reads as empty and is watched for its creation.
+
+    Example::
+
+        members = WatchedFolder(io, "/consumers/g/ids")
+        entries = members.read()          # first read: the list and every child
+        entries = members.read()          # nothing changed: no request at all
+    """
+
+    def __init__(self, io: ZkIO, path: str, on_change: Callable[[WatchedEvent], object] | None = None) -> None:
+        self.io = io
+        self.path = path.rstrip("/")
+        self.on_change = on_change
+        self._children = WatchedNodes(io, f"read {self.path}")
+        self._list_requests = 0
+        self._lock = threading.Lock()
+        self._names: list[str] | None = None  # None: not known (never read, or a watch fired since)
+        self._list_generation = 0
+
+    @property
+    def requests(self) -> int:
+        """Requests sent so far (tests and benchmarks count them)."""
+        return self._list_requests + self._children.requests
+
+    def read(self) -> dict[str, Entry]:
+        """name -> (data, stat) of every child; children deleted while being read are left out."""
+        paths = {name: f"{self.path}/{name}" for name in self._current_names()}
+        found = self._children.read(list(paths.values()))
+        return {name: entry for name, path in paths.items() if (entry := found[path]) is not None}
+
+    def names(self) -> list[str]:
+        """The children's names (no data is read)."""
+        return list(self._current_names())
+
+    def invalidate(self) -> None:
+        """Forget everything: the next read asks ZooKeeper for all of it again."""
+        with self._lock:
+            self._names = None
+            self._list_generation += 1
+        self._children.invalidate()
+
+    def _current_names(self) -> list[str]:
+        with self._lock:
+            if self._names is not None:
+                return self._names
+            generation = self._list_generation
+        while True:
+            self._list_requests += 1
+            try:
+                names = sorted(self.io.children(self.path, watch=self._list_watch))
+                break
+            except NoNodeError:
+                pass
+            self._list_requests += 1  # not there: watch for its creation instead
+            if self.io.exists(self.path, watch=self._list_watch) is None:
+                names = []
+                break
+        with self._lock:
+            if self._list_generation == generation:
+                self._names = names
+            return names
+
+    def _list_watch(self, event: WatchedEvent) -> None:
+        with self._lock:
+            self._names = None
+            self._list_generation += 1
+        if self.on_change is not None:
+            self.on_change(event)
+
+
+class WatchedNodes:
+    """(data, stat) of chosen nodes, each read once and then only after its data watch fired.
+
+    For a member's own owner nodes: asking "are these still ours?" every attempt costs nothing
+    while they are unchanged. A missing node is not cached (it is asked about again next time).
+
+    Example::
+
+        mine = WatchedNodes(io)
+        found = mine.read(["/consumers/g/owners/t/0", "/consumers/g/owners/t/1"])  # path -> entry or None
+    """
+
+    def __init__(self, io: ZkIO, what: str = "read watched nodes") -> None:
+        self.io = io
+        self.what = what  # names the batch in a timeout's message
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._entries: dict[str, Entry] = {}
+        self._generations: dict[str, int] = {}
+        self._listeners: dict[str, list[Callable[[WatchedEvent], None]]] = {}
+
+    def invalidate(self) -> None:
+        """Forget everything: the next read asks ZooKeeper for all of it again."""
+        with self._lock:
+            for path in self._entries:
+                self._generations[path] = self._generations.get(path, 0) + 1
+            self._entries.clear()
+
+    def cached(self, paths: list[str]) -> dict[str, Entry]:
+        """The entries among `paths` whose watch has not fired since they were read (no request;
+        nothing is forgotten). A node missing here may still exist: it is just not known."""
+        with self._lock:
+            return {p: self._entries[p] for p in paths if p in self._entries}
+
+    def forget(self, paths: list[str]) -> None:
+        """Drop these entries now, before their watches' events arrive (we deleted the nodes
+        ourselves); a read of them already on the wire is not cached either."""
+        with self._lock:
+            for path in paths:
+                self._entries.pop(path, None)
+                if path in self._generations:
+                    self._generations[path] += 1
+
+    def when_changed(self, path: str, listener: Callable[[WatchedEvent], None]) -> bool:
+        """Call `listener(event)` (once, on kazoo's thread) when the watch on `path` fires; False,
+        and nothing registered, if no current entry holds a watch there (the caller sets its own)."""
+        with self._lock:
+            if path not in self._entries:
+                return False
+            self._listeners.setdefault(path, []).append(listener)
+            return True
+
+    def read(self, paths: list[str]) -> dict[str, Entry | None]:
+        """path -> (data, stat), None where there is no node. Forgets every path not asked for."""
+        with self._lock:
+            wanted = set(paths)
+            for path in [p for p in self._entries if p not in wanted]:
+                del self._entries[path]
+            for path in [p for p in self._generations if p not in wanted]:
+                del self._generations[path]
+            todo = {p: self._generations.setdefault(p, 0) for p in paths if p not in self._entries}
+        client = self.io.client
+        answers = (
+            self.io.many(((p, client.get_async(p, watch=self._watch(p))) for p in todo), self.what) if todo else {}
+        )
+        self.requests += len(todo)
+        with self._lock:
+            for path, answer in answers.items():
+                if answer is not None and self._generations.get(path, 0) == todo[path]:
+                    self._entries[path] = answer
+            return {p: answers[p] if p in answers else self._entries.get(p) for p in paths}  # in the order asked
+
+    def _watch(self, path: str) -> Callable[[WatchedEvent], None]:
+        def fired(event: WatchedEvent) -> None:
+            with self._lock:
+                if path in self._generations or path in self._entries:
+                    self._generations[path] = self._generations.get(path, 0) + 1
+                    self._entries.pop(path, None)
+                listeners = self._listeners.pop(path, [])
+            for listener in listeners:
+                listener(event)
+
+        return fired
