@@ -118,6 +118,7 @@ class ConnectorWiring:
             registration=lambda: encode_registration(subscription, int(time.time() * 1000), cfg.compat),
             session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
             trigger=worker.trigger,
+            on_closed=self._die,
             marker=znodes.encode_zkconsumer_marker(__version__),
         )
         offsets = OffsetStore(

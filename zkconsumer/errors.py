@@ -54,6 +54,11 @@ class ZooKeeperUnavailable(ZkConsumerError, ConnectionError):
     retriable = True
 
 
+class ZooKeeperClosed(ZkConsumerError, ConnectionError):
+    """The kazoo client closed for good while the member was running (its connection thread ended):
+    no reconnect will come, so the member leaves. Not retriable."""
+
+
 class ZooKeeperAccessDenied(ZkConsumerError, PermissionError):
     """ZooKeeper refused our credentials (AuthFailed) or a request for want of rights on a node
     (NoAuth); the message names the node and our identity. A setting to fix: never retried."""

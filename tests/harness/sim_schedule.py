@@ -6,10 +6,18 @@ Invariants (each violation is a line naming the step, member and partition):
      one member delivers a partition at a time);
   2. no duplicate outside the uncommitted window: a delivered offset is never below the
      partition's committed offset at that moment;
-  3. nothing lost and convergence: once faults stop, the group settles on the assignment every
-     member computes, with no extra owner nodes, every produced message is delivered, and the
-     committed offsets reach the log ends;
-  4. no bug: a non-retriable exception from any production step is a violation.
+  3. every owner node is accounted for: between steps, each owner node belongs to the live session
+     of a member that holds its partition as owned, releasing or orphan (nothing it created is
+     left for nobody to delete);
+  4. liveness: once faults stop, with no watchdog, the group settles within LIVENESS_BOUND_MS on
+     the assignment every member computes, with no extra owner nodes, every produced message is
+     delivered, and the committed offsets reach the log ends;
+  5. no bug: a non-retriable exception from any production step is a violation.
+
+Besides faults aimed at single ZooKeeper calls, the fault phase pauses attempts where they make no
+ZooKeeper call (the listener's callbacks, and just before each owner-node transaction: between a
+claim's transactions, before a release) and lets the world move on there: the member's session
+expires and kazoo reconnects in a new one, other members take steps, a member joins.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from zkconsumer.coordinator.assignors import AssignmentInput, assign
 from zkconsumer.zookeeper import znodes
 
 GROUP, TOPIC = "g", "t"
+BACKOFF_MS = 2000  # rebalance.backoff.ms's default: a real member retries a failed run after about this
+ROUND_MS = 250  # the settle phase's step of logical time
 
 
 @dataclass
@@ -33,7 +43,14 @@ class Options:
     steps: int = 120
     session_timeout_ms: int = 4000
     fault_rate: float = 0.03  # per ZooKeeper call
+    pause_rate: float = 0.2  # per pause point: the world moves on while the attempt waits there
     settle_rounds: int = 400
+
+    @property
+    def liveness_bound_ms(self) -> int:
+        """How long after faults stop the group must have settled: the longest session (a crashed
+        member's nodes go with it, a tick late at most) plus three back-offs."""
+        return self.session_timeout_ms + 500 + 3 * BACKOFF_MS
 
 
 @dataclass
@@ -43,6 +60,7 @@ class Result:
     trace: list[str] = field(default_factory=list)
     delivered: int = 0
     produced: int = 0
+    settled_ms: int | None = None  # how long after faults stopped the group converged
 
 
 class Schedule:
@@ -58,6 +76,8 @@ class Schedule:
         self.members: list[SimMember] = []
         self.deliveries: list[Delivery] = []
         self.faulty = False
+        self.pausing = False  # inside a pause: the paused member is mid-attempt
+        self.vary_members = False  # run() draws each member's mode and transaction size
         self.offsets_dropped = False
         self._next_id = 0
         admin = self.model.client("admin")
@@ -73,7 +93,13 @@ class Schedule:
         return znodes.encode_topic_partitions({p: [1] for p in range(self.partitions)})
 
     def _fault(self, client: FakeKazooClient, op: str, path: str) -> Fault | None:
-        if not self.faulty or getattr(client, "name", "") == "admin" or self.rng.random() >= self.o.fault_rate:
+        if not self.faulty or getattr(client, "name", "") == "admin":
+            return None
+        if op in ("multi", "multi-delete") and "/owners/" in path:  # an owner-node transaction is about to go
+            member = next((m for m in self.members if m.client is client), None)
+            if member is not None:
+                self.pause(member, f"{op} {path}")
+        if self.rng.random() >= self.o.fault_rate:
             return None
         fault = self.rng.choice([FAIL_BEFORE, FAIL_AFTER, slow(self.rng.choice([50, 500, 3000]))])
         self.note(f"fault {fault} at {getattr(client, 'name', '?')} {op} {path}")
@@ -85,7 +111,35 @@ class Schedule:
     def violation(self, text: str) -> None:
         self.result.violations.append(f"seed {self.seed} t={self.model.now_ms}ms: {text}")
 
-    def add_member(self) -> SimMember:
+    def pause(self, member: SimMember, where: str) -> None:
+        """A pause point of `member`'s attempt: sometimes the world moves on meanwhile. The member's
+        own steps are not run (it is mid-attempt); its client stays connected (a call may follow at
+        once), possibly in a new session."""
+        if not self.faulty or self.pausing or not member.alive or self.rng.random() >= self.o.pause_rate:
+            return
+        self.pausing = True
+        try:
+            kind = self.rng.choice(["expire", "expire+join", "expire+others", "others", "join"])
+            self.note(f"pause {member.name} at {where}: {kind}")
+            if kind.startswith("expire") and member.client.connected:
+                self.model.expire(member.client)  # LOST reaches the listeners before the new session opens
+            if kind.endswith("join") and len(self.live()) < 6:
+                self.add_member().rebalance()
+            if kind.endswith("others"):
+                others = [m for m in self.live() if m is not member and not m.frozen]
+                for _ in range(self.rng.randint(1, 4)):
+                    if others:
+                        other = self.rng.choice(others)
+                        self.model.deliver(other.client)
+                        self.rng.choice([other.rebalance, other.commit, lambda o=other: o.consume(3)])()
+        finally:
+            self.pausing = False
+
+    def add_member(self, *, incremental: bool = True, transaction_max_bytes: int = 1 << 19) -> SimMember:
+        """A new member; in a seeded run (`run()`) its mode and transaction size are drawn instead."""
+        if self.vary_members:
+            incremental = self.rng.random() < 0.5  # rebalance.incremental, per member as in a real group
+            transaction_max_bytes = self.rng.choice([150, 300, 1 << 19])  # 1 or 2 creates per transaction, or all
         self._next_id += 1
         member = SimMember(
             f"m{self._next_id}",
@@ -98,6 +152,9 @@ class Schedule:
             self.rng.choice([1, 2]) * self.o.session_timeout_ms,
             lambda m, d: self.check_delivery(m, d),
             on_bug=lambda what, exc: self.violation(f"bug in {what}: {exc!r}"),
+            pause=self.pause,
+            incremental=incremental,
+            transaction_max_bytes=transaction_max_bytes,
         )
         self.members.append(member)
         self.note(f"join {member.name}")
@@ -105,11 +162,13 @@ class Schedule:
 
     # ---- the run ------------------------------------------------------------------------------------
     def run(self) -> Result:
+        self.vary_members = True
         for _ in range(self.o.members):
             self.add_member()
         self.faulty = True
         for _ in range(self.o.steps):
             self.step()
+            self.check_accounted()
             if self.result.violations:
                 return self.finish()
         self.faulty = False
@@ -234,6 +293,22 @@ class Schedule:
         if done is not None and d.offset < done:
             self.violation(f"{d.member} re-delivered {where} below committed offset {done}")
 
+    def check_accounted(self) -> None:
+        """Invariant 3, between steps: every owner node belongs to the live session of a member that
+        holds its partition as owned, releasing or orphan."""
+        sessions = self.model.live_sessions()
+        members = {m.client.name: m for m in self.members}
+        for p, (thread, owner) in sorted(owner_nodes(self.model, GROUP, TOPIC).items()):
+            member = members.get(sessions.get(owner, ""))
+            if member is None:
+                self.violation(f"owner node {TOPIC}-{p} ({thread}) belongs to session {owner:#x} of no member")
+            elif (TOPIC, p) not in member.tracked():
+                self.violation(
+                    f"owner node {TOPIC}-{p} ({thread}) of {member.name}'s session {owner:#x} is neither owned, "
+                    f"releasing nor an orphan of {member.name} (registered session {member.group.session or 0:#x}): "
+                    "nobody will delete it"
+                )
+
     def expected_owners(self) -> dict[int, str]:
         live = [m for m in self.members if m.alive]
         consumers = sorted(t for m in live for t in m.thread_ids())
@@ -244,7 +319,8 @@ class Schedule:
         return {p: thread for (_, p), thread in assign("range", inp, DEFAULT).items()}
 
     def settle(self) -> None:
-        """Faults stop: links come back, frozen members wake, dead sessions time out; then it must converge."""
+        """Faults stop: links come back, frozen members wake, dead sessions time out; then, with no
+        watchdog, it must converge within the liveness bound."""
         self.note("faults stop")
         if not self.live():
             self.add_member()  # somebody must be left to consume
@@ -254,8 +330,9 @@ class Schedule:
                 m.frozen = False
             if m.alive and not m.client.connected:
                 self.model.reconnect(m.client)
+        began = self.model.now_ms
         for round_ in range(self.o.settle_rounds):
-            self.model.advance(250)
+            self.model.advance(ROUND_MS)
             for m in self.live():
                 self.model.deliver(m.client)
                 m.renew_lease()
@@ -263,13 +340,20 @@ class Schedule:
                 m.consume(50)
                 if round_ % 4 == 3:
                     m.commit()
-                if round_ % 8 == 7:
-                    m.check_health()
+            self.check_accounted()
             if self.result.violations:
                 return
             if round_ > 8 and self.converged():
+                self.result.settled_ms = self.model.now_ms - began
+                if self.result.settled_ms > self.o.liveness_bound_ms:
+                    self.violation(
+                        f"settled only {self.result.settled_ms} ms after faults stopped "
+                        f"(bound {self.o.liveness_bound_ms} ms)"
+                    )
                 return
-        self.violation("no convergence after faults stopped: " + self.describe())
+        self.violation(
+            f"no convergence {self.model.now_ms - began} ms after faults stopped (no watchdog): " + self.describe()
+        )
 
     def converged(self) -> bool:
         owners = {p: thread for p, (thread, _) in owner_nodes(self.model, GROUP, TOPIC).items()}

@@ -9,7 +9,7 @@ ConsumerIterator); only the Kafka fetcher is replaced, by `SimFetcher` over `Sim
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +115,11 @@ class SimMember:
     session_timeout_ms: int
     on_delivery: Callable[[SimMember, Delivery], None]  # checks the invariants at the very moment
     on_bug: Callable[[str, BaseException], None]
+    # Fault points where an attempt makes no ZooKeeper call (the listener's callbacks): the driver
+    # may let the world move on there (pause(member, where)): expire the session, run other members.
+    pause: Callable[[SimMember, str], None] = lambda _m, _where: None
+    incremental: bool = True  # rebalance.incremental
+    transaction_max_bytes: int = 1 << 19  # small: a claim goes out in several transactions
     pending: list[str] = field(default_factory=list)
     alive: bool = True
     frozen: bool = False
@@ -137,6 +142,7 @@ class SimMember:
                 "consumer.timeout.ms": 0,
                 "offsets.commit.max.retries": 1,
                 "zkconsumer.release.linger.ms": 0,
+                "zkconsumer.rebalance.incremental": self.incremental,
             }
         )  # every member here is a zkconsumer member (and lingers sleep)
         self.client: Any = self.model.client(self.name, timeout=self.session_timeout_ms / 1000.0)
@@ -146,7 +152,13 @@ class SimMember:
         self.streams = StreamSet(
             self.consumer_id, static={self.topic: self.streams_count}, capacity=2, consumer_timeout_ms=0, clock=clock
         )
-        self.group = GroupZk(self.client, self.group_id, self.consumer_id, timeout_s=0.0)
+        self.group = GroupZk(
+            self.client,
+            self.group_id,
+            self.consumer_id,
+            timeout_s=0.0,
+            transaction_max_bytes=self.transaction_max_bytes,
+        )
         self.assignment = Assignment()
         self.membership = Membership(
             self.group,
@@ -155,6 +167,7 @@ class SimMember:
             registration=lambda: encode_registration(subscription, 1, self.config.compat),
             session_timeout_s=self.session_timeout_ms / 1000.0,
             trigger=self.trigger,
+            on_closed=lambda error: self.on_bug(f"{self.name} session", error),
             marker=znodes.encode_zkconsumer_marker("sim"),
             clock=clock,
         )
@@ -170,7 +183,7 @@ class SimMember:
             self.streams,
             self.offsets,
             lambda _bootstrap: self.fetcher,
-            ConsumerRebalanceListener(),
+            PausingListener(self),
         )
         self.watchdog = Watchdog(
             self.consumer_id, interval_s=1.0, check=self.rebalancer.health_problems, trigger=self.trigger
@@ -181,6 +194,10 @@ class SimMember:
     def trigger(self, reason: str) -> None:
         if reason not in self.pending:
             self.pending.append(reason)
+
+    def tracked(self) -> set[Key]:
+        """Every partition whose owner node this member accounts for: owned, releasing or orphan."""
+        return set(self.assignment.owned()) | set(self.assignment.releasing())
 
     def thread_ids(self) -> list[str]:
         return [f"{self.consumer_id}-{i}" for i in range(self.streams_count)]
@@ -236,6 +253,20 @@ class SimMember:
         self.membership.stop()
         self.client.stop()
         self.alive, self.left = False, True
+
+
+class PausingListener(ConsumerRebalanceListener):
+    """The listener's callbacks are where an attempt waits on the application, making no ZooKeeper
+    call: the driver's pause point."""
+
+    def __init__(self, member: SimMember) -> None:
+        self.member = member
+
+    def before_releasing_partitions(self, partitions: Mapping[str, set[int]]) -> None:
+        self.member.pause(self.member, "before_releasing_partitions")
+
+    def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, Mapping[int, str]]) -> None:
+        self.member.pause(self.member, "before_starting_fetchers")
 
 
 def _blocked(exc: BaseException) -> bool:

@@ -97,6 +97,11 @@ class SimHandler:
     def __init__(self, client: FakeKazooClient) -> None:
         self._client = client
 
+    @property
+    def negotiated_session_timeout_ms(self) -> int | None:
+        """What the last handshake granted (zkconsumer's PollHandler reads it off the wire)."""
+        return self._client._granted_ms
+
     def lock_object(self) -> _SimLock:
         return _SimLock()
 
@@ -140,10 +145,13 @@ class SimTransaction:
         if self.committed:
             raise ValueError("Transaction already committed")
         self.committed, c, ops = True, self._client, self.operations
-        # A multi of deletes only (a release) is named apart, so fault hooks can aim at releases
-        # without also hitting claims and fenced commits, whose first path is an owner node too.
-        kind = "multi-delete" if ops and all(op.kind == "delete" for op in ops) else "multi"
-        return c._request(kind, ops[0].path if ops else "/", lambda s: c._model._multi(ops, s))
+        # Named by what it writes: the checks that fence it (our registration, an owner node) are
+        # left out, so a claim is "multi" at its first owner node, a commit "multi" at its offset
+        # node, and a multi of deletes only (a release) "multi-delete", which fault hooks can aim
+        # at without also hitting claims and commits.
+        writes = [op for op in ops if op.kind != "check"] or ops
+        kind = "multi-delete" if writes and all(op.kind == "delete" for op in writes) else "multi"
+        return c._request(kind, writes[0].path if writes else "/", lambda s: c._model._multi(ops, s))
 
     def commit(self) -> list[object]:
         return self.commit_async().get()
@@ -200,7 +208,7 @@ class FakeKazooClient:
 
     @property
     def negotiated_session_timeout_ms(self) -> int | None:
-        """What the last handshake granted; it outlives a disconnection, like zkio.connect's attribute."""
+        """What the last handshake granted; it outlives a disconnection, as the handler's does."""
         return self._granted_ms
 
     def add_listener(self, listener: Listener) -> None:
@@ -259,6 +267,9 @@ class FakeKazooClient:
         if self._session is not None and not self._session.alive:
             self._lose(KeeperState.EXPIRED_SESSION, SessionExpiredError())  # learnt in the handshake
             self._session = None
+            # kazoo runs state listeners on its connection thread, before it opens the next session:
+            # no one can see the new session id until the LOST listeners have returned.
+            self._model.deliver_listeners(self)
         if self._session is None:
             self._session = self._model._new_session(self)
         self._session.last_heard = self._model.now_ms  # the handshake is a ping

@@ -209,35 +209,40 @@ def _settle(s: Schedule, *members: SimMember) -> None:
 SETTLED_AFTER_THE_LEAVE = dict(enumerate(["g_m2-0", "g_m2-0", "g_m3-0", "g_m3-0", "g_m3-1", "g_m3-1"]))
 
 
-def test_an_incremental_member_claims_what_a_leaver_let_go_before_its_own_hand_over() -> None:
+def test_one_attempt_releases_then_claims_and_starts_once() -> None:
+    # One path: release what moves away, then claim and start what is free; the listener hears
+    # each once, release first (Scala's contract: a release is followed by a start).
+    s, m2, m3, owners = _three_members_then_one_leaves()
+    events: list[str] = []
+    m2.rebalancer.listener = RecordingListener(events)
+    m2.rebalance()
+    assert events == ["release", "start"]
+    assert {p: owners().get(p) for p in (0, 1, 3)} == {0: "g_m2-0", 1: "g_m2-0", 3: None}
+    assert m2.fetcher.assigned() == {(TOPIC, 0), (TOPIC, 1)}
+    _settle(s, m2, m3)
+    assert owners() == SETTLED_AFTER_THE_LEAVE
+
+
+def test_a_failed_release_fails_the_attempt_and_the_next_one_finishes_it() -> None:
     s, m2, m3, owners = _three_members_then_one_leaves()
     events: list[str] = []
     m2.rebalancer.listener = RecordingListener(events)
     _fail(s, "delete", znodes.owner_path(GROUP, TOPIC, 3))  # m2's hand-over of 3 fails at its delete
     m2.rebalance()
-    assert {p: owners().get(p) for p in (0, 1, 3)} == {0: "g_m2-0", 1: "g_m2-0", 3: "g_m2-0"}
-    assert m2.fetcher.assigned() == {(TOPIC, 0), (TOPIC, 1), (TOPIC, 3)}
+    assert owners().get(3) == "g_m2-0" and (TOPIC, 3) in m2.assignment.releasing()  # kept pending
+    assert not m2.assignment.owned() and m2.fetcher.assigned() <= {(TOPIC, 3)}  # nothing claimed before it is done
     _settle(s, m2, m3)
     assert owners() == SETTLED_AFTER_THE_LEAVE
-    # Scala's listener contract: every release is followed by a start (listeners resume there).
     assert "release" in events and events[-1] == "start"
     assert all(b == "start" for a, b in zip(events, events[1:]) if a == "release")
 
 
-def test_the_listener_hears_start_after_release_when_the_early_claim_took_everything() -> None:
+def test_a_start_that_fails_leaves_its_nodes_pending_deletion_not_forgotten() -> None:
     s, m2, m3, owners = _three_members_then_one_leaves()
-    events: list[str] = []
-    m2.rebalancer.listener = RecordingListener(events)
+    _fail(s, "get", znodes.offset_path(GROUP, TOPIC, 0))  # m2 cannot read the offsets of what it claimed
     m2.rebalance()
-    assert events == ["start", "release", "start"]  # Scala's contract: a release is followed by a start
-    assert {p: owners().get(p) for p in (0, 1, 3)} == {0: "g_m2-0", 1: "g_m2-0", 3: None}
-
-
-def test_a_failed_early_claim_does_not_hold_up_the_members_own_hand_over() -> None:
-    s, m2, m3, owners = _three_members_then_one_leaves()
-    _fail(s, "get", znodes.offset_path(GROUP, TOPIC, 0))  # m2 cannot start partition 0 it took early
-    m2.rebalance()
-    assert 3 not in owners()  # released all the same: m3 need not wait for m2's next attempt
+    assert 3 not in owners()  # released first all the same: m3 need not wait for m2's next attempt
+    assert {(TOPIC, 0), (TOPIC, 1)} <= set(m2.assignment.releasing())  # claimed, not started: to delete
     _settle(s, m2, m3)
     assert owners() == SETTLED_AFTER_THE_LEAVE
 

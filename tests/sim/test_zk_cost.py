@@ -263,7 +263,7 @@ def test_a_watchdog_check_after_a_change_reads_its_own_share_not_the_groups_move
     owners = znodes.owners_path(GROUP, "t")
     designated = min(m.consumer_id for m in members)
     for m in members:
-        since, claimed = len(s.model.calls), len(m.rebalancer._claimed)  # its claims, some moved on since
+        since, claimed = len(s.model.calls), len(m.assignment.releasing())  # nodes it still accounts for
         assert m.rebalancer.health_problems() == []
         reads = [c for c in s.model.calls[since:] if c.client == m.name and c.path.startswith(owners)]
         share = [k for k, thread in m.rebalancer.last_assignment["t"].items() if thread.startswith(m.consumer_id)]
@@ -271,20 +271,22 @@ def test_a_watchdog_check_after_a_change_reads_its_own_share_not_the_groups_move
             assert len(reads) <= len(share) + claimed, (m.name, len(reads), len(share))  # the group moved ~40
 
 
-def test_a_release_deletes_its_watched_nodes_in_one_transaction_without_reading_them() -> None:
+def test_a_release_reads_its_nodes_in_one_pipelined_round_and_deletes_them_in_one_transaction() -> None:
+    # A fenced write decides on a fresh read, never on the watch cache: one pipelined round of
+    # reads, then one transaction (fenced on our registration) for all the deletes.
     model, (me,) = _registered("me")
     owned = {("t", p): "g_me-0" for p in range(20)}
     assert me.claim(owned) == []
-    assert me.not_ours(owned, watched=True) == []  # the watchdog's read arms a data watch on each
+    assert me.not_ours(owned, watched=True) == []  # the reconcile step's read arms a data watch on each
     since = len(model.calls)
     assert me.release(owned) == sorted(owned)
-    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["multi-delete"]
+    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["get"] * 20 + ["multi-delete"]
     assert not any(model.exists(znodes.owner_path("g", *k)) for k in owned)
 
 
-def test_a_release_reads_a_node_whose_watch_fired_and_leaves_another_members_node_alone() -> None:
+def test_a_release_leaves_another_members_node_alone() -> None:
     """A tool deleted one of our nodes and another member created it again (version 0, like ours):
-    its watch fired, so the release reads it, sees it is not ours, and deletes only the others."""
+    the release's fresh read sees it is not ours, and deletes only the others."""
     model, (me, other, tool) = _registered("me", "other", "tool")
     owned = {("t", p): "g_me-0" for p in range(3)}
     assert me.claim(owned) == [] and me.not_ours(owned, watched=True) == []
@@ -293,20 +295,27 @@ def test_a_release_reads_a_node_whose_watch_fired_and_leaves_another_members_nod
     model.deliver()
     since = len(model.calls)
     assert me.release(owned) == sorted(owned)  # all three are no longer ours
-    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["get", "multi-delete"]
+    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["get", "get", "get", "multi-delete"]
     assert other.not_ours({("t", 1): "g_other-0"}) == []  # the other member's node is still there
 
 
 def test_a_release_whose_transaction_fails_deletes_node_by_node() -> None:
-    """One node of the transaction is gone (a tool deleted it; its watch not delivered yet): the
-    transaction fails whole, and the deletes one by one confirm the rest and the gone one."""
+    """One node of the transaction goes between the read and the transaction (a tool deleted it):
+    the transaction fails whole, and the fenced deletes one by one confirm the rest and the gone one."""
     model, (me, tool) = _registered("me", "tool")
     owned = {("t", p): "g_me-0" for p in range(3)}
-    assert me.claim(owned) == [] and me.not_ours(owned, watched=True) == []
-    tool.client.delete(znodes.owner_path("g", "t", 2))
+    assert me.claim(owned) == []
+    path = znodes.owner_path("g", "t", 2)
+
+    def tool_deletes_first(_client: object, op: str, _path: str) -> None:
+        if op == "multi-delete" and model.exists(path):
+            tool.client.delete(path)
+
+    model.set_fault_hook(tool_deletes_first)
     since = len(model.calls)
     assert me.release(owned) == sorted(owned)
-    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["multi-delete", "delete", "delete", "delete"]
+    mine = [c.op for c in model.calls[since:] if c.client == "me"]
+    assert mine == ["get", "get", "get", "multi-delete", "multi-delete", "multi-delete", "multi-delete"]
     assert not any(model.exists(znodes.owner_path("g", *k)) for k in owned)
 
 

@@ -30,6 +30,7 @@ from zkconsumer.errors import (
     ShutdownIncomplete,
     ZkConsumerError,
     ZooKeeperAccessDenied,
+    ZooKeeperClosed,
     ZooKeeperUnavailable,
     is_retriable,
 )
@@ -130,6 +131,7 @@ EXPECTED_FLAGS: dict[type[ZkConsumerError], bool] = {
     ZooKeeperUnavailable: True,
     BrokersUnavailable: True,
     ZooKeeperAccessDenied: False,
+    ZooKeeperClosed: False,
     SessionLost: True,
     CommitFailed: True,
     ShutdownIncomplete: False,

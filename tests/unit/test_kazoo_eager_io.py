@@ -12,7 +12,8 @@ import pytest
 from kazoo.exceptions import ConnectionDropped
 from kazoo.protocol.connection import ConnectionHandler
 
-from zkconsumer.zookeeper.handler import PollHandler, use_eager_io
+from zkconsumer.zookeeper.eager_io import use_eager_io
+from zkconsumer.zookeeper.handler import PollHandler
 
 
 class CountingHandler(PollHandler):  # type: ignore[misc]

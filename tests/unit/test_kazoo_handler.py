@@ -1,12 +1,15 @@
-"""poll_select keeps select.select's contract, and a kazoo client runs on PollHandler."""
+"""poll_select keeps select.select's contract, a kazoo client runs on PollHandler, and the handler
+reads the session timeout the server granted off each handshake."""
 
 from __future__ import annotations
 
 import socket
+import struct
 
 import pytest
+from kazoo.handlers.threading import SequentialThreadingHandler
 
-from zkconsumer.zookeeper.handler import PollHandler, make_handler, poll_select
+from zkconsumer.zookeeper.handler import HandshakeSocket, PollHandler, make_handler, poll_select
 
 
 def test_ready_objects_are_returned_as_given() -> None:
@@ -57,3 +60,64 @@ def test_handler_uses_it() -> None:
     finally:
         a.close()
         b.close()
+
+
+# ---- the session timeout the server granted, read off the handshake ---------------------------------
+
+
+def _connect_response(timeout_ms: int, session_id: int = 0x1234, passwd: bytes = b"p" * 16) -> bytes:
+    """ZooKeeper's ConnectResponse as it goes on the wire: length, then protocolVersion, timeOut,
+    sessionId, passwd (a buffer: its length first), readOnly."""
+    body = struct.pack(">iiqi", 0, timeout_ms, session_id, len(passwd)) + passwd + b"\x00"
+    return struct.pack(">i", len(body)) + body
+
+
+@pytest.mark.parametrize("pieces", [1, 3, 13], ids=lambda n: f"in {n} recvs")
+def test_the_granted_timeout_is_read_off_the_connect_response(pieces: int) -> None:
+    granted: list[int] = []
+    a, b = socket.socketpair()
+    try:
+        wrapped = HandshakeSocket(a, granted.append)
+        frame = _connect_response(4000) + b"next answer"
+        b.sendall(frame)
+        size = max(1, len(frame) // pieces)
+        got = b""
+        while len(got) < len(frame):
+            got += wrapped.recv(size)  # kazoo reads the length, then the body; batches read more at once
+        assert got == frame  # the bytes pass through untouched
+        assert granted == [4000]
+        assert wrapped.recv == a.recv  # and the socket's own recv takes over: no cost per later read
+        assert wrapped.fileno() == a.fileno()  # everything else is the socket's
+    finally:
+        a.close()
+        b.close()
+
+
+def test_an_expired_session_grants_nothing() -> None:
+    # Asked to resume a session the server has expired, it answers timeOut 0 (kazoo: SessionExpired).
+    granted: list[int] = []
+    a, b = socket.socketpair()
+    try:
+        b.sendall(_connect_response(0))
+        HandshakeSocket(a, granted.append).recv(1024)
+        assert granted == []
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_handler_keeps_the_last_grant_per_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    handler = make_handler()
+    assert handler.negotiated_session_timeout_ms is None
+    pairs = [socket.socketpair() for _ in range(2)]
+    sockets = iter(a for a, _b in pairs)
+    monkeypatch.setattr(SequentialThreadingHandler, "create_connection", lambda self, *a, **k: next(sockets))
+    try:
+        for (_a, b), timeout_ms in zip(pairs, (6000, 4000)):  # a reconnect to a server with a lower cap
+            b.sendall(_connect_response(timeout_ms))
+            handler.create_connection(("127.0.0.1", 2181)).recv(4096)
+            assert handler.negotiated_session_timeout_ms == timeout_ms
+    finally:
+        for a, b in pairs:
+            a.close()
+            b.close()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import threading
+from collections.abc import Callable
 
 import pytest
-from kazoo.protocol.states import KazooState
+from kazoo.protocol.states import KazooState, KeeperState
 
 from zkconsumer.consumer.stream import DeliveryGate, PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.membership import LEASE_FRACTION, Event, Membership, State, Transition, transition
+from zkconsumer.errors import SessionLost, ZkConsumerError, ZooKeeperClosed, is_retriable
 
 S, E = State, Event
 R = "rebalance"  # a rebalance is asked for (any non-empty reason)
@@ -46,7 +49,7 @@ EXPECTED: dict[tuple[State, Event], tuple[State, bool | None, bool, str | None]]
     # EXPIRED: the session ended, ownership already lost, re-registration pending
     (S.EXPIRED, E.REGISTERED): (S.CONNECTED, True, False, _),
     (S.EXPIRED, E.SUSPENDED): (S.EXPIRED, False, False, _),
-    (S.EXPIRED, E.LOST): (S.EXPIRED, False, False, R),
+    (S.EXPIRED, E.LOST): (S.EXPIRED, False, True, R),
     (S.EXPIRED, E.CONNECTED_SAME): (S.EXPIRED, _, False, _),
     (S.EXPIRED, E.CONNECTED_OTHER): (S.EXPIRED, _, False, R),
     (S.EXPIRED, E.STOP): (S.STOPPED, _, False, _),
@@ -110,7 +113,8 @@ def test_lost_closes_delivery_and_rebalances(state: State) -> None:
 
 
 HELD_NODES_ON = {  # states leaving which, on this event, means the session's owner nodes went away
-    Event.LOST: {State.CONNECTED, State.SUSPENDED, State.UNREGISTERED},
+    # EXPIRED too: the session a registration under way was made in may be the one that ended
+    Event.LOST: {State.CONNECTED, State.SUSPENDED, State.UNREGISTERED, State.EXPIRED},
     Event.CONNECTED_OTHER: {State.CONNECTED, State.SUSPENDED},
 }
 
@@ -146,11 +150,16 @@ def test_only_registration_or_a_vouched_session_opens_delivery(state: State, eve
 # ---- Membership.on_connection_state with a stub group ----------------------------------------------
 
 
+class StubHandler:
+    def __init__(self, negotiated_ms: int | None) -> None:
+        self.negotiated_session_timeout_ms = negotiated_ms
+
+
 class StubClient:
-    def __init__(self, negotiated_ms: int | None = None) -> None:
+    def __init__(self, negotiated_ms: int | None = 6000) -> None:
         self.listeners: list[object] = []
-        if negotiated_ms is not None:
-            self.negotiated_session_timeout_ms = negotiated_ms
+        self.handler = StubHandler(negotiated_ms)  # zkconsumer's handler reads it off the handshake
+        self.client_state = KeeperState.CONNECTED
 
     def add_listener(self, fn: object) -> None:
         self.listeners.append(fn)
@@ -160,7 +169,7 @@ class StubClient:
 
 
 class StubGroup:
-    def __init__(self, session: int | None, live: int | None, negotiated_ms: int | None = None) -> None:
+    def __init__(self, session: int | None, live: int | None, negotiated_ms: int | None = 6000) -> None:
         self.client = StubClient(negotiated_ms)
         self.session = session
         self.live_session = live
@@ -184,8 +193,9 @@ def make_member(
     *,
     session: int | None = 0x11,
     live: int | None = 0x11,
-    negotiated_ms: int | None = None,
+    negotiated_ms: int | None = 6000,
     timeout_s: float = 6.0,
+    on_closed: Callable[[BaseException], None] = lambda _error: None,
 ):
     clock = Clock()
     group = StubGroup(session, live, negotiated_ms)
@@ -201,6 +211,7 @@ def make_member(
         registration=lambda: b"{}",  # type: ignore[arg-type]
         session_timeout_s=timeout_s,
         trigger=triggers.append,
+        on_closed=on_closed,
         clock=clock,
     )
     member.state = state
@@ -239,7 +250,7 @@ def test_lost_loses_every_partition_and_triggers(state: State) -> None:
     assert len(triggers) == 1 and triggers[0]
 
 
-@pytest.mark.parametrize(("negotiated_ms", "effective_s"), [(4000, 4.0), (10000, 6.0), (6000, 6.0), (None, 6.0)])
+@pytest.mark.parametrize(("negotiated_ms", "effective_s"), [(4000, 4.0), (10000, 6.0), (6000, 6.0)])
 def test_reconnect_in_the_registered_session_reopens_and_extends_the_lease(
     negotiated_ms: int | None, effective_s: float
 ) -> None:
@@ -260,7 +271,13 @@ def test_reconnect_in_the_registered_session_reopens_and_extends_the_lease(
 def test_session_timeout_is_the_shorter_of_configured_and_negotiated() -> None:
     assert make_member(State.CONNECTED, negotiated_ms=2500)[0].session_timeout_s() == pytest.approx(2.5)
     assert make_member(State.CONNECTED, negotiated_ms=30000)[0].session_timeout_s() == pytest.approx(6.0)
-    assert make_member(State.CONNECTED)[0].session_timeout_s() == pytest.approx(6.0)
+
+
+def test_an_unknown_granted_timeout_is_an_error_not_a_guess() -> None:
+    # A lease taken from the configured timeout could outlive a session the server capped lower.
+    member = make_member(State.CONNECTED, negotiated_ms=None)[0]
+    with pytest.raises(ZkConsumerError, match="granted is unknown"):
+        member.session_timeout_s()
 
 
 @pytest.mark.parametrize("state", [State.CONNECTED, State.SUSPENDED], ids=lambda s: s.name)
@@ -302,3 +319,111 @@ def test_after_stop_connection_events_change_nothing() -> None:
     assert member.state is State.STOPPED
     assert set(assignment.owned()) == set(KEYS) and all(i.active for i in infos)
     assert triggers == [] and gate.open
+
+
+# ---- kazoo closed for good (finding 4 of issue #34) ------------------------------------------------------
+
+
+def test_kazoo_closed_while_running_makes_the_member_leave() -> None:
+    left: list[BaseException] = []
+    member, group, assignment, infos, gate, _t, _c = make_member(State.CONNECTED, on_closed=left.append)
+    group.client.client_state = KeeperState.CLOSED  # kazoo's connection thread ended: no reconnect comes
+    member.on_connection_state(KazooState.LOST)
+    assert len(left) == 1 and isinstance(left[0], ZooKeeperClosed) and not is_retriable(left[0])
+    assert member.state is State.EXPIRED and gate.open is False and assignment.owned() == {}
+
+
+@pytest.mark.parametrize("keeper_state", [KeeperState.EXPIRED_SESSION, KeeperState.AUTH_FAILED])
+def test_an_expired_session_is_no_reason_to_leave(keeper_state: str) -> None:
+    left: list[BaseException] = []
+    member, group, *_rest = make_member(State.CONNECTED, on_closed=left.append)
+    group.client.client_state = keeper_state
+    member.on_connection_state(KazooState.LOST)
+    assert left == [] and member.state is State.EXPIRED
+
+
+def test_closing_the_client_after_stop_is_no_failure() -> None:
+    left: list[BaseException] = []
+    member, group, *_rest = make_member(State.CONNECTED, on_closed=left.append)
+    member.stop()
+    group.client.client_state = KeeperState.CLOSED
+    member.on_connection_state(KazooState.LOST)
+    assert left == []
+
+
+# ---- a LOST during registration (finding 2 of issue #34) --------------------------------------------------
+
+
+class RegisteringGroup(StubGroup):
+    """A group whose register() succeeds in session 0x22, with the member's node there afterwards."""
+
+    def __init__(self) -> None:
+        super().__init__(None, 0x22)
+        self.member_path = "/consumers/g/ids/g_host-1-abc"
+
+    def is_registered(self) -> bool:
+        return self.session is not None and self.session == self.live_session
+
+    def register(self, data: bytes, *, wait_for_stale_s: float = 0.0) -> int:
+        self.session = self.live_session
+        return 0x22
+
+    def mark_as_zkconsumer(self, data: bytes) -> bool:
+        return True
+
+
+def _registering_member() -> tuple[Membership, RegisteringGroup, Assignment, DeliveryGate]:
+    group = RegisteringGroup()
+    assignment = Assignment()
+    gate = DeliveryGate(clock=Clock())
+    member = Membership(
+        group,  # type: ignore[arg-type]
+        assignment,
+        gate,
+        registration=lambda: b"{}",
+        session_timeout_s=6.0,
+        trigger=lambda _reason: None,
+        clock=Clock(),
+    )
+    member.state = State.EXPIRED
+    return member, group, assignment, gate
+
+
+def test_a_lost_landing_just_before_registered_is_not_overridden(monkeypatch: pytest.MonkeyPatch) -> None:
+    # kazoo delivers LOST on its own thread: here it lands right after the registration, while the
+    # rebalance thread is about to mark the member registered. The member must not end up
+    # CONNECTED, delivering, in a session whose member node is gone.
+    member, group, _assignment, gate = _registering_member()
+    lost: list[threading.Thread] = []
+    real = Membership._extend_lease
+
+    def lease_then_lost(self: Membership, confirmed_at: float) -> None:
+        real(self, confirmed_at)
+        if not lost:
+            thread = threading.Thread(target=member.on_connection_state, args=(KazooState.LOST,))
+            lost.append(thread)
+            thread.start()
+            thread.join(0.5)  # it runs at once, or waits for the lock the registration holds
+
+    monkeypatch.setattr(Membership, "_extend_lease", lease_then_lost)
+    try:
+        member.ensure_registered()
+    except SessionLost:
+        pass  # refused: also correct
+    lost[0].join(5)
+    assert member.state is State.EXPIRED and gate.open is False
+
+
+def test_a_registration_a_lost_overtook_is_refused() -> None:
+    member, group, assignment, gate = _registering_member()
+    real = group.register
+
+    def register_then_lost(data: bytes, *, wait_for_stale_s: float = 0.0) -> int:
+        session = real(data)
+        member.on_connection_state(KazooState.LOST)  # LOST applied before the member marks itself registered
+        return session
+
+    group.register = register_then_lost  # type: ignore[method-assign]
+    with pytest.raises(SessionLost):
+        member.ensure_registered()
+    assert member.state is State.EXPIRED and gate.open is False

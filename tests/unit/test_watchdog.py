@@ -130,16 +130,16 @@ def test_each_partition_is_checked_by_its_zkconsumer_owner_or_the_designated_mem
     expected = form({("t", p): thread for p, thread in threads.items()})
 
     members, marked = {"g_a", "g_b", "g_scala"}, {"g_a", "g_b"}
-    a = partitions_to_check(expected, "g_a", members, marked, claimed=())
-    b = partitions_to_check(expected, "g_b", members, marked, claimed=[("t", 0)])
+    a = partitions_to_check(expected, "g_a", members, marked, accounted=())
+    b = partitions_to_check(expected, "g_b", members, marked, accounted=[("t", 0)])
     assert a == {("t", 0), ("t", 1), ("t", 3), ("t", 4)}  # g_a has the lowest id: Scala's share too
     assert b == {("t", 2), ("t", 0)}  # its own share, and a claim of its own that may be an orphan
     assert a | b == {("t", p) for p in range(5)}
     # before its marker is read, a member still counts itself among the zkconsumer members
     # no marker read yet: a member counts itself as a zkconsumer member; the lowest such checks the rest
-    alone = partitions_to_check(expected, "g_b", members, set(), claimed=())
+    alone = partitions_to_check(expected, "g_b", members, set(), accounted=())
     assert alone == {("t", p) for p in range(5)}
-    assert partitions_to_check(expected, "g_b", members, marked, claimed=[("u", 1)], topics={"u"}) == {("u", 1)}
+    assert partitions_to_check(expected, "g_b", members, marked, accounted=[("u", 1)], topics={"u"}) == {("u", 1)}
 
 
 def test_a_member_builds_only_the_shares_it_checks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,5 +149,5 @@ def test_a_member_builds_only_the_shares_it_checks(monkeypatch: pytest.MonkeyPat
     share = GroupAssignment.share
     monkeypatch.setattr(GroupAssignment, "share", lambda self, thread: asked.append(thread) or share(self, thread))
     members = {t[:-2] for t in threads}
-    assert partitions_to_check(group, "g_m3", members, members, claimed=()) == {("t", p) for p in range(30, 40)}
+    assert partitions_to_check(group, "g_m3", members, members, accounted=()) == {("t", p) for p in range(30, 40)}
     assert asked == ["g_m3-0"]  # not the other five shares: only what it checks

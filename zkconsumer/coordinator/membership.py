@@ -11,6 +11,8 @@ actions. The rules it encodes:
 - CONNECTED in another session without a LOST first: treated as LOST.
 - A missing session id (kazoo's `client_id` is None while the link is down) is never taken for
   a new session: it means "unknown, wait".
+- kazoo CLOSED for good while the member is not stopping (its connection thread died): no
+  reconnect will ever come, so the member must leave (`on_closed`), not wait forever.
 """
 
 from __future__ import annotations
@@ -22,12 +24,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent
 
 from zkconsumer.consumer.stream import DeliveryGate
 from zkconsumer.coordinator.assignment import Assignment
-from zkconsumer.errors import ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZooKeeperUnavailable, describe
+from zkconsumer.errors import (
+    ZOOKEEPER_FAILURES,
+    RegistrationConflict,
+    SessionLost,
+    ZkConsumerError,
+    ZooKeeperClosed,
+    ZooKeeperUnavailable,
+    describe,
+)
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.client import negotiated_timeout_ms
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
@@ -72,12 +83,9 @@ def transition(state: State, event: Event) -> Transition:
             return Transition(State.SUSPENDED, deliver=False)
         return Transition(state, deliver=False)
     if event is Event.LOST:
-        return Transition(
-            State.EXPIRED,
-            deliver=False,
-            lose_ownership=state is not State.EXPIRED,
-            rebalance="ZooKeeper session expired",
-        )
+        # Also when EXPIRED already: the session that ended may be the one a registration under way
+        # was made in, and counting the loss (Assignment.sessions_lost) is what voids that registration.
+        return Transition(State.EXPIRED, deliver=False, lose_ownership=True, rebalance="ZooKeeper session expired")
     if event is Event.CONNECTED_SAME:
         if state is State.SUSPENDED:
             # kazoo drops every watch when the link drops: a rebalance reads the group again and re-arms them.
@@ -114,6 +122,7 @@ class Membership:
         registration: Callable[[], bytes],
         session_timeout_s: float,
         trigger: Callable[[str], None],
+        on_closed: Callable[[BaseException], None] = lambda _error: None,
         marker: bytes | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -123,11 +132,11 @@ class Membership:
         self._registration = registration
         self._configured_timeout_s = session_timeout_s
         self._trigger = trigger
+        self._on_closed = on_closed  # kazoo closed for good while we were not stopping: leave
         self._clock = clock
         self._lock = threading.Lock()
         self.state = State.UNREGISTERED
         self.waiting_for_brokers = False
-        self._warned_unknown_timeout = False
         self._marker = marker
         self._marked_session: int | None = None
 
@@ -143,18 +152,16 @@ class Membership:
             pass
 
     def session_timeout_s(self) -> float:
-        """The shorter of the configured and the negotiated timeout (the server may lower ours
-        to its maxSessionTimeout; a lease longer than the real session would be unsafe)."""
-        negotiated: int | None = getattr(self.group.client, "negotiated_session_timeout_ms", None)  # zkio.connect
-        if negotiated is None:
-            if not self._warned_unknown_timeout:
-                self._warned_unknown_timeout = True
-                log.warning(
-                    "the negotiated ZooKeeper session timeout is unknown; the delivery lease uses the configured %.1fs",
-                    self._configured_timeout_s,
-                )
-            return self._configured_timeout_s
-        return min(self._configured_timeout_s, negotiated / 1000.0)
+        """The shorter of the configured and the granted timeout (the server may lower ours to its
+        maxSessionTimeout; a lease longer than the real session would be unsafe). The granted one
+        is read off the handshake by zkconsumer's kazoo handler (zookeeper/handler.py)."""
+        granted = negotiated_timeout_ms(self.group.client)
+        if granted is None:
+            raise ZkConsumerError(
+                f"{self.group.consumer_id}: the session timeout ZooKeeper granted is unknown (the kazoo client "
+                "was not made by zkconsumer.zookeeper.client.connect); no delivery lease can be set safely"
+            )
+        return min(self._configured_timeout_s, granted / 1000.0)
 
     def ensure_registered(self) -> None:
         """Called at the start of every rebalance attempt: (re-)register if our node or session is gone."""
@@ -180,16 +187,11 @@ class Membership:
             self._marked_session = None
             self.group.unmark_as_zkconsumer()
             raise
-        if self.group.live_session != session or self.assignment.sessions_lost != lost_before:
+        # Judged under the lock a LOST takes too: one that lands after the registration cannot be
+        # overridden by it (the member would then deliver with no member node in its session).
+        if not self._apply(Event.REGISTERED, unless_lost_since=lost_before, lease_from=sent):
             raise SessionLost(f"session 0x{session:x} ended while registering; registering again")
-        log.info(
-            "%s registered in group %s (session 0x%x)",
-            self.group.consumer_id,
-            self.group.group_id,
-            self.group.session or 0,
-        )
-        self._extend_lease(sent)
-        self._apply(Event.REGISTERED)
+        log.info("%s registered in group %s (session 0x%x)", self.group.consumer_id, self.group.group_id, session)
 
     def _mark(self) -> None:
         """Mark this member as a zkconsumer member once per session (best effort: unmarked only
@@ -224,6 +226,15 @@ class Membership:
     def on_connection_state(self, state: str) -> None:
         if state == KazooState.LOST:
             self._apply(Event.LOST)
+            if self.group.client.client_state == KeeperState.CLOSED and self.state is not State.STOPPED:
+                # kazoo's connection thread ended (it died, or someone closed the client under us):
+                # no reconnect will come, so the member leaves rather than retrying forever.
+                self._on_closed(
+                    ZooKeeperClosed(
+                        f"{self.group.consumer_id}: the ZooKeeper client closed while the member was running "
+                        "(kazoo's connection thread ended); leaving the group"
+                    )
+                )
         elif state == KazooState.SUSPENDED:
             self._apply(Event.SUSPENDED)
         else:
@@ -232,12 +243,22 @@ class Membership:
                 return
             self._apply(Event.CONNECTED_SAME if live == registered else Event.CONNECTED_OTHER)
 
-    def _apply(self, event: Event) -> None:
+    def _apply(self, event: Event, *, unless_lost_since: int | None = None, lease_from: float | None = None) -> bool:
+        """Apply `event` under the lock; False, doing nothing, if `unless_lost_since` is given and a
+        session was lost since that count of `Assignment.sessions_lost`. `lease_from`: extend the
+        lease from that confirmed round trip as part of the same step."""
         # The actions run under the lock too: a REGISTERED from the rebalance thread must not reopen
         # the gate between a LOST's state change and its gate.close() on kazoo's thread.
         with self._lock:
+            if unless_lost_since is not None and self.assignment.sessions_lost != unless_lost_since:
+                return False
+            live = self.group.live_session
+            if event is Event.REGISTERED and live is not None and live != self.group.session:
+                return False  # kazoo moved to another session since: that registration is gone
             before = self.state
             step = transition(before, event)
+            if lease_from is not None:
+                self._extend_lease(lease_from)
             self.state = step.state
             lost = self.assignment.lose_all() if step.lose_ownership else []
             if step.deliver is True:
@@ -254,6 +275,7 @@ class Membership:
             log.info("%s: session %s -> %s (%s)", self.group.consumer_id, before.value, step.state.value, event.value)
         if step.rebalance:
             self._trigger(step.rebalance)
+        return True
 
     def trigger(self, reason: str) -> None:
         self._trigger(reason)

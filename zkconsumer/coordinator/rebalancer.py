@@ -76,11 +76,8 @@ class Rebalancer:
         self.peers = IgnoredPeerReporter()
         self._stopping = threading.Event()
         self._decided_with: set[str] | None = None  # the members the last decision was computed from
-        self._claimed: set[TopicPartition] = set()  # claims the watchdog checks (see health_problems)
         self.linger = ReleaseLinger(group, config.release_linger_ms / 1000.0, self._stopping)
-        self._ownership_check = OwnershipCheck(
-            self.consumer_id, group, assignment, membership, self._claimed, self._stopping
-        )
+        self._ownership_check = OwnershipCheck(self.consumer_id, group, assignment, membership, self._stopping)
 
     # ---- rebalance -----------------------------------------------------------------------------
     def synced_rebalance(self, reason: str) -> bool:
@@ -100,6 +97,11 @@ class Rebalancer:
             )
 
     def _attempt(self) -> Outcome:
+        """One attempt, always in this order: release what moves away, claim, start what was claimed.
+
+        Every owner node the attempt creates is, when it returns or raises, installed, pending
+        deletion (an orphan), or was refused by ZooKeeper (the session fence): see `_claim_and_start`.
+        """
         self.membership.ensure_registered()
         sessions_lost = self.assignment.sessions_lost  # a LOST from here on voids this attempt's claim
         decision = self._decide()
@@ -108,52 +110,21 @@ class Rebalancer:
         self._reconcile()
         incremental = self.config.rebalance_incremental
         steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
-        self._claimed.update(steps.claim)  # the watchdog checks them too, while a node of ours holds one
-        early: dict[TopicPartition, str] = {}
-        early_failure: Exception | None = None
-        others = {k: t for k, t in steps.claim.items() if k not in steps.release}  # not moving between our threads
-        if incremental and steps.release and others:
-            # What nobody holds is taken before our own hand-over (its commit, linger and deletes take
-            # a while): a partition a leaver let go is not left unowned meanwhile. These claims are
-            # disjoint from our releases, and a partial claim never waits, so the order is free here.
-            # A retriable failure here must not hold up what others wait for from us: release first.
-            try:
-                early = self._claim(others, partial=True)
-                if early:
-                    self._start(early, sessions_lost)
-            except Exception as exc:  # noqa: BLE001 - classified right here
-                if not is_retriable(exc):
-                    raise
-                early, early_failure = {}, exc
         self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
         self._finish_releases()
         if self._stopping.is_set():
             return Outcome(done=True)
-        if early_failure is not None:
-            raise early_failure  # the next attempt claims what this one could not start
-        rest = {k: t for k, t in steps.claim.items() if k not in early}
-        # 9 claim: all or nothing as Scala does; incremental members take what is free at once
-        # and wait only for the partitions others still hold.
-        late = self._claim(rest, partial=incremental) if rest else {}
-        blocked = sorted(k for k in rest if k not in late)
-        claimed = {**early, **late}
-        if blocked and not incremental:
-            log.info(
-                "%s: %d partitions still owned by others (e.g. %s-%d); backing off",
-                self.consumer_id,
-                len(blocked),
-                *blocked[0],
-            )
-            return Outcome(done=False, blocked=tuple(blocked))
-        if late or not blocked:  # also after an early start: the listener hears start after release
-            self._start(late, sessions_lost)
+        # All or nothing as Scala claims; an incremental member takes what is free at once and
+        # starts it, waiting only for the partitions others still hold.
+        claimed, blocked = self._claim_and_start(steps.claim, sessions_lost, partial=incremental)
         if blocked:
             log.info(
-                "%s: claimed %d partitions; %d still owned by others (e.g. %s-%d), waiting for them",
+                "%s: claimed %d partitions; %d still owned by others (e.g. %s-%d), %s",
                 self.consumer_id,
                 len(claimed),
                 len(blocked),
                 *blocked[0],
+                "waiting for them" if incremental else "backing off",
             )
             return Outcome(done=False, blocked=tuple(blocked), claimed=len(claimed), released=len(steps.release))
         owned = self.assignment.owned()
@@ -250,22 +221,35 @@ class Rebalancer:
                 f"owner nodes of {partitions_text(left)} changed while being released; trying again"
             )
 
-    def _claim(self, owners: Mapping[TopicPartition, str], *, partial: bool) -> dict[TopicPartition, str]:
-        """Create our owner nodes; returns those we now hold: unless `partial`, all or none."""
+    def _claim_and_start(
+        self, owners: Mapping[TopicPartition, str], sessions_lost: int, *, partial: bool
+    ) -> tuple[dict[TopicPartition, str], list[TopicPartition]]:
+        """Create our owner nodes, then start and install what was claimed; returns (claimed, still
+        held by others). Unless `partial`, all or nothing: a held node means nothing is claimed.
+
+        Whatever fails after a create may have reached ZooKeeper is adopted as nodes to delete,
+        on this (the rebalance) thread: a claim that raised (its answer lost), a start that failed
+        (offsets, the listener, the fetcher), and an install refused because the session ended
+        meanwhile. The session fence makes ZooKeeper refuse a claim sent in any session but the
+        registered one, so no node of ours outlives this without being installed or pending.
+        """
         try:
-            held = set(self.group.claim(owners, partial=partial))
+            held = self.group.claim(owners, partial=partial)
         except BaseException:
             self.assignment.adopt_orphans(owners)  # some nodes may exist: delete them next time
             raise
-        if held and not partial:
-            return {}
-        return {k: t for k, t in owners.items() if k not in held}
+        claimed = {} if held and not partial else {k: t for k, t in owners.items() if k not in set(held)}
+        if claimed or not held:  # an attempt that ends with nothing new still tells the listener
+            self._start(claimed, sessions_lost)
+        return claimed, held
 
     def _start(self, claim: Mapping[TopicPartition, str], sessions_lost: int) -> None:
         """Read offsets (only now: the old owner committed before it released), start fetching, install.
 
-        On any failure the new records are made inactive (chunks a late fetcher command still
-        queues are dropped unseen) and the claimed nodes are scheduled for deletion.
+        On any failure, or if the session ended since the attempt began, the new records are made
+        inactive (chunks a late fetcher command still queues are dropped unseen) and the claimed
+        nodes are scheduled for deletion (those of an ended session are gone already: the next
+        release confirms that and forgets them).
         """
         infos: list[PartitionTopicInfo] = []
         try:
@@ -288,16 +272,16 @@ class Rebalancer:
                     self.fetcher.add(infos)
             else:
                 self.fetcher.assign(infos)
+            if not self.assignment.install(infos, sessions_lost):
+                raise SessionLost(
+                    "the ZooKeeper session ended while these partitions were being claimed; "
+                    "claiming again in the new session"
+                )
         except BaseException:
             for info in infos:
                 info.active = False
             self.assignment.adopt_orphans(claim)
             raise
-        if not self.assignment.install(infos, sessions_lost):
-            raise SessionLost(
-                "the ZooKeeper session ended while these partitions were being claimed; "
-                "claiming again in the new session"
-            )
 
     def _ensure_fetcher(self, brokers: list[BrokerInfo]) -> None:
         if self.fetcher is None:
@@ -310,9 +294,9 @@ class Rebalancer:
     # ---- health --------------------------------------------------------------------------------
     def health_problems(self) -> list[str]:
         """Ownership problems in the partitions this member checks (watchdog.partitions_to_check:
-        its own share, what it claimed, and Scala members' shares for one member), as
-        watchdog.find_problems words them. Owner nodes of our session that we neither own nor
-        release are scheduled for deletion (watchdog.OwnershipCheck)."""
+        its own share, the owner nodes it still accounts for, and Scala members' shares for one
+        member), as watchdog.find_problems words them. It reads and reports only: a problem that
+        persists triggers a rebalance, which alone changes what we own (watchdog.OwnershipCheck)."""
         decision = self._last_decision
         if self._stopping.is_set() or decision is None or not decision.group:
             return []

@@ -66,20 +66,20 @@ def partitions_to_check(
     me: str,
     members: set[str],
     marked: set[str],
-    claimed: Iterable[TopicPartition],
+    accounted: Iterable[TopicPartition],
     topics: Collection[str] | None = None,
 ) -> set[TopicPartition]:
     """The partitions one member's watchdog reads (pure): those the assignment (partition ->
-    thread) gives its threads; those it claimed in this session (an orphan node of ours is found
-    by us, who can delete it); and, for the zkconsumer member with the lowest id, those of every
+    thread) gives its threads; those whose owner node it still accounts for (`accounted`: owned,
+    releasing or orphan); and, for the zkconsumer member with the lowest id, those of every
     member without a zkconsumer marker (Scala members run no watchdog). With one zkconsumer member
     registered, every partition is checked by somebody, and a change costs each member what moved
-    in its own share. `topics` limits the assignment's partitions to those topics (not the claims).
+    in its own share. `topics` limits the assignment's partitions to those topics (not the accounted ones).
     A GroupAssignment is taken thread by thread, without a walk over the group's partitions."""
     zkconsumer_members = sorted((marked & members) | {me})
     designated = zkconsumer_members[0] == me
     group = assignment if isinstance(assignment, GroupAssignment) else GroupAssignment.from_pairs(assignment)
-    out = set(claimed)
+    out = set(accounted)
     for thread in group.threads():
         try:
             owner: str | None = consumer_id_of_thread(thread)
@@ -93,11 +93,11 @@ def partitions_to_check(
 
 class OwnershipCheck:
     """The ownership check a member's watchdog runs (Rebalancer.health_problems): reads the owner
-    nodes of the partitions it checks from the watched caches, adopts owner nodes of its session
-    that it does not own, and words the problems as find_problems does.
+    nodes of the partitions it checks from the watched caches and words the problems as
+    find_problems does. It changes nothing: the assignment is the rebalance thread's alone, so a
+    problem only ever leads to a rebalance (Watchdog triggers one when it persists).
 
-    `claimed` is the Rebalancer's set of partitions it claimed (a rebalance adds to it, the check
-    drops those no node of ours holds any more); `stopping` is set when the member leaves.
+    `stopping` is set when the member leaves.
     """
 
     def __init__(
@@ -106,14 +106,12 @@ class OwnershipCheck:
         group: GroupZk,
         assignment: Assignment,
         membership: Membership,
-        claimed: set[TopicPartition],
         stopping: threading.Event,
     ) -> None:
         self.consumer_id = consumer_id
         self.group = group
         self.assignment = assignment
         self.membership = membership
-        self.claimed = claimed
         self._stopping = stopping
 
     def problems(
@@ -128,15 +126,14 @@ class OwnershipCheck:
         # changed in the partitions this member checks, not the whole group's moves.
         reads = self.group.reads
         members = set(reads.member_ids())
-        claimed = set(self.claimed)
+        owned = set(self.assignment.owned())
+        accounted = owned | set(self.assignment.releasing())  # a snapshot: the rebalance thread owns it
         keys = partitions_to_check(
-            last_assignment, self.consumer_id, members, reads.marked_member_ids(), claimed, my_topics
+            last_assignment, self.consumer_id, members, reads.marked_member_ids(), accounted, my_topics
         )
         if self._stopping.is_set():
             return []  # leaving: the answer would not be acted on, and the session is closing
         found = reads.owner_threads(sorted(keys))
-        # A claimed partition stays checked while a node of ours holds it (it may be an orphan).
-        self.claimed.difference_update(k for k in claimed if not self._is_our_thread(found.get(k) or ""))
         owners: dict[str, dict[int, str]] = {}
         for (topic, partition), thread in found.items():
             if thread is not None:
@@ -146,22 +143,22 @@ class OwnershipCheck:
             assigned = last_assignment.get((topic, partition)) if topic in my_topics else None
             if assigned is not None:
                 partitions.setdefault(topic, {})[partition] = assigned
-        # Deleting an adopted node is fenced by session, so one of an older session is left alone.
-        orphans = self.assignment.adopt_orphans(
-            {key: thread for key, thread in found.items() if thread is not None and self._is_our_thread(thread)}
-        )
-        if orphans:
-            self.membership.trigger("watchdog: owner nodes of this member that it does not own")
         fetched = fetcher.assigned() if fetcher is not None else None
         problems = find_problems(
             {t: parts.keys() for t, parts in partitions.items()},
             owners,
             members,
-            set(self.assignment.owned()),
+            owned,
             fetched,
             expected=partitions,
         )
-        problems += [f"{t}-{p} is held by this member's session but not owned (releasing it)" for t, p in orphans]
+        # A node of our consumer id that we do not account for: none should exist (every node we
+        # create is installed, pending deletion, or refused by ZooKeeper). Reported, not touched.
+        problems += [
+            f"{t}-{p} is held by {thread}, this member's thread, but not owned or releasing here"
+            for (t, p), thread in sorted(found.items())
+            if thread is not None and (t, p) not in accounted and self._is_our_thread(thread)
+        ]
         return problems
 
     def _is_our_thread(self, thread: str) -> bool:

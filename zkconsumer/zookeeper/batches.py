@@ -26,7 +26,8 @@ from kazoo.exceptions import ConnectionDropped, SessionExpiredError
 from kazoo.protocol import connection as kazoo_connection
 from kazoo.protocol.serialization import Auth, Close, int_struct
 
-from zkconsumer.zookeeper.handler import poll_select, recv_eagerly
+from zkconsumer.zookeeper.eager_io import recv_eagerly
+from zkconsumer.zookeeper.handler import poll_select
 
 __all__ = ["BATCH", "RECV_SIZE", "use_batches"]
 

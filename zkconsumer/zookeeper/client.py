@@ -134,17 +134,14 @@ _NO_AUTH = ZkAuth()  # frozen: one shared default
 
 
 def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, auth: ZkAuth = _NO_AUTH) -> KazooClient:
-    """A started KazooClient that keeps reconnecting, and records the session timeout the server
-    granted as `negotiated_session_timeout_ms` (None until known).
-
-    kazoo keeps the negotiated value to itself; its connection's `_connect` returns
-    (2/3 of it, it / number of hosts), so it is recovered from the second. If a kazoo version
-    changes that, the attribute stays None and the lease falls back to the configured timeout.
-    """
+    """A started KazooClient that keeps reconnecting, on zkconsumer's handler (handler.py), which
+    reads the session timeout the server granted off every handshake (`negotiated_timeout_ms`).
+    kazoo's connection loop is patched for fewer system calls per request only on the kazoo
+    versions that was tested with (internals.py)."""
     from kazoo.client import KazooClient
 
-    from zkconsumer.zookeeper.batches import use_batches
-    from zkconsumer.zookeeper.handler import make_handler, use_eager_io
+    from zkconsumer.zookeeper import internals
+    from zkconsumer.zookeeper.handler import make_handler
 
     auth.prepare_login(hosts)
     client = KazooClient(
@@ -154,23 +151,7 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
         connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
         **auth.kazoo_options(),
     )
-    client.negotiated_session_timeout_ms = None
-    connection: Any = getattr(client, "_connection", None)
-    if connection is not None:
-        use_eager_io(connection)
-        use_batches(connection)
-    original = getattr(connection, "_connect", None)
-    if connection is not None and original is not None:
-
-        def recording_connect(*args: Any, **kwargs: Any) -> Any:
-            answer = original(*args, **kwargs)
-            try:
-                client.negotiated_session_timeout_ms = int(round(answer[1] * len(client.hosts)))
-            except (TypeError, IndexError, AttributeError):
-                pass
-            return answer
-
-        connection._connect = recording_connect
+    internals.install(client)
     # kazoo's start() would wait out the whole timeout after a refused login: watch the state instead.
     started = client.start_async()
     deadline = time.monotonic() + connect_timeout_s
@@ -181,6 +162,11 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
             raise ZooKeeperAccessDenied(f"ZooKeeper at {hosts} rejected {auth.identity}: authentication failed")
         if not client.connected:
             raise KazooTimeoutError(f"no ZooKeeper connection within {connect_timeout_s:g} s")
+        if negotiated_timeout_ms(client) is None:  # kazoo reports CONNECTED only after reading the handshake
+            raise ZooKeeperUnavailable(
+                f"connected to ZooKeeper at {hosts}, but the session timeout it granted could not be read "
+                "off the handshake (kazoo did not open its socket through the client's handler)"
+            )
         if auth.sasl is not None:  # kazoo says CONNECTED before the SASL exchange ends: one request shows it
             ZkIO(client, connect_timeout_s, f"{auth.identity} at {hosts}").exists("/")
     except BaseException:
@@ -188,6 +174,14 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
         client.close()
         raise
     return client
+
+
+def negotiated_timeout_ms(client: Any) -> int | None:
+    """The session timeout the server granted in the client's last handshake (it may be lower than
+    the one asked for: the server's maxSessionTimeout); None if the client's handler does not read
+    it (a client not made by `connect`)."""
+    value = getattr(getattr(client, "handler", None), "negotiated_session_timeout_ms", None)
+    return value if isinstance(value, int) else None
 
 
 def run_bounded(fn: Callable[[], object], timeout_s: float, name: str) -> bool:

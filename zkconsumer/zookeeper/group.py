@@ -7,7 +7,8 @@ Fencing: an owner node is ours only while its ephemeralOwner is the session we r
 (`self.session`). That session id is recorded at registration and never replaced by kazoo's
 live `client_id`, which is None whenever the link is down: a node of session X exists only
 while X lives, so comparing with X is exact, and a reconnect never makes our own nodes look
-foreign.
+foreign. Every claim, release and commit transaction opens with a check of our registration
+(fence.SessionFence), so ZooKeeper refuses it once that session is gone.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState, ZnodeStat
 
 from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, ZooKeeperUnavailable
+from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, SessionLost, ZooKeeperUnavailable
 from zkconsumer.partitions import partitions_text
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import Watch, ZkIO
+from zkconsumer.zookeeper.fence import SessionFence
 from zkconsumer.zookeeper.group_reads import GroupReads, decode_owners
 from zkconsumer.zookeeper.owner_nodes import OwnerNodes
 from zkconsumer.zookeeper.znodes import Registration, ZkDataError
@@ -72,7 +74,7 @@ class GroupZk:
         self.group_id = group_id
         self.consumer_id = consumer_id
         self.member_path = znodes.member_path(group_id, consumer_id)
-        self.session: int | None = None  # the session our member node was created in
+        self.fence: SessionFence | None = None  # our registration, set when we register
         self._ensured: set[str] = set()
         # Registrations and owner nodes as the watches we hold say they are: a rebalance or a
         # watchdog check re-reads only what changed since the last one.
@@ -81,6 +83,7 @@ class GroupZk:
             self.io,
             group_id,
             session=lambda: self.session,
+            fence=self.require_fence,
             ensure_folder=self._ensure,
             forget_folders=self._ensured.clear,
             acl=acl,
@@ -101,6 +104,19 @@ class GroupZk:
         """Make the next reads of registrations and owner nodes ask ZooKeeper for everything."""
         self.reads.forget()
         self.owner_nodes.forget_cached()
+
+    @property
+    def session(self) -> int | None:
+        """The session our member node was created in; None before we registered."""
+        fence = self.fence
+        return fence.session if fence is not None else None
+
+    def require_fence(self) -> SessionFence:
+        """What our writes are fenced on; SessionLost before we registered."""
+        fence = self.fence
+        if fence is None:
+            raise SessionLost(f"{self.member_path} is not registered yet: nothing may be written for it")
+        return fence
 
     @property
     def live_session(self) -> int | None:
@@ -134,7 +150,7 @@ class GroupZk:
             try:
                 self._ensure(znodes.ids_path(self.group_id))
                 self.io.create(self.member_path, data, ephemeral=True)
-                self.session = session
+                self.fence = SessionFence(self.member_path, session, 0)
                 return session
             except NoNodeError:  # the ids folder was deleted under us: create it again
                 self._ensured.discard(znodes.ids_path(self.group_id))
@@ -147,8 +163,8 @@ class GroupZk:
                 continue  # vanished between create and get: try again
             if stat.ephemeralOwner == session:
                 if current != data:
-                    self.io.set(self.member_path, data)
-                self.session = session
+                    stat = self.io.set(self.member_path, data, version=stat.version)
+                self.fence = SessionFence(self.member_path, session, stat.version)
                 return session
             if time.monotonic() >= deadline:
                 raise RegistrationConflict(
@@ -202,8 +218,15 @@ class GroupZk:
             return set()
 
     def is_registered(self) -> bool:
+        """Whether our member node is there as we registered it (our session, our version)."""
+        fence = self.fence
         stat = self.io.exists(self.member_path)
-        return stat is not None and self.session is not None and stat.ephemeralOwner == self.session
+        return (
+            stat is not None
+            and fence is not None
+            and stat.ephemeralOwner == fence.session
+            and stat.version == fence.version
+        )
 
     # ---- group reads -----------------------------------------------------------------------
     def read_registrations(self, watch: Watch | None = None) -> tuple[dict[str, Registration], dict[str, ZkDataError]]:
@@ -304,12 +327,16 @@ class GroupZk:
             )
             for topic in sorted({k[0] for k, stat in present.items() if stat is None}):
                 self._ensure(znodes.offsets_path(self.group_id, topic))
+            fence = self.require_fence()
             sent = [
-                (key, self._fenced_offset_write(key, offset, stats[key], present[key] is not None))
+                (key, self._fenced_offset_write(fence, key, offset, stats[key], present[key] is not None))
                 for key, offset in pending.items()
             ]
             for key, answer in sent:
-                outcome = self.io.wait(answer, f"commit {znodes.offset_path(self.group_id, *key)}")
+                what = f"commit {znodes.offset_path(self.group_id, *key)}"
+                outcome = self.io.wait(answer, what)
+                if fence.refused(outcome):
+                    raise fence.lost(what)
                 if not any(isinstance(r, Exception) for r in outcome):
                     results[key] = True
                     del pending[key]
@@ -321,10 +348,14 @@ class GroupZk:
             )
         return results
 
-    def _fenced_offset_write(self, key: TopicPartition, offset: int, owner: ZnodeStat, exists: bool) -> Any:
-        """Send (not wait for) one multi: our owner node unchanged, and the offset written."""
+    def _fenced_offset_write(
+        self, fence: SessionFence, key: TopicPartition, offset: int, owner: ZnodeStat, exists: bool
+    ) -> Any:
+        """Send (not wait for) one multi: our registration and our owner node unchanged, and the
+        offset written."""
         path = znodes.offset_path(self.group_id, *key)
         txn = self.client.transaction()
+        fence.guard(txn)
         txn.check(self._owner_path(key), owner.version)
         if exists:
             txn.set_data(path, znodes.encode_offset(offset))
@@ -345,10 +376,15 @@ class GroupZk:
             return False
         if data != znodes.encode_offset(offset):
             return False
+        fence = self.require_fence()
         txn = self.client.transaction()
+        fence.guard(txn)
         txn.check(owner_path, owner.version)
         txn.delete(offset_path, version=stat.version)
-        return not any(isinstance(r, Exception) for r in self.io.commit(txn, f"withdraw {offset_path}"))
+        results = self.io.commit(txn, f"withdraw {offset_path}")
+        if fence.refused(results):
+            raise fence.lost(f"withdraw {offset_path}")
+        return not any(isinstance(r, Exception) for r in results)
 
     # ---- helpers -------------------------------------------------------------------------------
     def _owner_path(self, key: TopicPartition) -> str:

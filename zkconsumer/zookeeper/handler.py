@@ -1,39 +1,34 @@
-"""kazoo's socket work made cheaper for many clients in one process: select() on one poll(2), and
-reads and writes that try the socket before waiting on it.
+"""zkconsumer's kazoo handler (kazoo's public extension point): select() on one poll(2), and the
+session timeout the server granted, read off each connection's handshake.
 
 kazoo's connection thread calls `handler.select` once per request it sends and once per answer
 it waits for; its default builds, registers and closes an epoll object each time (five system
 calls, each releasing and re-taking the GIL). Profiling 33 members in one process through one
 join at 1,024 partitions put about two thirds of the process's busy samples there.
 
-Beyond that, kazoo's `_read` and `_write` wait on the socket (a poll) before every recv and
-send, although the loop around them has just been told the socket is ready: an answer costs
-three polls and two recvs. Every one of those calls lets go of the GIL, and with tens of members
-in a process each let-go is a wait to get it back. `use_eager_io` makes a connection try the
-call first and poll only when the socket says it would block.
-
-kazoo_batches goes further on the connections it is installed on (all but TLS ones read through
-its buffer, and every one sends its queue in batches); the eager calls remain the writes of both
-and the reads of TLS connections.
+The server may lower the session timeout a client asks for to its maxSessionTimeout, and kazoo
+keeps the value it was granted to itself. A member's delivery lease must not outlive the real
+session, so the handler wraps each socket it opens for kazoo and reads the timeout out of the
+first answer on it, ZooKeeper's ConnectResponse (length, protocolVersion, timeOut, ...): the
+wire protocol, which no kazoo release can change.
 """
 
 from __future__ import annotations
 
 import select
-import ssl
-import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from kazoo.exceptions import ConnectionDropped
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-__all__ = ["PollHandler", "poll_select", "make_handler", "recv_eagerly", "use_eager_io"]
+__all__ = ["PollHandler", "make_handler", "poll_select"]
 
 _HAS_POLL = hasattr(select, "poll")  # not on Windows
 _READ = select.POLLIN | select.POLLPRI if _HAS_POLL else 0
 _WRITE = select.POLLOUT if _HAS_POLL else 0
 _TROUBLE = (select.POLLERR | select.POLLHUP | select.POLLNVAL) if _HAS_POLL else 0
+# A ConnectResponse opens with its length, then protocolVersion and timeOut (big-endian int32s).
+_TIMEOUT_AT = slice(8, 12)
 
 
 def _fd(obj: Any) -> int:
@@ -64,75 +59,54 @@ def poll_select(
     return readable, writable, []
 
 
+class HandshakeSocket:
+    """A socket that reads the granted session timeout off the first answer it receives (the
+    ConnectResponse), then gets out of the way: its `recv` becomes the socket's own bound method,
+    so later reads cost nothing extra. Every other attribute is the socket's."""
+
+    def __init__(self, sock: Any, record: Callable[[int], None]) -> None:
+        self._sock = sock
+        self._record = record
+        self._head = b""
+
+    def recv(self, size: int, *flags: int) -> bytes:
+        data: bytes = self._sock.recv(size, *flags)
+        self._head += data[: _TIMEOUT_AT.stop - len(self._head)]
+        if len(self._head) >= _TIMEOUT_AT.stop or not data:
+            if len(self._head) >= _TIMEOUT_AT.stop:
+                granted = int.from_bytes(self._head[_TIMEOUT_AT], "big", signed=True)
+                if granted > 0:  # 0: the session we asked to resume has expired; nothing was granted
+                    self._record(granted)
+            self.recv = self._sock.recv  # type: ignore[method-assign]  # done: straight to the socket
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
 class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is untyped: its class is Any
-    """SequentialThreadingHandler whose select is poll_select."""
+    """SequentialThreadingHandler whose select is poll_select (where the platform has poll(2)) and
+    whose connections report the session timeout the server granted:
+    `negotiated_session_timeout_ms`, None until a handshake was read. One handler per client."""
 
     name = "sequential_threading_poll_handler"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.negotiated_session_timeout_ms: int | None = None
+
     def select(self, *args: Any, **kwargs: Any) -> tuple[list[Any], list[Any], list[Any]]:
+        if not _HAS_POLL:
+            return super().select(*args, **kwargs)  # type: ignore[no-any-return]
         return poll_select(*args, **kwargs)
 
+    def create_connection(self, *args: Any, **kwargs: Any) -> HandshakeSocket:
+        return HandshakeSocket(super().create_connection(*args, **kwargs), self._granted)
 
-def make_handler() -> SequentialThreadingHandler:
-    """PollHandler where the platform has poll(2) (not Windows), else kazoo's own."""
-    return PollHandler() if _HAS_POLL else SequentialThreadingHandler()
-
-
-# The socket has nothing to give or no room to take yet: wait for it, then try again.
-_WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+    def _granted(self, timeout_ms: int) -> None:
+        self.negotiated_session_timeout_ms = timeout_ms
 
 
-def recv_eagerly(connection: Any, size: int, timeout: float) -> bytes:
-    """One recv of at most `size` bytes from a kazoo connection's socket, polling only when it
-    would block; a closed peer raises ConnectionDropped and a poll that times out the handler's
-    timeout exception. Called inside the connection's _socket_error_handling."""
-    while True:
-        try:
-            chunk: bytes = connection._socket.recv(size)
-        except _WOULD_BLOCK:
-            if not connection.handler.select([connection._socket], [], [], timeout)[0]:
-                raise connection.handler.timeout_exception("socket time-out during read") from None
-            continue
-        if chunk == b"":
-            raise ConnectionDropped("socket connection broken")
-        return chunk
-
-
-def _eager_read(self: Any, length: int, timeout: float) -> bytes:
-    """kazoo's ConnectionHandler._read, polling only when a recv would block."""
-    parts = []
-    remaining = length
-    with self._socket_error_handling():
-        while remaining > 0:
-            chunk = recv_eagerly(self, remaining, timeout)
-            parts.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(parts)
-
-
-def _eager_write(self: Any, msg: bytes, timeout: float) -> None:
-    """kazoo's ConnectionHandler._write, polling only when a send would block."""
-    sent = 0
-    view = memoryview(msg)
-    with self._socket_error_handling():
-        while sent < len(msg):
-            try:
-                count = self._socket.send(view[sent:])
-            except _WOULD_BLOCK:
-                if not self.handler.select([], [self._socket], [], timeout)[1]:
-                    raise self.handler.timeout_exception("socket time-out during write") from None
-                continue
-            if not count:
-                raise ConnectionDropped("socket connection broken")
-            sent += count
-
-
-def use_eager_io(connection: Any) -> bool:
-    """Give this kazoo ConnectionHandler (`client._connection`) the eager read and write; False,
-    leaving it as it is, if it lacks what they rely on (another kazoo version)."""
-    needed = ("_read", "_write", "_socket_error_handling", "handler")
-    if not all(hasattr(connection, name) for name in needed):
-        return False
-    connection._read = types.MethodType(_eager_read, connection)
-    connection._write = types.MethodType(_eager_write, connection)
-    return True
+def make_handler() -> PollHandler:
+    """A handler for one kazoo client."""
+    return PollHandler()

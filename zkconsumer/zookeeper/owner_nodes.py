@@ -18,6 +18,7 @@ from zkconsumer.errors import ZooKeeperUnavailable
 from zkconsumer.partitions import partitions_text
 from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.client import ZkIO
+from zkconsumer.zookeeper.fence import SessionFence
 from zkconsumer.zookeeper.watched import WatchedNodes
 
 TopicPartition = tuple[str, int]
@@ -37,6 +38,7 @@ class OwnerNodes:
         group_id: str,
         *,
         session: Callable[[], int | None],
+        fence: Callable[[], SessionFence],
         ensure_folder: Callable[[str], None],
         forget_folders: Callable[[], None],
         acl: list[Any] | None = None,
@@ -47,6 +49,7 @@ class OwnerNodes:
         self.group_id = group_id
         self.acl = acl  # of owner nodes and their folders (ZkAuth.node_acl); None: open
         self._session = session  # the session our member node was created in; None before registration
+        self._fence = fence  # what every write is fenced on (SessionLost before registration)
         self._ensure_folder = ensure_folder  # creates a folder once (GroupZk's memo of existing folders)
         self._forget_folders = forget_folders  # a folder was deleted under us: check them all again
         self._transaction_max_bytes = transaction_max_bytes
@@ -125,11 +128,17 @@ class OwnerNodes:
         return transactions.batches(sizes, self._transaction_max_bytes)
 
     def _create_owner_nodes(self, owners: Mapping[TopicPartition, str]) -> bool:
-        """One transaction; False if any node was there (someone created it since we looked)."""
+        """One transaction, fenced on our registration; False if any node was there (someone created
+        it since we looked). SessionLost, with nothing created, if our session is gone."""
+        fence = self._fence()
         txn = self.client.transaction()
+        fence.guard(txn)
         for key, thread_id in owners.items():
             txn.create(self._path(key), znodes.encode_owner(thread_id), acl=self.acl, ephemeral=True)
-        results = self.io.commit(txn, f"claim {len(owners)} partitions")
+        what = f"claim {len(owners)} partitions"
+        results = self.io.commit(txn, what)
+        if fence.refused(results):
+            raise fence.lost(what)
         for result in results:
             if isinstance(result, NoNodeError):  # an owners folder was deleted under us
                 self._forget_folders()
@@ -188,23 +197,27 @@ class OwnerNodes:
         """Delete our owner nodes; returns every key now confirmed not ours (deleted, gone, or
         another's). A connection failure raises: the caller keeps the rest for a later attempt.
 
-        Which nodes are ours is taken from their data watches where they are current (the
-        watchdog's reads keep them so), else read. Either way a node is judged before it is
-        deleted, by version: a fresh read narrows the window to another member's create no more
-        than a watch does, since only a delete of our node (by a tool, or our session's end,
-        which drops the caches) can let another member create it. The deletes go in
-        transactions; one that fails (a node gone or changed) is redone node by node.
+        Which nodes are ours is decided by a fresh (pipelined) read, never by a watch cache: kazoo
+        delivers watch events behind the answers, so a cached "ours" can be older than a fresh read
+        that would already show another member's node there (also at version 0). Each delete is
+        fenced on that version and on our registration, in transactions; one that fails (a node
+        gone or changed) is redone node by node. SessionLost if our session is gone.
         """
-        stats = self.stats_if_ours(owners, trust_watches=True)
+        stats = self.stats_if_ours(owners)
         confirmed = [k for k, stat in stats.items() if stat is None]
         ours = {k: stat for k, stat in stats.items() if stat is not None}
         sizes = ((k, transactions.create_size(self._path(k), b"")) for k in ours)
         try:
             for keys in transactions.batches(sizes, self._transaction_max_bytes):
+                fence = self._fence()
                 txn = self.client.transaction()
+                fence.guard(txn)
                 for key in keys:
                     txn.delete(self._path(key), version=ours[key].version)
-                results = self.io.commit(txn, f"release {len(keys)} partitions")
+                what = f"release {len(keys)} partitions"
+                results = self.io.commit(txn, what)
+                if fence.refused(results):
+                    raise fence.lost(what)
                 if not any(isinstance(r, Exception) for r in results):
                     confirmed += keys
                 else:
@@ -216,16 +229,24 @@ class OwnerNodes:
         return sorted(confirmed)
 
     def _delete_one_by_one(self, stats: Mapping[TopicPartition, ZnodeStat]) -> list[TopicPartition]:
-        pending = {k: self.client.delete_async(self._path(k), version=stat.version) for k, stat in stats.items()}
+        """Each delete in its own fenced transaction (sent at once, then awaited)."""
+        fence = self._fence()
+        sent = {}
+        for key, stat in stats.items():
+            txn = self.client.transaction()
+            fence.guard(txn)
+            txn.delete(self._path(key), version=stat.version)
+            sent[key] = txn.commit_async()
         confirmed = []
-        for key, answer in pending.items():
-            try:
-                self.io.wait(answer, f"release {self._path(key)}")
-            except NoNodeError:
-                pass  # gone already: nothing left to release
-            except BadVersionError:
+        for key, answer in sent.items():
+            what = f"release {self._path(key)}"
+            results = self.io.wait(answer, what, [fence.member_path, self._path(key)])
+            if fence.refused(results):
+                raise fence.lost(what)
+            failure = results[1] if len(results) > 1 else None
+            if isinstance(failure, BadVersionError):
                 continue  # rewritten since we looked: look again next attempt
-            confirmed.append(key)
+            confirmed.append(key)  # deleted, or gone already (NoNode): nothing left to release
         return confirmed
 
     def _read_owner_nodes(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[bytes, ZnodeStat] | None]:
@@ -247,25 +268,10 @@ class OwnerNodes:
             answers.update(self._read_owner_nodes(looks_ours))
         return answers
 
-    def stats_if_ours(
-        self, owners: Mapping[TopicPartition, str], *, trust_watches: bool = False
-    ) -> dict[TopicPartition, ZnodeStat | None]:
-        """key -> stat of the owner node if it is ours (our thread id, our session), else None.
-
-        `trust_watches`: a node whose data watch (from `not_ours(watched=True)`) has not fired and
-        that was ours then is still ours (no request); only the others are read."""
-        stats: dict[TopicPartition, ZnodeStat | None] = {}
-        if trust_watches:
-            paths = {k: self._path(k) for k in owners}
-            found = self._own_owner_nodes.cached(list(paths.values()))
-            stats = {
-                k: stat
-                for k, path in paths.items()
-                if path in found and (stat := self._ours(found[path], owners[k])) is not None
-            }
-        rest = [k for k in owners if k not in stats]
-        stats.update((key, self._ours(answer, owners[key])) for key, answer in self._read_owner_nodes(rest).items())
-        return stats
+    def stats_if_ours(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, ZnodeStat | None]:
+        """key -> stat of the owner node if it is ours (our thread id, our session), else None: a
+        fresh pipelined read, what fenced writes decide on."""
+        return {key: self._ours(answer, owners[key]) for key, answer in self._read_owner_nodes(owners).items()}
 
     def _which_are_ours(self, owners: Mapping[TopicPartition, str]) -> set[TopicPartition]:
         return {k for k, stat in self.stats_if_ours(owners).items() if stat is not None}

@@ -125,10 +125,11 @@ class WatchedNodes:
         self._listeners: dict[str, list[Callable[[WatchedEvent], None]]] = {}
 
     def invalidate(self) -> None:
-        """Forget everything: the next read asks ZooKeeper for all of it again."""
+        """Forget everything: the next read asks ZooKeeper for all of it again, and an answer
+        already on the wire (a read in progress) is not kept either."""
         with self._lock:
-            for path in self._entries:
-                self._generations[path] = self._generations.get(path, 0) + 1
+            for path in self._generations:
+                self._generations[path] += 1
             self._entries.clear()
 
     def cached(self, paths: list[str]) -> dict[str, Entry]:

@@ -1,0 +1,72 @@
+"""The one place zkconsumer reaches into kazoo's private connection loop (eager_io.py, batches.py):
+only on the kazoo releases that code was written and tested against, else stock kazoo.
+
+Those patches replace `ConnectionHandler._read`, `_write`, `_read_socket` and `_send_request` and
+read `_queue`, `_pending`, `_xid` and the test hooks of kazoo's connection module. A kazoo
+release that keeps those names but changes what they hold would fail inside kazoo's connection
+thread, so a name check is not enough: the kazoo version must be one listed here. Everything
+else (the poll handler, the session timeout read off the handshake) uses kazoo's public
+extension points and runs on every version.
+
+What they buy: about 40 % less CPU per ZooKeeper request, which is what lets 64 members over
+4,096 partitions in one process settle a change in seconds (docs/performance.md). Set
+ZKCONSUMER_KAZOO_BATCHES=0 to run stock kazoo on a tested version too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+__all__ = ["TESTED_KAZOO_VERSIONS", "install", "kazoo_version", "wanted"]
+
+# The kazoo releases eager_io.py and batches.py were written against and are tested with
+# (scripts/test.sh installs the one in scripts/constraints.txt).
+TESTED_KAZOO_VERSIONS = frozenset({"2.11.0"})
+SWITCH = "ZKCONSUMER_KAZOO_BATCHES"
+
+_said: set[str] = set()  # what was logged once per process
+
+
+def kazoo_version() -> str:
+    from kazoo.version import __version__
+
+    return str(__version__)
+
+
+def wanted() -> bool:
+    """Whether kazoo's loop should be patched here: a tested kazoo version and not switched off.
+    Logs once per process why not."""
+    version = kazoo_version()
+    if os.environ.get(SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+        _once(f"{SWITCH} is off: stock kazoo {version}, no batched ZooKeeper requests")
+        return False
+    if version not in TESTED_KAZOO_VERSIONS:
+        _once(
+            f"kazoo {version} is not one zkconsumer's batched ZooKeeper requests were tested with "
+            f"({', '.join(sorted(TESTED_KAZOO_VERSIONS))}): stock kazoo, no batching "
+            "(more CPU per request in large groups, the same behaviour)"
+        )
+        return False
+    return True
+
+
+def install(client: Any) -> bool:
+    """Patch this KazooClient's connection (eager reads and writes, batched requests) if `wanted()`;
+    True if installed, False if the client runs stock kazoo."""
+    if not wanted():
+        return False
+    from zkconsumer.zookeeper.batches import use_batches
+    from zkconsumer.zookeeper.eager_io import use_eager_io
+
+    connection = client._connection
+    return use_eager_io(connection) and use_batches(connection)
+
+
+def _once(message: str) -> None:
+    if message not in _said:
+        _said.add(message)
+        log.info("%s", message)
