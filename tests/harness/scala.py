@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -299,12 +299,13 @@ def _escape_property(value: str) -> str:
 # ---------------------------------------------------------------- legacy ops tools (1.1.1)
 
 
-def run_tool(main_class: str, *args: str, timeout: float = 120.0) -> str:
-    """Run a kafka 1.1.1 tool's main class; return its stdout, raise ScalaError on a non-zero exit."""
+def run_tool(main_class: str, *args: str, timeout: float = 120.0, jvm_opts: Sequence[str] = JVM_OPTS) -> str:
+    """Run a kafka 1.1.1 tool's main class; return its stdout, raise ScalaError on a non-zero exit.
+    `jvm_opts`: the test harness's small JVM by default (C1 only: quick to start, slow to run)."""
     home = member_home()
     cmd = [
         "java",
-        *JVM_OPTS,
+        *jvm_opts,
         f"-Dlog4j.configuration=file:{home / 'tools-log4j.properties'}",
         "-cp",
         _classpath(),
