@@ -12,11 +12,11 @@ from kazoo.client import KazooClient
 from spark_jobs.kafka_read import LogOffsets
 from spark_jobs.offsets import Key, initial_position, settle
 from spark_jobs.options import OptionError, SourceOptions
-from zkconsumer.cluster.metadata import bootstrap_servers, no_endpoint_message
+from zkconsumer.cluster.broker_nodes import BrokerInfo
+from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.zookeeper.auth import zookeeper_auth
 from zkconsumer.zookeeper.group import GroupZk
-from zkconsumer.zookeeper.znodes import BrokerInfo
 
 # Reads only: the planner never registers, so this id never appears under /consumers/<group>/ids.
 PLANNER_ID = "zkconsumer-spark-planner"
@@ -58,12 +58,10 @@ def bootstrap_of(brokers: list[BrokerInfo], config: ConsumerConfig) -> str:
     return bootstrap
 
 
-def subscribed_keys(group: GroupZk, opts: SourceOptions) -> list[Key]:
+def subscribed_keys(cluster: ClusterMetadata, opts: SourceOptions) -> list[Key]:
     """Every (topic, partition) of the subscription, from /brokers/topics (as the members see it)."""
-    topics = (
-        list(opts.topics) if opts.topic_filter is None else [t for t in group.cluster.all_topics() if opts.wants(t)]
-    )
-    keys = sorted((t, p) for t, parts in group.cluster.partitions(topics).items() for p in parts)
+    topics = list(opts.topics) if opts.topic_filter is None else [t for t in cluster.all_topics() if opts.wants(t)]
+    keys = sorted((t, p) for t, parts in cluster.partitions(topics).items() for p in parts)
     if opts.partitions is None:
         return keys
     missing = sorted(opts.partitions - set(keys))
@@ -109,12 +107,13 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
     """Start (explicit > committed > startingOffsets fallback) and end (explicit > log end) per partition."""
     with zookeeper(opts) as client:
         group = GroupZk(client, opts.group_id, PLANNER_ID, identity=zookeeper_auth(opts.config).identity)
-        keys = subscribed_keys(group, opts)
-        committed = group.read_offsets(keys)
-        owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
-        bootstrap = opts.bootstrap_override or bootstrap_of(group.cluster.brokers(), opts.config)
-        nodes = group.cluster.topic_stats(t for t, _ in keys)
+        cluster = ClusterMetadata(group.io)
+        keys = subscribed_keys(cluster, opts)
+        nodes = cluster.topic_stats(t for t, _ in keys)
         epochs = {t: (stat.czxid if stat is not None else None) for t, stat in nodes.items()}
+        committed = group.read_offsets(keys, epochs)
+        owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
+        bootstrap = opts.bootstrap_override or bootstrap_of(cluster.brokers(), opts.config)
         created_ms = {t: (stat.ctime if stat is not None else None) for t, stat in nodes.items()}
     offsets = LogOffsets(bootstrap, read_committed=opts.isolation_committed(), client_config=opts.client_security())
     try:

@@ -104,7 +104,7 @@ class StreamMember:
         if self.opts.bootstrap_override:
             return self.opts.bootstrap_override
         try:
-            self._brokers_read = bootstrap_of(self._connector().group.cluster.brokers(), self.opts.config)
+            self._brokers_read = bootstrap_of(self._connector().cluster.brokers(), self.opts.config)
         except Exception as exc:  # noqa: BLE001 - classified right here
             if self._brokers_read is None or not is_retriable(exc):
                 raise

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Mapping
 
+from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig
 from zkconsumer.connector_wiring import ConnectorWiring
 from zkconsumer.consumer.stream import KafkaStream, StreamSet
@@ -81,6 +82,7 @@ class ConsumerConnector(ConnectorWiring):
             identity=self.zk_auth.identity,
             acl=self.zk_auth.node_acl(),
         )
+        self.cluster = ClusterMetadata(self.group.io)  # brokers, topics, topic incarnations
         self.assignment = Assignment()
         self._lock = threading.Lock()
         self._subscription: Subscription | None = None

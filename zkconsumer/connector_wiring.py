@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from zkconsumer import __version__
+from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.consumer.fetcher import Fetcher
@@ -62,6 +63,7 @@ class ConnectorWiring:
     zk_auth: ZkAuth
     _zk: KazooClient
     group: GroupZk
+    cluster: ClusterMetadata
     assignment: Assignment
     _lock: threading.Lock
     _subscription: Subscription | None
@@ -123,6 +125,7 @@ class ConnectorWiring:
         )
         offsets = OffsetStore(
             self.group,
+            cluster=self.cluster,
             storage=cfg.offsets_storage,
             dual_commit=cfg.dual_commit_enabled,
             kafka_consumer=lambda: rebalancer.fetcher.consumer if rebalancer.fetcher else None,
@@ -131,7 +134,15 @@ class ConnectorWiring:
             describe_group=lambda timeout_s: self._describe_broker_group(rebalancer, timeout_s),
         )
         rebalancer = Rebalancer(
-            cfg, self.group, membership, self.assignment, streams, offsets, self._make_fetcher, self.listener
+            cfg,
+            self.group,
+            self.cluster,
+            membership,
+            self.assignment,
+            streams,
+            offsets,
+            self._make_fetcher,
+            self.listener,
         )
         self._worker, self._membership, self._rebalancer = worker, membership, rebalancer
         self.group.ensure_paths()

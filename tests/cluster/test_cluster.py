@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
 from zkconsumer.zookeeper import znodes
@@ -30,7 +31,7 @@ def test_broker_registration_decodes(cluster, zk) -> None:
     assert ids, "no broker registered"
     for broker_id in ids:
         path = znodes.broker_path(int(broker_id))
-        info = znodes.decode_broker(int(broker_id), zk.get(path)[0], path)
+        info = broker_nodes.decode_broker(int(broker_id), zk.get(path)[0], path)
         assert info.version == 5
         host, port = info.plaintext_address()
         assert f"{host}:{port}" in cluster.bootstrap_servers.split(",")
@@ -39,9 +40,9 @@ def test_broker_registration_decodes(cluster, zk) -> None:
 def test_topic_node_decodes(cluster, zk, topic_factory) -> None:
     topic = topic_factory(partitions=3)
     path = znodes.topic_path(topic)
-    assert sorted(znodes.decode_topic_partitions(zk.get(path)[0], path)) == [0, 1, 2]
+    assert sorted(broker_nodes.decode_topic_partitions(zk.get(path)[0], path)) == [0, 1, 2]
     state_path = znodes.partition_state_path(topic, 0)
-    state = znodes.decode_partition_state(zk.get(state_path)[0], state_path)
+    state = broker_nodes.decode_partition_state(zk.get(state_path)[0], state_path)
     assert state.leader == 0 and state.isr == (0,)
 
 

@@ -17,6 +17,7 @@ import pytest
 from harness import golden
 from harness.members import Recorder, drain, keys_of
 from zkconsumer import ConsumerConnector
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError, LocalCluster, zookeeper_version
 from zkconsumer.testing.jars import JarsMissingError
@@ -68,7 +69,7 @@ def test_pairing_formats_and_consumption(kafka_version: str, zk_version: str | N
             live = golden.capture(zk, topic)
             assert golden.differences(live, golden.load(kafka_version, GOLDEN)) == []
             assert (
-                znodes.decode_broker(0, zk.get(znodes.broker_path(0))[0], znodes.broker_path(0)).version
+                broker_nodes.decode_broker(0, zk.get(znodes.broker_path(0))[0], znodes.broker_path(0)).version
                 == cluster.kafka.broker_registration
             )
 

@@ -104,7 +104,6 @@ def test_stock_kazoo_runs_a_group_through_a_join_and_a_leave(
 ) -> None:
     monkeypatch.setenv(internals.SWITCH, "0")
     topic = topic_factory(partitions=6)
-    sent = produce(topic, 300, partitions=6)
     recorder = Recorder()
     first = connector(cluster, group_id, **{"auto.commit.enable": False})
     second = None
@@ -113,7 +112,8 @@ def test_stock_kazoo_runs_a_group_through_a_join_and_a_leave(
         drain("a", first.create_message_streams({topic: 2})[topic], recorder)
         second = connector(cluster, group_id, **{"auto.commit.enable": False})
         drain("b", second.create_message_streams({topic: 1})[topic], recorder)
-        wait_for_balanced(zk, group_id, [topic], members=2)
+        wait_for_balanced(zk, group_id, [topic], members=2)  # settled first: no partition moves mid-read
+        sent = produce(topic, 300, partitions=6)
         recorder.wait_for(keys_of(sent), timeout=60)
         first.commit_offsets()
         second.commit_offsets()

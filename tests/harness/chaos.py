@@ -25,6 +25,7 @@ from harness import zk_txnlog
 from harness.chaos_history import Delivery, History, MessageKey, Note, TopicPartition, now, parse_value
 from harness.chaos_observer import ZkObserver
 from harness.members import owner_table
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.assignors import assign
 from zkconsumer.coordinator.plan import GroupView, assignment_input, member_threads
@@ -363,7 +364,7 @@ def group_state(
     for topic in {t for per in threads.values() for t in per}:
         path = znodes.topic_path(topic)
         stat = zk.exists(path)
-        partitions[topic] = sorted(znodes.decode_topic_partitions(zk.get(path)[0], path)) if stat else []
+        partitions[topic] = sorted(broker_nodes.decode_topic_partitions(zk.get(path)[0], path)) if stat else []
     want = {k: v for k, v in assign(strategy, assignment_input(threads, partitions), DEFAULT).items() if k[0] in topics}
     return set(regs), want, owner_table(zk, group, topics)
 

@@ -11,6 +11,7 @@ from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import DataWatch
 
 from harness.chaos_history import Commit, Incarnation, Presence, Span, now, wall_offset
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.testing.cluster import connect_zk
 from zkconsumer.zookeeper import znodes
 
@@ -178,7 +179,7 @@ class ZkObserver:
         t = now()
         partitions: set[int] = set()
         if data is not None:
-            partitions = set(znodes.decode_topic_partitions(data, path))
+            partitions = set(broker_nodes.decode_topic_partitions(data, path))
         recreated = stat is None or self._topic_zxid.get(topic, (None,))[0] != stat.czxid
         with self._lock:
             for (tp, partition), pr in list(self._open_presence.items()):

@@ -24,6 +24,7 @@ from harness.chaos_members import (
 from harness.chaos_producer import SteadyProducer
 from harness.chaos_proxy import TcpProxy
 from harness.chaos_scala import ScalaChaosMember
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.testing import kafka
 from zkconsumer.zookeeper import znodes
 
@@ -384,7 +385,7 @@ def recreate_topic(env: ChaosEnv, topic: str, timeout: float = 60.0, *, converge
                 if "TOPIC_ALREADY_EXISTS" in str(exc) and env.zk.exists(znodes.topic_path(topic)) is not None:
                     # An earlier attempt of ours that reported a failure, or an auto-creation.
                     data, _ = env.zk.get(znodes.topic_path(topic))
-                    size = len(znodes.decode_topic_partitions(data, znodes.topic_path(topic)))
+                    size = len(broker_nodes.decode_topic_partitions(data, znodes.topic_path(topic)))
                     if size == env.topics[topic]:
                         break
                     raise RuntimeError(

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT, Compat
 from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
 from zkconsumer.coordinator.assignors import AssignmentInput, assign
@@ -127,7 +128,7 @@ def expected_assignment(
     for topic in {t for per in threads.values() for t in per}:
         stat = zk.exists(znodes.topic_path(topic))
         partitions[topic] = (
-            sorted(znodes.decode_topic_partitions(zk.get(znodes.topic_path(topic))[0], topic)) if stat else []
+            sorted(broker_nodes.decode_topic_partitions(zk.get(znodes.topic_path(topic))[0], topic)) if stat else []
         )
     inp: AssignmentInput = assignment_input(threads, partitions)
     return assign(strategy, inp, compat)

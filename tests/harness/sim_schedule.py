@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from harness.simulation import Delivery, SimLog, SimMember, committed, owner_nodes
 from harness.zkmodel import FAIL_AFTER, FAIL_BEFORE, FakeKazooClient, Fault, ZkModel, slow
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.assignors import AssignmentInput, assign
 from zkconsumer.zookeeper import znodes
@@ -83,14 +84,14 @@ class Schedule:
         admin = self.model.client("admin")
         admin.start()
         self.admin = admin
-        broker = znodes.BrokerInfo(1, "localhost", 9092, ("PLAINTEXT://localhost:9092",), None, 4, timestamp="1")
-        admin.create(znodes.broker_path(1), znodes.encode_broker(broker), makepath=True)
+        broker = broker_nodes.BrokerInfo(1, "localhost", 9092, ("PLAINTEXT://localhost:9092",), None, 4, timestamp="1")
+        admin.create(znodes.broker_path(1), broker_nodes.encode_broker(broker), makepath=True)
         self.partitions = self.o.partitions
         admin.create(znodes.topic_path(TOPIC), self._topic_data(), makepath=True)
         self.model.set_fault_hook(self._fault)
 
     def _topic_data(self) -> bytes:
-        return znodes.encode_topic_partitions({p: [1] for p in range(self.partitions)})
+        return broker_nodes.encode_topic_partitions({p: [1] for p in range(self.partitions)})
 
     def _fault(self, client: FakeKazooClient, op: str, path: str) -> Fault | None:
         if not self.faulty or getattr(client, "name", "") == "admin":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.zkmodel import ZkModel
+from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
 from zkconsumer.coordinator.assignment import Assignment
@@ -172,12 +173,20 @@ class SimMember:
             clock=clock,
         )
         self.fetcher = SimFetcher(self.log_)
+        self.cluster = ClusterMetadata(self.group.io)
         self.offsets = OffsetStore(
-            self.group, storage="zookeeper", dual_commit=False, kafka_consumer=lambda: None, backoff_ms=0, timeout_ms=0
+            self.group,
+            cluster=self.cluster,
+            storage="zookeeper",
+            dual_commit=False,
+            kafka_consumer=lambda: None,
+            backoff_ms=0,
+            timeout_ms=0,
         )
         self.rebalancer = Rebalancer(
             self.config,
             self.group,
+            self.cluster,
             self.membership,
             self.assignment,
             self.streams,

@@ -247,7 +247,7 @@ def test_5_the_group_keeps_consuming_beside_an_unusable_peer(registration: bytes
 def test_7_partitions_added_right_after_the_topic_read_are_assigned() -> None:
     s = world(partitions=2)
     m1 = s.add_member()
-    read = m1.group.cluster.topics
+    read = m1.cluster.topics
 
     def read_then_grow(topics, watch=None):  # type: ignore[no-untyped-def]
         answer = read(topics, watch)
@@ -256,7 +256,7 @@ def test_7_partitions_added_right_after_the_topic_read_are_assigned() -> None:
             s.admin.set(znodes.topic_path(TOPIC), s._topic_data())
         return answer
 
-    m1.group.cluster.topics = read_then_grow  # type: ignore[method-assign]
+    m1.cluster.topics = read_then_grow  # type: ignore[method-assign]
     rounds(s, 8)
     assert sorted(owners(s)) == [0, 1, 2, 3]
 
@@ -371,7 +371,7 @@ def test_11_garbled_owner_values_and_odd_children_break_no_check(caplog) -> None
     found = m1.group.reads.owner_threads([(TOPIC, 0), (TOPIC, 1)])  # the watchdog's read
     assert found[(TOPIC, 1)] is None and found[(TOPIC, 0)] is not None
     assert sorted(m1.group.owners(TOPIC)) == [0]  # the one-shot folder read skips the odd child too
-    assert [b.broker_id for b in m1.group.cluster.brokers()] == [1]
+    assert [b.broker_id for b in m1.cluster.brokers()] == [1]
     assert "not-a-number" in caplog.text and "/brokers/ids/garbage" in caplog.text
     problems = m1.rebalancer.health_problems()
     assert any("t-1" in p for p in problems)

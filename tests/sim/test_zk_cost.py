@@ -8,6 +8,7 @@ from collections import Counter
 from harness.sim_schedule import GROUP, Options, Schedule
 from harness.simulation import SimMember
 from harness.zkmodel import FakeKazooClient, ZkModel
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.group import GroupZk
 
@@ -114,9 +115,9 @@ def test_a_topic_node_is_decoded_once_per_version(monkeypatch) -> None:  # type:
         znodes.topic_path("t"), json.dumps({"version": 1, "partitions": {"0": [1], "1": [1]}}).encode(), makepath=True
     )
     decoded: list[bytes] = []
-    real = znodes.decode_topic_partitions
+    real = broker_nodes.decode_topic_partitions
     monkeypatch.setattr(
-        metadata.znodes, "decode_topic_partitions", lambda data, path: decoded.append(data) or real(data, path)
+        metadata.broker_nodes, "decode_topic_partitions", lambda data, path: decoded.append(data) or real(data, path)
     )
     cluster = metadata.ClusterMetadata(client)
     assert cluster.topics(["t"])["t"][0] == [0, 1]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from zkconsumer.cluster.broker_nodes import BrokerInfo, decode_broker
 from zkconsumer.cluster.metadata import bootstrap_servers, no_endpoint_message
-from zkconsumer.zookeeper.znodes import BrokerInfo, decode_broker
 
 
 def _broker(broker_id: int, endpoints: list[str], protocols: dict[str, str] | None = None) -> BrokerInfo:

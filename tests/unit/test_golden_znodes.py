@@ -20,6 +20,7 @@ import pytest
 
 from harness import golden
 from harness.zkmodel import ZkModel
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.testing.jars import KNOWN
 from zkconsumer.testing.versions import (
@@ -47,10 +48,10 @@ def goldens(release: KafkaRelease) -> dict[str, bytes]:
 @pytest.mark.parametrize("release", RELEASES)
 def test_broker_registration_decodes(release: KafkaRelease) -> None:
     path = znodes.broker_path(0)
-    info = znodes.decode_broker(0, goldens(release)["broker.json"], path)
+    info = broker_nodes.decode_broker(0, goldens(release)["broker.json"], path)
     assert info.version == release.broker_registration
     assert info.endpoints == ("PLAINTEXT://broker-0:9092",)
-    assert info.end_points() == (znodes.EndPoint("PLAINTEXT", "broker-0", 9092, "PLAINTEXT"),)
+    assert info.end_points() == (broker_nodes.EndPoint("PLAINTEXT", "broker-0", 9092, "PLAINTEXT"),)
     assert info.plaintext_address() == ("broker-0", 9092)
     assert info.listener_security_protocol_map == (("PLAINTEXT", "PLAINTEXT"),)
     assert (info.host, info.port, info.rack, info.jmx_port, info.timestamp) == (
@@ -66,7 +67,7 @@ def test_broker_registration_decodes(release: KafkaRelease) -> None:
 def test_broker_registration_encodes_back(release: KafkaRelease) -> None:
     """encode_broker (for fixtures) writes the same fields; byte for byte where it knows the key order."""
     data = goldens(release)["broker.json"]
-    encoded = znodes.encode_broker(znodes.decode_broker(0, data, znodes.broker_path(0)))
+    encoded = broker_nodes.encode_broker(broker_nodes.decode_broker(0, data, znodes.broker_path(0)))
     assert json.loads(encoded) == json.loads(data)
     if release.version != "2.8.2":  # 2.8 writes "features" after "jmx_port"; encode_broker uses 3.9's v5 order
         assert encoded == data
@@ -77,11 +78,11 @@ def test_topic_and_partition_state_decode(release: KafkaRelease) -> None:
     nodes = goldens(release)
     topic_path = znodes.topic_path("golden")
     assert json.loads(nodes["topic.json"])["version"] == release.topic_registration
-    assert znodes.decode_topic_partitions(nodes["topic.json"], topic_path) == {0: [0], 1: [0]}
+    assert broker_nodes.decode_topic_partitions(nodes["topic.json"], topic_path) == {0: [0], 1: [0]}
     state_path = znodes.partition_state_path("golden", 0)
-    assert znodes.decode_partition_state(nodes["partition-state.json"], state_path) == znodes.PartitionState(
-        leader=0, leader_epoch=0, isr=(0,), controller_epoch=1, version=1
-    )
+    assert broker_nodes.decode_partition_state(
+        nodes["partition-state.json"], state_path
+    ) == broker_nodes.PartitionState(leader=0, leader_epoch=0, isr=(0,), controller_epoch=1, version=1)
 
 
 @pytest.mark.parametrize("release", RELEASES)

@@ -15,7 +15,7 @@ from zkconsumer.zookeeper.client import Deadline
 
 
 class RecordingGroup:
-    """Stands in for GroupZk's commit_offsets and topic_epochs; `during_write` runs while the write is in flight."""
+    """Stands in for GroupZk's commit_offsets and ClusterMetadata's topic_epochs; `during_write` runs while the write is in flight."""
 
     def __init__(self, during_write=None, fenced=(), epochs=None, events=None) -> None:  # type: ignore[no-untyped-def]
         self.group_id = "billing"
@@ -26,7 +26,6 @@ class RecordingGroup:
         self.during_write = during_write
         self.fenced = set(fenced)
         self.epochs = epochs or {}
-        self.cluster = self  # GroupZk.cluster.topic_epochs
 
     def topic_epochs(self, topics):  # type: ignore[no-untyped-def]
         return {t: self.epochs.get(t) for t in topics}
@@ -45,7 +44,13 @@ def info(partition: int, offset: int, epoch: int | None = None) -> PartitionTopi
 
 def store(group) -> OffsetStore:  # type: ignore[no-untyped-def]
     return OffsetStore(
-        group, storage="zookeeper", dual_commit=False, kafka_consumer=lambda: None, backoff_ms=1, timeout_ms=1000
+        group,
+        cluster=group,
+        storage="zookeeper",
+        dual_commit=False,
+        kafka_consumer=lambda: None,
+        backoff_ms=1,
+        timeout_ms=1000,
     )
 
 
@@ -147,7 +152,8 @@ class DualStore(OffsetStore):
             return described
 
         super().__init__(
-            group,
+            group,  # type: ignore[arg-type]
+            cluster=group,  # type: ignore[arg-type]
             storage="kafka",
             dual_commit=dual_commit,  # type: ignore[arg-type]
             kafka_consumer=lambda: kafka,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,9 +11,9 @@ from kazoo.exceptions import SessionExpiredError
 from spark_jobs.offsets import batch_ranges, decode_offsets
 from spark_jobs.options import parse_options
 from spark_jobs.source import ReadAllAvailable, ZkStreamReader
+from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
-from zkconsumer.zookeeper.znodes import BrokerInfo
 
 Key = tuple[str, int]
 T0, T1 = ("t", 0), ("t", 1)
@@ -200,7 +199,7 @@ def test_planning_keeps_the_brokers_read_last_when_the_session_ends_under_the_re
     member = FakeMember()
     member.claim(T0, -1, epoch=100)
     brokers = FlakyBrokers(SessionExpiredError())
-    member.group = SimpleNamespace(cluster=brokers)  # type: ignore[attr-defined]
+    member.cluster = brokers  # type: ignore[attr-defined]
     reader = Reader(member, {T0: (0, 30)}, startingOffsets="earliest")
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())
@@ -217,7 +216,7 @@ def test_planning_without_a_broker_list_read_before_fails_on_a_session_end() -> 
     member.claim(T0, -1, epoch=100)
     brokers = FlakyBrokers(SessionExpiredError())
     brokers.error = brokers.later
-    member.group = SimpleNamespace(cluster=brokers)  # type: ignore[attr-defined]
+    member.cluster = brokers  # type: ignore[attr-defined]
     reader = Reader(member, {T0: (0, 30)}, startingOffsets="earliest")
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())

@@ -8,22 +8,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.kafkajson import coreutils_json_escape
-from zkconsumer.zookeeper.znodes import (
+from zkconsumer.cluster.broker_nodes import (
     BrokerInfo,
     EndPoint,
     PartitionState,
-    Registration,
-    ZkDataError,
     decode_broker,
-    decode_offset,
     decode_partition_state,
     decode_topic_partitions,
     encode_broker,
-    encode_offset,
     encode_topic_partitions,
 )
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.kafkajson import coreutils_json_escape
+from zkconsumer.zookeeper.znodes import Registration, ZkDataError, decode_offset, encode_offset
 
 TOPIC = st.from_regex(r"[A-Za-z0-9._-]{1,249}", fullmatch=True)
 INT32 = st.integers(-(2**31), 2**31 - 1)

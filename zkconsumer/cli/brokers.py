@@ -12,9 +12,10 @@ from kazoo.client import KazooClient
 
 from zkconsumer.cli.common import EXIT_USAGE, CliError, warn
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
+from zkconsumer.config.checks import SECURITY_PROTOCOLS
 from zkconsumer.config.properties import parse_properties
 from zkconsumer.zookeeper.client import run_bounded
-from zkconsumer.zookeeper.znodes import SECURITY_PROTOCOLS, ZkDataError
+from zkconsumer.zookeeper.znodes import ZkDataError
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer

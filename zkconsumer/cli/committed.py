@@ -11,7 +11,7 @@ from kazoo.exceptions import NoNodeError
 from zkconsumer.cli.common import children
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.group import offset_predates_topic
+from zkconsumer.zookeeper.offset_nodes import offset_predates_topic
 from zkconsumer.zookeeper.znodes import ZkDataError
 
 TopicPartition = tuple[str, int]

@@ -22,6 +22,7 @@ from zkconsumer.cli.analysis import (
 )
 from zkconsumer.cli.committed import read_offsets
 from zkconsumer.cli.common import children
+from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
 from zkconsumer.zookeeper import znodes
@@ -129,7 +130,7 @@ def read_partitions(client: KazooClient, topics: Iterable[str]) -> dict[str, lis
     for topic, result in sorted(asyncs.items()):
         try:
             data, _ = result.get()
-            out[topic] = sorted(znodes.decode_topic_partitions(data, znodes.topic_path(topic)))
+            out[topic] = sorted(broker_nodes.decode_topic_partitions(data, znodes.topic_path(topic)))
         except (NoNodeError, ZkDataError):
             out[topic] = []
     return out

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from zkconsumer.config.checks import SECURITY_PROTOCOLS
 from zkconsumer.zookeeper.kafkajson import (
     _INT32,
     ZkDataError,
@@ -23,7 +24,6 @@ from zkconsumer.zookeeper.kafkajson import (
 
 # ---------------------------------------------------------------- /brokers/ids/<id> (BrokerIdZNode.decode, 1.1.1)
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")  # the 1.1 enum; TRACE is gone
 # EndPoint.uriParseExp, matched in full; Java's "." stops at every line terminator.
 _ENDPOINT = re.compile(r"([^\n\r\x85\u2028\u2029]*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 

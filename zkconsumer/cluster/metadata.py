@@ -8,9 +8,10 @@ from typing import Any
 
 from kazoo.protocol.states import ZnodeStat
 
+from zkconsumer.cluster import broker_nodes
+from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import Watch, ZkIO
-from zkconsumer.zookeeper.znodes import BrokerInfo
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class ClusterMetadata:
         )
         for broker_id, answer in found.items():
             if answer is not None:
-                out.append(znodes.decode_broker(broker_id, answer[0], znodes.broker_path(broker_id)))
+                out.append(broker_nodes.decode_broker(broker_id, answer[0], znodes.broker_path(broker_id)))
         return out
 
     def all_topics(self, watch: Watch | None = None) -> list[str]:
@@ -84,7 +85,7 @@ class ClusterMetadata:
         known = self._decoded.get(topic)
         if known is not None and known[0] == (stat.czxid, stat.mzxid):
             return list(known[1])
-        partitions = sorted(znodes.decode_topic_partitions(data, znodes.topic_path(topic)))
+        partitions = sorted(broker_nodes.decode_topic_partitions(data, znodes.topic_path(topic)))
         self._decoded[topic] = ((stat.czxid, stat.mzxid), partitions)
         return list(partitions)
 

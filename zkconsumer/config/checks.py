@@ -11,6 +11,9 @@ from typing import Any
 from zkconsumer.config.compat import DEFAULT_VERSION
 from zkconsumer.errors import ZkConsumerError
 
+# Kafka's SecurityProtocol names as of 1.1 (TRACE is gone): broker endpoints and librdkafka.security.protocol.
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 DEFAULT_ZOOKEEPER_PORT = 2181
 _LEGAL_ID = re.compile(r"[A-Za-z0-9._-]*")  # kafka.common.Config.validateChars, ASCII only

@@ -87,6 +87,7 @@ from zkconsumer.config.checks import (
     _SPECS,
     KNOWN_PROPERTIES,
     REQUIRED,
+    SECURITY_PROTOCOLS,
     ConfigError,
     _check_combined,
     _fill_derived_defaults,
@@ -98,7 +99,6 @@ from zkconsumer.config.checks import (
 )
 from zkconsumer.config.compat import Compat
 from zkconsumer.config.properties import parse_properties
-from zkconsumer.zookeeper.znodes import SECURITY_PROTOCOLS
 
 __all__ = ["ConfigError", "ConsumerConfig", "KNOWN_PROPERTIES", "LIBRDKAFKA_PREFIX", "merge", "parse_properties"]
 

@@ -7,7 +7,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from zkconsumer.cluster.metadata import bootstrap_servers, no_endpoint_message
+from zkconsumer.cluster.broker_nodes import BrokerInfo
+from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetcher import Fetcher
 from zkconsumer.consumer.partition_fetcher import PartitionFetcher
@@ -32,7 +33,6 @@ from zkconsumer.offsets.store import OffsetStore
 from zkconsumer.partitions import by_topic, partitions_text
 from zkconsumer.zookeeper.client import Deadline
 from zkconsumer.zookeeper.group import GroupZk
-from zkconsumer.zookeeper.znodes import BrokerInfo
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class Rebalancer:
         self,
         config: ConsumerConfig,
         group: GroupZk,
+        cluster: ClusterMetadata,
         membership: Membership,
         assignment: Assignment,
         streams: StreamSet,
@@ -60,6 +61,7 @@ class Rebalancer:
         self.config = config
         self.consumer_id = group.consumer_id
         self.group = group
+        self.cluster = cluster
         self.membership = membership
         self.assignment = assignment
         self.streams = streams
@@ -76,6 +78,7 @@ class Rebalancer:
         self.peers = IgnoredPeerReporter()
         self._stopping = threading.Event()
         self._decided_with: set[str] | None = None  # the members the last decision was computed from
+        self._close_size_warned = False  # see _check_close_size
         self.linger = ReleaseLinger(group, config.release_linger_ms / 1000.0, self._stopping)
         self._ownership_check = OwnershipCheck(self.consumer_id, group, assignment, membership, self._stopping)
 
@@ -128,6 +131,7 @@ class Rebalancer:
             )
             return Outcome(done=False, blocked=tuple(blocked), claimed=len(claimed), released=len(steps.release))
         owned = self.assignment.owned()
+        self._check_close_size(owned)
         log.info(
             "%s owns %d partitions (%d new, %d released, %d kept): %s",
             self.consumer_id,
@@ -139,13 +143,33 @@ class Rebalancer:
         )
         return Outcome(done=True, claimed=len(steps.claim), released=len(steps.release), kept=len(steps.keep))
 
+    def _check_close_size(self, owned: Mapping[TopicPartition, str]) -> None:
+        """Warn (once per crossing) when closing our session would write a transaction a ZooKeeper
+        server with the configured jute.maxbuffer cannot read back after a restart."""
+        limit = self.config.zookeeper_jute_maxbuffer
+        size = self.group.close_size(owned) if len(owned) * 40 > limit else 0  # a path is 40 bytes at least
+        heavy = size > limit
+        if heavy and not self._close_size_warned:
+            log.warning(
+                "%s holds %d owner nodes: the transaction that closes its session will weigh %d bytes, over "
+                "zkconsumer.zookeeper.jute.maxbuffer (%d). ZooKeeper 3.6+ servers write it whole and read their "
+                "log back only up to jute.maxbuffer + zookeeper.jute.maxbuffer.extrasize (2 x jute.maxbuffer by "
+                "default): raise those on every server, or spread the partitions over more members "
+                "(ZOOKEEPER-4306; docs/configuration.md)",
+                self.consumer_id,
+                len(owned),
+                size,
+                limit,
+            )
+        self._close_size_warned = heavy
+
     def _decide(self) -> Decision | None:
         """Read the group (arming every watch with the read it guards) and compute the assignment."""
         m = self.membership
         registrations, unreadable = self.group.read_registrations(watch=m.on_members_changed)
         self._decided_with = set(registrations) | set(unreadable)
         m.waiting_for_brokers = True  # before the read: a broker arriving right after it must trigger
-        brokers = self.group.cluster.brokers(watch=m.on_brokers_changed)
+        brokers = self.cluster.brokers(watch=m.on_brokers_changed)
         if not brokers:
             log.warning("%s: no brokers registered; waiting for /brokers/ids to change", self.consumer_id)
             return None
@@ -153,7 +177,7 @@ class Rebalancer:
         m.waiting_for_brokers = False
         compat = self.config.compat
         wildcard = any(r.pattern != "static" for r in registrations.values())
-        all_topics = self.group.cluster.all_topics(watch=m.on_topic_list_changed if wildcard else None)
+        all_topics = self.cluster.all_topics(watch=m.on_topic_list_changed if wildcard else None)
         view = evaluate_peers(
             registrations,
             unreadable,
@@ -165,7 +189,7 @@ class Rebalancer:
         )
         self.peers.report(view.ignored)
         self.my_topics = set(view.threads[self.consumer_id])
-        topics = self.group.cluster.topics(subscribed_topics(view.threads), watch=m.on_topic_changed)
+        topics = self.cluster.topics(subscribed_topics(view.threads), watch=m.on_topic_changed)
         self.topic_epochs = {t: epoch for t, (_, epoch) in topics.items()}
         partitions = {t: parts for t, (parts, _) in topics.items()}
         decision = decide(self.consumer_id, self.config.partition_assignment_strategy, view.threads, partitions, compat)

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
+from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.consumer.stream import PartitionTopicInfo
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, ZkConsumerError, describe, is_retriable
 from zkconsumer.offsets import dual_commit
@@ -42,6 +43,7 @@ class OffsetStore:
         self,
         group: GroupZk,
         *,
+        cluster: ClusterMetadata,
         storage: str,
         dual_commit: bool,
         kafka_consumer: Callable[[], object | None],
@@ -50,6 +52,7 @@ class OffsetStore:
         describe_group: Callable[[float], BrokerGroupView | None] | None = None,
     ) -> None:
         self.group = group
+        self.cluster = cluster  # topic incarnations: an offset older than its topic is none
         self.use_zookeeper = storage == "zookeeper" or dual_commit
         self.use_kafka = storage == "kafka"
         self._kafka_consumer = kafka_consumer
@@ -69,7 +72,7 @@ class OffsetStore:
         keys = list(keys)
         result = {k: -1 for k in keys}
         if self.use_zookeeper:
-            result.update(self.group.read_offsets(keys))
+            result.update(self.group.read_offsets(keys, self.cluster.topic_epochs({t for t, _ in keys})))
         if self.use_kafka and keys:
             for key, offset in self._read_kafka(keys).items():
                 result[key] = max(result[key], offset)
@@ -210,7 +213,7 @@ class OffsetStore:
 
     def _other_incarnation(self, infos: list[PartitionTopicInfo]) -> list[PartitionTopicInfo]:
         """Those claimed in a topic whose node is gone or is not the one they were claimed in."""
-        epochs = self.group.cluster.topic_epochs({i.topic for i in infos if i.epoch is not None})
+        epochs = self.cluster.topic_epochs({i.topic for i in infos if i.epoch is not None})
         return [i for i in infos if i.epoch is not None and epochs[i.topic] != i.epoch]
 
     def _read_kafka(self, keys: list[TopicPartition]) -> dict[TopicPartition, int]:

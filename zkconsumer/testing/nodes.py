@@ -99,6 +99,11 @@ class ZooKeeperNode:
                 "-XX:TieredStopAtLevel=1",
                 f"-Dlog4j.configuration=file:{log4j}",
                 "-Dzookeeper.admin.enableServer=false",
+                # From 3.6 on the server writes the paths of all of a session's ephemeral nodes into
+                # the transaction that closes it; a member that held 20,000 owner nodes made one of
+                # 3.4 MB, which the server could write but not read back after a restart (limit:
+                # jute.maxbuffer + this, ZOOKEEPER-4306). Requests stay capped at jute.maxbuffer.
+                "-Dzookeeper.jute.maxbuffer.extrasize=16777216",
                 *sasl_flags,
                 "-cp",
                 classpath(self.release.jar_set or broker_jars),

@@ -20,15 +20,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
-from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.protocol.states import KazooState
 
-from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.errors import ZOOKEEPER_FAILURES, CommitFailed, RegistrationConflict, SessionLost, ZooKeeperUnavailable
-from zkconsumer.partitions import partitions_text
-from zkconsumer.zookeeper import znodes
+from zkconsumer.errors import ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZooKeeperUnavailable
+from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.client import Watch, ZkIO
 from zkconsumer.zookeeper.fence import SessionFence
 from zkconsumer.zookeeper.group_reads import GroupReads, decode_owners
+from zkconsumer.zookeeper.offset_nodes import OffsetNodes
 from zkconsumer.zookeeper.owner_nodes import OwnerNodes
 from zkconsumer.zookeeper.znodes import Registration, ZkDataError
 
@@ -36,13 +35,7 @@ log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
-__all__ = ["GroupZk", "RegistrationConflict", "offset_predates_topic"]
-
-
-def offset_predates_topic(offset_stat: ZnodeStat, topic_epoch: int | None) -> bool:
-    """Whether an offset node was last written before the topic's node (czxid `topic_epoch`) was
-    created: it then belongs to a deleted incarnation of the topic and is no valid offset."""
-    return topic_epoch is not None and offset_stat.mzxid < topic_epoch
+__all__ = ["GroupZk", "RegistrationConflict"]
 
 
 class GroupZk:
@@ -70,7 +63,6 @@ class GroupZk:
         self.client = client
         self.io = ZkIO(client, timeout_s, identity)
         self.acl = acl  # of owner and offset nodes and their folders (ZkAuth.node_acl); None: open
-        self.cluster = ClusterMetadata(self.io)
         self.group_id = group_id
         self.consumer_id = consumer_id
         self.member_path = znodes.member_path(group_id, consumer_id)
@@ -88,6 +80,15 @@ class GroupZk:
             forget_folders=self._ensured.clear,
             acl=acl,
             transaction_max_bytes=transaction_max_bytes,
+        )
+        self.offset_nodes = OffsetNodes(
+            self.io,
+            group_id,
+            owner_nodes=self.owner_nodes,
+            fence=self.require_fence,
+            ensure_folder=self._ensure,
+            forget_folder=self._ensured.discard,
+            acl=acl,
         )
         # kazoo runs state listeners at once on its connection thread, but queues the NONE events
         # that tell each watch it is gone: a read right after a reconnect could still trust the
@@ -228,6 +229,14 @@ class GroupZk:
             and stat.version == fence.version
         )
 
+    def close_size(self, owned: Iterable[TopicPartition]) -> int:
+        """What the transaction that closes our session will weigh on a ZooKeeper 3.6+ server with
+        these owner nodes held (our registration and marker included): transactions.close_session_size."""
+        chroot = getattr(self.client, "chroot", "") or ""
+        paths = [self.member_path, znodes.zkconsumer_member_path(self.group_id, self.consumer_id)]
+        paths += [self._owner_path(key) for key in owned]
+        return transactions.close_session_size(chroot + path for path in paths)
+
     # ---- group reads -----------------------------------------------------------------------
     def read_registrations(self, watch: Watch | None = None) -> tuple[dict[str, Registration], dict[str, ZkDataError]]:
         """Every member's registration, and separately those that could not be decoded (cached:
@@ -248,32 +257,6 @@ class GroupZk:
         found = self.io.many(((c, self.client.get_async(f"{folder}/{c}")) for c in children), "read owners")
         return decode_owners(folder, {c: answer for c, answer in found.items() if answer is not None})
 
-    def read_offsets(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """Committed offsets; -1 where none exists, or where it predates the topic itself.
-
-        Offset nodes outlive a deleted topic; one last written before the current topic node
-        was created belongs to the old incarnation, and resuming from it would silently skip
-        the new topic's first messages, so it counts as absent (auto.offset.reset applies).
-        """
-        keys = list(keys)
-        created = self.cluster.topic_epochs(t for t, _ in keys)
-        found = self.io.many(
-            ((k, self.client.get_async(znodes.offset_path(self.group_id, *k))) for k in keys), "read offsets"
-        )
-        out: dict[TopicPartition, int] = {}
-        for key, answer in found.items():
-            path = znodes.offset_path(self.group_id, *key)
-            if answer is None:
-                out[key] = -1
-                continue
-            data, stat = answer
-            if offset_predates_topic(stat, created[key[0]]):
-                log.warning("%s was committed before topic %s was (re)created; ignoring it", path, key[0])
-                out[key] = -1
-                continue
-            out[key] = znodes.decode_offset(data, path)
-        return out
-
     # ---- ownership: owner_nodes.OwnerNodes ------------------------------------------------------
     def claim(self, owners: Mapping[TopicPartition, str], *, partial: bool = False) -> list[TopicPartition]:
         """Create our owner nodes; returns the partitions someone else still owns (see OwnerNodes.claim)."""
@@ -293,98 +276,22 @@ class GroupZk:
         """Delete our owner nodes; returns every key now confirmed not ours (see OwnerNodes.release)."""
         return self.owner_nodes.release(owners)
 
-    # ---- offsets -------------------------------------------------------------------------------
+    # ---- offsets: offset_nodes.OffsetNodes ------------------------------------------------------
+    def read_offsets(
+        self, keys: Iterable[TopicPartition], topic_epochs: Mapping[str, int | None]
+    ) -> dict[TopicPartition, int]:
+        """Committed offsets; -1 where none exists or it predates its topic (see OffsetNodes.read)."""
+        return self.offset_nodes.read(keys, topic_epochs)
+
     def commit_offsets(
         self, offsets: Mapping[TopicPartition, int], owners: Mapping[TopicPartition, str], *, attempts: int = 3
     ) -> dict[TopicPartition, bool]:
-        """Write each offset only while we own the partition (owner check in the same multi).
-
-        Returns key -> written; False means the partition is no longer ours (fenced off). Scala
-        writes unconditionally; fencing keeps a member that lost its partitions from overwriting
-        the new owner's progress. A missing parent is re-created; a write that keeps losing
-        races raises CommitFailed naming the partitions.
-        """
-        results: dict[TopicPartition, bool] = {}
-        pending = dict(offsets)
-        for _ in range(max(1, attempts)):  # the offset node or its parent may appear or vanish under us
-            if not pending:
-                break
-            # Three pipelined rounds for all partitions (owner nodes, offset nodes, the fenced
-            # writes), not three round trips each: a release commits every moving partition.
-            stats = self.owner_nodes.stats_if_ours({k: owners[k] for k in pending})
-            for key in [k for k, stat in stats.items() if stat is None]:
-                log.warning(
-                    "not committing %s-%d=%d: %s is no longer ours",
-                    key[0],
-                    key[1],
-                    pending.pop(key),
-                    self._owner_path(key),
-                )
-                results[key] = False
-            present = self.io.many(
-                ((k, self.client.exists_async(znodes.offset_path(self.group_id, *k))) for k in pending),
-                "read offset nodes",
-            )
-            for topic in sorted({k[0] for k, stat in present.items() if stat is None}):
-                self._ensure(znodes.offsets_path(self.group_id, topic))
-            fence = self.require_fence()
-            sent = [
-                (key, self._fenced_offset_write(fence, key, offset, stats[key], present[key] is not None))
-                for key, offset in pending.items()
-            ]
-            for key, answer in sent:
-                what = f"commit {znodes.offset_path(self.group_id, *key)}"
-                outcome = self.io.wait(answer, what)
-                if fence.refused(outcome):
-                    raise fence.lost(what)
-                if not any(isinstance(r, Exception) for r in outcome):
-                    results[key] = True
-                    del pending[key]
-                elif any(isinstance(r, NoNodeError) for r in outcome):
-                    self._ensured.discard(znodes.offsets_path(self.group_id, key[0]))  # deleted under us
-        if pending:
-            raise CommitFailed(
-                "could not write offsets of " + partitions_text(pending) + f" in {attempts} attempts", list(pending)
-            )
-        return results
-
-    def _fenced_offset_write(
-        self, fence: SessionFence, key: TopicPartition, offset: int, owner: ZnodeStat, exists: bool
-    ) -> Any:
-        """Send (not wait for) one multi: our registration and our owner node unchanged, and the
-        offset written."""
-        path = znodes.offset_path(self.group_id, *key)
-        txn = self.client.transaction()
-        fence.guard(txn)
-        txn.check(self._owner_path(key), owner.version)
-        if exists:
-            txn.set_data(path, znodes.encode_offset(offset))
-        else:
-            txn.create(path, znodes.encode_offset(offset), acl=self.acl)
-        return txn.commit_async()
+        """Write offsets while we own their partitions; key -> written (see OffsetNodes.commit)."""
+        return self.offset_nodes.commit(offsets, owners, attempts=attempts)
 
     def withdraw_offset(self, key: TopicPartition, offset: int, thread_id: str) -> bool:
-        """Delete the offset node if it still holds `offset` and we still own the partition (one multi)."""
-        owner_path = self._owner_path(key)
-        offset_path = znodes.offset_path(self.group_id, *key)
-        owner = self.owner_nodes.stat_if_ours(owner_path, thread_id)
-        if owner is None:
-            return False
-        try:
-            data, stat = self.io.get(offset_path)
-        except NoNodeError:
-            return False
-        if data != znodes.encode_offset(offset):
-            return False
-        fence = self.require_fence()
-        txn = self.client.transaction()
-        fence.guard(txn)
-        txn.check(owner_path, owner.version)
-        txn.delete(offset_path, version=stat.version)
-        results = self.io.commit(txn, f"withdraw {offset_path}")
-        if fence.refused(results):
-            raise fence.lost(f"withdraw {offset_path}")
-        return not any(isinstance(r, Exception) for r in results)
+        """Delete an offset node that still holds `offset` while we own it (see OffsetNodes.withdraw)."""
+        return self.offset_nodes.withdraw(key, offset, thread_id)
 
     # ---- helpers -------------------------------------------------------------------------------
     def _owner_path(self, key: TopicPartition) -> str:

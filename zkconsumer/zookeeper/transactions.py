@@ -35,3 +35,15 @@ def batches(items: Iterable[tuple[K, int]], budget: int) -> Iterator[list[K]]:
         used += size
     if group:
         yield group
+
+
+# The transaction that closes a session, besides its paths: the txn header and the vector's count.
+CLOSE_SESSION_OVERHEAD = 64
+
+
+def close_session_size(paths: Iterable[str]) -> int:
+    """What the transaction that closes a session holding ephemeral nodes at `paths` (full paths,
+    chroot included) weighs on a ZooKeeper 3.6+ server, which writes every such path into it. A
+    server reads its log back only up to jute.maxbuffer + zookeeper.jute.maxbuffer.extrasize
+    (2 × jute.maxbuffer by default), so a heavier one keeps it from restarting (ZOOKEEPER-4306)."""
+    return CLOSE_SESSION_OVERHEAD + sum(4 + len(path.encode()) for path in paths)

@@ -1,4 +1,4 @@
-"""ZooKeeper paths of the legacy consumer and byte-exact codecs of its own znodes (brokers' ones: broker_nodes.py)."""
+"""ZooKeeper paths of the legacy consumer and byte-exact codecs of its own znodes (the brokers' ones: cluster/broker_nodes.py)."""
 
 from __future__ import annotations
 
@@ -6,34 +6,6 @@ import functools
 import re
 from dataclasses import dataclass
 
-# The codecs of the brokers' nodes, re-exported: callers read every znode through this module.
-from zkconsumer.cluster.broker_nodes import (
-    SECURITY_PROTOCOLS as SECURITY_PROTOCOLS,
-)
-from zkconsumer.cluster.broker_nodes import (
-    BrokerInfo as BrokerInfo,
-)
-from zkconsumer.cluster.broker_nodes import (
-    EndPoint as EndPoint,
-)
-from zkconsumer.cluster.broker_nodes import (
-    PartitionState as PartitionState,
-)
-from zkconsumer.cluster.broker_nodes import (
-    decode_broker as decode_broker,
-)
-from zkconsumer.cluster.broker_nodes import (
-    decode_partition_state as decode_partition_state,
-)
-from zkconsumer.cluster.broker_nodes import (
-    decode_topic_partitions as decode_topic_partitions,
-)
-from zkconsumer.cluster.broker_nodes import (
-    encode_broker as encode_broker,
-)
-from zkconsumer.cluster.broker_nodes import (
-    encode_topic_partitions as encode_topic_partitions,
-)
 from zkconsumer.zookeeper.kafkajson import (
     _INT32,
     _INT64,
