@@ -147,7 +147,7 @@ class Rebalancer:
         """Warn (once per crossing) when closing our session would write a transaction a ZooKeeper
         server with the configured jute.maxbuffer cannot read back after a restart."""
         limit = self.config.zookeeper_jute_maxbuffer
-        size = self.group.close_size(owned) if len(owned) * 40 > limit else 0  # a path is 40 bytes at least
+        size = self.group.close_size(owned)
         heavy = size > limit
         if heavy and not self._close_size_warned:
             log.warning(
