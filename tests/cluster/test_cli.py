@@ -11,20 +11,14 @@ import time
 import pexpect
 import pytest
 
+from harness import members
 from harness.members import Recorder, committed_offsets, drain, wait_for_balanced
 from zkconsumer import ConsumerConnector
 from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
-FAST = {
-    "zookeeper.session.timeout.ms": 6000,
-    "rebalance.backoff.ms": 500,
-    "rebalance.max.retries": 20,
-    "auto.offset.reset": "smallest",
-    "consumer.timeout.ms": 200,
-    "auto.commit.enable": False,
-}
+FAST = {**members.FAST, "auto.commit.enable": False}
 ZKCONSUMER = os.path.join(os.path.dirname(sys.executable), "zkconsumer")
 
 

@@ -10,6 +10,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 
+from harness import members
 from harness.members import Recorder, committed_offsets, drain
 from zkconsumer import ConsumerConnector
 from zkconsumer.testing import kafka
@@ -17,14 +18,7 @@ from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
-FAST = {
-    "zookeeper.session.timeout.ms": 6000,
-    "rebalance.backoff.ms": 500,
-    "rebalance.max.retries": 20,
-    "auto.offset.reset": "smallest",
-    "consumer.timeout.ms": 200,
-    "auto.commit.enable": False,
-}
+FAST = {**members.FAST, "auto.commit.enable": False}
 REGISTRATION = b'{"version":1,"subscription":{"%s":1},"pattern":"static","timestamp":"1"}'
 
 

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from harness import members
 from harness.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
 from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist
 from zkconsumer.testing import kafka
@@ -17,13 +18,7 @@ from zkconsumer.zookeeper.handler import PollHandler
 
 pytestmark = pytest.mark.cluster
 
-FAST = {
-    "zookeeper.session.timeout.ms": 6000,
-    "rebalance.backoff.ms": 500,
-    "rebalance.max.retries": 20,
-    "auto.offset.reset": "smallest",
-    "consumer.timeout.ms": 200,
-}
+FAST = members.FAST
 
 
 def connector(cluster, group: str, **props: object) -> ConsumerConnector:

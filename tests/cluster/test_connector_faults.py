@@ -11,19 +11,13 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from harness import member, python_env
+from harness import member, members, python_env
 from harness.members import Recorder, committed_offsets, drain, keys_of, owner_table, wait_for_balanced
 from zkconsumer import ConsumerConnector
 
 pytestmark = pytest.mark.cluster
 
-FAST = {
-    "zookeeper.session.timeout.ms": 6000,
-    "rebalance.backoff.ms": 500,
-    "rebalance.max.retries": 30,
-    "auto.offset.reset": "smallest",
-    "consumer.timeout.ms": 200,
-}
+FAST = {**members.FAST, "rebalance.max.retries": 30}
 
 
 def spawn_member(cluster, group: str, topic: str, out, **props: object) -> subprocess.Popen:  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ from kazoo.client import KazooState
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness import members
 from harness.members import Recorder, committed_offsets, drain, owner_table, wait_for_balanced
 from zkconsumer import ConsumerConnector, ConsumerRebalanceFailed, ConsumerTimeout
 from zkconsumer.testing import kafka
@@ -18,13 +19,7 @@ from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster
 
-FAST = {
-    "zookeeper.session.timeout.ms": 6000,
-    "rebalance.backoff.ms": 300,
-    "rebalance.max.retries": 20,
-    "auto.offset.reset": "smallest",
-    "consumer.timeout.ms": 200,
-}
+FAST = {**members.FAST, "rebalance.backoff.ms": 300}
 
 
 def member(cluster, group: str, **props: object) -> ConsumerConnector:

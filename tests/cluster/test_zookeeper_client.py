@@ -8,6 +8,7 @@ import time
 import pytest
 from kazoo.protocol.connection import ConnectionHandler
 
+from harness import members
 from harness.members import Recorder, committed_offsets, drain, keys_of, wait_for_balanced
 from zkconsumer import ConsumerConnector, ConsumerError
 from zkconsumer.errors import ZooKeeperClosed
@@ -15,13 +16,7 @@ from zkconsumer.zookeeper import internals, znodes
 
 pytestmark = pytest.mark.cluster
 
-FAST = {
-    "zookeeper.session.timeout.ms": 6000,
-    "rebalance.backoff.ms": 500,
-    "rebalance.max.retries": 20,
-    "auto.offset.reset": "smallest",
-    "consumer.timeout.ms": 200,
-}
+FAST = members.FAST
 # The test cluster's ZooKeeper caps sessions at maxSessionTimeout=60000 (testing/nodes.py).
 SERVER_CAP_MS = 60000
 

@@ -26,6 +26,17 @@ class Delivery:
     at: float
 
 
+# Settings of a member in the cluster tests: a short session, quick retries, reading from the start,
+# iterators that give up waiting after 200 ms (ConsumerTimeout) so a test's loop can look around.
+FAST = {
+    "zookeeper.session.timeout.ms": 6000,
+    "rebalance.backoff.ms": 500,
+    "rebalance.max.retries": 20,
+    "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 200,
+}
+
+
 def keys_of(produced: Iterable[object]) -> set[tuple[str, int, int]]:
     """(topic, partition, offset) of produced messages (anything with those attributes)."""
     return {(m.topic, m.partition, m.offset) for m in produced}  # type: ignore[attr-defined]
