@@ -167,7 +167,7 @@ class ConnectorWiring:
         tasks = [
             PeriodicTask(
                 f"{self.consumer_id}-session-lease",
-                membership.session_timeout_s() / 4.0,
+                lambda: membership.session_timeout_s() / 4.0,  # a reconnect may be granted a shorter session
                 membership.renew_lease,
                 on_error=self._die,
             )

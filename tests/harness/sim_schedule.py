@@ -16,8 +16,10 @@ Invariants (each violation is a line naming the step, member and partition):
 
 Besides faults aimed at single ZooKeeper calls, the fault phase pauses attempts where they make no
 ZooKeeper call (the listener's callbacks, and just before each owner-node transaction: between a
-claim's transactions, before a release) and lets the world move on there: the member's session
-expires and kazoo reconnects in a new one, other members take steps, a member joins.
+claim's transactions, before a release) or waits on the wire (between the requests of a pipelined
+read of registrations or owner nodes), and lets the world move on there: the member's session
+expires and kazoo reconnects in a new one, other members take steps, a member joins, the member's
+own watch callbacks run.
 """
 
 from __future__ import annotations
@@ -96,7 +98,12 @@ class Schedule:
     def _fault(self, client: FakeKazooClient, op: str, path: str) -> Fault | None:
         if not self.faulty or getattr(client, "name", "") == "admin":
             return None
-        if op in ("multi", "multi-delete") and "/owners/" in path:  # an owner-node transaction is about to go
+        # Where an attempt waits on the wire: before an owner-node transaction, and between the
+        # requests of a pipelined read of registrations or owner nodes (kazoo's event thread may
+        # run the member's own watch callbacks then, behind the answers already in).
+        owner_write = op in ("multi", "multi-delete") and "/owners/" in path
+        group_read = op == "get" and ("/ids/" in path or "/owners/" in path)
+        if owner_write or group_read:
             member = next((m for m in self.members if m.client is client), None)
             if member is not None:
                 self.pause(member, f"{op} {path}")
@@ -120,19 +127,21 @@ class Schedule:
             return
         self.pausing = True
         try:
-            kind = self.rng.choice(["expire", "expire+join", "expire+others", "others", "join"])
+            kind = self.rng.choice(["expire", "expire+join", "expire+others", "others", "join", "others+own"])
             self.note(f"pause {member.name} at {where}: {kind}")
             if kind.startswith("expire") and member.client.connected:
                 self.model.expire(member.client)  # LOST reaches the listeners before the new session opens
             if kind.endswith("join") and len(self.live()) < 6:
                 self.add_member().rebalance()
-            if kind.endswith("others"):
+            if "others" in kind:
                 others = [m for m in self.live() if m is not member and not m.frozen]
                 for _ in range(self.rng.randint(1, 4)):
                     if others:
                         other = self.rng.choice(others)
                         self.model.deliver(other.client)
                         self.rng.choice([other.rebalance, other.commit, lambda o=other: o.consume(3)])()
+            if kind.endswith("own"):  # the member's own watch callbacks run now, mid-attempt
+                self.model.deliver(member.client)
         finally:
             self.pausing = False
 

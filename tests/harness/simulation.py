@@ -165,7 +165,9 @@ class SimMember:
             self.group,
             self.assignment,
             self.streams.gate,
-            registration=lambda: encode_registration(subscription, 1, self.config.compat),
+            registration=lambda: encode_registration(
+                subscription, self.model.now_ms, self.config.compat
+            ),  # as time.time()
             session_timeout_s=self.session_timeout_ms / 1000.0,
             trigger=self.trigger,
             on_closed=lambda error: self.on_bug(f"{self.name} session", error),

@@ -347,14 +347,20 @@ class FakeKazooClient:
         return arm
 
     def create_async(
-        self, path: str, value: bytes = b"", ephemeral: bool = False, makepath: bool = False, acl: object = None
+        self,
+        path: str,
+        value: bytes = b"",
+        ephemeral: bool = False,
+        makepath: bool = False,
+        acl: object = None,
+        sequence: bool = False,
     ) -> SimAsync[str]:
         if not isinstance(value, bytes):
             raise TypeError("Invalid type for 'value' (must be a byte string)")
         m, out = self._model, SimAsync[str](done=False)
 
         def attempt() -> None:
-            apply = partial(m._create, path, value, ephemeral)
+            apply = partial(m._create, path, value, ephemeral, sequence=sequence)
             self._request("create", path, lambda s: m._write(partial(apply, s))).rawlink(created)
 
         def created(r: SimAsync[str]) -> None:  # kazoo: on NoNode with makepath, ensure the parent, retry
@@ -427,8 +433,10 @@ class FakeKazooClient:
     def transaction(self) -> SimTransaction:
         return SimTransaction(self)
 
-    def create(self, path: str, value: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str:
-        return self.create_async(path, value, ephemeral, makepath).get()
+    def create(
+        self, path: str, value: bytes = b"", ephemeral: bool = False, makepath: bool = False, sequence: bool = False
+    ) -> str:
+        return self.create_async(path, value, ephemeral, makepath, sequence=sequence).get()
 
     def ensure_path(self, path: str) -> bool | str:
         return self.ensure_path_async(path).get()

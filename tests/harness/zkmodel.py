@@ -374,10 +374,14 @@ class ZkModel:
                     self._enqueue(c, watcher, (WatchedEvent(etype, KeeperState.CONNECTED, path),))
         return result
 
-    def _create(self, path: str, value: bytes, ephemeral: bool, session: _Session, zxid: int) -> str:
+    def _create(
+        self, path: str, value: bytes, ephemeral: bool, session: _Session, zxid: int, sequence: bool = False
+    ) -> str:
         _validate(path)
         parent_path = _parent(path)
         parent = self._node(parent_path)  # ZooKeeper's order: NoNode, NodeExists, NoChildrenForEphemerals
+        if sequence:  # ZooKeeper appends the parent's child-version, ten digits: never reused
+            path = f"{path}{parent.cversion:010d}"
         if path in self._nodes:
             raise NodeExistsError(path)
         if parent.owner:

@@ -96,3 +96,69 @@ def test_finding_3_forgetting_the_cache_also_drops_an_answer_already_on_the_wire
     s.model.set_fault_hook(None)
     nodes.read([path])
     assert path in nodes.cached([path])  # an undisturbed read is kept
+
+
+def test_a_cached_node_whose_watch_fires_during_a_read_is_not_reported_gone() -> None:
+    # /a is cached; a read of [/a, /b] asks only for /b, and /a's watch fires meanwhile (kazoo's
+    # event thread, played by the hook). Reported as gone, a live member dropped out of the
+    # registrations an attempt decided on, and nothing triggered another (a data change fires no
+    # child watch on /ids).
+    s = Schedule(0, Options(members=0))
+    me, other = s.model.client("me"), s.model.client("other")
+    me.start()
+    other.start()
+    me.create("/a", b"v1")
+    me.create("/b", b"x")
+    nodes = WatchedNodes(ZkIO(me, 0.0))
+    nodes.read(["/a"])
+
+    def change_a_while_b_is_read(client: object, op: str, path: str) -> None:
+        if client is me and op == "get" and path == "/b":
+            other.set("/a", b"v2")
+            s.model.deliver(me)
+
+    s.model.set_fault_hook(change_a_while_b_is_read)
+    found = nodes.read(["/a", "/b"])
+    s.model.set_fault_hook(None)
+    assert found["/a"] is not None and found["/a"][0] == b"v1"  # what the read began from
+    assert nodes.read(["/a", "/b"])["/a"][0] == b"v2"  # and the next read asks again
+
+
+def test_the_fence_is_our_session_s_own_even_against_a_process_with_our_consumer_id() -> None:
+    # A restarted process with the same consumer.id registers /ids/<id> at version 0 in its own
+    # session while the old one's claim is still on its way, sent after its session expired: a
+    # check on the registration node would pass on the newcomer's node. The fence node is ours alone.
+    s = Schedule(0, Options(members=0, partitions=4))
+    zombie = s.add_member()
+    replacement: list[SimMember] = []
+
+    def expire_then_replace(client: object, op: str, path: str) -> None:
+        if not replacement and client is zombie.client and op == "multi" and "/owners/" in path:
+            s.model.expire(zombie.client)  # LOST, then kazoo opens a new session at once
+            s.model._clients[f"{zombie.name}-old"] = s.model._clients.pop(zombie.name)  # one client per name
+            zombie.client.name = f"{zombie.name}-old"
+            fresh = SimMember(
+                zombie.name,
+                s.model,
+                GROUP,
+                TOPIC,
+                zombie.streams_count,
+                s.log,
+                4000,
+                lambda m, d: s.check_delivery(m, d),
+                on_bug=lambda what, exc: s.violation(f"bug in {what}: {exc!r}"),
+            )
+            s.members.append(fresh)
+            fresh.membership.ensure_registered()
+            replacement.append(fresh)
+
+    s.model.set_fault_hook(expire_then_replace)
+    zombie.rebalance()  # registers, then claims: the hook fires just before the claim goes out
+    s.model.set_fault_hook(None)
+    assert replacement, "the claim was never sent"
+    assert owner_nodes(s.model, GROUP, TOPIC) == {}  # ZooKeeper refused the zombie's claim
+    zombie.membership._configured_timeout_s = 0.01  # it waits out the newcomer's node in real time
+    _rounds(s, 10)
+    nodes = owner_nodes(s.model, GROUP, TOPIC)
+    assert {owner for _thread, owner in nodes.values()} == {replacement[0].group.session}
+    assert len(nodes) == 4

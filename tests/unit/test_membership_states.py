@@ -427,3 +427,18 @@ def test_a_registration_a_lost_overtook_is_refused() -> None:
     with pytest.raises(SessionLost):
         member.ensure_registered()
     assert member.state is State.EXPIRED and gate.open is False
+
+
+def test_kazoo_closed_right_after_a_lost_is_found_by_the_next_attempt_and_the_lease() -> None:
+    # kazoo tells listeners only of state changes: CLOSED right after a LOST (a SASL login refused on
+    # reconnect, its connection thread dying while it opens the next session) reaches no listener.
+    left: list[BaseException] = []
+    member, group, *_rest = make_member(State.CONNECTED, on_closed=left.append)
+    group.client.client_state = KeeperState.AUTH_FAILED
+    member.on_connection_state(KazooState.LOST)
+    group.client.client_state, group.live_session = KeeperState.CLOSED, None  # ...then CLOSED, silently
+    assert left == []
+    with pytest.raises(ZooKeeperClosed):
+        member.ensure_registered()  # the rebalance thread: not retriable, so the member leaves
+    with pytest.raises(ZooKeeperClosed):
+        member.renew_lease()  # and the lease's thread, whichever comes first

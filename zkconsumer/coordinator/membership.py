@@ -167,6 +167,7 @@ class Membership:
         """Called at the start of every rebalance attempt: (re-)register if our node or session is gone."""
         live = self.group.live_session
         if live is None:
+            self._check_closed()
             raise ZooKeeperUnavailable("not connected to ZooKeeper; ownership cannot be confirmed")
         registered = self.group.session
         if registered is not None and live != registered:
@@ -211,6 +212,7 @@ class Membership:
 
     def renew_lease(self) -> None:
         """A confirmed round trip in our session lets delivery go on (see DeliveryGate)."""
+        self._check_closed()
         sent = self._clock()
         registered = self.group.session
         if registered is None or self.state in (State.EXPIRED, State.STOPPED, State.UNREGISTERED):
@@ -218,6 +220,20 @@ class Membership:
         stat = self.group.io.exists(self.group.member_path)
         if stat is not None and stat.ephemeralOwner == registered:
             self._extend_lease(sent)
+
+    def _check_closed(self) -> None:
+        """Raise ZooKeeperClosed (not retriable: the caller's thread makes the member leave) if kazoo
+        is closed for good while we are not stopping. The state listener usually says so first, but
+        kazoo tells listeners only of state changes, and CLOSED right after a LOST (a SASL login
+        refused on reconnect, a connection thread that dies opening the next session) is none."""
+        if self.group.client.client_state == KeeperState.CLOSED and self.state is not State.STOPPED:
+            raise self._closed_error()
+
+    def _closed_error(self) -> ZooKeeperClosed:
+        return ZooKeeperClosed(
+            f"{self.group.consumer_id}: the ZooKeeper client closed while the member was running "
+            "(kazoo's connection thread ended); leaving the group"
+        )
 
     def _extend_lease(self, confirmed_at: float) -> None:
         self.gate.renew(confirmed_at + LEASE_FRACTION * self.session_timeout_s())
@@ -229,12 +245,7 @@ class Membership:
             if self.group.client.client_state == KeeperState.CLOSED and self.state is not State.STOPPED:
                 # kazoo's connection thread ended (it died, or someone closed the client under us):
                 # no reconnect will come, so the member leaves rather than retrying forever.
-                self._on_closed(
-                    ZooKeeperClosed(
-                        f"{self.group.consumer_id}: the ZooKeeper client closed while the member was running "
-                        "(kazoo's connection thread ended); leaving the group"
-                    )
-                )
+                self._on_closed(self._closed_error())
         elif state == KazooState.SUSPENDED:
             self._apply(Event.SUSPENDED)
         else:

@@ -12,7 +12,8 @@ log = logging.getLogger(__name__)
 
 
 class PeriodicTask:
-    """Runs fn every `interval_s` on a named daemon thread until stop(); errors are logged, not fatal.
+    """Runs fn every `interval_s` (seconds, or a callable asked before each wait) on a named daemon
+    thread until stop(); retriable errors are logged, others handed to `on_error` (the member leaves).
 
     Example::
 
@@ -23,11 +24,11 @@ class PeriodicTask:
     def __init__(
         self,
         name: str,
-        interval_s: float,
+        interval_s: float | Callable[[], float],
         fn: Callable[[], object],
         on_error: Callable[[BaseException], None] | None = None,
     ) -> None:
-        self._interval_s = interval_s
+        self._interval = interval_s if callable(interval_s) else (lambda: interval_s)
         self._fn = fn
         self._on_error = on_error
         self._stop = threading.Event()
@@ -47,7 +48,7 @@ class PeriodicTask:
 
     def _loop(self) -> None:
         # The first run is one interval after start, like Scala's auto-commit scheduler.
-        while not self._stop.wait(self._interval_s):
+        while not self._stop.wait(self._interval()):
             try:
                 self._fn()
             except Exception as exc:  # noqa: BLE001 - retriable: report and keep the schedule; else surface
@@ -58,4 +59,4 @@ class PeriodicTask:
                     log.exception("%s failed with a bug: %s", self._thread.name, describe(exc))
                     self._on_error(exc)
                     return
-                log.warning("%s failed: %s; trying again in %.1fs", self._thread.name, describe(exc), self._interval_s)
+                log.warning("%s failed: %s; trying again in %.1fs", self._thread.name, describe(exc), self._interval())

@@ -95,8 +95,10 @@ class ZkIO:
         names: list[str] = self.wait(self.client.get_children_async(path, watch=watch), f"get_children {path}")
         return names
 
-    def create(self, path: str, data: bytes, *, ephemeral: bool = False) -> str:
-        created: str = self.wait(self.client.create_async(path, data, ephemeral=ephemeral), f"create {path}")
+    def create(self, path: str, data: bytes, *, ephemeral: bool = False, sequence: bool = False) -> str:
+        """The path created (with its sequence number appended, if `sequence`)."""
+        answer = self.client.create_async(path, data, ephemeral=ephemeral, sequence=sequence)
+        created: str = self.wait(answer, f"create {path}")
         return created
 
     def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:

@@ -1,11 +1,14 @@
 """The session fence: the first operation of every claim, release and commit transaction, so that
 ZooKeeper itself refuses a write that no longer comes from the session the member registered in.
 
-A member's registration (`/consumers/<g>/ids/<id>`) is an ephemeral node: it exists exactly while
-the session that created it lives. kazoo holds one session at a time, so a transaction that
-begins with `check(registration, version)` succeeds only if it is sent in that session: after an
-expiry, kazoo's new session finds the node gone (NoNode) and the whole transaction fails, whatever
-the attempt that sent it believed. Nothing here relies on timing or on what a cache says.
+When a member registers it also creates a fence node, `/consumers/<g>/zkconsumer/sessions/<id>-<n>`:
+ephemeral, so it exists exactly while the session that created it lives, and sequential, so no
+other session ever holds that path (not even a restarted process with the same consumer id, whose
+registration node would have the same path and version as ours). kazoo holds one session at a
+time, so a transaction that begins with `check(fence node, 0)` succeeds only if it is sent in the
+session that registered: after an expiry, kazoo's new session finds the node gone (NoNode) and the
+whole transaction fails, whatever the attempt that sent it believed. Nothing here relies on timing
+or on what a cache says.
 """
 
 from __future__ import annotations
@@ -22,24 +25,22 @@ __all__ = ["SessionFence"]
 
 @dataclass(frozen=True)
 class SessionFence:
-    """The registration a member's writes are fenced on: its node, the session it was created in,
-    and its version then (the member re-writes it only when it registers)."""
+    """The fence node a member's writes are checked against, and the session that created it."""
 
-    member_path: str
+    path: str
     session: int
-    version: int
 
     def guard(self, txn: Any) -> None:
         """Make the fence the transaction's next (first) operation."""
-        txn.check(self.member_path, self.version)
+        txn.check(self.path, 0)  # created at version 0 and never written
 
     def refused(self, results: list[Any]) -> bool:
-        """Whether a transaction's results say the fence failed: the registration is gone (its
-        session ended, or someone deleted it) or was re-written (registered again)."""
+        """Whether a transaction's results say the fence failed: the fence node is gone (its session
+        ended, or someone deleted it)."""
         return bool(results) and isinstance(results[0], (NoNodeError, BadVersionError))
 
     def lost(self, what: str) -> SessionLost:
         return SessionLost(
-            f"ZooKeeper refused {what}: {self.member_path} of session 0x{self.session:x} is gone or re-written "
-            "(the session ended, or the member node was deleted); registering again"
+            f"ZooKeeper refused {what}: the fence node {self.path} of session 0x{self.session:x} is gone "
+            "(the session ended, or the node was deleted); registering again"
         )

@@ -1,13 +1,11 @@
-"""Member-fenced ZooKeeper work on /consumers/<group>: registration, group reads, offset commits.
-
-Claims, releases and watches of owner nodes are owner_nodes.OwnerNodes' job; GroupZk holds one
-and keeps the ownership methods as its own.
+"""A member's ZooKeeper work on /consumers/<group>: registration and its session fence, group reads,
+and, through the OwnerNodes and OffsetNodes it holds, fenced claims, releases and commits.
 
 Fencing: an owner node is ours only while its ephemeralOwner is the session we registered in
 (`self.session`). That session id is recorded at registration and never replaced by kazoo's
 live `client_id`, which is None whenever the link is down: a node of session X exists only
 while X lives, so comparing with X is exact, and a reconnect never makes our own nodes look
-foreign. Every claim, release and commit transaction opens with a check of our registration
+foreign. Every claim, release and commit transaction opens with a check of our session fence
 (fence.SessionFence), so ZooKeeper refuses it once that session is gone.
 """
 
@@ -151,8 +149,7 @@ class GroupZk:
             try:
                 self._ensure(znodes.ids_path(self.group_id))
                 self.io.create(self.member_path, data, ephemeral=True)
-                self.fence = SessionFence(self.member_path, session, 0)
-                return session
+                return self._fence_session(session)
             except NoNodeError:  # the ids folder was deleted under us: create it again
                 self._ensured.discard(znodes.ids_path(self.group_id))
                 continue
@@ -164,9 +161,8 @@ class GroupZk:
                 continue  # vanished between create and get: try again
             if stat.ephemeralOwner == session:
                 if current != data:
-                    stat = self.io.set(self.member_path, data, version=stat.version)
-                self.fence = SessionFence(self.member_path, session, stat.version)
-                return session
+                    self.io.set(self.member_path, data, version=stat.version)
+                return self._fence_session(session)
             if time.monotonic() >= deadline:
                 raise RegistrationConflict(
                     f"{self.member_path} is held by another live ZooKeeper session "
@@ -176,6 +172,26 @@ class GroupZk:
             held = self.io.exists(self.member_path, watch=lambda _e: gone.set())  # noqa: B023 - waited on below
             if held is not None:
                 gone.wait(max(0.0, min(1.0, deadline - time.monotonic())))
+
+    def _fence_session(self, session: int) -> int:
+        """Create our fence node in `session` (fence.py) once our member node is there; returns the session."""
+        folder = znodes.zkconsumer_sessions_path(self.group_id)
+        old = self.fence
+        try:
+            self._ensure(folder)
+            path = self.io.create(
+                znodes.session_fence_prefix(self.group_id, self.consumer_id), b"", ephemeral=True, sequence=True
+            )
+        except NoNodeError:  # the folder was deleted under us: the next attempt creates it again
+            self._ensured.discard(folder)
+            raise ZooKeeperUnavailable(f"{folder} was deleted while registering; registering again") from None
+        self.fence = SessionFence(path, session)
+        if old is not None and old.session == session and old.path != path:
+            try:  # re-registered in the same session (our member node was deleted by hand): tidy up
+                self.io.delete(old.path)
+            except ZOOKEEPER_FAILURES:
+                pass  # it goes with the session anyway
+        return session
 
     def mark_as_zkconsumer(self, data: bytes) -> bool:
         """Create our marker node in the live session (before registering, so whoever sees our
@@ -219,15 +235,15 @@ class GroupZk:
             return set()
 
     def is_registered(self) -> bool:
-        """Whether our member node is there as we registered it (our session, our version)."""
+        """Whether our member node and our fence node are both there, in the session we registered in
+        (one pipelined round)."""
         fence = self.fence
-        stat = self.io.exists(self.member_path)
-        return (
-            stat is not None
-            and fence is not None
-            and stat.ephemeralOwner == fence.session
-            and stat.version == fence.version
+        if fence is None:
+            return False
+        found = self.io.many(
+            ((path, self.client.exists_async(path)) for path in (self.member_path, fence.path)), "read our registration"
         )
+        return all(stat is not None and stat.ephemeralOwner == fence.session for stat in found.values())
 
     def close_size(self, owned: Iterable[TopicPartition]) -> int:
         """What the transaction that closes our session will weigh on a ZooKeeper 3.6+ server with

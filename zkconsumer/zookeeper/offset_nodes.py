@@ -1,5 +1,5 @@
 """Our offset nodes under /consumers/<group>/offsets: read them, and write them only while we own
-the partition (the owner node's version and our registration checked in the same transaction).
+the partition (the owner node's version and our session fence checked in the same transaction).
 
 GroupZk holds one OffsetNodes and delegates its offset methods here.
 """

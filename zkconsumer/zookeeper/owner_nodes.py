@@ -128,7 +128,7 @@ class OwnerNodes:
         return transactions.batches(sizes, self._transaction_max_bytes)
 
     def _create_owner_nodes(self, owners: Mapping[TopicPartition, str]) -> bool:
-        """One transaction, fenced on our registration; False if any node was there (someone created
+        """One transaction, fenced on our session (fence.py); False if any node was there (someone created
         it since we looked). SessionLost, with nothing created, if our session is gone."""
         fence = self._fence()
         txn = self.client.transaction()
@@ -200,7 +200,7 @@ class OwnerNodes:
         Which nodes are ours is decided by a fresh (pipelined) read, never by a watch cache: kazoo
         delivers watch events behind the answers, so a cached "ours" can be older than a fresh read
         that would already show another member's node there (also at version 0). Each delete is
-        fenced on that version and on our registration, in transactions; one that fails (a node
+        fenced on that version and on our session (fence.py), in transactions; one that fails (a node
         gone or changed) is redone node by node. SessionLost if our session is gone.
         """
         stats = self.stats_if_ours(owners)
@@ -240,7 +240,7 @@ class OwnerNodes:
         confirmed = []
         for key, answer in sent.items():
             what = f"release {self._path(key)}"
-            results = self.io.wait(answer, what, [fence.member_path, self._path(key)])
+            results = self.io.wait(answer, what, [fence.path, self._path(key)])
             if fence.refused(results):
                 raise fence.lost(what)
             failure = results[1] if len(results) > 1 else None

@@ -157,14 +157,19 @@ class WatchedNodes:
             return True
 
     def read(self, paths: list[str]) -> dict[str, Entry | None]:
-        """path -> (data, stat), None where there is no node. Forgets every path not asked for."""
+        """path -> (data, stat), None where there is no node. Forgets every path not asked for.
+
+        The answer is the cache as the read began plus what it asked for: an entry whose watch fires
+        while the rest is on the wire is still given (it is what the read began from; the next read
+        asks again), never taken for a node that is gone."""
         with self._lock:
             wanted = set(paths)
             for path in [p for p in self._entries if p not in wanted]:
                 del self._entries[path]
             for path in [p for p in self._generations if p not in wanted]:
                 del self._generations[path]
-            todo = {p: self._generations.setdefault(p, 0) for p in paths if p not in self._entries}
+            known = {p: self._entries[p] for p in paths if p in self._entries}
+            todo = {p: self._generations.setdefault(p, 0) for p in paths if p not in known}
         client = self.io.client
         answers = (
             self.io.many(((p, client.get_async(p, watch=self._watch(p))) for p in todo), self.what) if todo else {}
@@ -174,7 +179,7 @@ class WatchedNodes:
             for path, answer in answers.items():
                 if answer is not None and self._generations.get(path, 0) == todo[path]:
                     self._entries[path] = answer
-            return {p: answers[p] if p in answers else self._entries.get(p) for p in paths}  # in the order asked
+            return {p: answers[p] if p in answers else known[p] for p in paths}  # in the order asked
 
     def _watch(self, path: str) -> Callable[[WatchedEvent], None]:
         def fired(event: WatchedEvent) -> None:

@@ -60,6 +60,17 @@ def zkconsumer_member_path(group: str, consumer_id: str) -> str:
     return f"{zkconsumer_members_path(group)}/{_segment('consumer id', consumer_id)}"
 
 
+def zkconsumer_sessions_path(group: str) -> str:
+    """Where zkconsumer members keep their session fences (fence.py): one ephemeral sequential node
+    per registration, a path no other session can ever hold."""
+    return f"{group_path(group)}/zkconsumer/sessions"
+
+
+def session_fence_prefix(group: str, consumer_id: str) -> str:
+    """A fence node's path before ZooKeeper appends its sequence number."""
+    return f"{zkconsumer_sessions_path(group)}/{_segment('consumer id', consumer_id)}-"
+
+
 def encode_zkconsumer_marker(library_version: str) -> bytes:
     """The marker's data: which library wrote the member's registration (for operators and tools)."""
     return _to_bytes(f'{{"version":1,"library":"zkconsumer","library_version":{_jackson_quote(library_version)}}}')
