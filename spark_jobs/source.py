@@ -190,10 +190,9 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
             self._report_restart(start, {k: v for k, v in known.items() if k in owned}, owned)
         wanted: dict[Key, int] = {}
         for key, committed in owned.items():
-            if key not in known:  # new to the query (or its topic re-created): the group's offset, else earliest
-                wanted[key] = initial_position(
-                    key, committed, explicit={}, fallback="earliest", ignore_committed=self.opts.ignore_committed
-                )
+            if key not in known:  # new to the query (or its topic re-created): where the previous owner got
+                # to, else earliest; ignoreCommittedOffsets is about where a new query starts, not hand-overs
+                wanted[key] = initial_position(key, committed, explicit={}, fallback="earliest", ignore_committed=False)
             elif first:  # a (re)started query follows its checkpoint
                 wanted[key] = known[key]
             else:  # back after another member had it: skip what that member already consumed

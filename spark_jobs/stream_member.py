@@ -25,6 +25,10 @@ log = logging.getLogger("spark_jobs.source")  # the source's logger: these lines
 STOP_COMMIT_TIMEOUT_S = 15.0
 
 
+class MemberLeft(RuntimeError):
+    """The stream reader's group member left the group on a failure; the cause is chained."""
+
+
 class StreamMember:
     """ZkStreamReader's membership half (a base of spark_jobs.source.ZkStreamReader; driver side only).
 
@@ -40,22 +44,33 @@ class StreamMember:
     _brokers_read: str | None
 
     def _connector(self) -> Any:
-        if self._member is None:
-            from zkconsumer import ConsumerConnector
+        """The query's member, joined on first use. A member that left the group on a failure (a bug,
+        ZooKeeper refusing it, kazoo closed for good) fails the planning call that asks for it: the
+        query stops with the member's cause instead of planning nothing forever."""
+        member = self._member if self._member is not None else self._join()
+        if member.failure is not None:
+            raise MemberLeft(
+                f"the query's member of group {self.opts.group_id} ({member.consumer_id}) left the group: "
+                f"{describe_error(member.failure)}"
+            ) from member.failure
+        return member
 
-            conn = ConsumerConnector(self.opts.consumer_props, fetch=False)
-            try:
-                if self.opts.topic_filter is not None:
-                    conn.create_message_streams_by_filter(self.opts.topic_filter, self.opts.streams)
-                else:
-                    conn.create_message_streams({t: self.opts.streams for t in self.opts.topics})
-            except BaseException:
-                conn.shutdown()
-                raise
-            log.info("query joined group %s as %s", self.opts.group_id, conn.consumer_id)
-            self._member = conn
-            self._leave_on_sigterm()
-        return self._member
+    def _join(self) -> Any:
+        from zkconsumer import ConsumerConnector
+
+        conn = ConsumerConnector(self.opts.consumer_props, fetch=False)
+        try:
+            if self.opts.topic_filter is not None:
+                conn.create_message_streams_by_filter(self.opts.topic_filter, self.opts.streams)
+            else:
+                conn.create_message_streams({t: self.opts.streams for t in self.opts.topics})
+        except BaseException:
+            conn.shutdown()
+            raise
+        log.info("query joined group %s as %s", self.opts.group_id, conn.consumer_id)
+        self._member = conn
+        self._leave_on_sigterm()
+        return conn
 
     def _leave_on_sigterm(self) -> None:
         """Spark ends this planner process with SIGTERM when the query stops, without calling stop():

@@ -11,9 +11,11 @@ from kazoo.exceptions import SessionExpiredError
 from spark_jobs.offsets import batch_ranges, decode_offsets
 from spark_jobs.options import parse_options
 from spark_jobs.source import ReadAllAvailable, ZkStreamReader
+from spark_jobs.stream_member import MemberLeft
 from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.errors import ZooKeeperAccessDenied
 
 Key = tuple[str, int]
 T0, T1 = ("t", 0), ("t", 1)
@@ -28,6 +30,8 @@ class FakeMember:
         self.nodes: dict[Key, tuple[int, int | None]] = {}
         self.left = False
         self.confirmed = True  # what the member's delivery gate says (connected, lease running)
+        self.failure: BaseException | None = None  # set when the member left the group on a failure
+        self.consumer_id = "q_driver-1"
 
     def ownership_confirmed(self) -> bool:
         return self.confirmed
@@ -68,7 +72,7 @@ class Reader(ZkStreamReader):
         )
         self._member, self.logs = member, logs
 
-    def _connector(self) -> Any:
+    def _join(self) -> Any:
         return self._member
 
     def _spans(self, keys: Any) -> dict[Key, tuple[int, int]]:
@@ -222,3 +226,33 @@ def test_planning_without_a_broker_list_read_before_fails_on_a_session_end() -> 
     end = reader.latestOffset(start, ReadAllAvailable())
     with pytest.raises(SessionExpiredError):
         reader.partitions(start, end)
+
+
+def test_a_member_that_left_on_a_failure_fails_the_next_planning_call() -> None:
+    # Its gate is open for good once it left (its iterators must not block), so ownership looks
+    # confirmed and nothing is owned: the query would plan nothing forever, with no error.
+    member = FakeMember()
+    member.claim(T0, 10, epoch=100)
+    reader = Reader(member, {T0: (0, 30)}, startingOffsets="earliest")
+    start = reader.initialOffset()
+    cause = ZooKeeperAccessDenied("ZooKeeper refused claim 1 partitions to this client: NoAuth")
+    member.failure = cause
+    member.assignment.lose_all()
+    with pytest.raises(MemberLeft, match="left the group: ZooKeeperAccessDenied: ZooKeeper refused claim") as raised:
+        reader.latestOffset(start, ReadAllAvailable())
+    assert raised.value.__cause__ is cause
+
+
+def test_a_partition_handed_over_to_a_running_query_starts_at_the_previous_owners_commit_despite_ignore() -> None:
+    # ignoreCommittedOffsets=true is about where a *new* query starts (startingOffsets wins there);
+    # a partition another member hands over later starts where that member committed (rule 3 of
+    # docs/spark.md), not at earliest: re-reading it all on every hand-over is what it did before.
+    member = FakeMember()
+    member.claim(T0, 5, epoch=100)
+    reader = Reader(member, {T0: (0, 30), T1: (0, 40)}, startingOffsets="earliest", ignoreCommittedOffsets="true")
+    start = reader.initialOffset()
+    assert decode_offsets(start) == {T0: 0}  # the new query ignores the group's 5 for T0, as asked
+    end = reader.latestOffset(start, ReadAllAvailable())
+    member.claim(T1, 33, epoch=100)  # handed over by a member that committed 33
+    later = reader.latestOffset(end, ReadAllAvailable())
+    assert batch_ranges(end, later) == [(T1, 33, 40)]
