@@ -325,25 +325,37 @@ def _ingest_locked(
         log(f"{topic}: nothing new (committed offsets are at the log end)")
         return EXIT_OK
     check_lock("before committing")
-    return commit(opts, args.group, commits)
+    return commit(opts, args.group, commits, plan)
 
 
-def commit(opts: Any, group: str, commits: dict[Key, int]) -> int:
-    """Write each offset unless a live member owns the partition (one guarded transaction each)."""
+def commit(opts: Any, group: str, commits: dict[Key, int], plan: BatchPlan) -> int:
+    """Write each offset unless a live member owns the partition, only over the offset node the
+    plan read (compare-and-set: a member that committed since keeps its offset) and only into the
+    topic incarnation the plan counted in (one guarded transaction each)."""
     from zkconsumer.cli.writer import write_offset_guarded  # the CLI's owner-fenced offset write
 
+    planned = {p.key: p for p in plan.partitions}
     refused = {}
     with zookeeper(opts) as client:
         for (topic, partition), offset in sorted(commits.items()):
-            reason = write_offset_guarded(client, group, topic, partition, offset)
+            epoch = plan.epochs.get(topic)
+            reason = write_offset_guarded(
+                client,
+                group,
+                topic,
+                partition,
+                offset,
+                expect_version=planned[(topic, partition)].committed_version,
+                topic_epoch=epoch,
+            )
             if reason is not None:
                 refused[(topic, partition)] = reason
     if commits:
         log("committed " + ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(commits.items()) if (t, p) not in refused))
     for (topic, partition), reason in sorted(refused.items()):
         log(
-            f"NOT committed {topic}-{partition}: {reason}. The output is complete and recorded; "
-            "rerun once no member owns it"
+            f"NOT committed {topic}-{partition}: {reason}. The output is complete and recorded; a rerun "
+            "starts from what ZooKeeper holds then (once no member owns the partition)"
         )
     return EXIT_COMMIT_REFUSED if refused else EXIT_OK
 

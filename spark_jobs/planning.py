@@ -79,7 +79,8 @@ class PartitionPlan:
     """One partition of a bounded read: where it starts and ends, and the group state it came from."""
 
     key: Key
-    committed: int  # -1: no offset node
+    committed: int  # -1: no offset node (or one older than the topic)
+    committed_version: int | None  # the offset node's version when planned; None: no node
     owner: str | None  # owner thread id of a live member, if any
     low: int
     high: int
@@ -111,7 +112,7 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         keys = subscribed_keys(cluster, opts)
         nodes = cluster.topic_stats(t for t, _ in keys)
         epochs = {t: (stat.czxid if stat is not None else None) for t, stat in nodes.items()}
-        committed = group.read_offsets(keys, epochs)
+        versioned = group.read_offsets_versioned(keys, epochs)
         owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
         bootstrap = opts.bootstrap_override or bootstrap_of(cluster.brokers(), opts.config)
         created_ms = {t: (stat.ctime if stat is not None else None) for t, stat in nodes.items()}
@@ -127,7 +128,7 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
             key,
             initial_position(
                 key,
-                committed[key],
+                versioned[key][0],
                 explicit=opts.starting_explicit,
                 fallback=opts.starting,
                 ignore_committed=opts.ignore_committed,
@@ -140,5 +141,6 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         end = high if end == -1 else end
         if end > high:
             raise OptionError(f"endingOffsets for {key[0]}/{key[1]} is {end}, past the log end {high}")
-        plans.append(PartitionPlan(key, committed[key], owners.get(key), low, high, start, max(start, end)))
+        committed, version = versioned[key]
+        plans.append(PartitionPlan(key, committed, version, owners.get(key), low, high, start, max(start, end)))
     return BatchPlan(bootstrap, plans, epochs, created_ms)

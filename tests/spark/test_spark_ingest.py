@@ -296,3 +296,63 @@ def test_an_ingest_that_lost_its_lock_mid_write_commits_nothing_and_leaves_the_n
     finally:
         other.stop()
         other.close()
+
+
+def test_ingest_never_commits_an_old_logs_end_into_a_topic_re_created_during_its_write(
+    spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch
+) -> None:
+    """The topic is deleted and created again while the job writes, and the new log grows past the
+    planned end. Before: the job committed its old end into the new topic's offset node, written
+    after the new topic, so the next run (and every member) took it for the new log's progress and
+    skipped its first messages."""
+    topic = topic_factory(partitions=1)
+    out = tmp_path / "out"
+    argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
+    kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=1)
+    finish_write = ingest.Progress.__exit__
+
+    def write_then_recreate(self, *exc):  # type: ignore[no-untyped-def]
+        finish_write(self, *exc)
+        kafka.delete_topic(cluster.bootstrap_servers, topic)
+        kafka.wait_topic_deleted(zk, topic)
+        cluster.create_topic(topic, partitions=1)
+        kafka.produce_numbered(cluster.bootstrap_servers, topic, 150, partitions=1, start=1000)
+
+    monkeypatch.setattr(ingest.Progress, "__exit__", write_then_recreate)
+    assert ingest.main(argv, spark=spark) == ingest.EXIT_COMMIT_REFUSED
+    monkeypatch.setattr(ingest.Progress, "__exit__", finish_write)
+    assert committed_offsets(zk, group_id, topic) == {}, "the old log's end landed in the new topic"
+    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    new = {o for _, _, o, v in sink_rows(spark, str(out)) if v.startswith(f"{topic}-1".encode())}
+    assert new == set(range(150)), "the new incarnation's messages, all of them"
+    assert committed_offsets(zk, group_id, topic) == {0: 150}
+
+
+def test_ingest_does_not_overwrite_a_commit_made_during_its_write(
+    spark, cluster, zk, topic_factory, group_id, tmp_path, monkeypatch
+) -> None:
+    """A member joins while the job writes, consumes past the job's planned end, commits and leaves.
+    Before: the live owners were checked only at planning, and the job's commit moved the group's
+    offset back to its own end (everything the member consumed past it would be delivered again)."""
+    topic = topic_factory(partitions=1)
+    out = tmp_path / "out"
+    argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
+    kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=1)
+    finish_write = ingest.Progress.__exit__
+
+    def write_then_a_member_commits(self, *exc):  # type: ignore[no-untyped-def]
+        finish_write(self, *exc)
+        kafka.produce_numbered(cluster.bootstrap_servers, topic, 50, partitions=1, start=100)
+        member = ConsumerConnector(
+            {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, "rebalance.backoff.ms": 300},
+            fetch=False,
+        )
+        try:
+            member.create_message_streams({topic: 1})
+            assert member.commit_positions({(topic, 0): 130}) == {(topic, 0): True}
+        finally:
+            member.shutdown()
+
+    monkeypatch.setattr(ingest.Progress, "__exit__", write_then_a_member_commits)
+    assert ingest.main(argv, spark=spark) == ingest.EXIT_COMMIT_REFUSED
+    assert committed_offsets(zk, group_id, topic) == {0: 130}, "the member's commit was overwritten"

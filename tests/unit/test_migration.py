@@ -16,28 +16,25 @@ from zkconsumer.migration.plan import (
     EQUAL,
     FORCE_LIVE_SOURCE,
     FORCE_LIVE_TARGET,
+    NO_OFFSET,
     REFUSE_OUT_OF_RANGE,
     REFUSE_OWNED,
     REFUSE_REWIND,
     REWIND,
-    SCALA,
     SOURCE_ONLY,
     TARGET_ONLY,
     TO_KAFKA,
     TO_ZOOKEEPER,
     UNKNOWN_PARTITION,
     WRITING,
-    ZKCONSUMER,
     DirectionPlan,
-    KafkaMember,
-    KafkaSide,
     Overrides,
-    ZkSide,
     mismatches,
     plan_direction,
     plan_move,
     spark_starting_offsets,
 )
+from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaMember, KafkaSide, ZkSide
 from zkconsumer.migration.status import migration_step, partition_rows
 
 TP = tuple[str, int]
@@ -320,3 +317,24 @@ def test_a_write_rejected_for_membership_is_explained_with_state_and_members() -
     ):
         assert needle in text, needle
     assert membership_refusal("g", {("t", 0): "UNKNOWN_TOPIC_OR_PART (Broker: Unknown topic)"}, STABLE) is None
+
+
+def test_partitions_with_no_offset_on_either_side_are_listed_with_what_to_set() -> None:
+    # A partition nobody committed (it never had a message, or was added) is invisible to a copy of
+    # offsets; broker consumers started with auto.offset.reset=latest then skip whatever was produced
+    # to it between the stop and their start. The plan lists it and says what to set.
+    zk = ZkSide("g", offsets={("t", 0): 5})
+    log = {("t", 0): (0, 10), ("t", 1): (0, 7)}
+    plan = plan_direction(zk, KafkaSide(), log, TO_KAFKA, partitions=[("t", 0), ("t", 1)])
+    assert [(m.key, m.action) for m in plan.moves] == [(("t", 0), SOURCE_ONLY), (("t", 1), NO_OFFSET)]
+    assert [m.key for m in plan.writes] == [("t", 0)]  # nothing is written for it
+    advice = plan.start_advice()
+    assert advice is not None and "t-1" in advice and "auto.offset.reset=earliest" in advice
+    back = plan_direction(zk, KafkaSide(), log, TO_ZOOKEEPER, partitions=[("t", 0), ("t", 1)])
+    assert "auto.offset.reset=smallest" in (back.start_advice() or "")
+    assert plan_direction(zk, KafkaSide(), log, TO_KAFKA).start_advice() is None  # without the brokers' list
+    rows = partition_rows(zk, KafkaSide(), log, None, [("t", 0), ("t", 1)])
+    assert [(r.partition, r.zookeeper_offset, r.kafka_offset, r.log_end) for r in rows] == [
+        (0, 5, None, 10),
+        (1, None, None, 7),
+    ]

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 
 from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper
 from zkconsumer.cli.common import CliError
-from zkconsumer.migration.plan import KafkaMember, KafkaSide
+from zkconsumer.migration.sides import KafkaMember, KafkaSide
 from zkconsumer.offsets.broker_group import state_name
 
 TopicPartition = tuple[str, int]

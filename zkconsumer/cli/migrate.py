@@ -132,7 +132,9 @@ def _topics(topics: tuple[str, ...]) -> list[str] | None:
 
 def _plans(evidence: Evidence, overrides: Overrides, topics: list[str] | None) -> dict[str, DirectionPlan]:
     return {
-        target: plan_direction(evidence.zk, evidence.kafka, evidence.log, target, overrides, topics)
+        target: plan_direction(
+            evidence.zk, evidence.kafka, evidence.log, target, overrides, topics, evidence.partitions
+        )
         for target in DIRECTIONS
     }
 
@@ -188,7 +190,7 @@ def plan(
         warn(note)
     plans = _plans(evidence, Overrides(), wanted)
     step = migration_step(evidence.zk, evidence.kafka, wanted)
-    rows = partition_rows(evidence.zk, evidence.kafka, evidence.log, wanted)
+    rows = partition_rows(evidence.zk, evidence.kafka, evidence.log, wanted, evidence.partitions)
     if as_json:
         emit_json(plan_document(group, step, evidence.zk, evidence.kafka, rows, plans, target))
     else:
@@ -302,7 +304,9 @@ def offsets(
                 f"node(s) cannot be decoded ({', '.join(evidence.garbled[:5])}); fix them first, e.g. with "
                 "`zkconsumer offsets reset ... --execute`"
             )
-        chosen = plan_direction(evidence.zk, evidence.kafka, evidence.log, target, overrides, wanted)
+        chosen = plan_direction(
+            evidence.zk, evidence.kafka, evidence.log, target, overrides, wanted, evidence.partitions
+        )
         step = migration_step(evidence.zk, evidence.kafka, wanted)
         for blocker in chosen.overridden:
             warn(f"{blocker.code} overridden by {blocker.override}: {blocker.message}")

@@ -13,16 +13,9 @@ from zkconsumer.cli.common import EXIT_USAGE, CliError, children
 from zkconsumer.cli.snapshot import read_owners
 from zkconsumer.cli.writer import PlannedWrite
 from zkconsumer.cli.writer import execute as write_zookeeper_guarded
-from zkconsumer.migration.plan import (
-    SCALA,
-    TO_KAFKA,
-    ZKCONSUMER,
-    DirectionPlan,
-    KafkaSide,
-    ZkSide,
-    in_scope,
-    mismatches,
-)
+from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.migration.plan import TO_KAFKA, DirectionPlan, mismatches
+from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide, in_scope
 from zkconsumer.zookeeper import znodes
 
 TopicPartition = tuple[str, int]
@@ -39,6 +32,8 @@ class Evidence:
     zk_group_exists: bool
     notes: list[str] = field(default_factory=list)
     garbled: list[str] = field(default_factory=list)  # ZooKeeper offset nodes that could not be decoded
+    # Every partition of the topics in scope as the brokers have them, offsets or not.
+    partitions: list[TopicPartition] = field(default_factory=list)
 
 
 def member_kinds(client: KazooClient, group: str) -> dict[str, str]:
@@ -102,7 +97,12 @@ def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[s
     if topics is not None:
         kafka = KafkaSide(kafka.state, kafka.members, {k: o for k, o in kafka.offsets.items() if k[0] in topics})
     assigned = {k for m in kafka.members for k in m.assignment}
-    keys = in_scope(set(zk.offsets) | set(kafka.offsets) | set(zk.owners) | assigned, topics)
+    known = in_scope(set(zk.offsets) | set(kafka.offsets) | set(zk.owners) | assigned, topics)
+    # Partitions of those topics that neither store has an offset of are part of the move too:
+    # the consumers taking over must be told how to start them.
+    every = ClusterMetadata(client).partitions(topics if topics is not None else sorted({t for t, _ in known}))
+    partitions = sorted((t, p) for t, parts in every.items() for p in parts)
+    keys = sorted(set(known) | set(partitions))
     log: dict[TopicPartition, tuple[int, int]] = {}
     if keys:
         with open_watermarks(client, access, quiet=True) as marks:
@@ -115,7 +115,7 @@ def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[s
                     f"cannot plan group {group}'s offsets: the brokers at {marks.bootstrap} gave no log "
                     f"offsets for {len(marks.unanswered)} partition(s) they have ({listed})"
                 )
-    return Evidence(zk, kafka, log, broker, zk_group_exists, notes, garbled)
+    return Evidence(zk, kafka, log, broker, zk_group_exists, notes, garbled, partitions)
 
 
 @dataclass

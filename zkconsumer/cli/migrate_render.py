@@ -8,18 +8,16 @@ from typing import Any
 from zkconsumer.cli.render import TextTable
 from zkconsumer.migration.plan import (
     EQUAL,
+    NO_OFFSET,
     REFUSE_OUT_OF_RANGE,
     REFUSE_OWNED,
     REFUSE_REWIND,
-    SCALA,
     TARGET_ONLY,
     UNKNOWN_PARTITION,
-    ZKCONSUMER,
     DirectionPlan,
-    KafkaSide,
     Move,
-    ZkSide,
 )
+from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide
 from zkconsumer.migration.status import PartitionRow, Step
 
 TopicPartition = tuple[str, int]
@@ -165,6 +163,9 @@ def direction_lines(plan: DirectionPlan) -> list[str]:
         f"  BLOCKER {b.code}: {b.message}" + (f" (override: {b.override})" if b.override else "") for b in plan.blockers
     ]
     lines += [f"  OVERRIDDEN {b.code} ({b.override}): {b.message}" for b in plan.overridden]
+    advice = plan.start_advice()
+    if advice:
+        lines.append(f"  NOTE: {advice}")
     return lines
 
 
@@ -174,7 +175,7 @@ def status_of(move: Move, statuses: Mapping[TopicPartition, str], executed: bool
         return statuses[move.key]
     if move.action in (REFUSE_REWIND, REFUSE_OUT_OF_RANGE, REFUSE_OWNED):
         return "refused"
-    if move.action in (EQUAL, TARGET_ONLY, UNKNOWN_PARTITION):
+    if move.action in (EQUAL, TARGET_ONLY, UNKNOWN_PARTITION, NO_OFFSET):
         return "unchanged"
     return "written" if executed else "planned"
 
@@ -217,7 +218,7 @@ def offsets_report(
             style=style,
         )
     out.append(table if plan.moves else f"Neither store holds an offset of group {plan.group}.")
-    if plan.blockers or plan.overridden:
+    if plan.blockers or plan.overridden or plan.start_advice():
         out += ([] if plan.moves else [""]) + direction_lines(plan)[1:]
     return out
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-TopicPartition = tuple[str, int]
+from zkconsumer.migration.sides import (
+    KafkaSide,
+    TopicPartition,
+    ZkSide,
+    in_scope,
+)
 
 TO_KAFKA, TO_ZOOKEEPER = "kafka", "zookeeper"
 DIRECTIONS = (TO_KAFKA, TO_ZOOKEEPER)
-ZKCONSUMER, SCALA = "zkconsumer", "scala"  # a registered member with or without the zkconsumer marker
-IDLE_KAFKA_STATES = frozenset({"Empty", "Dead"})  # Dead: the broker knows no such group (yet)
 
 # Per-partition actions. WRITING ones put `new` into the target store.
 COPY = "copy"  # source ahead of target
@@ -24,57 +27,12 @@ REFUSE_REWIND = "refuse-rewind"  # source behind target: never without --allow-r
 REFUSE_OUT_OF_RANGE = "refuse-out-of-range"  # source beyond the log end, no --clamp-to-log-end
 REFUSE_OWNED = "refuse-owned"  # ZooKeeper target partition has an owner node: never raced
 UNKNOWN_PARTITION = "skip-unknown-partition"  # the brokers have no such partition (topic deleted?)
+NO_OFFSET = "no-offset-either-side"  # a partition of the topics with no offset in either store
 WRITING = frozenset({COPY, SOURCE_ONLY, CLAMP, REWIND})
 
 # Overrides, by the CLI flag that gives them.
 FORCE_LIVE_TARGET, FORCE_LIVE_SOURCE = "--force-live-target", "--force-live-source"
 ALLOW_REWIND, CLAMP_TO_LOG_END = "--allow-rewind", "--clamp-to-log-end"
-
-
-@dataclass(frozen=True)
-class ZkSide:
-    """The group under /consumers/<group>: member id -> kind (ZKCONSUMER or SCALA), owner thread per
-    partition, valid committed offsets (none older than their topic), topics a Spark ingest job holds."""
-
-    group: str
-    members: Mapping[str, str] = field(default_factory=dict)
-    owners: Mapping[TopicPartition, str] = field(default_factory=dict)
-    offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
-    ingest_topics: tuple[str, ...] = ()
-
-    @property
-    def live(self) -> bool:
-        return bool(self.members or self.owners or self.ingest_topics)
-
-
-@dataclass(frozen=True)
-class KafkaMember:
-    member_id: str
-    client_id: str
-    host: str
-    assignment: tuple[TopicPartition, ...] = ()
-
-    def label(self) -> str:
-        return f"{self.client_id}@{self.host.lstrip('/')}"
-
-
-@dataclass(frozen=True)
-class KafkaSide:
-    """The broker-coordinated group of the same id: state as Kafka names it, members, committed offsets."""
-
-    state: str = "Dead"
-    members: tuple[KafkaMember, ...] = ()
-    offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
-
-    @property
-    def live(self) -> bool:
-        return bool(self.members) or self.state not in IDLE_KAFKA_STATES
-
-    def describe(self, group: str) -> str:
-        shown = ", ".join(m.label() for m in self.members[:5]) + (", ..." if len(self.members) > 5 else "")
-        return f"broker group {group} is {self.state} with {len(self.members)} members" + (
-            f" ({shown})" if shown else ""
-        )
 
 
 @dataclass(frozen=True)
@@ -169,6 +127,27 @@ class DirectionPlan:
     def writes(self) -> list[Move]:
         return [m for m in self.moves if m.writes]
 
+    @property
+    def unstarted(self) -> list[Move]:
+        """Partitions with no offset in either store: the new consumers start them where their
+        auto.offset.reset says (see start_advice)."""
+        return [m for m in self.moves if m.action == NO_OFFSET]
+
+    def start_advice(self) -> str | None:
+        """What the consumers that take over must set for the partitions no store holds an offset
+        of, so they do not skip what is produced to them before those consumers start."""
+        unstarted = self.unstarted
+        if not unstarted:
+            return None
+        names = ", ".join(f"{m.topic}-{m.partition}" for m in unstarted[:8]) + (", ..." if len(unstarted) > 8 else "")
+        setting = "auto.offset.reset=earliest" if self.target == TO_KAFKA else "auto.offset.reset=smallest"
+        return (
+            f"{len(unstarted)} partition(s) have no committed offset in either store ({names}): the "
+            f"consumers that take over start them where auto.offset.reset says. Set {setting} on them, "
+            "or they skip what is produced to these partitions between the stop and their start (the "
+            "default, latest/largest, starts at the log end)"
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
@@ -177,13 +156,9 @@ class DirectionPlan:
             "blockers": [b.as_dict() for b in self.blockers],
             "overridden": [b.as_dict() for b in self.overridden],
             "writes": len(self.writes),
+            "start_advice": self.start_advice(),
             "partitions": [m.as_dict() for m in self.moves],
         }
-
-
-def in_scope(keys: Iterable[TopicPartition], topics: Iterable[str] | None) -> list[TopicPartition]:
-    wanted = None if topics is None else set(topics)
-    return sorted(k for k in set(keys) if wanted is None or k[0] in wanted)
 
 
 def plan_move(
@@ -236,24 +211,35 @@ def plan_direction(
     target: str,
     overrides: Overrides = Overrides(),
     topics: Iterable[str] | None = None,
+    partitions: Iterable[TopicPartition] = (),
 ) -> DirectionPlan:
-    """What copying every committed offset of the source store into the target store does."""
+    """What copying every committed offset of the source store into the target store does.
+    `partitions`: every partition of the topics as the brokers have them; those with no offset in
+    either store are listed too (NO_OFFSET), since the consumers taking over must be told how to
+    start them."""
     if target not in DIRECTIONS:
         raise ValueError(f"target must be one of {DIRECTIONS}, got {target!r}")
     topics = None if topics is None else sorted(set(topics))
     to_kafka = target == TO_KAFKA
     source_offsets, target_offsets = (zk.offsets, kafka.offsets) if to_kafka else (kafka.offsets, zk.offsets)
     keys = in_scope(set(source_offsets) | set(target_offsets), topics)
+    bare = in_scope(set(partitions) - set(keys), topics)
     moves = tuple(
-        plan_move(
-            k,
-            source_offsets.get(k),
-            target_offsets.get(k),
-            log.get(k),
-            overrides,
-            None if to_kafka else zk.owners.get(k),
+        sorted(
+            [
+                plan_move(
+                    k,
+                    source_offsets.get(k),
+                    target_offsets.get(k),
+                    log.get(k),
+                    overrides,
+                    None if to_kafka else zk.owners.get(k),
+                )
+                for k in keys
+            ]
+            + [_no_offset(k, log.get(k)) for k in bare],
+            key=lambda m: m.key,
         )
-        for k in keys
     )
     found = _liveness_blockers(zk, kafka, target, topics) + _partition_blockers(zk.group, moves, target)
     return DirectionPlan(
@@ -263,6 +249,11 @@ def plan_direction(
         tuple(b for b in found if not overrides.given(b.override)),
         tuple(b for b in found if overrides.given(b.override)),
     )
+
+
+def _no_offset(key: TopicPartition, log: tuple[int, int] | None) -> Move:
+    start, end = log if log is not None else (None, None)
+    return Move(key[0], key[1], None, None, NO_OFFSET, None, start, end, "no offset in either store")
 
 
 def _zk_members_text(zk: ZkSide) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zkconsumer.migration.plan import KafkaSide, ZkSide, in_scope
+from zkconsumer.migration.sides import KafkaSide, ZkSide, in_scope
 
 TopicPartition = tuple[str, int]
 
@@ -50,11 +50,17 @@ class PartitionRow:
 
 
 def partition_rows(
-    zk: ZkSide, kafka: KafkaSide, log: Mapping[TopicPartition, tuple[int, int]], topics: Iterable[str] | None = None
+    zk: ZkSide,
+    kafka: KafkaSide,
+    log: Mapping[TopicPartition, tuple[int, int]],
+    topics: Iterable[str] | None = None,
+    partitions: Iterable[TopicPartition] = (),
 ) -> list[PartitionRow]:
-    """One row per partition either side knows (offset, owner or assignment), with lag on both sides."""
+    """One row per partition either side knows (offset, owner or assignment), and per partition of
+    those topics that neither has an offset of (`partitions`: as the brokers have them), with lag
+    on both sides."""
     assigned = {k: m.label() for m in kafka.members for k in m.assignment}
-    keys = in_scope(set(zk.offsets) | set(kafka.offsets) | set(zk.owners) | set(assigned), topics)
+    keys = in_scope(set(zk.offsets) | set(kafka.offsets) | set(zk.owners) | set(assigned) | set(partitions), topics)
     rows = []
     for key in keys:
         start, end = log.get(key, (None, None))

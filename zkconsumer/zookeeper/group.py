@@ -299,6 +299,12 @@ class GroupZk:
         """Committed offsets; -1 where none exists or it predates its topic (see OffsetNodes.read)."""
         return self.offset_nodes.read(keys, topic_epochs)
 
+    def read_offsets_versioned(
+        self, keys: Iterable[TopicPartition], topic_epochs: Mapping[str, int | None]
+    ) -> dict[TopicPartition, tuple[int, int | None]]:
+        """Committed offsets with their nodes' versions (see OffsetNodes.read_versioned)."""
+        return self.offset_nodes.read_versioned(keys, topic_epochs)
+
     def commit_offsets(
         self, offsets: Mapping[TopicPartition, int], owners: Mapping[TopicPartition, str], *, attempts: int = 3
     ) -> dict[TopicPartition, bool]:

@@ -67,22 +67,29 @@ class OffsetNodes:
         to the old incarnation, and resuming from it would silently skip the new topic's first
         messages, so it counts as absent (auto.offset.reset applies).
         """
+        return {key: offset for key, (offset, _version) in self.read_versioned(keys, topic_epochs).items()}
+
+    def read_versioned(
+        self, keys: Iterable[TopicPartition], topic_epochs: Mapping[str, int | None]
+    ) -> dict[TopicPartition, tuple[int, int | None]]:
+        """key -> (committed offset as `read` gives it, the offset node's version; None: no node),
+        both from one read: what a later compare-and-set write (cli/writer.py) expects to find."""
         keys = list(keys)
         found = self.io.many(
             ((k, self.client.get_async(znodes.offset_path(self.group_id, *k))) for k in keys), "read offsets"
         )
-        out: dict[TopicPartition, int] = {}
+        out: dict[TopicPartition, tuple[int, int | None]] = {}
         for key, answer in found.items():
             path = znodes.offset_path(self.group_id, *key)
             if answer is None:
-                out[key] = -1
+                out[key] = (-1, None)
                 continue
             data, stat = answer
             if offset_predates_topic(stat, topic_epochs.get(key[0])):
                 log.warning("%s was committed before topic %s was (re)created; ignoring it", path, key[0])
-                out[key] = -1
+                out[key] = (-1, stat.version)
                 continue
-            out[key] = znodes.decode_offset(data, path)
+            out[key] = (znodes.decode_offset(data, path), stat.version)
         return out
 
     def commit(
