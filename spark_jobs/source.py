@@ -131,6 +131,17 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
         self._seen: collections.deque[str] = collections.deque(maxlen=64)
         self._checkpoint_checked = False
         self._brokers_read: str | None = None  # the bootstrap list of the last /brokers/ids read
+        if not opts.checkpoint_location:
+            # A Python source is never told the query's checkpoint (PySpark 4.3 passes it nothing
+            # but the reader's options), and without its commit log stop() cannot tell which
+            # batch the sink completed: say so once, where the query starts.
+            log.warning(
+                "group %s: the option checkpointLocation is not set, so a graceful stop leaves the group's "
+                "ZooKeeper offsets one batch behind the sink (the query itself resumes from its checkpoint; "
+                "tools and members that take its partitions over see the older offsets). Repeat the "
+                "writer's checkpointLocation as a source option to commit the last completed batch on stop",
+                opts.group_id,
+            )
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -256,3 +257,16 @@ def test_a_partition_handed_over_to_a_running_query_starts_at_the_previous_owner
     member.claim(T1, 33, epoch=100)  # handed over by a member that committed 33
     later = reader.latestOffset(end, ReadAllAvailable())
     assert batch_ranges(end, later) == [(T1, 33, 40)]
+
+
+def test_a_query_without_the_checkpoint_option_is_told_once_what_a_stop_leaves(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Spark gives a Python source nothing but its options: without the checkpoint, stop() cannot
+    # know which batch the sink completed, and ZooKeeper stays one batch behind after a stop.
+    caplog.set_level(logging.WARNING, logger="spark_jobs.source")
+    Reader(FakeMember(), {})
+    assert [r.getMessage() for r in caplog.records if "checkpointLocation is not set" in r.getMessage()]
+    caplog.clear()
+    Reader(FakeMember(), {}, checkpointLocation="/chk/q")
+    assert not [r for r in caplog.records if "checkpointLocation" in r.getMessage()]
