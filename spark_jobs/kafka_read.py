@@ -23,6 +23,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from spark_jobs import profile
+from spark_jobs.consumer_pool import POOL, pool_key
 from spark_jobs.offsets import DataLossError, Key, OffsetRange
 from zkconsumer.consumer.log_throttle import throttled_logger
 
@@ -100,32 +102,55 @@ def to_record_batch(msgs: list[Any], topic: str, partition: int) -> pa.RecordBat
 
 
 def read_range(
-    part: OffsetRange, conf: Mapping[str, object], *, batch_size: int, fail_on_data_loss: bool, poll_timeout_s: float
+    part: OffsetRange,
+    conf: Mapping[str, object],
+    *,
+    batch_size: int,
+    fail_on_data_loss: bool,
+    poll_timeout_s: float,
+    reuse: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """Messages [part.start, part.end) of one partition as Arrow batches of up to `batch_size` rows.
 
     Stops at the first offset >= end (compacted logs and transaction markers leave gaps), at an
     end-of-partition event at or after end, or when the range's data is gone (failOnDataLoss).
+    With `reuse`, the consumer comes from this process's pool and goes back to it when the read
+    ends cleanly (consumer_pool.py); a consumer that already stands at `start` is not re-assigned.
     """
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer({"logger": _LIBRDKAFKA_LOG, **conf, "bootstrap.servers": part.bootstrap})
+    began = time.perf_counter()
+    settings = {**conf, "bootstrap.servers": part.bootstrap}
+    key = pool_key(settings, part.topic, part.partition)
+    consumer, standing_at = POOL.take(key) if reuse else (None, None)
+    reused = consumer is not None
+    if consumer is None:
+        consumer = Consumer({"logger": _LIBRDKAFKA_LOG, **settings})
     # Typed as consumed messages (offset() an int): offsets are read only once errors are set apart.
     consume = cast("Callable[[int, float], list[Message]]", consumer.consume)
+    pulled = part.start  # the offset the consumer returns next, as far as this read knows
+    clean = False
+    first_at: float | None = None
     try:
-        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+        if standing_at != part.start:
+            consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         pos = part.start
         last_progress = time.monotonic()
         while pos < part.end:
             msgs = consume(min(batch_size, part.end - pos), 1.0)
             if msgs:
+                if first_at is None:
+                    first_at = time.perf_counter()
                 events = [m for m in msgs if m.error() is not None]
                 if events:
                     msgs = [m for m in msgs if m.error() is None]
                     for event in events:
                         pos = _handle_event(consumer, part, event, pos, fail_on_data_loss)
+                    pulled = -1  # an event may have moved it (a reset): re-assign next time
             if msgs:
                 last = msgs[-1].offset()
+                if pulled >= 0:
+                    pulled = last + 1
                 if last >= part.end:
                     msgs = msgs[: bisect_left([m.offset() for m in msgs], part.end)]
                 if msgs:
@@ -142,12 +167,21 @@ def read_range(
                         f"unavailable. The task fails so that Spark retries it; raise pollTimeoutMs to wait longer"
                     )
                 break
+        clean = True
     except KafkaException as exc:
         raise RuntimeError(
             f"reading {part.topic}-{part.partition} [{part.start}, {part.end}) from {part.bootstrap}: {exc}"
         ) from exc
     finally:
-        consumer.close()
+        if reuse and clean:
+            POOL.give_back(key, consumer, pulled if pulled >= 0 else None)
+        else:
+            consumer.close()  # a read cut short (an error, the task killed) leaves nothing to trust
+        if profile.enabled():
+            first_ms = None if first_at is None else round((first_at - began) * 1000.0, 3)
+            profile.record(
+                "read_range", time.perf_counter() - began, reused=reused, first_ms=first_ms, rows=part.end - part.start
+            )
 
 
 def _handle_event(consumer: Consumer, part: OffsetRange, event: Any, pos: int, fail_on_data_loss: bool) -> int:

@@ -31,6 +31,7 @@ SOURCE_OPTIONS = frozenset(
         "path",
         "partitions",
         "checkpointlocation",
+        "reuseconsumers",
     }
 )
 # librdkafka settings the executor reader depends on (bounded reads, no broker-side commits).
@@ -121,6 +122,7 @@ class SourceOptions:
     bootstrap_override: str | None = None
     partitions: frozenset[tuple[str, int]] | None = None  # batch: read exactly these, no others
     checkpoint_location: str | None = None  # stream: the query's checkpoint, read for the last completed batch
+    reuse_consumers: bool = True  # executors keep a consumer per partition for the next read (consumer_pool.py)
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -226,6 +228,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         bootstrap_override=opts.get("bootstrap.servers") or None,
         partitions=partitions,
         checkpoint_location=checkpoint,
+        reuse_consumers=_bool(opts, "reuseconsumers", True),
     )
 
 

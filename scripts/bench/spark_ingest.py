@@ -19,7 +19,10 @@ _spark_metadata/<batch> log file, written when the batch commits) minus the mess
 CreateTime (set at produce()); rows produced during the warm-up do not count. Each query starts
 on a primer (one message per partition) and production begins once that primer is in the sink, so
 start-up (group join, Python workers) is not measured. Last line:
-    ours_p50_ms=<n> ours_p99_ms=<n> jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
+    ours_p50_ms=<n> ours_p99_ms=<n> [fresh_p50_ms= fresh_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
+--fresh-consumers also runs ours with reuseConsumers=false (side by side, same cluster); --profile
+prints our source's own phase timings per run (spark_jobs/profile.py: the planner's calls, each
+executor read, its wait for the first message, and whether its consumer was reused).
 
 --standalone starts a Spark standalone cluster from the pip pyspark install (a master and two
 workers of 1 core each, harness.spark_cluster) and stops it at exit; --master URL uses
@@ -58,6 +61,7 @@ from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalClus
 from zkconsumer.testing.jars import jar_dir  # noqa: E402
 
 PARTITIONS = 8
+PROFILE_ENV = "ZKCONSUMER_SPARK_PROFILE"  # spark_jobs/profile.py
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
@@ -87,8 +91,12 @@ def module_paths(_: object) -> list[str]:
     return [zkconsumer.__file__ or "", spark_jobs.__file__ or ""]
 
 
-def spark_session(master: str, jars: list[str], driver_memory: str, executor_memory: str, wheel: Path | None) -> Any:
+def spark_session(
+    master: str, jars: list[str], driver_memory: str, executor_memory: str, wheel: Path | None, profile: Path | None
+) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers need pyarrow and confluent-kafka
+    if profile is not None:  # before the JVM starts: its planner processes inherit its environment
+        os.environ[PROFILE_ENV] = str(profile)
     if wheel is None:  # local: the executors are in the driver's JVM; everything imports this checkout
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     else:  # the driver JVM's planner processes take its PYTHONPATH, not py-files: the wheel there too
@@ -111,6 +119,8 @@ def spark_session(master: str, jars: list[str], driver_memory: str, executor_mem
         builder = builder.config("spark.executor.memory", executor_memory).config(
             "spark.pyspark.python", sys.executable
         )
+        if profile is not None:
+            builder = builder.config(f"spark.executorEnv.{PROFILE_ENV}", str(profile))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if wheel is not None:
@@ -305,6 +315,33 @@ def phase_means(durations: dict[int, dict[str, int]]) -> str:
     )
 
 
+def profile_summary(folder: Path | None, since: float, until: float) -> str:
+    """Our source's own phase timings between two wall-clock times (spark_jobs/profile.py records):
+    the planner's calls per trigger and the executors' reads, with how long a read waited for its
+    first message and whether its consumer was reused."""
+    if folder is None:
+        return ""
+    rows: dict[str, list[float]] = {}
+    for path in folder.glob("profile-*.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if not since <= rec.get("at", 0) <= until:
+                continue
+            name = rec["phase"]
+            if name == "read_range":
+                name = f"read_range ({'reused' if rec.get('reused') else 'new'} consumer)"
+                if rec.get("first_ms") is not None:
+                    rows.setdefault(name + " to first message", []).append(rec["first_ms"])
+            rows.setdefault(name, []).append(rec["ms"])
+    return "; ".join(
+        f"{name} n={len(v)} mean {sum(v) / len(v):.1f} p50 {percentile(v, 50):.1f} p90 {percentile(v, 90):.1f}"
+        for name, v in sorted(rows.items())
+    )
+
+
 def latency_run(
     spark: Any,
     label: str,
@@ -318,6 +355,7 @@ def latency_run(
     kafka.create_topic(bootstrap, topic, PARTITIONS)
     kafka.produce_bulk(bootstrap, topic, PARTITIONS, args.size, PARTITIONS)  # the primer: one per partition
     out, checkpoint = folder / "out", folder / "checkpoint"
+    began = time.time()
     query = (
         make(checkpoint)
         .writeStream.format("parquet")
@@ -365,6 +403,9 @@ def latency_run(
         flush=True,
     )
     print(f"    mean ms per batch: {phase_means(durations)}", flush=True)
+    ours = profile_summary(args.profile_dir, began, time.time())
+    if ours:
+        print(f"    our phases, ms: {ours}", flush=True)
     return result
 
 
@@ -376,14 +417,16 @@ def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace
     )
     tag = uuid.uuid4().hex[:8]
 
-    def ours(checkpoint: Path) -> Any:
+    def ours(checkpoint: Path, reuse: bool = True) -> Any:
+        suffix = "" if reuse else "-fresh"
         return (
             spark.readStream.format("zkconsumer")
             .option("zookeeper.connect", zookeeper)
-            .option("group.id", f"bench-latency-{tag}")
-            .option("topics", f"spark-latency-ours-{tag}")
+            .option("group.id", f"bench-latency-{tag}{suffix}")
+            .option("topics", f"spark-latency-ours-{tag}{suffix}")
             .option("startingOffsets", "earliest")
             .option("checkpointLocation", str(checkpoint))
+            .option("reuseConsumers", str(reuse).lower())
             .load()
         )
 
@@ -406,6 +449,17 @@ def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace
         workdir / "latency-ours",
     )
     line = f"ours_p50_ms={a['p50']:.0f} ours_p99_ms={a['p99']:.0f}"
+    if args.fresh_consumers:
+        c = latency_run(
+            spark,
+            "zkconsumer, a new consumer per task",
+            lambda checkpoint: ours(checkpoint, reuse=False),
+            bootstrap,
+            f"spark-latency-ours-{tag}-fresh",
+            args,
+            workdir / "latency-ours-fresh",
+        )
+        line += f" fresh_p50_ms={c['p50']:.0f} fresh_p99_ms={c['p99']:.0f}"
     if args.jvm_latency:
         b = latency_run(
             spark,
@@ -449,6 +503,16 @@ def main() -> None:
         default=True,
         help="latency mode: also measure Spark's JVM source",
     )
+    parser.add_argument(
+        "--fresh-consumers",
+        action="store_true",
+        help="latency mode: also run our source with reuseConsumers=false (a new consumer per task)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="latency mode: print our source's own phase timings (planner calls, executor reads) per run",
+    )
     parser.add_argument("--zookeeper", help="use this cluster (with --bootstrap) instead of starting one")
     parser.add_argument("--bootstrap")
     parser.add_argument("--driver-memory", default="2g")
@@ -486,7 +550,13 @@ def main() -> None:
             standalone.start()
             master = standalone.url
         label = master_label(master)
-        spark = spark_session(master, jars, "768m" if args.smoke else args.driver_memory, executor_memory, wheel)
+        args.profile_dir = None
+        if args.profile:
+            args.profile_dir = workdir / "profile"
+            args.profile_dir.mkdir()
+        spark = spark_session(
+            master, jars, "768m" if args.smoke else args.driver_memory, executor_memory, wheel, args.profile_dir
+        )
         print(f"master {master} ({label}), {spark.sparkContext.defaultParallelism} cores", flush=True)
         if args.latency:
             latency(spark, zookeeper, bootstrap, args, label, workdir)

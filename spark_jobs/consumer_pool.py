@@ -1,0 +1,69 @@
+"""The executor's idle Kafka consumers, one per partition read, kept for the next read of the same partition.
+
+Spark reuses a Python worker process for the tasks of a query (spark.python.worker.reuse), and a
+stream reads the same partitions batch after batch. A new confluent-kafka Consumer per task pays
+for its broker connections, a metadata round trip and a cold fetch before its first message;
+Spark's own Kafka source keeps its consumers per executor for the same reason. Here a read takes
+the idle consumer of its partition (same settings, same bootstrap) and gives it back when it ends
+cleanly; one that stopped exactly where the next batch starts goes on without a re-assign, so
+what it prefetched meanwhile is read at once. A read that fails closes its consumer. At most
+LIMIT consumers wait per process; the least recently used one is closed first.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+LIMIT = 64
+
+PoolKey = tuple[tuple[tuple[str, str], ...], str, int]
+
+
+def pool_key(conf: Mapping[str, object], topic: str, partition: int) -> PoolKey:
+    """What makes two reads able to share a consumer: every setting (bootstrap included) and the partition."""
+    return tuple(sorted((k, str(v)) for k, v in conf.items() if k != "logger")), topic, partition
+
+
+class ConsumerPool:
+    """Idle consumers by pool_key, each with the offset it would return next (None: not known).
+
+    Example::
+
+        consumer, next_offset = POOL.take(key)        # (None, None): make one
+        ...read...
+        POOL.give_back(key, consumer, next_offset)   # or close it, after a failure
+    """
+
+    def __init__(self, limit: int = LIMIT) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._idle: collections.OrderedDict[PoolKey, tuple[Any, int | None]] = collections.OrderedDict()
+
+    def take(self, key: PoolKey) -> tuple[Any, int | None]:
+        with self._lock:
+            return self._idle.pop(key, (None, None))
+
+    def give_back(self, key: PoolKey, consumer: Any, next_offset: int | None) -> None:
+        with self._lock:
+            evicted = [self._idle.pop(key)[0]] if key in self._idle else []
+            self._idle[key] = (consumer, next_offset)
+            while len(self._idle) > self._limit:
+                evicted.append(self._idle.popitem(last=False)[1][0])
+        for old in evicted:
+            old.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            idle, self._idle = list(self._idle.values()), collections.OrderedDict()
+        for consumer, _ in idle:
+            consumer.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+
+POOL = ConsumerPool()  # this process's: executors run one Python worker per task slot
