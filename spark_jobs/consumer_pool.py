@@ -19,12 +19,14 @@ from typing import Any
 
 LIMIT = 64
 
-PoolKey = tuple[tuple[tuple[str, str], ...], str, int]
+PoolKey = tuple[tuple[tuple[str, str], ...], str, int, int | None]
 
 
-def pool_key(conf: Mapping[str, object], topic: str, partition: int) -> PoolKey:
-    """What makes two reads able to share a consumer: every setting (bootstrap included) and the partition."""
-    return tuple(sorted((k, str(v)) for k, v in conf.items() if k != "logger")), topic, partition
+def pool_key(conf: Mapping[str, object], topic: str, partition: int, epoch: int | None = None) -> PoolKey:
+    """What makes two reads able to share a consumer: every setting (bootstrap included), the
+    partition, and the topic's incarnation (a consumer of a deleted topic's log is of no use for a
+    re-created one: its leader epochs and positions belong to the old log)."""
+    return tuple(sorted((k, str(v)) for k, v in conf.items() if k != "logger")), topic, partition, epoch
 
 
 class ConsumerPool:

@@ -121,7 +121,7 @@ def read_range(
 
     began = time.perf_counter()
     settings = {**conf, "bootstrap.servers": part.bootstrap}
-    key = pool_key(settings, part.topic, part.partition)
+    key = pool_key(settings, part.topic, part.partition, part.epoch)
     consumer, standing_at = POOL.take(key) if reuse else (None, None)
     reused = consumer is not None
     if consumer is None:

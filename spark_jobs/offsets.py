@@ -81,13 +81,16 @@ def is_initial(doc: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class OffsetRange(InputPartition):
-    """One Spark task: messages [start, end) of one partition, read through `bootstrap`."""
+    """One Spark task: messages [start, end) of one partition, read through `bootstrap`; `epoch` is
+    the topic's incarnation the offsets count in (None: not known), so no consumer kept for one
+    incarnation is reused for another (consumer_pool.py)."""
 
     topic: str
     partition: int
     start: int
     end: int
     bootstrap: str
+    epoch: int | None = None
 
     @property
     def key(self) -> Key:
@@ -181,9 +184,16 @@ def batch_ranges(start: Mapping[str, Any], end: Mapping[str, Any]) -> list[tuple
     return out
 
 
-def split(ranges: Iterable[tuple[Key, int, int]], bootstrap: str, min_partitions: int | None) -> list[OffsetRange]:
-    """One task per range; with min_partitions, halve the largest ranges until there are enough."""
-    parts = [OffsetRange(k[0], k[1], lo, hi, bootstrap) for k, lo, hi in ranges]
+def split(
+    ranges: Iterable[tuple[Key, int, int]],
+    bootstrap: str,
+    min_partitions: int | None,
+    epochs: Mapping[str, int | None] | None = None,
+) -> list[OffsetRange]:
+    """One task per range; with min_partitions, halve the largest ranges until there are enough.
+    `epochs`: topic -> the incarnation the offsets count in."""
+    epochs = epochs or {}
+    parts = [OffsetRange(k[0], k[1], lo, hi, bootstrap, epochs.get(k[0])) for k, lo, hi in ranges]
     while min_partitions and len(parts) < min_partitions:
         biggest = max(parts, key=lambda r: (r.size, r.topic, -r.partition), default=None)
         if biggest is None or biggest.size < 2:
@@ -191,7 +201,7 @@ def split(ranges: Iterable[tuple[Key, int, int]], bootstrap: str, min_partitions
         mid = biggest.start + biggest.size // 2
         parts.remove(biggest)
         parts += [
-            OffsetRange(biggest.topic, biggest.partition, biggest.start, mid, bootstrap),
-            OffsetRange(biggest.topic, biggest.partition, mid, biggest.end, bootstrap),
+            OffsetRange(biggest.topic, biggest.partition, biggest.start, mid, bootstrap, biggest.epoch),
+            OffsetRange(biggest.topic, biggest.partition, mid, biggest.end, bootstrap, biggest.epoch),
         ]
     return sorted(parts, key=lambda r: (r.topic, r.partition, r.start))

@@ -100,7 +100,7 @@ class ZkBatchReader(_RangeReading, DataSourceReader):
         plan = plan_batch(self.opts)
         ranges = [(p.key, p.start, p.end) for p in plan.partitions if p.size > 0]
         log.info("batch read of group %s: %d messages in %d partitions", self.opts.group_id, plan.total, len(ranges))
-        return list(split(ranges, plan.bootstrap, self.opts.min_partitions))
+        return list(split(ranges, plan.bootstrap, self.opts.min_partitions, plan.epochs))
 
 
 class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -303,7 +303,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
             self._checkpoint_checked = True  # Spark wrote this batch's offsets/<id> before planning its tasks
             self._check_checkpoint(self.opts.checkpoint_location)
         ranges = batch_ranges(start, end)
-        return split(ranges, self._bootstrap(), self.opts.min_partitions) if ranges else []
+        return split(ranges, self._bootstrap(), self.opts.min_partitions, decode_epochs(end)) if ranges else []
 
     @profile.timed("planner.commit")
     def commit(self, end: dict[str, Any]) -> None:
