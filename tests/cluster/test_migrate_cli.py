@@ -282,3 +282,23 @@ def test_a_group_on_neither_side_is_one_error_line(cluster, run, group_id) -> No
         result = run(*args)
         assert result.exit_code == 1, result.output
         assert result.stderr.count("\n") == 1 and f"unknown group {group_id!r}" in result.stderr, result.stderr
+
+
+def test_a_partition_with_no_offset_on_either_side_is_listed_with_what_the_new_consumers_must_set(
+    cluster, zk, run, topic_factory, produce, group_id
+) -> None:
+    # Partition 1 never had a commit (say it stayed empty until the members stopped): copying the
+    # offsets leaves it without one, and broker consumers starting with the default
+    # auto.offset.reset=latest would skip what is produced to it before they start.
+    topic = topic_factory(partitions=2)
+    produce(topic, 10, partitions=2)
+    set_zk_offsets(zk, group_id, {(topic, 0): 5})
+    result = run("migrate", "plan", "--group", group_id, "--json")
+    plan = doc(result)["to_kafka"]
+    assert by_key(plan["partitions"], "action") == {(topic, 0): "source-only", (topic, 1): "no-offset-either-side"}
+    assert f"{topic}-1" in plan["start_advice"] and "auto.offset.reset=earliest" in plan["start_advice"]
+    human = run("migrate", "plan", "--group", group_id)
+    assert "NOTE:" in human.stdout and "auto.offset.reset=earliest" in human.stdout
+    copied = run("migrate", "offsets", "--group", group_id, "--to", "kafka", "--execute")
+    assert copied.exit_code == 0 and kafka_offsets(cluster, group_id) == {(topic, 0): 5}
+    assert "auto.offset.reset=earliest" in copied.stdout
