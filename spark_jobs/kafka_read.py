@@ -258,15 +258,20 @@ class LogOffsets:
         self._timeout_s = timeout_s
 
     def spans(self, keys: Iterable[Key]) -> dict[Key, tuple[int, int]]:
-        """key -> (log start, log end) where log end is the last stable offset when reading committed."""
+        """key -> (log start, log end) where log end is the last stable offset when reading committed.
+        Both lists are asked for at once (one round trip to the brokers, not two, per planning call)."""
         keys = sorted(set(keys))
         if not keys:
             return {}
-        lows = self._list(keys, earliest=True)
-        highs = self._list(keys, earliest=False)
-        return {k: (lows[k], highs[k]) for k in keys}
+        lows, highs = self._ask(keys, earliest=True), self._ask(keys, earliest=False)
+        try:
+            low, high = self._answers(lows), self._answers(highs)
+        finally:
+            if self._admin is not None:
+                self._admin.poll(0)  # hands librdkafka's queued log lines to the logger
+        return {k: (low[k], high[k]) for k in keys}
 
-    def _list(self, keys: list[Key], *, earliest: bool) -> dict[Key, int]:
+    def _ask(self, keys: list[Key], *, earliest: bool) -> dict[Any, Any]:
         from confluent_kafka import IsolationLevel, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
@@ -274,13 +279,13 @@ class LogOffsets:
         level = IsolationLevel.READ_COMMITTED if self._committed else IsolationLevel.READ_UNCOMMITTED
         if self._admin is None:
             raise RuntimeError(f"LogOffsets({self.bootstrap}) is closed")
-        futures = self._admin.list_offsets(
+        futures: dict[Any, Any] = self._admin.list_offsets(
             {TopicPartition(t, p): spec for t, p in keys}, isolation_level=level, request_timeout=self._timeout_s
         )
-        try:
-            return {(tp.topic, tp.partition): fut.result(self._timeout_s).offset for tp, fut in futures.items()}
-        finally:
-            self._admin.poll(0)  # hands librdkafka's queued log lines to the logger
+        return futures
+
+    def _answers(self, futures: Mapping[Any, Any]) -> dict[Key, int]:
+        return {(tp.topic, tp.partition): fut.result(self._timeout_s).offset for tp, fut in futures.items()}
 
     def close(self) -> None:
         self._admin = None
