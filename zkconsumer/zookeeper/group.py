@@ -185,6 +185,9 @@ class GroupZk:
         except NoNodeError:  # the folder was deleted under us: the next attempt creates it again
             self._ensured.discard(folder)
             raise ZooKeeperUnavailable(f"{folder} was deleted while registering; registering again") from None
+        stat = self.io.exists(path)
+        if stat is None or stat.ephemeralOwner != session:  # kazoo moved to another session in between
+            raise SessionLost(f"session 0x{session:x} ended while registering; registering again")
         self.fence = SessionFence(path, session)
         if old is not None and old.session == session and old.path != path:
             try:  # re-registered in the same session (our member node was deleted by hand): tidy up
