@@ -1,7 +1,8 @@
-"""A real ZooKeeper plus 1..N ZooKeeper-mode Kafka brokers (3.9.1 unless asked) run as child JVMs on loopback."""
+"""A real ZooKeeper (one server or an ensemble) plus 1..N ZooKeeper-mode Kafka brokers run as child JVMs."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import tempfile
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zkconsumer.testing.nodes import BROKER_PROPERTIES, KafkaBroker, KerberosServer, ZooKeeperNode
+from zkconsumer.testing.ensemble import ZooKeeperEnsemble
+from zkconsumer.testing.nodes import BROKER_PROPERTIES, LOOPBACK, KafkaBroker, KerberosServer, Lab, ZooKeeperNode
 from zkconsumer.testing.probes import (
     ClusterStartError,
     connect_zk,
@@ -39,6 +41,7 @@ __all__ = [
     "KafkaBroker",
     "KerberosServer",
     "LocalCluster",
+    "ZooKeeperEnsemble",
     "ZooKeeperNode",
     "connect_zk",
     "four_letter_word",
@@ -69,7 +72,7 @@ log4j.logger.kafka.controller=WARN
 
 
 class LocalCluster:
-    """ZooKeeper + `brokers` Kafka brokers on free loopback ports.
+    """ZooKeeper (`zookeeper_servers` of them: 1, or an ensemble of 3 or 5) + `brokers` Kafka brokers.
 
     `kafka_version` picks the broker release (see versions.KAFKA: 0.10.2.2 .. 3.9.1) and
     `zookeeper_version` the ZooKeeper server (3.4.14, 3.5.10, 3.8; None: the one the broker's
@@ -85,6 +88,17 @@ class LocalCluster:
 
     Every JVM logs into `workdir` (kept on failure for post-mortems, removed by stop() when
     the cluster made the folder itself and `keep_logs` is false).
+
+    A production-like cluster: ``LocalCluster(zookeeper_servers=3, brokers=3)`` runs a 3-server
+    ensemble (ensemble.ZooKeeperEnsemble; `zookeeper_settings` adds zoo.cfg lines) and brokers
+    whose topics are replicated: `replication_factor` defaults to min(3, brokers) when there is an
+    ensemble and to 1 otherwise (the default cluster is unchanged), `min_insync_replicas` to 2 for
+    a factor of 3 or more and 1 below. Both become the brokers' defaults (also for the offsets and
+    transaction topics) and `create_topic`'s. Producers of the test helpers use acks=all.
+
+    `lab` (a netlab.NetLab) runs every server in a network namespace of its own (hosts "zk1"..,
+    "kafka0"..) on its own lab address, so that netfaults can cut, drop and slow its links;
+    without it everything listens on 127.0.0.1.
     """
 
     def __init__(
@@ -101,12 +115,26 @@ class LocalCluster:
         security: BrokerSecurity | None = None,
         zookeeper_sasl_users: Mapping[str, str] | None = None,
         zookeeper_kerberos: KerberosServer | None = None,
+        zookeeper_servers: int = 1,
+        zookeeper_settings: Mapping[str, str] | None = None,
+        replication_factor: int | None = None,
+        min_insync_replicas: int | None = None,
+        lab: Lab | None = None,
     ) -> None:
         self.kafka = kafka_release(kafka_version)
         self.security = security
         self.zookeeper_release = zookeeper_release(zookeeper_version, self.kafka)
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        if zookeeper_servers < 1 or zookeeper_servers % 2 == 0:
+            raise ValueError(f"zookeeper_servers must be odd (1, 3, 5), got {zookeeper_servers}")
+        if lab is not None and zookeeper_kerberos is not None:
+            raise ValueError("a Kerberos ZooKeeper is zookeeper/localhost: it cannot run in a lab")
+        self.replication_factor = replication_factor or (min(3, brokers) if zookeeper_servers > 1 else 1)
+        if not 1 <= self.replication_factor <= brokers:
+            raise ValueError(f"replication_factor {self.replication_factor} needs as many brokers, got {brokers}")
+        self.min_insync_replicas = min_insync_replicas or (2 if self.replication_factor >= 3 else 1)
+        self.lab = lab
         if chroot is not None and (not chroot.startswith("/") or chroot.endswith("/")):
             raise ValueError(f"chroot must look like /name, got {chroot!r}")
         self._own_workdir = workdir is None
@@ -115,14 +143,23 @@ class LocalCluster:
         (self.workdir / "log4j.properties").write_text(LOG4J)
         self.keep_logs = keep_logs
         self.chroot = chroot
-        self.zookeeper = ZooKeeperNode(
+        self.ensemble = ZooKeeperEnsemble(
             self.workdir,
+            zookeeper_servers,
             release=self.zookeeper_release,
             broker_jars=self.kafka.jar_set,
             sasl_users=zookeeper_sasl_users,
             kerberos=zookeeper_kerberos,
+            places=[lab.host(f"zk{i}") for i in range(1, zookeeper_servers + 1)] if lab else None,
+            settings=zookeeper_settings,
         )
-        properties = {**(security.broker_properties() if security else {}), **(broker_properties or {})}
+        self.zookeepers: list[ZooKeeperNode] = self.ensemble.servers
+        self.zookeeper = self.zookeepers[0]  # the only server of a standalone cluster
+        properties = {
+            **self._replication_properties(),
+            **(security.broker_properties() if security else {}),
+            **(broker_properties or {}),
+        }
         self.brokers = [
             KafkaBroker(
                 i,
@@ -132,21 +169,36 @@ class LocalCluster:
                 properties,
                 self.kafka,
                 security.listeners if security else (),
+                place=lab.host(f"kafka{i}") if lab else LOOPBACK,
             )
             for i in range(brokers)
         ]
         self.start_seconds: float | None = None
 
+    def _replication_properties(self) -> dict[str, str]:
+        """Broker defaults for replicated topics (none for a factor of 1: BROKER_PROPERTIES has those)."""
+        if self.replication_factor == 1:
+            return {}
+        rf, isr = str(self.replication_factor), str(self.min_insync_replicas)
+        return {
+            "default.replication.factor": rf,
+            "min.insync.replicas": isr,
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": isr,
+            "unclean.leader.election.enable": "false",
+        }
+
     # ---- addresses -------------------------------------------------------------------------
     @property
     def zookeeper_hosts(self) -> str:
-        """host:port without the chroot (for kazoo admin work on the whole server)."""
-        return self.zookeeper.hosts
+        """host:port,... of every ZooKeeper server, without the chroot (for kazoo admin work)."""
+        return self.ensemble.hosts
 
     @property
     def zookeeper_connect(self) -> str:
-        """The zookeeper.connect value clients use: host:port plus the chroot."""
-        return self.zookeeper.hosts + (self.chroot or "")
+        """The zookeeper.connect value clients use: every server's host:port plus the chroot."""
+        return self.ensemble.hosts + (self.chroot or "")
 
     @property
     def bootstrap_servers(self) -> str:
@@ -154,15 +206,15 @@ class LocalCluster:
 
     def listener_bootstrap(self, listener: str) -> str:
         """host:port,... of every broker's `listener` (PLAINTEXT, or one of the security's)."""
-        return ",".join(f"127.0.0.1:{b.listener_ports[listener]}" for b in self.brokers)
+        return ",".join(f"{b.place.address}:{b.listener_ports[listener]}" for b in self.brokers)
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self, timeout: float = 120.0, *, detach: bool = False) -> LocalCluster:
-        """Start ZooKeeper, then the brokers; return once clients can use every broker."""
+        """Start ZooKeeper (every server, until each serves), then the brokers; return once
+        clients can use every broker."""
         began = time.monotonic()
         try:
-            self.zookeeper.process.start(detach=detach)
-            wait_until(lambda: zookeeper_ruok(self.zookeeper.port), timeout, "answering ruok", self.zookeeper.process)
+            self.ensemble.start(timeout, detach=detach)
             for broker in self.brokers:
                 broker.process.start(detach=detach)
             for broker in self.brokers:
@@ -186,9 +238,10 @@ class LocalCluster:
 
     def stop(self, *, keep_logs: bool | None = None) -> None:
         """Brokers first (without ZooKeeper their shutdown hangs), then ZooKeeper."""
+        quorum = self.ensemble.quorum_running()
         for broker in self.brokers:
-            broker.kill() if not self.zookeeper.process.running else broker.stop()
-        self.zookeeper.stop()
+            broker.kill() if not quorum else broker.stop()
+        self.ensemble.stop()
         keep = self.keep_logs if keep_logs is None else keep_logs
         if self._own_workdir and not keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -243,15 +296,58 @@ class LocalCluster:
 
         wait_until(ready, timeout, "serving metadata with a controller", self.brokers[0].process)
 
-    def restart_zookeeper(self, timeout: float = 60.0) -> None:
-        self.zookeeper.restart(timeout)
+    def restart_zookeeper(self, timeout: float = 60.0, *, server: int | None = None) -> None:
+        """Stop and start ZooKeeper on the same ports and data: every server, or the one with myid
+        `server`; returns once it serves again (sessions survive if within their timeout)."""
+        if server is not None:
+            self.ensemble.restart_server(server, timeout)
+        elif self.ensemble.is_ensemble:
+            self.ensemble.restart(timeout)
+        else:
+            self.zookeeper.restart(timeout)
+
+    def stop_zookeeper(self, server: int) -> None:
+        """SIGTERM one ZooKeeper server (myid `server`; 1 for a standalone one)."""
+        self.ensemble.stop_server(server)
+
+    def kill_zookeeper(self, server: int) -> None:
+        """kill -9 one ZooKeeper server."""
+        self.ensemble.kill_server(server)
+
+    def start_zookeeper(self, server: int, timeout: float = 60.0) -> None:
+        """Start a stopped or killed ZooKeeper server again; return once it serves."""
+        self.ensemble.start_server(server, timeout)
+
+    def zookeeper_leader(self, timeout: float = 60.0, *, not_server: int | None = None) -> ZooKeeperNode:
+        """The server a majority follows (asked with `srvr`), waiting up to `timeout` for one
+        (other than `not_server`, e.g. right after killing the old leader)."""
+        return self.ensemble.wait_leader(timeout, not_server=not_server)
+
+    def partition_leader(self, topic: str, partition: int) -> int:
+        """The broker id leading `partition`, from /brokers/topics/<t>/partitions/<p>/state (-1: none)."""
+        client = self.zk_client()
+        try:
+            data, _ = client.get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        finally:
+            client.stop()
+            client.close()
+        leader: int = json.loads(data)["leader"]
+        return leader
+
+    def kill_partition_leader(self, topic: str, partition: int) -> int:
+        """kill -9 the broker leading `partition`; returns its id (restart it with restart_broker)."""
+        leader = self.partition_leader(topic, partition)
+        if leader < 0:
+            raise ClusterStartError(f"{topic}-{partition} has no leader to kill")
+        self.brokers[leader].kill()
+        return leader
 
     def wait_broker_registered(self, broker: KafkaBroker, timeout: float) -> None:
         path = f"/brokers/ids/{broker.broker_id}"
         wait_until(lambda: self._zk_exists(path), timeout, f"registered at {path}", broker.process)
 
     def log_tails(self, lines: int = 30) -> str:
-        procs = [self.zookeeper.process] + [b.process for b in self.brokers]
+        procs = [z.process for z in self.zookeepers] + [b.process for b in self.brokers]
         return "\n".join(f"--- {p.name} ({p.log_path}) ---\n{p.log_tail(lines)}" for p in procs)
 
     # ---- ZooKeeper access (through the chroot) ---------------------------------------------
@@ -285,10 +381,16 @@ class LocalCluster:
             time.sleep(0.25)
 
     # ---- topics ----------------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:
+    def create_topic(
+        self, name: str, partitions: int = 1, replication_factor: int | None = None, timeout: float = 60.0
+    ) -> None:
+        """Create a topic (replicated as the cluster's default when `replication_factor` is None) and
+        wait until every partition has a leader and, when replicated, min.insync.replicas in sync."""
         from zkconsumer.testing.kafka import create_topic
 
-        create_topic(self.bootstrap_servers, name, partitions, replication_factor, timeout)
+        factor = replication_factor or self.replication_factor
+        min_isr = min(factor, self.min_insync_replicas)
+        create_topic(self.bootstrap_servers, name, partitions, factor, timeout, min_isr=min_isr)
 
 
 @dataclass(frozen=True)
@@ -301,7 +403,9 @@ class ExternalCluster:
     def zk_client(self, **kwargs: object) -> KazooClient:
         return connect_zk(self.zookeeper_connect, **kwargs)
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1, timeout: float = 60.0) -> None:
+    def create_topic(
+        self, name: str, partitions: int = 1, replication_factor: int | None = None, timeout: float = 60.0
+    ) -> None:
         from zkconsumer.testing.kafka import create_topic
 
-        create_topic(self.bootstrap_servers, name, partitions, replication_factor, timeout)
+        create_topic(self.bootstrap_servers, name, partitions, replication_factor or 1, timeout)

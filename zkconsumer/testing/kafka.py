@@ -47,15 +47,16 @@ def _result(client: AdminClient, future: Any, timeout: float) -> Any:
 
 
 def create_topic(
-    bootstrap: str, name: str, partitions: int, replication_factor: int = 1, timeout: float = 60.0
+    bootstrap: str, name: str, partitions: int, replication_factor: int = 1, timeout: float = 60.0, *, min_isr: int = 1
 ) -> None:
-    """Create the topic and wait until every partition has a leader."""
+    """Create the topic and wait until every partition has a leader and `min_isr` replicas in sync
+    (with acks=all a write needs the topic's min.insync.replicas of them)."""
     client = admin(bootstrap)  # keep a reference: a collected client cancels its futures
     futures = client.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)], operation_timeout=timeout
     )
     _result(client, futures[name], timeout)
-    wait_for_leaders(bootstrap, name, partitions, timeout)
+    wait_for_leaders(bootstrap, name, partitions, timeout, min_isr=min_isr)
 
 
 def add_partitions(bootstrap: str, name: str, total: int, timeout: float = 60.0, *, zk: Any = None) -> None:
@@ -106,7 +107,8 @@ def delete_topic(bootstrap: str, name: str, timeout: float = 60.0) -> None:
             time.sleep(2.0)
 
 
-def wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout: float) -> None:
+def wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout: float, *, min_isr: int = 1) -> None:
+    """Until the topic has `partitions` partitions, each with a leader and at least `min_isr` in-sync replicas."""
     client = admin(bootstrap)
     deadline = time.monotonic() + timeout
     while True:
@@ -118,11 +120,13 @@ def wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout: float)
             meta is not None
             and meta.error is None
             and len(meta.partitions) >= partitions
-            and all(p.leader >= 0 for p in meta.partitions.values())
+            and all(p.leader >= 0 and len(p.isrs) >= min_isr for p in meta.partitions.values())
         ):
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {name}: not every partition has a leader after {timeout:.0f}s")
+            raise TimeoutError(
+                f"topic {name}: not every partition has a leader and {min_isr} in-sync replicas after {timeout:.0f}s"
+            )
         time.sleep(0.2)
 
 

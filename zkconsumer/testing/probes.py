@@ -25,20 +25,21 @@ def free_port() -> int:
         return port
 
 
-def zookeeper_ruok(port: int, timeout: float = 1.0) -> bool:
-    """True when the ZooKeeper server on port answers the `ruok` four-letter word."""
+def zookeeper_ruok(port: int, timeout: float = 1.0, *, host: str = "127.0.0.1") -> bool:
+    """True when the ZooKeeper server on host:port answers the `ruok` four-letter word."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        with socket.create_connection((host, port), timeout=timeout) as s:
             s.sendall(b"ruok")
             return s.recv(4) == b"imok"
     except OSError:
         return False
 
 
-def four_letter_word(port: int, word: str, timeout: float = 2.0) -> str | None:
-    """The server's whole answer to a four-letter word (srvr, mntr, ...); None if it did not answer."""
+def four_letter_word(port: int, word: str, timeout: float = 2.0, *, host: str = "127.0.0.1") -> str | None:
+    """The server's whole answer to a four-letter word (srvr, mntr, ...); None if it did not answer
+    within `timeout` (each read; a server that keeps the line open without answering counts as none)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        with socket.create_connection((host, port), timeout=timeout) as s:
             s.sendall(word.encode())
             answer = b""
             while chunk := s.recv(65536):
@@ -48,9 +49,9 @@ def four_letter_word(port: int, word: str, timeout: float = 2.0) -> str | None:
     return answer.decode(errors="replace")
 
 
-def zookeeper_version(port: int, timeout: float = 2.0) -> str | None:
+def zookeeper_version(port: int, timeout: float = 2.0, *, host: str = "127.0.0.1") -> str | None:
     """The server's version from `srvr` ("3.4.14-4c25d480..., built on ..." -> "3.4.14"); None if no answer."""
-    answer = four_letter_word(port, "srvr", timeout)
+    answer = four_letter_word(port, "srvr", timeout, host=host)
     first = (answer or "").partition("\n")[0]  # "Zookeeper version: 3.4.14-..."
     return first.partition(":")[2].strip().split("-")[0].split(",")[0] or None
 

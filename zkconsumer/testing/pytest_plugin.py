@@ -92,9 +92,10 @@ def group_id(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def topic_factory(cluster, request: pytest.FixtureRequest) -> Callable[..., str]:  # type: ignore[no-untyped-def]
-    """make_topic(partitions=1, replication_factor=1, name=None) -> a new, led topic's name."""
+    """make_topic(partitions=1, replication_factor=None, name=None) -> a new, led topic's name
+    (None: the cluster's default replication, 1 unless it runs a ZooKeeper ensemble)."""
 
-    def make_topic(partitions: int = 1, replication_factor: int = 1, name: str | None = None) -> str:
+    def make_topic(partitions: int = 1, replication_factor: int | None = None, name: str | None = None) -> str:
         topic = name or _unique("t", request)
         cluster.create_topic(topic, partitions, replication_factor)
         return topic
