@@ -190,6 +190,35 @@ def test_assign_replaces_add_and_remove_are_incremental(make_fetcher, topic_fact
         f.assign(infos_for(topic, [0, 0], q))
 
 
+def test_a_new_topic_incarnation_gets_a_new_consumer(make_fetcher, topic_factory, produce) -> None:
+    # librdkafka may take a re-created topic's metadata for stale (see Fetcher._renew_for): a
+    # partition of another incarnation (epoch) than the Consumer fetched is fetched by a new one,
+    # and the partitions already assigned go on from their first message not queued.
+    topic, other = topic_factory(partitions=2), topic_factory(partitions=1)
+    sent = produce(topic, 40, partitions=2)
+    kept = produce(other, 20, partitions=1)
+    q, q_other = StreamQueue(2, "s"), StreamQueue(2, "o")
+    it, it_other = ConsumerIterator(q, 200), ConsumerIterator(q_other, 200)
+    f = make_fetcher()
+    f.assign(infos_for(topic, [0, 1], q, epoch=7) + infos_for(other, [0], q_other, epoch=3))
+    assert triples(drain(it, 40)) == triples(sent)
+    assert triples(drain(it_other, 10)) == triples(kept[:10])
+    first = f._raw
+    f.add(infos_for(topic, [1], q, offset=5, epoch=7))  # the same incarnation: the same Consumer
+    assert f._raw is first
+    assert [m.offset for m in drain(it, 15)] == list(range(5, 20))
+    f.remove([(topic, 0), (topic, 1)])
+    f.add(infos_for(topic, [0], q, offset=3, epoch=8))  # another incarnation
+    assert f._raw is not first
+    assert f.assigned() == {(topic, 0), (other, 0)}
+    assert [m.offset for m in drain(it, 17)] == list(range(3, 20))
+    rest = drain(it_other, 10)  # the other topic goes on where its queue stopped taking
+    assert [m.offset for m in rest][-1] == 19 and not {m.offset for m in rest} - set(range(20))
+    more = produce(other, 5, partitions=1, start=20)
+    assert triples(drain(it_other, 5)) == triples(more)
+    assert_nothing_more(it)
+
+
 def test_remove_drops_held_chunks_and_unpauses(make_fetcher, topic_factory, produce) -> None:
     topic = topic_factory(partitions=1)
     produce(topic, 500, partitions=1)

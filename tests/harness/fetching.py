@@ -36,8 +36,10 @@ def fetcher_factory(bootstrap_servers: str, group_id: str) -> Iterator[Callable[
         assert not f.errors, f"unexpected on_error calls: {f.errors}"  # type: ignore[attr-defined]
 
 
-def infos_for(topic: str, partitions, queue: StreamQueue, offset: int = 0) -> list[PartitionTopicInfo]:  # type: ignore[no-untyped-def]
-    return [PartitionTopicInfo(topic, p, queue.name, queue, offset) for p in partitions]
+def infos_for(
+    topic: str, partitions, queue: StreamQueue, offset: int = 0, epoch: int | None = None
+) -> list[PartitionTopicInfo]:  # type: ignore[no-untyped-def]
+    return [PartitionTopicInfo(topic, p, queue.name, queue, offset, epoch) for p in partitions]
 
 
 class Got(NamedTuple):

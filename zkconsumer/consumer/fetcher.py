@@ -92,6 +92,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         self._rewind = False  # a reader's fetch was cut short: refetch from the routed positions
         self._failure: BaseException | None = None
         self._infos: dict[Key, PartitionTopicInfo] = {}
+        self._incarnations: dict[str, int] = {}  # topic -> the epoch (czxid) the Consumer fetched of it
         self._ever_assigned: set[Key] = set()
         self._shared_partitions: frozenset[int] = frozenset()  # numbers that 2+ topics have
         self._held: collections.OrderedDict[Key, list[Message]] = collections.OrderedDict()  # refused, in order
@@ -104,12 +105,15 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError(f"fetcher {self.name} already started")
+        self._raw = self._new_consumer()
+        self._thread = threading.Thread(target=self._run, name=f"{self.name}-fetcher", daemon=True)
+        self._thread.start()
+
+    def _new_consumer(self) -> Consumer:
         conf = self.settings.consumer_config()
         conf.setdefault("error_cb", self._on_client_error)
         conf.setdefault("logger", throttled_logger(f"{__name__}.librdkafka"))
-        self._raw = Consumer(conf)
-        self._thread = threading.Thread(target=self._run, name=f"{self.name}-fetcher", daemon=True)
-        self._thread.start()
+        return Consumer(conf)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the thread, then close the Consumer. Idempotent; safe from any thread."""
@@ -231,7 +235,9 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
     def _run(self) -> None:
         # consume() returns Messages typed with Optional topic/partition/offset; _route reads those
         # only after it has set error messages apart, so it takes them as chunks.Message.
-        consume = cast("Callable[[int, float], list[Message]]", self._raw.consume)
+        def consume(count: int, timeout: float) -> list[Message]:
+            return cast("list[Message]", self._raw.consume(count, timeout))  # _raw: renewed by _renew_for
+
         batch, wake, turn, me = self._batch_size, self._wake, self._turn, threading.get_ident()
         try:
             while not self._stopping and self._failure is None:
@@ -302,6 +308,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
             self._set_infos({})
             self._held, self._held_bytes, self._paused = collections.OrderedDict(), {}, set()
             return
+        self._renew_for(infos)
         self._resolve_offsets(infos)
         self._forget(list(self._infos))
         if infos:
@@ -312,11 +319,32 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         self._attach_queues(infos)
 
     def _do_add(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        self._renew_for(infos)
         self._resolve_offsets(infos)
         self._do_remove([i.key for i in infos if i.key in self._infos])
         self._raw.incremental_assign([TopicPartition(i.topic, i.partition, i.fetched_offset) for i in infos])
         self._set_infos({**self._infos, **{i.key: i for i in infos}})
         self._attach_queues(infos)
+
+    def _renew_for(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        """Fetch a re-created topic with a new Consumer. librdkafka keeps what it learnt of the old
+        topic (its topic id, each partition's leader epoch, which a new topic restarts at 0) and may
+        take the new topic's metadata for stale: the partition is assigned and never fetched
+        (librdkafka #4898; seen in chaos runs as an owned partition delivering nothing for minutes).
+        The other partitions go on from their first message not queued (`_refetch`)."""
+        recreated = sorted(
+            {i.topic for i in infos if i.epoch is not None and self._incarnations.get(i.topic, i.epoch) != i.epoch}
+        )
+        self._incarnations.update({i.topic: i.epoch for i in infos if i.epoch is not None})
+        if not recreated or self._closed:
+            return
+        log.info("%s: topic %s was re-created; fetching with a new Consumer", self.name, ", ".join(recreated))
+        old, self._raw = self._raw, self._new_consumer()
+        try:
+            old.close()
+        except (KafkaException, RuntimeError) as exc:  # closing is best effort: the new one fetches
+            log.warning("%s: closing the replaced Consumer failed: %s", self.name, exc)
+        self._refetch()
 
     def _attach_queues(self, infos: Sequence[PartitionTopicInfo]) -> None:
         for stream_queue in {id(i.queue): i.queue for i in infos}.values():
