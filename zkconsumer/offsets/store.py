@@ -6,6 +6,8 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
+import tenacity
+
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.consumer.stream import PartitionTopicInfo
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, ZkConsumerError, describe, is_retriable
@@ -86,24 +88,37 @@ class OffsetStore:
         times with offsets.channel.backoff.ms between, then raised.
         """
         infos = list(infos)
-        for attempt in range(1, attempts + 1):
-            try:
-                return self._commit_once(infos)
-            except Exception as exc:  # noqa: BLE001 - classified: bugs are raised at once
-                deadline = self.group.io.deadline  # a shutdown's: no retry past it
-                if attempt == attempts or not is_retriable(exc) or deadline.expired():
-                    self.failures += 1
-                    if not isinstance(exc, KafkaSideFailed):  # that one says itself what was written
-                        log.error(
-                            "offset commit failed after %d attempts (%s): messages since the last "
-                            "commit will be delivered again if these partitions move",
-                            attempt,
-                            describe(exc),
-                        )
-                    raise
-                log.warning("offset commit attempt %d/%d failed (%s); retrying", attempt, attempts, describe(exc))
-                time.sleep(deadline.remaining(self._backoff_s))
-        return 0
+        if attempts < 1:
+            return 0
+
+        def out_of_tries(state: tenacity.RetryCallState) -> bool:  # a shutdown's deadline allows no retry past it
+            return state.attempt_number >= attempts or self.group.io.deadline.expired()
+
+        def say_retrying(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None  # set: it failed
+            cause = describe(exc) if exc is not None else "?"
+            log.warning("offset commit attempt %d/%d failed (%s); retrying", state.attempt_number, attempts, cause)
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(is_retriable),  # bugs are raised at once
+            stop=out_of_tries,
+            wait=lambda _state: self.group.io.deadline.remaining(self._backoff_s),
+            before_sleep=say_retrying,
+            sleep=lambda seconds: time.sleep(seconds),
+            reraise=True,  # the last attempt's own exception, not tenacity's RetryError
+        )
+        try:
+            return retrying(self._commit_once, infos)
+        except Exception as exc:
+            self.failures += 1
+            if not isinstance(exc, KafkaSideFailed):  # that one says itself what was written
+                log.error(
+                    "offset commit failed after %d attempts (%s): messages since the last "
+                    "commit will be delivered again if these partitions move",
+                    retrying.statistics.get("attempt_number", 1),
+                    describe(exc),
+                )
+            raise
 
     def _commit_once(self, infos: list[PartitionTopicInfo]) -> int:
         # Snapshot once: iterator threads keep advancing consumed_offset while we write, and the
