@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.config and zkconsumer.properties: defaults, validation, .properties parsing."""
+"""Tests for zkconsumer.config and zkconsumer.config.properties: defaults, validation, .properties parsing."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 import warnings
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zkconsumer.config.consumer_config as config_module
@@ -495,6 +495,7 @@ def test_from_properties_file_reads_latin1_like_java(tmp_path) -> None:
     assert ConsumerConfig.from_properties_file(str(path)) == config
 
 
+@settings(deadline=None)  # a loaded 2-core machine makes single examples slow, not wrong
 @given(st.dictionaries(st.text(min_size=1), st.text()))
 def test_dump_then_parse_round_trips(props: dict[str, str]) -> None:
     assert parse_properties(dump_properties(props)) == props
