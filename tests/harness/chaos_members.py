@@ -119,7 +119,9 @@ class ProcessMember:
         note: Note,
         *,
         nice: int | None = None,
+        wrap: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
+        """`wrap` puts the process somewhere, e.g. in a network lab host: `wrap=lab_host.command`."""
         self.out = workdir / f"{name}.deliveries"
         self._nice = nice
         self.log = workdir / f"{name}.log"
@@ -141,7 +143,7 @@ class ProcessMember:
         ]
         args += [f"--topic={t}:{n}" for t, n in topics.items()]
         args += [f"--property={k}={v}" for k, v in props.items() if k not in ("zookeeper.connect", "group.id")]
-        self._args = args
+        self._args = wrap(args) if wrap is not None else args
         self.proc: subprocess.Popen[str] | None = None
 
     def spawn(self) -> None:

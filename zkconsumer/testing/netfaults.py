@@ -72,7 +72,7 @@ class Fault:
         for undo in reversed(self._undo):
             try:
                 undo()
-            except LabError as exc:  # a namespace already gone: nothing left to undo there
+            except (LabError, OSError, RuntimeError) as exc:  # a namespace or relay already gone
                 errors.append(str(exc))
         self.healed_at = time.monotonic()
         if self in self.lab.faults:
