@@ -1,5 +1,5 @@
 """Shared pytest setup: the real-cluster fixtures (zkconsumer's pytest plugin) for every test."""
 
-# Also registered through the pytest11 entry point (named after the module, so pytest takes it once);
-# named here for PYTEST_DISABLE_PLUGIN_AUTOLOAD and installs that predate the entry point.
+# The plugin is opt-in (no pytest11 entry point: an installed zkconsumer adds no fixtures to other
+# projects' tests); this project's own tests load it here, as docs/testing.md tells users to.
 pytest_plugins = ["zkconsumer.testing.pytest_plugin"]

@@ -15,8 +15,9 @@ Public surface:
   ``ExternalCluster`` names a cluster somebody else runs; ``zkconsumer.testing.kafka`` produces
   numbered messages and creates topics; ``python -m zkconsumer.testing up|status|down`` keeps a
   local cluster running from a shell.
-* A pytest plugin, ``zkconsumer.testing.pytest_plugin``, loaded by pytest through the ``pytest11``
-  entry point once zkconsumer is installed (``pip install 'zkconsumer[testing]'`` brings pytest).
+* A pytest plugin, ``zkconsumer.testing.pytest_plugin``, opt-in: ``pytest -p
+  zkconsumer.testing.pytest_plugin`` or ``pytest_plugins = ["zkconsumer.testing.pytest_plugin"]``
+  in a conftest.py (no ``pytest11`` entry point; ``pip install 'zkconsumer[testing]'`` brings pytest).
   Its fixtures: ``cluster`` (session-wide), ``zk`` (a started kazoo client inside the cluster's
   chroot), ``topic_factory`` (``make_topic(partitions=1, replication_factor=1, name=None)``),
   ``produce`` (``produce(topic, count, ...)`` -> the acknowledged messages) and ``group_id`` (a

@@ -1,7 +1,9 @@
 """The pytest plugin of zkconsumer.testing: fixtures `cluster`, `zk`, `topic_factory`, `produce`, `group_id`.
 
-Installed with zkconsumer, pytest loads it through the ``pytest11`` entry point ``zkconsumer``
-(``pip install 'zkconsumer[testing]'`` brings pytest). The cluster comes from ZKCONSUMER_CLUSTER:
+Opt-in: installing zkconsumer registers no pytest plugin (no ``pytest11`` entry point), so other
+projects' test runs get none of these names. Enable it with ``pytest -p zkconsumer.testing.pytest_plugin``
+or ``pytest_plugins = ["zkconsumer.testing.pytest_plugin"]`` in a conftest.py (``pip install
+'zkconsumer[testing]'`` brings pytest). The cluster comes from ZKCONSUMER_CLUSTER:
 ``local`` (default: ZooKeeper + one broker from jars), ``docker`` (compose.yaml through
 testcontainers) or ``external`` (ZKCONSUMER_ZOOKEEPER and ZKCONSUMER_BOOTSTRAP name a running
 cluster). A local cluster runs the Kafka release ZKCONSUMER_KAFKA_VERSION (default 3.9.1) on the
