@@ -23,7 +23,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jobs import profile
+from spark_jobs import phase_timings
 from spark_jobs.consumer_pool import POOL, pool_key
 from spark_jobs.offsets import DataLossError, Key, OffsetRange
 from zkconsumer.consumer.log_throttle import throttled_logger
@@ -177,9 +177,9 @@ def read_range(
             POOL.give_back(key, consumer, pulled if pulled >= 0 else None)
         else:
             consumer.close()  # a read cut short (an error, the task killed) leaves nothing to trust
-        if profile.enabled():
+        if phase_timings.enabled():
             first_ms = None if first_at is None else round((first_at - began) * 1000.0, 3)
-            profile.record(
+            phase_timings.record(
                 "read_range", time.perf_counter() - began, reused=reused, first_ms=first_ms, rows=part.end - part.start
             )
 

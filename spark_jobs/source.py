@@ -10,7 +10,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from spark_jobs import profile
+from spark_jobs import phase_timings
 from spark_jobs.checkpoint import CheckpointError, CheckpointLog, previous_end
 from spark_jobs.kafka_read import SCHEMA, LogOffsets, read_range
 from spark_jobs.offsets import (
@@ -183,7 +183,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
     def prepareForTriggerAvailableNow(self) -> None:
         self._targets = {k: high for k, (_, high) in self._spans(list(self._owned())).items()}
 
-    @profile.timed("planner.latestOffset")
+    @phase_timings.timed("planner.latestOffset")
     def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
         if start is None:  # pyspark < 4.2 passes nothing: continue from our own last answer
             start = self._last_end if self._last_end is not None else self.initialOffset()
@@ -296,7 +296,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return encode_offsets(self._latest) if self._latest else None
 
-    @profile.timed("planner.partitions")
+    @phase_timings.timed("planner.partitions")
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         self._seen.append(canonical(end))  # also a batch replayed from the checkpoint after a restart
         if self.opts.checkpoint_location and not self._checkpoint_checked:
@@ -305,7 +305,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
         ranges = batch_ranges(start, end)
         return split(ranges, self._bootstrap(), self.opts.min_partitions, decode_epochs(end)) if ranges else []
 
-    @profile.timed("planner.commit")
+    @phase_timings.timed("planner.commit")
     def commit(self, end: dict[str, Any]) -> None:
         """Spark's own "done up to end": commit it where it moves an owned partition forward and
         the partition is still claimed in the topic incarnation `end` was counted in."""

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from spark_jobs import profile
+from spark_jobs import phase_timings
 from spark_jobs.checkpoint import CheckpointError, CheckpointLog, last_completed
 from spark_jobs.kafka_read import LogOffsets
 from spark_jobs.offsets import Key
@@ -88,7 +88,7 @@ class StreamMember:
 
         signal.signal(signal.SIGTERM, on_sigterm)
 
-    @profile.timed("planner.owned")
+    @phase_timings.timed("planner.owned")
     def _owned(self, member: Any = None) -> dict[Key, int]:
         """Owned partitions -> consumed position: a consistent snapshot (never a half-installed rebalance).
 
@@ -114,7 +114,7 @@ class StreamMember:
     def _connected(self) -> bool:
         return bool(self._connector().ownership_confirmed())
 
-    @profile.timed("planner.bootstrap")
+    @phase_timings.timed("planner.bootstrap")
     def _bootstrap(self) -> str:
         """The brokers executors start from. A planning call that meets the member's ZooKeeper
         session ending (or the connection down) uses the list read last: executors only need a
@@ -133,7 +133,7 @@ class StreamMember:
             )
         return self._brokers_read
 
-    @profile.timed("planner.spans")
+    @phase_timings.timed("planner.spans")
     def _spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
         if self._log_offsets is None:
             self._log_offsets = LogOffsets(
@@ -143,7 +143,7 @@ class StreamMember:
             )
         return self._log_offsets.spans(keys)
 
-    @profile.timed("planner.zookeeper_commit")
+    @phase_timings.timed("planner.zookeeper_commit")
     def _commit(self, positions: dict[Key, int], member: Any = None) -> None:
         """Write progress to /consumers/<group>/offsets, fenced: only partitions we still own."""
         if not positions:

@@ -21,7 +21,7 @@ on a primer (one message per partition) and production begins once that primer i
 start-up (group join, Python workers) is not measured. Last line:
     ours_p50_ms=<n> ours_p99_ms=<n> [fresh_p50_ms= fresh_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
 --fresh-consumers also runs ours with reuseConsumers=false (side by side, same cluster); --profile
-prints our source's own phase timings per run (spark_jobs/profile.py: the planner's calls, each
+prints our source's own phase timings per run (spark_jobs/phase_timings.py: the planner's calls, each
 executor read, its wait for the first message, and whether its consumer was reused).
 
 --standalone starts a Spark standalone cluster from the pip pyspark install (a master and two
@@ -60,7 +60,7 @@ from zkconsumer.testing.jars import jar_dir  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spark_latency import PARTITIONS, latency  # noqa: E402
 
-PROFILE_ENV = "ZKCONSUMER_SPARK_PROFILE"  # spark_jobs/profile.py
+PROFILE_ENV = "ZKCONSUMER_SPARK_PROFILE"  # spark_jobs/phase_timings.py
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int) -> None:

@@ -129,7 +129,7 @@ def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicat
         env=env,
         cwd=tmp_path,
     )
-    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.returncode == 0, f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
     assert "committed" in done.stdout  # spark-submit passes the driver's stderr (our progress) to stdout
     assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}
     assert committed_offsets(zk, group_id, topic) == log_ends(cluster, topic) == {p: 100 for p in range(4)}

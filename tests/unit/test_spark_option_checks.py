@@ -1,11 +1,15 @@
-"""Source options checked on the driver: the batch option pinning a read's partitions, refused offset storage."""
+"""Source options checked on the driver (the batch option pinning a read's partitions, refused offset storage), and module names safe for spark-submit."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pytest
 
 from spark_jobs.options import OptionError, parse_options
 
+ROOT = Path(__file__).resolve().parents[2]
 BASE = {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t"}
 
 
@@ -51,3 +55,13 @@ def test_executor_reads_use_the_fetch_properties_the_connector_maps() -> None:
     assert fetcher_side["max.partition.fetch.bytes"] == 2097152 and fetcher_side["fetch.wait.max.ms"] == 250
     assert fetcher_side["check.crcs"] == "true"
     assert opts.reader_config() == {**fetcher_side, **READER_FORCED}
+
+
+def test_no_spark_jobs_module_shadows_the_standard_library() -> None:
+    # spark-submit runs spark_jobs/ingest.py as a script, so spark_jobs/ itself is first on sys.path:
+    # a spark_jobs/profile.py there once replaced the stdlib's `profile`, and pyspark's own import
+    # of cProfile failed before the job began.
+    shadowing = sorted(
+        path.name for path in (ROOT / "spark_jobs").glob("*.py") if path.stem in sys.stdlib_module_names
+    )
+    assert shadowing == []
