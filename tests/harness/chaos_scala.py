@@ -31,6 +31,8 @@ class ScalaChaosMember:
         workdir: Path,
         name: str,
         note: Note,
+        *,
+        wrap: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         scala_props = {
             k: v
@@ -38,7 +40,7 @@ class ScalaChaosMember:
             if not k.startswith(("zkconsumer.", "librdkafka.")) and k not in ("zookeeper.connect", "group.id")
         }
         self.member = ScalaMember(
-            zookeeper, group, name, workdir=workdir, topics=topics, properties=scala_props, timed=True
+            zookeeper, group, name, workdir=workdir, topics=topics, properties=scala_props, timed=True, wrap=wrap
         )
         self.consumer_id = self.member.consumer_id
         self.out = self.member.out_path

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -151,6 +151,7 @@ class ScalaMember:
     chaos members' "<clock> <topic> <partition> <offset> <value>", for a chaos Checker to follow).
     `zookeeper_sasl` = (user, password): log in to ZooKeeper with SASL DIGEST-MD5 (module docstring);
     `zookeeper_kerberos`: log in with GSSAPI from that principal's keytab instead.
+    `wrap` runs the JVM somewhere else, e.g. in a network lab host (`wrap=lab_host.command`).
     """
 
     def __init__(
@@ -169,6 +170,7 @@ class ScalaMember:
         timed: bool = False,
         zookeeper_sasl: tuple[str, str] | None = None,
         zookeeper_kerberos: KerberosLogin | None = None,
+        wrap: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         if (topics is None) == (whitelist is None and blacklist is None):
             raise ValueError("give either topics or one of whitelist/blacklist")
@@ -205,19 +207,18 @@ class ScalaMember:
             jaas_path = workdir / f"scala-{name}.jaas"
             jaas_path.write_text(jaas)
             sasl_flags.append(f"-Djava.security.auth.login.config={jaas_path}")
-        self.process = JavaProcess(
-            f"scala-{name}",
-            [
-                *JVM_OPTS,
-                *sasl_flags,
-                f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
-                "-cp",
-                _classpath(home),
-                MAIN_CLASS,
-                *args,
-            ],
-            log_path=self.log_path,
-        )
+        command = [
+            "java",
+            *JVM_OPTS,
+            *sasl_flags,
+            f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
+            "-cp",
+            _classpath(home),
+            MAIN_CLASS,
+            *args,
+        ]
+        command = wrap(command) if wrap is not None else command  # e.g. a lab host's `ip netns exec`
+        self.process = JavaProcess(f"scala-{name}", command[1:], log_path=self.log_path, java=command[0])
         self._log_start = 0  # a restart under the same name appends: only read this run's part
 
     # ---- lifecycle ----------------------------------------------------------------------------

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from zkconsumer.testing.nodes import LOOPBACK, KerberosServer, Place, ZooKeeperNode
-from zkconsumer.testing.probes import ClusterStartError
+from zkconsumer.testing.probes import ClusterStartError, four_letter_word
 from zkconsumer.testing.versions import ZooKeeperRelease
 
 log = logging.getLogger(__name__)
@@ -161,6 +162,16 @@ class ZooKeeperEnsemble:
     def restart_server(self, server_id: int, timeout: float = 60.0) -> None:
         self.stop_server(server_id)
         self.start_server(server_id, timeout)
+
+    def session_timeout(self, session_id: int, timeout: float = 2.0) -> int | None:
+        """The timeout (ms) the server holding session `session_id` granted it, from `cons`; None if
+        no server lists the session (not connected right now)."""
+        for server in self.servers:
+            answer = four_letter_word(server.port, "cons", timeout, host=server.address) or ""
+            match = re.search(rf"sid=0x0*{session_id:x},[^)]*?\bto=(\d+)", answer)
+            if match:
+                return int(match.group(1))
+        return None
 
     def log_tails(self, lines: int = 30) -> str:
         return "\n".join(f"--- {s.name} ({s.process.log_path}) ---\n{s.process.log_tail(lines)}" for s in self.servers)
