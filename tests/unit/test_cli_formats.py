@@ -1,33 +1,27 @@
-"""Pure pieces of the CLI: export/import file formats, option parsing, reset targets, printed messages."""
+"""Pure pieces of the CLI: offset files (lines, JSON, CSV), their bytes, option values, tables, progress bars."""
 
 from __future__ import annotations
 
-import datetime as dt
-import io
 import json
-import sys
-import warnings
 
 import pytest
 
 from zkconsumer.cli.formats import (
     InputError,
     OffsetEntry,
-    PrintOptions,
-    Target,
+    decode_input,
     export_json,
+    format_csv,
     format_export,
-    format_message,
-    message_json,
-    parse_datetime,
+    parse_csv,
     parse_export_json,
     parse_export_lines,
     parse_key_value,
+    parse_offsets_file,
     parse_partitions,
-    reset_offset,
+    parse_topic_specs,
 )
 from zkconsumer.cli.render import TextTable
-from zkconsumer.consumer.stream import Message
 
 
 def test_export_lines_are_the_legacy_format_and_sorted() -> None:
@@ -91,74 +85,11 @@ def test_partition_lists() -> None:
             parse_partitions(bad)
 
 
-def test_datetimes() -> None:
-    assert parse_datetime("2024-05-01T12:00:00Z") == 1714564800000
-    assert parse_datetime("2024-05-01T14:00:00+02:00") == 1714564800000
-    assert parse_datetime("2024-05-01T12:00:00.250Z") == 1714564800250
-    local = dt.datetime(2024, 5, 1, 12, 0).astimezone()
-    assert parse_datetime("2024-05-01 12:00") == int(local.timestamp() * 1000)
-    with pytest.raises(InputError, match="ISO 8601"):
-        parse_datetime("yesterday")
-
-
 def test_key_values() -> None:
     assert parse_key_value("print.key=true", "--property") == ("print.key", "true")
     assert parse_key_value("a=b=c", "x") == ("a", "b=c")
     with pytest.raises(InputError, match="key=value"):
         parse_key_value("novalue", "--consumer-property")
-
-
-@pytest.mark.parametrize(
-    "target,current,time_offset,expected",
-    [
-        (Target("earliest"), 50, None, (10, "")),
-        (Target("latest"), 50, None, (100, "")),
-        (Target("offset", 42), None, None, (42, "")),
-        (Target("offset", 5), 50, None, (10, "clamped to the log start (5 < 10)")),
-        (Target("offset", 500), 50, None, (100, "clamped to the log end (500 > 100)")),
-        (Target("shift", -45), 50, None, (10, "clamped to the log start (5 < 10)")),
-        (Target("shift", 20), 50, None, (70, "")),
-        (Target("shift", 20), None, None, (None, "no committed offset to shift from")),
-        (Target("shift", 20), -1, None, (None, "no committed offset to shift from")),
-        (Target("datetime"), 50, 33, (33, "")),
-        (Target("datetime"), 50, -1, (100, "")),
-        (Target("datetime"), 50, None, (100, "")),
-    ],
-)
-def test_reset_targets_clamp_to_the_log(
-    target: Target, current: int | None, time_offset: int | None, expected: tuple[int | None, str]
-) -> None:
-    assert reset_offset(target, current, 10, 100, time_offset) == expected
-
-
-def test_messages_print_like_the_default_formatter() -> None:
-    msg = Message(topic="t", partition=3, offset=17, key=b"k1", value=b"hello", timestamp=(1, 1700000000000))
-    assert format_message(msg, PrintOptions()) == b"hello\n"
-    everything = PrintOptions.from_properties(
-        {
-            "print.key": "true",
-            "print.timestamp": "true",
-            "print.partition": "true",
-            "print.offset": "true",
-            "key.separator": ",",
-        }
-    )
-    assert format_message(msg, everything) == b"CreateTime:1700000000000,Partition:3,Offset:17,k1,hello\n"
-    nulls = Message(topic="t", partition=0, offset=0)
-    assert format_message(nulls, PrintOptions(print_key=True, print_timestamp=True)) == b"NO_TIMESTAMP\tnull\tnull\n"
-    appended = Message(topic="t", partition=0, offset=0, value=b"v", timestamp=(2, 5))
-    assert format_message(appended, PrintOptions(print_timestamp=True)) == b"LogAppendTime:5\tv\n"
-    with pytest.raises(InputError, match="unknown --property 'print.keys'"):
-        PrintOptions.from_properties({"print.keys": "true"})
-    with pytest.raises(InputError, match="true or false"):
-        PrintOptions.from_properties({"print.key": "yes"})
-
-
-def test_json_messages_fall_back_to_base64() -> None:
-    doc = json.loads(
-        message_json(Message(topic="t", partition=1, offset=2, key=b"\xff", value="ünï".encode(), timestamp=(1, 5)))
-    )
-    assert doc == {"topic": "t", "partition": 1, "offset": 2, "timestamp": 5, "key_base64": "/w==", "value": "ünï"}
 
 
 def test_plain_tables_align_without_truncating() -> None:
@@ -185,17 +116,53 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
         bar.advance(100)
 
 
-def test_consume_writes_records_as_bytes_to_stdout(monkeypatch: pytest.MonkeyPatch) -> None:
-    # click 8.5 deprecated get_binary_stream (gone in 9.0), which the writer used to call.
-    from zkconsumer.cli.consume import _writer
+def test_input_bytes_must_be_utf8_and_the_error_names_the_byte() -> None:
+    assert decode_input("\ufeff/consumers/g/offsets/t/0:1\n".encode(), "f") == "/consumers/g/offsets/t/0:1\n"
+    with pytest.raises(InputError, match=r"^in.txt: not UTF-8 text \(byte 0xff at offset 3, line 2\)"):
+        decode_input(b"ok\n\xff\xfe", "in.txt")
 
-    buffer = io.BytesIO()
-    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(buffer))
-    msg = Message(topic="t", partition=0, offset=4, value=b"v\xff")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        _writer(False, PrintOptions(print_offset=True))(msg)
-        _writer(True, PrintOptions())(msg)
-    first, second = buffer.getvalue().split(b"\n", 1)
-    assert first == b"Offset:4\tv\xff"
-    assert json.loads(second)["value_base64"] == "dv8="
+
+def test_a_json_or_csv_file_given_as_lines_says_which_format_to_pass() -> None:
+    with pytest.raises(InputError, match="line 1: .*pass --format json"):
+        parse_export_lines('{"version": 1, "offsets": []}')
+    with pytest.raises(InputError, match="line 1: .*pass --format csv"):
+        parse_export_lines("orders,0,15\n")
+
+
+def test_csv_is_kafka_consumer_groups_export_and_reads_back() -> None:
+    entries = [OffsetEntry("g", "t", 1, 9), OffsetEntry("g", "t", 0, 3)]
+    assert format_csv(entries, with_group=False) == "t,0,3\nt,1,9\n"
+    assert format_csv(entries, with_group=True) == "g,t,0,3\ng,t,1,9\n"
+    assert parse_csv("topic,partition,offset\nt,0,3\n\nt,1,9\n", "g") == sorted(entries)
+    assert parse_offsets_file("g,t,0,3\ng,t,1,9\n", "csv", None) == sorted(entries)
+    assert [e.source for e in parse_csv("t,0,3\nt,1,9\n", "g")] == ["line 1", "line 2"]
+
+
+@pytest.mark.parametrize(
+    "text,group,needle",
+    [
+        ("t,0,3\n", None, "line 1: topic,partition,offset names no group: pass --group"),
+        ("t,0\n", "g", "line 1: expected topic,partition,offset or group,topic,partition,offset"),
+        ("t,x,3\n", "g", "line 1: partition 'x' is not a number"),
+        ("t,0,3\nt,1,many\n", "g", "line 2: offset 'many' is not a 64-bit decimal integer"),
+        ("a/b,t,0,3\n", None, "line 1: invalid group"),
+    ],
+)
+def test_bad_csv_names_the_line(text: str, group: str | None, needle: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_csv(text, group)
+    assert needle in str(caught.value)
+
+
+def test_topic_specs_take_both_old_tools_spellings() -> None:
+    # ConsumerOffsetChecker's --topic a,b and kafka-consumer-groups' --topic t:0,1 (ranges too).
+    assert parse_topic_specs(["a,b"]) == [("a", None), ("b", None)]
+    assert parse_topic_specs(["t:0,1"]) == [("t", [0, 1])]
+    assert parse_topic_specs(["t:0,2-3,u", "v:1"]) == [("t", [0, 2, 3]), ("u", None), ("v", [1])]
+    assert parse_topic_specs(["t:1", "t:0"]) == [("t", [0, 1])]
+    assert parse_topic_specs(["t:1", "t"]) == [("t", None)]  # the whole topic wins
+    assert parse_topic_specs([]) == []
+    with pytest.raises(InputError, match="invalid topic name 'a/b'"):
+        parse_topic_specs(["a/b"])
+    with pytest.raises(InputError, match="bad partition list"):
+        parse_topic_specs(["t:x"])

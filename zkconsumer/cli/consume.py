@@ -24,7 +24,8 @@ from zkconsumer.cli.common import (
     zk_options,
     zk_session,
 )
-from zkconsumer.cli.formats import InputError, PrintOptions, format_message, message_json, parse_key_value
+from zkconsumer.cli.formats import InputError, parse_key_value
+from zkconsumer.cli.messages import PrintOptions, format_message, message_json
 from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig, merge
 from zkconsumer.config.properties import parse_properties
 from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout

@@ -1,19 +1,17 @@
-"""Pure text formats of the CLI: export files, partition lists, datetimes, reset targets, printed messages."""
+"""Pure text formats of the CLI: offset files (ExportZkOffsets lines, JSON, Kafka's CSV) and option values."""
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
 import json
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
-
-from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE, Message
 
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.znodes import ZkDataError
+
+FILE_FORMATS = ("lines", "json", "csv")
 
 
 class InputError(ValueError):
@@ -22,10 +20,13 @@ class InputError(ValueError):
 
 @dataclass(frozen=True, order=True)
 class OffsetEntry:
+    """One offset of an import or export file; `source` says where in the input it came from."""
+
     group: str
     topic: str
     partition: int
     offset: int
+    source: str = field(default="", compare=False)
 
     def export_line(self) -> str:
         """ExportZkOffsets' line: /consumers/G/offsets/T/p:<offset> (paths relative to the chroot)."""
@@ -33,6 +34,21 @@ class OffsetEntry:
 
     def as_dict(self) -> dict[str, Any]:
         return {"group": self.group, "topic": self.topic, "partition": self.partition, "offset": self.offset}
+
+
+# ---------------------------------------------------------------- bytes in
+
+
+def decode_input(data: bytes, name: str) -> str:
+    """An input file's text: UTF-8 (a leading BOM dropped); InputError naming the first bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"{name}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}); "
+            "offset files are UTF-8 text"
+        ) from None
 
 
 # ---------------------------------------------------------------- export / import files
@@ -49,15 +65,22 @@ def parse_export_lines(text: str) -> list[OffsetEntry]:
         if not line.strip():
             break
         path, colon, value = line.strip().rpartition(":")
-        if not colon:
+        hint = ""
+        if line.lstrip()[:1] in ("{", "["):
+            hint = " (it looks like JSON: pass --format json)"
+        elif line.count(",") >= 2 and not line.lstrip().startswith("/"):
+            hint = " (it looks like CSV: pass --format csv)"
+        if not colon or hint:
             raise InputError(
-                f"line {number}: expected /consumers/<group>/offsets/<topic>/<partition>:<offset>, got {line[:80]!r}"
+                f"line {number}: expected /consumers/<group>/offsets/<topic>/<partition>:<offset>, "
+                f"got {line[:80]!r}{hint}"
             )
         try:
             group, topic, partition = znodes.parse_offset_path(path.strip())
         except ZkDataError as exc:
             raise InputError(f"line {number}: {exc.reason} ({path[:80]!r})") from None
-        entries.append(OffsetEntry(group, topic, partition, _offset(value.strip(), f"line {number}")))
+        where = f"line {number}"
+        entries.append(OffsetEntry(group, topic, partition, _offset(value.strip(), where), where))
     return entries
 
 
@@ -72,12 +95,12 @@ def format_export(entries: Iterable[OffsetEntry]) -> str:
 
 
 def export_json(entries: Iterable[OffsetEntry]) -> str:
-    """{"version": 1, "offsets": [{"group", "topic", "partition", "offset"}, ...]}."""
-    return json.dumps({"version": 1, "offsets": [e.as_dict() for e in sorted(entries)]}, indent=1) + "\n"
+    """{"version": 1, "offsets": [{"group", "topic", "partition", "offset"}, ...]} on one line."""
+    return json.dumps({"version": 1, "offsets": [e.as_dict() for e in sorted(entries)]}) + "\n"
 
 
 def parse_export_json(text: str) -> list[OffsetEntry]:
-    """The --json export format (a bare list of entries is accepted too)."""
+    """The JSON export format (a bare list of entries is accepted too)."""
     try:
         doc = json.loads(text)
     except ValueError as exc:
@@ -98,8 +121,54 @@ def parse_export_json(text: str) -> list[OffsetEntry]:
             znodes.encode_offset(offset)
         except (ValueError, TypeError) as exc:
             raise InputError(f"{where}: {exc}") from None
-        entries.append(OffsetEntry(group, topic, partition, offset))
+        entries.append(OffsetEntry(group, topic, partition, offset, where))
     return entries
+
+
+def format_csv(entries: Iterable[OffsetEntry], *, with_group: bool) -> str:
+    """kafka-consumer-groups --export: `topic,partition,offset` lines for one group, with a leading
+    group column for several; no header."""
+    return "".join(
+        (f"{e.group}," if with_group else "") + f"{e.topic},{e.partition},{e.offset}\n" for e in sorted(entries)
+    )
+
+
+def parse_csv(text: str, group: str | None) -> list[OffsetEntry]:
+    """kafka-consumer-groups' reset CSV: `topic,partition,offset` (the group from `group`) or
+    `group,topic,partition,offset` lines; blank lines and a header line are skipped."""
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        cells = [cell.strip() for cell in line.split(",")]
+        where = f"line {number}"
+        if not line.strip() or cells in (["topic", "partition", "offset"], ["group", "topic", "partition", "offset"]):
+            continue
+        if len(cells) == 3:
+            if group is None:
+                raise InputError(f"{where}: topic,partition,offset names no group: pass --group")
+            row_group, (topic, partition, offset) = group, cells
+        elif len(cells) == 4:
+            row_group, topic, partition, offset = cells
+        else:
+            raise InputError(
+                f"{where}: expected topic,partition,offset or group,topic,partition,offset, got {line[:80]!r}"
+            )
+        if not re.fullmatch(r"[0-9]{1,10}", partition):
+            raise InputError(f"{where}: partition {partition[:40]!r} is not a number")
+        try:
+            znodes.offset_path(row_group, topic, int(partition))
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        entries.append(OffsetEntry(row_group, topic, int(partition), _offset(offset, where), where))
+    return entries
+
+
+def parse_offsets_file(text: str, fmt: str, group: str | None) -> list[OffsetEntry]:
+    """An import file in `fmt` (lines, json or csv); `group`: a 3-column CSV's group."""
+    if fmt == "json":
+        return parse_export_json(text)
+    if fmt == "csv":
+        return parse_csv(text, group)
+    return parse_export_lines(text)
 
 
 # ---------------------------------------------------------------- option values
@@ -120,18 +189,36 @@ def parse_partitions(text: str) -> list[int]:
     return sorted(out)
 
 
-def parse_datetime(text: str, *, now: dt.datetime | None = None) -> int:
-    """ISO 8601 ("2024-05-01T12:00:00Z", "2024-05-01 12:00", "2024-05-01") -> epoch ms; no zone = local time."""
-    value = text.strip()
-    if value.endswith(("Z", "z")):
-        value = value[:-1] + "+00:00"
-    try:
-        parsed = dt.datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"bad datetime {text!r}: use ISO 8601 such as 2024-05-01T12:00:00Z") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.astimezone()  # local time, like kafka-consumer-groups' --to-datetime without zone
-    return int(parsed.timestamp() * 1000)
+def parse_topic_specs(values: Sequence[str]) -> list[tuple[str, list[int] | None]]:
+    """--topic values as kafka-consumer-groups and ConsumerOffsetChecker take them: `a`, `a,b` (several
+    topics), `a:0,1` or `a:0-3` (partitions of a). After `a:`, a piece of digits is a partition of a;
+    any other piece starts the next topic. The same topic twice merges its partitions (None: all)."""
+    specs: dict[str, list[int] | None] = {}
+    for value in values:
+        current: str | None = None
+        for piece in (p.strip() for p in value.split(",")):
+            if current is not None and re.fullmatch(r"[0-9]+(?:-[0-9]+)?", piece):
+                _add(specs, current, parse_partitions(piece))
+                continue
+            topic, colon, partitions = piece.partition(":")
+            try:
+                znodes.topic_path(topic)
+            except ValueError:
+                raise InputError(f"invalid topic name {topic!r} in --topic {value!r}") from None
+            if colon:
+                _add(specs, topic, parse_partitions(partitions))
+                current = topic
+            else:
+                _add(specs, topic, None)
+                current = None
+    return list(specs.items())
+
+
+def _add(specs: dict[str, list[int] | None], topic: str, partitions: list[int] | None) -> None:
+    if partitions is None or (topic in specs and specs[topic] is None):
+        specs[topic] = None
+    else:
+        specs[topic] = sorted(set(specs.get(topic) or []) | set(partitions))
 
 
 def parse_key_value(text: str, what: str) -> tuple[str, str]:
@@ -139,131 +226,3 @@ def parse_key_value(text: str, what: str) -> tuple[str, str]:
     if not eq or not key.strip():
         raise InputError(f"bad {what} {text!r}: expected key=value")
     return key.strip(), value
-
-
-# ---------------------------------------------------------------- reset targets
-
-
-@dataclass(frozen=True)
-class Target:
-    """What --to-*/--shift-by asked for: kind is earliest|latest|offset|datetime|shift."""
-
-    kind: str
-    value: int = 0
-
-
-def reset_offset(
-    target: Target, current: int | None, log_start: int, log_end: int, time_offset: int | None = None
-) -> tuple[int | None, str]:
-    """The new offset for one partition, clamped to [log_start, log_end], and a note explaining it.
-
-    None means "leave this partition alone" (the note says why). `time_offset` is the broker's answer
-    for a datetime target (-1 or None: no message that late, so the log end).
-    """
-    if target.kind == "earliest":
-        wanted = log_start
-    elif target.kind == "latest":
-        wanted = log_end
-    elif target.kind == "offset":
-        wanted = target.value
-    elif target.kind == "datetime":
-        wanted = log_end if time_offset is None or time_offset < 0 else time_offset
-    elif target.kind == "shift":
-        if current is None or current < 0:
-            return None, "no committed offset to shift from"
-        wanted = current + target.value
-    else:
-        raise ValueError(f"unknown reset target {target.kind!r}")
-    if wanted < log_start:
-        return log_start, f"clamped to the log start ({wanted} < {log_start})"
-    if wanted > log_end:
-        return log_end, f"clamped to the log end ({wanted} > {log_end})"
-    return wanted, ""
-
-
-# ---------------------------------------------------------------- printed messages
-
-
-@dataclass(frozen=True)
-class PrintOptions:
-    """DefaultMessageFormatter's print.* properties."""
-
-    print_key: bool = False
-    print_timestamp: bool = False
-    print_partition: bool = False
-    print_offset: bool = False
-    key_separator: bytes = b"\t"
-    line_separator: bytes = b"\n"
-
-    @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> PrintOptions:
-        known = {"print.key", "print.timestamp", "print.partition", "print.offset", "key.separator", "line.separator"}
-        unknown = sorted(set(props) - known)
-        if unknown:
-            raise InputError(f"unknown --property {unknown[0]!r}; known: {', '.join(sorted(known))}")
-
-        def flag(name: str) -> bool:
-            value = props.get(name, "false").strip().lower()
-            if value not in ("true", "false"):
-                raise InputError(f"--property {name}={props[name]!r}: expected true or false")
-            return value == "true"
-
-        return cls(
-            flag("print.key"),
-            flag("print.timestamp"),
-            flag("print.partition"),
-            flag("print.offset"),
-            _unescape(props.get("key.separator", "\t")).encode(),
-            _unescape(props.get("line.separator", "\n")).encode(),
-        )
-
-
-def _unescape(text: str) -> str:
-    return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
-
-
-def create_time(msg: Message) -> int | None:
-    """The record's timestamp in ms, or None when it has none."""
-    kind, stamp = msg.timestamp()
-    return None if kind == TIMESTAMP_NOT_AVAILABLE or stamp < 0 else stamp
-
-
-def format_message(msg: Message, options: PrintOptions) -> bytes:
-    """One record as the old console consumer printed it: [CreateTime|LogAppendTime:ts sep][Partition:p sep][Offset:o sep]
-    [key sep]value line-separator; null key/value print as "null"."""
-    parts: list[bytes] = []
-    if options.print_timestamp:
-        stamp = create_time(msg)
-        kind = "LogAppendTime" if msg.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME else "CreateTime"
-        parts.append(b"NO_TIMESTAMP" if stamp is None else f"{kind}:{stamp}".encode())
-    if options.print_partition:
-        parts.append(f"Partition:{msg.partition()}".encode())
-    if options.print_offset:
-        parts.append(f"Offset:{msg.offset()}".encode())
-    key, value = msg.key(), msg.value()
-    if options.print_key:
-        parts.append(b"null" if key is None else bytes(key))
-    parts.append(b"null" if value is None else bytes(value))
-    return options.key_separator.join(parts) + options.line_separator
-
-
-def _text_or_base64(data: bytes | None, name: str) -> dict[str, Any]:
-    if data is None:
-        return {name: None}
-    try:
-        return {name: bytes(data).decode("utf-8")}
-    except UnicodeDecodeError:
-        return {f"{name}_base64": base64.b64encode(bytes(data)).decode("ascii")}
-
-
-def message_json(msg: Message) -> str:
-    """One JSON line per record; key/value as text when UTF-8, else as key_base64/value_base64."""
-    doc: dict[str, Any] = {
-        "topic": msg.topic(),
-        "partition": msg.partition(),
-        "offset": msg.offset(),
-        "timestamp": create_time(msg),
-    }
-    doc.update(_text_or_base64(msg.key(), "key"))
-    doc.update(_text_or_base64(msg.value(), "value"))
-    return json.dumps(doc, ensure_ascii=False)

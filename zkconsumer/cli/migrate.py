@@ -31,6 +31,7 @@ from zkconsumer.cli.migrate_render import (
     summary,
 )
 from zkconsumer.cli.render import show
+from zkconsumer.cli.write_options import execute_options
 from zkconsumer.migration.plan import (
     DIRECTIONS,
     TO_KAFKA,
@@ -209,7 +210,7 @@ def plan(
     required=True,
     help="The store to copy into: kafka (the brokers') or zookeeper (rollback).",
 )
-@click.option("--execute", is_flag=True, help="Write the offsets. Without it only the plan is printed.")
+@execute_options("Write the offsets")
 @click.option(
     "--allow-rewind",
     is_flag=True,

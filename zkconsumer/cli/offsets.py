@@ -23,8 +23,9 @@ from zkconsumer.cli.common import (
     zk_options,
     zk_session,
 )
-from zkconsumer.cli.formats import OffsetEntry, export_json, format_export
-from zkconsumer.cli.offsets_write import import_, reset
+from zkconsumer.cli.formats import InputError, OffsetEntry, export_json, format_csv, format_export, parse_topic_specs
+from zkconsumer.cli.offsets_import import import_
+from zkconsumer.cli.offsets_reset import reset
 from zkconsumer.cli.snapshot import read_partitions
 from zkconsumer.migration.plan import spark_starting_offsets
 from zkconsumer.zookeeper import znodes
@@ -63,6 +64,7 @@ def offsets() -> None:
     metavar="GROUP",
     help="Group to export (repeatable). Default: every group under /consumers.",
 )
+@click.option("--all-groups", is_flag=True, help="Every group under /consumers (the default without --group).")
 @click.option(
     "--output",
     "-o",
@@ -75,10 +77,11 @@ def offsets() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["lines", "json", "spark"]),
+    type=click.Choice(["lines", "json", "csv", "spark"]),
     default=None,
-    help="lines (the default, ExportZkOffsets'), json (as --json) or spark: the startingOffsets JSON "
-    "of Spark's Kafka source, for exactly one --group.",
+    help="lines (the default, ExportZkOffsets'), json (one line, as --json), csv (kafka-consumer-groups "
+    "--export's topic,partition,offset for one group, group,topic,partition,offset for several) or "
+    "spark: the startingOffsets JSON of Spark's Kafka source, for exactly one --group.",
 )
 @click.option(
     "--topic",
@@ -86,7 +89,7 @@ def offsets() -> None:
     "topics",
     multiple=True,
     metavar="TOPIC",
-    help="Only this topic (repeatable); with --format spark, the topics the Spark job subscribes to.",
+    help="Only this topic (repeatable, or a,b); with --format spark, the topics the Spark job subscribes to.",
 )
 @expected_errors
 def export(
@@ -94,6 +97,7 @@ def export(
     zk_digest: str | None,
     zk_timeout: float,
     groups: tuple[str, ...],
+    all_groups: bool,
     output: str,
     as_json: bool,
     fmt: str | None,
@@ -105,8 +109,9 @@ def export(
       /consumers/<group>/offsets/<topic>/<partition>:<offset>
 
     Paths are relative to the chroot, so the file can be imported into another chroot or cluster.
-    With --json the file is {"version": 1, "offsets": [{"group", "topic", "partition", "offset"}]}
-    instead. Unreadable offset nodes are skipped with a warning (exit status 1); so are, with a
+    With --json (or --format json) the file is one line, {"version": 1, "offsets": [{"group", "topic",
+    "partition", "offset"}]}; with --format csv it is kafka-consumer-groups' CSV. `offsets import
+    --format ...` reads each back. Unreadable offset nodes are skipped with a warning (exit status 1); so are, with a
     warning only, offsets committed before their topic was (re)created, which members ignore.
 
     With --format spark (one --group) it is the `startingOffsets` option of Spark's built-in Kafka
@@ -119,6 +124,7 @@ def export(
     Examples:
       zkconsumer offsets export --zookeeper zk:2181/kafka --group billing -o billing.offsets
       zkconsumer offsets export --zookeeper zk:2181/kafka --json > all-groups.json
+      zkconsumer offsets export --zookeeper zk:2181/kafka --group billing --format csv > billing.csv
       zkconsumer offsets export --zookeeper zk:2181/kafka --group billing --format spark
     """
     if fmt is not None and as_json and fmt != "json":
@@ -126,11 +132,15 @@ def export(
     fmt = fmt or ("json" if as_json else "lines")
     if fmt == "spark" and len(set(groups)) != 1:
         raise CliError("--format spark needs exactly one --group (startingOffsets is one group's position)", EXIT_USAGE)
-    for topic in topics:
-        try:
-            znodes.topic_path(topic)
-        except ValueError:
-            raise CliError(f"invalid topic name {topic!r}", EXIT_USAGE) from None
+    if all_groups and groups:
+        raise CliError("--all-groups and --group disagree: give one", EXIT_USAGE)
+    try:
+        specs = parse_topic_specs(topics)
+    except InputError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    if any(partitions is not None for _, partitions in specs):
+        raise CliError("offsets export takes whole topics: --topic t, not t:0,1", EXIT_USAGE)
+    topics = tuple(t for t, _ in specs)
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         for group in groups:
             require_group(client, group, zookeeper)
@@ -140,7 +150,10 @@ def export(
             done = f"exported group {names[0]}'s startingOffsets to {output}"
         else:
             entries, bad = _read_all(client, names, set(topics) or None)
-            text = export_json(entries) if fmt == "json" else format_export(entries)
+            if fmt == "csv":
+                text = format_csv(entries, with_group=len(names) > 1)
+            else:
+                text = export_json(entries) if fmt == "json" else format_export(entries)
             done = f"exported {len(entries)} offsets of {len(names)} groups to {output}"
     with click.open_file(output, "w", encoding="utf-8") as handle:
         handle.write(text)

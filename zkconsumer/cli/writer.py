@@ -14,6 +14,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from zkconsumer.cli.common import expected_error_message, progress
 from zkconsumer.cli.kafka_offsets import KafkaCommits
 from zkconsumer.cli.render import TextTable
+from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.zookeeper import znodes
 
 # Data of the placeholder owner node a guarded write creates and deletes in the same transaction.
@@ -42,6 +43,7 @@ class PlannedWrite:
     kafka: int | None = None
     to_kafka: bool = False
     failed: str | None = None  # why it was not written although planned (the command stopped)
+    epoch: int | None = None  # the topic's incarnation (czxid) the plan counted in; None: read at the write
 
     @property
     def effective(self) -> int | None:
@@ -245,11 +247,20 @@ def execute(
     rows written, refused or failed. Returns None, or the error that stopped the writes midway
     (rows from there on are marked failed, so the table shows what was written and what was not)."""
     todo = [row for row in plan if row.needs_write]
+    unread = {row.topic for row in todo if row.epoch is None}
+    epochs = ClusterMetadata(client).topic_epochs(unread) if unread else {}
     error = None
     with progress(len(todo), description) as bar:
         for index, row in enumerate(todo):
+            epoch = row.epoch if row.epoch is not None else epochs.get(row.topic)
+            if epoch is None:  # never create offsets/<topic> or owners/<topic> of a topic that does not exist
+                row.refused = f"topic {row.topic} does not exist (no {znodes.topic_path(row.topic)})"
+                bar.advance()
+                continue
             try:
-                reason = write_offset_guarded(client, row.group, row.topic, row.partition, row.target)
+                reason = write_offset_guarded(
+                    client, row.group, row.topic, row.partition, row.target, topic_epoch=epoch
+                )
             except Exception as exc:  # noqa: BLE001 - expected ones end the writes; bugs are raised
                 error = expected_error_message(exc)
                 if error is None:
