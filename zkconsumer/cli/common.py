@@ -30,6 +30,7 @@ EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 ENV_ZOOKEEPER = "ZKCONSUMER_ZOOKEEPER"
 ENV_DIGEST = "ZKCONSUMER_ZK_DIGEST"
 ENV_JAAS = "ZKCONSUMER_ZK_JAAS"
+BROKERS = "/brokers"  # what every Kafka cluster's chroot holds
 # The --zk-jaas file of the command being run (set by zk_options' wrapper, read by zk_session).
 _JAAS_FILE: contextvars.ContextVar[str | None] = contextvars.ContextVar("zk_jaas", default=None)
 
@@ -177,7 +178,11 @@ def group_option(fn: F) -> F:
 @contextlib.contextmanager
 def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[KazooClient]:
     """A started kazoo client with bounded command retries; CliError if unreachable within `timeout`.
-    With --zk-jaas it logs in with SASL, and nodes it creates get a secured Scala member's ACL."""
+    With --zk-jaas it logs in with SASL, and nodes it creates get a secured Scala member's ACL.
+
+    A chroot without /brokers is refused (exit 2) before anything is read or written: it is no
+    Kafka cluster's, so a write or a joining member there would create nodes that no broker or
+    member of the real cluster ever sees."""
     auth = _auth(digest, _JAAS_FILE.get())
     try:
         auth.prepare_login(zookeeper)
@@ -205,9 +210,32 @@ def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[K
         detail = "" if isinstance(exc, KazooTimeoutError) else f" ({exc})"
         raise CliError(f"ZooKeeper unreachable at {zookeeper} after {timeout:g} s{detail}") from None
     try:
+        require_brokers(client, zookeeper)
         yield client
     finally:
         _close(client)
+
+
+def require_brokers(client: KazooClient, zookeeper: str) -> None:
+    """CliError (exit 2) unless the chroot holds /brokers; names a child of it that has one."""
+    if client.exists(BROKERS) is not None:
+        return
+    hosts, _, chroot = zookeeper.partition("/")
+    where = f"/{chroot}" if chroot else "the root"
+    hint = ""
+    try:
+        for child in sorted(client.get_children("/"))[:50]:
+            if child != "zookeeper" and client.exists(f"/{child}{BROKERS}") is not None:
+                found = f"/{chroot}/{child}" if chroot else f"/{child}"
+                hint = f" ({found}{BROKERS} exists: --zookeeper {hosts}{found})"
+                break
+    except NoNodeError:
+        hint = f" (/{chroot} does not exist)"
+    raise CliError(
+        f"no {BROKERS} under {where} in ZooKeeper at {hosts}: wrong chroot? Give the chroot of the "
+        f"brokers' zookeeper.connect{hint}. Nothing was written.",
+        EXIT_USAGE,
+    )
 
 
 def _auth(digest: str | None, jaas_file: str | None) -> ZkAuth:
@@ -240,14 +268,13 @@ def _close(client: KazooClient) -> None:
 
 
 def require_group(client: KazooClient, group: str, zookeeper: str) -> None:
-    """CliError naming the group (and a likely wrong chroot) unless /consumers/<group> exists."""
+    """CliError naming the group unless /consumers/<group> exists (zk_session already refused a wrong chroot)."""
     try:
         path = znodes.group_path(group)
     except ValueError:
         raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
     if client.exists(path) is None:
-        hint = "" if client.exists(znodes.BROKER_IDS) else " (no /brokers either: wrong chroot?)"
-        raise CliError(f"unknown group {group!r}: no {path} in ZooKeeper at {zookeeper}{hint}")
+        raise CliError(f"unknown group {group!r}: no {path} in ZooKeeper at {zookeeper}")
 
 
 def children(client: KazooClient, path: str) -> list[str]:
