@@ -13,7 +13,8 @@ from zkconsumer.zookeeper.znodes import Registration
 
 TopicPartition = tuple[str, int]
 
-# Problem kinds. REBALANCE_PROBLEMS make `verify` fail; the others are flagged by describe only.
+# Problem kinds: describe flags each on its row and verify reports (and fails on) every one.
+# REBALANCE_PROBLEMS decide verify's VerifyConsumerRebalance sentence; the others are offset problems.
 UNOWNED = "unowned"
 ZOMBIE = "zombie-owner"
 NOT_SUBSCRIBED = "owner-not-subscribed"
@@ -27,6 +28,7 @@ BEFORE_START = "offset-before-log-start"
 BAD_OFFSET = "bad-offset"
 STALE_OFFSET = "offset-older-than-topic"
 NO_PARTITION = "unknown-partition"
+NEGATIVE_OFFSET = "negative-offset"
 REBALANCE_PROBLEMS = frozenset(
     {
         UNOWNED,
@@ -214,6 +216,14 @@ def analyse(
                             *key,
                         )
                     )
+        if row.offset is not None and row.offset < 0:
+            row.problems.append(
+                Problem(
+                    NEGATIVE_OFFSET,
+                    f"offset {row.offset} is negative: members take it for no offset and start per auto.offset.reset",
+                    *key,
+                )
+            )
         if row.offset is not None and row.offset >= 0 and row.log_end is not None and log_offsets_known:
             if row.offset > row.log_end:
                 row.problems.append(

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-from kazoo.client import KazooClient
 
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (
@@ -16,7 +15,6 @@ from zkconsumer.cli.common import (
     children,
     emit_json,
     expected_errors,
-    group_option,
     json_option,
     member_count,
     require_group,
@@ -24,7 +22,8 @@ from zkconsumer.cli.common import (
     zk_options,
     zk_session,
 )
-from zkconsumer.cli.group_delete import delete_fenced
+from zkconsumer.cli.formats import InputError, parse_topic_specs
+from zkconsumer.cli.group_delete_cmd import delete
 from zkconsumer.cli.render import TextTable, show
 from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.zookeeper import znodes
@@ -40,7 +39,7 @@ def groups() -> None:
     Examples:
       zkconsumer groups list --zookeeper zk:2181/kafka
       zkconsumer groups describe --zookeeper zk:2181/kafka --group billing --members
-      zkconsumer groups delete --zookeeper zk:2181/kafka --group old-billing
+      zkconsumer groups delete --zookeeper zk:2181/kafka --group old-billing --execute
     """
 
 
@@ -60,8 +59,6 @@ def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_jso
     """
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         names = sorted(children(client, znodes.CONSUMERS))
-        if not names and client.exists(znodes.CONSUMERS) is None and client.exists(znodes.BROKER_IDS) is None:
-            warn(f"neither /consumers nor /brokers exists at {zookeeper}: wrong chroot?")
         counts = {}
         for name in names:
             try:
@@ -109,13 +106,16 @@ def bootstrap_option(fn: Callable[..., R]) -> Callable[..., R]:
 
 @groups.command("describe")
 @zk_options
-@group_option
+@click.option("--group", "-g", "groups", multiple=True, metavar="GROUP", help="Consumer group (repeatable).")
+@click.option("--all-groups", is_flag=True, help="Describe every group under /consumers.")
 @click.option(
     "--topic",
+    "-t",
     "topics",
     multiple=True,
-    metavar="TOPIC",
-    help="Only these topics (repeatable). Default: topics under owners/ and offsets/, and the members' subscriptions.",
+    metavar="TOPIC[:PARTITIONS]",
+    help="Only these topics (repeatable, or a,b as ConsumerOffsetChecker took them; t:0,1 for some "
+    "partitions). Default: topics under owners/ and offsets/, and the members' subscriptions.",
 )
 @click.option("--members", "show_members", is_flag=True, help="Also list the members and their subscriptions.")
 @bootstrap_option
@@ -125,7 +125,8 @@ def describe(
     zookeeper: str,
     zk_digest: str | None,
     zk_timeout: float,
-    group: str,
+    groups: tuple[str, ...],
+    all_groups: bool,
     topics: tuple[str, ...],
     show_members: bool,
     brokers: BrokerAccess,
@@ -134,12 +135,10 @@ def describe(
     """Show a group's offsets, lag and owners per partition, and flag problems.
 
     Columns: TOPIC, PARTITION, CURRENT-OFFSET (committed, in ZooKeeper), LOG-END-OFFSET, LAG, OWNER
-    (the owner thread <consumer-id>-<n>) and PROBLEM. Members that own nothing get their own row.
-    Problems flagged: unowned (members subscribe to the topic but nobody owns the partition),
-    zombie-owner (the owner's consumer id is not registered), owner-not-subscribed,
-    owner-session-mismatch (duplicate consumer id), offset-after-log-end, offset-before-log-start,
-    bad-offset, offset-older-than-topic (committed before the topic was re-created: members ignore
-    it), unknown-partition, and unreadable registrations.
+    (the owner thread <consumer-id>-<n>) and PROBLEM, which names exactly what `zkconsumer verify`
+    reports for the partition (`verify --help` lists the problems). Members that own nothing get
+    their own row. With several groups (--group repeated, --all-groups) each gets its table; with
+    --json each is one line.
 
     Exit status 0 when the group could be described (use `zkconsumer verify` for pass/fail),
     1 when it could not (unknown group, ZooKeeper unreachable).
@@ -148,15 +147,37 @@ def describe(
     Examples:
       zkconsumer groups describe --zookeeper zk:2181/kafka --group billing
       zkconsumer groups describe --zookeeper zk:2181/kafka --group billing --members --json | jq .total_lag
+      zkconsumer groups describe --zookeeper zk:2181/kafka --group billing --topic orders,refunds
+      zkconsumer groups describe --zookeeper zk:2181/kafka --all-groups
     """
+    if all_groups == bool(groups):
+        raise CliError("give --group (repeatable) or --all-groups", EXIT_USAGE)
+    try:
+        specs = dict(parse_topic_specs(topics))
+    except InputError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    snapshots = []
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        require_group(client, group, zookeeper)
+        names = sorted(children(client, znodes.CONSUMERS)) if all_groups else sorted(set(groups))
+        for group in [] if all_groups else names:
+            require_group(client, group, zookeeper)
         with open_watermarks(client, brokers) as marks:
-            snapshot = take_snapshot(client, group, marks, topics=topics or None)
+            for group in names:
+                snapshot = take_snapshot(client, group, marks, topics=sorted(specs) or None)
+                snapshot.partitions = [
+                    r for r in snapshot.partitions if r.partition in (specs.get(r.topic) or [r.partition])
+                ]
+                snapshots.append(snapshot)
+    for topic in sorted(specs):
+        if not any(row.topic == topic for snapshot in snapshots for row in snapshot.partitions):
+            warn(f"--topic {topic}: no such topic, and no group offsets or owners of it")
     if as_json:
-        emit_json(snapshot.as_dict())
+        for snapshot in snapshots:
+            emit_json(snapshot.as_dict())
         return
-    show(*describe_tables(snapshot, show_members))
+    tables = [table for snapshot in snapshots for table in describe_tables(snapshot, show_members)]
+    if tables:
+        show(*tables)
 
 
 def describe_tables(snapshot: GroupSnapshot, show_members: bool) -> list[TextTable | str]:
@@ -179,8 +200,8 @@ def describe_tables(snapshot: GroupSnapshot, show_members: bool) -> list[TextTab
             ],
             style="red" if row.problems else None,
         )
-    for member in snapshot.idle_members():
-        table.add(["-", "-", "-", "-", "-", member.consumer_id, "owns nothing"], style="yellow")
+    for member in snapshot.idle_members():  # not a problem (more threads than partitions): no PROBLEM
+        table.add(["-", "-", "-", "-", "-", f"{member.consumer_id} (owns nothing)", ""], style="yellow")
     out: list[TextTable | str] = [table]
     if show_members:
         members = TextTable(
@@ -207,75 +228,4 @@ def describe_tables(snapshot: GroupSnapshot, show_members: bool) -> list[TextTab
     return out
 
 
-@groups.command("delete")
-@zk_options
-@click.option("--group", "-g", "group", metavar="GROUP", help="The group to delete (all of it unless --topic).")
-@click.option(
-    "--topic",
-    metavar="TOPIC",
-    help="Delete only this topic's owners/ and offsets/ (with --group), or this topic's information from "
-    "every inactive group (without --group).",
-)
-@click.option("--dry-run", is_flag=True, help="Only print what would be deleted.")
-@expected_errors
-def delete(
-    zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str | None, topic: str | None, dry_run: bool
-) -> None:
-    """Delete an inactive group's ZooKeeper data (ConsumerGroupCommand --zookeeper --delete).
-
-    This WRITES (deletes) at once, like the original tool. It works only while the group has no
-    registered members (/consumers/<group>/ids has no children); otherwise it fails with
-    "... failed because its consumers are still active". The deletes are ZooKeeper transactions
-    that fail as a whole if a member registers meanwhile: the command then stops with an error
-    naming that member and leaves its nodes (registration, owner nodes, offsets) in place.
-
-    \b
-      --group G            deletes /consumers/G recursively
-      --group G --topic T  deletes owners/T and offsets/T (all of /consumers/G if T is its only
-                           topic under owners/)
-      --topic T            does the above for every inactive group that has offsets/T
-
-    \b
-    Examples:
-      zkconsumer groups delete --zookeeper zk:2181/kafka --group old-billing
-      zkconsumer groups delete --zookeeper zk:2181/kafka --topic retired-topic --dry-run
-    """
-    if group is None and topic is None:
-        raise CliError("give --group, --topic or both", EXIT_USAGE)
-    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        if group is not None:
-            require_group(client, group, zookeeper)
-            if member_count(client, group):
-                raise CliError(f"Delete for group '{group}' failed because its consumers are still active.")
-            _delete(client, group, _paths_to_delete(client, group, topic), dry_run)
-            return
-        assert topic is not None
-        deleted_any = False
-        for name in sorted(children(client, znodes.CONSUMERS)):
-            if client.exists(znodes.offsets_path(name, topic)) is None:
-                continue
-            if member_count(client, name):
-                warn(f"Delete for group '{name}' topic '{topic}' skipped because its consumers are still active.")
-                continue
-            _delete(client, name, _paths_to_delete(client, name, topic), dry_run)
-            deleted_any = True
-        if not deleted_any:
-            raise CliError(f"no inactive group has offsets for topic {topic!r}")
-
-
-def _paths_to_delete(client: KazooClient, group: str, topic: str | None) -> list[str]:
-    if topic is None or children(client, znodes.owners_path(group)) == [topic]:
-        return [znodes.group_path(group)]
-    paths = [znodes.owners_path(group, topic), znodes.offsets_path(group, topic)]
-    if not any(client.exists(p) for p in paths):
-        raise CliError(f"group {group!r} has no information for topic {topic!r}")
-    return paths
-
-
-def _delete(client: KazooClient, group: str, paths: list[str], dry_run: bool) -> None:
-    if dry_run:
-        for path in paths:
-            click.echo(f"would delete {path}")
-        return
-    for path in delete_fenced(client, group, paths):
-        click.echo(f"deleted {path}")
+groups.add_command(delete)

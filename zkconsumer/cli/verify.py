@@ -7,6 +7,7 @@ import sys
 import click
 
 from zkconsumer.cli.analysis import REBALANCE_PROBLEMS, Problem
+from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
     emit_json,
@@ -17,6 +18,7 @@ from zkconsumer.cli.common import (
     zk_options,
     zk_session,
 )
+from zkconsumer.cli.groups import bootstrap_option
 from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
 
 
@@ -34,12 +36,24 @@ def rebalance_problems(snapshot: GroupSnapshot) -> list[Problem]:
     help="Count internal topics (__consumer_offsets...) matched by wildcard subscriptions, as the Scala "
     "tool did (members normally exclude them: exclude.internal.topics=true).",
 )
+@bootstrap_option
 @json_option
 @expected_errors
 def verify(
-    zookeeper: str, zk_digest: str | None, zk_timeout: float, group: str, include_internal_topics: bool, as_json: bool
+    zookeeper: str,
+    zk_digest: str | None,
+    zk_timeout: float,
+    group: str,
+    include_internal_topics: bool,
+    brokers: BrokerAccess,
+    as_json: bool,
 ) -> None:
-    """Check that a group is correctly balanced (VerifyConsumerRebalance, extended).
+    """Check that a group is correctly balanced and its offsets usable (VerifyConsumerRebalance, extended).
+
+    It reports exactly what `groups describe` flags in its PROBLEM column. The last line is the
+    Scala tool's sentence: "Rebalance operation successful !" when none of the first eight
+    problems below (the balance ones) is found, "failed" otherwise; the offset problems after
+    them are reported and fail the command too.
 
     \b
     Problems found:
@@ -53,10 +67,21 @@ def verify(
       duplicate-subscription  a registration lists a topic twice
       bad-registration        a registration Scala members cannot parse (stalls every rebalance)
       bad-owner               an owner node whose data is no thread id
+    \b
+      offset-after-log-end    the committed offset lies beyond the partition's log end
+      offset-before-log-start the committed offset lies before the log start (messages deleted)
+      negative-offset         the committed offset is negative (members take it for none)
+      bad-offset              an offset node that is no 64-bit decimal number
+      offset-older-than-topic committed before the topic was (re)created: members ignore it
+      unknown-partition       offsets/ or owners/ hold a partition the topic does not have
+                              (a deleted topic, or a bad import)
+
+    The log checks ask the brokers (--bootstrap-server, or their endpoints under /brokers/ids);
+    without an answer they are skipped, which is said on stderr.
 
     A group in the middle of a rebalance may fail briefly; re-run to confirm.
 
-    Exit status: 0 balanced, 1 problems found (or the group/ZooKeeper could not be read).
+    Exit status: 0 no problem, 1 problems found (or the group/ZooKeeper could not be read).
 
     \b
     Example:
@@ -64,14 +89,16 @@ def verify(
     """
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         require_group(client, group, zookeeper)
-        snapshot = take_snapshot(client, group, exclude_internal=not include_internal_topics)
-    problems = rebalance_problems(snapshot)
+        with open_watermarks(client, brokers) as marks:
+            snapshot = take_snapshot(client, group, marks, exclude_internal=not include_internal_topics)
+    problems = snapshot.all_problems()
     owned = sum(1 for row in snapshot.partitions if row.owner is not None)
     if as_json:
         emit_json(
             {
                 "group": group,
                 "ok": not problems,
+                "rebalanced": not rebalance_problems(snapshot),
                 "members": len(snapshot.members),
                 "partitions": len(snapshot.partitions),
                 "owned_partitions": owned,
@@ -90,7 +117,7 @@ def verify(
                 )
             )
             click.echo(f"{problem.kind}: {where}{problem.detail}")
-        verdict = "failed" if problems else "successful"
+        verdict = "failed" if rebalance_problems(snapshot) else "successful"
         click.echo(
             f"Rebalance operation {verdict} ! (group {group}: {len(snapshot.members)} members, "
             f"{owned} of {len(snapshot.partitions)} partitions owned, {len(problems)} problems)"
