@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import sys
-import threading
 import warnings
-from collections.abc import Callable, Iterator
-from typing import Any
 
 import click
 from kazoo.client import KazooClient
@@ -24,14 +18,16 @@ from zkconsumer.cli.common import (
     zk_options,
     zk_session,
 )
+from zkconsumer.cli.consume_partition import parse_offset, read_partition
+from zkconsumer.cli.consume_run import Stop, count_until_stopped, delete_group, run_member, writer
 from zkconsumer.cli.formats import InputError, parse_key_value
-from zkconsumer.cli.messages import PrintOptions, format_message, message_json
+from zkconsumer.cli.messages import PrintOptions
 from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig, merge
 from zkconsumer.config.properties import parse_properties
-from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist
 from zkconsumer.zookeeper import znodes
 
+RESET_ALIASES = {"earliest": "smallest", "latest": "largest"}
 PREVIOUS_OFFSETS = (
     "Found previous offset information for this group {group}. Please use "
     "--delete-consumer-offsets to delete previous offsets metadata"
@@ -65,44 +61,15 @@ def _properties(config_file: str | None, consumer_properties: tuple[str, ...]) -
         extra = dict(parse_key_value(p, "--consumer-property") for p in consumer_properties)
     except InputError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    return merge(props, extra)
+    merged = merge(props, extra)
+    reset = str(merged.get("auto.offset.reset", "")).strip().lower()
+    if reset in RESET_ALIASES:  # the new consumer's names, as kafka-console-consumer takes them
+        merged["auto.offset.reset"] = RESET_ALIASES[reset]
+    return merged
 
 
 def _has_offsets(client: KazooClient, group: str) -> bool:
     return any(children(client, znodes.offsets_path(group, t)) for t in children(client, znodes.offsets_path(group)))
-
-
-class _Stop:
-    """SIGINT/SIGTERM: the first raises KeyboardInterrupt in the main thread; during cleanup a second one
-    exits at once."""
-
-    def __init__(self) -> None:
-        self.cleaning = False
-        self._saved: dict[int, Any] = {}
-
-    def _handler(self, signum: int, _frame: Any) -> None:
-        if self.cleaning:
-            os.write(2, b"zkconsumer: interrupted again during shutdown; exiting without cleanup\n")
-            os._exit(128 + signum)
-        raise KeyboardInterrupt
-
-    def __enter__(self) -> _Stop:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._saved[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, previous in self._saved.items():
-            signal.signal(sig, previous)
-
-
-def _messages(stream: Any) -> Iterator[Any]:
-    """The stream's messages; ends on consumer.timeout.ms (ConsumerTimeout)."""
-    try:
-        yield from stream
-    except ConsumerTimeout:
-        return
 
 
 @click.command("consume")
@@ -118,10 +85,23 @@ def _messages(stream: Any) -> Iterator[Any]:
     "is deleted from ZooKeeper on exit.",
 )
 @click.option(
+    "--partition",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Read only partition N of --topic, straight from the brokers (no group: nothing is committed "
+    "or written to ZooKeeper), from the log end unless --offset or --from-beginning.",
+)
+@click.option(
+    "--offset",
+    "offset_text",
+    metavar="OFFSET",
+    help="With --partition: where to start, a number inside the log, earliest or latest (default: latest).",
+)
+@click.option(
     "--from-beginning",
     is_flag=True,
-    help="Start at the oldest message when the group has no offset (auto.offset.reset=smallest); "
-    "default: only new messages (largest).",
+    help="Start at the oldest message when the group has no offset (auto.offset.reset=smallest, or "
+    "earliest); default: only new messages (largest).",
 )
 @click.option("--max-messages", type=click.IntRange(min=1), metavar="N", help="Exit after N messages.")
 @click.option(
@@ -142,26 +122,29 @@ def _messages(stream: Any) -> Iterator[Any]:
     "consumer_properties",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A consumer property (repeatable; overrides --consumer.config).",
+    help="A consumer property (repeatable; overrides --consumer.config). auto.offset.reset takes "
+    "earliest|latest as well as smallest|largest.",
 )
 @click.option(
     "--property",
     "print_properties",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Output format: print.key, print.timestamp, print.partition, print.offset (true|false), "
-    "key.separator (default a tab), line.separator.",
+    help="Output format, as kafka-console-consumer's: print.timestamp, print.partition, print.offset, "
+    "print.headers, print.key, print.value (true|false), key.separator (default a tab), "
+    "line.separator, headers.separator, headers.key.separator, null.literal.",
 )
 @click.option(
     "--delete-consumer-offsets",
     is_flag=True,
-    help="Delete the group's ZooKeeper data (offsets) before starting; refused while it has members.",
+    help="Delete the group's ZooKeeper data (offsets) before starting, as the original did: this "
+    "writes at once. Refused while the group has members.",
 )
 @click.option(
     "--json",
     "as_json",
     is_flag=True,
-    help="One JSON object per message: topic, partition, offset, timestamp, key, value.",
+    help="One JSON object per message: topic, partition, offset, timestamp, key, value (and headers).",
 )
 @expected_errors
 def consume(
@@ -172,6 +155,8 @@ def consume(
     whitelist: str | None,
     blacklist: str | None,
     group: str | None,
+    partition: int | None,
+    offset_text: str | None,
     from_beginning: bool,
     max_messages: int | None,
     timeout_ms: int | None,
@@ -188,19 +173,32 @@ def consume(
     With --from-beginning and a named group that already has offsets, it stops with the original's
     "Found previous offset information..." message unless --delete-consumer-offsets is given.
 
+    THIS WRITES at once, as the console consumer did, because joining the group is its job: it
+    registers under /consumers/<group>/ids, claims partitions and commits what it printed (a
+    console-consumer-<random> group is deleted again on exit), and --delete-consumer-offsets
+    deletes the group's data first. --partition joins no group and writes nothing.
+
     \b
     Examples:
       zkconsumer consume --zookeeper zk:2181/kafka --topic orders --from-beginning --max-messages 10
       zkconsumer consume --zookeeper zk:2181/kafka --whitelist 'metrics.*' --group dashboards \\
           --property print.key=true --property print.offset=true
       zkconsumer consume --zookeeper zk:2181/kafka --topic orders --timeout-ms 5000 --json
+      zkconsumer consume --zookeeper zk:2181/kafka --topic orders --partition 3 --offset 1200 --max-messages 1
     """
     topic_filter = _topic_filter(topic, whitelist, blacklist)
+    offset = parse_offset(offset_text)
+    _check_partition_options(partition, offset, topic, group, from_beginning, delete_consumer_offsets)
     try:
         printing = PrintOptions.from_properties(dict(parse_key_value(p, "--property") for p in print_properties))
     except InputError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     props = _properties(consumer_config, consumer_properties)
+    if from_beginning and props.get("auto.offset.reset", "smallest") != "smallest":
+        raise CliError(
+            f"--from-beginning and auto.offset.reset={props['auto.offset.reset']} contradict each other: give one",
+            EXIT_USAGE,
+        )
     group = group or props.get("group.id")
     temporary = group is None
     group = group or f"console-consumer-{random.randint(0, 99999)}"
@@ -217,19 +215,66 @@ def consume(
         "zkconsumer.zookeeper.digest": zk_digest,
     }
     config = _config(merge(props, layers))
-    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
+    write = writer(as_json, printing)
+    with zk_session(zookeeper, zk_digest, zk_timeout) as client:  # refuses a chroot without /brokers
+        if partition is not None:
+            assert topic is not None
+            with Stop():
+                count = count_until_stopped(
+                    lambda counted: read_partition(
+                        client,
+                        config,
+                        topic,
+                        partition,
+                        offset if offset is not None else ("earliest" if from_beginning else "latest"),
+                        max_messages,
+                        timeout_ms,
+                        counted,
+                    ),
+                    write,
+                )
+            click.echo(f"Processed a total of {count} messages", err=True)
+            return
         if delete_consumer_offsets and client.exists(znodes.group_path(group)):
             if member_count(client, group):
                 raise CliError(f"cannot delete the offsets of group {group!r}: it has live members")
             client.delete(znodes.group_path(group), recursive=True)
         elif from_beginning and not temporary and _has_offsets(client, group):
             raise CliError(PREVIOUS_OFFSETS.format(group=group))
+        _warn_if_nothing_matches(client, topic_filter)
         try:
-            count = _run(config, topic_filter, max_messages, _writer(as_json, printing))
+            count = run_member(config, topic_filter, max_messages, write)
         finally:
             if temporary:
-                _delete_group(client, group)
+                delete_group(client, group)
     click.echo(f"Processed a total of {count} messages", err=True)
+
+
+def _check_partition_options(
+    partition: int | None,
+    offset: int | str | None,
+    topic: str | None,
+    group: str | None,
+    from_beginning: bool,
+    delete_consumer_offsets: bool,
+) -> None:
+    """kafka-console-consumer's rules for --partition and --offset."""
+    if partition is None:
+        if offset is not None:
+            raise CliError("--offset needs --partition (a group starts where it committed)", EXIT_USAGE)
+        return
+    if topic is None:
+        raise CliError("--partition needs --topic (one topic, not --whitelist/--blacklist)", EXIT_USAGE)
+    if group is not None or delete_consumer_offsets:
+        raise CliError("--partition reads without a group: drop --group/--delete-consumer-offsets", EXIT_USAGE)
+    if from_beginning and offset is not None:
+        raise CliError("--from-beginning and --offset contradict each other: give one", EXIT_USAGE)
+
+
+def _warn_if_nothing_matches(client: KazooClient, topic_filter: TopicFilter) -> None:
+    topics = children(client, znodes.BROKER_TOPICS)
+    if not any(topic_filter.is_topic_allowed(t) for t in topics):
+        warn(f"no topic matches {topic_filter.raw_regex!r} yet: waiting for one to be created (Ctrl-C stops)")
 
 
 def _config(props: dict[str, object]) -> ConsumerConfig:
@@ -242,72 +287,3 @@ def _config(props: dict[str, object]) -> ConsumerConfig:
     for warning in caught:
         warn(str(warning.message))
     return config
-
-
-def _writer(as_json: bool, printing: PrintOptions) -> Callable[[Any], None]:
-    out = sys.stdout.buffer  # what click.get_binary_stream("stdout") returned (deprecated in click 8.5)
-
-    def write(msg: Any) -> None:
-        out.write((message_json(msg) + "\n").encode("utf-8") if as_json else format_message(msg, printing))
-        out.flush()
-
-    return write
-
-
-def _silence_stdout() -> None:
-    """After EPIPE (`consume | head`): point stdout at /dev/null so the exit flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def _run(
-    config: ConsumerConfig, topic_filter: TopicFilter, max_messages: int | None, write: Callable[[Any], None]
-) -> int:
-    from zkconsumer.connector import ConsumerConnector
-    from zkconsumer.coordinator.listener import ConsumerRebalanceFailed
-
-    count = 0
-    stop = _Stop()
-    with stop:
-        try:
-            connector = ConsumerConnector(config)
-        except ConnectionError as exc:
-            raise CliError(str(exc)) from None
-        started = False
-        try:
-            stream = connector.create_message_streams_by_filter(topic_filter, 1)[0]
-            started = True
-            for msg in _messages(stream):
-                write(msg)
-                count += 1
-                if max_messages is not None and count >= max_messages:
-                    break
-        except KeyboardInterrupt:
-            pass
-        except BrokenPipeError:
-            _silence_stdout()
-        except (ConsumerError, ConsumerRebalanceFailed) as exc:
-            raise CliError(f"consumer failed: {exc}") from None
-        finally:
-            stop.cleaning = True
-            try:
-                if started and config.auto_commit_enable:
-                    connector.commit_offsets()  # every printed message counts as consumed
-            except Exception as exc:  # noqa: BLE001 - report and still leave the group
-                warn(f"final commit failed: {exc}")
-            connector.shutdown()
-    return count
-
-
-def _delete_group(client: KazooClient, group: str) -> None:
-    """The original deleted /consumers/<console-consumer-N> on exit; we skip it if someone else joined."""
-    if member_count(client, group):
-        warn(f"not deleting /consumers/{group}: other members joined it")
-        return
-    try:
-        client.delete(znodes.group_path(group), recursive=True)
-    except Exception as exc:  # noqa: BLE001 - best effort, like the original shutdown hook
-        warn(f"could not delete /consumers/{group}: {exc}")
