@@ -57,7 +57,7 @@ def test_delete_stops_when_a_member_registers_during_it(cluster, zk, run, topic_
             return super().transaction()
 
     monkeypatch.setattr("zkconsumer.cli.common.KazooClient", JoinsBeforeTheFirstWrite)
-    result = run("groups", "delete", "--group", group_id)
+    result = run("groups", "delete", "--group", group_id, "--execute")
     assert joined, "the delete never wrote"
     assert result.exit_code == 1, result.output
     assert late in result.stderr and "deleted" not in result.stdout, result.output
@@ -69,7 +69,7 @@ def test_delete_stops_when_a_member_registers_during_it(cluster, zk, run, topic_
     monkeypatch.undo()
     zk.delete(znodes.owner_path(group_id, topic, 0))
     zk.delete(znodes.member_path(group_id, late))
-    result = run("groups", "delete", "--group", group_id)
+    result = run("groups", "delete", "--group", group_id, "--execute")
     assert result.exit_code == 0, result.output
     assert result.stdout == f"deleted {znodes.group_path(group_id)}\n"
     assert zk.exists(znodes.group_path(group_id)) is None
@@ -81,13 +81,13 @@ def test_delete_refuses_while_a_spark_ingest_of_the_group_runs(cluster, zk, run,
     job = cluster.zk_client()
     try:
         job.create(znodes.ingest_lock_path(group_id, "orders"), b"{}", ephemeral=True, makepath=True)
-        result = run("groups", "delete", "--group", group_id)
+        result = run("groups", "delete", "--group", group_id, "--execute")
         assert result.exit_code == 1 and "Spark ingest job runs for topic orders" in result.stderr, result.output
         assert committed_offsets(zk, group_id, "orders") == {0: 5}
     finally:
         job.stop()
         job.close()
-    assert run("groups", "delete", "--group", group_id).exit_code == 0
+    assert run("groups", "delete", "--group", group_id, "--execute").exit_code == 0
     assert zk.exists(znodes.group_path(group_id)) is None
 
 
@@ -197,8 +197,11 @@ def test_reset_of_a_dual_commit_group_reaches_its_members(cluster, zk, run, topi
 # ---------------------------------------------------------------- an import that fails halfway
 
 
-def test_an_import_failing_halfway_shows_what_was_written(cluster, zk, run, topic_factory, group_id, tmp_path) -> None:
+def test_an_import_failing_halfway_shows_what_was_written(
+    cluster, zk, run, topic_factory, produce, group_id, tmp_path
+) -> None:
     topic = topic_factory(partitions=2)
+    produce(topic, 20, partitions=2)  # offsets 3, 4 and 7 lie in the logs
     open_group, locked_group = f"{group_id}-a", f"{group_id}-b"
     # Everyone may read the second group, only "ops" may create under it: the plan works, the write fails.
     zk.create(

@@ -59,16 +59,88 @@ def test_every_read_command_has_json(command: list[str]) -> None:
 
 
 def test_write_commands_say_they_write_and_need_execute() -> None:
-    for command in (["offsets", "import"], ["offsets", "reset"]):
+    for command in (["offsets", "import"], ["offsets", "reset"], ["groups", "delete"]):
         text = invoke(*command, "--help").stdout
-        assert "THIS WRITES" in text and "--execute" in text
+        assert "THIS WRITES" in text and "--execute" in text and "--dry-run" in text, command
+    assert "THIS WRITES at once" in invoke("consume", "--help").stdout
+
+
+def test_a_non_utf8_import_file_is_one_line_and_exit_2_before_zookeeper(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "in.txt"
+    bad.write_bytes(b"/consumers/g/offsets/t/0:5\n/consumers/g/offsets/\xe9t\xe9/0:5\n")
+    port = closed_port()  # never reached: the file is refused first
+    result = invoke("offsets", "import", "-i", str(bad), "--execute", env={"ZKCONSUMER_ZOOKEEPER": f"127.0.0.1:{port}"})
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"zkconsumer: error: {bad}: not UTF-8 text (byte 0xe9 at offset 48, line 2); offset files are UTF-8 text\n"
+    )
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["consume", "--topic", "t", "--consumer-property", "auto.offset.reset=earliest"],
+        ["consume", "--topic", "t", "--consumer-property", "auto.offset.reset=latest"],
+        ["consume", "--topic", "t", "--from-beginning", "--consumer-property", "auto.offset.reset=earliest"],
+        ["groups", "describe", "-t", "a,b", "-g", "g"],
+        ["groups", "describe", "--topic", "a:0,1", "--all-groups"],
+        ["offsets", "reset", "-g", "g", "-t", "t:0,1", "--to-current", "--dry-run"],
+        ["offsets", "reset", "--all-groups", "--all-topics", "--by-duration", "PT1H"],
+    ],
+    ids=" ".join,
+)
+def test_the_old_tools_vocabulary_is_accepted(args: list[str]) -> None:
+    """Past option parsing, these reach ZooKeeper (unreachable here: exit 1, not a usage error)."""
+    port = closed_port()
+    result = invoke(*args, "--zk-timeout", "0.5", env={"ZKCONSUMER_ZOOKEEPER": f"127.0.0.1:{port}"})
+    assert result.exit_code == 1, result.output
+    assert "ZooKeeper unreachable" in result.stderr
 
 
 @pytest.mark.parametrize(
     "args,needle",
     [
         (["groups", "describe", "--group", "g"], "Missing option '--zookeeper'"),
-        (["groups", "describe", "--zookeeper", "z:1"], "Missing option '--group'"),
+        (["groups", "describe", "--zookeeper", "z:1"], "give --group (repeatable) or --all-groups"),
+        (["groups", "describe", "--zookeeper", "z:1", "-g", "g", "--all-groups"], "or --all-groups"),
+        (["groups", "describe", "--zookeeper", "z:1", "-g", "g", "-t", "t:x"], "bad partition list"),
+        (
+            ["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t", "--to-earliest", "--dry-run", "--execute"],
+            "contradict",
+        ),
+        (
+            ["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "--to-earliest"],
+            "--topic (repeatable) or --all-topics",
+        ),
+        (["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t", "--to-offset", "-5"], "an offset is >= 0"),
+        (["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t", "--by-duration", "1h"], "bad duration"),
+        (
+            ["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t", "--to-latest", "--export", "--json"],
+            "two outputs",
+        ),
+        (["offsets", "export", "--zookeeper", "z:1", "-t", "t:0"], "whole topics"),
+        (["groups", "delete", "--zookeeper", "z:1", "-g", "g", "--dry-run", "--execute"], "contradict"),
+        (["consume", "--zookeeper", "z:1", "--partition", "0", "--whitelist", "a.*"], "--partition needs --topic"),
+        (["consume", "--zookeeper", "z:1", "--topic", "a", "--offset", "5"], "--offset needs --partition"),
+        (
+            ["consume", "--zookeeper", "z:1", "--topic", "a", "--partition", "0", "--offset", "-1"],
+            "non-negative number",
+        ),
+        (["consume", "--zookeeper", "z:1", "--topic", "a", "--partition", "0", "-g", "g"], "without a group"),
+        (
+            [
+                "consume",
+                "--zookeeper",
+                "z:1",
+                "--topic",
+                "a",
+                "--from-beginning",
+                "--consumer-property",
+                "auto.offset.reset=latest",
+            ],
+            "contradict",
+        ),
         (["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t"], "exactly one of"),
         (
             ["offsets", "reset", "--zookeeper", "z:1", "-g", "g", "-t", "t", "--to-earliest", "--partitions", "x"],
