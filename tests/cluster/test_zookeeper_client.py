@@ -27,9 +27,10 @@ def connector(cluster, group: str, **props: object) -> ConsumerConnector:
 
 @pytest.fixture(params=["patched", "stock"])
 def kazoo_loop(request, monkeypatch) -> str:  # type: ignore[no-untyped-def]
-    """Both kazoo paths: the batched loop on the tested kazoo, and stock kazoo (the switch off)."""
-    if request.param == "stock":
-        monkeypatch.setenv(internals.SWITCH, "0")
+    """Both kazoo paths: the batched loop on the tested kazoo, and stock kazoo (the switch off).
+
+    The switch is set both ways: scripts/test.sh runs this file once more with it off for the process."""
+    monkeypatch.setenv(internals.SWITCH, "0" if request.param == "stock" else "1")
     return str(request.param)
 
 

@@ -217,6 +217,32 @@ class MixedGroup:
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{self.log_tails()}") from None
 
+    def scala_rebalances(self) -> dict[str, tuple[int, int]]:
+        """Per live Scala member: the rebalance tries it has begun and ended so far (from its log)."""
+        out = {}
+        for name, member in self.scala.items():
+            log = member.log_tail(100000)
+            out[name] = (log.count("begin rebalancing"), log.count("end rebalancing"))
+        return out
+
+    def settled(
+        self, topics: Iterable[str], since: Mapping[str, tuple[int, int]], *, timeout: float = 60.0
+    ) -> dict[tuple[str, int], str]:
+        """balanced() once every Scala member of `since` has rebalanced after it and is not mid-try.
+
+        A membership change makes every Scala member rebalance, and a Scala rebalance deletes and
+        re-creates all of its owner nodes: owners can look balanced before a slow Scala member has
+        even begun, and then vanish for a moment under a reader."""
+        deadline = time.monotonic() + timeout
+        while True:
+            now = self.scala_rebalances()
+            waiting = [n for n in since if n in now and not (now[n][0] > since[n][0] and now[n][0] == now[n][1])]
+            if not waiting:
+                return self.balanced(topics, timeout=max(1.0, deadline - time.monotonic()))
+            if time.monotonic() > deadline:
+                raise AssertionError(f"Scala members {waiting} did not finish a rebalance\n{self.log_tails()}")
+            time.sleep(0.1)
+
     def log_tails(self, lines: int = 25) -> str:
         members = [*self.scala.values(), *self.procs.values()]
         return "\n".join(f"--- {m.name} ({m.log_path}) ---\n{m.log_tail(lines)}" for m in members)

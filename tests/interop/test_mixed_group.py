@@ -182,10 +182,12 @@ def test_clean_leave_hands_partitions_over_at_committed_offsets(
     attempts = Attempts(mixed, caplog)
     gone: list[float] = []  # when ZooKeeper deleted the leaver's member node (watch event)
     zk.exists(znodes.member_path(g, f"{g}_{leaver}"), watch=lambda _event: gone.append(time.monotonic()))
+    scala_tries = mixed.scala_rebalances()
     began = time.monotonic()
     leave_s = mixed.leave(leaver)
     after = mixed.balanced([topic])
     converged_s = time.monotonic() - began
+    assert mixed.settled([topic], scala_tries) == after
 
     moved = {p for (_, p), t in after.items() if before[(topic, p)] != t}
     assert moved == owned_partitions(before, f"{g}_{leaver}") == {8, 9}
@@ -229,10 +231,12 @@ def test_join_takes_partitions_over_at_committed_offsets(
     attempts = Attempts(mixed, caplog)
     joined: list[float] = []  # when the joiner's member node appeared (its JVM start excluded)
     zk.exists(znodes.member_path(g, f"{g}_{joiner}"), watch=lambda _event: joined.append(time.monotonic()))
+    scala_tries = mixed.scala_rebalances()
     add(mixed, joiner, topic)
     mixed.wait_ready()
     after = mixed.balanced([topic])
     converged_s = time.monotonic() - joined[0]
+    assert mixed.settled([topic], scala_tries) == after
 
     moved = {p for (_, p), t in after.items() if before[(topic, p)] != t}
     assert moved == {8, 9} and {after[(topic, p)] for p in moved} == {f"{g}_{joiner}-0"}
