@@ -184,3 +184,9 @@ def test_unreachable_zookeeper_is_one_line_and_exit_1(command: list[str]) -> Non
     assert result.exit_code == 1
     assert result.stderr == f"zkconsumer: error: ZooKeeper unreachable at 127.0.0.1:{port}/kafka after 0.5 s\n"
     assert result.stdout == ""
+
+
+def test_a_missing_import_file_is_one_line_and_exit_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    result = invoke("offsets", "import", "-i", str(tmp_path / "none.txt"), env={"ZKCONSUMER_ZOOKEEPER": "z:1"})
+    assert result.exit_code == 2
+    assert result.stderr == f"zkconsumer: error: --input {tmp_path / 'none.txt'}: No such file or directory\n"

@@ -43,10 +43,10 @@ def cli(verbose: int) -> None:
     (0.8-1.1) or both:
 
     \b
-      consume          kafka-console-consumer --zookeeper
+      consume          kafka-console-consumer --zookeeper (a group member: writes at once)
       groups list      kafka-consumer-groups --zookeeper --list
       groups describe  kafka-consumer-groups --zookeeper --describe, ConsumerOffsetChecker
-      groups delete    kafka-consumer-groups --zookeeper --delete
+      groups delete    kafka-consumer-groups --zookeeper --delete (plan first; deletes with --execute)
       offsets export   ExportZkOffsets
       offsets import   ImportZkOffsets (plan first; writes with --execute)
       offsets reset    UpdateOffsetsInZK and more (plan first; writes with --execute)
@@ -56,11 +56,13 @@ def cli(verbose: int) -> None:
       top              a live view of members, lag and throughput
 
     Every command takes --zookeeper HOST:PORT[/CHROOT] (or env ZKCONSUMER_ZOOKEEPER), --zk-digest
-    USER:PASSWORD (or env ZKCONSUMER_ZK_DIGEST) and --zk-timeout SECONDS (default 10). Read
-    commands take --json. Commands only write where their help says so.
+    USER:PASSWORD (or env ZKCONSUMER_ZK_DIGEST) and --zk-timeout SECONDS (default 10), and refuses
+    a chroot without /brokers ("wrong chroot?") before reading or writing anything. --json always
+    means JSON output, one document per line. Commands only write where their help says so.
 
     Exit status: 0 ok, 1 a problem was found (or an expected error such as an unknown group or
-    unreachable ZooKeeper, printed as one line), 2 a usage error; `migrate` adds 3: blocked.
+    unreachable ZooKeeper, printed as one line), 2 a usage error, a bad input file or row, or a
+    wrong chroot (nothing written); `migrate` adds 3: blocked.
 
     \b
     Examples:

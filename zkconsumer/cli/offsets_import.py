@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import IO
+import sys
 
 import click
 
@@ -25,7 +25,7 @@ from zkconsumer.zookeeper import znodes
     "-i",
     "input_file",
     required=True,
-    type=click.File("rb"),
+    type=click.Path(dir_okay=False, allow_dash=True),
     help="File written by `offsets export`, the legacy ExportZkOffsets or kafka-consumer-groups --export "
     "('-' is stdin).",
 )
@@ -58,7 +58,7 @@ def import_(
     zookeeper: str,
     zk_digest: str | None,
     zk_timeout: float,
-    input_file: IO[bytes],
+    input_file: str,
     fmt: str,
     group: str | None,
     execute: bool,
@@ -92,15 +92,18 @@ def import_(
       zkconsumer offsets import --zookeeper zk:2181/kafka -i billing.offsets --execute  # write it
       zkconsumer offsets import --zookeeper zk:2181/kafka -i plan.csv --format csv -g billing --execute
     """
-    name = getattr(input_file, "name", "input")
-    name = "stdin" if name in ("-", "<stdin>") else name
+    name = "stdin" if input_file == "-" else input_file
     if group is not None:
         try:
             znodes.group_path(group)
         except ValueError:
             raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
     try:
-        text = decode_input(input_file.read(), name)
+        data = _read_bytes(input_file)
+    except OSError as exc:
+        raise CliError(f"--input {name}: {exc.strerror or exc}", EXIT_USAGE) from None
+    try:
+        text = decode_input(data, name)
         entries = parse_offsets_file(text, fmt, group)
     except InputError as exc:
         message = str(exc)
@@ -121,3 +124,11 @@ def import_(
         if execute:
             error = execute_plan(client, plan.rows, description="importing offsets", kafka=plan.kafka)
     finish(plan.rows, execute, with_group=True, as_json=as_json, error=error)
+
+
+def _read_bytes(path: str) -> bytes:
+    """The whole input file ('-': stdin) as bytes: decoded later, so bad bytes are one line naming the byte."""
+    if path == "-":
+        return sys.stdin.buffer.read()  # what click.get_binary_stream returned (deprecated in click 8.5)
+    with open(path, "rb") as handle:
+        return handle.read()
