@@ -35,8 +35,11 @@ from zkconsumer.zookeeper import znodes
 def offsets() -> None:
     """Export, import and reset committed offsets (/consumers/<group>/offsets/<topic>/<partition>).
 
-    Import and reset only print their plan unless given --execute, refuse groups with live members
-    unless given --force, and never overwrite the offset of a partition that has an owner node.
+    Import and reset check every row against the cluster first (the topic and partition exist, the
+    new offset lies in [log start, log end]; --clamp moves it into the log instead) and write
+    nothing if one is bad. They only print their plan unless given --execute, refuse groups with
+    live members unless given --force, and never overwrite the offset of a partition that has an
+    owner node.
 
     \b
     KAFKA-SIDE OFFSETS: members with offsets.storage=kafka (dual commit by default) resume from
