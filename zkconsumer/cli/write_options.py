@@ -34,7 +34,9 @@ def execute_options(what: str) -> Callable[[Callable[..., R]], Callable[..., R]]
             "--execute", is_flag=True, help=f"{what}. Without it only the plan is printed and nothing is written."
         )(command)
         return click.option(
-            "--dry-run", is_flag=True, help="Only print the plan; nothing is written (the default, as --dry-run)."
+            "--dry-run",
+            is_flag=True,
+            help="Only print the plan and write nothing: the default, accepted as kafka-consumer-groups takes it.",
         )(decorated)
 
     return decorate
