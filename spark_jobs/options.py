@@ -122,7 +122,7 @@ class SourceOptions:
     bootstrap_override: str | None = None
     partitions: frozenset[tuple[str, int]] | None = None  # batch: read exactly these, no others
     checkpoint_location: str | None = None  # stream: the query's checkpoint, read for the last completed batch
-    reuse_consumers: bool = True  # executors keep a consumer per partition for the next read (consumer_pool.py)
+    reuse_consumers: bool = False  # executors keep a consumer per partition for the next read (consumer_pool.py)
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -228,7 +228,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         bootstrap_override=opts.get("bootstrap.servers") or None,
         partitions=partitions,
         checkpoint_location=checkpoint,
-        reuse_consumers=_bool(opts, "reuseconsumers", True),
+        reuse_consumers=_bool(opts, "reuseconsumers", False),
     )
 
 

@@ -19,8 +19,8 @@ _spark_metadata/<batch> log file, written when the batch commits) minus the mess
 CreateTime (set at produce()); rows produced during the warm-up do not count. Each query starts
 on a primer (one message per partition) and production begins once that primer is in the sink, so
 start-up (group join, Python workers) is not measured. Last line:
-    ours_p50_ms=<n> ours_p99_ms=<n> [fresh_p50_ms= fresh_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
---fresh-consumers also runs ours with reuseConsumers=false (side by side, same cluster); --profile
+    ours_p50_ms=<n> ours_p99_ms=<n> [reused_p50_ms= reused_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
+--reused-consumers also runs ours with reuseConsumers=true (side by side, same cluster); --profile
 prints our source's own phase timings per run (spark_jobs/phase_timings.py: the planner's calls, each
 executor read, its wait for the first message, and whether its consumer was reused).
 
@@ -218,9 +218,9 @@ def main() -> None:
         help="latency mode: also measure Spark's JVM source",
     )
     parser.add_argument(
-        "--fresh-consumers",
+        "--reused-consumers",
         action="store_true",
-        help="latency mode: also run our source with reuseConsumers=false (a new consumer per task)",
+        help="latency mode: also run our source with reuseConsumers=true (pooled consumers, paused while idle)",
     )
     parser.add_argument(
         "--profile",

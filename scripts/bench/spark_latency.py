@@ -246,8 +246,8 @@ def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace
     )
     tag = uuid.uuid4().hex[:8]
 
-    def ours(checkpoint: Path, reuse: bool = True) -> Any:
-        suffix = "" if reuse else "-fresh"
+    def ours(checkpoint: Path, reuse: bool = False) -> Any:
+        suffix = "-reused" if reuse else ""
         return (
             spark.readStream.format("zkconsumer")
             .option("zookeeper.connect", zookeeper)
@@ -278,17 +278,17 @@ def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace
         workdir / "latency-ours",
     )
     line = f"ours_p50_ms={a['p50']:.0f} ours_p99_ms={a['p99']:.0f}"
-    if args.fresh_consumers:
+    if args.reused_consumers:
         c = latency_run(
             spark,
-            "zkconsumer, a new consumer per task",
-            lambda checkpoint: ours(checkpoint, reuse=False),
+            "zkconsumer, reuseConsumers=true",
+            lambda checkpoint: ours(checkpoint, reuse=True),
             bootstrap,
-            f"spark-latency-ours-{tag}-fresh",
+            f"spark-latency-ours-{tag}-reused",
             args,
-            workdir / "latency-ours-fresh",
+            workdir / "latency-ours-reused",
         )
-        line += f" fresh_p50_ms={c['p50']:.0f} fresh_p99_ms={c['p99']:.0f}"
+        line += f" reused_p50_ms={c['p50']:.0f} reused_p99_ms={c['p99']:.0f}"
     if args.jvm_latency:
         b = latency_run(
             spark,

@@ -19,6 +19,11 @@ def test_partitions_pins_a_batch_read() -> None:
     assert parse_options(BASE, streaming=False).partitions is None
 
 
+def test_executors_make_a_consumer_per_read_unless_told_to_pool_them() -> None:
+    assert parse_options(BASE, streaming=True).reuse_consumers is False  # measured: pooling lost
+    assert parse_options({**BASE, "reuseConsumers": "true"}, streaming=True).reuse_consumers is True
+
+
 @pytest.mark.parametrize(
     ("value", "streaming", "message"),
     [
