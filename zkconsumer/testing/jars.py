@@ -88,10 +88,15 @@ def pom_of(name: str) -> Path:
 
 
 def maven_repository() -> Path:
-    """Where mvn keeps what it downloads: <localRepository> of ~/.m2/settings.xml, else ~/.m2/repository.
+    """Where mvn keeps what it downloads: -Dmaven.repo.local in MAVEN_ARGS or MAVEN_OPTS, else
+    <localRepository> of ~/.m2/settings.xml, else ~/.m2/repository.
 
     ~ is the account's home as Java sees it (user.home comes from the password database, not $HOME).
     """
+    for variable in ("MAVEN_ARGS", "MAVEN_OPTS"):
+        given = re.search(r"-Dmaven\.repo\.local=(\S+)", os.environ.get(variable, ""))
+        if given:
+            return Path(given.group(1))
     home = Path(pwd.getpwuid(os.getuid()).pw_dir)
     settings = home / ".m2" / "settings.xml"
     if settings.is_file():
