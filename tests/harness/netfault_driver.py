@@ -90,13 +90,16 @@ def broker_cut(run: NetRun, record: FaultRecord) -> None:
 
 def leader(run: NetRun, record: FaultRecord) -> None:
     """Isolate the ensemble's leader, or split the ensemble 2 | 1 (the leader in the minority, with a
-    member of each group there too; the brokers stay with the majority)."""
+    member of each group there too; the brokers stay with the majority): the first time at random,
+    then each in turn."""
     old = run.cluster.zookeeper_leader()
     zk = [run.lab.host_at(z.address) for z in run.cluster.zookeepers]
     leader_host = run.lab.host_at(old.address)
     hold = _hold(run, run.session_s * 1.5, run.session_s * 2.5)
     faults: list[Fault]
-    if run.rng.random() < 0.5:
+    earlier = [r for r in run.records if r.kind == "leader" and r is not record]
+    split = run.rng.random() < 0.5 if not earlier else "isolated" in earlier[-1].description  # then alternate
+    if not split:
         record.description = f"ZooKeeper leader zk{old.server_id} isolated for {hold:.1f}s"
         faults = [run.lab.isolate(leader_host)]
     else:
