@@ -2,9 +2,11 @@
 
 README's blocks run in this checkout's environment against the session's `cluster` (tests/conftest.py),
 its example addresses replaced by the cluster's. getting-started.md is followed from its install
-section on: a fresh virtualenv gets `pip install .` and the built wheel from a copy of the checkout,
-then `python -m zkconsumer.testing up` starts the page's own cluster (on this checkout's fetched
-jars, ZKCONSUMER_JARS) and the later blocks use the addresses `up` printed. Blocks marked
+section on, in a copy of the checkout: a fresh virtualenv gets `pip install .`, then (zkconsumer
+uninstalled again, as the page offers one or the other) the wheel the next block builds; the rest
+runs in another folder on that wheel: `python -m zkconsumer.testing up` starts the page's own
+cluster (on this checkout's fetched jars, ZKCONSUMER_JARS) and the later blocks use the addresses
+`up` printed. Blocks marked
 docs-run skip/same-as are listed in the closing summary (tests/docs/conftest.py), never run.
 """
 
