@@ -8,7 +8,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ from zkconsumer.testing.ensemble import ZooKeeperEnsemble
 from zkconsumer.testing.nodes import BROKER_PROPERTIES, LOOPBACK, KafkaBroker, KerberosServer, Lab, ZooKeeperNode
 from zkconsumer.testing.probes import (
     ClusterStartError,
+    ExternalCluster,
     connect_zk,
     four_letter_word,
     free_port,
@@ -391,21 +391,3 @@ class LocalCluster:
         factor = replication_factor or self.replication_factor
         min_isr = min(factor, self.min_insync_replicas)
         create_topic(self.bootstrap_servers, name, partitions, factor, timeout, min_isr=min_isr)
-
-
-@dataclass(frozen=True)
-class ExternalCluster:
-    """Addresses of a cluster somebody else runs: no process control."""
-
-    zookeeper_connect: str
-    bootstrap_servers: str
-
-    def zk_client(self, **kwargs: object) -> KazooClient:
-        return connect_zk(self.zookeeper_connect, **kwargs)
-
-    def create_topic(
-        self, name: str, partitions: int = 1, replication_factor: int | None = None, timeout: float = 60.0
-    ) -> None:
-        from zkconsumer.testing.kafka import create_topic
-
-        create_topic(self.bootstrap_servers, name, partitions, replication_factor or 1, timeout)

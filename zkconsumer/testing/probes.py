@@ -1,4 +1,4 @@
-"""Readiness probes and helpers of the test cluster's JVMs: free ports, four-letter words, waits, kazoo clients."""
+"""Readiness probes and helpers of the test cluster's JVMs: free ports, four-letter words, waits, kazoo clients, an external cluster."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import socket
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from zkconsumer.testing.process import JavaProcess
@@ -83,3 +84,21 @@ def connect_zk(hosts: str, **kwargs: object) -> KazooClient:
         client = KazooClient(hosts=hosts, **{**settings, **kwargs})
         client.start(timeout=15)
     return client
+
+
+@dataclass(frozen=True)
+class ExternalCluster:
+    """Addresses of a cluster somebody else runs: no process control."""
+
+    zookeeper_connect: str
+    bootstrap_servers: str
+
+    def zk_client(self, **kwargs: object) -> KazooClient:
+        return connect_zk(self.zookeeper_connect, **kwargs)
+
+    def create_topic(
+        self, name: str, partitions: int = 1, replication_factor: int | None = None, timeout: float = 60.0
+    ) -> None:
+        from zkconsumer.testing.kafka import create_topic
+
+        create_topic(self.bootstrap_servers, name, partitions, replication_factor or 1, timeout)
