@@ -8,9 +8,9 @@ without a re-assign. A read that fails closes its consumer. At most LIMIT consum
 process; the least recently used one is closed first.
 
 Off by default, because measured it loses (docs/performance.md, Spark): on the standalone
-cluster a new consumer reaches its first message in about 10 ms, while a pooled one either keeps
+cluster a new consumer reaches its first message in a median 8 ms, while a pooled one either keeps
 fetching while idle (librdkafka prefetches up to queued.min.messages; the pool's background
-fetching kept the cores busy: p50 latency 4.8 s against 2.0 s) or, paused, waits about 130 ms for
+fetching kept the cores busy: p50 latency 4.8 s against 2.0 s) or, paused, waits a median 134 ms for
 its first message after the resume. It may pay off where a connection is expensive (TLS and SASL
 to distant brokers); that is not measured.
 """

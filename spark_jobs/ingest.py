@@ -125,15 +125,16 @@ def same_incarnation(
 
 
 def recover(starts: dict[Key, int], runs: Sequence[Run]) -> dict[Key, int]:
-    """Advance each partition past completed runs that begin exactly where it stands (their data is
-    already in the output; only their commit was lost)."""
+    """Advance each partition past completed runs that hold where it stands: their data is already
+    in the output, and only their commit was lost, or was refused because a member committed an
+    offset inside the run meanwhile."""
     positions = dict(starts)
     changed = True
     while changed:
         changed = False
         for run in runs:
             for partition, (lo, hi) in (run.ranges or {}).items():
-                for key in [k for k in positions if k[1] == partition and positions[k] == lo and hi > lo]:
+                for key in [k for k in positions if k[1] == partition and lo <= positions[k] < hi]:
                     positions[key] = hi
                     changed = True
     return positions
@@ -228,8 +229,13 @@ def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[s
                     "another run may have started; nothing of this run was committed, rerun it"
                 )
 
+        def current_epoch() -> int | None:
+            from zkconsumer.cluster.metadata import ClusterMetadata
+
+            return ClusterMetadata(client).topic_epochs([topic]).get(topic)
+
         try:
-            return _ingest_locked(spark, args, topic, options, opts, check_lock)
+            return _ingest_locked(spark, args, topic, options, opts, check_lock, current_epoch)
         finally:
             if holds_lock(client, lock):  # never another run's: ours went with a lost session
                 with contextlib.suppress(Exception):
@@ -252,6 +258,7 @@ def _ingest_locked(
     options: dict[str, str],
     opts: Any,
     check_lock: Callable[[str], None],
+    current_epoch: Callable[[], int | None],
 ) -> int:
     plan: BatchPlan = plan_batch(opts)
     owned = [p for p in plan.partitions if p.owner]
@@ -305,6 +312,18 @@ def _ingest_locked(
         with Progress(spark, topic):
             df.write.mode("overwrite").format(args.format).save(path)
         check_lock("before writing the marker")
+        now = current_epoch()
+        if epoch is not None and now != epoch:
+            # Deleted (and maybe created again) during the write: the executors may have read the
+            # new log's messages under the old one's offsets. A marker would let a rerun skip them
+            # while the output holds them under the wrong incarnation: the run is withdrawn instead.
+            fs.delete(path)
+            log(
+                f"{topic}: refusing: the topic was deleted during the write (incarnation {epoch}, now "
+                f"{now if now is not None else 'none'}); deleted this run's output {path}, committed "
+                "nothing; rerun to read the new topic from its start"
+            )
+            return EXIT_COMMIT_REFUSED
         fs.write(
             f"{path}/{MARKER}",
             json.dumps(

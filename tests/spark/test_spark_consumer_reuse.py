@@ -20,7 +20,7 @@ def read(cluster, topic: str, start: int, end: int) -> list[int]:  # type: ignor
     part = OffsetRange(topic, 0, start, end, cluster.bootstrap_servers)
     return [
         o
-        for batch in read_range(part, conf(), batch_size=30, fail_on_data_loss=True, poll_timeout_s=30.0)
+        for batch in read_range(part, conf(), batch_size=30, fail_on_data_loss=True, poll_timeout_s=30.0, reuse=True)
         for o in batch.column("offset").to_pylist()
     ]
 
@@ -49,7 +49,7 @@ def test_a_read_cut_short_closes_its_consumer(cluster, topic_factory, produce) -
     key = pool_key({**conf(), "bootstrap.servers": cluster.bootstrap_servers}, topic, 0)
     POOL.close_all()
     part = OffsetRange(topic, 0, 0, 100, cluster.bootstrap_servers)
-    batches = read_range(part, conf(), batch_size=30, fail_on_data_loss=True, poll_timeout_s=30.0)
+    batches = read_range(part, conf(), batch_size=30, fail_on_data_loss=True, poll_timeout_s=30.0, reuse=True)
     next(batches)
     batches.close()  # the task was killed (or the query stopped) mid-range: its position means nothing
     assert POOL.take(key) == (None, None)

@@ -22,3 +22,10 @@ def test_a_marker_without_an_epoch_counts_when_written_after_the_topic_was_creat
     usable, others = same_incarnation([before, after], "g", 7, created_ms=2_000)
     assert usable == [after] and others == [before]
     assert same_incarnation([after], "g", 7) == ([], [after]), "no creation time: not trusted"
+
+
+def test_a_position_inside_a_written_run_resumes_past_it() -> None:
+    # The run wrote [0, 100) but its commit was refused: a member committed 50 meanwhile. Its
+    # messages 50..99 are in the output already; the rerun must not write them again.
+    run = Run("run=t-a", {0: (0, 100), 1: (0, 40)}, "g", 7)
+    assert recover({("t", 0): 50, ("t", 1): 40, ("t", 2): 0}, [run]) == {("t", 0): 100, ("t", 1): 40, ("t", 2): 0}
