@@ -110,3 +110,10 @@ def delivered_by_others(
 
 def partitions_delivered(h: History, member: str, since: float, until: float) -> set[TopicPartition]:
     return {(d.topic, d.partition) for d in h.deliveries if d.member == member and since <= d.at <= until}
+
+
+def partitions_owned(h: History, member: str, t: float) -> set[TopicPartition]:
+    """The partitions whose owner node was `member`'s at time t."""
+    return {
+        (s.topic, s.partition) for s in h.spans if s.member == member and s.start <= t and (s.end is None or t <= s.end)
+    }

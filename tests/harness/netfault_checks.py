@@ -66,7 +66,9 @@ def judge(name: str, h: History, report: Report, records: list[FaultRecord]) -> 
         victim = record.cut.get(name)
         if victim is not None:
             figures.deliver_after_cut_s = fm.delivered_after(h, victim, record.began, record.healed)
-            held = fm.partitions_delivered(h, victim, record.began - 2.0, record.began)
+            held = fm.partitions_owned(h, victim, record.began) | fm.partitions_delivered(
+                h, victim, record.began - 2.0, record.began
+            )
             taken = fm.delivered_by_others(h, victim, held, record.began, end)
             if taken:
                 figures.takeover_s = min(d.at for d in taken) - record.began
