@@ -66,7 +66,5 @@ def test_no_spark_jobs_module_shadows_the_standard_library() -> None:
     # spark-submit runs spark_jobs/ingest.py as a script, so spark_jobs/ itself is first on sys.path:
     # a spark_jobs/profile.py there once replaced the stdlib's `profile`, and pyspark's own import
     # of cProfile failed before the job began.
-    shadowing = sorted(
-        path.name for path in (ROOT / "spark_jobs").glob("*.py") if path.stem in sys.stdlib_module_names
-    )
+    shadowing = sorted(path.name for path in (ROOT / "spark_jobs").glob("*.py") if path.stem in sys.stdlib_module_names)
     assert shadowing == []
