@@ -121,3 +121,20 @@ def test_the_handler_keeps_the_last_grant_per_connection(monkeypatch: pytest.Mon
         for a, b in pairs:
             a.close()
             b.close()
+
+
+def test_each_connect_waits_one_server_s_share_of_the_session_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # kazoo passes the whole session timeout; an ensemble member that drops packets must not hold a
+    # client for all of it (the Java client divides by the number of servers too).
+    asked: list[float] = []
+
+    def fake(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        asked.append(kwargs["timeout"])
+        a, b = socket.socketpair()
+        b.close()
+        return a
+
+    monkeypatch.setattr(SequentialThreadingHandler, "create_connection", fake)
+    for hosts, expected in (("zk1:2181,zk2:2181,zk3:2181/kafka", 2.0), ("zk1:2181", 6.0), ("", 6.0)):
+        make_handler(hosts).create_connection(("127.0.0.1", 2181), timeout=6.0).close()
+        assert asked.pop() == pytest.approx(expected), hosts

@@ -149,7 +149,7 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
     client = KazooClient(
         hosts=hosts,
         timeout=session_timeout_s,
-        handler=make_handler(),
+        handler=make_handler(hosts),
         connection_retry={"max_tries": -1, "delay": 0.2, "max_delay": 2.0},
         **auth.kazoo_options(),
     )

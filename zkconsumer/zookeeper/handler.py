@@ -11,6 +11,12 @@ keeps the value it was granted to itself. A member's delivery lease must not out
 session, so the handler wraps each socket it opens for kazoo and reads the timeout out of the
 first answer on it, ZooKeeper's ConnectResponse (length, protocolVersion, timeOut, ...): the
 wire protocol, which no kazoo release can change.
+
+kazoo gives each TCP connect the whole session timeout; the Java client gives it the session
+timeout divided by the number of servers. With an ensemble, a server that drops packets (an
+isolated leader) then held a member for a whole session timeout on one connect, and its session
+expired although two other servers were up. The handler divides the connect timeout as Java does
+(`servers`, set by the client that owns it).
 """
 
 from __future__ import annotations
@@ -91,9 +97,10 @@ class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is
 
     name = "sequential_threading_poll_handler"
 
-    def __init__(self) -> None:
+    def __init__(self, servers: int = 1) -> None:
         super().__init__()
         self.negotiated_session_timeout_ms: int | None = None
+        self.servers = max(1, servers)  # how many ZooKeeper servers the connect string names
 
     def select(self, *args: Any, **kwargs: Any) -> tuple[list[Any], list[Any], list[Any]]:
         if not _HAS_POLL:
@@ -101,12 +108,15 @@ class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is
         return poll_select(*args, **kwargs)
 
     def create_connection(self, *args: Any, **kwargs: Any) -> HandshakeSocket:
+        if kwargs.get("timeout") is not None:  # kazoo passes the session timeout: one server's share
+            kwargs["timeout"] = kwargs["timeout"] / self.servers
         return HandshakeSocket(super().create_connection(*args, **kwargs), self._granted)
 
     def _granted(self, timeout_ms: int) -> None:
         self.negotiated_session_timeout_ms = timeout_ms
 
 
-def make_handler() -> PollHandler:
-    """A handler for one kazoo client."""
-    return PollHandler()
+def make_handler(hosts: str = "") -> PollHandler:
+    """A handler for one kazoo client of the connect string `hosts` ("h1:2181,h2:2181/chroot")."""
+    servers = hosts.split("/", 1)[0]
+    return PollHandler(servers=len([h for h in servers.split(",") if h.strip()]))
