@@ -31,7 +31,8 @@ else
   #   lane 1: the cluster tests but Spark's (chaos, cluster, interop, sim), then the old pairings
   #           (matrix.py --jobs 2: both pairings at once);
   #   lane 2: the Spark tests, then the connector's cluster tests on stock kazoo, then the docs build,
-  #           then the wheel smoke.
+  #           the pages run as written (tests/docs) and the short seeded network-fault run, then the
+  #           wheel smoke (the two middle ones moved here to even out the lanes: ~27 and ~24 min).
   lane2=$(mktemp -d)
   set -m  # lane 2 in a process group of its own, so an interrupt can stop all of it
   (
@@ -46,6 +47,10 @@ else
     NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet --site-dir "$lane2/site" >"$lane2/docs.log" 2>&1
     echo $? >"$lane2/docs.rc"
     rm -rf "$lane2/site"
+    # README.md and docs/getting-started.md run as written (a fresh venv with the wheel), and
+    # scripts/netfaults.py's short seeded run (each network fault kind once, zkconsumer and Scala).
+    "$PY" -m pytest -q tests/docs tests/chaos/test_netfaults_script.py >"$lane2/pages.log" 2>&1
+    echo $? >"$lane2/pages.rc"
     # What users install: the built wheel in a fresh venv consumes from a local cluster.
     PY="$PY" scripts/wheel_smoke.sh >"$lane2/smoke.log" 2>&1
     echo $? >"$lane2/smoke.rc"
@@ -53,7 +58,8 @@ else
   lane2_pid=$!
   set +m
   trap 'kill -TERM -- "-$lane2_pid" 2>/dev/null; exit 130' INT TERM
-  "$PY" -m pytest tests --ignore=tests/unit --ignore=tests/spark
+  "$PY" -m pytest tests --ignore=tests/unit --ignore=tests/spark --ignore=tests/docs \
+    --ignore=tests/chaos/test_netfaults_script.py
   rc=$?
   # The ZooKeeper-era pairings users run, Kafka 1.1.1 and 0.10.2.2 on ZooKeeper 3.4.14 (everything
   # above ran on 3.9.1 / 3.8): the connector, mixed Scala/zkconsumer groups (plain and Kerberos),
@@ -76,10 +82,12 @@ else
   echo "=== Spark tests (pytest tests/spark)"; cat "$lane2/spark.log"
   echo "=== stock kazoo (ZKCONSUMER_KAZOO_BATCHES=0 pytest tests/cluster/test_connector.py ...)"; cat "$lane2/stock.log"
   echo "=== docs build (mkdocs build --strict)"; cat "$lane2/docs.log"
+  echo "=== pages as written, network faults (pytest tests/docs tests/chaos/test_netfaults_script.py)"
+  cat "$lane2/pages.log"
   echo "=== wheel smoke (scripts/wheel_smoke.sh)"; cat "$lane2/smoke.log"
-  spark=$(status spark) stock=$(status stock) docs=$(status docs) smoke=$(status smoke)
+  spark=$(status spark) stock=$(status stock) docs=$(status docs) pages=$(status pages) smoke=$(status smoke)
   rm -rf "$lane2"
-  for step in $spark $stock $docs $old $smoke; do
+  for step in $spark $stock $docs $pages $old $smoke; do
     [ $rc -eq 0 ] && rc=$step
   done
 fi

@@ -27,7 +27,13 @@ from harness import python_env
 def _zk(hosts: str, timeout: float) -> dict[str, Any]:
     from kazoo.client import KazooClient
 
-    client = KazooClient(hosts=hosts, timeout=timeout, connection_retry={"max_tries": -1, "max_delay": 0.5})
+    from zkconsumer.zookeeper.handler import make_handler
+
+    # zkconsumer's handler, as a member connects: each server gets timeout ÷ servers to answer a
+    # connect (stock kazoo gives one silent server the whole timeout, past this probe's deadline).
+    client = KazooClient(
+        hosts=hosts, timeout=timeout, handler=make_handler(hosts), connection_retry={"max_tries": -1, "max_delay": 0.5}
+    )
     try:
         client.start(timeout=timeout)
         began = time.monotonic()
