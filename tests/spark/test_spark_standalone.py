@@ -58,18 +58,22 @@ def test_an_executor_killed_mid_batch_loses_and_repeats_nothing(
     def kill_an_executor() -> None:
         """kill -9 until one kill lands in the middle of a task (the driver logs the task as lost).
 
-        After a kill that found no task, the next one waits for a replacement executor and gives
-        it time to register and take tasks: on a loaded machine a JVM's start takes seconds, and
-        killing one that had not registered yet cannot lose a task (seen 2026-11-23: 4 kills, 2
-        "Lost executor", no "Lost task")."""
+        After a kill that found no task, the next one waits until the driver has registered a
+        replacement executor and given it a moment to take tasks: killing one that had not
+        registered yet cannot lose a task. A fixed wait was not enough on a loaded machine (seen
+        2026-11-23: 4 kills, 2 "Lost executor", no "Lost task"; 2026-11-27: 16 kills, each
+        replacement killed before it registered)."""
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline:
             pids = [pid for pid in standalone.executor_pids() if pid not in killed]
             if not pids:
                 time.sleep(0.5)  # the worker is starting a replacement
                 continue
+            if killed and driver.log_text().count("Registered executor") < 2 + len(killed):
+                time.sleep(0.5)  # the replacement's JVM has not registered with the driver yet
+                continue
             if killed:
-                time.sleep(6.0)  # the replacement registers and is given tasks
+                time.sleep(2.0)  # the registered replacement is given tasks
             os.kill(pids[0], signal.SIGKILL)
             killed.append(pids[0])
             time.sleep(4.0)
