@@ -9,6 +9,7 @@ import pytest
 
 from harness.chaos_scenarios import ChaosEnv, ChaosSettings
 from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.netlab import LabError, NetLab
 
 _topics = itertools.count()
 
@@ -37,3 +38,17 @@ def chaos_env(cluster, group_id, tmp_path) -> Iterator[Callable[..., ChaosEnv]]:
     yield make
     for env in made:
         env.close()
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[NetLab]:
+    """A network lab of namespaces for one test module (zkconsumer.testing.netlab); fails, never skips, without root."""
+    made = NetLab()
+    try:
+        made.create()
+    except LabError as exc:
+        pytest.fail(f"the network lab could not be made (root, ip and nft are needed):\n{exc}", pytrace=False)
+    try:
+        yield made
+    finally:
+        made.close()

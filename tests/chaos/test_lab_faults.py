@@ -14,23 +14,10 @@ from harness.lab_members import LabGroup
 from harness.lab_probe import probe
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import LocalCluster
-from zkconsumer.testing.netlab import LabError, LabHost, NetLab
+from zkconsumer.testing.netlab import LabHost, NetLab
 from zkconsumer.testing.pytest_plugin import running
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
-
-
-@pytest.fixture(scope="module")
-def lab() -> Iterator[NetLab]:
-    made = NetLab()
-    try:
-        made.create()
-    except LabError as exc:
-        pytest.fail(f"the network lab could not be made (root, ip and nft are needed):\n{exc}", pytrace=False)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,19 +15,6 @@ from zkconsumer.testing import netlab
 from zkconsumer.testing.netlab import LabError, LabHost, NetLab
 
 pytestmark = [pytest.mark.chaos]
-
-
-@pytest.fixture(scope="module")
-def lab() -> Iterator[NetLab]:
-    made = NetLab()
-    try:
-        made.create()
-    except LabError as exc:
-        pytest.fail(f"the network lab could not be made (root, ip and nft are needed):\n{exc}", pytrace=False)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 @pytest.fixture(scope="module")

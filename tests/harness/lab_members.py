@@ -63,29 +63,17 @@ class LabGroup:
         props = self.settings.props(self.cluster.zookeeper_connect, self.group)
         streams = {t: 1 for t in self.topics}
         name = f"{kind}-{host}-{next(self._names)}"
-        member: LabMember
-        if kind == "scala":
-            member = ScalaChaosMember(
-                self.cluster.zookeeper_connect,
-                self.group,
-                props,
-                streams,
-                self.env.workdir,
-                name,
-                self.env.checker.note,
-                wrap=place.command,
-            )
-        else:
-            member = ProcessMember(
-                self.cluster.zookeeper_connect,
-                self.group,
-                props,
-                streams,
-                self.env.workdir,
-                name,
-                self.env.checker.note,
-                wrap=place.command,
-            )
+        make: type[ScalaChaosMember] | type[ProcessMember] = ScalaChaosMember if kind == "scala" else ProcessMember
+        member: LabMember = make(
+            self.cluster.zookeeper_connect,
+            self.group,
+            props,
+            streams,
+            self.env.workdir,
+            name,
+            self.env.checker.note,
+            wrap=place.command,
+        )
         return member
 
     def add(self, host: str, kind: LabKind = "process") -> LabMember:
