@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import urllib.request
@@ -13,6 +14,10 @@ from typing import Any
 
 from zkconsumer.testing.cluster import free_port, wait_until
 from zkconsumer.testing.process import JavaProcess
+
+# An executor's log lines that start a task ("Running task 0.0 in stage 3.0 (TID 12)") or end one
+# (Finished / Exception in / killed task ... (TID 12)).
+_TASK_EVENT = re.compile(r"(Running|Finished|Exception in|killed) task [^\n]*?\(TID (\d+)\)")
 
 
 def build_wheel(out: Path, root: Path, timeout: float = 300.0) -> Path:
@@ -164,6 +169,24 @@ class SparkStandalone:
             if ppid in parents and b"CoarseGrainedExecutorBackend" in cmdline:
                 found.append(int(entry.name))
         return sorted(found)
+
+    @staticmethod
+    def tasks_running(pid: int) -> set[int]:
+        """Task ids the executor `pid` has started and not yet ended, read from the log the worker
+        keeps of it (<work dir>/stderr, the executor's cwd; executors log task starts and ends at INFO,
+        while the test drivers log at WARN). Empty once the process is gone."""
+        try:
+            text = (Path(os.readlink(f"/proc/{pid}/cwd")) / "stderr").read_text(errors="replace")
+        except OSError:
+            return set()
+        running: set[int] = set()
+        for match in _TASK_EVENT.finditer(text):
+            tid = int(match.group(2))
+            if match.group(1) == "Running":
+                running.add(tid)
+            else:
+                running.discard(tid)
+        return running
 
     def submit_command(
         self, args: Sequence[str], *, py_files: Sequence[Path] = (), conf: dict[str, str] | None = None

@@ -56,29 +56,22 @@ def test_an_executor_killed_mid_batch_loses_and_repeats_nothing(
     killed: list[int] = []
 
     def kill_an_executor() -> None:
-        """kill -9 until one kill lands in the middle of a task (the driver logs the task as lost).
-
-        After a kill that found no task, the next one waits until the driver has registered a
-        replacement executor and given it a moment to take tasks: killing one that had not
-        registered yet cannot lose a task. A fixed wait was not enough on a loaded machine (seen
-        2026-11-23: 4 kills, 2 "Lost executor", no "Lost task"; 2026-11-27: 16 kills, each
-        replacement killed before it registered)."""
+        """kill -9 an executor while its own log shows a task started and not ended, until the driver
+        logs a task as lost. Killing blind (any executor, then waiting) was a flake on a loaded
+        machine: an idle executor or a replacement not yet registered loses no task."""
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline:
-            pids = [pid for pid in standalone.executor_pids() if pid not in killed]
-            if not pids:
-                time.sleep(0.5)  # the worker is starting a replacement
+            busy = [pid for pid in standalone.executor_pids() if pid not in killed and standalone.tasks_running(pid)]
+            if not busy:
+                time.sleep(0.02)
                 continue
-            if killed and driver.log_text().count("Registered executor") < 2 + len(killed):
-                time.sleep(0.5)  # the replacement's JVM has not registered with the driver yet
-                continue
-            if killed:
-                time.sleep(2.0)  # the registered replacement is given tasks
-            os.kill(pids[0], signal.SIGKILL)
-            killed.append(pids[0])
-            time.sleep(4.0)
-            if "Lost task" in driver.log_text():
-                return
+            os.kill(busy[0], signal.SIGKILL)
+            killed.append(busy[0])
+            lost_by = time.monotonic() + 15
+            while time.monotonic() < lost_by:
+                if "Lost task" in driver.log_text():
+                    return
+                time.sleep(0.5)
         raise AssertionError(f"{len(killed)} executors killed, none while it ran a task:\n{driver.log_tail()}")
 
     try:
