@@ -148,9 +148,10 @@ class ConsumerConnector(ConnectorWiring):
         return self.assignment.positions()
 
     def ownership_confirmed(self) -> bool:
-        """True while ZooKeeper vouches for what we own: connected, and our session confirmed recently
-        enough that it cannot have expired (the lease the iterators' delivery gate checks). After a
-        freeze past the session timeout this is False although kazoo still says CONNECTED."""
+        """True while ZooKeeper vouches for what we own: our session confirmed recently enough that it
+        cannot have expired (the lease the iterators' delivery gate checks), also through a short
+        disconnection. After a freeze past the session timeout this is False although kazoo still
+        says CONNECTED."""
         streams = self._streams
         return streams is not None and streams.gate.usable()
 

@@ -19,7 +19,7 @@ R = "rebalance"  # a rebalance is asked for (any non-empty reason)
 _ = None
 
 # (state, event) -> (next state, deliver, lose_ownership, rebalance?), written out from the module
-# docstring's rules: SUSPENDED stops delivery but keeps ownership; LOST loses everything held in the
+# docstring's rules: SUSPENDED keeps ownership and leaves delivery to the lease; LOST loses everything held in the
 # session and rebalances; CONNECTED in the registered session delivers again (and rebalances after a
 # SUSPENDED, because kazoo dropped the watches); CONNECTED in another session is a LOST for a registered
 # member; STOP ends everything.
@@ -34,14 +34,14 @@ EXPECTED: dict[tuple[State, Event], tuple[State, bool | None, bool, str | None]]
     (S.UNREGISTERED, E.STOP): (S.STOPPED, _, False, _),
     # CONNECTED: registered, link up
     (S.CONNECTED, E.REGISTERED): (S.CONNECTED, True, False, _),
-    (S.CONNECTED, E.SUSPENDED): (S.SUSPENDED, False, False, _),
+    (S.CONNECTED, E.SUSPENDED): (S.SUSPENDED, _, False, _),
     (S.CONNECTED, E.LOST): (S.EXPIRED, False, True, R),
     (S.CONNECTED, E.CONNECTED_SAME): (S.CONNECTED, True, False, _),
     (S.CONNECTED, E.CONNECTED_OTHER): (S.EXPIRED, False, True, R),
     (S.CONNECTED, E.STOP): (S.STOPPED, _, False, _),
     # SUSPENDED: registered, link down, session maybe alive
     (S.SUSPENDED, E.REGISTERED): (S.CONNECTED, True, False, _),
-    (S.SUSPENDED, E.SUSPENDED): (S.SUSPENDED, False, False, _),
+    (S.SUSPENDED, E.SUSPENDED): (S.SUSPENDED, _, False, _),
     (S.SUSPENDED, E.LOST): (S.EXPIRED, False, True, R),
     (S.SUSPENDED, E.CONNECTED_SAME): (S.CONNECTED, True, False, R),
     (S.SUSPENDED, E.CONNECTED_OTHER): (S.EXPIRED, False, True, R),
@@ -228,14 +228,19 @@ def test_start_and_stop_register_the_listener() -> None:
     member.stop()  # a second stop finds no listener: no error
 
 
-def test_suspended_closes_the_gate_but_keeps_every_partition() -> None:
-    member, _g, assignment, infos, gate, triggers, _c = make_member(State.CONNECTED)
+def test_suspended_keeps_every_partition_and_delivers_until_the_lease_runs_out() -> None:
+    member, _g, assignment, infos, gate, triggers, clock = make_member(State.CONNECTED)
+    gate.renew(clock.now + 2.0)  # the last confirmed round trip's lease
     member.on_connection_state(KazooState.SUSPENDED)
     assert member.state is State.SUSPENDED
-    assert gate.open is False and not gate.usable()
+    assert gate.open is True and gate.usable()  # a short disconnection costs no delivery
     assert set(assignment.owned()) == set(KEYS)
     assert all(i.active for i in infos)
     assert triggers == []
+    clock.now += 2.5  # no round trip renews the lease while the link is down
+    assert not gate.usable() and gate.enforce_lease()
+    member.on_connection_state(KazooState.SUSPENDED)  # a second SUSPENDED does not reopen anything
+    assert not gate.usable()
 
 
 @pytest.mark.parametrize("state", [State.CONNECTED, State.SUSPENDED], ids=lambda s: s.name)

@@ -46,7 +46,7 @@ class _Raising(Iterator[Message]):
 class DeliveryGate:
     """Shared by a connector's iterators: delivery only while ZooKeeper vouches for our ownership.
 
-    Closed on SUSPENDED/LOST. Also a lease: every confirmed ZooKeeper round trip at time t
+    Closed on LOST (and released partitions stop on their own). Also a lease: every confirmed ZooKeeper round trip at time t
     extends `lease_until` to a bit less than t + session timeout (our session, hence our owner
     nodes, cannot expire before that). A process frozen past its session timeout (GC pause,
     SIGSTOP) therefore hands out at most the rest of the slice it was in (SLICE messages) on

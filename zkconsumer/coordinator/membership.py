@@ -3,7 +3,8 @@
 The transition table (`transition`) is pure and tested exhaustively; `Membership` applies its
 actions. The rules it encodes:
 
-- SUSPENDED (link down, session maybe alive): stop delivering; own everything still.
+- SUSPENDED (link down, session maybe alive): own everything still and deliver until the lease
+  runs out (no round trip renews it while the link is down, and it ends before the session can).
 - LOST (session expired): every ephemeral node of that session is gone, so every partition is
   lost at once (nothing to release) and a rebalance re-registers in the new session.
 - CONNECTED in the registered session: deliver again (the server just vouched for it) and
@@ -79,8 +80,11 @@ def transition(state: State, event: Event) -> Transition:
     if event is Event.REGISTERED:
         return Transition(State.CONNECTED, deliver=True)
     if event is Event.SUSPENDED:
-        if state is State.CONNECTED:
-            return Transition(State.SUSPENDED, deliver=False)
+        if state in (State.CONNECTED, State.SUSPENDED):
+            # The lease alone decides: it ends before the server can expire the session (so before
+            # anyone else can own our partitions), and a link that comes back in time (an ensemble
+            # election, a server restart) costs no delivery gap.
+            return Transition(State.SUSPENDED, deliver=None)
         return Transition(state, deliver=False)
     if event is Event.LOST:
         # Also when EXPIRED already: the session that ended may be the one a registration under way
