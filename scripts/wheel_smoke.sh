@@ -51,6 +51,16 @@ run venv "${PYTHON:-python3}" -m venv "$work/venv"
 run install fresh timeout 900 python -m pip install --no-input --disable-pip-version-check "$work/dist/$wheel"
 run import fresh python -c "import zkconsumer, sys; assert zkconsumer.__file__.startswith(sys.prefix), zkconsumer.__file__"
 run cli-help fresh zkconsumer --help
+# The Spark source lives in zkconsumer.spark (no top-level package of ours besides zkconsumer), and
+# without the [spark] extra importing it names the extra.
+run top-level fresh python -c "import zipfile, sys; tops = {n.split('/')[0] for n in zipfile.ZipFile(sys.argv[1]).namelist()}; assert {t for t in tops if not t.endswith('.dist-info')} == {'zkconsumer'}, tops" "$work/dist/$wheel"
+run spark-extra fresh python -c "
+try:
+    import zkconsumer.spark
+except ImportError as exc:
+    assert 'zkconsumer[spark]' in str(exc), exc
+else:
+    raise AssertionError('zkconsumer.spark imported without pyspark')"
 run cluster-up cluster up --chroot /smoke
 read -r zookeeper bootstrap < <("$PY" -c 'import json, sys; s = json.load(open(sys.argv[1]))
 print(s["zookeeper_connect"], s["bootstrap_servers"])' "$work/cluster/state.json")

@@ -21,14 +21,14 @@ on a primer (one message per partition) and production begins once that primer i
 start-up (group join, Python workers) is not measured. Last line:
     ours_p50_ms=<n> ours_p99_ms=<n> [reused_p50_ms= reused_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
 --reused-consumers also runs ours with reuseConsumers=true (side by side, same cluster); --profile
-prints our source's own phase timings per run (spark_jobs/phase_timings.py: the planner's calls, each
+prints our source's own phase timings per run (zkconsumer/spark/phase_timings.py: the planner's calls, each
 executor read, its wait for the first message, and whether its consumer was reused).
 
 --standalone starts a Spark standalone cluster from the pip pyspark install (a master and two
 workers of 1 core each, harness.spark_cluster) and stops it at exit; --master URL uses
 an existing one. On a cluster zkconsumer reaches the executors as users ship it: a wheel built
 from this checkout (or --wheel), renamed .zip, added with SparkContext.addPyFile and put on the
-PYTHONPATH of the data source's driver-side planner processes (spark_jobs/README.md, "On a
+PYTHONPATH of the data source's driver-side planner processes (docs/spark.md, "On a
 cluster"); the script checks where the executors import it from. Spark's connector
 (spark-sql-kafka-0-10_2.13 and what its POM resolves) comes from .jars/spark-kafka
 (zkconsumer/testing/poms/spark-kafka/pom.xml) through spark.jars: nothing is downloaded at run time.
@@ -60,7 +60,7 @@ from zkconsumer.testing.jars import jar_dir  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spark_latency import PARTITIONS, latency  # noqa: E402
 
-PROFILE_ENV = "ZKCONSUMER_SPARK_PROFILE"  # spark_jobs/phase_timings.py
+PROFILE_ENV = "ZKCONSUMER_SPARK_PROFILE"  # zkconsumer/spark/phase_timings.py
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int) -> None:
@@ -83,11 +83,11 @@ def master_label(master: str) -> str:
 
 
 def module_paths(_: object) -> list[str]:
-    """Run on an executor: where its Python worker imports zkconsumer and spark_jobs from."""
-    import spark_jobs
+    """Run on an executor: where its Python worker imports zkconsumer and zkconsumer.spark from."""
     import zkconsumer
+    import zkconsumer.spark
 
-    return [zkconsumer.__file__ or "", spark_jobs.__file__ or ""]
+    return [zkconsumer.__file__ or "", zkconsumer.spark.__file__ or ""]
 
 
 def spark_session(
@@ -102,7 +102,7 @@ def spark_session(
         os.environ["PYTHONPATH"] = str(wheel)
     from pyspark.sql import SparkSession
 
-    from spark_jobs import ZkConsumerDataSource
+    from zkconsumer.spark import ZkConsumerDataSource
 
     builder = (
         SparkSession.builder.master(master)

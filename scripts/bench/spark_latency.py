@@ -145,7 +145,7 @@ def phase_means(durations: dict[int, dict[str, int]]) -> str:
 
 
 def profile_summary(folder: Path | None, since: float, until: float) -> str:
-    """Our source's own phase timings between two wall-clock times (spark_jobs/phase_timings.py records):
+    """Our source's own phase timings between two wall-clock times (zkconsumer/spark/phase_timings.py records):
     the planner's calls per trigger and the executors' reads, with how long a read waited for its
     first message and whether its consumer was reused."""
     if folder is None:

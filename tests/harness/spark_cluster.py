@@ -21,7 +21,7 @@ _TASK_EVENT = re.compile(r"(Running|Finished|Exception in|killed) task [^\n]*?\(
 
 
 def build_wheel(out: Path, root: Path, timeout: float = 300.0) -> Path:
-    """The checkout at `root` (zkconsumer and spark_jobs) as users ship it: a wheel, renamed .zip (PySpark
+    """The checkout at `root` (zkconsumer, zkconsumer.spark in it) as users ship it: a wheel, renamed .zip (PySpark
     puts only .zip, .egg and .jar py-files on sys.path; a pure-Python wheel is a zip)."""
     out.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(

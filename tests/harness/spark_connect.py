@@ -45,7 +45,7 @@ class SparkConnectServer:
     process (not the daemonizing sbin/start-connect-server.sh): one process group, killed at exit.
 
     * `py_files`: passed as `--py-files` (spark.submit.pyFiles). NOTE: on a Connect server that does
-      not put them on the sys.path of the Python workers serving sessions (see spark_jobs/README.md).
+      not put them on the sys.path of the Python workers serving sessions (see docs/spark.md, "Spark Connect").
     * `python_path`: added to the server's PYTHONPATH, which every Python worker it starts inherits
       (UDFs, data source planners, the streaming source's long-lived planner): server-wide code.
     * `hide_installed`: package names the server's Python must not import from this interpreter's

@@ -4,7 +4,7 @@
         --zookeeper zk:2181/kafka --group g --topics orders --output OUT --checkpoint CKPT --stop-file STOP
 
 Prints one JSON line {"executor_modules": [...]} once the query runs: where the executors import
-zkconsumer and spark_jobs from (the shipped wheel, not the checkout).
+zkconsumer and zkconsumer.spark from (the shipped wheel, not the checkout).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import time
 
 
 def module_paths(_: object) -> list[str]:
-    import spark_jobs
     import zkconsumer
+    import zkconsumer.spark
 
-    return [zkconsumer.__file__ or "", spark_jobs.__file__ or ""]
+    return [zkconsumer.__file__ or "", zkconsumer.spark.__file__ or ""]
 
 
 def main() -> int:
@@ -33,7 +33,7 @@ def main() -> int:
 
     from pyspark.sql import SparkSession
 
-    from spark_jobs import ZkConsumerDataSource
+    from zkconsumer.spark import ZkConsumerDataSource
 
     spark = SparkSession.builder.appName(f"zkconsumer-test-{args.group}").getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

@@ -18,7 +18,7 @@ def spark() -> Iterator[Any]:
     spark_environment()
     from pyspark.sql import SparkSession
 
-    from spark_jobs import ZkConsumerDataSource
+    from zkconsumer.spark import ZkConsumerDataSource
 
     session = (
         SparkSession.builder.master("local[2]")
@@ -67,5 +67,5 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStanda
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """zkconsumer (with spark_jobs) as users ship it: a wheel built from this checkout, named .zip."""
+    """zkconsumer (with zkconsumer.spark) as users ship it: a wheel built from this checkout, named .zip."""
     return build_wheel(tmp_path_factory.mktemp("wheel"), ROOT)

@@ -18,7 +18,7 @@ FAST = {"zookeeper.session.timeout.ms": "6000", "rebalance.backoff.ms": "500", "
 
 
 def spark_environment() -> None:
-    """Python workers must run this interpreter (pyarrow, confluent-kafka) and import spark_jobs."""
+    """Python workers must run this interpreter (pyarrow, confluent-kafka) and import zkconsumer.spark."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]

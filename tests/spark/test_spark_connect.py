@@ -14,14 +14,14 @@ from spark_helpers import FAST, describe, sink_rows, source_end, wait_until
 
 from harness.members import committed_offsets
 from harness.spark_connect import SparkConnectServer
-from spark_jobs import ZkConsumerDataSource
 from zkconsumer.cli.writer import write_offset_guarded
+from zkconsumer.spark import ZkConsumerDataSource
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(420)]
-HIDDEN = ("zkconsumer", "spark_jobs")  # the venv's editable install of the checkout: invisible to the server
-NO_MODULE = "ModuleNotFoundError: No module named 'spark_jobs'"
+HIDDEN = ("zkconsumer",)  # the venv's editable install of the checkout: invisible to the server
+NO_MODULE = "ModuleNotFoundError: No module named 'zkconsumer'"
 
 
 def started(server: SparkConnectServer) -> SparkConnectServer:
@@ -36,16 +36,16 @@ def counts(rows: list[tuple[str, int, int, bytes]]) -> collections.Counter[tuple
 
 
 def worker_imports(spark: Any) -> list[str]:
-    """Where the session's Python workers (a UDF) import spark_jobs and zkconsumer from."""
+    """Where the session's Python workers (a UDF) import zkconsumer.spark and zkconsumer from."""
     from pyspark.sql.functions import udf
     from pyspark.sql.types import StringType
 
     @udf(StringType())
     def where(_):  # type: ignore[no-untyped-def]  # no type hints: they would ask for a pandas UDF
-        import spark_jobs
         import zkconsumer
+        import zkconsumer.spark
 
-        return f"{spark_jobs.__file__}|{zkconsumer.__file__}"
+        return f"{zkconsumer.spark.__file__}|{zkconsumer.__file__}"
 
     return str(spark.range(1).select(where("id")).collect()[0][0]).split("|")
 
@@ -81,7 +81,7 @@ def stream(spark: Any, cluster: Any, group: str, topic: str, out: Path) -> Any:
 
 @pytest.fixture(scope="class")
 def shipped_server(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkConnectServer]:
-    """The wheel as the server's --py-files; no Python worker reuse (a worker that imported spark_jobs
+    """The wheel as the server's --py-files; no Python worker reuse (a worker that imported zkconsumer
     for one session must not serve another)."""
     server = SparkConnectServer(
         tmp_path_factory.mktemp("connect-client-shipped"),
@@ -160,7 +160,7 @@ class TestCodeShippedByTheClient:
         long-lived streaming planner fails to unpickle the source: PythonStreamingSourceRunner sends the
         job artifact id "streaming_job" instead of the session's, so its Python process looks for the
         py-files in <SparkFiles root>/streaming_job/, where Connect never puts them. When this test
-        fails, Spark fixed it: update the "Spark Connect" section of spark_jobs/README.md."""
+        fails, Spark fixed it: update the "Spark Connect" section of docs/spark.md."""
         topic = topic_factory(partitions=2)
         kafka.produce_numbered(cluster.bootstrap_servers, topic, 10, partitions=2)
         with shipped_server.session(artifacts=[wheel]) as spark:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.consumer_pool import POOL, pool_key
-from spark_jobs.kafka_read import read_range
-from spark_jobs.offsets import OffsetRange
-from spark_jobs.options import READER_FORCED
+from zkconsumer.spark.consumer_pool import POOL, pool_key
+from zkconsumer.spark.kafka_read import read_range
+from zkconsumer.spark.offsets import OffsetRange
+from zkconsumer.spark.options import READER_FORCED
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 

@@ -15,8 +15,8 @@ from spark_helpers import ZKCONSUMER
 from standalone_helpers import Driver, Production, ahead_of_the_sink, finish, sink_keys, wait_for, wait_gone
 
 from harness.members import committed_offsets
-from spark_jobs.checkpoint import CheckpointLog, batch_ids
-from spark_jobs.offsets import decode_offsets
+from zkconsumer.spark.checkpoint import CheckpointLog, batch_ids
+from zkconsumer.spark.offsets import decode_offsets
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(600)]
 

@@ -73,8 +73,8 @@ from harness.zk_txnlog import (
     _Reader,
     _records,
 )
-from spark_jobs.checkpoint import CheckpointLog
-from spark_jobs.offsets import batch_ranges
+from zkconsumer.spark.checkpoint import CheckpointLog
+from zkconsumer.spark.offsets import batch_ranges
 from zkconsumer.testing import kafka
 from zkconsumer.zookeeper import znodes
 

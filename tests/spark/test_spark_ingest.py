@@ -14,9 +14,9 @@ import pytest
 from spark_helpers import ROOT, sink_rows
 
 from harness.members import committed_offsets, wait_for_balanced
-from spark_jobs import ingest
 from zkconsumer import ConsumerConnector
 from zkconsumer.cli.writer import write_offset_guarded
+from zkconsumer.spark import ingest, ingest_job
 from zkconsumer.testing import kafka
 from zkconsumer.zookeeper import znodes
 
@@ -36,10 +36,10 @@ def log_ends(cluster, topic: str) -> dict[int, int]:  # type: ignore[no-untyped-
 
 
 def py_files(tmp: Path) -> Path:
-    """What a cluster user ships with --py-files: both packages in one zip."""
+    """What a cluster user ships with --py-files: the zkconsumer package (zkconsumer.spark in it) in one zip."""
     target = tmp / "zkconsumer-spark.zip"
     with zipfile.ZipFile(target, "w") as zf:
-        for package in ("zkconsumer", "spark_jobs"):
+        for package in ("zkconsumer",):
             for path in (ROOT / package).rglob("*.py"):
                 zf.write(path, path.relative_to(ROOT))
     return target
@@ -136,14 +136,14 @@ def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicat
     (first_run,) = [p.name for p in out.iterdir() if p.name.startswith("run=")]
 
     # 2. Nothing new: a no-op (no new run, offsets unchanged).
-    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    assert ingest_job.main(argv, spark=spark) == ingest.EXIT_OK
     assert [p.name for p in out.iterdir() if p.name.startswith("run=")] == [first_run]
 
     # 3. New messages; the job dies after writing them, before committing.
     sent += kafka.produce_numbered(cluster.bootstrap_servers, topic, 200, partitions=4, start=400)
     monkeypatch.setenv(ingest.FAIL_ENV, "1")
     with pytest.raises(RuntimeError, match=ingest.FAIL_ENV):
-        ingest.main(argv, spark=spark)
+        ingest_job.main(argv, spark=spark)
     monkeypatch.delenv(ingest.FAIL_ENV)
     assert committed_offsets(zk, group_id, topic) == {p: 100 for p in range(4)}, "nothing committed"
     assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}
@@ -154,7 +154,7 @@ def test_ingest_writes_then_commits_and_a_rerun_after_a_failure_adds_no_duplicat
     spark.createDataFrame(
         [(topic, 0, 5, b"dup")], "topic string, partition int, offset long, value binary"
     ).write.parquet(str(stale))
-    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    assert ingest_job.main(argv, spark=spark) == ingest.EXIT_OK
     assert not stale.exists()
     assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}, "no duplicates, no loss"
     assert committed_offsets(zk, group_id, topic) == log_ends(cluster, topic) == {p: 175 for p in range(4)}
@@ -180,7 +180,7 @@ def test_ingest_refuses_a_topic_that_a_live_member_owns(spark, cluster, zk, topi
             "--output",
             str(tmp_path / "out"),
         ]
-        assert ingest.main(argv, spark=spark) == ingest.EXIT_OWNED
+        assert ingest_job.main(argv, spark=spark) == ingest.EXIT_OWNED
     assert not (tmp_path / "out").exists()
     assert committed_offsets(zk, group_id, topic) == {}
 
@@ -198,14 +198,14 @@ def test_ingest_does_not_resume_past_a_run_of_a_deleted_topic(
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=1)
     monkeypatch.setenv(ingest.FAIL_ENV, "1")
     with pytest.raises(RuntimeError, match=ingest.FAIL_ENV):
-        ingest.main(argv, spark=spark)
+        ingest_job.main(argv, spark=spark)
     monkeypatch.delenv(ingest.FAIL_ENV)
     kafka.delete_topic(cluster.bootstrap_servers, topic)
     kafka.wait_topic_deleted(zk, topic)
     cluster.create_topic(topic, partitions=1)
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=1, start=1000)
 
-    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    assert ingest_job.main(argv, spark=spark) == ingest.EXIT_OK
     rows = collections.Counter((o, v) for _, _, o, v in sink_rows(spark, str(out)))
     old = {(o, f"{topic}-{o}".encode()): 1 for o in range(100)}
     new = {(o, f"{topic}-{1000 + o}".encode()): 1 for o in range(100)}
@@ -234,10 +234,10 @@ def test_ingest_leaves_a_partition_added_during_the_run_to_the_next_run(
         return plan
 
     monkeypatch.setattr(ingest, "plan_batch", plan_then_grow)
-    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    assert ingest_job.main(argv, spark=spark) == ingest.EXIT_OK
     monkeypatch.setattr(ingest, "plan_batch", planned)
     assert {p for _, p, _, _ in sink_rows(spark, str(out))} == {0, 1}, "only the planned partitions"
-    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    assert ingest_job.main(argv, spark=spark) == ingest.EXIT_OK
     assert counts(sink_rows(spark, str(out))) == {k: 1 for k in keys(sent)}, "no duplicates, no loss"
     assert committed_offsets(zk, group_id, topic) == log_ends(cluster, topic)
 
@@ -257,13 +257,13 @@ def test_a_second_ingest_at_once_is_refused_and_touches_nothing(
     other = cluster.zk_client()  # the first job's session, holding the lock
     try:
         other.create(znodes.ingest_lock_path(group_id, topic), b'{"host":"elsewhere"}', ephemeral=True, makepath=True)
-        assert ingest.main(argv, spark=spark) == ingest.EXIT_LOCKED
+        assert ingest_job.main(argv, spark=spark) == ingest.EXIT_LOCKED
         assert in_progress.exists(), "the running job's directory was deleted"
         assert committed_offsets(zk, group_id, topic) == {}
     finally:
         other.stop()
         other.close()
-    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK  # the lock went with that session
+    assert ingest_job.main(argv, spark=spark) == ingest.EXIT_OK  # the lock went with that session
     assert not in_progress.exists() and committed_offsets(zk, group_id, topic) == {0: 10}
     assert zk.exists(znodes.ingest_lock_path(group_id, topic)) is None
 
@@ -289,7 +289,7 @@ def test_an_ingest_that_lost_its_lock_mid_write_commits_nothing_and_leaves_the_n
     monkeypatch.setattr(ingest.Progress, "__exit__", write_then_lose_the_lock)
     try:
         with pytest.raises(RuntimeError, match="lost the ingest lock"):
-            ingest.main(argv, spark=spark)
+            ingest_job.main(argv, spark=spark)
         assert not any((p / ingest.MARKER).exists() for p in out.iterdir()), "no marker"
         assert committed_offsets(zk, group_id, topic) == {}, "no commit"
         assert zk.get(lock)[0] == b'{"host":"the other run"}', "the other run's lock was deleted"
@@ -319,11 +319,11 @@ def test_ingest_never_commits_an_old_logs_end_into_a_topic_re_created_during_its
         kafka.produce_numbered(cluster.bootstrap_servers, topic, 150, partitions=1, start=1000)
 
     monkeypatch.setattr(ingest.Progress, "__exit__", write_then_recreate)
-    assert ingest.main(argv, spark=spark) == ingest.EXIT_COMMIT_REFUSED
+    assert ingest_job.main(argv, spark=spark) == ingest.EXIT_COMMIT_REFUSED
     monkeypatch.setattr(ingest.Progress, "__exit__", finish_write)
     assert committed_offsets(zk, group_id, topic) == {}, "the old log's end landed in the new topic"
     assert sink_rows(spark, str(out)) == [], "the refused run's output (of either log) was withdrawn"
-    assert ingest.main(argv, spark=spark) == ingest.EXIT_OK
+    assert ingest_job.main(argv, spark=spark) == ingest.EXIT_OK
     rows = sorted((o, v) for _, _, o, v in sink_rows(spark, str(out)))
     assert rows == [(i, f"{topic}-{1000 + i}".encode()) for i in range(150)], "the new log, each message once"
     assert committed_offsets(zk, group_id, topic) == {0: 150}
@@ -355,5 +355,5 @@ def test_ingest_does_not_overwrite_a_commit_made_during_its_write(
             member.shutdown()
 
     monkeypatch.setattr(ingest.Progress, "__exit__", write_then_a_member_commits)
-    assert ingest.main(argv, spark=spark) == ingest.EXIT_COMMIT_REFUSED
+    assert ingest_job.main(argv, spark=spark) == ingest.EXIT_COMMIT_REFUSED
     assert committed_offsets(zk, group_id, topic) == {0: 130}, "the member's commit was overwritten"

@@ -19,7 +19,7 @@ from standalone_helpers import wait_gone
 
 from harness.members import committed_offsets
 from harness.spark_cluster import SparkStandalone
-from spark_jobs import ingest
+from zkconsumer.spark import ingest
 from zkconsumer.testing import kafka
 from zkconsumer.testing.process import _die_with_parent
 from zkconsumer.zookeeper import znodes

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from spark_jobs.ingest import Run, recover, run_name
-from spark_jobs.offsets import (
+from zkconsumer.spark.ingest import Run, recover, run_name
+from zkconsumer.spark.offsets import (
     EARLIEST,
     LATEST,
     DataLossError,
@@ -22,8 +22,8 @@ from spark_jobs.offsets import (
     settle,
     split,
 )
-from spark_jobs.options import OptionError, parse_options
-from spark_jobs.source import ReadAllAvailable, ReadMaxRows, ZkStreamReader
+from zkconsumer.spark.options import OptionError, parse_options
+from zkconsumer.spark.source import ReadAllAvailable, ReadMaxRows, ZkStreamReader
 
 pytestmark = pytest.mark.spark
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from spark_jobs.kafka_read import FetchTimeoutError, read_range
-from spark_jobs.offsets import OffsetRange
-from spark_jobs.options import READER_FORCED
+from zkconsumer.spark.kafka_read import FetchTimeoutError, read_range
+from zkconsumer.spark.offsets import OffsetRange
+from zkconsumer.spark.options import READER_FORCED
 from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.pytest_plugin import running
 from zkconsumer.testing.versions import versions_from_env

@@ -11,8 +11,8 @@ import pytest
 from spark_helpers import describe, sink_rows, wait_until
 
 from harness.members import committed_offsets
-from spark_jobs.checkpoint import parse_offset_entries
-from spark_jobs.offsets import decode_offsets
+from zkconsumer.spark.checkpoint import parse_offset_entries
+from zkconsumer.spark.offsets import decode_offsets
 from zkconsumer.testing import kafka
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spark_jobs.ingest import Run, recover, same_incarnation
+from zkconsumer.spark.ingest import Run, recover, same_incarnation
 
 
 def test_only_runs_of_this_group_and_incarnation_are_chained() -> None:

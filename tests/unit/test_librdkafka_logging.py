@@ -61,10 +61,10 @@ def test_a_fetcher_logs_librdkafka_lines_through_python_logging(
 def test_a_spark_read_logs_librdkafka_lines_through_python_logging(
     caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from spark_jobs.kafka_read import FetchTimeoutError, read_range
-    from spark_jobs.offsets import OffsetRange
+    from zkconsumer.spark.kafka_read import FetchTimeoutError, read_range
+    from zkconsumer.spark.offsets import OffsetRange
 
-    name = "spark_jobs.kafka_read.librdkafka"
+    name = "zkconsumer.spark.kafka_read.librdkafka"
     _capture(caplog, monkeypatch, name)
     part = OffsetRange("t", 0, 0, 10, f"127.0.0.1:{_closed_port()}")
     with pytest.raises(FetchTimeoutError):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from test_spark_stream_reader import T0, T1, FakeMember, Reader
 
-from spark_jobs.checkpoint import (
+from zkconsumer.spark.checkpoint import (
     CheckpointError,
     CheckpointLog,
     batch_ids,
@@ -18,10 +18,10 @@ from spark_jobs.checkpoint import (
     parse_offset_entries,
     previous_end,
 )
-from spark_jobs.offsets import decode_offsets, encode_offsets
-from spark_jobs.options import OptionError, parse_options
-from spark_jobs.reconcile import canonical, describe, disagreements, forward_commits, own_entry, split_trailing
-from spark_jobs.source import ReadAllAvailable
+from zkconsumer.spark.offsets import decode_offsets, encode_offsets
+from zkconsumer.spark.options import OptionError, parse_options
+from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, own_entry, split_trailing
+from zkconsumer.spark.source import ReadAllAvailable
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
 
@@ -146,7 +146,7 @@ def test_stop_without_the_option_or_with_another_querys_checkpoint_commits_nothi
     member, reader = started(tmp_path, {T0: (0, 30)})
     end0 = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
     write_batch(tmp_path, 0, {**end0, "t/0": 29})  # same topic, other positions: not this query's
-    with caplog.at_level(logging.WARNING, "spark_jobs.source"):
+    with caplog.at_level(logging.WARNING, "zkconsumer.spark.source"):
         reader.stop()
     assert member.nodes[T0] == (0, 100)
     assert "has none of this query's offsets" in caplog.text
@@ -181,7 +181,7 @@ def test_the_checkpoint_wins_and_an_outside_change_of_zookeeper_is_reported_loud
     # While the query was down: T0 reset to 0 (`zkconsumer offsets reset`); T1 at batch 0's end,
     # where the query's own commit left it (it commits a batch when it plans the next one).
     member, reader = restarted(tmp_path, {T0: 0, T1: 12}, {T0: (0, 40), T1: (0, 20)}, checkpointLocation=str(tmp_path))
-    with caplog.at_level(logging.INFO, "spark_jobs.source"):
+    with caplog.at_level(logging.INFO, "zkconsumer.spark.source"):
         assert reader.latestOffset(end1, ReadAllAvailable()) is end1  # nothing new since the checkpoint
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "t-0 checkpoint 40, ZooKeeper 0" in warnings[0] and "t-1" not in warnings[0]
@@ -193,7 +193,7 @@ def test_the_checkpoint_wins_and_an_outside_change_of_zookeeper_is_reported_loud
 def test_without_the_option_every_disagreement_is_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     end = encode_offsets({T0: 40}, epochs={"t": 100})
     member, reader = restarted(tmp_path, {T0: 30}, {T0: (0, 45)})
-    with caplog.at_level(logging.WARNING, "spark_jobs.source"):
+    with caplog.at_level(logging.WARNING, "zkconsumer.spark.source"):
         nxt = reader.latestOffset(end, ReadAllAvailable())
     assert decode_offsets(nxt) == {T0: 45} and "t-0 checkpoint 40, ZooKeeper 30" in caplog.text
     assert "set the option checkpointLocation" in caplog.text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spark_jobs.consumer_pool import ConsumerPool, pool_key
+from zkconsumer.spark.consumer_pool import ConsumerPool, pool_key
 
 
 class FakeConsumer:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_jobs.offsets import (
+from zkconsumer.spark.offsets import (
     EARLIEST,
     DataLossError,
     decode_epochs,

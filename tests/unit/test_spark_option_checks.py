@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.options import OptionError, parse_options
+from zkconsumer.spark.options import OptionError, parse_options
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t"}
@@ -49,9 +49,9 @@ def test_a_group_keeping_offsets_in_kafka_is_refused_by_batch_and_stream(streami
 def test_executor_reads_use_the_fetch_properties_the_connector_maps() -> None:
     """One mapping of the legacy fetch properties (FetchSettings.from_config) for the connector's
     fetcher and Spark's executor reads; the reader adds its own forced settings on top."""
-    from spark_jobs.options import READER_FORCED
     from zkconsumer.config.consumer_config import ConsumerConfig
     from zkconsumer.consumer.fetch_settings import FetchSettings
+    from zkconsumer.spark.options import READER_FORCED
 
     props = {"fetch.message.max.bytes": "2097152", "fetch.wait.max.ms": "250", "librdkafka.check.crcs": "true"}
     opts = parse_options({**BASE, **props}, streaming=True)
@@ -62,9 +62,10 @@ def test_executor_reads_use_the_fetch_properties_the_connector_maps() -> None:
     assert opts.reader_config() == {**fetcher_side, **READER_FORCED}
 
 
-def test_no_spark_jobs_module_shadows_the_standard_library() -> None:
-    # spark-submit runs spark_jobs/ingest.py as a script, so spark_jobs/ itself is first on sys.path:
-    # a spark_jobs/profile.py there once replaced the stdlib's `profile`, and pyspark's own import
-    # of cProfile failed before the job began.
-    shadowing = sorted(path.name for path in (ROOT / "spark_jobs").glob("*.py") if path.stem in sys.stdlib_module_names)
+def test_no_module_beside_a_submitted_job_shadows_the_standard_library() -> None:
+    # spark-submit runs a job file as a script, so its folder is first on sys.path (spark_jobs/ for
+    # spark_jobs/ingest.py, zkconsumer/spark/ for an installed ingest_job.py): a profile.py there once
+    # replaced the stdlib's `profile`, and pyspark's own import of cProfile failed before the job began.
+    folders = (ROOT / "spark_jobs", ROOT / "zkconsumer" / "spark")
+    shadowing = sorted(p.name for f in folders for p in f.glob("*.py") if p.stem in sys.stdlib_module_names)
     assert shadowing == []

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from spark_jobs.kafka_read import TRANSIENT_CODES, _handle_event
-from spark_jobs.offsets import OffsetRange
+from zkconsumer.spark.kafka_read import TRANSIENT_CODES, _handle_event
+from zkconsumer.spark.offsets import OffsetRange
 
 PART = OffsetRange("t", 0, 10, 20, "b:9092")
 

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from kazoo.exceptions import SessionExpiredError
 
-from spark_jobs.offsets import batch_ranges, decode_offsets
-from spark_jobs.options import parse_options
-from spark_jobs.source import ReadAllAvailable, ZkStreamReader
-from spark_jobs.stream_member import MemberLeft
 from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.errors import ZooKeeperAccessDenied
+from zkconsumer.spark.offsets import batch_ranges, decode_offsets
+from zkconsumer.spark.options import parse_options
+from zkconsumer.spark.source import ReadAllAvailable, ZkStreamReader
+from zkconsumer.spark.stream_member import MemberLeft
 
 Key = tuple[str, int]
 T0, T1 = ("t", 0), ("t", 1)
@@ -264,7 +264,7 @@ def test_a_query_without_the_checkpoint_option_is_told_once_what_a_stop_leaves(
 ) -> None:
     # Spark gives a Python source nothing but its options: without the checkpoint, stop() cannot
     # know which batch the sink completed, and ZooKeeper stays one batch behind after a stop.
-    caplog.set_level(logging.WARNING, logger="spark_jobs.source")
+    caplog.set_level(logging.WARNING, logger="zkconsumer.spark.source")
     Reader(FakeMember(), {})
     assert [r.getMessage() for r in caplog.records if "checkpointLocation is not set" in r.getMessage()]
     caplog.clear()

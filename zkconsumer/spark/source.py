@@ -10,10 +10,10 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from spark_jobs import phase_timings
-from spark_jobs.checkpoint import CheckpointError, CheckpointLog, previous_end
-from spark_jobs.kafka_read import SCHEMA, LogOffsets, read_range
-from spark_jobs.offsets import (
+from zkconsumer.spark import phase_timings
+from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
+from zkconsumer.spark.kafka_read import SCHEMA, LogOffsets, read_range
+from zkconsumer.spark.offsets import (
     EARLIEST,
     Key,
     OffsetRange,
@@ -27,10 +27,10 @@ from spark_jobs.offsets import (
     settle,
     split,
 )
-from spark_jobs.options import SourceOptions, parse_options
-from spark_jobs.planning import plan_batch
-from spark_jobs.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
-from spark_jobs.stream_member import StreamMember
+from zkconsumer.spark.options import SourceOptions, parse_options
+from zkconsumer.spark.planning import plan_batch
+from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
+from zkconsumer.spark.stream_member import StreamMember
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -50,7 +50,7 @@ except ImportError:  # 4.0/4.1 call latestOffset() without arguments; the stand-
         pass
 
 
-log = logging.getLogger("spark_jobs.source")
+log = logging.getLogger("zkconsumer.spark.source")
 
 
 class ZkConsumerDataSource(DataSource):

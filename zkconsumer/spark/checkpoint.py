@@ -7,8 +7,8 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from spark_jobs.offsets import Key, decode_offsets
-from spark_jobs.reconcile import canonical, own_entry
+from zkconsumer.spark.offsets import Key, decode_offsets
+from zkconsumer.spark.reconcile import canonical, own_entry
 
 if TYPE_CHECKING:
     from pyarrow.fs import FileSystem

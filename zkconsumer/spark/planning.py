@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 
-from spark_jobs.kafka_read import LogOffsets
-from spark_jobs.offsets import Key, initial_position, settle
-from spark_jobs.options import OptionError, SourceOptions
 from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.spark.kafka_read import LogOffsets
+from zkconsumer.spark.offsets import Key, initial_position, settle
+from zkconsumer.spark.options import OptionError, SourceOptions
 from zkconsumer.zookeeper.auth import zookeeper_auth
 from zkconsumer.zookeeper.group import GroupZk
 

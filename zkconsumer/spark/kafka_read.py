@@ -23,10 +23,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_jobs import phase_timings
-from spark_jobs.consumer_pool import POOL, pool_key
-from spark_jobs.offsets import DataLossError, Key, OffsetRange
 from zkconsumer.consumer.log_throttle import throttled_logger
+from zkconsumer.spark import phase_timings
+from zkconsumer.spark.consumer_pool import POOL, pool_key
+from zkconsumer.spark.offsets import DataLossError, Key, OffsetRange
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from spark_jobs.offsets import Key, decode_epochs, decode_offsets
+from zkconsumer.spark.offsets import Key, decode_epochs, decode_offsets
 
 
 def canonical(offset: Mapping[str, Any]) -> str:

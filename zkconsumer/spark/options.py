@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from spark_jobs.offsets import EARLIEST, decode_offsets
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
+from zkconsumer.spark.offsets import EARLIEST, decode_offsets
 
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
 SOURCE_OPTIONS = frozenset(

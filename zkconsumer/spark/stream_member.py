@@ -10,17 +10,17 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from spark_jobs import phase_timings
-from spark_jobs.checkpoint import CheckpointError, CheckpointLog, last_completed
-from spark_jobs.kafka_read import LogOffsets
-from spark_jobs.offsets import Key
-from spark_jobs.options import SourceOptions
-from spark_jobs.planning import bootstrap_of
-from spark_jobs.reconcile import forward_commits
 from zkconsumer.errors import describe as describe_error
 from zkconsumer.errors import is_retriable
+from zkconsumer.spark import phase_timings
+from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, last_completed
+from zkconsumer.spark.kafka_read import LogOffsets
+from zkconsumer.spark.offsets import Key
+from zkconsumer.spark.options import SourceOptions
+from zkconsumer.spark.planning import bootstrap_of
+from zkconsumer.spark.reconcile import forward_commits
 
-log = logging.getLogger("spark_jobs.source")  # the source's logger: these lines are the stream reader's
+log = logging.getLogger("zkconsumer.spark.source")  # the source's logger: these lines are the stream reader's
 # stop() gives the last completed batch's commit this long (checkpoint read and ZooKeeper write),
 # then leaves the group regardless: a stuck filesystem or ZooKeeper must not hold the stop.
 STOP_COMMIT_TIMEOUT_S = 15.0
@@ -31,7 +31,7 @@ class MemberLeft(RuntimeError):
 
 
 class StreamMember:
-    """ZkStreamReader's membership half (a base of spark_jobs.source.ZkStreamReader; driver side only).
+    """ZkStreamReader's membership half (a base of zkconsumer.spark.source.ZkStreamReader; driver side only).
 
     The member is a ConsumerConnector with fetch=False, created on first use and left by stop().
     """
