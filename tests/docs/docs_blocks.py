@@ -10,11 +10,15 @@ An HTML comment on the line before the fence changes that, and is the only way t
 * ``<!-- docs-run: skip: <why> -->``: not run; the docs test lists it with the reason;
 * ``<!-- docs-run: output -->``: a ``text`` block, the expected output of the block above;
 * ``<!-- docs-run: same-as <page> -->``: not run here because every command in it is run from
-  <page> (the test checks that each one appears there).
+  <page> (the test checks that each one appears there);
+* ``<!-- docs-run: file <name> -->``: not run: a file the page tells the reader to save as <name>
+  (a script later blocks run); the test writes it into the folder the blocks run in.
 
-Expected output is compared loosely: lines in order, each after :func:`normalize` (numbers and
-absolute paths stand for any), ``...`` standing for any lines, other lines of the actual output
-allowed in between.
+Expected output is compared loosely: lines in order, each after :func:`normalize` (numbers,
+hexadecimal ones such as ZooKeeper session ids, and absolute paths stand for any), ``...``
+standing for any lines, other lines of the actual output allowed in between. A session command's
+output is what a terminal shows, stdout and stderr together; ``$ echo $?`` right after a command
+shows its exit status, which then may be non-zero and must be exactly the one shown.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ("README.md", "docs/getting-started.md")  # the pages tests/docs runs
+PAGES = ("README.md", "docs/getting-started.md", "docs/cli.md")  # the pages tests/docs runs
 PYTHON = ("python",)
 SHELL = ("sh", "bash", "console", "shell", "")
 TEXT = ("text",)
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)\s*$")
 _MARKER = re.compile(r"^\s*<!--\s*docs-run:\s*(?P<kind>[\w-]+)\s*:?\s*(?P<note>.*?)\s*-->\s*$")
-_KINDS = ("skip", "output", "same-as")
+_KINDS = ("skip", "output", "same-as", "file")
+_FILE_NAME = re.compile(r"[\w.-]+")
 
 
 class MarkdownError(ValueError):
@@ -46,7 +51,7 @@ class Block:
     lang: str
     text: str
     marker: str | None = None  # one of _KINDS
-    note: str = ""  # the reason of a skip, the page of a same-as
+    note: str = ""  # the reason of a skip, the page of a same-as, the name of a file
 
     @property
     def where(self) -> str:
@@ -124,6 +129,8 @@ def blocks(page: str) -> list[Block]:
             raise MarkdownError(f"{page}:{index}: an output block must be ```text")
         if kind == "output" and not (found and found[-1].runs):
             raise MarkdownError(f"{page}:{index}: an output block must follow a block that runs")
+        if kind == "file" and not _FILE_NAME.fullmatch(note):
+            raise MarkdownError(f"{page}:{index}: a docs-run file needs a file name, no folder (got {note!r})")
         found.append(Block(page, index + 1, lang, body + "\n", kind, note))
         index = end + 1
     return found
@@ -134,8 +141,9 @@ def _marker_before(lines: list[str], fence_index: int) -> re.Match[str] | None:
 
 
 def normalize(line: str) -> str:
-    """A line with absolute paths as PATH, digit runs as N and blanks collapsed, for comparing outputs."""
+    """A line with absolute paths as PATH, digit runs and 0x numbers as N, blanks collapsed, for comparing outputs."""
     line = re.sub(r"(?<![\w.])/[^\s()'\"]*", "PATH", line)
+    line = re.sub(r"\b0x[0-9a-fA-F]+\b", "N", line)
     line = re.sub(r"\d+", "N", line)
     return " ".join(line.split())
 

@@ -1,12 +1,16 @@
-"""The pages tests/docs runs are well marked: every block runs, is an output, or says why it does not (no cluster)."""
+"""The pages tests/docs runs are well marked: every block runs, is an output or a file, or says why it does not;
+and the runner's rules for sessions and files (no cluster)."""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 from docs_blocks import PAGES, Block, MarkdownError, blocks, missing_output, normalize
+from docs_runner import BlockFailed, Runner
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -47,12 +51,14 @@ def test_markers_read_and_checked(tmp_path: Path) -> None:
     page = _page(
         tmp_path,
         "<!-- docs-run: skip: needs the moon -->\n```sh\nfly\n```\n\n```python\nprint(1)\n```\n"
-        "<!-- docs-run: output -->\n```text\n1\n```\n",
+        "<!-- docs-run: output -->\n```text\n1\n```\n"
+        "<!-- docs-run: file member.py -->\n```python\nprint(2)\n```\n",
     )
-    skip, code, output = blocks(page)
+    skip, code, output, saved = blocks(page)
     assert (skip.marker, skip.note, skip.runs) == ("skip", "needs the moon", False)
     assert (code.kind, code.runs, code.line) == ("python", True, 6)
     assert (output.marker, output.kind, output.text) == ("output", "text", "1\n")
+    assert (saved.marker, saved.note, saved.runs) == ("file", "member.py", False)
 
 
 @pytest.mark.parametrize(
@@ -65,6 +71,7 @@ def test_markers_read_and_checked(tmp_path: Path) -> None:
         ("<!-- docs-run: skip: why -->\n\n```sh\nx\n```\n", "right before a ``` fence"),
         ("```sh\nx\n", "never closed"),
         ("```\nout\n$ cmd\n```\n", "output before the first $ command"),
+        ("<!-- docs-run: file ../x.py -->\n```python\nx\n```\n", "needs a file name, no folder"),
     ],
 )
 def test_a_badly_marked_page_is_refused_naming_the_line(tmp_path: Path, text: str, error: str) -> None:
@@ -85,7 +92,32 @@ def test_a_session_block_splits_into_commands_and_their_output() -> None:
 def test_outputs_compare_without_numbers_paths_and_spacing() -> None:
     assert normalize("logs in /tmp/a-1/run (ready in 6.5s)") == "logs in PATH (ready in N.Ns)"
     assert normalize("payments   0     4") == "payments N N"
+    assert normalize("billing_a  2026-11-27T10:59:04  0x100004bbf5d0017") == "billing_a N-N-NTN:N:N N"
     actual = "warning\nTOPIC PARTITION\npayments 0 7\npayments 1 0\npayments 2 9\n"
     assert missing_output(["TOPIC  PARTITION", "payments 0 4", "..."], actual) == []
     assert missing_output(["TOPIC PARTITION", "warning"], actual) == ["warning"]  # in order
     assert missing_output(["TOPIC PARTITION", "orders 0 1"], actual) == ["orders 0 1"]
+
+
+def _session(tmp_path: Path, text: str) -> tuple[Runner, Block]:
+    runner = Runner(python=Path(sys.executable), env=dict(os.environ), cwd=tmp_path)
+    return runner, Block("p.md", 1, "", text)
+
+
+def test_a_session_shows_a_failing_command_with_echo_status(tmp_path: Path) -> None:
+    runner, block = _session(tmp_path, "$ echo out; echo err >&2; exit 3\nout\nerr\n$ echo $?\n3\n")
+    assert runner.run_shell(block) == "3\n"  # stderr counts as output, as in a terminal
+    for text, error in [
+        ("$ exit 3\n", "exited 3"),  # not followed by `echo $?`: a failure
+        ("$ exit 2\n$ echo $?\n3\n", "shows exit status \\['3'\\], the command exited 2"),  # exactly, not as a number
+        ("$ echo $?\n0\n", "must follow a command"),
+    ]:
+        runner, block = _session(tmp_path, text)
+        with pytest.raises(BlockFailed, match=error):
+            runner.run_shell(block)
+
+
+def test_a_file_block_is_saved_where_the_blocks_run(tmp_path: Path) -> None:
+    runner = Runner(python=Path(sys.executable), env={}, cwd=tmp_path, substitutions={"zk:2181": "127.0.0.1:1"})
+    runner.write_file(Block("p.md", 3, "python", "ZK = 'zk:2181'\n", "file", "member.py"))
+    assert (tmp_path / "member.py").read_text() == "ZK = '127.0.0.1:1'\n"

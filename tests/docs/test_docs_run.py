@@ -1,22 +1,27 @@
-"""README.md and docs/getting-started.md run as written: every shell and Python block, in order, on real clusters.
+"""README.md, docs/getting-started.md and docs/cli.md run as written: every shell and Python block, in order.
 
-README's blocks run in this checkout's environment against the session's `cluster` (tests/conftest.py),
-its example addresses replaced by the cluster's. getting-started.md is followed from its install
-section on, in a copy of the checkout: a fresh virtualenv gets `pip install .`, then (zkconsumer
-uninstalled again, as the page offers one or the other) the wheel the next block builds; the rest
-runs in another folder on that wheel: `python -m zkconsumer.testing up` starts the page's own
-cluster (on this checkout's fetched jars, ZKCONSUMER_JARS) and the later blocks use the addresses
-`up` printed. Blocks marked
-docs-run skip/same-as are listed in the closing summary (tests/docs/conftest.py), never run.
+README's and cli.md's blocks run in this checkout's environment against the session's `cluster`
+(tests/conftest.py), their example addresses replaced by the cluster's; cli.md's first blocks make
+what its session shows (a topic, a group of three members running in the background).
+getting-started.md is followed from its install section on, in a copy of the checkout: a fresh
+virtualenv gets `pip install .`, then (zkconsumer uninstalled again, as the page offers one or the
+other) the wheel the next block builds; the rest runs in another folder on that wheel: `python -m
+zkconsumer.testing up` starts the page's own cluster (on this checkout's fetched jars,
+ZKCONSUMER_JARS) and the later blocks use the addresses `up` printed. Blocks marked docs-run
+skip/same-as are listed in the closing summary (tests/docs/conftest.py), never run; a docs-run
+file block is saved where the blocks run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
+import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -57,11 +62,14 @@ def _run_page(
     found = blocks(page)
     sections = _sections(page)
     for index, block in enumerate(found):
-        if not block.runs:
+        if not block.runs and block.marker != "file":
             continue
         before(block)
         if cwd_of:
             runner.cwd = cwd_of.get(_section_of(block, sections), cwd_of["*"])
+        if block.marker == "file":
+            runner.write_file(block)
+            continue
         if block.kind == "shell":
             runner.run_shell(block)
             continue
@@ -111,6 +119,63 @@ def test_readme_runs_as_written(cluster, orders_flowing, tmp_path: Path) -> None
     runner = Runner(python=Path(sys.executable), env=env, cwd=tmp_path, substitutions=examples)
     _run_page(runner, "README.md")
     assert any("README.md" in ran for ran in runner.ran)
+
+
+# docs/cli.md's example addresses: `up`'s zookeeper.connect (also in ZKCONSUMER_ZOOKEEPER) and bootstrap.servers.
+CLI_ZOOKEEPER, CLI_BOOTSTRAP = "127.0.0.1:55349/kafka", "127.0.0.1:55352"
+
+
+def test_cli_page_runs_as_written(cluster, zk, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """docs/cli.md's session in order on the session's cluster: its own setup blocks make the topic
+    `payments` and the members of `billing` (processes in the background, stopped by the page; any
+    still running when a block fails are stopped here), and every command's output is checked."""
+    page = "docs/cli.md"
+    examples = {CLI_ZOOKEEPER: cluster.zookeeper_connect, CLI_BOOTSTRAP: cluster.bootstrap_servers}
+    text = (ROOT / page).read_text()
+    assert all(example in text for example in examples), f"{page}'s example addresses changed: update CLI_*"
+    for group in ("billing", "peek"):  # README's Quick start, run before on this cluster, left a group billing
+        if zk.exists(f"/consumers/{group}"):
+            zk.delete(f"/consumers/{group}", recursive=True)
+    assert not zk.exists("/brokers/topics/payments"), "the page creates the topic payments: it must not exist yet"
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        ZKCONSUMER_ZOOKEEPER=cluster.zookeeper_connect,  # the page's `export ZKCONSUMER_ZOOKEEPER=...`
+    )
+    runner = Runner(python=Path(sys.executable), env=env, cwd=tmp_path, substitutions=examples, timeout=60)
+    try:
+        _run_page(runner, page)
+    finally:
+        _stop_members(tmp_path)
+    ran = "\n".join(runner.ran)
+    for step in ("saved as billing_member.py", "zkconsumer groups describe", "zkconsumer migrate plan"):
+        assert step in ran, f"{step!r} did not run:\n{ran}"
+
+
+def _stop_members(folder: Path) -> None:
+    """Stop the page's members (pids in <name>.pid) still running, e.g. after a failed block: SIGTERM,
+    then SIGKILL after 10 s; print their logs (shown when the test fails)."""
+
+    def member(pid: int) -> bool:  # ours, alive: not a pid reused since, nor a zombie (no cmdline)
+        try:
+            return b"billing_member.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+
+    def signal_all(pids: list[int], signum: int) -> None:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    running = [pid for pid in (int(f.read_text().split()[0]) for f in sorted(folder.glob("*.pid"))) if member(pid)]
+    signal_all(running, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while running and time.monotonic() < deadline:
+        time.sleep(0.2)
+        running = [pid for pid in running if member(pid)]
+    signal_all(running, signal.SIGKILL)
+    for log in sorted(folder.glob("*.log")):
+        print(f"--- {log.name}\n{log.read_text()}")
 
 
 def _copy_checkout(target: Path) -> Path:
