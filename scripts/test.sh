@@ -47,7 +47,7 @@ else
     NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet --site-dir "$lane2/site" >"$lane2/docs.log" 2>&1
     echo $? >"$lane2/docs.rc"
     rm -rf "$lane2/site"
-    # README.md and docs/getting-started.md run as written (a fresh venv with the wheel), and
+    # README.md, docs/getting-started.md (a fresh venv with the wheel) and docs/cli.md run as written, and
     # scripts/netfaults.py's short seeded run (each network fault kind once, zkconsumer and Scala).
     "$PY" -m pytest -q tests/docs tests/chaos/test_netfaults_script.py >"$lane2/pages.log" 2>&1
     echo $? >"$lane2/pages.rc"
