@@ -154,7 +154,9 @@ def test_member_sessions_survive_a_leader_change_without_a_rebalance(ensemble: L
     assert report.ok, report.describe()
     assert not sessions, f"a member lost its session in a leader change: {sessions}"
     assert not moved, f"partitions moved in a leader change: {moved}"
-    # Goal: <= 1 s. Measured 0.86-1.22 s (election ~0.9 s): a member whose reconnect attempt hits the
-    # election waits out kazoo's back-off (zookeeper/client.py: 0.2 s doubling to 2 s) with its
-    # deliveries held (SUSPENDED holds the gate). One back-off step more than 2 s is a regression.
+    # Goal: <= 1 s. A SUSPENDED link leaves delivery to the lease, so the election costs no delivery
+    # (measured: gap 0.12 s, longest ack-to-delivery 0.10 s). When SUSPENDED held the gate the pause
+    # was the election plus kazoo's reconnect back-off: 0.83-1.91 s. The gap also counts pauses of
+    # production; the ack-to-delivery time does not.
+    assert latency <= 1.0, f"a message acked around the leader change waited {latency:.3f}s for delivery"
     assert gap <= 2.0, f"deliveries of {gap_tp} paused {gap:.3f}s in a leader change"
