@@ -102,6 +102,12 @@ class SimHandler:
         """What the last handshake granted (zkconsumer's PollHandler reads it off the wire)."""
         return self._client._granted_ms
 
+    @property
+    def handshake_started_at(self) -> float | None:
+        """When the last granting handshake was made, in the model's seconds (the members' clock)."""
+        at = self._client._handshake_ms
+        return None if at is None else at / 1000.0
+
     def lock_object(self) -> _SimLock:
         return _SimLock()
 
@@ -178,6 +184,7 @@ class FakeKazooClient:
         self._keeper_state: str = KeeperState.CLOSED
         self._session: _Session | None = None
         self._granted_ms: int | None = None
+        self._handshake_ms: int | None = None
         self._connected, self._stopped, self._link, self._frozen, self._crashed = False, True, True, False, False
         self._listeners: dict[Listener, None] = {}
         self._data_w: dict[str, dict[Watcher, None]] = {}  # ordered sets: kazoo's sets, made deterministic
@@ -274,6 +281,7 @@ class FakeKazooClient:
             self._session = self._model._new_session(self)
         self._session.last_heard = self._model.now_ms  # the handshake is a ping
         self._granted_ms = self._session.timeout_ms
+        self._handshake_ms = self._model.now_ms
         self._connected, self._keeper_state = True, KeeperState.CONNECTED
         self._set_state(KazooState.CONNECTED)
         self._flush(None)  # kazoo sends what was queued while SUSPENDED, in order

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 
 import pytest
 from kazoo.handlers.threading import SequentialThreadingHandler
@@ -77,7 +78,7 @@ def test_the_granted_timeout_is_read_off_the_connect_response(pieces: int) -> No
     granted: list[int] = []
     a, b = socket.socketpair()
     try:
-        wrapped = HandshakeSocket(a, granted.append)
+        wrapped = HandshakeSocket(a, lambda ms, _at: granted.append(ms), 1.0)
         frame = _connect_response(4000) + b"next answer"
         b.sendall(frame)
         size = max(1, len(frame) // pieces)
@@ -99,7 +100,7 @@ def test_an_expired_session_grants_nothing() -> None:
     a, b = socket.socketpair()
     try:
         b.sendall(_connect_response(0))
-        HandshakeSocket(a, granted.append).recv(1024)
+        HandshakeSocket(a, lambda ms, _at: granted.append(ms), 1.0).recv(1024)
         assert granted == []
     finally:
         a.close()
@@ -117,6 +118,37 @@ def test_the_handler_keeps_the_last_grant_per_connection(monkeypatch: pytest.Mon
             b.sendall(_connect_response(timeout_ms))
             handler.create_connection(("127.0.0.1", 2181)).recv(4096)
             assert handler.negotiated_session_timeout_ms == timeout_ms
+    finally:
+        for a, b in pairs:
+            a.close()
+            b.close()
+
+
+def test_the_handshake_stamp_is_taken_before_the_connect_and_kept_only_for_a_grant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The lease after a reconnect counts from this stamp: it must precede the server's renewal (so it
+    # is taken before the TCP connect), and a connection whose handshake granted nothing (an expired
+    # session) must not move it.
+    handler = make_handler()
+    pairs = [socket.socketpair() for _ in range(2)]
+    sockets = iter(a for a, _b in pairs)
+    opened: list[float] = []
+
+    def connect(self, *a, **k):  # type: ignore[no-untyped-def]
+        opened.append(time.monotonic())
+        return next(sockets)
+
+    monkeypatch.setattr(SequentialThreadingHandler, "create_connection", connect)
+    try:
+        (_a1, b1), (_a2, b2) = pairs
+        b1.sendall(_connect_response(4000))
+        handler.create_connection(("127.0.0.1", 2181)).recv(4096)
+        first = handler.handshake_started_at
+        assert first is not None and first <= opened[0]
+        b2.sendall(_connect_response(0))  # asked to resume a session the server had expired
+        handler.create_connection(("127.0.0.1", 2181)).recv(4096)
+        assert handler.handshake_started_at == first
     finally:
         for a, b in pairs:
             a.close()

@@ -153,6 +153,7 @@ def test_only_registration_or_a_vouched_session_opens_delivery(state: State, eve
 class StubHandler:
     def __init__(self, negotiated_ms: int | None) -> None:
         self.negotiated_session_timeout_ms = negotiated_ms
+        self.handshake_started_at: float | None = None  # set by a test that reconnects
 
 
 class StubClient:
@@ -256,21 +257,45 @@ def test_lost_loses_every_partition_and_triggers(state: State) -> None:
 
 
 @pytest.mark.parametrize(("negotiated_ms", "effective_s"), [(4000, 4.0), (10000, 6.0), (6000, 6.0)])
-def test_reconnect_in_the_registered_session_reopens_and_extends_the_lease(
+def test_reconnect_in_the_registered_session_reopens_and_extends_the_lease_from_the_handshake(
     negotiated_ms: int | None, effective_s: float
 ) -> None:
-    member, _g, assignment, infos, gate, triggers, clock = make_member(State.CONNECTED, negotiated_ms=negotiated_ms)
+    member, group, assignment, infos, gate, triggers, clock = make_member(State.CONNECTED, negotiated_ms=negotiated_ms)
     gate.renew(clock.now + 1.0)
     member.on_connection_state(KazooState.SUSPENDED)
     clock.now += 3.0  # the old lease has lapsed
     assert not gate.usable()
+    handshake = clock.now - 0.5  # the connection opened before the server renewed the session
+    group.client.handler.handshake_started_at = handshake
+    clock.now += 0.2  # kazoo runs the listener after reading the handshake
     member.on_connection_state(KazooState.CONNECTED)
     assert member.state is State.CONNECTED
     assert gate.open is True
-    assert gate.lease_until == pytest.approx(clock.now + LEASE_FRACTION * effective_s)
+    assert gate.lease_until == pytest.approx(handshake + LEASE_FRACTION * effective_s)
     assert gate.usable()
     assert set(assignment.owned()) == set(KEYS) and all(i.active for i in infos)
     assert len(triggers) == 1 and triggers[0]  # re-arm the watches kazoo dropped
+
+
+def test_a_listener_run_late_after_a_stall_does_not_lease_past_the_session() -> None:
+    """The review's case: the handshake renewed the session, then the process stalled longer than the
+    session before kazoo ran the CONNECTED listener. The lease counts from the handshake, so it is
+    already out; before, it counted from the listener's "now" and delivered on a dead session."""
+    member, group, _assignment, _infos, gate, _triggers, clock = make_member(State.CONNECTED, negotiated_ms=6000)
+    member.on_connection_state(KazooState.SUSPENDED)
+    group.client.handler.handshake_started_at = clock.now
+    clock.now += 7.0  # stalled past the 6 s session between the handshake and the listener
+    member.on_connection_state(KazooState.CONNECTED)
+    assert gate.lease_until < clock.now and not gate.usable()
+
+
+def test_a_reconnect_without_a_handshake_stamp_waits_for_the_next_round_trip() -> None:
+    member, _group, _assignment, _infos, gate, _triggers, clock = make_member(State.CONNECTED)
+    gate.renew(clock.now + 1.0)
+    member.on_connection_state(KazooState.SUSPENDED)
+    clock.now += 3.0
+    member.on_connection_state(KazooState.CONNECTED)
+    assert gate.open is True and not gate.usable()  # reopened, but nothing vouched for the session yet
 
 
 def test_session_timeout_is_the_shorter_of_configured_and_negotiated() -> None:

@@ -172,6 +172,30 @@ def test_nothing_new_is_planned_while_zookeeper_does_not_vouch_for_the_ownership
     assert batch_ranges(start, reader.latestOffset(start, ReadAllAvailable())) == [(T0, 10, 40)]
 
 
+def test_nothing_new_is_planned_when_the_lease_runs_out_during_the_planning_commit() -> None:
+    """A disconnection leaves delivery (and planning) to the lease: a trigger that starts while it
+    holds can block in its ZooKeeper commit until it has run out; it must then plan nothing."""
+
+    class LinkDown(FakeMember):
+        down = False
+
+        def commit_positions(self, positions, *, epochs=None):  # type: ignore[no-untyped-def]
+            if not self.down:
+                return super().commit_positions(positions, epochs=epochs)
+            self.confirmed = False  # the write waited with the link down: the lease ran out meanwhile
+            raise SessionExpiredError()
+
+    member = LinkDown()
+    member.claim(T0, 0, epoch=100)
+    reader = Reader(member, {T0: (0, 30)}, startingOffsets="earliest")
+    first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())  # batch [0, 30)
+    reader.logs[T0] = (0, 60)
+    member.down = True  # the next trigger starts with the lease still running, then commits 30
+    assert reader.latestOffset(first, ReadAllAvailable()) is first
+    member.down, member.confirmed = False, True  # back: the same trigger plans [30, 60)
+    assert batch_ranges(first, reader.latestOffset(first, ReadAllAvailable())) == [(T0, 30, 60)]
+
+
 def test_a_deleted_topics_fenced_partitions_are_not_planned_nor_their_offsets_listed() -> None:
     """Between the topic's deletion (the member fences its partitions at once) and the next
     rebalance, the query must not ask the brokers for their log offsets: that failed the query."""

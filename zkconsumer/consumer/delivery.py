@@ -271,7 +271,7 @@ class ConsumerIterator(Iterator[Message]):
                 info, messages = taken
                 self._resume = taken  # kept if the gate makes us give up waiting
             if not self._gate.usable() and not self._gate.wait(self._timeout):
-                raise ConsumerTimeout("delivery paused: ZooKeeper connection lost, ownership unconfirmed")
+                raise ConsumerTimeout("delivery paused: ZooKeeper has not confirmed our session within the lease")
             self._resume = None
             if info.active:  # the gate may have been closed for a release
                 start = _first_unfinished(messages, info.consumed_offset)

@@ -39,7 +39,7 @@ from zkconsumer.errors import (
     describe,
 )
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.client import negotiated_timeout_ms
+from zkconsumer.zookeeper.client import handshake_started_at, negotiated_timeout_ms
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
@@ -239,6 +239,17 @@ class Membership:
             "(kazoo's connection thread ended); leaving the group"
         )
 
+    def _extend_from_handshake(self) -> None:
+        """A reconnect in our session: the server renewed it when it read the handshake, which was
+        sent after the connection opened. Extend from that moment, never from now: kazoo runs this
+        listener after reading the handshake, and a process stalled in between (GC, SIGSTOP) would
+        otherwise lease past an expiry. The handler stamps with time.monotonic(), this class's clock
+        outside simulations (whose clients have no such handler: the next confirmed round trip
+        renews the lease there)."""
+        started = handshake_started_at(self.group.client)
+        if started is not None:
+            self._extend_lease(started)
+
     def _extend_lease(self, confirmed_at: float) -> None:
         self.gate.renew(confirmed_at + LEASE_FRACTION * self.session_timeout_s())
 
@@ -278,7 +289,7 @@ class Membership:
             lost = self.assignment.lose_all() if step.lose_ownership else []
             if step.deliver is True:
                 if event is Event.CONNECTED_SAME:
-                    self._extend_lease(self._clock())  # the server just accepted the session again
+                    self._extend_from_handshake()
                 self.gate.reopen()
             elif step.deliver is False:
                 self.gate.close()

@@ -189,9 +189,12 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
             start = self._last_end if self._last_end is not None else self.initialOffset()
         before = decode_offsets(start)
         if not self._connected():
-            # Like the fetcher's delivery gate: while our session may be expiring, another member
-            # may be taking these partitions over. Plan nothing new until ZooKeeper is back.
-            log.warning("not connected to ZooKeeper: planning no new data for group %s", self.opts.group_id)
+            # Like the fetcher's delivery gate: once the lease is out our session may be expiring and
+            # another member taking these partitions over. Plan nothing new until ZooKeeper confirms it.
+            log.warning(
+                "ZooKeeper has not confirmed our session within the lease: planning no new data for group %s",
+                self.opts.group_id,
+            )
             return start
         owned = self._owned()
         self._seen.append(canonical(start))
@@ -228,6 +231,11 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
         # Spark asks for the next batch only once the batch ending at `start` completed (and was
         # recorded in the commit log): that progress is safe to show the group's tools now.
         self._commit({k: starts[k] for k in owned if starts[k] != owned[k]})
+        if not self._connected():
+            # The commit and the log lookups can block (a link down, the rebalance lock): the lease
+            # checked above may have run out meanwhile. Plan only on a lease that still holds.
+            log.warning("the lease ran out while planning: no new data for group %s this trigger", self.opts.group_id)
+            return start
         highs = {k: spans[k][1] for k in owned}
         self._latest = highs
         if self._targets is not None:

@@ -189,6 +189,14 @@ def negotiated_timeout_ms(client: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def handshake_started_at(client: Any) -> float | None:
+    """time.monotonic() taken before the connection whose handshake last granted the client a
+    session was opened (the server renewed the session after it); None if the client's handler
+    does not record it (a client not made by `connect`)."""
+    value = getattr(getattr(client, "handler", None), "handshake_started_at", None)
+    return value if isinstance(value, float) else None
+
+
 def run_bounded(fn: Callable[[], object], timeout_s: float, name: str) -> bool:
     """Run `fn` on a daemon thread named `name`, waiting at most `timeout_s` (a close on an exit
     path must not hang it); False if it had not finished (it goes on in the background)."""

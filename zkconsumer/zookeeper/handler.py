@@ -22,6 +22,7 @@ expired although two other servers were up. The handler divides the connect time
 from __future__ import annotations
 
 import select
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -70,9 +71,10 @@ class HandshakeSocket:
     ConnectResponse), then gets out of the way: its `recv` becomes the socket's own bound method,
     so later reads cost nothing extra. Every other attribute is the socket's."""
 
-    def __init__(self, sock: Any, record: Callable[[int], None]) -> None:
+    def __init__(self, sock: Any, record: Callable[[int, float], None], started_at: float) -> None:
         self._sock = sock
         self._record = record
+        self._started_at = started_at  # before the connect: the handshake was sent after it
         self._head = b""
 
     def recv(self, size: int, *flags: int) -> bytes:
@@ -82,7 +84,7 @@ class HandshakeSocket:
             if len(self._head) >= _TIMEOUT_AT.stop:
                 granted = int.from_bytes(self._head[_TIMEOUT_AT], "big", signed=True)
                 if granted > 0:  # 0: the session we asked to resume has expired; nothing was granted
-                    self._record(granted)
+                    self._record(granted, self._started_at)
             self.recv = self._sock.recv  # type: ignore[method-assign]  # done: straight to the socket
         return data
 
@@ -93,13 +95,16 @@ class HandshakeSocket:
 class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is untyped: its class is Any
     """SequentialThreadingHandler whose select is poll_select (where the platform has poll(2)) and
     whose connections report the session timeout the server granted:
-    `negotiated_session_timeout_ms`, None until a handshake was read. One handler per client."""
+    `negotiated_session_timeout_ms`, None until a handshake was read, and `handshake_started_at`,
+    time.monotonic() before the connection whose handshake granted it was opened (the server
+    renewed the session after that). One handler per client."""
 
     name = "sequential_threading_poll_handler"
 
     def __init__(self, servers: int = 1) -> None:
         super().__init__()
         self.negotiated_session_timeout_ms: int | None = None
+        self.handshake_started_at: float | None = None
         self.servers = max(1, servers)  # how many ZooKeeper servers the connect string names
 
     def select(self, *args: Any, **kwargs: Any) -> tuple[list[Any], list[Any], list[Any]]:
@@ -110,10 +115,12 @@ class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is
     def create_connection(self, *args: Any, **kwargs: Any) -> HandshakeSocket:
         if kwargs.get("timeout") is not None:  # kazoo passes the session timeout: one server's share
             kwargs["timeout"] = kwargs["timeout"] / self.servers
-        return HandshakeSocket(super().create_connection(*args, **kwargs), self._granted)
+        started_at = time.monotonic()
+        return HandshakeSocket(super().create_connection(*args, **kwargs), self._granted, started_at)
 
-    def _granted(self, timeout_ms: int) -> None:
+    def _granted(self, timeout_ms: int, started_at: float) -> None:
         self.negotiated_session_timeout_ms = timeout_ms
+        self.handshake_started_at = started_at
 
 
 def make_handler(hosts: str = "") -> PollHandler:
