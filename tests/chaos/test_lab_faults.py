@@ -12,7 +12,7 @@ from harness.chaos_members import ProcessMember
 from harness.chaos_scenarios import ChaosSettings
 from harness.lab_members import LabGroup
 from harness.lab_probe import probe
-from zkconsumer.testing import kafka
+from zkconsumer.testing import kafka, netfaults
 from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.netlab import LabHost, NetLab
 from zkconsumer.testing.pytest_plugin import running
@@ -62,7 +62,7 @@ def test_servers_run_in_their_own_namespaces(lab: NetLab, cluster_in_lab: LocalC
 
 def test_cut_from_zookeeper_only(lab: NetLab, cluster_in_lab: LocalCluster) -> None:
     member = lab.host("m1")
-    with lab.cut(member, zk_hosts(lab, cluster_in_lab)):
+    with netfaults.cut(lab, member, zk_hosts(lab, cluster_in_lab)):
         assert reaches(member, cluster_in_lab) == (False, True)
         assert reaches(lab.host("m2"), cluster_in_lab) == (True, True)  # only m1 is cut
     assert reaches(member, cluster_in_lab) == (True, True)
@@ -70,7 +70,7 @@ def test_cut_from_zookeeper_only(lab: NetLab, cluster_in_lab: LocalCluster) -> N
 
 def test_cut_from_the_brokers_only(lab: NetLab, cluster_in_lab: LocalCluster) -> None:
     member = lab.host("m1")
-    with lab.cut(member, broker_hosts(lab, cluster_in_lab)):
+    with netfaults.cut(lab, member, broker_hosts(lab, cluster_in_lab)):
         assert reaches(member, cluster_in_lab) == (True, False)
     assert reaches(member, cluster_in_lab) == (True, True)
 
@@ -79,7 +79,7 @@ def test_isolated_zookeeper_leader_is_replaced(lab: NetLab, cluster_in_lab: Loca
     old = cluster_in_lab.zookeeper_leader()
     member = lab.host("m1")
     began = time.monotonic()
-    with lab.isolate(lab.host_at(old.address)):
+    with netfaults.isolate(lab, lab.host_at(old.address)):
         new = cluster_in_lab.zookeeper_leader(60, not_server=old.server_id)
         elected = time.monotonic() - began
         deadline = time.monotonic() + 30
@@ -100,7 +100,7 @@ def test_split_ensemble_two_against_one_with_members_on_both_sides(lab: NetLab, 
     brokers = broker_hosts(lab, cluster_in_lab)
     major, minor = lab.host("m1"), lab.host("m2")
     # The brokers stay with the majority; the minority side has one server and member m2.
-    with lab.split([*servers[:2], *brokers, major], [servers[2], minor]):
+    with netfaults.split(lab, [*servers[:2], *brokers, major], [servers[2], minor]):
         deadline = time.monotonic() + 30
         while cluster_in_lab.zookeepers[2].mode(timeout=1.0) is not None:
             assert time.monotonic() < deadline, "the minority server still serves"
@@ -113,7 +113,7 @@ def test_split_ensemble_two_against_one_with_members_on_both_sides(lab: NetLab, 
 
 def test_lossy_link_to_zookeeper_still_serves(lab: NetLab, cluster_in_lab: LocalCluster) -> None:
     member = lab.host("m1")
-    with lab.drop(member, zk_hosts(lab, cluster_in_lab), 20):
+    with netfaults.drop(lab, member, zk_hosts(lab, cluster_in_lab), 20):
         answers = [probe(member, "zk", cluster_in_lab.zookeeper_connect, timeout=8) for _ in range(3)]
     print(f"kazoo over a 20 % lossy link: {[(a['ok'], a['seconds']) for a in answers]}")
     assert any(a["ok"] for a in answers)  # TCP retransmits what is dropped
@@ -122,7 +122,7 @@ def test_lossy_link_to_zookeeper_still_serves(lab: NetLab, cluster_in_lab: Local
 def test_slow_link_to_zookeeper_adds_its_delay(lab: NetLab, cluster_in_lab: LocalCluster) -> None:
     member = lab.host("m1")
     direct = probe(member, "zk", cluster_in_lab.zookeeper_connect)
-    with lab.slow(member, zk_hosts(lab, cluster_in_lab), 150):
+    with netfaults.slow(lab, member, zk_hosts(lab, cluster_in_lab), 150):
         slowed = probe(member, "zk", cluster_in_lab.zookeeper_connect, timeout=10)
     print(f"one get_children: direct {direct['request_s'] * 1000:.1f} ms, slowed {slowed['request_s'] * 1000:.1f} ms")
     assert direct["ok"] and slowed["ok"]
@@ -183,7 +183,7 @@ def test_member_cut_from_zookeeper_stops_delivering_within_its_lease(
         granted = cluster_in_lab.ensemble.session_timeout(session[0])
         assert granted == 6000, f"the ensemble granted {granted} ms"
         lease = 0.8 * granted / 1000.0
-        with lab.cut(group.host_of(victim), group.zookeeper_hosts()) as cut:
+        with netfaults.cut(lab, group.host_of(victim), group.zookeeper_hosts()) as cut:
             group.env.checker.note("cut", victim.consumer_id)
             group.env.converge("cut: m2 alone", excluding=victim)
             time.sleep(3.0)  # m2 delivers what m1 had

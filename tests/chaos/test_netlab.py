@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from harness.lab_probe import probe, start_echo
-from zkconsumer.testing import netlab
+from zkconsumer.testing import netfaults, netlab
 from zkconsumer.testing.netlab import LabError, LabHost, NetLab
 
 pytestmark = [pytest.mark.chaos]
@@ -52,7 +52,7 @@ def test_cut_drops_both_directions_and_heals(lab: NetLab, hosts: dict[str, LabHo
     a, b, c = hosts["a"], hosts["b"], hosts["c"]
     echo = start_echo(b)
     try:
-        with lab.cut(a, [b]) as fault:
+        with netfaults.cut(lab, a, [b]) as fault:
             assert ping(a, b.address) == 0 and ping(b, a.address) == 0
             assert ping(a, c.address) == 3 and ping(b, c.address) == 3  # only the named pair
             assert not probe(a, "tcp", f"{b.address}:7000", timeout=2)["ok"]
@@ -65,17 +65,17 @@ def test_cut_drops_both_directions_and_heals(lab: NetLab, hosts: dict[str, LabHo
 
 def test_isolate_keeps_the_harness_unless_told(lab: NetLab, hosts: dict[str, LabHost]) -> None:
     a, b, c = hosts["a"], hosts["b"], hosts["c"]
-    with lab.isolate(a):
+    with netfaults.isolate(lab, a):
         assert ping(a, b.address) == 0 and ping(c, a.address) == 0
         assert ping(None, a.address) == 3  # the harness still sees it
-    with lab.isolate(a, keep_root=False):
+    with netfaults.isolate(lab, a, keep_root=False):
         assert ping(None, a.address) == 0 and ping(a, c.address) == 0
     assert ping(a, b.address) == 3 and ping(None, a.address) == 3
 
 
 def test_split_keeps_each_side_whole(lab: NetLab, hosts: dict[str, LabHost]) -> None:
     a, b, c, d = hosts["a"], hosts["b"], hosts["c"], hosts["d"]
-    fault = lab.split([a, b], [c, d])
+    fault = netfaults.split(lab, [a, b], [c, d])
     try:
         assert ping(a, b.address) == 3 and ping(c, d.address) == 3
         assert all(ping(x, y.address, count=2) == 0 for x in (a, b) for y in (c, d))
@@ -87,7 +87,7 @@ def test_split_keeps_each_side_whole(lab: NetLab, hosts: dict[str, LabHost]) -> 
 
 def test_drop_loses_the_fraction_it_says(lab: NetLab, hosts: dict[str, LabHost]) -> None:
     a, b, c = hosts["a"], hosts["b"], hosts["c"]
-    with lab.drop(a, [b], 30):
+    with netfaults.drop(lab, a, [b], 30):
         got = ping(a, b.address, count=300, interval=0.005)
         assert ping(a, c.address, count=50, interval=0.005) == 50
     # Each echo crosses the rule twice: 0.7 * 0.7 = 49 % come back (sd about 3 % of 300 pings).
@@ -102,7 +102,7 @@ def test_slow_adds_the_delay_it_claims(lab: NetLab, hosts: dict[str, LabHost]) -
         direct = probe(a, "rtt", f"{b.address}:7001", count=20)
         measured = {}
         for delay in (100, 250):
-            with lab.slow(a, [b], delay):
+            with netfaults.slow(lab, a, [b], delay):
                 measured[delay] = probe(a, "rtt", f"{b.address}:7001", count=10, timeout=10)
         healed = probe(a, "rtt", f"{b.address}:7001", count=20)
     finally:
@@ -118,9 +118,9 @@ def test_slow_adds_the_delay_it_claims(lab: NetLab, hosts: dict[str, LabHost]) -
 
 def test_faults_refuse_addresses_outside_the_lab(lab: NetLab, hosts: dict[str, LabHost]) -> None:
     with pytest.raises(LabError, match="not in lab"):
-        lab.cut(hosts["a"], ["192.0.2.1"])
+        netfaults.cut(lab, hosts["a"], ["192.0.2.1"])
     with pytest.raises(LabError, match="not in lab"):
-        lab.slow(hosts["a"], ["127.0.0.1"], 10)
+        netfaults.slow(lab, hosts["a"], ["127.0.0.1"], 10)
 
 
 def test_a_new_lab_removes_stale_ones_and_its_own(lab: NetLab) -> None:

@@ -25,7 +25,7 @@ class LabGroup:
 
         group = LabGroup(cluster, lab, "g", {"t": 6}, tmp_path).start()
         victim = group.add("m1"); group.add("m2"); group.env.settle()
-        with lab.cut(group.host_of(victim), group.zookeeper_hosts()): ...
+        with netfaults.cut(lab, group.host_of(victim), group.zookeeper_hosts()): ...
         report = group.env.finish()
     """
 

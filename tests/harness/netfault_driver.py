@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.lab_members import LabGroup, LabMember
+from zkconsumer.testing import netfaults
 from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.netfaults import Fault
 from zkconsumer.testing.netlab import LabHost, NetLab
@@ -73,7 +74,7 @@ def zk_cut(run: NetRun, record: FaultRecord) -> None:
     for name, group in run.groups.items():
         member = run.slot(group, index)
         record.cut[name] = member.consumer_id
-        faults.append(run.lab.cut(group.host_of(member), group.zookeeper_hosts()))
+        faults.append(netfaults.cut(run.lab, group.host_of(member), group.zookeeper_hosts()))
         group.env.checker.note("cut", member.consumer_id)
     record.description = f"member slot {index} of each group cut from ZooKeeper for {hold:.1f}s"
     _hold_then_heal(run, record, faults, hold)
@@ -83,7 +84,10 @@ def broker_cut(run: NetRun, record: FaultRecord) -> None:
     """One member of each group cut from every broker (ZooKeeper still reachable)."""
     index = run.rng.randrange(2)
     hold = _hold(run, 2.0, run.session_s * 1.5)
-    faults = [run.lab.cut(group.host_of(run.slot(group, index)), group.broker_hosts()) for group in run.groups.values()]
+    faults = [
+        netfaults.cut(run.lab, group.host_of(run.slot(group, index)), group.broker_hosts())
+        for group in run.groups.values()
+    ]
     record.description = f"member slot {index} of each group cut from the brokers for {hold:.1f}s"
     _hold_then_heal(run, record, faults, hold)
 
@@ -101,7 +105,7 @@ def leader(run: NetRun, record: FaultRecord) -> None:
     split = run.rng.random() < 0.5 if not earlier else "isolated" in earlier[-1].description  # then alternate
     if not split:
         record.description = f"ZooKeeper leader zk{old.server_id} isolated for {hold:.1f}s"
-        faults = [run.lab.isolate(leader_host)]
+        faults = [netfaults.isolate(run.lab, leader_host)]
     else:
         index = run.rng.randrange(2)
         minority: list[LabHost] = [leader_host]
@@ -118,7 +122,7 @@ def leader(run: NetRun, record: FaultRecord) -> None:
             f"ensemble split 2 | 1: zk{old.server_id} (the leader) and member slot {index} of each group "
             f"in the minority for {hold:.1f}s"
         )
-        faults = [run.lab.split(majority, minority)]
+        faults = [netfaults.split(run.lab, majority, minority)]
     record.began = time.monotonic()
     new = run.cluster.zookeeper_leader(60, not_server=old.server_id)
     record.leader_change = True
@@ -138,7 +142,7 @@ def link(run: NetRun, record: FaultRecord) -> None:
     for group in run.groups.values():
         host = group.host_of(run.slot(group, index))
         peers = group.zookeeper_hosts() if to_zk else group.broker_hosts()
-        faults.append(run.lab.slow(host, peers, 300) if slow else run.lab.drop(host, peers, 10))
+        faults.append(netfaults.slow(run.lab, host, peers, 300) if slow else netfaults.drop(run.lab, host, peers, 10))
     what = "300 ms each way" if slow else "10 % loss"
     record.description = (
         f"{what} on member slot {index}'s link to {'ZooKeeper' if to_zk else 'the brokers'} for {hold:.1f}s"

@@ -23,7 +23,7 @@ Example::
         proc = zk.popen(["python", "-m", "http.server", "--bind", zk.address, "8000"])
         member = lab.host("member1")
         member.run(["ping", "-c", "1", zk.address])
-        with lab.cut(member, [zk]):               # netfaults.Fault: heal() on leaving
+        with netfaults.cut(lab, member, [zk]):    # a netfaults.Fault: heal() on leaving
             ...
 """
 
@@ -43,11 +43,17 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from zkconsumer.testing.netfaults import Fault
     from zkconsumer.testing.relay import RelayProcess
+
+
+class Healable(Protocol):
+    """A fault in force (netfaults.Fault): what the lab needs of it to heal everything on close."""
+
+    def heal(self) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +166,9 @@ class NetLab:
     """A private lab network; `host(name)` adds (or returns) a namespace with an address on it.
 
     `root_address` is this process's own address in the lab (the veth from the root namespace):
-    the test process reaches every host there, and a host reaches it back. Faults are methods
-    (`cut`, `isolate`, `split`, `drop`, `slow`), each returning a netfaults.Fault to `heal()`.
+    the test process reaches every host there, and a host reaches it back. Faults are made by
+    netfaults.py (`cut`, `isolate`, `split`, `drop`, `slow`, each taking the lab first and returning
+    a Fault to `heal()`); the lab keeps those in force and heals them on close.
     """
 
     def __init__(self, *, prefix: str = PREFIX, run_id: str | None = None) -> None:
@@ -173,7 +180,7 @@ class NetLab:
         self.bridge_ns = f"{self.name}-br"
         self.subnet: ipaddress.IPv4Network | None = None
         self.hosts: dict[str, LabHost] = {}
-        self.faults: list[Fault] = []
+        self.faults: list[Healable] = []
         self.relays: dict[str, RelayProcess] = {}  # netns -> its relay
         self._lock = threading.RLock()
         self._created = False
@@ -277,37 +284,7 @@ class NetLab:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- faults (netfaults.py) ------------------------------------------------------------------
-    def cut(self, host: LabHost, peers: Iterable[LabHost | str]) -> Fault:
-        """Drop everything between `host` and `peers` (hosts or addresses), both directions."""
-        from zkconsumer.testing import netfaults
-
-        return netfaults.cut(self, host, peers)
-
-    def isolate(self, host: LabHost, *, keep_root: bool = True) -> Fault:
-        """Cut `host` from every other lab host (and from this process too unless `keep_root`)."""
-        from zkconsumer.testing import netfaults
-
-        return netfaults.isolate(self, host, keep_root=keep_root)
-
-    def split(self, side_a: Iterable[LabHost], side_b: Iterable[LabHost]) -> Fault:
-        """No traffic between any host of `side_a` and any of `side_b`; each side keeps its own."""
-        from zkconsumer.testing import netfaults
-
-        return netfaults.split(self, side_a, side_b)
-
-    def drop(self, host: LabHost, peers: Iterable[LabHost | str], percent: int) -> Fault:
-        """Drop `percent` % of packets at random between `host` and `peers`, each direction."""
-        from zkconsumer.testing import netfaults
-
-        return netfaults.drop(self, host, peers, percent)
-
-    def slow(self, host: LabHost, peers: Iterable[LabHost | str], delay_ms: int, **kwargs: Any) -> Fault:
-        """Hold every chunk of TCP data between `host` and `peers` `delay_ms` in each direction."""
-        from zkconsumer.testing import netfaults
-
-        return netfaults.slow(self, host, peers, delay_ms, **kwargs)
-
+    # ---- faults: made by netfaults.py's functions, which register each one here until healed ----
     def heal_all(self) -> None:
         """Heal every fault still in force."""
         for fault in list(self.faults):
