@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Iterator
 
 import pytest
 from kazoo.handlers.threading import SequentialThreadingHandler
@@ -107,30 +108,10 @@ def test_an_expired_session_grants_nothing() -> None:
         b.close()
 
 
-def test_the_handler_keeps_the_last_grant_per_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    handler = make_handler()
-    assert handler.negotiated_session_timeout_ms is None
-    pairs = [socket.socketpair() for _ in range(2)]
-    sockets = iter(a for a, _b in pairs)
-    monkeypatch.setattr(SequentialThreadingHandler, "create_connection", lambda self, *a, **k: next(sockets))
-    try:
-        for (_a, b), timeout_ms in zip(pairs, (6000, 4000)):  # a reconnect to a server with a lower cap
-            b.sendall(_connect_response(timeout_ms))
-            handler.create_connection(("127.0.0.1", 2181)).recv(4096)
-            assert handler.negotiated_session_timeout_ms == timeout_ms
-    finally:
-        for a, b in pairs:
-            a.close()
-            b.close()
-
-
-def test_the_handshake_stamp_is_taken_before_the_connect_and_kept_only_for_a_grant(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The lease after a reconnect counts from this stamp: it must precede the server's renewal (so it
-    # is taken before the TCP connect), and a connection whose handshake granted nothing (an expired
-    # session) must not move it.
-    handler = make_handler()
+@pytest.fixture
+def two_connections(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[socket.socket], list[float]]]:
+    """kazoo's next two connections as socket pairs: the server ends to answer on, and when each
+    connection was opened (time.monotonic())."""
     pairs = [socket.socketpair() for _ in range(2)]
     sockets = iter(a for a, _b in pairs)
     opened: list[float] = []
@@ -141,18 +122,36 @@ def test_the_handshake_stamp_is_taken_before_the_connect_and_kept_only_for_a_gra
 
     monkeypatch.setattr(SequentialThreadingHandler, "create_connection", connect)
     try:
-        (_a1, b1), (_a2, b2) = pairs
-        b1.sendall(_connect_response(4000))
-        handler.create_connection(("127.0.0.1", 2181)).recv(4096)
-        first = handler.handshake_started_at
-        assert first is not None and first <= opened[0]
-        b2.sendall(_connect_response(0))  # asked to resume a session the server had expired
-        handler.create_connection(("127.0.0.1", 2181)).recv(4096)
-        assert handler.handshake_started_at == first
+        yield [b for _a, b in pairs], opened
     finally:
         for a, b in pairs:
             a.close()
             b.close()
+
+
+def test_the_handler_keeps_the_last_grant_per_connection(two_connections) -> None:  # type: ignore[no-untyped-def]
+    servers, _opened = two_connections
+    handler = make_handler()
+    assert handler.negotiated_session_timeout_ms is None
+    for server, timeout_ms in zip(servers, (6000, 4000)):  # a reconnect to a server with a lower cap
+        server.sendall(_connect_response(timeout_ms))
+        handler.create_connection(("127.0.0.1", 2181)).recv(4096)
+        assert handler.negotiated_session_timeout_ms == timeout_ms
+
+
+def test_the_handshake_stamp_is_taken_before_the_connect_and_kept_only_for_a_grant(two_connections) -> None:  # type: ignore[no-untyped-def]
+    # The lease after a reconnect counts from this stamp: it must precede the server's renewal (so it
+    # is taken before the TCP connect), and a connection whose handshake granted nothing (an expired
+    # session) must not move it.
+    (first_server, second_server), opened = two_connections
+    handler = make_handler()
+    first_server.sendall(_connect_response(4000))
+    handler.create_connection(("127.0.0.1", 2181)).recv(4096)
+    first = handler.handshake_started_at
+    assert first is not None and first <= opened[0]
+    second_server.sendall(_connect_response(0))  # asked to resume a session the server had expired
+    handler.create_connection(("127.0.0.1", 2181)).recv(4096)
+    assert handler.handshake_started_at == first
 
 
 def test_each_connect_waits_one_server_s_share_of_the_session_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
