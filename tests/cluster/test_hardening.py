@@ -69,9 +69,12 @@ def test_only_moved_partitions_stop(cluster, zk, topic_factory, group_id, increm
             assert unchanged == (kept if incremental else [])
 
 
-def test_zookeeper_outage_pauses_delivery_until_session_confirmed(
+def test_a_zookeeper_outage_delivers_under_the_lease_then_pauses_until_the_session_is_confirmed(
     cluster, zk, topic_factory, produce, group_id
 ) -> None:
+    """A lost link alone does not stop delivery: the lease does (it ends before the server could
+    expire the session). Once it has run out nothing is delivered until ZooKeeper confirms the
+    session again."""
     if not hasattr(cluster, "zookeeper"):
         pytest.fail("needs the local jar cluster (ZKCONSUMER_CLUSTER=local)")
     topic = topic_factory(partitions=1)
@@ -81,16 +84,22 @@ def test_zookeeper_outage_pauses_delivery_until_session_confirmed(
         wait_for_balanced(zk, group_id, [topic], members=1)
         first = produce(topic, 10)
         recorder.wait_for({(topic, 0, m.offset) for m in first}, timeout=30)
-        cluster.zookeeper.kill()  # the brokers keep serving for a few seconds
+        cluster.zookeeper.kill()  # the brokers keep serving meanwhile
         try:
             time.sleep(1.5)  # kazoo notices: SUSPENDED
             during = produce(topic, 10, start=10)
+            recorder.wait_for({(topic, 0, m.offset) for m in during}, timeout=5)  # the lease still holds
+            deadline = time.monotonic() + 12.0
+            while conn.ownership_confirmed():  # 0.8 x 10 s after the last confirmed round trip
+                assert time.monotonic() < deadline, "the lease outlived the session timeout"
+                time.sleep(0.1)
+            after = produce(topic, 10, start=20)
             time.sleep(2.0)
-            delivered_while_down = [d for d in recorder.deliveries if d.offset >= 10]
+            delivered_unconfirmed = [d for d in recorder.deliveries if d.offset >= 20]
         finally:
             cluster.zookeeper.start()
-        assert delivered_while_down == [], "delivered while ownership could not be confirmed"
-        recorder.wait_for({(topic, 0, m.offset) for m in during}, timeout=60)
+        assert delivered_unconfirmed == [], "delivered after the lease ran out"
+        recorder.wait_for({(topic, 0, m.offset) for m in after}, timeout=60)
         assert conn.group.is_registered()
 
 
@@ -222,17 +231,18 @@ def test_stale_registration_of_a_previous_process_is_waited_out(cluster, zk, top
     assert time.monotonic() - began >= 0.9
 
 
-def test_consumer_timeout_while_paused(cluster, topic_factory, produce, group_id) -> None:
+def test_a_dropped_link_goes_on_delivering_under_the_lease(cluster, topic_factory, produce, group_id) -> None:
+    # SUSPENDED: the session may be alive, and the lease ends before it could expire, so delivery
+    # goes on (a lapsed lease pausing it: test_lapsed_session_lease_holds_delivery).
     topic = topic_factory(partitions=1)
     with member(cluster, group_id, consumer_timeout_ms=200) as conn:
         stream = conn.create_message_streams({topic: 1})[topic][0]
-        produce(topic, 2)
+        produce(topic, 3)
         assert next(iter(stream)).offset() == 0
         conn.membership.on_connection_state(KazooState.SUSPENDED)
-        with pytest.raises(ConsumerTimeout, match="paused"):
-            next(iter(stream))  # offset 1 is queued, but ownership is unconfirmed
-        conn.membership.on_connection_state(KazooState.CONNECTED)  # the same session: deliver again
         assert next(iter(stream)).offset() == 1
+        conn.membership.on_connection_state(KazooState.CONNECTED)  # the same session
+        assert next(iter(stream)).offset() == 2
 
 
 def test_lapsed_session_lease_holds_delivery(cluster, topic_factory, produce, group_id) -> None:
