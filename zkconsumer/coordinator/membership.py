@@ -243,9 +243,9 @@ class Membership:
         """A reconnect in our session: the server renewed it when it read the handshake, which was
         sent after the connection opened. Extend from that moment, never from now: kazoo runs this
         listener after reading the handshake, and a process stalled in between (GC, SIGSTOP) would
-        otherwise lease past an expiry. The handler stamps with time.monotonic(), this class's clock
-        outside simulations (whose clients have no such handler: the next confirmed round trip
-        renews the lease there)."""
+        otherwise lease past an expiry. The stamp must come from this class's clock: zkconsumer's
+        handler uses time.monotonic() (the default clock), the simulation's fake handler the model's
+        clock it passes here. No stamp: the next confirmed round trip renews the lease."""
         started = handshake_started_at(self.group.client)
         if started is not None:
             self._extend_lease(started)
