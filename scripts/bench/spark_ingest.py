@@ -19,10 +19,11 @@ _spark_metadata/<batch> log file, written when the batch commits) minus the mess
 CreateTime (set at produce()); rows produced during the warm-up do not count. Each query starts
 on a primer (one message per partition) and production begins once that primer is in the sink, so
 start-up (group join, Python workers) is not measured. Last line:
-    ours_p50_ms=<n> ours_p99_ms=<n> [reused_p50_ms= reused_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
---reused-consumers also runs ours with reuseConsumers=true (side by side, same cluster); --profile
+    ours_p50_ms=<n> ours_p99_ms=<n> [per_range_p50_ms= per_range_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
+--task-per-range also runs ours with rowsPerTask=0, a task per partition range as before packing
+(side by side, same cluster); --rows-per-task N sets ours' rowsPerTask; --profile
 prints our source's own phase timings per run (zkconsumer/spark/phase_timings.py: the planner's calls, each
-executor read, its wait for the first message, and whether its consumer was reused).
+executor read, its wait for the first message, and how many ranges it read).
 
 --standalone starts a Spark standalone cluster from the pip pyspark install (a master and two
 workers of 1 core each, harness.spark_cluster) and stops it at exit; --master URL uses
@@ -218,9 +219,12 @@ def main() -> None:
         help="latency mode: also measure Spark's JVM source",
     )
     parser.add_argument(
-        "--reused-consumers",
+        "--task-per-range",
         action="store_true",
-        help="latency mode: also run our source with reuseConsumers=true (pooled consumers, paused while idle)",
+        help="latency mode: also run our source with rowsPerTask=0 (a task per partition range, no packing)",
+    )
+    parser.add_argument(
+        "--rows-per-task", type=int, help="latency mode: our source's rowsPerTask (default: the source's own)"
     )
     parser.add_argument(
         "--profile",

@@ -147,7 +147,7 @@ def phase_means(durations: dict[int, dict[str, int]]) -> str:
 def profile_summary(folder: Path | None, since: float, until: float) -> str:
     """Our source's own phase timings between two wall-clock times (zkconsumer/spark/phase_timings.py records):
     the planner's calls per trigger and the executors' reads, with how long a read waited for its
-    first message and whether its consumer was reused."""
+    first message and how many ranges it read."""
     if folder is None:
         return ""
     rows: dict[str, list[float]] = {}
@@ -160,8 +160,8 @@ def profile_summary(folder: Path | None, since: float, until: float) -> str:
             if not since <= rec.get("at", 0) <= until:
                 continue
             name = rec["phase"]
-            if name == "read_range":
-                name = f"read_range ({'reused' if rec.get('reused') else 'new'} consumer)"
+            if name == "read_task":
+                name = f"read_task ({'one range' if rec.get('ranges', 1) == 1 else 'several ranges'})"
                 if rec.get("first_ms") is not None:
                     rows.setdefault(name + " to first message", []).append(rec["first_ms"])
             rows.setdefault(name, []).append(rec["ms"])
@@ -175,14 +175,20 @@ def latency_run(
     spark: Any,
     label: str,
     make: Callable[[Path], Any],
+    warm: Callable[[], Any],
     bootstrap: str,
     topic: str,
     args: argparse.Namespace,
     folder: Path,
 ) -> dict[str, float]:
-    """One streaming query of a source into parquet under steady production; latency per row."""
+    """One streaming query of a source into parquet under steady production; latency per row.
+
+    Start-up is not measured: `warm()` (a batch read of the primer through the same source, a task
+    per partition) first runs the source on every executor, since a packed primer batch is one task
+    and an executor's first task of a source takes seconds (its JVM's classes, its Python worker)."""
     kafka.create_topic(bootstrap, topic, PARTITIONS)
     kafka.produce_bulk(bootstrap, topic, PARTITIONS, args.size, PARTITIONS)  # the primer: one per partition
+    warm().write.format("noop").mode("overwrite").save()
     out, checkpoint = folder / "out", folder / "checkpoint"
     began = time.time()
     query = (
@@ -232,6 +238,8 @@ def latency_run(
         flush=True,
     )
     print(f"    mean ms per batch: {phase_means(durations)}", flush=True)
+    slowest = sorted(durations.items(), key=lambda kv: -kv[1].get("triggerExecution", 0))[:3]
+    print(f"    slowest batches: {', '.join(f'{b}: {d}' for b, d in slowest)}", flush=True)
     ours = profile_summary(args.profile_dir, began, time.time())
     if ours:
         print(f"    our phases, ms: {ours}", flush=True)
@@ -246,16 +254,36 @@ def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace
     )
     tag = uuid.uuid4().hex[:8]
 
-    def ours(checkpoint: Path, reuse: bool = False) -> Any:
-        suffix = "-reused" if reuse else ""
-        return (
-            spark.readStream.format("zkconsumer")
+    def ours(topic: str, rows_per_task: int | None) -> Callable[[Path], Any]:
+        def make(checkpoint: Path) -> Any:
+            reader = (
+                spark.readStream.format("zkconsumer")
+                .option("zookeeper.connect", zookeeper)
+                .option("group.id", f"bench-latency-{topic}")
+                .option("topics", topic)
+                .option("startingOffsets", "earliest")
+                .option("checkpointLocation", str(checkpoint))
+            )
+            return (reader if rows_per_task is None else reader.option("rowsPerTask", str(rows_per_task))).load()
+
+        return make
+
+    def ours_batch(topic: str) -> Callable[[], Any]:
+        return lambda: (
+            spark.read.format("zkconsumer")
             .option("zookeeper.connect", zookeeper)
-            .option("group.id", f"bench-latency-{tag}{suffix}")
-            .option("topics", f"spark-latency-ours-{tag}{suffix}")
+            .option("group.id", f"bench-latency-warm-{tag}")
+            .option("topics", topic)
             .option("startingOffsets", "earliest")
-            .option("checkpointLocation", str(checkpoint))
-            .option("reuseConsumers", str(reuse).lower())
+            .option("rowsPerTask", "0")
+            .load()
+        )
+
+    def jvm_batch() -> Any:
+        return (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", f"spark-latency-jvm-{tag}")
             .load()
         )
 
@@ -271,29 +299,32 @@ def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace
     a = latency_run(
         spark,
         "zkconsumer (Python source) ",
-        ours,
+        ours(f"spark-latency-ours-{tag}", args.rows_per_task),
+        ours_batch(f"spark-latency-ours-{tag}"),
         bootstrap,
         f"spark-latency-ours-{tag}",
         args,
         workdir / "latency-ours",
     )
     line = f"ours_p50_ms={a['p50']:.0f} ours_p99_ms={a['p99']:.0f}"
-    if args.reused_consumers:
+    if args.task_per_range:
         c = latency_run(
             spark,
-            "zkconsumer, reuseConsumers=true",
-            lambda checkpoint: ours(checkpoint, reuse=True),
+            "zkconsumer, rowsPerTask=0   ",
+            ours(f"spark-latency-ours-{tag}-0", 0),
+            ours_batch(f"spark-latency-ours-{tag}-0"),
             bootstrap,
-            f"spark-latency-ours-{tag}-reused",
+            f"spark-latency-ours-{tag}-0",
             args,
-            workdir / "latency-ours-reused",
+            workdir / "latency-ours-per-range",
         )
-        line += f" reused_p50_ms={c['p50']:.0f} reused_p99_ms={c['p99']:.0f}"
+        line += f" per_range_p50_ms={c['p50']:.0f} per_range_p99_ms={c['p99']:.0f}"
     if args.jvm_latency:
         b = latency_run(
             spark,
             "kafka (Spark's JVM source)",
             jvm,
+            jvm_batch,
             bootstrap,
             f"spark-latency-jvm-{tag}",
             args,

@@ -61,14 +61,14 @@ def test_a_fetcher_logs_librdkafka_lines_through_python_logging(
 def test_a_spark_read_logs_librdkafka_lines_through_python_logging(
     caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from zkconsumer.spark.kafka_read import FetchTimeoutError, read_range
+    from zkconsumer.spark.kafka_read import FetchTimeoutError, read_task
     from zkconsumer.spark.offsets import OffsetRange
 
     name = "zkconsumer.spark.kafka_read.librdkafka"
     _capture(caplog, monkeypatch, name)
     part = OffsetRange("t", 0, 0, 10, f"127.0.0.1:{_closed_port()}")
     with pytest.raises(FetchTimeoutError):
-        list(read_range(part, {"group.id": "g"}, batch_size=10, fail_on_data_loss=True, poll_timeout_s=1.0))
+        list(read_task([part], {"group.id": "g"}, batch_size=10, fail_on_data_loss=True, poll_timeout_s=1.0))
     _assert_refusal_logged_not_printed(caplog, capfd, name)
 
 

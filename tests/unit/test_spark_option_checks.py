@@ -19,9 +19,16 @@ def test_partitions_pins_a_batch_read() -> None:
     assert parse_options(BASE, streaming=False).partitions is None
 
 
-def test_executors_make_a_consumer_per_read_unless_told_to_pool_them() -> None:
-    assert parse_options(BASE, streaming=True).reuse_consumers is False  # measured: pooling lost
-    assert parse_options({**BASE, "reuseConsumers": "true"}, streaming=True).reuse_consumers is True
+def test_rows_per_task_packs_small_ranges_by_default_and_zero_keeps_a_task_per_range() -> None:
+    assert parse_options(BASE, streaming=True).rows_per_task == 20000
+    assert parse_options({**BASE, "rowsPerTask": "0"}, streaming=False).rows_per_task == 0
+    with pytest.raises(OptionError, match="'rowspertask' must be >= 0"):
+        parse_options({**BASE, "rowsPerTask": "-1"}, streaming=True)
+
+
+def test_the_removed_pool_option_is_refused_by_name() -> None:
+    with pytest.raises(OptionError, match="'reuseConsumers' is gone.*rowsPerTask"):
+        parse_options({**BASE, "reuseConsumers": "true"}, streaming=True)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import logging
 import time
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
@@ -25,7 +25,6 @@ from pyspark.sql.types import (
 
 from zkconsumer.consumer.log_throttle import throttled_logger
 from zkconsumer.spark import phase_timings
-from zkconsumer.spark.consumer_pool import POOL, pool_key
 from zkconsumer.spark.offsets import DataLossError, Key, OffsetRange
 
 if TYPE_CHECKING:
@@ -101,107 +100,129 @@ def to_record_batch(msgs: list[Any], topic: str, partition: int) -> pa.RecordBat
     )
 
 
-def read_range(
-    part: OffsetRange,
+def read_task(
+    ranges: Sequence[OffsetRange],
     conf: Mapping[str, object],
     *,
     batch_size: int,
     fail_on_data_loss: bool,
     poll_timeout_s: float,
-    reuse: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Messages [part.start, part.end) of one partition as Arrow batches of up to `batch_size` rows.
+    """Messages [start, end) of each range (distinct partitions, one bootstrap) as Arrow batches of up
+    to `batch_size` rows, through one consumer assigned to all of them at once.
 
-    Stops at the first offset >= end (compacted logs and transaction markers leave gaps), at an
-    end-of-partition event at or after end, or when the range's data is gone (failOnDataLoss).
-    With `reuse`, the consumer comes from this process's pool and goes back to it when the read
-    ends cleanly (consumer_pool.py); a consumer that already stands at `start` is not re-assigned.
+    A range stops at the first offset >= end (compacted logs and transaction markers leave gaps), at
+    an end-of-partition event at or after end, or when its data is gone (failOnDataLoss). A range
+    that makes no progress for `poll_timeout_s` while its offsets exist fails the task.
     """
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+    if not ranges:
+        return
+    keys = [r.key for r in ranges]
+    if len(set(keys)) != len(keys) or len({r.bootstrap for r in ranges}) != 1:
+        raise ValueError(f"one task reads distinct partitions through one bootstrap, not {ranges}")
     began = time.perf_counter()
-    settings = {**conf, "bootstrap.servers": part.bootstrap}
-    key = pool_key(settings, part.topic, part.partition, part.epoch)
-    consumer, standing_at = POOL.take(key) if reuse else (None, None)
-    reused = consumer is not None
-    here = [TopicPartition(part.topic, part.partition)]
-    if consumer is None:
-        consumer = Consumer({"logger": _LIBRDKAFKA_LOG, **settings})
+    by_key = {r.key: r for r in ranges}
+    pos = {r.key: r.start for r in ranges}
+    progress_at = dict.fromkeys(keys, time.monotonic())
+    reading = {r.key for r in ranges if r.start < r.end}
+    only = keys[0] if len(keys) == 1 else None
+    consumer = Consumer({"logger": _LIBRDKAFKA_LOG, **conf, "bootstrap.servers": ranges[0].bootstrap})
     # Typed as consumed messages (offset() an int): offsets are read only once errors are set apart.
     consume = cast("Callable[[int, float], list[Message]]", consumer.consume)
-    pulled = part.start  # the offset the consumer returns next, as far as this read knows
-    clean = False
     first_at: float | None = None
+
+    def assign() -> None:  # every unfinished range at its position; also after an offset reset
+        consumer.assign([TopicPartition(k[0], k[1], pos[k]) for k in sorted(reading)])
+
+    def finish(key: Key) -> None:
+        reading.discard(key)
+        consumer.pause([TopicPartition(key[0], key[1])])  # no more fetching past its end
+
     try:
-        if reused:
-            consumer.resume(here)  # paused while idle: see the give-back below
-        if standing_at != part.start:
-            consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
-        pos = part.start
-        last_progress = time.monotonic()
-        while pos < part.end:
-            msgs = consume(min(batch_size, part.end - pos), 1.0)
-            if msgs:
-                if first_at is None:
-                    first_at = time.perf_counter()
-                events = [m for m in msgs if m.error() is not None]
-                if events:
-                    msgs = [m for m in msgs if m.error() is None]
-                    for event in events:
-                        pos = _handle_event(consumer, part, event, pos, fail_on_data_loss)
-                    pulled = -1  # an event may have moved it (a reset): re-assign next time
-            if msgs and msgs[0].offset() < pos:  # never a message before the range (or one read already)
-                msgs = [m for m in msgs if m.offset() >= pos]
-                pulled = -1
-            if msgs:
-                last = msgs[-1].offset()
-                if pulled >= 0:
-                    pulled = last + 1
-                if last >= part.end:
-                    msgs = msgs[: bisect_left([m.offset() for m in msgs], part.end)]
-                if msgs:
-                    yield to_record_batch(msgs, part.topic, part.partition)
-                    pos = max(pos, msgs[-1].offset() + 1)
-                if last >= part.end:
-                    break
-                last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > poll_timeout_s:
-                if not _log_ends_before(consumer, part, pos, poll_timeout_s, fail_on_data_loss):
+        assign()
+        while reading:
+            msgs = consume(min(batch_size, sum(by_key[k].end - pos[k] for k in reading)), 1.0)
+            now = time.monotonic()
+            if msgs and first_at is None:
+                first_at = time.perf_counter()
+            events = [m for m in msgs if m.error() is not None]
+            if events:
+                msgs = [m for m in msgs if m.error() is None]
+            reset = False
+            for event in events:
+                key = (event.topic(), event.partition())
+                part = by_key.get(key)
+                if part is None:  # a client-wide error (all brokers down): no position moves
+                    _transient_or_raise(event, "the task's consumer")
+                    continue
+                if key not in reading:
+                    continue
+                moved = _handle_event(consumer, part, event, pos[part.key], fail_on_data_loss)
+                if moved != pos[part.key]:  # the range ended here, or an offset reset moved it on
+                    reset |= moved < part.end
+                    pos[part.key], progress_at[part.key] = moved, now
+                if moved >= part.end:
+                    finish(part.key)
+            for key, run in _runs(msgs, only).items():
+                if key not in reading:
+                    continue
+                part, at = by_key[key], pos[key]
+                if run[0].offset() < at:  # never a message before the range (or one read already)
+                    run = [m for m in run if m.offset() >= at]
+                    if not run:
+                        continue
+                past_end = run[-1].offset() >= part.end
+                if past_end:
+                    run = run[: bisect_left([m.offset() for m in run], part.end)]
+                if run:
+                    yield to_record_batch(run, part.topic, part.partition)
+                    pos[key] = run[-1].offset() + 1
+                progress_at[key] = now
+                if past_end or pos[key] >= part.end:
+                    finish(key)
+            if reset:
+                assign()
+            for key in sorted(k for k in reading if now - progress_at[k] > poll_timeout_s):
+                part = by_key[key]
+                if not _log_ends_before(consumer, part, pos[key], poll_timeout_s, fail_on_data_loss):
                     raise FetchTimeoutError(
-                        f"{part.topic}-{part.partition}: no message at offset {pos} within {poll_timeout_s:.0f}s "
-                        f"(range [{part.start}, {part.end}) from {part.bootstrap}); the partition is "
-                        f"unavailable. The task fails so that Spark retries it; raise pollTimeoutMs to wait longer"
+                        f"{part.topic}-{part.partition}: no message at offset {pos[key]} within "
+                        f"{poll_timeout_s:.0f}s (range [{part.start}, {part.end}) from {part.bootstrap}); the "
+                        f"partition is unavailable. The task fails so that Spark retries it; raise "
+                        f"pollTimeoutMs to wait longer"
                     )
-                break
-        clean = True
+                finish(key)
     except KafkaException as exc:
-        raise RuntimeError(
-            f"reading {part.topic}-{part.partition} [{part.start}, {part.end}) from {part.bootstrap}: {exc}"
-        ) from exc
+        raise RuntimeError(f"reading {_describe(ranges)} from {ranges[0].bootstrap}: {exc}") from exc
     finally:
-        if reuse and clean:
-            # Paused while idle: librdkafka otherwise goes on fetching for an idle consumer (up to
-            # queued.min.messages), and a pool of them kept the broker and the executor's cores busy
-            # between batches: p50 latency 4.8 s against 2.0 s with a new consumer per task. A Java
-            # consumer fetches only inside poll(). Resuming goes on from the position consumed.
-            try:
-                consumer.pause(here)
-            except Exception:  # noqa: BLE001 - a consumer that cannot pause is not kept
-                clean = False
-            else:
-                POOL.give_back(key, consumer, pulled if pulled >= 0 else None)
-        if not (reuse and clean):
-            consumer.close()  # a read cut short (an error, the task killed) leaves nothing to trust
+        consumer.close()
         if phase_timings.enabled():
             first_ms = None if first_at is None else round((first_at - began) * 1000.0, 3)
+            rows = sum(r.size for r in ranges)
             phase_timings.record(
-                "read_range", time.perf_counter() - began, reused=reused, first_ms=first_ms, rows=part.end - part.start
+                "read_task", time.perf_counter() - began, first_ms=first_ms, rows=rows, ranges=len(ranges)
             )
 
 
+def _runs(msgs: list[Message], only: Key | None) -> dict[Key, list[Message]]:
+    """Messages by partition, in order; a task of one range skips the per-message lookup."""
+    if only is not None:
+        return {only: msgs} if msgs else {}
+    runs: dict[Key, list[Message]] = {}
+    for m in msgs:
+        runs.setdefault((m.topic(), m.partition()), []).append(m)
+    return runs
+
+
+def _describe(ranges: Sequence[OffsetRange]) -> str:
+    return ", ".join(f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in ranges)
+
+
 def _handle_event(consumer: Consumer, part: OffsetRange, event: Any, pos: int, fail_on_data_loss: bool) -> int:
-    """Returns the new position; >= part.end means the range is finished."""
-    from confluent_kafka import KafkaException, TopicPartition
+    """Returns the new position (the caller re-assigns when it moved); >= part.end: the range is finished."""
+    from confluent_kafka import TopicPartition
 
     code = event.error().code()
     if code == _EOF:
@@ -216,14 +237,19 @@ def _handle_event(consumer: Consumer, part: OffsetRange, event: Any, pos: int, f
         if fail_on_data_loss:
             raise DataLossError(message + ". Set failOnDataLoss=false to skip lost offsets.")
         log.warning("%s; continuing from %d (failOnDataLoss=false)", message, low)
-        if low <= pos or low >= part.end:
-            return part.end
-        consumer.assign([TopicPartition(part.topic, part.partition, low)])
-        return low
+        return part.end if low <= pos or low >= part.end else low
+    _transient_or_raise(event, f"{part.topic}-{part.partition}")
+    return pos
+
+
+def _transient_or_raise(event: Any, where: str) -> None:
+    """Reconnection noise is logged and waited out (pollTimeoutMs bounds the wait); the rest raises."""
+    from confluent_kafka import KafkaException
+
+    code = event.error().code()
     if event.error().fatal() or not (event.error().retriable() or code in TRANSIENT_CODES):
         raise KafkaException(event.error())
-    log.warning("%s-%d: %s (retrying)", part.topic, part.partition, event.error())
-    return pos
+    log.warning("%s: %s (retrying)", where, event.error())
 
 
 def _log_ends_before(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,10 +80,9 @@ def is_initial(doc: Mapping[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class OffsetRange(InputPartition):
-    """One Spark task: messages [start, end) of one partition, read through `bootstrap`; `epoch` is
-    the topic's incarnation the offsets count in (None: not known), so no consumer kept for one
-    incarnation is reused for another (consumer_pool.py)."""
+class OffsetRange:
+    """Messages [start, end) of one partition, read through `bootstrap`; `epoch` is the topic's
+    incarnation the offsets count in (None: not known)."""
 
     topic: str
     partition: int
@@ -205,3 +204,36 @@ def split(
             OffsetRange(biggest.topic, biggest.partition, mid, biggest.end, bootstrap, biggest.epoch),
         ]
     return sorted(parts, key=lambda r: (r.topic, r.partition, r.start))
+
+
+@dataclass(frozen=True)
+class ReadTask(InputPartition):
+    """One Spark task: ranges of distinct partitions that one consumer reads together."""
+
+    ranges: tuple[OffsetRange, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(r.size for r in self.ranges)
+
+
+def pack(parts: Sequence[OffsetRange], rows_per_task: int, min_tasks: int | None = None) -> list[ReadTask]:
+    """Ranges into tasks of about `rows_per_task` rows each (0: one task per range).
+
+    Every Python task costs Spark a fixed hand-over to a Python worker, more than reading a few
+    thousand messages; so a batch gets ceil(rows / rows_per_task) tasks, at least `min_tasks` and at
+    most one per range, and the ranges go largest first to the lightest task. With `min_tasks`,
+    split() made at most that many ranges, so a task never holds two ranges of one partition.
+    """
+    if not parts:
+        return []
+    wanted = len(parts) if rows_per_task <= 0 else -(-sum(r.size for r in parts) // rows_per_task)
+    count = min(len(parts), max(wanted, min_tasks or 1, 1))
+    loads = [0] * count
+    bins: list[list[OffsetRange]] = [[] for _ in range(count)]
+    for part in sorted(parts, key=lambda r: (-r.size, r.topic, r.partition, r.start)):
+        lightest = min(range(count), key=lambda i: (loads[i], i))
+        bins[lightest].append(part)
+        loads[lightest] += part.size
+    tasks = [ReadTask(tuple(sorted(b, key=lambda r: (r.topic, r.partition, r.start)))) for b in bins]
+    return sorted(tasks, key=lambda t: (t.ranges[0].topic, t.ranges[0].partition, t.ranges[0].start))

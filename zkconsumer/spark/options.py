@@ -31,7 +31,7 @@ SOURCE_OPTIONS = frozenset(
         "path",
         "partitions",
         "checkpointlocation",
-        "reuseconsumers",
+        "rowspertask",
     }
 )
 # librdkafka settings the executor reader depends on (bounded reads, no broker-side commits).
@@ -122,7 +122,7 @@ class SourceOptions:
     bootstrap_override: str | None = None
     partitions: frozenset[tuple[str, int]] | None = None  # batch: read exactly these, no others
     checkpoint_location: str | None = None  # stream: the query's checkpoint, read for the last completed batch
-    reuse_consumers: bool = False  # executors keep a consumer per partition for the next read (consumer_pool.py)
+    rows_per_task: int = 20000  # ranges packed into tasks of about this many rows; 0: a task per range
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -166,6 +166,11 @@ class SourceOptions:
 def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Validate the options of one DataFrame; raises OptionError/ConfigError with the culprit named."""
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    if "reuseconsumers" in opts:
+        raise OptionError(
+            "option 'reuseConsumers' is gone: pooled consumers measured slower than new ones; a task now "
+            "reads all its partitions through one consumer (see 'rowsPerTask'). Remove the option"
+        )
     consumer = {k: v for k, v in opts.items() if k not in SOURCE_OPTIONS}
     for required in ("zookeeper.connect", "group.id"):
         if required not in consumer:
@@ -228,7 +233,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         bootstrap_override=opts.get("bootstrap.servers") or None,
         partitions=partitions,
         checkpoint_location=checkpoint,
-        reuse_consumers=_bool(opts, "reuseconsumers", False),
+        rows_per_task=_int(opts, "rowspertask", 20000, 0) or 0,
     )
 
 

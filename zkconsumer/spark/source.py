@@ -12,17 +12,18 @@ from pyspark.sql.types import StructType
 
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
-from zkconsumer.spark.kafka_read import SCHEMA, LogOffsets, read_range
+from zkconsumer.spark.kafka_read import SCHEMA, LogOffsets, read_task
 from zkconsumer.spark.offsets import (
     EARLIEST,
     Key,
-    OffsetRange,
+    ReadTask,
     batch_ranges,
     decode_epochs,
     decode_offsets,
     encode_offsets,
     initial_position,
     is_initial,
+    pack,
     rate_limit,
     settle,
     split,
@@ -71,22 +72,27 @@ class ZkConsumerDataSource(DataSource):
 
 
 class _RangeReading:
-    """Executor side, shared by both readers: a pickled copy reads one OffsetRange per task."""
+    """Executor side, shared by both readers: a pickled copy reads one ReadTask per Spark task."""
 
     opts: SourceOptions
     _reader_conf: dict[str, object]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        if not isinstance(partition, OffsetRange):
+        if not isinstance(partition, ReadTask):
             return iter(())  # Spark's single placeholder task when there is nothing to read
-        return read_range(
-            partition,
+        return read_task(
+            partition.ranges,
             self._reader_conf,
             batch_size=self.opts.batch_size,
             fail_on_data_loss=self.opts.fail_on_data_loss,
             poll_timeout_s=self.opts.poll_timeout_ms / 1000.0,
-            reuse=self.opts.reuse_consumers,
         )
+
+    def _tasks(
+        self, ranges: list[tuple[Key, int, int]], bootstrap: str, epochs: dict[str, int | None]
+    ) -> list[ReadTask]:
+        parts = split(ranges, bootstrap, self.opts.min_partitions, epochs)
+        return pack(parts, self.opts.rows_per_task, self.opts.min_partitions)
 
 
 class ZkBatchReader(_RangeReading, DataSourceReader):
@@ -100,7 +106,7 @@ class ZkBatchReader(_RangeReading, DataSourceReader):
         plan = plan_batch(self.opts)
         ranges = [(p.key, p.start, p.end) for p in plan.partitions if p.size > 0]
         log.info("batch read of group %s: %d messages in %d partitions", self.opts.group_id, plan.total, len(ranges))
-        return list(split(ranges, plan.bootstrap, self.opts.min_partitions, plan.epochs))
+        return list(self._tasks(ranges, plan.bootstrap, plan.epochs))
 
 
 class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -311,7 +317,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
             self._checkpoint_checked = True  # Spark wrote this batch's offsets/<id> before planning its tasks
             self._check_checkpoint(self.opts.checkpoint_location)
         ranges = batch_ranges(start, end)
-        return split(ranges, self._bootstrap(), self.opts.min_partitions, decode_epochs(end)) if ranges else []
+        return self._tasks(ranges, self._bootstrap(), dict(decode_epochs(end))) if ranges else []
 
     @phase_timings.timed("planner.commit")
     def commit(self, end: dict[str, Any]) -> None:
