@@ -150,21 +150,6 @@ def read_task(
             events = [m for m in msgs if m.error() is not None]
             if events:
                 msgs = [m for m in msgs if m.error() is None]
-            reset = False
-            for event in events:
-                key = (event.topic(), event.partition())
-                part = by_key.get(key)
-                if part is None:  # a client-wide error (all brokers down): no position moves
-                    _transient_or_raise(event, "the task's consumer")
-                    continue
-                if key not in reading:
-                    continue
-                moved = _handle_event(consumer, part, event, pos[part.key], fail_on_data_loss)
-                if moved != pos[part.key]:  # the range ended here, or an offset reset moved it on
-                    reset |= moved < part.end
-                    pos[part.key], progress_at[part.key] = moved, now
-                if moved >= part.end:
-                    finish(part.key)
             for key, run in _runs(msgs, only).items():
                 if key not in reading:
                     continue
@@ -182,6 +167,23 @@ def read_task(
                 progress_at[key] = now
                 if past_end or pos[key] >= part.end:
                     finish(key)
+            # Events after the messages: an end-of-partition event queued behind a range's last
+            # messages in this same call ends the range only once they are read.
+            reset = False
+            for event in events:
+                key = (event.topic(), event.partition())
+                part = by_key.get(key)
+                if part is None:  # a client-wide error (all brokers down): no position moves
+                    _transient_or_raise(event, "the task's consumer")
+                    continue
+                if key not in reading:
+                    continue
+                moved = _handle_event(consumer, part, event, pos[part.key], fail_on_data_loss)
+                if moved != pos[part.key]:  # the range ended here, or an offset reset moved it on
+                    reset |= moved < part.end
+                    pos[part.key], progress_at[part.key] = moved, now
+                if moved >= part.end:
+                    finish(part.key)
             if reset:
                 assign()
             for key in sorted(k for k in reading if now - progress_at[k] > poll_timeout_s):
