@@ -26,6 +26,12 @@ def test_rows_per_task_packs_small_ranges_by_default_and_zero_keeps_a_task_per_r
         parse_options({**BASE, "rowsPerTask": "-1"}, streaming=True)
 
 
+def test_a_batch_size_consume_would_refuse_is_refused_when_the_options_are_read() -> None:
+    assert parse_options({**BASE, "batchSize": "1000000"}, streaming=True).batch_size == 1_000_000
+    with pytest.raises(OptionError, match="'batchSize' must be <= 1,000,000"):
+        parse_options({**BASE, "batchSize": "1000001"}, streaming=True)
+
+
 def test_the_removed_pool_option_is_refused_by_name() -> None:
     with pytest.raises(OptionError, match="'reuseConsumers' is gone.*rowsPerTask"):
         parse_options({**BASE, "reuseConsumers": "true"}, streaming=True)

@@ -44,7 +44,7 @@ def test_the_transient_codes_are_the_reconnection_errors_by_name() -> None:
 @pytest.mark.parametrize("code", sorted(TRANSIENT_CODES))
 def test_reconnection_errors_keep_the_position_although_marked_not_retriable(code: int) -> None:
     assert not Event(code).error().retriable()
-    assert _handle_event(None, PART, Event(code), 15, fail_on_data_loss=True) == 15
+    assert _handle_event(None, PART, Event(code), 15, fail_on_data_loss=True) == (15, False)
 
 
 @pytest.mark.parametrize(
@@ -55,6 +55,7 @@ def test_reconnection_errors_keep_the_position_although_marked_not_retriable(cod
         Event(KafkaError._TRANSPORT, fatal=True),
     ],
 )
-def test_other_errors_and_fatal_ones_fail_the_read(event: Event) -> None:
-    with pytest.raises(KafkaException):
+def test_other_errors_and_fatal_ones_fail_the_read_naming_the_partition(event: Event) -> None:
+    with pytest.raises(RuntimeError, match="reading t-0: ") as failure:
         _handle_event(None, PART, event, 15, fail_on_data_loss=True)
+    assert isinstance(failure.value.__cause__, KafkaException)

@@ -9,10 +9,23 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from zkconsumer.spark.kafka_read import read_task
+from zkconsumer.spark import kafka_read
+from zkconsumer.spark.kafka_read import FetchTimeoutError, read_task
 from zkconsumer.spark.offsets import OffsetRange
 
-EOF = KafkaError._PARTITION_EOF
+EOF, RESET = KafkaError._PARTITION_EOF, KafkaError._AUTO_OFFSET_RESET
+
+
+class Clock:
+    """kafka_read's clock: moves only when a consume() call waits or Spark holds a batch."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    perf_counter = monotonic
 
 
 @dataclass
@@ -54,6 +67,8 @@ class ScriptedConsumer:
     """Hands back the scripted consume() answers in order, then nothing."""
 
     calls: list[list[Msg]]
+    clock: Clock
+    watermarks: dict[tuple[str, int], tuple[int, int]]
     assigned: list[Any] = field(default_factory=list)
     closed: bool = False
 
@@ -64,7 +79,13 @@ class ScriptedConsumer:
         pass
 
     def consume(self, num_messages: int, timeout: float) -> list[Msg]:
-        return self.calls.pop(0) if self.calls else []
+        answer = self.calls.pop(0) if self.calls else []
+        if not answer:
+            self.clock.now += timeout  # an empty answer comes after the whole wait
+        return answer
+
+    def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
+        return self.watermarks[(tp.topic, tp.partition)]
 
     def close(self) -> None:
         self.closed = True
@@ -75,18 +96,29 @@ class Brokers:
     """What the consumers read: one scripted answer per consume() call, shared by the task's consumer."""
 
     script: list[list[Msg]] = field(default_factory=list)
+    clock: Clock = field(default_factory=Clock)
+    watermarks: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
     consumers: list[ScriptedConsumer] = field(default_factory=list)
 
     def consumer(self, conf: dict[str, Any]) -> ScriptedConsumer:
-        self.consumers.append(ScriptedConsumer(self.script))
+        self.consumers.append(ScriptedConsumer(self.script, self.clock, self.watermarks))
         return self.consumers[-1]
 
-    def read(self, script: list[list[Msg]], ranges: list[OffsetRange]) -> dict[int, list[int]]:
+    def read(
+        self,
+        script: list[list[Msg]],
+        ranges: list[OffsetRange],
+        *,
+        fail_on_data_loss: bool = True,
+        downstream_s: float = 0.0,
+    ) -> dict[int, list[int]]:
+        """Offsets read per partition; Spark holds each batch `downstream_s` before asking for the next."""
         self.script.extend(script)
         out: dict[int, list[int]] = {}
-        for batch in read_task(ranges, {}, batch_size=100, fail_on_data_loss=True, poll_timeout_s=5.0):
+        for batch in read_task(ranges, {}, batch_size=100, fail_on_data_loss=fail_on_data_loss, poll_timeout_s=5.0):
             (partition,) = set(batch.column("partition").to_pylist())
             out.setdefault(partition, []).extend(batch.column("offset").to_pylist())
+            self.clock.now += downstream_s
         assert [c.closed for c in self.consumers] == [True]  # one consumer for the task, closed
         return out
 
@@ -97,6 +129,7 @@ def brokers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Brokers]:
 
     scripted = Brokers()
     monkeypatch.setattr(confluent_kafka, "Consumer", scripted.consumer)
+    monkeypatch.setattr(kafka_read, "time", scripted.clock)
     yield scripted
 
 
@@ -120,3 +153,58 @@ def test_an_event_of_another_partition_does_not_end_a_range(brokers: Brokers) ->
     ranges = [OffsetRange("t", 0, 0, 2, "b:9092"), OffsetRange("t", 1, 5, 6, "b:9092")]
     script = [[Msg("t", 1, 5, EOF), Msg("t", 0, 0)], [Msg("t", 1, 5)], [Msg("t", 0, 1)]]
     assert brokers.read(script, ranges) == {0: [0, 1], 1: [5]}
+
+
+def test_a_stale_offset_reset_does_not_skip_a_range(brokers: Brokers) -> None:
+    """B's reset re-assigns every unfinished partition; A, out of range too, then gets a second reset
+    event for the offset it has already moved from. It must not end A's range (failOnDataLoss=false
+    once skipped [6, 10) silently)."""
+    ranges = [OffsetRange("t", 0, 0, 10, "b:9092"), OffsetRange("t", 1, 0, 10, "b:9092")]
+    brokers.watermarks.update({("t", 0): (6, 100), ("t", 1): (3, 100)})
+    script = [
+        [Msg("t", 1, 0, RESET)],
+        [Msg("t", 0, 0, RESET), Msg("t", 1, 3)],
+        [Msg("t", 0, 0, RESET)],  # queued before A moved to 6: stale
+        [Msg("t", 0, o) for o in range(6, 10)] + [Msg("t", 1, o) for o in range(4, 10)],
+    ]
+    got = brokers.read(script, ranges, fail_on_data_loss=False)
+    assert got == {0: [6, 7, 8, 9], 1: list(range(3, 10))}
+
+
+def test_a_reset_at_an_offset_the_log_holds_again_fetches_it(brokers: Brokers) -> None:
+    ranges = [OffsetRange("t", 0, 5, 8, "b:9092")]
+    brokers.watermarks[("t", 0)] = (0, 100)
+    got = brokers.read([[Msg("t", 0, 5, RESET)], [Msg("t", 0, o) for o in (5, 6, 7)]], ranges)
+    assert got == {0: [5, 6, 7]}
+    assert brokers.consumers[0].assigned == [[("t", 0, 5)], [("t", 0, 5)]]  # fetched there again
+
+
+def test_time_spark_holds_a_batch_is_not_a_range_s_idle_time(brokers: Brokers) -> None:
+    """pollTimeoutMs is 5 s; Spark takes 3 s over each batch while the other partition's messages
+    come first: nobody waited 5 s for a message, so nothing times out."""
+    ranges = [OffsetRange("t", 0, 0, 4, "b:9092"), OffsetRange("t", 1, 0, 4, "b:9092")]
+    script = [
+        [Msg("t", 0, 0), Msg("t", 0, 1), Msg("t", 1, 0), Msg("t", 1, 1)],
+        [Msg("t", 1, 2), Msg("t", 1, 3)],
+        [Msg("t", 0, 2), Msg("t", 0, 3)],
+    ]
+    assert brokers.read(script, ranges, downstream_s=3.0) == {0: [0, 1, 2, 3], 1: [0, 1, 2, 3]}
+
+
+def test_time_spark_holds_a_range_s_own_batch_is_not_its_idle_time(brokers: Brokers) -> None:
+    """Spark holds the first batch 4.5 s, then one consume() waits 1 s: 1 s idle, not 5.5 s."""
+    script: list[list[Msg]] = [[Msg("t", 0, 0), Msg("t", 0, 1)], [], [Msg("t", 0, 2), Msg("t", 0, 3)]]
+    assert brokers.read(script, [OffsetRange("t", 0, 0, 4, "b:9092")], downstream_s=4.5) == {0: [0, 1, 2, 3]}
+
+
+def test_a_range_that_waits_past_the_poll_timeout_fails_naming_its_partition(brokers: Brokers) -> None:
+    ranges = [OffsetRange("t", 0, 0, 4, "b:9092"), OffsetRange("t", 1, 0, 1, "b:9092")]
+    brokers.watermarks[("t", 0)] = (0, 4)  # the offsets exist: unavailable, not lost
+    with pytest.raises(FetchTimeoutError, match="t-0: no message at offset 2 within 5s"):
+        brokers.read([[Msg("t", 0, 0), Msg("t", 0, 1), Msg("t", 1, 0)]], ranges)
+
+
+def test_a_partition_s_own_error_names_the_partition(brokers: Brokers) -> None:
+    ranges = [OffsetRange("t", 0, 0, 4, "b:9092"), OffsetRange("u", 3, 0, 4, "b:9092")]
+    with pytest.raises(RuntimeError, match="reading u-3: .*UNKNOWN_TOPIC_OR_PART"):
+        brokers.read([[Msg("u", 3, 0, KafkaError.UNKNOWN_TOPIC_OR_PART)]], ranges)

@@ -35,8 +35,9 @@ def test_every_offset_is_read_once_by_a_task_of_distinct_partitions(
     assert read == sorted((p.key, p.start, p.end) for p in parts)  # each range in exactly one task
     for task in tasks:
         assert task.ranges and len({r.key for r in task.ranges}) == len(task.ranges)  # one consumer can read it
-    total = sum(p.size for p in parts)
-    wanted = len(parts) if rows_per_task == 0 else math.ceil(total / rows_per_task)
+    small = sum(p.size for p in parts if p.size < rows_per_task)
+    large = sum(1 for p in parts if p.size >= rows_per_task)
+    wanted = len(parts) if rows_per_task == 0 else large + math.ceil(small / rows_per_task)
     assert len(tasks) == min(len(parts), max(wanted, min_partitions or 1))
     if min_partitions and len(parts) >= min_partitions:
         assert len(tasks) >= min_partitions  # packing never undoes what minPartitions asked for
@@ -52,6 +53,12 @@ def test_small_ranges_share_a_task_and_large_ones_keep_their_own() -> None:
     big = split([(("t", p), 0, 250_000) for p in range(8)], "b:9092", None)
     assert [len(t.ranges) for t in pack(big, 20_000)] == [1] * 8  # a bulk read keeps a task per partition
     assert [len(t.ranges) for t in pack(parts, 0)] == [1] * 8  # rowsPerTask=0: as Spark's Kafka source
+
+
+def test_one_large_range_does_not_spread_the_small_ones_over_many_tasks() -> None:
+    parts = split([(("t", 0), 0, 1_000_000)] + [(("u", p), 0, 50) for p in range(100)], "b:9092", None)
+    tasks = pack(parts, 20_000)
+    assert sorted(len(t.ranges) for t in tasks) == [1, 100]  # the large range alone, the 5,000 small rows together
 
 
 def test_a_task_pickles_as_spark_ships_it() -> None:

@@ -161,10 +161,15 @@ def read_task(
                 past_end = run[-1].offset() >= part.end
                 if past_end:
                     run = run[: bisect_left([m.offset() for m in run], part.end)]
-                if run:
-                    yield to_record_batch(run, part.topic, part.partition)
-                    pos[key] = run[-1].offset() + 1
                 progress_at[key] = now
+                if run:
+                    pos[key] = run[-1].offset() + 1
+                    handed = time.monotonic()
+                    yield to_record_batch(run, part.topic, part.partition)
+                    # Time Spark spends on the batch downstream is no range's idle time.
+                    suspended = time.monotonic() - handed
+                    for other in reading:
+                        progress_at[other] += suspended
                 if past_end or pos[key] >= part.end:
                     finish(key)
             # Events after the messages: an end-of-partition event queued behind a range's last
@@ -172,18 +177,18 @@ def read_task(
             reset = False
             for event in events:
                 key = (event.topic(), event.partition())
-                part = by_key.get(key)
-                if part is None:  # a client-wide error (all brokers down): no position moves
-                    _transient_or_raise(event, "the task's consumer")
+                target = by_key.get(key)
+                if target is None:  # a client-wide error (all brokers down): no position moves
+                    _transient_or_raise(event, f"{_describe(ranges)} from {ranges[0].bootstrap}")
                     continue
                 if key not in reading:
                     continue
-                moved = _handle_event(consumer, part, event, pos[part.key], fail_on_data_loss)
-                if moved != pos[part.key]:  # the range ended here, or an offset reset moved it on
-                    reset |= moved < part.end
-                    pos[part.key], progress_at[part.key] = moved, now
-                if moved >= part.end:
-                    finish(part.key)
+                moved, reposition = _handle_event(consumer, target, event, pos[key], fail_on_data_loss)
+                reset |= reposition
+                if moved != pos[key]:  # the range ended here, or an offset reset moved it on
+                    pos[key], progress_at[key] = moved, now
+                if moved >= target.end:
+                    finish(key)
             if reset:
                 assign()
             for key in sorted(k for k in reading if now - progress_at[k] > poll_timeout_s):
@@ -191,7 +196,7 @@ def read_task(
                 if not _log_ends_before(consumer, part, pos[key], poll_timeout_s, fail_on_data_loss):
                     raise FetchTimeoutError(
                         f"{part.topic}-{part.partition}: no message at offset {pos[key]} within "
-                        f"{poll_timeout_s:.0f}s (range [{part.start}, {part.end}) from {part.bootstrap}); the "
+                        f"{poll_timeout_s:g}s (range [{part.start}, {part.end}) from {part.bootstrap}); the "
                         f"partition is unavailable. The task fails so that Spark retries it; raise "
                         f"pollTimeoutMs to wait longer"
                     )
@@ -222,26 +227,35 @@ def _describe(ranges: Sequence[OffsetRange]) -> str:
     return ", ".join(f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in ranges)
 
 
-def _handle_event(consumer: Consumer, part: OffsetRange, event: Any, pos: int, fail_on_data_loss: bool) -> int:
-    """Returns the new position (the caller re-assigns when it moved); >= part.end: the range is finished."""
+def _handle_event(
+    consumer: Consumer, part: OffsetRange, event: Any, pos: int, fail_on_data_loss: bool
+) -> tuple[int, bool]:
+    """(new position, whether the partition must be re-assigned there); >= part.end: the range is finished."""
     from confluent_kafka import TopicPartition
 
     code = event.error().code()
     if code == _EOF:
         # The log ends here; at or past our end the range is complete, below it we keep waiting.
-        return part.end if event.offset() >= part.end else pos
+        return (part.end if event.offset() >= part.end else pos), False
     if code == _RESET:  # our offset is out of range: retention deleted it, or the log was truncated
+        if event.offset() >= 0 and event.offset() != pos:
+            return pos, False  # about an offset we have since moved from: the fetch at pos stands
         low, high = consumer.get_watermark_offsets(TopicPartition(part.topic, part.partition), timeout=30)
+        if low <= pos < high:
+            return pos, True  # the offset exists (again): fetch it, nothing is skipped
         message = (
             f"{part.topic}-{part.partition}: offset {pos} is out of range; the log holds "
             f"[{low}, {high}) (range [{part.start}, {part.end}))"
         )
         if fail_on_data_loss:
             raise DataLossError(message + ". Set failOnDataLoss=false to skip lost offsets.")
+        if pos >= high or low >= part.end:
+            log.warning("%s; skipping the rest of the range (failOnDataLoss=false)", message)
+            return part.end, False
         log.warning("%s; continuing from %d (failOnDataLoss=false)", message, low)
-        return part.end if low <= pos or low >= part.end else low
+        return low, True
     _transient_or_raise(event, f"{part.topic}-{part.partition}")
-    return pos
+    return pos, False
 
 
 def _transient_or_raise(event: Any, where: str) -> None:
@@ -250,7 +264,7 @@ def _transient_or_raise(event: Any, where: str) -> None:
 
     code = event.error().code()
     if event.error().fatal() or not (event.error().retriable() or code in TRANSIENT_CODES):
-        raise KafkaException(event.error())
+        raise RuntimeError(f"reading {where}: {event.error()}") from KafkaException(event.error())
     log.warning("%s: %s (retrying)", where, event.error())
 
 

@@ -221,13 +221,18 @@ def pack(parts: Sequence[OffsetRange], rows_per_task: int, min_tasks: int | None
     """Ranges into tasks of about `rows_per_task` rows each (0: one task per range).
 
     Every Python task costs Spark a fixed hand-over to a Python worker, more than reading a few
-    thousand messages; so a batch gets ceil(rows / rows_per_task) tasks, at least `min_tasks` and at
-    most one per range, and the ranges go largest first to the lightest task. With `min_tasks`,
-    split() made at most that many ranges, so a task never holds two ranges of one partition.
+    thousand messages. A range of `rows_per_task` rows or more is a task of its own; the smaller
+    ones share ceil(their rows / rows_per_task) tasks; in all at least `min_tasks` and at most one
+    per range, the ranges going largest first to the lightest task. With `min_tasks`, split() made
+    at most that many ranges, so a task never holds two ranges of one partition.
     """
     if not parts:
         return []
-    wanted = len(parts) if rows_per_task <= 0 else -(-sum(r.size for r in parts) // rows_per_task)
+    if rows_per_task <= 0:
+        wanted = len(parts)
+    else:
+        large = sum(1 for r in parts if r.size >= rows_per_task)
+        wanted = large + -(-sum(r.size for r in parts if r.size < rows_per_task) // rows_per_task)
     count = min(len(parts), max(wanted, min_tasks or 1, 1))
     loads = [0] * count
     bins: list[list[OffsetRange]] = [[] for _ in range(count)]

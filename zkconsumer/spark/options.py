@@ -34,6 +34,7 @@ SOURCE_OPTIONS = frozenset(
         "rowspertask",
     }
 )
+MAX_BATCH_SIZE = 1_000_000  # Consumer.consume() refuses more messages per call
 # librdkafka settings the executor reader depends on (bounded reads, no broker-side commits).
 READER_FORCED: dict[str, object] = {
     "enable.partition.eof": True,
@@ -171,6 +172,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
             "option 'reuseConsumers' is gone: pooled consumers measured slower than new ones; a task now "
             "reads all its partitions through one consumer (see 'rowsPerTask'). Remove the option"
         )
+    if (_int(opts, "batchsize", None, 1) or 0) > MAX_BATCH_SIZE:
+        raise OptionError(f"option 'batchSize' must be <= {MAX_BATCH_SIZE:,} (confluent-kafka's consume() limit)")
     consumer = {k: v for k, v in opts.items() if k not in SOURCE_OPTIONS}
     for required in ("zookeeper.connect", "group.id"):
         if required not in consumer:
