@@ -16,9 +16,11 @@ file sink with a --trigger-ms processing-time trigger, while a producer writes -
 (steady, round-robin over the 8 partitions) for --warmup + SECONDS seconds into a topic of its own.
 A row's latency is the time its micro-batch was committed to the sink (the mtime of the sink's
 _spark_metadata/<batch> log file, written when the batch commits) minus the message's Kafka
-CreateTime (set at produce()); rows produced during the warm-up do not count. Each query starts
-on a primer (one message per partition) and production begins once that primer is in the sink, so
-start-up (group join, Python workers) is not measured. Last line:
+CreateTime (set at produce()); rows produced during the warm-up (default 20 s: the first query's
+first batches also warm the executors' parquet path) do not count. Before each query a batch read
+of its primer (one message per partition) through the same source, a task per partition, runs the
+source on every executor; the query starts on that primer and production begins once it is in the
+sink, so start-up (group join, Python workers) is not measured. Last line:
     ours_p50_ms=<n> ours_p99_ms=<n> [per_range_p50_ms= per_range_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
 --task-per-range also runs ours with rowsPerTask=0, a task per partition range as before packing
 (side by side, same cluster); --rows-per-task N sets ours' rowsPerTask; --profile
@@ -210,7 +212,7 @@ def main() -> None:
         help="latency mode: measure produce -> sink for SECONDS of steady production",
     )
     parser.add_argument("--rate", type=int, default=5000, help="latency mode: messages per second")
-    parser.add_argument("--warmup", type=float, default=5.0, help="latency mode: seconds produced but not counted")
+    parser.add_argument("--warmup", type=float, default=20.0, help="latency mode: seconds produced but not counted")
     parser.add_argument("--trigger-ms", type=int, default=500, help="latency mode: processing-time trigger")
     parser.add_argument(
         "--jvm-latency",
