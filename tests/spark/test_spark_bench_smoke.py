@@ -52,15 +52,19 @@ def test_spark_ingest_benchmark_on_a_standalone_cluster(cluster, wheel: Path) ->
 
 
 def test_spark_latency_benchmark_smoke(cluster) -> None:  # type: ignore[no-untyped-def]
+    """Ours packed and, with --task-per-range, a task per partition (the option's 0) beside it."""
     lines = run_bench(
-        cluster, "--latency", "2", "--warmup", "0.5", "--rate", "1000", "--trigger-ms", "500", "--no-jvm-latency"
+        cluster,
+        *("--latency", "2", "--warmup", "0.5", "--rate", "1000", "--trigger-ms", "500"),
+        *("--no-jvm-latency", "--task-per-range"),
     )
     found = re.fullmatch(
-        r"ours_p50_ms=(-?\d+) ours_p99_ms=(-?\d+) msg_per_s=1000 trigger_ms=500 master=local", lines[-1]
+        r"ours_p50_ms=(-?\d+) ours_p99_ms=(-?\d+) per_range_p50_ms=(-?\d+) per_range_p99_ms=(-?\d+) "
+        r"msg_per_s=1000 trigger_ms=500 master=local",
+        lines[-1],
     )
     assert found, lines[-1]
-    p50, p99 = map(int, found.groups())
-    assert 0 < p50 <= p99, lines[-1]
-    assert any(re.match(r"\s+mean ms per batch: triggerExecution \d+, latestOffset \d+", line) for line in lines), (
-        "\n".join(lines)
-    )
+    p50, p99, per_range_p50, per_range_p99 = map(int, found.groups())
+    assert 0 < p50 <= p99 and 0 < per_range_p50 <= per_range_p99, lines[-1]
+    assert sum(bool(re.match(r"\s+mean ms per batch: triggerExecution \d+, latestOffset \d+", ln)) for ln in lines) == 2
+    assert sum(bool(re.match(r"\s+slowest batches: \d+: \{", ln)) for ln in lines) == 2, "\n".join(lines)
