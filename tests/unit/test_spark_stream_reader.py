@@ -294,3 +294,30 @@ def test_a_query_without_the_checkpoint_option_is_told_once_what_a_stop_leaves(
     caplog.clear()
     Reader(FakeMember(), {}, checkpointLocation="/chk/q")
     assert not [r for r in caplog.records if "checkpointLocation" in r.getMessage()]
+
+
+def test_a_partition_released_while_the_trigger_commits_is_not_in_its_batch() -> None:
+    """The planning commit waits for the member's rebalance lock; a rebalance holding it may release
+    a partition of the trigger's snapshot. Another member may own it then: the batch must not read
+    it (a clean-clone run once planned it, and both read it at once)."""
+
+    class Rebalancing(FakeMember):
+        during_commit: Iterable[Key] = ()
+
+        def commit_positions(self, positions, *, epochs=None):  # type: ignore[no-untyped-def]
+            self.release(self.during_commit)  # the rebalance ran first, then the commit took the lock
+            self.during_commit = ()
+            return super().commit_positions(positions, epochs=epochs)
+
+    member = Rebalancing()
+    member.claim(T0, 0, epoch=100)
+    member.claim(T1, 0, epoch=100)
+    reader = Reader(member, {T0: (0, 30), T1: (0, 30)}, startingOffsets="earliest")
+    first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())  # batch [0, 30) of both
+    reader.logs.update({T0: (0, 60), T1: (0, 60)})
+    member.during_commit = [T1]
+    second = reader.latestOffset(first, ReadAllAvailable())
+    assert batch_ranges(first, second) == [(T0, 30, 60)]  # T1 stays where it was, unread
+    assert member.nodes == {T0: (30, 100)}  # and its commit was refused: no longer ours
+    member.claim(T1, 45, epoch=100)  # back later, after another member got to 45
+    assert batch_ranges(second, reader.latestOffset(second, ReadAllAvailable())) == [(T1, 45, 60)]

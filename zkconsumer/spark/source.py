@@ -134,6 +134,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
         self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
         self._latest: dict[Key, int] = {}
         self._owned_epochs: dict[Key, int | None] = {}  # incarnations of the last _owned() snapshot
+        self._claims: dict[Key, Any] = {}
         # Offsets this process planned or Spark handed it (canonical JSON): stop() commits a batch
         # from the checkpoint only if its offsets are one of these, i.e. really this query's.
         self._seen: collections.deque[str] = collections.deque(maxlen=64)
@@ -233,7 +234,6 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
                     key[1],
                     starts[key],
                 )
-        froms = {k: v for k, v in starts.items() if v != before.get(k)}
         # Spark asks for the next batch only once the batch ending at `start` completed (and was
         # recorded in the commit log): that progress is safe to show the group's tools now.
         self._commit({k: starts[k] for k in owned if starts[k] != owned[k]})
@@ -242,6 +242,18 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
             # checked above may have run out meanwhile. Plan only on a lease that still holds.
             log.warning("the lease ran out while planning: no new data for group %s this trigger", self.opts.group_id)
             return start
+        released = self._released_since_snapshot(owned)
+        if released:
+            # A rebalance released them while this trigger planned (the commit above waits for its
+            # lock): another member may read them now, so this batch must not.
+            log.info("not planning %s: released while planning", ", ".join(f"{t}-{p}" for t, p in sorted(released)))
+            owned = {k: v for k, v in owned.items() if k not in released}
+            for key in released:
+                if key in before:
+                    starts[key] = before[key]
+                else:
+                    starts.pop(key, None)
+        froms = {k: v for k, v in starts.items() if v != before.get(k)}
         highs = {k: spans[k][1] for k in owned}
         self._latest = highs
         if self._targets is not None:

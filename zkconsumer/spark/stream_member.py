@@ -41,6 +41,7 @@ class StreamMember:
     _member: Any
     _log_offsets: LogOffsets | None
     _owned_epochs: dict[Key, int | None]
+    _claims: dict[Key, Any]  # the claim records of the last _owned() snapshot (identity: the same claim)
     _seen: collections.deque[str]
     _brokers_read: str | None
 
@@ -100,7 +101,14 @@ class StreamMember:
         # resolves them, and listing their log offsets would fail the query meanwhile.
         infos = {k: i for k, i in member.assignment.owned_infos().items() if i.active}
         self._owned_epochs = {k: i.epoch for k, i in infos.items()}
+        self._claims = infos
         return {k: i.consumed_offset for k, i in infos.items()}
+
+    def _released_since_snapshot(self, keys: Iterable[Key]) -> set[Key]:
+        """Of `keys` (from the last `_owned()` snapshot), those no longer held by the same claim:
+        released (or released and claimed again) by a rebalance since."""
+        now = self._connector().assignment.owned_infos()
+        return {k for k in keys if now.get(k) is None or now[k] is not self._claims.get(k) or not now[k].active}
 
     def _epochs(self, keys: Iterable[Key]) -> dict[str, int]:
         """topic -> incarnation (czxid of its node) of the last snapshot, for the topics of `keys`."""
