@@ -121,6 +121,9 @@ class FakeGroupReader(ZkStreamReader):
     def _connected(self) -> bool:
         return True
 
+    def _released_since_snapshot(self, keys: Any) -> set[tuple[str, int]]:
+        return set()  # the dict is the group: it changes only between calls
+
     def _spans(self, keys: Any) -> dict[tuple[str, int], tuple[int, int]]:
         return {k: self.logs[k] for k in keys}
 
