@@ -172,7 +172,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
             "option 'reuseConsumers' is gone: pooled consumers measured slower than new ones; a task now "
             "reads all its partitions through one consumer (see 'rowsPerTask'). Remove the option"
         )
-    if (_int(opts, "batchsize", None, 1) or 0) > MAX_BATCH_SIZE:
+    batch_size = _int(opts, "batchsize", 20000, 1) or 20000
+    if batch_size > MAX_BATCH_SIZE:
         raise OptionError(f"option 'batchSize' must be <= {MAX_BATCH_SIZE:,} (confluent-kafka's consume() limit)")
     consumer = {k: v for k, v in opts.items() if k not in SOURCE_OPTIONS}
     for required in ("zookeeper.connect", "group.id"):
@@ -231,7 +232,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         max_offsets_per_trigger=_int(opts, "maxoffsetspertrigger", None, 1),
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         min_partitions=_int(opts, "minpartitions", None, 1),
-        batch_size=_int(opts, "batchsize", 20000, 1) or 20000,
+        batch_size=batch_size,
         poll_timeout_ms=_int(opts, "polltimeoutms", 120000, 1) or 120000,
         bootstrap_override=opts.get("bootstrap.servers") or None,
         partitions=partitions,

@@ -133,8 +133,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
         self._last_end: dict[str, Any] | None = None
         self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
         self._latest: dict[Key, int] = {}
-        self._owned_epochs: dict[Key, int | None] = {}  # incarnations of the last _owned() snapshot
-        self._claims: dict[Key, Any] = {}
+        self._claims: dict[Key, Any] = {}  # the claims of the last _owned() snapshot
         # Offsets this process planned or Spark handed it (canonical JSON): stop() commits a batch
         # from the checkpoint only if its offsets are one of these, i.e. really this query's.
         self._seen: collections.deque[str] = collections.deque(maxlen=64)

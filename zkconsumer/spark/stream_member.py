@@ -40,8 +40,7 @@ class StreamMember:
     opts: SourceOptions
     _member: Any
     _log_offsets: LogOffsets | None
-    _owned_epochs: dict[Key, int | None]
-    _claims: dict[Key, Any]  # the claim records of the last _owned() snapshot (identity: the same claim)
+    _claims: dict[Key, Any]  # the claim records of the last _owned() snapshot: incarnation, and identity
     _seen: collections.deque[str]
     _brokers_read: str | None
 
@@ -100,7 +99,6 @@ class StreamMember:
         # Inactive: fenced (the topic was deleted or re-created) or stopped; the next rebalance
         # resolves them, and listing their log offsets would fail the query meanwhile.
         infos = {k: i for k, i in member.assignment.owned_infos().items() if i.active}
-        self._owned_epochs = {k: i.epoch for k, i in infos.items()}
         self._claims = infos
         return {k: i.consumed_offset for k, i in infos.items()}
 
@@ -114,7 +112,8 @@ class StreamMember:
         """topic -> incarnation (czxid of its node) of the last snapshot, for the topics of `keys`."""
         out: dict[str, int] = {}
         for key in keys:
-            epoch = self._owned_epochs.get(key)
+            claim = self._claims.get(key)
+            epoch = None if claim is None else claim.epoch
             if epoch is not None:
                 out[key[0]] = max(epoch, out.get(key[0], epoch))  # czxids grow: the newest one
         return out
@@ -157,7 +156,7 @@ class StreamMember:
         if not positions:
             return
         member = member if member is not None else self._connector()
-        epochs = {t: self._owned_epochs.get((t, p)) for t, p in positions}
+        epochs = {t: (c.epoch if (c := self._claims.get((t, p))) is not None else None) for t, p in positions}
         try:
             # The member checks, under its rebalance lock, that each partition is still claimed in
             # the incarnation the positions count in: a re-claim in between must not receive them.
