@@ -7,7 +7,15 @@ source "$(dirname "$0")/setup-env.sh"
 # Third-party servers the tests run: Burrow (lag monitor) and an MIT Kerberos KDC.
 need Burrow burrow "reads a zkconsumer group's lag in tests/cluster/test_burrow.py"
 need krb5kdc krb5-kdc "a Kerberos KDC for ZooKeeper GSSAPI tests"
+need kdb5_util krb5-kdc "creates the test KDC's database"
 need kadmin.local krb5-admin-server "creates the KDC's test principals"
+# The network lab (tests/chaos, scripts/netfaults.py): each host is a network namespace made with ip
+# (iproute2, on the base machine); faults are nftables rules, and the lab's tests ping across it.
+need nft nftables "the network lab's firewall rules: cuts, one-way drops, delays"
+need ping iputils-ping "the network lab's reachability checks"
+# Every process of the run records the system programs it starts; the last step checks each one is on
+# the base list or installed above (scripts/check_programs.py: a fresh machine would fail there).
+export ZKCONSUMER_PROGRAM_LOG="${ZKCONSUMER_PROGRAM_LOG:-$(mktemp -t zkconsumer-programs.XXXXXX)}"
 started=$(date +%s)
 set +e
 if [ $# -gt 0 ]; then
@@ -90,6 +98,10 @@ else
   for step in $spark $stock $docs $pages $old $smoke; do
     [ $rc -eq 0 ] && rc=$step
   done
+  # Last: every program the run started is installed by this script or setup-env.sh, or on the base list.
+  "$PY" scripts/check_programs.py "$ZKCONSUMER_PROGRAM_LOG"
+  programs=$?
+  [ $rc -eq 0 ] && rc=$programs
 fi
 set -e
 echo "scripts/test.sh: exit $rc after $(( $(date +%s) - started ))s"

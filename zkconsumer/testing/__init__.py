@@ -31,3 +31,9 @@ Importing this package, or ``zkconsumer.testing.cluster``, needs no pytest: only
 The project's own harness (chaos tests, the Scala member, the ZooKeeper model) lives in its
 source tree under tests/harness and is not shipped.
 """
+
+from zkconsumer.testing import program_log
+
+# scripts/test.sh sets ZKCONSUMER_PROGRAM_LOG: every process of the suite that uses the test kit records
+# the system programs it starts, and the run fails if one of them is never installed (program_log.py).
+program_log.install()
