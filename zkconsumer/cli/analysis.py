@@ -8,10 +8,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.znodes import Registration
-
-TopicPartition = tuple[str, int]
 
 # Problem kinds: describe flags each on its row and verify reports (and fails on) every one.
 # REBALANCE_PROBLEMS decide verify's VerifyConsumerRebalance sentence; the others are offset problems.

@@ -12,8 +12,7 @@ from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_
 from zkconsumer.cli.common import CliError
 from zkconsumer.migration.sides import KafkaMember, KafkaSide
 from zkconsumer.offsets.broker_group import state_name
-
-TopicPartition = tuple[str, int]
+from zkconsumer.partitions import TopicPartition
 
 # Per-partition answers to an offset change that mean "the group has members" (or is getting some).
 MEMBERSHIP_ERRORS = frozenset(

@@ -14,13 +14,13 @@ from zkconsumer.cli.common import EXIT_USAGE, CliError, warn
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.checks import SECURITY_PROTOCOLS
 from zkconsumer.config.properties import parse_properties
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
 from zkconsumer.zookeeper.znodes import ZkDataError
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
 
-TopicPartition = tuple[str, int]
 LIBRDKAFKA_LOG = logging.getLogger("zkconsumer.cli.librdkafka")  # swallowed: the tools report errors themselves
 LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
 LIBRDKAFKA_LOG.propagate = False

@@ -10,11 +10,10 @@ from kazoo.exceptions import NoNodeError
 
 from zkconsumer.cli.common import children
 from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.offset_nodes import offset_predates_topic
 from zkconsumer.zookeeper.znodes import ZkDataError
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass

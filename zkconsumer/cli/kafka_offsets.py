@@ -16,9 +16,9 @@ from kazoo.client import KazooClient
 
 from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper
 from zkconsumer.cli.common import CliError
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
 
-TopicPartition = tuple[str, int]
 F = TypeVar("F", bound=Callable[..., Any])
 
 ZOOKEEPER_ONLY_HINT = (

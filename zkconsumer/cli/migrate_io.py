@@ -16,9 +16,8 @@ from zkconsumer.cli.writer import execute as write_zookeeper_guarded
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.migration.plan import TO_KAFKA, DirectionPlan, mismatches
 from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide, in_scope
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass

@@ -19,8 +19,8 @@ from zkconsumer.migration.plan import (
 )
 from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide
 from zkconsumer.migration.status import PartitionRow, Step
+from zkconsumer.partitions import TopicPartition
 
-TopicPartition = tuple[str, int]
 STORE = {"kafka": "Kafka", "zookeeper": "ZooKeeper"}
 NUMBERS = frozenset(
     {"PARTITION", "ZK-OFFSET", "KAFKA-OFFSET", "LOG-START", "LOG-END", "ZK-LAG", "KAFKA-LAG", "SOURCE", "TARGET", "NEW"}

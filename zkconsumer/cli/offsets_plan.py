@@ -23,9 +23,8 @@ from zkconsumer.cli.snapshot import read_owners
 from zkconsumer.cli.targets import Target, clamp, range_problem, reset_offset
 from zkconsumer.cli.writer import PlannedWrite
 from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)

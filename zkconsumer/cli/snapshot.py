@@ -25,10 +25,9 @@ from zkconsumer.cli.common import children
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.znodes import Registration, ZkDataError
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass

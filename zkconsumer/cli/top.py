@@ -22,8 +22,7 @@ from zkconsumer.cli.common import (
 from zkconsumer.cli.groups import bootstrap_option
 from zkconsumer.cli.render import TextTable, console, show, stdout_is_tty
 from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
-
-TopicPartition = tuple[str, int]
+from zkconsumer.partitions import TopicPartition
 
 
 class RateTracker:

@@ -8,10 +8,10 @@ from typing import Any
 
 from zkconsumer.migration.sides import (
     KafkaSide,
-    TopicPartition,
     ZkSide,
     in_scope,
 )
+from zkconsumer.partitions import TopicPartition
 
 TO_KAFKA, TO_ZOOKEEPER = "kafka", "zookeeper"
 DIRECTIONS = (TO_KAFKA, TO_ZOOKEEPER)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-TopicPartition = tuple[str, int]
+from zkconsumer.partitions import TopicPartition
 
 ZKCONSUMER, SCALA = "zkconsumer", "scala"  # a registered member with or without the zkconsumer marker
 IDLE_KAFKA_STATES = frozenset({"Empty", "Dead"})  # Dead: the broker knows no such group (yet)

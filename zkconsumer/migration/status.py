@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkconsumer.migration.sides import KafkaSide, ZkSide, in_scope
-
-TopicPartition = tuple[str, int]
+from zkconsumer.partitions import TopicPartition
 
 
 @dataclass(frozen=True)
