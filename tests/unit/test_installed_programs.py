@@ -115,6 +115,8 @@ def test_programs_behind_wrappers_and_shells() -> None:
     assert program_log.programs_in(["ip", "netns", "exec", "zkc-a", "nft", "-f", "-"]) == ["ip", "nft"]
     assert program_log.programs_in(["/usr/sbin/ip", "netns", "exec", "x", "/usr/bin/ping", "-c1"]) == ["ip", "ping"]
     assert program_log.programs_in(["/bin/sh", "-c", "nft list tables"], shell=True) == ["sh", "nft"]
+    assert program_log.programs_in(["sh", "-c", "command -v nft"], shell=True) == ["sh"]  # a builtin runs nothing
+    assert program_log.programs_in(["sh", "-c", "LC_ALL=C exec ping -c1 x"], shell=True) == ["sh", "ping"]
     assert program_log.programs_in([sys.executable, "-m", "pytest"]) == []  # the venv's own
     assert program_log.programs_in(["/tmp/x/venv/bin/pip", "install"]) == []  # a test's fresh venv
 

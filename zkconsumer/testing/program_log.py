@@ -27,6 +27,9 @@ SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/", "/lib/", "/etc/alternatives/")
 # in a namespace through `ip netns exec NAME ...`): both are recorded.
 _WRAPPERS = {("ip", "netns", "exec"): 4}
 
+# What a shell script may start with that runs no program (the lab asks `command -v TOOL`).
+_SHELL_BUILTINS = frozenset({"command", "cd", "export", "set", "source", ".", "test", "[", "echo", "printf", "type"})
+
 _installed_for: str | None = None
 
 
@@ -48,7 +51,10 @@ def programs_in(argv: Sequence[str], shell: bool = False) -> list[str]:
             words = shlex.split(argv[2])
         except ValueError:
             words = argv[2].split()
-        found.extend(programs_in(words))
+        while words and ("=" in words[0] and not words[0].startswith("=") or words[0] == "exec"):
+            words = words[1:]  # VAR=value prefixes and `exec` run the program after them
+        if words and words[0] not in _SHELL_BUILTINS:
+            found.extend(programs_in(words))
         return found
     for prefix, index in _WRAPPERS.items():
         head_words = tuple(_system_name(w) or w for w in argv[: len(prefix)])
