@@ -208,3 +208,30 @@ def test_a_partition_s_own_error_names_the_partition(brokers: Brokers) -> None:
     ranges = [OffsetRange("t", 0, 0, 4, "b:9092"), OffsetRange("u", 3, 0, 4, "b:9092")]
     with pytest.raises(RuntimeError, match="reading u-3: .*UNKNOWN_TOPIC_OR_PART"):
         brokers.read([[Msg("u", 3, 0, KafkaError.UNKNOWN_TOPIC_OR_PART)]], ranges)
+
+
+def test_a_truncated_log_ending_in_a_marker_is_data_loss_not_a_timeout(brokers: Brokers) -> None:
+    """The range [0, 10) was planned; the log was then truncated to end at 5, whose last offset (4) is a
+    transaction marker: messages 0-3, then the end-of-partition event at 5. Everything the log holds
+    was read, so what is missing is lost — failOnDataLoss decides — and no wait for offset 4 fails
+    the task (it once ended in FetchTimeoutError whatever failOnDataLoss said)."""
+    ranges = [OffsetRange("t", 0, 0, 10, "b:9092")]
+    brokers.watermarks[("t", 0)] = (0, 5)
+    script = [[Msg("t", 0, o) for o in range(4)] + [Msg("t", 0, 5, EOF)]]
+    assert brokers.read(script, ranges, fail_on_data_loss=False) == {0: [0, 1, 2, 3]}
+
+
+def test_a_truncated_log_ending_in_a_marker_raises_data_loss_when_asked_to(brokers: Brokers) -> None:
+    ranges = [OffsetRange("t", 0, 0, 10, "b:9092")]
+    brokers.watermarks[("t", 0)] = (0, 5)
+    script = [[Msg("t", 0, o) for o in range(4)] + [Msg("t", 0, 5, EOF)]]
+    with pytest.raises(kafka_read.DataLossError, match="t-0: the log now ends at 5, before offset 5"):
+        brokers.read(script, ranges)
+
+
+def test_an_end_of_partition_below_the_range_keeps_waiting_for_what_comes(brokers: Brokers) -> None:
+    """The log end moves on after an end-of-partition event below the range's end: the range reads on."""
+    ranges = [OffsetRange("t", 0, 0, 4, "b:9092")]
+    brokers.watermarks[("t", 0)] = (0, 4)
+    script = [[Msg("t", 0, 0), Msg("t", 0, 1, EOF)], [], [Msg("t", 0, 1), Msg("t", 0, 2), Msg("t", 0, 3)]]
+    assert brokers.read(script, ranges) == {0: [0, 1, 2, 3]}

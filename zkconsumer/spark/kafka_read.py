@@ -133,7 +133,14 @@ def read_task(
     consume = cast("Callable[[int, float], list[Message]]", consumer.consume)
     first_at: float | None = None
 
+    # Where the consumer last found a range's log ending below the range's end. It has then handed us
+    # every message below that offset: what lies between our position and it are transaction markers
+    # or aborted records, never rows, so a timeout judges truncation from there (a log truncated to
+    # end in a marker is otherwise "unavailable" for ever). Forgotten when positions are re-assigned.
+    eof_at: dict[Key, int] = {}
+
     def assign() -> None:  # every unfinished range at its position; also after an offset reset
+        eof_at.clear()
         consumer.assign([TopicPartition(k[0], k[1], pos[k]) for k in sorted(reading)])
 
     def finish(key: Key) -> None:
@@ -183,6 +190,8 @@ def read_task(
                     continue
                 if key not in reading:
                     continue
+                if event.error().code() == _EOF and event.offset() < target.end:
+                    eof_at[key] = event.offset()
                 moved, reposition = _handle_event(consumer, target, event, pos[key], fail_on_data_loss)
                 reset |= reposition
                 if moved != pos[key]:  # the range ended here, or an offset reset moved it on
@@ -193,7 +202,8 @@ def read_task(
                 assign()
             for key in sorted(k for k in reading if now - progress_at[k] > poll_timeout_s):
                 part = by_key[key]
-                if not _log_ends_before(consumer, part, pos[key], poll_timeout_s, fail_on_data_loss):
+                read_to = max(pos[key], eof_at.get(key, pos[key]))
+                if not _log_ends_before(consumer, part, read_to, poll_timeout_s, fail_on_data_loss):
                     raise FetchTimeoutError(
                         f"{part.topic}-{part.partition}: no message at offset {pos[key]} within "
                         f"{poll_timeout_s:g}s (range [{part.start}, {part.end}) from {part.bootstrap}); the "
