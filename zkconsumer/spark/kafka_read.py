@@ -190,7 +190,8 @@ def read_task(
                     continue
                 if key not in reading:
                     continue
-                if event.error().code() == _EOF and event.offset() < target.end:
+                error = event.error()
+                if error is not None and error.code() == _EOF and event.offset() < target.end:
                     eof_at[key] = event.offset()
                 moved, reposition = _handle_event(consumer, target, event, pos[key], fail_on_data_loss)
                 reset |= reposition
