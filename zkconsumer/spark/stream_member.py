@@ -10,8 +10,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from zkconsumer.errors import ZkConsumerError, is_retriable
 from zkconsumer.errors import describe as describe_error
-from zkconsumer.errors import is_retriable
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, last_completed
 from zkconsumer.spark.kafka_read import LogOffsets
@@ -26,7 +26,7 @@ log = logging.getLogger("zkconsumer.spark.source")  # the source's logger: these
 STOP_COMMIT_TIMEOUT_S = 15.0
 
 
-class MemberLeft(RuntimeError):
+class MemberLeft(ZkConsumerError, RuntimeError):
     """The stream reader's group member left the group on a failure; the cause is chained."""
 
 
