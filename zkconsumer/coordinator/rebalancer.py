@@ -83,7 +83,7 @@ class Rebalancer:
 
     # ---- rebalance -----------------------------------------------------------------------------
     def synced_rebalance(self, reason: str) -> bool:
-        """Up to rebalance.max.retries attempts under the rebalance lock (rebalance_retries.run_attempts);
+        """Up to rebalance.max.retries attempts under the rebalance lock (retries.run_attempts);
         True on success (or when stopping). A failure that is not retriable (a bug, a listener's own
         exception) is raised: the caller takes the member out."""
         with self._lock:
