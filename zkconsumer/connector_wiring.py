@@ -7,7 +7,6 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from zkconsumer import __version__
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetch_settings import FetchSettings
@@ -32,6 +31,7 @@ from zkconsumer.errors import (
 from zkconsumer.offsets.broker_group import admin_config, describe_broker_group
 from zkconsumer.offsets.dual_commit import BrokerGroupView
 from zkconsumer.offsets.store import OffsetStore
+from zkconsumer.version import __version__
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.auth import ZkAuth
 from zkconsumer.zookeeper.client import Deadline, close_quietly, connect

@@ -135,15 +135,15 @@ def test_backpressure_pauses_only_the_full_stream(make_fetcher, topic_factory, p
     assert triples(drain(fast_it, 2000)) == triples(m for m in sent if m.partition == 1)
     assert len(slow) == 1  # full, never drained: the fetcher holds the rest and paused partition 0
     deadline = time.monotonic() + 5
-    while (topic, 0) not in f._paused and time.monotonic() < deadline:
+    while (topic, 0) not in f._router.paused and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert f._paused == {(topic, 0)}
+    assert f._router.paused == {(topic, 0)}
     more = produce(topic, 100, partitions=2, start=4000)
     assert triples(drain(fast_it, 50)) == triples(m for m in more if m.partition == 1)
     slow_got = drain(ConsumerIterator(slow, 200), 2050)
     assert [m.offset for m in slow_got] == list(range(2050))
     assert triples(slow_got) == triples(m for m in sent + more if m.partition == 0)
-    assert f._paused == set() and not f._held
+    assert f._router.paused == set() and not f._router.held
 
 
 def test_many_partitions_share_one_small_queue(make_fetcher, topic_factory, produce) -> None:
@@ -226,11 +226,11 @@ def test_remove_drops_held_chunks_and_unpauses(make_fetcher, topic_factory, prod
     f = make_fetcher(batch_size=20, queued_max_message_chunks=1)
     f.assign(infos_for(topic, [0], q))
     deadline = time.monotonic() + 10
-    while not f._paused and time.monotonic() < deadline:
+    while not f._router.paused and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert f._paused == {(topic, 0)} and f._held
+    assert f._router.paused == {(topic, 0)} and f._router.held
     f.remove([(topic, 0)])
-    assert not f._paused and not f._held
+    assert not f._router.paused and not f._router.held
     assert q.clear() == 1
     f.add(infos_for(topic, [0], q, offset=480))  # fetches again: the pause did not survive
     assert [m.offset for m in drain(ConsumerIterator(q, 200), 20)] == list(range(480, 500))
@@ -246,14 +246,14 @@ def test_held_values_beyond_the_byte_bound_pause_the_partition(make_fetcher, top
     while len(q) < 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     produce(topic, 300, partitions=1, start=50, value_size=1000)  # the queue is full: these are held
-    while not f._paused and time.monotonic() < deadline:
+    while not f._router.paused and time.monotonic() < deadline:
         time.sleep(0.05)
     # Far below batch_size messages: the 1 x 20,000-byte legacy bound paused it.
-    assert f._paused == {(topic, 0)} and 20 <= len(f._held[(topic, 0)]) <= 300
-    assert f._held_bytes[(topic, 0)] >= 20_000
+    assert f._router.paused == {(topic, 0)} and 20 <= len(f._router.held[(topic, 0)]) <= 300
+    assert f._router.held_bytes[(topic, 0)] >= 20_000
     got = drain(ConsumerIterator(q, 200), 350)
     assert [m.offset for m in got] == list(range(350))
-    assert not f._paused and not f._held and not f._held_bytes
+    assert not f._router.paused and not f._router.held and not f._router.held_bytes
 
 
 def test_stale_and_inactive_partitions_are_not_delivered(make_fetcher, topic_factory, produce) -> None:
@@ -264,14 +264,14 @@ def test_stale_and_inactive_partitions_are_not_delivered(make_fetcher, topic_fac
     info = infos_for(topic, [0], q)[0]
     f.assign([info])
     deadline = time.monotonic() + 10
-    while not f._held and time.monotonic() < deadline:
+    while not f._router.held and time.monotonic() < deadline:
         time.sleep(0.05)
     info.active = False  # released by a rebalance: held chunks are dropped on the next retry
     q.clear()
     deadline = time.monotonic() + 10
-    while f._held and time.monotonic() < deadline:
+    while f._router.held and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not f._held and len(q) == 0
+    assert not f._router.held and len(q) == 0
 
 
 def test_consumer_calls_from_other_threads_do_not_starve(make_fetcher, topic_factory, produce) -> None:
@@ -336,7 +336,7 @@ def test_a_late_out_of_range_error_of_an_earlier_assignment_leaves_the_position_
     f.assign(infos)
     assert triples(drain(it, 2)) == triples(sent)
     with caplog.at_level(logging.INFO, logger="zkconsumer.consumer.fetcher"):
-        f._call(lambda: f._reset_out_of_range((topic, 0), 129))  # what the fetcher does with that error
+        f._call(lambda: f._resets.reset_out_of_range(f._raw, (topic, 0), 129))  # what the fetcher does with that error
     assert (
         f"{topic}-0: out-of-range error for offset 129 ignored: fetching continues at 2, inside [0, 2]" in caplog.text
     )

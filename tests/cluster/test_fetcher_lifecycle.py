@@ -75,7 +75,7 @@ def test_on_error_may_block_on_a_thread_that_waits_for_the_fetcher(make_fetcher,
             if go.is_set():
                 failing.set()
                 deadline = time.monotonic() + 5
-                while f._commands.empty() and time.monotonic() < deadline:
+                while not f._commands.pending() and time.monotonic() < deadline:
                     time.sleep(0.01)
                 raise RuntimeError("injected")
             return super().consume(*args, **kwargs)

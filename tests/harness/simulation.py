@@ -81,6 +81,9 @@ class SimFetcher:
         self.closed = True
         self._infos = {}
 
+    def set_deadline(self, deadline: object) -> None:
+        pass  # the simulation's fetcher makes no calls to bound
+
     def pump(self) -> None:
         for key, info in list(self._infos.items()):
             end = self._log.end(key)

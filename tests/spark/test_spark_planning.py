@@ -22,8 +22,9 @@ from zkconsumer.spark.offsets import (
     settle,
     split,
 )
-from zkconsumer.spark.options import OptionError, parse_options
+from zkconsumer.spark.options import OptionError, SourceOptions, parse_options
 from zkconsumer.spark.source import ReadAllAvailable, ReadMaxRows, ZkStreamReader
+from zkconsumer.spark.stream_member import StreamMember
 
 pytestmark = pytest.mark.spark
 
@@ -105,32 +106,52 @@ def test_options_validation_and_defaults() -> None:
             parse_options({**BASE, **bad}, streaming=streaming)
 
 
+class FakeGroup(StreamMember):
+    """The stream reader's member with the group and the brokers replaced by dicts."""
+
+    def __init__(
+        self, opts: SourceOptions, owned: dict[tuple[str, int], int], logs: dict[tuple[str, int], tuple[int, int]]
+    ) -> None:
+        super().__init__(opts)
+        self.owned_now, self.logs = owned, logs
+        self.commits: list[dict[tuple[str, int], int]] = []
+
+    def owned(self, member: Any = None) -> dict[tuple[str, int], int]:
+        return dict(self.owned_now)
+
+    def connected(self) -> bool:
+        return True
+
+    def released_since_snapshot(self, keys: Any) -> set[tuple[str, int]]:
+        return set()  # the dict is the group: it changes only between calls
+
+    def spans(self, keys: Any) -> dict[tuple[str, int], tuple[int, int]]:
+        return {k: self.logs[k] for k in keys}
+
+    def commit(self, positions: dict[tuple[str, int], int], member: Any = None) -> None:
+        if positions:
+            self.commits.append(positions)
+            self.owned_now.update(positions)
+
+
 class FakeGroupReader(ZkStreamReader):
-    """The stream reader's planning with the group and the brokers replaced by dicts."""
+    """The stream reader's planning over a FakeGroup; `owned`, `logs` and `commits` are the group's."""
 
     def __init__(
         self, owned: dict[tuple[str, int], int], logs: dict[tuple[str, int], tuple[int, int]], **options: str
     ) -> None:
-        super().__init__(parse_options({**BASE, "topics": "t", **options}, streaming=True))
-        self.owned, self.logs = owned, logs
-        self.commits: list[dict[tuple[str, int], int]] = []
+        opts = parse_options({**BASE, "topics": "t", **options}, streaming=True)
+        self.group = FakeGroup(opts, owned, logs)
+        super().__init__(opts, self.group)
+        self.logs, self.commits = logs, self.group.commits
 
-    def _owned(self) -> dict[tuple[str, int], int]:
-        return dict(self.owned)
+    @property
+    def owned(self) -> dict[tuple[str, int], int]:
+        return self.group.owned_now
 
-    def _connected(self) -> bool:
-        return True
-
-    def _released_since_snapshot(self, keys: Any) -> set[tuple[str, int]]:
-        return set()  # the dict is the group: it changes only between calls
-
-    def _spans(self, keys: Any) -> dict[tuple[str, int], tuple[int, int]]:
-        return {k: self.logs[k] for k in keys}
-
-    def _commit(self, positions: dict[tuple[str, int], int]) -> None:
-        if positions:
-            self.commits.append(positions)
-            self.owned.update(positions)
+    @owned.setter
+    def owned(self, value: dict[tuple[str, int], int]) -> None:
+        self.group.owned_now = value
 
 
 def test_stream_planning_follows_checkpoint_then_group_and_only_owned_partitions_advance() -> None:
@@ -162,9 +183,9 @@ def test_stream_planning_follows_checkpoint_then_group_and_only_owned_partitions
 
 def test_stream_reader_pickles_without_its_driver_state() -> None:
     reader = FakeGroupReader({}, {})
-    reader._member = object()  # stands in for the ConsumerConnector (threads, sockets)
-    copy = pickle.loads(pickle.dumps(ZkStreamReader.__getstate__(reader)))
-    assert copy["_member"] is None and copy["opts"] == reader.opts
+    reader.member._conn = object()  # stands in for the ConsumerConnector (threads, sockets)
+    copy = pickle.loads(pickle.dumps(reader))
+    assert copy.member._conn is None and copy.opts == reader.opts
 
 
 def test_ingest_recovery_skips_runs_whose_data_is_written_but_not_committed() -> None:

@@ -1,4 +1,4 @@
-"""Unit tests of zkconsumer.assignment.Assignment: every transition, a stateful model check and a threaded smoke test."""
+"""Unit tests of zkconsumer.coordinator.assignment.Assignment: every transition, a stateful model check and a threaded smoke test."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.assignors: reference examples, Java hash values, and group-wide properties."""
+"""Tests for zkconsumer.coordinator.assignors: reference examples, Java hash values, and group-wide properties."""
 
 from __future__ import annotations
 

@@ -188,6 +188,71 @@ def test_every_exception_class_in_errors_module_is_covered() -> None:
     assert defined <= set(EXPECTED_FLAGS)
 
 
+# Every exception class the package defines, outside errors.py: under the root, with its flag.
+ELSEWHERE: dict[str, bool] = {
+    "zkconsumer.coordinator.assignors.AssignmentError": True,  # Scala fails the attempt: retried
+    "zkconsumer.coordinator.peers.OwnRegistrationError": False,  # per instance: a missing one is retriable
+    "zkconsumer.config.checks.ConfigError": False,
+    "zkconsumer.zookeeper.auth.JaasError": False,
+    "zkconsumer.zookeeper.kafkajson.ZkDataError": True,
+    "zkconsumer.offsets.store.KafkaSideFailed": False,
+    "zkconsumer.cli.common.CliError": False,
+    "zkconsumer.cli.formats.InputError": False,
+    "zkconsumer.cli.group_delete.MemberJoined": False,
+    "zkconsumer.spark.kafka_read.FetchTimeoutError": True,  # the task fails; Spark retries it
+    "zkconsumer.spark.offsets.DataLossError": False,
+    "zkconsumer.spark.checkpoint.CheckpointError": False,
+    "zkconsumer.spark.options.OptionError": False,
+    "zkconsumer.spark.stream_member.MemberLeft": False,
+    "zkconsumer.testing.probes.ClusterStartError": True,  # a broker that lost its session is started again
+    "zkconsumer.testing.jars.JarsMissingError": False,
+    "zkconsumer.testing.netlab.LabError": False,
+}
+
+
+def _package_exceptions() -> dict[str, type[BaseException]]:
+    """Every public exception class defined in a zkconsumer module (private ones, `_Name`, are
+    control flow that never leaves its module)."""
+    import importlib
+    import pkgutil
+
+    import zkconsumer
+
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(zkconsumer.__path__, "zkconsumer."):
+        if info.name.endswith(".pytest_plugin"):
+            continue  # importing it as a module would register it with pytest a second time
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, BaseException)
+                and obj.__module__ == info.name
+                and not name.startswith("_")
+            ):
+                found[f"{info.name}.{name}"] = obj
+    return found
+
+
+def test_every_exception_the_package_defines_is_under_the_root_with_its_flag() -> None:
+    found = _package_exceptions()
+    outside = {name for name, cls in found.items() if name.startswith("zkconsumer.errors.")}
+    assert set(found) - outside == set(ELSEWHERE)
+    for name, cls in found.items():
+        assert issubclass(cls, ZkConsumerError), name
+        if name in ELSEWHERE:
+            exc = cls.__new__(cls)
+            assert is_retriable(exc) is ELSEWHERE[name], name
+
+
+def test_the_root_keeps_the_builtin_bases_callers_catch() -> None:
+    from zkconsumer.coordinator.assignors import AssignmentError
+    from zkconsumer.zookeeper.auth import JaasError
+
+    assert isinstance(AssignmentError("x"), ValueError) and is_retriable(AssignmentError("x")) is True
+    assert isinstance(JaasError("x"), ValueError) and is_retriable(JaasError("x")) is False
+
+
 def test_every_loaded_subclass_reports_its_own_flag() -> None:
     # Whatever subclasses are loaded (other modules may add some), is_retriable returns their flag.
     classes = _all_subclasses(ZkConsumerError) | {ZkConsumerError}

@@ -1,4 +1,4 @@
-"""Unit tests of zkconsumer.membership: the pure session transition table and Membership's connection listener."""
+"""Unit tests of zkconsumer.coordinator.membership: the pure session transition table and Membership's connection listener."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.peers: unusable peer registrations are ignored, never fatal, and reported once."""
+"""Tests for zkconsumer.coordinator.peers: unusable peer registrations are ignored, never fatal, and reported once."""
 
 from __future__ import annotations
 

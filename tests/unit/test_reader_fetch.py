@@ -16,8 +16,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.delivery import ConsumerIterator
-from zkconsumer.consumer.fetch_turns import Turn
 from zkconsumer.consumer.fetcher import Fetcher, FetchSettings
+from zkconsumer.consumer.turn import Turn
 from zkconsumer.errors import ConsumerTimeout
 from zkconsumer.zookeeper.client import Deadline
 
@@ -71,7 +71,7 @@ def fetcher() -> Iterator[tuple[Fetcher, StreamQueue, list[BaseException]]]:
     q = StreamQueue(1, "s")
     info = PartitionTopicInfo("t", 0, "t-0", q, 0)
     f._raw.assign([TopicPartition("t", 0, 0)])
-    f._set_infos({KEY: info})
+    f._router.set_infos({KEY: info})
     f._attach_queues([info])
     yield f, q, errors
 
@@ -95,7 +95,7 @@ def test_an_interrupt_while_a_held_chunk_is_offered_again_loses_nothing(fetcher,
     f, q, errors = fetcher
     assert f.fetch_for(q, 0.1) == 0.0  # 0..4 queued
     assert f.fetch_for(q, 0.1) == 0.0  # 5..9 refused: held
-    assert [m.offset() for m in f._held[KEY]] == [5, 6, 7, 8, 9]
+    assert [m.offset() for m in f._router.held[KEY]] == [5, 6, 7, 8, 9]
     offer, interrupted = q.offer, []
 
     def interrupted_offer(chunk):  # type: ignore[no-untyped-def]
@@ -111,15 +111,15 @@ def test_an_interrupt_while_a_held_chunk_is_offered_again_loses_nothing(fetcher,
 
 def test_an_interrupt_after_a_held_chunk_was_queued_leaves_nothing_paused(fetcher, monkeypatch) -> None:
     f, q, errors = fetcher
-    f._batch_size = 5  # a held run of 5 pauses the partition
+    f._router.hold_messages = 5  # a held run of 5 pauses the partition
     assert f.fetch_for(q, 0.1) == 0.0  # 0..4 queued
     assert f.fetch_for(q, 0.1) == 0.0  # 5..9 held, paused
-    assert KEY in f._paused
+    assert KEY in f._router.paused
     notify, interrupted = q._cond.notify, []
 
     def interrupted_notify(n: int = 1) -> None:  # the held chunk is queued: neither dropped nor resumed yet
         notify(n)
-        if not interrupted and KEY in f._held and KEY in f._paused:
+        if not interrupted and KEY in f._router.held and KEY in f._router.paused:
             interrupted.append(1)
             raise KeyboardInterrupt
 
@@ -131,7 +131,7 @@ def test_an_interrupt_after_a_held_chunk_was_queued_leaves_nothing_paused(fetche
 @pytest.mark.parametrize("step", ["route", "pause"])
 def test_an_interrupt_inside_routing_loses_and_repeats_nothing(fetcher, monkeypatch, step) -> None:
     f, q, errors = fetcher
-    f._batch_size = 5
+    f._router.hold_messages = 5
     interrupted: list[int] = []
     if step == "route":
         route = f._route
@@ -208,7 +208,7 @@ class AfterAcquire:
     (what a signal handler does there: raise, or make a Consumer call and return)."""
 
     def __init__(self, f: Fetcher, then) -> None:  # type: ignore[no-untyped-def]
-        self.real, self.fetcher, self.then, self.done = f._turn.lock, f, then, False
+        self.real, self.fetcher, self.then, self.done = f._turns.turn.lock, f, then, False
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         got = self.real.acquire(blocking, timeout)
@@ -238,10 +238,10 @@ def test_a_lock_left_behind_by_an_interrupted_reader_is_taken_over(fetcher) -> N
     def interrupt() -> None:
         raise KeyboardInterrupt
 
-    f._turn.lock = AfterAcquire(f, interrupt)  # type: ignore[assignment]
+    f._turns.turn.lock = AfterAcquire(f, interrupt)  # type: ignore[assignment]
     with pytest.raises(KeyboardInterrupt):
         f.fetch_for(q, 0.1)
-    assert f._turn.lock.locked() and f._turn.holder is None
+    assert f._turns.turn.lock.locked() and f._turns.turn.holder is None
     began = time.monotonic()
     start_thread(f)
     try:
@@ -258,8 +258,8 @@ def test_a_signal_handler_that_waits_on_the_fetcher_thread_gets_its_call_run(fet
     it, and the reader, finding it taken over, neither fetches nor releases it."""
     f, q, errors = fetcher
     ran: list[object] = []
-    f._turn.lock = AfterAcquire(f, lambda: ran.append(f._call(lambda: "committed")))  # type: ignore[assignment]
-    f._reader_asked = float("inf")  # the fetcher thread leaves every fetch to the reader
+    f._turns.turn.lock = AfterAcquire(f, lambda: ran.append(f._call(lambda: "committed")))  # type: ignore[assignment]
+    f._turns.reader_asked = float("inf")  # the fetcher thread leaves every fetch to the reader
     start_thread(f)
     try:
         assert drain(ConsumerIterator(q, 3000)) == list(range(LAST))  # the first fetch ran the handler
@@ -298,7 +298,7 @@ def test_a_closer_leaves_the_lock_of_a_reader_that_closes(fetcher) -> None:
     time.sleep(0.05)
     f._close_consumer()
     t.join(5)
-    assert not raised and f._raw.closed and not f._turn.lock.locked()
+    assert not raised and f._raw.closed and not f._turns.turn.lock.locked()
 
 
 def test_a_signal_in_on_space_loses_neither_the_chunk_nor_the_held_ones(fetcher) -> None:
@@ -347,10 +347,10 @@ def test_close_takes_over_a_lock_left_behind(fetcher) -> None:
     f._thread = threading.Thread(target=lambda: None)  # a fetcher thread that already ended
     f._thread.start()
     f._thread.join()
-    f._turn.lock.acquire()  # left behind: held by nobody
+    f._turns.turn.lock.acquire()  # left behind: held by nobody
     f._stopping = True
     f._close_consumer(0.2)
-    assert f._raw.closed and not f._turn.lock.locked()
+    assert f._raw.closed and not f._turns.turn.lock.locked()
 
 
 # ---- Turn itself ----------------------------------------------------------------------------------------

@@ -10,8 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.coordinator.assignors import AssignmentError
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.retries import Outcome, RebalanceStats, run_attempts
+from zkconsumer.errors import ConsumerRebalanceFailed
 
 KEY = ("t", 0)
 
@@ -89,3 +91,34 @@ def test_the_watched_wait_defaults_to_the_retries_session_timeouts() -> None:
         {"zookeeper.connect": "z:2181", "group.id": "g", "zkconsumer.rebalance.watched.wait.ms": "0"}
     )
     assert config.rebalance_watched_wait_ms == 0
+
+
+def test_a_group_that_cannot_be_assigned_fails_the_attempt_and_the_run_is_retried_later() -> None:
+    """Scala's IllegalArgumentException from roundrobin (threads differing by topic, up to 0.10.1)
+    fails the attempt: every attempt is made, then the run reports ConsumerRebalanceFailed instead
+    of raising (which would make the member leave the group as for a bug)."""
+    failures: list[BaseException] = []
+
+    class Listener(ConsumerRebalanceListener):
+        def on_rebalance_failed(self, error: ConsumerRebalanceFailed) -> None:
+            failures.append(error)
+
+    calls = 0
+
+    def attempt() -> Outcome:
+        nonlocal calls
+        calls += 1
+        raise AssignmentError("roundrobin (Kafka <= 0.10.1) requires all consumers to subscribe to the same topics")
+
+    done = run_attempts(
+        attempt,
+        "test",
+        consumer_id="g_me",
+        config=_config(),
+        listener=Listener(),
+        stats=RebalanceStats(),
+        group=Holder(),  # type: ignore[arg-type]
+        stopping=threading.Event(),
+    )
+    assert done is False and calls == 4
+    assert len(failures) == 1 and "requires all consumers" in str(failures[0])

@@ -96,11 +96,11 @@ def test_the_fetcher_compares_topics_for_numbers_any_topic_it_ever_had() -> None
 
     f = Fetcher(FetchSettings("127.0.0.1:9", "g", "c"), name="t", on_error=lambda exc: None)
     q = StreamQueue(1)
-    f._set_infos({("a", 0): PartitionTopicInfo("a", 0, "t-0", q, 0)})
-    assert f._shared_partitions == frozenset()
+    f._router.set_infos({("a", 0): PartitionTopicInfo("a", 0, "t-0", q, 0)})
+    assert f._router.shared_partitions == frozenset()
     # "a" is gone, "b" has partition 0 too: a late message of a-0 must not join b-0's run.
-    f._set_infos({("b", 0): PartitionTopicInfo("b", 0, "t-0", q, 0)})
-    assert f._shared_partitions == frozenset({0})
+    f._router.set_infos({("b", 0): PartitionTopicInfo("b", 0, "t-0", q, 0)})
+    assert f._router.shared_partitions == frozenset({0})
     late_a = Message(topic="a", partition=0, offset=100)
     b = [Message(topic="b", partition=0, offset=o) for o in (5, 6)]
-    assert [len(r) for r in split_runs([late_a, *b], f._shared_partitions)] == [1, 2]
+    assert [len(r) for r in split_runs([late_a, *b], f._router.shared_partitions)] == [1, 2]

@@ -14,9 +14,9 @@ from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.errors import ZooKeeperAccessDenied
 from zkconsumer.spark.offsets import batch_ranges, decode_offsets
-from zkconsumer.spark.options import parse_options
+from zkconsumer.spark.options import SourceOptions, parse_options
 from zkconsumer.spark.source import ReadAllAvailable, ZkStreamReader
-from zkconsumer.spark.stream_member import MemberLeft
+from zkconsumer.spark.stream_member import MemberLeft, StreamMember
 
 Key = tuple[str, int]
 T0, T1 = ("t", 0), ("t", 1)
@@ -64,20 +64,29 @@ class FakeMember:
         self.left = True
 
 
-class Reader(ZkStreamReader):
-    """The real reader; only the member and the brokers' log spans are fakes."""
+class StandInMember(StreamMember):
+    """The real StreamMember over a FakeMember, with the brokers' log spans from a dict."""
 
-    def __init__(self, member: FakeMember, logs: dict[Key, tuple[int, int]], **options: str) -> None:
-        super().__init__(
-            parse_options({"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t", **options}, streaming=True)
-        )
-        self._member, self.logs = member, logs
+    def __init__(self, opts: SourceOptions, member: FakeMember, logs: dict[Key, tuple[int, int]]) -> None:
+        super().__init__(opts)
+        self._conn, self.fake, self.logs = member, member, logs
 
     def _join(self) -> Any:
-        return self._member
+        return self.fake
 
-    def _spans(self, keys: Any) -> dict[Key, tuple[int, int]]:
+    def spans(self, keys: Any) -> dict[Key, tuple[int, int]]:
         return {k: self.logs[k] for k in keys}
+
+
+class Reader(ZkStreamReader):
+    """The real reader and its real StreamMember; only the connector and the brokers' log spans are fakes."""
+
+    def __init__(self, member: FakeMember, logs: dict[Key, tuple[int, int]], **options: str) -> None:
+        opts = parse_options(
+            {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t", **options}, streaming=True
+        )
+        super().__init__(opts, StandInMember(opts, member, logs))
+        self.logs = logs
 
 
 def test_a_restarted_query_does_not_reuse_its_checkpoint_inside_a_re_created_topic() -> None:

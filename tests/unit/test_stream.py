@@ -1,4 +1,4 @@
-"""Unit tests of zkconsumer.stream: the bounded chunk queue, its backpressure signal and the iterator."""
+"""Unit tests of zkconsumer.consumer.stream (chunks, delivery): the bounded chunk queue, its backpressure signal and the iterator."""
 
 from __future__ import annotations
 

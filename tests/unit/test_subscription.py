@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.subscription; expected values were checked against Kafka 1.1.1's own classes."""
+"""Tests for zkconsumer.coordinator.subscription; expected values were checked against Kafka 1.1.1's own classes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.zkdata: paths and byte-exact codecs, with golden bytes checked against Kafka 1.1.1."""
+"""Tests for zkconsumer.zookeeper.znodes and cluster.broker_nodes: paths and byte-exact codecs, with golden bytes checked against Kafka 1.1.1."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer.errors import ZooKeeperAccessDenied
+from zkconsumer.errors import ZkConsumerError, ZooKeeperAccessDenied
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.auth import JaasError, ZkAuth, zk_auth
 from zkconsumer.zookeeper.client import close_quietly
@@ -35,7 +35,7 @@ BROKERS = "/brokers"  # what every Kafka cluster's chroot holds
 _JAAS_FILE: contextvars.ContextVar[str | None] = contextvars.ContextVar("zk_jaas", default=None)
 
 
-class CliError(click.ClickException):
+class CliError(ZkConsumerError, click.ClickException):
     """An expected failure: printed as one line on stderr, no traceback."""
 
     exit_code = EXIT_PROBLEM

@@ -8,13 +8,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.znodes import ZkDataError
 
 FILE_FORMATS = ("lines", "json", "csv")
 
 
-class InputError(ValueError):
+class InputError(ZkConsumerError, ValueError):
     """User-supplied text (a file line, an option value) that cannot be used; the message says where."""
 
 

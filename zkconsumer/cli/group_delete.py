@@ -19,6 +19,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError, RolledBackError, RuntimeInconsistency
 
 from zkconsumer.cli.common import CliError, children
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zookeeper import transactions, znodes
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ BUDGET = 0xFFFFF // 2  # half of the server's default jute.maxbuffer, as the cor
 ATTEMPTS = 3
 
 
-class MemberJoined(Exception):
+class MemberJoined(ZkConsumerError):
     """A transaction's fence failed or a node appeared: look whether a member registered."""
 
 

@@ -7,13 +7,13 @@ import sys
 
 import click
 
-from zkconsumer import __version__
 from zkconsumer.cli.consume import consume
 from zkconsumer.cli.groups import groups
 from zkconsumer.cli.migrate import migrate
 from zkconsumer.cli.offsets import offsets
 from zkconsumer.cli.top import top
 from zkconsumer.cli.verify import verify
+from zkconsumer.version import __version__
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 

@@ -1,4 +1,4 @@
-"""The `zkconsumer offsets` group and `offsets export` (ExportZkOffsets, safer); import and reset: offsets_write.py."""
+"""The `zkconsumer offsets` group and `offsets export` (ExportZkOffsets, safer); import and reset: offsets_import.py, offsets_reset.py."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ class ConsumerProxy:
     while it waits, and another thread polling that gate starves (commit() hangs): so post them.
 
     `consumer()` gives the Consumer (created when the fetcher starts); `run(fn)` runs `fn` as a
-    fetcher command and returns its result (Fetcher.run_command).
+    fetcher command and returns its result (Fetcher._call).
     """
 
     __slots__ = ("_consumer", "_run")

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import collections
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import CancelledError, Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from zkconsumer.consumer.chunks import Message, PartitionTopicInfo
+from zkconsumer.consumer.chunks import Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.consumer_proxy import ConsumerProxy
+from zkconsumer.consumer.fetch_commands import FetchCommands
 from zkconsumer.consumer.fetch_errors import FetchErrors
-from zkconsumer.consumer.fetch_routing import ChunkRouting
+from zkconsumer.consumer.fetch_routing import ChunkRouter
 from zkconsumer.consumer.fetch_settings import FetchSettings
-from zkconsumer.consumer.fetch_turns import IDLE_WAIT, POLL_TIMEOUT, READER_GRACE, ReaderTurns, Turn
+from zkconsumer.consumer.fetch_turns import BUSY_WAIT, IDLE_WAIT, POLL_TIMEOUT, READER_GRACE, ReaderTurns
 from zkconsumer.consumer.log_throttle import throttled_logger
 from zkconsumer.consumer.offset_reset import OffsetResets
 from zkconsumer.errors import ConsumerError
@@ -38,24 +35,25 @@ _CLOSE_WAIT = 5.0  # how long close() waits for a reader's fetch to give the Con
 _COMMAND_TIMEOUT = 60.0
 
 
-class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
+class Fetcher:
     """Fetch owned partitions with one Consumer; route them, one chunk per partition and batch, into queues.
 
-    Whoever calls the Consumer or touches the routing state holds `_turn`: the fetcher thread, or
-    (with `reader_turns`) a reader whose queue is empty, which then fetches on its own thread
-    (`fetch_for`). A reader that keeps up thus fetches and iterates in one thread, without handing
-    every chunk to another thread (two threads taking turns on the GIL cost ~20 % of the speed);
-    the fetcher thread fetches only when no reader has for `READER_GRACE` (readers busy or absent),
-    and runs the commands other threads post (a reader's fetch leaves them to it).
-    A refused chunk is held (and grows); at `batch_size` held messages or `hold_bytes` of values
-    (default: queued.max.message.chunks x fetch.message.max.bytes) its partition is paused. A pause
-    costs a re-fetch (librdkafka drops the partition's prefetch), so the bounds let a stream that
-    keeps up never pause: at 1,000 it paused 150 times per million messages, at 0.6x the speed.
+    Whoever calls the Consumer or touches the routing state holds the turn (ReaderTurns): the
+    fetcher thread, or (with `reader_turns`) a reader whose queue is empty, which then fetches on
+    its own thread (`fetch_for`). A reader that keeps up thus fetches and iterates in one thread,
+    without handing every chunk to another thread (two threads taking turns on the GIL cost
+    throughput: docs/performance.md); the fetcher thread fetches only when no reader has for
+    `READER_GRACE` (readers busy or absent), and runs the commands other threads post (a reader's
+    fetch leaves them to it). A refused chunk is held (and grows); at `batch_size` held messages or
+    `hold_bytes` of values (default: queued.max.message.chunks x fetch.message.max.bytes) its
+    partition is paused. A pause costs a re-fetch (librdkafka drops the partition's prefetch), so
+    the bounds let a stream that keeps up never pause.
 
-    A reader's turn (fetch_turns.ReaderTurns), the routing (fetch_routing.ChunkRouting), the
-    auto.offset.reset policy (offset_reset.OffsetResets) and librdkafka's errors
-    (fetch_errors.FetchErrors) are its base classes, each in a module of its own; this class keeps
-    the thread, the commands and closing.
+    Its parts, each owning its state: the turn (fetch_turns.ReaderTurns), the routing state
+    (fetch_routing.ChunkRouter), auto.offset.reset (offset_reset.OffsetResets) and librdkafka's
+    errors (fetch_errors.FetchErrors), the commands other threads post (fetch_commands.FetchCommands).
+    This class keeps the Consumer, the fetcher thread, the two fetch loops (`_run`, `fetch_for`) and
+    closing.
     """
 
     def __init__(
@@ -74,32 +72,25 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         self.name = name
         self._on_error = on_error
         self._batch_size = batch_size
-        self._hold_bytes = (
-            settings.queued_max_message_chunks * settings.fetch_message_max_bytes if hold_bytes is None else hold_bytes
+        self._router = ChunkRouter(
+            hold_messages=batch_size,
+            hold_bytes=(
+                settings.queued_max_message_chunks * settings.fetch_message_max_bytes
+                if hold_bytes is None
+                else hold_bytes
+            ),
         )
+        self._turns = ReaderTurns(name, enabled=reader_turns, on_abandoned=self._router.mark_stale)
+        self._errors = FetchErrors(name)
+        self._resets = OffsetResets(settings, self._router, self._errors.warn)
         self._raw: Consumer = None  # type: ignore[assignment]  # created by start()
         self._proxy = ConsumerProxy(lambda: self._raw, lambda fn: self._call(fn, required=False))
         self._thread: threading.Thread | None = None
-        self._commands: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
         self._wake = threading.Event()
-        self._retry = False  # set by queue.on_space from application threads
-        self._retried_at = 0.0  # time.monotonic() of the fetcher thread's last offer of held chunks
+        self._commands = FetchCommands(self._wake)
         self._stopping = self._closed = False
-        self._turn = Turn()  # held by whoever calls the Consumer or touches the routing state
-        self._unowned_polls = 0  # the fetcher thread's failed turn polls in a row that saw no owner
-        self._reader_turns = reader_turns
-        self._reader_asked = -READER_GRACE  # time.monotonic() when a reader last wanted to fetch
-        self._rewind = False  # a reader's fetch was cut short: refetch from the routed positions
         self._failure: BaseException | None = None
-        self._infos: dict[Key, PartitionTopicInfo] = {}
         self._incarnations: dict[str, int] = {}  # topic -> the epoch (czxid) the Consumer fetched of it
-        self._ever_assigned: set[Key] = set()
-        self._shared_partitions: frozenset[int] = frozenset()  # numbers that 2+ topics have
-        self._held: collections.OrderedDict[Key, list[Message]] = collections.OrderedDict()  # refused, in order
-        self._held_bytes: dict[Key, int] = {}  # the sizes of their values
-        self._paused: set[Key] = set()
-        self._warned: dict[object, list[float]] = {}
-        self._connection_error: tuple[float, str] | None = None  # when and why the brokers were unreachable
         self.deadline = Deadline(None)  # a shutdown's: bounds every command posted from now on
 
     def start(self) -> None:
@@ -111,7 +102,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
 
     def _new_consumer(self) -> Consumer:
         conf = self.settings.consumer_config()
-        conf.setdefault("error_cb", self._on_client_error)
+        conf.setdefault("error_cb", self._errors.on_client_error)
         conf.setdefault("logger", throttled_logger(f"{__name__}.librdkafka"))
         return Consumer(conf)
 
@@ -174,7 +165,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
                     if self._closed
                     else {
                         key: (info, self._raw.get_watermark_offsets(TopicPartition(*key), cached=True))
-                        for key, info in self._infos.items()
+                        for key, info in self._router.infos.items()
                     }
                 )
             except KafkaException:
@@ -183,54 +174,102 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
 
         return self._call(read, required=False)
 
+    def set_deadline(self, deadline: Deadline) -> None:
+        """Bound every command posted from now on (and so every Consumer call of another thread) by `deadline`."""
+        self.deadline = deadline
+
     def _call(self, fn: Callable[[], T], *, required: bool = True) -> T:
         """Run `fn` on the fetcher thread and return its result. Once the thread is gone, `required`
         calls raise ConsumerError; the others (removals, reads, proxy calls) run right here."""
         thread = self._thread
         if thread is None:
             raise RuntimeError(f"fetcher {self.name} not started")
-        if thread is threading.current_thread() or self._turn.holder == threading.get_ident():
+        if thread is threading.current_thread() or self._turns.turn.holder == threading.get_ident():
             return fn()
         if thread.is_alive() and not self._stopping and self._failure is None:
-            fut: Future[T] = Future()
-            self._commands.put((fn, fut))
-            self._wake.set()
-            limit = self.deadline.remaining(_COMMAND_TIMEOUT)
-            deadline = time.monotonic() + limit
-            while True:
+            fut = self._commands.post(fn)
+            if self._commands.wait(fut, thread, self.deadline.remaining(_COMMAND_TIMEOUT)):
                 try:
-                    return fut.result(timeout=min(0.2, limit))
+                    return fut.result()
                 except KafkaException as exc:
-                    explained = self.explain(exc)
+                    explained = self._errors.explain(exc)
                     if explained is exc:
                         raise
                     raise explained from exc
-                except CancelledError:
-                    break  # the thread failed before running it
-                except FutureTimeout:
-                    if fut.done():
-                        raise  # fn's own TimeoutError
-                    if not thread.is_alive() and fut.cancel():
-                        break  # died before running it
-                    if time.monotonic() >= deadline:
-                        fut.cancel()  # not started yet: it must not run late (a cancelled add, say)
-                        raise TimeoutError(f"{thread.name} did not run a command within {limit:.1f}s") from None
         if required:
             raise ConsumerError(f"fetcher {self.name} is not running") from self._failure
         if self._failure is None:  # stopping: let it leave the Consumer first (a failed one did)
             thread.join(_COMMAND_TIMEOUT)
             if thread.is_alive():
                 raise TimeoutError(f"{thread.name} did not stop within {_COMMAND_TIMEOUT:.0f}s")
-        turn, me = self._turn, threading.get_ident()
+        turn, me = self._turns.turn, threading.get_ident()
         try:
             if not turn.take(me, _COMMAND_TIMEOUT) and not turn.take_over(me):
                 raise TimeoutError(f"fetcher {self.name}: the consumer stayed busy for {_COMMAND_TIMEOUT:.0f}s")
             return fn()
         finally:
-            if turn.holder == me:  # inline, no call before the release: see fetch_turns.Turn
+            if turn.holder == me:  # inline, no call before the release: see turn.Turn
                 lock = turn.lock
                 turn.holder = None
                 lock.release()
+
+    def fetch_for(self, stream_queue: StreamQueue, timeout: float) -> float:
+        """A reader found `stream_queue` empty: fetch on its thread if the Consumer is free (StreamQueue.refill).
+
+        Returns 0 after a fetch, else how long the reader should wait for chunks another thread's
+        fetch may bring. A KafkaException (a fatal librdkafka error) ends fetching for good
+        (on_error). Anything else (a KeyboardInterrupt, an exception a signal handler raised, a
+        bug) reaches the reader, and the next turn rebuilds the routing state (ChunkRouter.refetch).
+        """
+        if self._stopping or self._closed or self._failure is not None:
+            return IDLE_WAIT  # close() or fail() ends the queue soon
+        self._turns.reader_asks()  # the fetcher thread leaves the next fetch to us
+        if self._commands.pending():
+            return BUSY_WAIT  # the fetcher thread runs the commands first
+        turn, router, me = self._turns.turn, self._router, threading.get_ident()
+        try:
+            if not turn.try_take(me):
+                return BUSY_WAIT
+            if self._stopping or self._closed or self._failure is not None:
+                return IDLE_WAIT
+            if router.stale:
+                router.refetch(self._raw)
+            if router.retry:
+                router.offer_held(self._raw)
+                if len(stream_queue):
+                    return 0.0
+            if not router.fetchable():
+                return IDLE_WAIT
+            messages = self._raw.consume(self._batch_size, timeout)
+            if messages:
+                self._route(cast("list[Message]", messages))
+            return 0.0
+        except KafkaException as exc:
+            self._fail(exc)
+            return IDLE_WAIT
+        except BaseException:
+            router.mark_stale()
+            raise
+        finally:
+            if turn.holder == me:  # inline, no call before the release: see turn.Turn
+                lock = turn.lock
+                turn.holder = None
+                lock.release()
+            if self._stopping and not self._closed:
+                self._close_consumer(0.0)  # close() gave up waiting for this fetch
+
+    def _route(self, messages: list[Message]) -> None:
+        """Queue a consume() batch (ChunkRouter.route), then handle its error messages, if any."""
+        for m in self._router.route(messages, self._raw):
+            reset = self._errors.on_message_error(m)
+            if reset is not None:
+                self._resets.reset_out_of_range(self._raw, *reset)
+
+    def _on_space(self) -> None:  # queue.on_space: runs on application threads, so only flag and wake
+        self._router.retry = True  # a hint: the fetcher thread also offers held chunks now and then
+        # A reader that fetches offers them in its next fetch; without one, wake the fetcher thread.
+        if not self._turns.enabled or time.monotonic() - self._turns.reader_asked >= READER_GRACE:
+            self._wake.set()
 
     def _run(self) -> None:
         # consume() returns Messages typed with Optional topic/partition/offset; _route reads those
@@ -238,34 +277,34 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         def consume(count: int, timeout: float) -> list[Message]:
             return cast("list[Message]", self._raw.consume(count, timeout))  # _raw: renewed by _renew_for
 
-        batch, wake, turn, me = self._batch_size, self._wake, self._turn, threading.get_ident()
+        batch, wake, turns, router = self._batch_size, self._wake, self._turns, self._router
+        turn, me = turns.turn, threading.get_ident()
         try:
             while not self._stopping and self._failure is None:
                 wake.clear()
-                readers_fetch = self._reader_turns and time.monotonic() - self._reader_asked < READER_GRACE
-                held_due = bool(self._held) and time.monotonic() - self._retried_at >= _HELD_RECHECK
-                if readers_fetch and not (self._commands.qsize() or held_due or self._rewind or turn.unnamed()):
-                    self._unowned_polls = 0
+                readers_fetch = turns.readers_fetch()
+                held_due = bool(router.held) and time.monotonic() - router.retried_at >= _HELD_RECHECK
+                if readers_fetch and not (self._commands.pending() or held_due or router.stale or turn.unnamed()):
+                    turns.leave_to_readers()
                     wake.wait(READER_GRACE)  # leave the Consumer to them: taking it makes a reader wait
                     continue
-                if not self._poll_turn():
+                if not turns.poll():
                     continue  # a reader is fetching
                 try:
                     if self._stopping or self._failure is not None:
                         break
-                    if self._rewind:
-                        self._refetch()
-                    if not self._commands.empty():
-                        self._run_commands()
-                    if (self._retry and not readers_fetch) or held_due:
+                    if router.stale:
+                        router.refetch(self._raw)
+                    if self._commands.pending():
+                        self._commands.run_all()
+                    if (router.retry and not readers_fetch) or held_due:
                         # On a hint from a queue (on_space) when no reader fetches (a reader's fetch
                         # offers them), and now and then: a hint a signal cut short is not lost.
-                        self._retry, self._retried_at = False, time.monotonic()
-                        self._retry_held()
-                    fetchable = len(self._infos) > len(self._paused)
+                        router.offer_held(self._raw)
+                    fetchable = router.fetchable()
                     mine = fetchable and not readers_fetch
                     if mine:
-                        messages = consume(batch, _HELD_POLL_TIMEOUT if self._paused else POLL_TIMEOUT)
+                        messages = consume(batch, _HELD_POLL_TIMEOUT if router.paused else POLL_TIMEOUT)
                         if messages:
                             self._route(messages)
                 finally:
@@ -275,8 +314,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         except BaseException as exc:  # noqa: BLE001 - report anything that kills the thread
             self._fail(exc)
         finally:
-            while not self._commands.empty():  # stopped or failed: release waiting callers
-                self._commands.get()[1].cancel()
+            self._commands.cancel_all()  # stopped or failed: release waiting callers
             if self._stopping:
                 self._close_consumer()
 
@@ -287,43 +325,34 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         self._failure = exc
         log.error("%s: fetching failed", self.name, exc_info=exc)
         self._wake.set()  # the fetcher thread ends
-        while not self._commands.empty():  # release waiting callers before on_error runs
-            self._commands.get()[1].cancel()
+        self._commands.cancel_all()  # release waiting callers before on_error runs
         try:
             self._on_error(exc)
         except Exception:  # noqa: BLE001
             log.exception("%s: on_error callback failed", self.name)
 
-    def _run_commands(self) -> None:
-        while not self._commands.empty():  # only this thread takes from the queue
-            fn, fut = self._commands.get()
-            if fut.set_running_or_notify_cancel():
-                try:
-                    fut.set_result(fn())
-                except BaseException as exc:  # noqa: BLE001 - the caller gets it
-                    fut.set_exception(exc)
-
     def _do_assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        router = self._router
         if self._closed:  # stop_fetching() after close(): nothing to undo
-            self._set_infos({})
-            self._held, self._held_bytes, self._paused = collections.OrderedDict(), {}, set()
+            router.clear()
             return
         self._renew_for(infos)
-        self._resolve_offsets(infos)
-        self._forget(list(self._infos))
+        self._resets.resolve(self._raw, infos)
+        router.forget(list(router.infos), self._raw)
         if infos:
             self._raw.assign([TopicPartition(i.topic, i.partition, i.fetched_offset) for i in infos])
         else:
             self._raw.unassign()
-        self._set_infos({i.key: i for i in infos})
+        router.set_infos({i.key: i for i in infos})
         self._attach_queues(infos)
 
     def _do_add(self, infos: Sequence[PartitionTopicInfo]) -> None:
+        router = self._router
         self._renew_for(infos)
-        self._resolve_offsets(infos)
-        self._do_remove([i.key for i in infos if i.key in self._infos])
+        self._resets.resolve(self._raw, infos)
+        self._do_remove([i.key for i in infos if i.key in router.infos])
         self._raw.incremental_assign([TopicPartition(i.topic, i.partition, i.fetched_offset) for i in infos])
-        self._set_infos({**self._infos, **{i.key: i for i in infos}})
+        router.set_infos({**router.infos, **{i.key: i for i in infos}})
         self._attach_queues(infos)
 
     def _renew_for(self, infos: Sequence[PartitionTopicInfo]) -> None:
@@ -331,7 +360,7 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
         topic (its topic id, each partition's leader epoch, which a new topic restarts at 0) and may
         take the new topic's metadata for stale: the partition is assigned and never fetched
         (librdkafka #4898; seen in chaos runs as an owned partition delivering nothing for minutes).
-        The other partitions go on from their first message not queued (`_refetch`)."""
+        The other partitions go on from their first message not queued (ChunkRouter.refetch)."""
         recreated = sorted(
             {i.topic for i in infos if i.epoch is not None and self._incarnations.get(i.topic, i.epoch) != i.epoch}
         )
@@ -344,23 +373,24 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
             old.close()
         except (KafkaException, RuntimeError) as exc:  # closing is best effort: the new one fetches
             log.warning("%s: closing the replaced Consumer failed: %s", self.name, exc)
-        self._refetch()
+        self._router.refetch(self._raw)
 
     def _attach_queues(self, infos: Sequence[PartitionTopicInfo]) -> None:
         for stream_queue in {id(i.queue): i.queue for i in infos}.values():
             stream_queue.on_space = self._on_space
-            if self._reader_turns and stream_queue.refill is None:
+            if self._turns.enabled and stream_queue.refill is None:
                 stream_queue.set_refill(self.fetch_for)
 
     def _do_remove(self, keys: Iterable[Key]) -> None:
-        gone = [k for k in dict.fromkeys(keys) if k in self._infos]
+        router = self._router
+        gone = [k for k in dict.fromkeys(keys) if k in router.infos]
         if gone and not self._closed:
-            self._forget(gone)
+            router.forget(gone, self._raw)
             self._raw.incremental_unassign([TopicPartition(*k) for k in gone])
-            self._set_infos({k: v for k, v in self._infos.items() if k not in gone})
+            router.set_infos({k: v for k, v in router.infos.items() if k not in gone})
 
     def _close_consumer(self, wait: float = _CLOSE_WAIT) -> None:
-        turn, me = self._turn, threading.get_ident()
+        turn, me = self._turns.turn, threading.get_ident()
         try:
             if not turn.take(me, self.deadline.remaining(wait)):
                 if wait <= 0 or turn.holder is not None or not turn.take_over(me):
@@ -368,13 +398,13 @@ class Fetcher(ReaderTurns, ChunkRouting, OffsetResets, FetchErrors):
                     if wait > 0:
                         log.warning("%s: the consumer was still fetching; that fetch closes it", self.name)
                     return
-                # Held by nobody all this while: left behind by an interrupted reader (see _poll_turn).
+                # Held by nobody all this while: left behind by an interrupted reader (see ReaderTurns.poll).
                 log.warning("%s: a reader was interrupted holding the consumer; closing it anyway", self.name)
             if not self._closed and self._raw is not None:
                 self._closed = True
                 self._raw.close()
         finally:
-            if turn.holder == me:  # inline, no call before the release: see fetch_turns.Turn
+            if turn.holder == me:  # inline, no call before the release: see turn.Turn
                 lock = turn.lock
                 turn.holder = None
                 lock.release()

@@ -1,14 +1,15 @@
-"""The fetcher's auto.offset.reset policy: where a partition without a valid offset, or out of range, starts."""
+"""OffsetResets: the fetcher's auto.offset.reset policy, where a partition without a valid offset, or out of range, starts."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.consumer.fetch_errors import BROKERS_DOWN
+from zkconsumer.consumer.fetch_routing import ChunkRouter
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.consumer.watermarks import watermarks
 
@@ -16,29 +17,24 @@ log = logging.getLogger("zkconsumer.consumer.fetcher")  # the fetcher's logger: 
 
 Key = tuple[str, int]
 
-_DOWN = frozenset({KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT})  # no broker answered: say why, if known
-
 
 class OffsetResets:
-    """Fetcher's offset-reset half (a base of zkconsumer.fetcher.Fetcher; runs on the fetcher thread only)."""
+    """auto.offset.reset for a fetcher: the start of a partition with no committed offset, and the
+    move of one whose offset is out of range (on the holder of the fetcher's turn, with the
+    Consumer of the moment). `warn` is the fetcher's rate-limited warning (FetchErrors.warn)."""
 
-    # Set by Fetcher.__init__ (and, for _raw, Fetcher.start).
-    settings: FetchSettings
-    _raw: Consumer
-    _infos: dict[Key, PartitionTopicInfo]
+    def __init__(self, settings: FetchSettings, router: ChunkRouter, warn: Callable[..., None]) -> None:
+        self.policy = settings.auto_offset_reset
+        self._timeout = max(settings.socket_timeout_ms, 1000) / 1000
+        self._router = router
+        self._warn = warn
 
-    if TYPE_CHECKING:
-
-        def _forget(self, keys: Iterable[Key]) -> None: ...
-
-        def _warn(self, what: object, msg: str, *args: object) -> None: ...
-
-    def _resolve_offsets(self, infos: Sequence[PartitionTopicInfo]) -> None:
+    def resolve(self, consumer: Consumer, infos: Sequence[PartitionTopicInfo]) -> None:
         """No committed offset (-1): start at the log start or end per auto.offset.reset."""
-        policy = self.settings.auto_offset_reset
+        policy = self.policy
         for info in infos:
             if info.fetched_offset < 0:
-                low, high = self._watermarks(info.key)
+                low, high = self._watermarks(consumer, info.key)
                 start = low if policy == "smallest" else high
                 # committed_offset stays -1, so the next commit persists the reset (as Scala does)
                 info.fetched_offset = info.consumed_offset = start
@@ -50,25 +46,25 @@ class OffsetResets:
                     policy,
                 )
 
-    def _watermarks(self, key: Key) -> tuple[int, int]:
+    def _watermarks(self, consumer: Consumer, key: Key) -> tuple[int, int]:
         try:
-            return watermarks(self._raw, key, max(self.settings.socket_timeout_ms, 1000) / 1000)
+            return watermarks(consumer, key, self._timeout)
         except KafkaException as exc:
-            if exc.args and exc.args[0].code() in _DOWN and not self._raw.assignment():
+            if exc.args and exc.args[0].code() in BROKERS_DOWN and not consumer.assignment():
                 # librdkafka hands its connection errors to error_cb only inside poll/consume, which
                 # has not run yet on a first assignment: serve them now (nothing assigned, so no
                 # message can come back), so the error names why the brokers are down.
-                self._raw.poll(0)
+                consumer.poll(0)
             raise
 
-    def _reset_out_of_range(self, key: Key, offset: int | None) -> None:
+    def reset_out_of_range(self, consumer: Consumer, key: Key, offset: int | None) -> None:
         """OFFSET_OUT_OF_RANGE: move fetched and consumed offset to the log start or end."""
-        info = self._infos.get(key)
+        info = self._router.infos.get(key)
         if info is None or not info.active:
             return
-        policy = self.settings.auto_offset_reset
+        policy = self.policy
         try:
-            low, high = self._watermarks(key)
+            low, high = self._watermarks(consumer, key)
         except KafkaException as exc:  # fetch again from where we were: the error comes back
             self._warn(
                 ("reset", key), "%s-%d: offset %s out of range; watermarks failed (%s), retrying", *key, offset, exc
@@ -101,7 +97,7 @@ class OffsetResets:
                     policy,
                 )
                 info.fetched_offset = info.consumed_offset = new
-        self._forget([key])
+        self._router.forget([key], consumer)
         # seek() fails with _STATE here (librdkafka stopped the partition): re-add it instead
-        self._raw.incremental_unassign([TopicPartition(*key)])
-        self._raw.incremental_assign([TopicPartition(key[0], key[1], new)])
+        consumer.incremental_unassign([TopicPartition(*key)])
+        consumer.incremental_assign([TopicPartition(key[0], key[1], new)])

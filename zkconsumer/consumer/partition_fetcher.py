@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.zookeeper.client import Deadline
 
 TopicPartition = tuple[str, int]
 
 
 class PartitionFetcher(Protocol):
-    """What a rebalance needs from the fetcher (zkconsumer.fetcher.Fetcher, or NoFetcher)."""
+    """What a rebalance needs from the fetcher (zkconsumer.consumer.fetcher.Fetcher, or NoFetcher)."""
 
     def assign(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
 
@@ -24,6 +25,9 @@ class PartitionFetcher(Protocol):
     def assigned(self) -> set[TopicPartition] | None: ...
 
     def close(self, timeout: float = 10.0) -> None: ...
+
+    def set_deadline(self, deadline: Deadline) -> None:
+        """Bound every Kafka call made from now on (a shutdown's deadline: its final commit goes through it)."""
 
     @property
     def consumer(self) -> object | None: ...
@@ -51,3 +55,6 @@ class NoFetcher:
 
     def close(self, timeout: float = 10.0) -> None:
         pass
+
+    def set_deadline(self, deadline: Deadline) -> None:
+        pass  # no Kafka calls to bound

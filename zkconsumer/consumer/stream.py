@@ -35,7 +35,7 @@ class KafkaStream:
         self.iterator = ConsumerIterator(queue, consumer_timeout_ms, gate)
 
     def __iter__(self) -> Iterator[Message]:
-        """confluent_kafka.Message objects, at C speed (see zkconsumer.delivery)."""
+        """confluent_kafka.Message objects, at C speed (see zkconsumer.consumer.delivery)."""
         return iter(self.iterator)
 
     def batches(self) -> Iterator[Sequence[Message]]:

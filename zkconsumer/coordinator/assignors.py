@@ -11,6 +11,7 @@ from itertools import combinations, groupby, repeat
 
 from zkconsumer.config.compat import DEFAULT, Compat
 from zkconsumer.coordinator.group_assignment import GroupAssignment
+from zkconsumer.errors import ZkConsumerError
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,15 @@ class AssignmentInput:
     partitions_for_topic: Mapping[str, Sequence[int]]
 
 
-class AssignmentError(ValueError):
-    """The group cannot be assigned (Scala throws IllegalArgumentException and the attempt fails)."""
+class AssignmentError(ZkConsumerError, ValueError):
+    """The group cannot be assigned: Scala throws IllegalArgumentException and the attempt fails.
+
+    Retriable, as there: the rebalance's attempts retry it, and once they are used up the member
+    reports ConsumerRebalanceFailed and keeps retrying with back-off (the group cannot rebalance
+    until its members change); it does not leave the group.
+    """
+
+    retriable = True
 
 
 def java_string_hashcode(s: str) -> int:

@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping
 from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.fetcher import Fetcher
 from zkconsumer.consumer.partition_fetcher import PartitionFetcher
 from zkconsumer.consumer.stream import PartitionTopicInfo, StreamSet
 from zkconsumer.coordinator.assignment import Assignment
@@ -84,7 +83,7 @@ class Rebalancer:
 
     # ---- rebalance -----------------------------------------------------------------------------
     def synced_rebalance(self, reason: str) -> bool:
-        """Up to rebalance.max.retries attempts under the rebalance lock (rebalance_retries.run_attempts);
+        """Up to rebalance.max.retries attempts under the rebalance lock (retries.run_attempts);
         True on success (or when stopping). A failure that is not retriable (a bug, a listener's own
         exception) is raised: the caller takes the member out."""
         with self._lock:
@@ -367,8 +366,8 @@ class Rebalancer:
         `timeout_s`. Returns the offsets it could not commit (empty when everything was written)."""
         self._stopping.set()
         began = time.monotonic()
-        if isinstance(self.fetcher, Fetcher):
-            self.fetcher.deadline = Deadline(timeout_s)  # a Kafka-side final commit goes through it
+        if self.fetcher is not None:
+            self.fetcher.set_deadline(Deadline(timeout_s))  # a Kafka-side final commit goes through it
         got_lock = self._lock.acquire(timeout=max(0.0, timeout_s / 2))
         try:
             infos = self.assignment.committable()

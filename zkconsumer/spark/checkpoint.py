@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.spark.offsets import Key, decode_offsets
 from zkconsumer.spark.reconcile import canonical, own_entry
 
@@ -17,7 +18,7 @@ COMMITS, OFFSETS = "commits", "offsets"
 OFFSET_LOG_VERSION = "v1"  # Spark 3.x and 4.x write this one: a header line, metadata, one line per source
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(ZkConsumerError, RuntimeError):
     """The checkpoint cannot be read or is not in a format this source understands."""
 
 

@@ -24,6 +24,7 @@ from pyspark.sql.types import (
 )
 
 from zkconsumer.consumer.log_throttle import throttled_logger
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.offsets import DataLossError, Key, OffsetRange
 
@@ -62,9 +63,11 @@ _EOF, _RESET = -191, -140  # KafkaError._PARTITION_EOF, KafkaError._AUTO_OFFSET_
 TRANSIENT_CODES = frozenset({-195, -187, -193, -185, 5, 6, 7, 13})
 
 
-class FetchTimeoutError(RuntimeError):
+class FetchTimeoutError(ZkConsumerError, RuntimeError):
     """A range made no progress for pollTimeoutMs while its offsets should exist: the partition is
     unavailable. The task fails (Spark retries it) whatever failOnDataLoss says: nothing is lost."""
+
+    retriable = True
 
 
 def to_record_batch(msgs: list[Any], topic: str, partition: int) -> pa.RecordBatch:

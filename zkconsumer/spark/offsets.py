@@ -9,6 +9,8 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
+from zkconsumer.errors import ZkConsumerError
+
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
@@ -18,7 +20,7 @@ EPOCHS = "@epochs"  # sub-object topic -> incarnation (czxid of its ZooKeeper no
 INITIAL = "@initial"  # marks initialOffset()'s answer: the batch planned from it records every start
 
 
-class DataLossError(RuntimeError):
+class DataLossError(ZkConsumerError, RuntimeError):
     """Offsets to read are gone (retention, topic re-created) and failOnDataLoss is true."""
 
 

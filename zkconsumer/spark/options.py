@@ -10,6 +10,7 @@ from functools import cached_property
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.spark.offsets import EARLIEST, decode_offsets
 
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
@@ -57,7 +58,7 @@ _CONNECTION_SETTINGS = (
 )
 
 
-class OptionError(ValueError):
+class OptionError(ZkConsumerError, ValueError):
     """A data source option is missing or invalid; the message names it."""
 
 

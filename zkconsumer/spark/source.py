@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -12,7 +11,7 @@ from pyspark.sql.types import StructType
 
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
-from zkconsumer.spark.kafka_read import SCHEMA, LogOffsets, read_task
+from zkconsumer.spark.kafka_read import SCHEMA, read_task
 from zkconsumer.spark.offsets import (
     EARLIEST,
     Key,
@@ -109,7 +108,7 @@ class ZkBatchReader(_RangeReading, DataSourceReader):
         return list(self._tasks(ranges, plan.bootstrap, plan.epochs))
 
 
-class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, SupportsTriggerAvailableNow):
+class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches of the partitions the group assigns to this query's driver-side member.
 
     Planning methods run in one long-lived driver Python process per query, so the member (a
@@ -120,25 +119,20 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
     every partition of the batch planned from initialOffset(), which Spark asks for again when it
     replays that batch. "@epochs" names the topic incarnation the positions count in.
 
-    The member itself (joining, owned positions, fenced commits, log offsets, stop) is the base
-    class stream_member.StreamMember; this class answers Spark's planning calls.
+    The member itself (joining, owned positions, fenced commits, log offsets, stop) is a
+    stream_member.StreamMember it holds (`member`; tests pass a stand-in); this class answers
+    Spark's planning calls.
     """
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, member: StreamMember | None = None) -> None:
         self.opts = opts
         self._reader_conf = opts.reader_config()
-        self._member: Any = None  # ConsumerConnector, created on first use
-        self._log_offsets: LogOffsets | None = None
+        self.member = member if member is not None else StreamMember(opts)
         self._resumed = False  # the first latestOffset of a process follows the checkpoint
         self._last_end: dict[str, Any] | None = None
         self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
         self._latest: dict[Key, int] = {}
-        self._claims: dict[Key, Any] = {}  # the claims of the last _owned() snapshot
-        # Offsets this process planned or Spark handed it (canonical JSON): stop() commits a batch
-        # from the checkpoint only if its offsets are one of these, i.e. really this query's.
-        self._seen: collections.deque[str] = collections.deque(maxlen=64)
         self._checkpoint_checked = False
-        self._brokers_read: str | None = None  # the bootstrap list of the last /brokers/ids read
         if not opts.checkpoint_location:
             # A Python source is never told the query's checkpoint (PySpark 4.3 passes it nothing
             # but the reader's options), and without its commit log stop() cannot tell which
@@ -151,10 +145,9 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
                 opts.group_id,
             )
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_member"] = state["_log_offsets"] = None  # sockets and threads: driver only
-        return state
+    def stop(self) -> None:
+        """Spark's stop: the member commits the last completed batch and leaves (StreamMember.stop)."""
+        self.member.stop()
 
     # ---- Spark's planning calls ----------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
@@ -163,7 +156,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
         Spark keeps only batch ends and asks again when it replays batch 0 after a restart; the
         answer may differ by then, so the batch planned from this one records every start ("@from").
         """
-        owned = self._owned()
+        owned = self.member.owned()
         wanted = {
             k: initial_position(
                 k,
@@ -174,12 +167,12 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
             )
             for k, zk in owned.items()
         }
-        spans = self._spans(list(wanted))
+        spans = self.member.spans(list(wanted))
         positions = {
             k: settle(k, pos, *spans[k], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True)
             for k, pos in wanted.items()
         }
-        self._last_end = encode_offsets(positions, epochs=self._epochs(owned), initial=True)
+        self._last_end = encode_offsets(positions, epochs=self.member.epochs(owned), initial=True)
         return self._last_end
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -187,14 +180,14 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._targets = {k: high for k, (_, high) in self._spans(list(self._owned())).items()}
+        self._targets = {k: high for k, (_, high) in self.member.spans(list(self.member.owned())).items()}
 
     @phase_timings.timed("planner.latestOffset")
     def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
         if start is None:  # pyspark < 4.2 passes nothing: continue from our own last answer
             start = self._last_end if self._last_end is not None else self.initialOffset()
         before = decode_offsets(start)
-        if not self._connected():
+        if not self.member.connected():
             # Like the fetcher's delivery gate: once the lease is out our session may be expiring and
             # another member taking these partitions over. Plan nothing new until ZooKeeper confirms it.
             log.warning(
@@ -202,12 +195,12 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
                 self.opts.group_id,
             )
             return start
-        owned = self._owned()
-        self._seen.append(canonical(start))
+        owned = self.member.owned()
+        self.member.remember(canonical(start))
         # The first trigger that owns anything: one that waits for a dead predecessor's owner nodes
         # (a driver killed before its session expired) owns nothing and must not use it up.
         first, self._resumed = not self._resumed and bool(owned), self._resumed or bool(owned)
-        recorded, current = decode_epochs(start), self._epochs(owned)
+        recorded, current = decode_epochs(start), self.member.epochs(owned)
         known = self._same_incarnation(before, recorded, current)
         if first and not is_initial(start):
             self._report_restart(start, {k: v for k, v in known.items() if k in owned}, owned)
@@ -220,7 +213,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
                 wanted[key] = known[key]
             else:  # back after another member had it: skip what that member already consumed
                 wanted[key] = max(known[key], committed)
-        spans = self._spans(list(owned))
+        spans = self.member.spans(list(owned))
         starts = dict(known)
         for key, pos in wanted.items():
             starts[key] = settle(
@@ -235,13 +228,13 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
                 )
         # Spark asks for the next batch only once the batch ending at `start` completed (and was
         # recorded in the commit log): that progress is safe to show the group's tools now.
-        self._commit({k: starts[k] for k in owned if starts[k] != owned[k]})
-        if not self._connected():
+        self.member.commit({k: starts[k] for k in owned if starts[k] != owned[k]})
+        if not self.member.connected():
             # The commit and the log lookups can block (a link down, the rebalance lock): the lease
             # checked above may have run out meanwhile. Plan only on a lease that still holds.
             log.warning("the lease ran out while planning: no new data for group %s this trigger", self.opts.group_id)
             return start
-        released = self._released_since_snapshot(owned)
+        released = self.member.released_since_snapshot(owned)
         if released:
             # A rebalance released them while this trigger planned (the commit above waits for its
             # lock): another member may read them now, so this batch must not.
@@ -266,7 +259,7 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
         if is_initial(start):
             froms = starts  # batch 0: replayed from these even if initialOffset() answers otherwise
         self._last_end = encode_offsets(positions, froms, epochs)
-        self._seen.append(canonical(self._last_end))
+        self.member.remember(canonical(self._last_end))
         return self._last_end
 
     def _report_restart(self, start: dict[str, Any], checkpoint: dict[Key, int], zookeeper: dict[Key, int]) -> None:
@@ -323,16 +316,16 @@ class ZkStreamReader(_RangeReading, StreamMember, DataSourceStreamReader, Suppor
 
     @phase_timings.timed("planner.partitions")
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        self._seen.append(canonical(end))  # also a batch replayed from the checkpoint after a restart
+        self.member.remember(canonical(end))  # also a batch replayed from the checkpoint after a restart
         if self.opts.checkpoint_location and not self._checkpoint_checked:
             self._checkpoint_checked = True  # Spark wrote this batch's offsets/<id> before planning its tasks
-            self._check_checkpoint(self.opts.checkpoint_location)
+            self.member.check_checkpoint(self.opts.checkpoint_location)
         ranges = batch_ranges(start, end)
-        return self._tasks(ranges, self._bootstrap(), dict(decode_epochs(end))) if ranges else []
+        return self._tasks(ranges, self.member.bootstrap(), dict(decode_epochs(end))) if ranges else []
 
     @phase_timings.timed("planner.commit")
     def commit(self, end: dict[str, Any]) -> None:
         """Spark's own "done up to end": commit it where it moves an owned partition forward and
         the partition is still claimed in the topic incarnation `end` was counted in."""
-        owned = self._owned()
-        self._commit(forward_commits(end, owned, self._epochs(owned)))
+        owned = self.member.owned()
+        self.member.commit(forward_commits(end, owned, self.member.epochs(owned)))

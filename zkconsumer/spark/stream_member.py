@@ -10,8 +10,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from zkconsumer.errors import ZkConsumerError, is_retriable
 from zkconsumer.errors import describe as describe_error
-from zkconsumer.errors import is_retriable
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, last_completed
 from zkconsumer.spark.kafka_read import LogOffsets
@@ -26,29 +26,41 @@ log = logging.getLogger("zkconsumer.spark.source")  # the source's logger: these
 STOP_COMMIT_TIMEOUT_S = 15.0
 
 
-class MemberLeft(RuntimeError):
+class MemberLeft(ZkConsumerError, RuntimeError):
     """The stream reader's group member left the group on a failure; the cause is chained."""
 
 
 class StreamMember:
-    """ZkStreamReader's membership half (a base of zkconsumer.spark.source.ZkStreamReader; driver side only).
+    """The stream reader's member of the group (driver side only): ZkStreamReader holds one.
 
-    The member is a ConsumerConnector with fetch=False, created on first use and left by stop().
+    The member is a ConsumerConnector with fetch=False, joined on first use and left by stop(). A
+    pickled copy (executors get the reader's) carries no connector and no log-offset client.
     """
 
-    # Set by ZkStreamReader.__init__.
-    opts: SourceOptions
-    _member: Any
-    _log_offsets: LogOffsets | None
-    _claims: dict[Key, Any]  # the claim records of the last _owned() snapshot: incarnation, and identity
-    _seen: collections.deque[str]
-    _brokers_read: str | None
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._conn: Any = None  # ConsumerConnector, created on first use
+        self._log_offsets: LogOffsets | None = None
+        self._claims: dict[Key, Any] = {}  # the claim records of the last owned() snapshot: incarnation, and identity
+        # Offsets this process planned or Spark handed it (canonical JSON): stop() commits a batch
+        # from the checkpoint only if its offsets are one of these, i.e. really this query's.
+        self._seen: collections.deque[str] = collections.deque(maxlen=64)
+        self._brokers_read: str | None = None  # the bootstrap list of the last /brokers/ids read
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_conn"] = state["_log_offsets"] = None  # sockets and threads: driver only
+        return state
+
+    def remember(self, offsets: str) -> None:
+        """Offsets (canonical JSON) this query planned or Spark handed it: stop() may commit these."""
+        self._seen.append(offsets)
 
     def _connector(self) -> Any:
         """The query's member, joined on first use. A member that left the group on a failure (a bug,
         ZooKeeper refusing it, kazoo closed for good) fails the planning call that asks for it: the
         query stops with the member's cause instead of planning nothing forever."""
-        member = self._member if self._member is not None else self._join()
+        member = self._conn if self._conn is not None else self._join()
         if member.failure is not None:
             raise MemberLeft(
                 f"the query's member of group {self.opts.group_id} ({member.consumer_id}) left the group: "
@@ -69,7 +81,7 @@ class StreamMember:
             conn.shutdown()
             raise
         log.info("query joined group %s as %s", self.opts.group_id, conn.consumer_id)
-        self._member = conn
+        self._conn = conn
         self._leave_on_sigterm()
         return conn
 
@@ -89,11 +101,11 @@ class StreamMember:
         signal.signal(signal.SIGTERM, on_sigterm)
 
     @phase_timings.timed("planner.owned")
-    def _owned(self, member: Any = None) -> dict[Key, int]:
+    def owned(self, member: Any = None) -> dict[Key, int]:
         """Owned partitions -> consumed position: a consistent snapshot (never a half-installed rebalance).
 
         Also remembers the topic incarnation each was claimed in: positions planned from this
-        snapshot count in those, and `_commit` writes them only into the same incarnation.
+        snapshot count in those, and `commit` writes them only into the same incarnation.
         """
         member = member if member is not None else self._connector()
         # Inactive: fenced (the topic was deleted or re-created) or stopped; the next rebalance
@@ -102,13 +114,13 @@ class StreamMember:
         self._claims = infos
         return {k: i.consumed_offset for k, i in infos.items()}
 
-    def _released_since_snapshot(self, keys: Iterable[Key]) -> set[Key]:
-        """Of `keys` (from the last `_owned()` snapshot), those no longer held by the same claim:
+    def released_since_snapshot(self, keys: Iterable[Key]) -> set[Key]:
+        """Of `keys` (from the last `owned()` snapshot), those no longer held by the same claim:
         released (or released and claimed again) by a rebalance since."""
         now = self._connector().assignment.owned_infos()
         return {k for k in keys if now.get(k) is None or now[k] is not self._claims.get(k) or not now[k].active}
 
-    def _epochs(self, keys: Iterable[Key]) -> dict[str, int]:
+    def epochs(self, keys: Iterable[Key]) -> dict[str, int]:
         """topic -> incarnation (czxid of its node) of the last snapshot, for the topics of `keys`."""
         out: dict[str, int] = {}
         for key in keys:
@@ -118,11 +130,12 @@ class StreamMember:
                 out[key[0]] = max(epoch, out.get(key[0], epoch))  # czxids grow: the newest one
         return out
 
-    def _connected(self) -> bool:
+    def connected(self) -> bool:
+        """Whether ZooKeeper confirmed our session within the lease (the member may plan)."""
         return bool(self._connector().ownership_confirmed())
 
     @phase_timings.timed("planner.bootstrap")
-    def _bootstrap(self) -> str:
+    def bootstrap(self) -> str:
         """The brokers executors start from. A planning call that meets the member's ZooKeeper
         session ending (or the connection down) uses the list read last: executors only need a
         broker to start from, and failing the call would end the query."""
@@ -141,17 +154,18 @@ class StreamMember:
         return self._brokers_read
 
     @phase_timings.timed("planner.spans")
-    def _spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
+    def spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
+        """Each partition's log (start, end), from the brokers."""
         if self._log_offsets is None:
             self._log_offsets = LogOffsets(
-                self._bootstrap(),
+                self.bootstrap(),
                 read_committed=self.opts.isolation_committed(),
                 client_config=self.opts.client_security(),
             )
         return self._log_offsets.spans(keys)
 
     @phase_timings.timed("planner.zookeeper_commit")
-    def _commit(self, positions: dict[Key, int], member: Any = None) -> None:
+    def commit(self, positions: dict[Key, int], member: Any = None) -> None:
         """Write progress to /consumers/<group>/offsets, fenced: only partitions we still own."""
         if not positions:
             return
@@ -174,7 +188,7 @@ class StreamMember:
         """Commit the last batch the sink committed (with the option checkpointLocation), then leave
         the group. Never the last *planned* batch: a stop may have cancelled it, and its end would
         make the member taking over skip it; Spark's commit log says which batch really completed."""
-        member, self._member = self._member, None
+        member, self._conn = self._conn, None
         if member is not None:
             if self.opts.checkpoint_location:
                 self._commit_completed(member)
@@ -184,7 +198,7 @@ class StreamMember:
             self._log_offsets = None
 
     @staticmethod
-    def _check_checkpoint(location: str) -> None:
+    def check_checkpoint(location: str) -> None:
         """Say at the first batch, not only at stop, when the option names no checkpoint."""
         try:
             if not CheckpointLog(location).exists():
@@ -215,14 +229,14 @@ class StreamMember:
                             batch,
                         )
                     return
-                owned = self._owned(member)
-                positions = forward_commits(end, owned, self._epochs(owned))
+                owned = self.owned(member)
+                positions = forward_commits(end, owned, self.epochs(owned))
                 log.info(
                     "stop: committing batch %d, which the sink committed: %s",
                     batch,
                     ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(positions.items())) or "nothing new",
                 )
-                self._commit(positions, member)
+                self.commit(positions, member)
             except Exception as exc:  # noqa: BLE001 - the stop goes on; ZooKeeper stays one batch behind
                 log.warning("not committing the last completed batch of group %s on stop: %s", self.opts.group_id, exc)
 

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from zkconsumer.errors import ZkConsumerError
+
 # Each entry is a folder of jars built from poms/<name>/pom.xml (next to this file):
 #   kafka39  the ZooKeeper-mode Kafka 3.9 broker, plus the ZooKeeper server it bundles
 #   kafka11  the legacy Scala 1.1.1 client (never mixed with kafka39 on one classpath); also the 1.1.1 broker
@@ -31,7 +33,7 @@ log = logging.getLogger(__name__)
 Report = Callable[[str], None]  # where fetch progress goes (python -m zkconsumer.testing: stderr)
 
 
-class JarsMissingError(RuntimeError):
+class JarsMissingError(ZkConsumerError, RuntimeError):
     """The jars are absent and could not be fetched; the message says what to run."""
 
 

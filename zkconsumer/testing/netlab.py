@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from zkconsumer.errors import ZkConsumerError
+
 if TYPE_CHECKING:
     from zkconsumer.testing.relay import RelayProcess
 
@@ -66,7 +68,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
 _COMMAND_TIMEOUT = 30.0
 
 
-class LabError(RuntimeError):
+class LabError(ZkConsumerError, RuntimeError):
     """A lab command failed; the message carries the command and what it printed."""
 
 

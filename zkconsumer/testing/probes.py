@@ -9,14 +9,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.testing.process import JavaProcess
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
 
-class ClusterStartError(RuntimeError):
-    """A JVM did not become ready; the message carries its log tail."""
+class ClusterStartError(ZkConsumerError, RuntimeError):
+    """A JVM did not become ready; the message carries its log tail. Starting it again may work."""
+
+    retriable = True
 
 
 def free_port() -> int:

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from zkconsumer.errors import ZkConsumerError
+
 __all__ = ["JaasError", "ZkAuth", "parse_jaas", "parse_login_module", "zk_auth", "zookeeper_auth"]
 
 DIGEST_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
@@ -18,8 +20,8 @@ _FLAGS = ("required", "requisite", "sufficient", "optional")
 _TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|"(?:[^"\\]|\\.)*"|[{};=]|[^\s{};="]+', re.DOTALL)
 
 
-class JaasError(ValueError):
-    """A JAAS text that cannot be read, or one without the login section or options we need."""
+class JaasError(ZkConsumerError, ValueError):
+    """A JAAS text that cannot be read, or one without the login section or options we need. A setting to fix."""
 
 
 @dataclass(frozen=True)
