@@ -27,10 +27,11 @@ def reconcile_owned(
     Another incarnation of the topic (deleted, maybe created again): released without a commit,
     then claimed afresh so offsets are read again. Owner node gone or another session's (deleted
     by a tool or a Scala member acting on a stale registry): forgotten, claimed again. Owner node
-    of our session rewritten by hand: ours to delete, so deleted (as an orphan) and claimed again.
-    In doubt (a watch or a commit said so; delivery already stopped) but read again as ours, or not
-    fetched although owned: restarted, its node deleted and claimed again, since what the iterators
-    dropped meanwhile must be fetched again from the last commit.
+    of our session rewritten by hand, or in doubt (a watch or a commit said so; delivery already
+    stopped) but read again as ours: released (committed while the node is ours, deleted: only our
+    session can) and claimed again, since what the iterators dropped meanwhile must be fetched again.
+    Not fetched although owned: stop and claim again (the claim of a node that is still ours writes
+    nothing).
     """
     owned = assignment.owned_infos()
     stale = {k for k, i in owned.items() if i.epoch is not None and i.epoch != topic_epochs.get(k[0], i.epoch)}
@@ -54,27 +55,23 @@ def reconcile_owned(
         lost |= set(more_lost)
         spoiled |= set(more_spoiled)
     fetched = fetcher.assigned() if fetcher is not None else None
-    drifted = (set(rest) - fetched - lost - spoiled) if fetched is not None else set()
-    drifted |= doubted - lost - spoiled
+    again = spoiled | (doubted - lost)
+    drifted = (set(rest) - fetched - lost - again) if fetched is not None else set()
     if lost:
         log.warning("%s: owner nodes of %s are no longer ours; claiming again", consumer_id, partitions_text(lost))
         assignment.drop(lost)
-    if spoiled:
+    if again:
         log.warning(
-            "%s: owner nodes of %s were rewritten by someone else; deleting and claiming them again",
+            "%s: owner nodes of %s were rewritten by someone else or in doubt; releasing and claiming them again",
             consumer_id,
-            partitions_text(spoiled),
+            partitions_text(again),
         )
+        assignment.begin_release(sorted(again))
     if drifted:
-        log.warning(
-            "%s: %s owned but not fetched, or stopped while in doubt; starting them again",
-            consumer_id,
-            partitions_text(drifted),
-        )
-    restart = spoiled | drifted
-    if restart:
-        assignment.drop(restart)
-        assignment.adopt_orphans({k: rest[k] for k in restart})
+        log.warning("%s: %s owned but not fetched; starting them again", consumer_id, partitions_text(drifted))
+        assignment.drop(drifted)
+        assignment.adopt_orphans({k: rest[k] for k in drifted})
+    restart = again | drifted
     # Fetched but not owned (left over from a lost session): nothing of it may be delivered anyway.
     extra = (fetched - set(owned)) if fetched is not None else set()
     if fetcher is not None and (lost or restart or extra):
