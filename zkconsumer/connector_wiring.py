@@ -16,6 +16,7 @@ from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
+from zkconsumer.coordinator.ownership_doubt import follow_ownership_signals
 from zkconsumer.coordinator.periodic import PeriodicTask
 from zkconsumer.coordinator.rebalancer import Rebalancer
 from zkconsumer.coordinator.subscription import Subscription, encode_registration
@@ -145,6 +146,7 @@ class ConnectorWiring:
             self.listener,
         )
         self._worker, self._membership, self._rebalancer = worker, membership, rebalancer
+        follow_ownership_signals(self.group, self.assignment, worker.trigger)
         self.group.ensure_paths()
         membership.start()
         try:

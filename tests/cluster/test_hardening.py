@@ -103,17 +103,32 @@ def test_a_zookeeper_outage_delivers_under_the_lease_then_pauses_until_the_sessi
         assert conn.group.is_registered()
 
 
-def test_watchdog_restores_a_deleted_owner_node(cluster, zk, topic_factory, group_id) -> None:
-    topic = topic_factory(partitions=2)
-    with member(cluster, group_id, zkconsumer_watchdog_interval_ms=300) as conn:
-        conn.create_message_streams({topic: 1})
+def test_an_owner_node_deleted_and_taken_by_another_stops_delivery_at_once_without_the_watchdog(
+    cluster, zk, topic_factory, produce, group_id
+) -> None:
+    """A Scala member acting on a stale registry deletes our owner node without a check and another
+    claimant creates it: the data watch on our node stops delivery of that partition at once, and
+    once the claimant lets go the member claims it again by itself (no watchdog)."""
+    topic = topic_factory(partitions=1)
+    recorder = Recorder()
+    with member(cluster, group_id, zkconsumer_watchdog_interval_ms=0) as conn:
+        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
         owners = wait_for_balanced(zk, group_id, [topic], members=1)
-        zk.delete(znodes.owner_path(group_id, topic, 1))  # an operator's mistake, no event for us
-        deadline = time.monotonic() + 30
-        while owner_table(zk, group_id, [topic]) != owners:
-            assert time.monotonic() < deadline, "watchdog never restored the owner node"
-            time.sleep(0.1)
-        assert scrape(conn)["zkconsumer_watchdog_alerts_total"] >= 1  # the warning metric
+        first = produce(topic, 10)
+        recorder.wait_for({(topic, 0, m.offset) for m in first}, timeout=30)
+        path = znodes.owner_path(group_id, topic, 0)
+        zk.delete(path)  # blind, as Scala's deletePath (KAFKA-262)
+        zk.create(path, znodes.encode_owner(f"{group_id}_scala-0"), ephemeral=True)
+        deadline = time.monotonic() + 10
+        while (info := conn.assignment.get((topic, 0))) is not None and info.active:
+            assert time.monotonic() < deadline, "delivery of the taken partition never stopped"
+            time.sleep(0.05)
+        during = produce(topic, 10, start=10)
+        time.sleep(3.0)
+        assert [d for d in recorder.deliveries if d.offset >= 10] == [], "delivered a partition another session owned"
+        zk.delete(path)  # the other claimant lets go
+        recorder.wait_for({(topic, 0, m.offset) for m in during}, timeout=60)
+        assert owner_table(zk, group_id, [topic]) == owners
 
 
 class FailureListener:

@@ -12,7 +12,21 @@ Invariants (each violation is a line naming the step, member and partition):
   4. liveness: once faults stop, with no watchdog, the group settles within LIVENESS_BOUND_MS on
      the assignment every member computes, with no extra owner nodes, every produced message is
      delivered, and the committed offsets reach the log ends;
-  5. no bug: a non-retriable exception from any production step is a violation.
+  5. no bug: a non-retriable exception from any production step is a violation;
+  6. no delivery of a partition whose owner node is not ours: after every step, a member that is
+     connected, has heard every event ZooKeeper sent it, and whose gate is open holds as active
+     (deliverable) only partitions whose owner node holds its thread id in its registered, live
+     session.
+
+Besides members, two actors meddle with the group's nodes as production does: a Scala-like member
+acting on a stale topic registry, which deletes the owner paths it once saw without checking data
+or version (KAFKA-262/KAFKA-286), and an operator (or a tool) deleting or rewriting owner nodes,
+fence nodes and registrations. Their deletes and rewrites of owner nodes hit members that can hear
+of them (connected, not frozen, holding a watch on the node): kazoo drops every watch with the
+link, so a member cut off from ZooKeeper, or reconnected but not yet through the rebalance that
+reads its nodes again, cannot know, and delivers on its lease meanwhile (docs/design.md, "Fencing
+limits"). The notification reaches every connected member at once: a
+delivery in the round trip between a change and its notification is a window no client can close.
 
 Besides faults aimed at single ZooKeeper calls, the fault phase pauses attempts where they make no
 ZooKeeper call (the listener's callbacks, and just before each owner-node transaction: between a
@@ -82,6 +96,7 @@ class Schedule:
         self.pausing = False  # inside a pause: the paused member is mid-attempt
         self.vary_members = False  # run() draws each member's mode and transaction size
         self.offsets_dropped = False
+        self.stale_registry: list[str] = []  # owner paths the Scala-like actor saw once
         self._next_id = 0
         admin = self.model.client("admin")
         admin.start()
@@ -127,8 +142,12 @@ class Schedule:
             return
         self.pausing = True
         try:
-            kind = self.rng.choice(["expire", "expire+join", "expire+others", "others", "join", "others+own"])
+            kind = self.rng.choice(
+                ["expire", "expire+join", "expire+others", "others", "join", "others+own", "meddle+own"]
+            )
             self.note(f"pause {member.name} at {where}: {kind}")
+            if kind.startswith("meddle"):  # an operator or a stale Scala member, mid-attempt
+                self.rng.choice([self.operator, self.scala_stale])()
             if kind.startswith("expire") and member.client.connected:
                 self.model.expire(member.client)  # LOST reaches the listeners before the new session opens
             if kind.endswith("join") and len(self.live()) < 6:
@@ -179,6 +198,7 @@ class Schedule:
         for _ in range(self.o.steps):
             self.step()
             self.check_accounted()
+            self.check_no_foreign_delivery()
             if self.result.violations:
                 return self.finish()
         self.faulty = False
@@ -211,8 +231,10 @@ class Schedule:
                 "add_partitions",
                 "garble_peer",
                 "drop_offsets",
+                "operator",
+                "scala_stale",
             ],
-            [8, 10, 8, 10, 3, 4, 2, 6, 2, 3, 1, 2, 1, 1, 1, 1, 0.3, 0.3],
+            [8, 10, 8, 10, 3, 4, 2, 6, 2, 3, 1, 2, 1, 1, 1, 1, 0.3, 0.3, 1, 1],
         )[0]
         member = rng.choice(live) if live else None
         if action == "produce":
@@ -245,8 +267,71 @@ class Schedule:
                 self.admin.delete(folder)
                 self.offsets_dropped = True
                 self.note(f"deleted {folder}")
+        elif action == "operator":
+            self.operator()
+        elif action == "scala_stale":
+            self.scala_stale()
         elif member is not None:
             self.member_action(action, member)
+
+    # ---- actors that meddle with the group's nodes --------------------------------------------------
+    def _hearing(self) -> list[SimMember]:
+        return [m for m in self.live() if m.client.connected and not m.frozen]
+
+    def _may_hit(self, path: str) -> bool:
+        """An owner node whose holder can hear of the change: connected, and holding a watch on it
+        (see the module docstring)."""
+        if not self.model.exists(path):
+            return False
+        owner = self.model.stat(path).ephemeralOwner
+        return any(
+            m.client._session is not None and m.client._session.id == owner and path in m.client._data_w
+            for m in self._hearing()
+        )
+
+    def _notify(self) -> None:
+        for m in self._hearing():
+            self.model.deliver(m.client)
+
+    def operator(self) -> None:
+        """An operator or a tool: deletes or rewrites an owner node, a fence node or a registration."""
+        owners_folder = znodes.owners_path(GROUP, TOPIC)
+        fences_folder = znodes.zkconsumer_sessions_path(GROUP)
+        kind = self.rng.choice(["delete owner", "rewrite owner", "delete fence", "rewrite fence", "delete member"])
+        if kind.endswith("owner"):
+            folder = owners_folder
+        elif kind.endswith("fence"):
+            folder = fences_folder
+        else:
+            folder = znodes.ids_path(GROUP)
+        children = sorted(self.model.children(folder)) if self.model.exists(folder) else []
+        paths = [f"{folder}/{c}" for c in children if folder != owners_folder or self._may_hit(f"{folder}/{c}")]
+        if not paths:
+            return
+        path = self.rng.choice(paths)
+        if kind.startswith("delete"):
+            self.admin.delete(path)
+        else:
+            thread = self.rng.choice([f"{GROUP}_{m.name}-0" for m in self.members] + ["garbage"])
+            self.admin.set(path, znodes.encode_owner(thread) if folder == owners_folder else b"edited")
+        self.note(f"operator: {kind} {path}")
+        self._notify()
+
+    def scala_stale(self) -> None:
+        """A Scala member whose topic registry is stale: it once saw these owner paths as its own and
+        now releases them by deleting the paths, whoever holds them, with no data or version check."""
+        folder = znodes.owners_path(GROUP, TOPIC)
+        if not self.stale_registry:
+            children = sorted(self.model.children(folder)) if self.model.exists(folder) else []
+            self.stale_registry = [f"{folder}/{c}" for c in children if self.rng.random() < 0.5]
+            return
+        hit = [path for path in self.stale_registry if self._may_hit(path)]
+        for path in hit:
+            self.admin.delete(path)
+        self.stale_registry = []
+        if hit:
+            self.note(f"stale Scala member deleted {', '.join(hit)}")
+            self._notify()
 
     def member_action(self, action: str, m: SimMember) -> None:
         model = self.model
@@ -303,6 +388,23 @@ class Schedule:
         if done is not None and d.offset < done:
             self.violation(f"{d.member} re-delivered {where} below committed offset {done}")
 
+    def check_no_foreign_delivery(self) -> None:
+        """Invariant 6, between steps: no partition is deliverable by a member that has heard of
+        everything while its owner node is not that member's."""
+        nodes = owner_nodes(self.model, GROUP, TOPIC)
+        sessions = self.model.live_sessions()
+        for m in self._hearing():
+            if self.model.pending_events(m.client) or not m.streams.gate.usable():
+                continue
+            for key, info in sorted(m.assignment.owned_infos().items()):
+                node = nodes.get(key[1]) if key[0] == TOPIC else None
+                mine = (info.thread_id, m.group.session)
+                if info.active and (node is None or node != mine or node[1] not in sessions):
+                    self.violation(
+                        f"{m.name} may deliver {key[0]}-{key[1]} (active, gate open) while its owner node is "
+                        f"{node}, not {mine}"
+                    )
+
     def check_accounted(self) -> None:
         """Invariant 3, between steps: every owner node belongs to the live session of a member that
         holds its partition as owned, releasing or orphan."""
@@ -351,6 +453,7 @@ class Schedule:
                 if round_ % 4 == 3:
                     m.commit()
             self.check_accounted()
+            self.check_no_foreign_delivery()
             if self.result.violations:
                 return
             if round_ > 8 and self.converged():

@@ -20,6 +20,7 @@ from zkconsumer.consumer.stream import Chunk, Message, PartitionTopicInfo, Strea
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
+from zkconsumer.coordinator.ownership_doubt import follow_ownership_signals
 from zkconsumer.coordinator.rebalancer import Rebalancer
 from zkconsumer.coordinator.subscription import StaticSubscription, encode_registration
 from zkconsumer.coordinator.watchdog import Watchdog
@@ -202,6 +203,7 @@ class SimMember:
         self.watchdog = Watchdog(
             self.consumer_id, interval_s=1.0, check=self.rebalancer.health_problems, trigger=self.trigger
         )
+        follow_ownership_signals(self.group, self.assignment, self.trigger)
         self.membership.start()
         self.trigger("consumer started")
 

@@ -224,7 +224,9 @@ def test_a_partial_claim_that_loses_a_race_rereads_each_node_once() -> None:
 
 def test_a_claim_waiting_for_a_neighbour_reads_nothing_again() -> None:
     """What the neighbour released is created at once; what it still holds is known from the
-    watches the first claim armed: the second claim sends one transaction and no read."""
+    watches the first claim armed: the second claim sends one transaction and no read of the held
+    nodes, only one of each node it created (arming the watch that says if it stops being ours,
+    which the next reconcile then finds armed: that read moved, it was not added)."""
     model, (me, other) = _registered("me", "other")
     keys = [("t", p) for p in range(40)]
     assert other.claim({k: "g_other-0" for k in keys}) == []
@@ -234,8 +236,12 @@ def test_a_claim_waiting_for_a_neighbour_reads_nothing_again() -> None:
     model.deliver()  # the data watches of the five released nodes fire
     since = len(model.calls)
     assert me.claim(wanted, partial=True) == keys[5:]
-    assert [c.op for c in model.calls[since:] if c.client == "me"] == ["multi"]
-    assert me.not_ours({k: "g_me-0" for k in keys[:5]}) == []  # and they are ours now
+    mine = [c for c in model.calls[since:] if c.client == "me"]
+    assert [c.op for c in mine] == ["multi"] + ["get"] * 5
+    assert sorted(c.path for c in mine[1:]) == sorted(znodes.owner_path("g", *k) for k in keys[:5])
+    since = len(model.calls)
+    assert me.not_ours({k: "g_me-0" for k in keys[:5]}, watched=True) == []  # ours now, and watched
+    assert [c for c in model.calls[since:] if c.client == "me"] == []
 
 
 def test_a_claim_confirms_a_node_that_looks_ours_before_counting_it() -> None:

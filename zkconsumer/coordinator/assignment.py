@@ -13,6 +13,10 @@ A partition moves through:
 
 `releasing` is kept until each delete is confirmed, so a failed release (a listener that raises,
 a connection lost midway) is retried instead of leaving an owner node nobody will delete.
+
+Any thread may put an installed partition in doubt (`doubt`: its owner node may not be ours any
+more): delivery of it stops at once, and it stays installed until the rebalance thread's next
+reconcile step reads the node again and drops, deletes or restarts it.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ class Assignment:
         self._owned: dict[TopicPartition, PartitionTopicInfo] = {}
         self._releasing: dict[TopicPartition, PartitionTopicInfo] = {}
         self._orphans: dict[TopicPartition, str] = {}  # our owner nodes we never installed
+        # Owner nodes that may not be ours any more (a watch fired, a commit found them foreign):
+        # installed ones stopped delivering; one claimed but not installed yet is installed stopped.
+        self._doubted: set[TopicPartition] = set()
         self.generation = 0  # bumped whenever the owned set changes
         self.sessions_lost = 0  # bumped by lose_all: a claim made before it belongs to a dead session
 
@@ -103,7 +110,7 @@ class Assignment:
                 replaced = self._owned.get(info.key)
                 if replaced is not None and replaced is not info:
                     replaced.active = False  # iterators holding the old record drop its chunks
-                info.active = True
+                info.active = info.key not in self._doubted  # heard of between its claim and now
                 self._owned[info.key] = info
             self.generation += 1
             return True
@@ -113,6 +120,7 @@ class Assignment:
         with self._lock:
             moved = []
             for key in keys:
+                self._doubted.discard(key)
                 info = self._owned.pop(key, None)
                 if info is not None:
                     info.active = False  # iterators drop what they hold of it, unseen
@@ -128,6 +136,38 @@ class Assignment:
             for key in keys:
                 self._releasing.pop(key, None)
                 self._orphans.pop(key, None)
+                self._doubted.discard(key)
+
+    def doubt(self, keys: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """Any thread: the owner nodes of these may not be ours any more (deleted or rewritten by
+        someone else, found foreign by a commit). Delivery of the installed ones stops now; nothing
+        is forgotten (the node may still be ours): the rebalance thread resolves them (`doubted`).
+        A key neither installed nor pending deletion is a claim not installed yet: it will be
+        installed stopped. Partitions already releasing are left alone (delivery stopped already).
+        Returns the keys newly in doubt (a rebalance must follow)."""
+        with self._lock:
+            fresh = []
+            for key in keys:
+                if key in self._doubted or key in self._releasing or key in self._orphans:
+                    continue
+                info = self._owned.get(key)
+                if info is not None:
+                    info.active = False  # iterators drop what they hold of it, unseen
+                self._doubted.add(key)
+                fresh.append(key)
+            return sorted(fresh)
+
+    def forget_stale_doubts(self) -> None:
+        """The rebalance thread, before it claims: a doubt about a partition neither installed nor
+        pending deletion was heard while none of our claims was in flight (a late event about a node
+        we no longer hold), so it cannot be about a claim of ours: forget it."""
+        with self._lock:
+            self._doubted = {k for k in self._doubted if k in self._owned}
+
+    def doubted(self) -> list[TopicPartition]:
+        """Installed partitions in doubt (stopped), for the rebalance thread to resolve."""
+        with self._lock:
+            return sorted(k for k in self._doubted if k in self._owned)
 
     def adopt_orphans(self, nodes: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """Owner nodes of our session that we do not own or release (a claim whose answer was lost):
@@ -165,6 +205,8 @@ class Assignment:
     def drop(self, keys: Iterable[TopicPartition]) -> list[PartitionTopicInfo]:
         """Forget installed partitions whose owner node is not ours any more (nothing to delete)."""
         with self._lock:
+            keys = list(keys)
+            self._doubted.difference_update(keys)
             dropped = [self._owned.pop(k) for k in keys if k in self._owned]
             for info in dropped:
                 info.active = False
@@ -180,6 +222,7 @@ class Assignment:
                 info.active = False
             had = bool(self._owned)
             self._owned, self._releasing, self._orphans = {}, {}, {}
+            self._doubted.clear()
             self.sessions_lost += 1
             if had:
                 self.generation += 1

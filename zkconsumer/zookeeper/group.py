@@ -27,6 +27,7 @@ from zkconsumer.zookeeper.fence import SessionFence
 from zkconsumer.zookeeper.group_reads import GroupReads, decode_owners
 from zkconsumer.zookeeper.offset_nodes import OffsetNodes
 from zkconsumer.zookeeper.owner_nodes import OwnerNodes
+from zkconsumer.zookeeper.signals import OwnershipSignals
 from zkconsumer.zookeeper.znodes import Registration, ZkDataError
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ class GroupZk:
         self.consumer_id = consumer_id
         self.member_path = znodes.member_path(group_id, consumer_id)
         self.fence: SessionFence | None = None  # our registration, set when we register
+        # An owner node found not ours, a write refused on our fence: the member subscribes to act.
+        self.signals = OwnershipSignals()
         self._ensured: set[str] = set()
         # Registrations and owner nodes as the watches we hold say they are: a rebalance or a
         # watchdog check re-reads only what changed since the last one.
@@ -76,6 +79,7 @@ class GroupZk:
             fence=self.require_fence,
             ensure_folder=self._ensure,
             forget_folders=self._ensured.clear,
+            signals=self.signals,
             acl=acl,
             transaction_max_bytes=transaction_max_bytes,
         )
@@ -86,6 +90,7 @@ class GroupZk:
             fence=self.require_fence,
             ensure_folder=self._ensure,
             forget_folder=self._ensured.discard,
+            signals=self.signals,
             acl=acl,
         )
         # kazoo runs state listeners at once on its connection thread, but queues the NONE events
@@ -97,12 +102,12 @@ class GroupZk:
 
     def _on_connection_state(self, state: str) -> None:
         if state in (KazooState.SUSPENDED, KazooState.LOST):
-            self.forget_cached_reads()
+            self.forget_cached_reads(session_ended=state == KazooState.LOST)
 
-    def forget_cached_reads(self) -> None:
+    def forget_cached_reads(self, *, session_ended: bool = False) -> None:
         """Make the next reads of registrations and owner nodes ask ZooKeeper for everything."""
         self.reads.forget()
-        self.owner_nodes.forget_cached()
+        self.owner_nodes.forget_cached(session_ended=session_ended)
 
     @property
     def session(self) -> int | None:
@@ -238,15 +243,17 @@ class GroupZk:
             return set()
 
     def is_registered(self) -> bool:
-        """Whether our member node and our fence node are both there, in the session we registered in
-        (one pipelined round)."""
+        """Whether our member node and our fence node are both there, in the session we registered in,
+        and the fence would pass its check (version 0, as every fenced write requires: a fence node
+        written to by hand refuses every write, so it must count as not registered). One pipelined round."""
         fence = self.fence
         if fence is None:
             return False
         found = self.io.many(
             ((path, self.client.exists_async(path)) for path in (self.member_path, fence.path)), "read our registration"
         )
-        return all(stat is not None and stat.ephemeralOwner == fence.session for stat in found.values())
+        member = found[self.member_path]
+        return member is not None and member.ephemeralOwner == fence.session and fence.holds(found[fence.path])
 
     def close_size(self, owned: Iterable[TopicPartition]) -> int:
         """What the transaction that closes our session will weigh on a ZooKeeper 3.6+ server with

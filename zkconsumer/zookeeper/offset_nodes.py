@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
 from zkconsumer.errors import CommitFailed
@@ -19,6 +19,7 @@ from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.fence import SessionFence
 from zkconsumer.zookeeper.owner_nodes import OwnerNodes
+from zkconsumer.zookeeper.signals import OwnershipSignals
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class OffsetNodes:
         fence: Callable[[], SessionFence],
         ensure_folder: Callable[[str], None],
         forget_folder: Callable[[str], None],
+        signals: OwnershipSignals,
         acl: list[Any] | None = None,
     ) -> None:
         self.io = io
@@ -58,6 +60,7 @@ class OffsetNodes:
         self._fence = fence  # what every write is fenced on (SessionLost before registration)
         self._ensure_folder = ensure_folder  # creates a folder once (GroupZk's memo of existing folders)
         self._forget_folder = forget_folder  # a folder was deleted under us: create it again next time
+        self.signals = signals  # a partition found not ours, a refused fence: the member acts on it
 
     def read(self, keys: Iterable[TopicPartition], topic_epochs: Mapping[str, int | None]) -> dict[TopicPartition, int]:
         """Committed offsets; -1 where none exists, or where it predates the topic itself.
@@ -100,7 +103,8 @@ class OffsetNodes:
         Returns key -> written; False means the partition is no longer ours (fenced off). Scala
         writes unconditionally; fencing keeps a member that lost its partitions from overwriting
         the new owner's progress. A missing parent is re-created; a write that keeps losing
-        races raises CommitFailed naming the partitions.
+        races raises CommitFailed naming the partitions. An owner node found not ours, by the read
+        or by the write's own check, is reported (OwnershipSignals.doubt): delivery of it stops.
         """
         results: dict[TopicPartition, bool] = {}
         pending = dict(offsets)
@@ -110,7 +114,8 @@ class OffsetNodes:
             # Three pipelined rounds for all partitions (owner nodes, offset nodes, the fenced
             # writes), not three round trips each: a release commits every moving partition.
             stats = self._owner_nodes.stats_if_ours({k: owners[k] for k in pending})
-            for key in [k for k, stat in stats.items() if stat is None]:
+            foreign = sorted(k for k, stat in stats.items() if stat is None)
+            for key in foreign:
                 log.warning(
                     "not committing %s-%d=%d: %s is no longer ours",
                     key[0],
@@ -119,6 +124,7 @@ class OffsetNodes:
                     znodes.owner_path(self.group_id, *key),
                 )
                 results[key] = False
+            self.signals.doubt(foreign, "a commit found the owner nodes of " + partitions_text(foreign) + " not ours")
             present = self.io.many(
                 ((k, self.client.exists_async(znodes.offset_path(self.group_id, *k))) for k in pending),
                 "read offset nodes",
@@ -134,10 +140,13 @@ class OffsetNodes:
                 what = f"commit {znodes.offset_path(self.group_id, *key)}"
                 outcome = self.io.wait(answer, what)
                 if fence.refused(outcome):
-                    raise fence.lost(what)
+                    raise self._refused(fence, outcome, what)
                 if not any(isinstance(r, Exception) for r in outcome):
                     results[key] = True
                     del pending[key]
+                elif isinstance(outcome[1], (BadVersionError, NoNodeError)):  # the owner node changed since our read
+                    owner = znodes.owner_path(self.group_id, *key)
+                    self.signals.doubt([key], f"{owner} changed between a commit's read and its write")
                 elif any(isinstance(r, NoNodeError) for r in outcome):
                     self._forget_folder(znodes.offsets_path(self.group_id, key[0]))  # deleted under us
         if pending:
@@ -161,12 +170,19 @@ class OffsetNodes:
             txn.create(path, znodes.encode_offset(offset), acl=self.acl)
         return txn.commit_async()
 
+    def _refused(self, fence: SessionFence, results: list[Any], what: str) -> Exception:
+        """A write refused on our fence: say so to whoever re-registers, and return what to raise."""
+        error = fence.lost(what, results)
+        self.signals.refused(str(error))
+        return error
+
     def withdraw(self, key: TopicPartition, offset: int, thread_id: str) -> bool:
         """Delete the offset node if it still holds `offset` and we still own the partition (one multi)."""
         owner_path = znodes.owner_path(self.group_id, *key)
         offset_path = znodes.offset_path(self.group_id, *key)
         owner = self._owner_nodes.stat_if_ours(owner_path, thread_id)
         if owner is None:
+            self.signals.doubt([key], f"withdrawing {offset_path} found {owner_path} not ours")
             return False
         try:
             data, stat = self.io.get(offset_path)
@@ -181,5 +197,5 @@ class OffsetNodes:
         txn.delete(offset_path, version=stat.version)
         results = self.io.commit(txn, f"withdraw {offset_path}")
         if fence.refused(results):
-            raise fence.lost(f"withdraw {offset_path}")
+            raise self._refused(fence, results, f"withdraw {offset_path}")
         return not any(isinstance(r, Exception) for r in results)

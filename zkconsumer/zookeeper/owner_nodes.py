@@ -14,11 +14,12 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
-from zkconsumer.errors import ZooKeeperUnavailable
+from zkconsumer.errors import ZOOKEEPER_FAILURES, ZooKeeperUnavailable
 from zkconsumer.partitions import partitions_text
 from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.fence import SessionFence
+from zkconsumer.zookeeper.signals import OwnershipSignals
 from zkconsumer.zookeeper.watched import WatchedNodes
 
 TopicPartition = tuple[str, int]
@@ -41,10 +42,12 @@ class OwnerNodes:
         fence: Callable[[], SessionFence],
         ensure_folder: Callable[[str], None],
         forget_folders: Callable[[], None],
+        signals: OwnershipSignals,
         acl: list[Any] | None = None,
         transaction_max_bytes: int = 0xFFFFF // 2,
     ) -> None:
         self.io = io
+        self.signals = signals
         self.client = io.client
         self.group_id = group_id
         self.acl = acl  # of owner nodes and their folders (ZkAuth.node_acl); None: open
@@ -54,17 +57,33 @@ class OwnerNodes:
         self._forget_folders = forget_folders  # a folder was deleted under us: check them all again
         self._transaction_max_bytes = transaction_max_bytes
         # Owner nodes as the watches we hold say they are (our own, and those in a claim's way):
-        # a rebalance or a watchdog check re-reads only what changed since the last one.
-        self._own_owner_nodes = WatchedNodes(io)
+        # a rebalance or a watchdog check re-reads only what changed since the last one. A watch on
+        # one of our own that fires for a change (not a dropped link) means it may not be ours any
+        # more: whoever deleted or rewrote it, delivery of that partition must stop at once.
+        self._own_owner_nodes = WatchedNodes(io, on_change=self._own_node_changed)
         self._wanted_owner_nodes = WatchedNodes(io, "read owner nodes to claim")
 
-    def forget_cached(self) -> None:
-        """Make the next reads of owner nodes ask ZooKeeper for everything."""
-        self._own_owner_nodes.invalidate()
+    def forget_cached(self, *, session_ended: bool = False) -> None:
+        """Make the next reads of owner nodes ask ZooKeeper for everything. `session_ended`: our
+        owner nodes went with the session, so the events of their watches say nothing about us."""
+        self._own_owner_nodes.invalidate(disarm=session_ended)
         self._wanted_owner_nodes.invalidate()
 
     def _path(self, key: TopicPartition) -> str:
         return znodes.owner_path(self.group_id, key[0], key[1])
+
+    def _key(self, path: str) -> TopicPartition | None:
+        folder = znodes.owners_path(self.group_id) + "/"
+        topic, _, partition = path[len(folder) :].rpartition("/")
+        return (topic, int(partition)) if path.startswith(folder) and topic and partition.isdigit() else None
+
+    def _own_node_changed(self, path: str, event: WatchedEvent) -> None:
+        """kazoo's thread: the watch on an owner node we vouch for fired."""
+        key = self._key(path)
+        if event.type == EventType.NONE or key is None:
+            return  # the link dropped: the reconnect rebalances and reads it again
+        what = "was deleted" if event.type == EventType.DELETED else "was rewritten"
+        self.signals.doubt([key], f"owner node {path} {what} by someone else")
 
     def claim(self, owners: Mapping[TopicPartition, str], *, partial: bool = False) -> list[TopicPartition]:
         """Create our owner nodes (in transactions of at most transaction_max_bytes); returns the
@@ -108,7 +127,24 @@ class OwnerNodes:
                 free = {k: t for k, t in free.items() if k in ours}
             created.update(free)
             blocked += in_way
+        self._watch_own(created)
         return sorted(blocked)
+
+    def _watch_own(self, owners: Mapping[TopicPartition, str]) -> None:
+        """Arm the data watch on nodes we just created, so a deletion or rewrite by someone else is
+        heard from now on; one already not ours is reported at once. (The next reconcile would have
+        read them anyway: this moves that read, it does not add one.)"""
+        if not owners:
+            return
+        paths = {k: self._path(k) for k in owners}
+        try:
+            found = self._own_owner_nodes.add(list(paths.values()))
+        except ZOOKEEPER_FAILURES:
+            # The link dropped: what it took we hear of nothing until the rebalance the reconnect
+            # triggers reads every owned node again, as for the watches the drop took with it.
+            return
+        gone = sorted(k for k, path in paths.items() if self._ours(found[path], owners[k]) is None)
+        self.signals.doubt(gone, "owner nodes of " + partitions_text(gone) + " were not ours right after the claim")
 
     def _known_held(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """Partitions an earlier claim found another member holding, unchanged since (their watch
@@ -138,7 +174,7 @@ class OwnerNodes:
         what = f"claim {len(owners)} partitions"
         results = self.io.commit(txn, what)
         if fence.refused(results):
-            raise fence.lost(what)
+            raise self._refused(fence, results, what)
         for result in results:
             if isinstance(result, NoNodeError):  # an owners folder was deleted under us
                 self._forget_folders()
@@ -186,12 +222,31 @@ class OwnerNodes:
         such call; pass every owned node each time, the others are forgotten) and read afresh only
         the nodes that look not ours.
         """
+        lost, spoiled = self.lost_and_spoiled(owners, watched=watched)
+        return sorted(lost + spoiled)
+
+    def lost_and_spoiled(
+        self, owners: Mapping[TopicPartition, str], *, watched: bool = False
+    ) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        """The owner nodes that are not ours, in two lists: lost (gone, or another session's:
+        nothing of ours to delete) and spoiled (still our session's, but holding other data than our
+        thread id, rewritten by hand: not ours to deliver, ours to delete). `watched` as in not_ours."""
         if watched:
             paths = {k: self._path(k) for k in owners}
             found = self._own_owner_nodes.read(list(paths.values()))
             owners = {k: v for k, v in owners.items() if self._ours(found[paths[k]], v) is None}
-        mine = self._which_are_ours(owners) if owners else set()
-        return sorted(k for k in owners if k not in mine)
+        if not owners:
+            return [], []
+        answers = self._read_owner_nodes(owners)
+        session = self._session()
+        lost, spoiled = [], []
+        for key in sorted(owners):
+            answer = answers[key]
+            if answer is None or session is None or answer[1].ephemeralOwner != session:
+                lost.append(key)
+            elif self._ours(answer, owners[key]) is None:
+                spoiled.append(key)
+        return lost, spoiled
 
     def release(self, owners: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """Delete our owner nodes; returns every key now confirmed not ours (deleted, gone, or
@@ -201,9 +256,11 @@ class OwnerNodes:
         delivers watch events behind the answers, so a cached "ours" can be older than a fresh read
         that would already show another member's node there (also at version 0). Each delete is
         fenced on that version and on our session (fence.py), in transactions; one that fails (a node
-        gone or changed) is redone node by node. SessionLost if our session is gone.
+        gone or changed) is redone node by node. SessionLost if our session is gone. A node of our
+        session is deleted whatever its data says: only our session can have created it, and one
+        rewritten by hand would otherwise outlive every release.
         """
-        stats = self.stats_if_ours(owners)
+        stats = self._stats_in_session(owners)
         confirmed = [k for k, stat in stats.items() if stat is None]
         ours = {k: stat for k, stat in stats.items() if stat is not None}
         sizes = ((k, transactions.create_size(self._path(k), b"")) for k in ours)
@@ -217,7 +274,7 @@ class OwnerNodes:
                 what = f"release {len(keys)} partitions"
                 results = self.io.commit(txn, what)
                 if fence.refused(results):
-                    raise fence.lost(what)
+                    raise self._refused(fence, results, what)
                 if not any(isinstance(r, Exception) for r in results):
                     confirmed += keys
                 else:
@@ -242,7 +299,7 @@ class OwnerNodes:
             what = f"release {self._path(key)}"
             results = self.io.wait(answer, what, [fence.path, self._path(key)])
             if fence.refused(results):
-                raise fence.lost(what)
+                raise self._refused(fence, results, what)
             failure = results[1] if len(results) > 1 else None
             if isinstance(failure, BadVersionError):
                 continue  # rewritten since we looked: look again next attempt
@@ -267,6 +324,22 @@ class OwnerNodes:
         if looks_ours:
             answers.update(self._read_owner_nodes(looks_ours))
         return answers
+
+    def _refused(self, fence: SessionFence, results: list[Any], what: str) -> Exception:
+        """A write refused on our fence: say so to whoever re-registers, and return what to raise."""
+        error = fence.lost(what, results)
+        self.signals.refused(str(error))
+        return error
+
+    def _stats_in_session(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, ZnodeStat | None]:
+        """key -> stat of the owner node if our registered session holds it (whatever its data), else
+        None: a fresh pipelined read, what a release decides on."""
+        session = self._session()
+        found = self._read_owner_nodes(owners)
+        return {
+            k: answer[1] if answer is not None and session is not None and answer[1].ephemeralOwner == session else None
+            for k, answer in found.items()
+        }
 
     def stats_if_ours(self, owners: Mapping[TopicPartition, str]) -> dict[TopicPartition, ZnodeStat | None]:
         """key -> stat of the owner node if it is ours (our thread id, our session), else None: a
