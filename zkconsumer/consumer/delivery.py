@@ -18,11 +18,11 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from operator import length_hint
 from typing import Any
 
+from zkconsumer.clock import lease_clock
 from zkconsumer.consumer.chunks import END, Chunk, LiveChunk, Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
@@ -54,11 +54,11 @@ class DeliveryGate:
     closing it, or the lease running out (seen by `LeaseGuard`), stops the slice being delivered.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = lease_clock) -> None:
         self.open = True  # plain attributes: read without the lock
         self.lease_until = math.inf
         self.ended = False
-        self.clock = clock  # the lease's clock (a simulation passes its own)
+        self.clock = clock  # the lease's clock: it counts suspend (zkconsumer.clock); a simulation passes its own
         self._cond = threading.Condition()
         self._iterators: list[ConsumerIterator] = []
         self._lapsed_at: float | None = None  # the lease value whose lapse enforce_lease acted on
