@@ -129,6 +129,11 @@ class SimMember:
     alive: bool = True
     frozen: bool = False
     left: bool = False
+    # The lease clock: None is the model's. `production_clock` builds the lease with zkconsumer's
+    # own default clock instead, read through the OS (a host-suspend test, sim_host, stands a
+    # simulated host's clocks in for the OS's).
+    clock: Callable[[], float] | None = None
+    production_clock: bool = False
 
     def __post_init__(self) -> None:
         self.consumer_id = f"{self.group_id}_{self.name}"
@@ -152,11 +157,15 @@ class SimMember:
         )  # every member here is a zkconsumer member (and lingers sleep)
         self.client: Any = self.model.client(self.name, timeout=self.session_timeout_ms / 1000.0)
         self.client.start()
-        clock = lambda: self.model.now_ms / 1000.0  # noqa: E731
+        clock = self.clock or (lambda: self.model.now_ms / 1000.0)
+        timing: dict[str, Any] = {} if self.production_clock else {"clock": clock}
         subscription = StaticSubscription.of({self.topic: self.streams_count})
         self.streams = StreamSet(
-            self.consumer_id, static={self.topic: self.streams_count}, capacity=2, consumer_timeout_ms=0, clock=clock
+            self.consumer_id, static={self.topic: self.streams_count}, capacity=2, consumer_timeout_ms=0, **timing
         )
+        guard = getattr(self.streams, "_guard", None)
+        if guard is not None:  # its thread would wait in real time; consume() does its work instead
+            guard.stop()
         self.group = GroupZk(
             self.client,
             self.group_id,
@@ -176,7 +185,7 @@ class SimMember:
             trigger=self.trigger,
             on_closed=lambda error: self.on_bug(f"{self.name} session", error),
             marker=znodes.encode_zkconsumer_marker("sim"),
-            clock=clock,
+            **timing,
         )
         self.fetcher = SimFetcher(self.log_)
         self.cluster = ClusterMetadata(self.group.io)

@@ -418,6 +418,10 @@ class FakeKazooClient:
         # on a missing node the watch is a creation watch
         return self._request("exists", path, lambda s: self._model._exists(path), self._arm(self._data_w, path, watch))
 
+    def sync_async(self, path: str) -> SimAsync[str]:
+        # one server here: it is always caught up with its leader
+        return self._request("sync", path, lambda s: path)
+
     def get_children_async(self, path: str, watch: Watcher | None = None) -> SimAsync[list[str]]:
         return self._request(
             "get_children",

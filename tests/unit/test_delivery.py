@@ -124,15 +124,15 @@ def test_a_lapsed_lease_stops_a_chunk_already_being_delivered() -> None:
         q.offer(chunk(info, 0, 100_000))
         iterator = ConsumerIterator(q, consumer_timeout_ms=50, gate=gate)
         got = []
-        lease_until = time.monotonic() + 0.3
+        lease_until = gate.clock() + 0.3
         gate.renew(lease_until)
         with pytest.raises(ConsumerTimeout, match="delivery paused"):
             for msg in iterator:
                 got.append(msg.offset())
                 time.sleep(0.00001)
-        assert lease_until <= time.monotonic() <= lease_until + 1.5 and 0 < len(got) < 100_000
+        assert lease_until <= gate.clock() <= lease_until + 1.5 and 0 < len(got) < 100_000
         assert got == list(range(len(got)))
-        gate.renew(time.monotonic() + 60)
+        gate.renew(gate.clock() + 60)
         more = [m.offset() for m in _take(iter(iterator), 5)]
         assert more == list(range(len(got), len(got) + 5))  # nothing skipped, nothing repeated
     finally:
@@ -237,13 +237,13 @@ def test_a_lapse_nobody_reported_stops_delivery_at_the_next_slice() -> None:
     gate, info, iterator = one_chunk_behind_a_gate(10 * SLICE)
     it = iter(iterator)
     assert [next(it).offset() for _ in range(10)] == list(range(10))
-    gate.lease_until = time.monotonic() - 1  # lapsed, and no renew()/guard call saw it
+    gate.lease_until = gate.clock() - 1  # lapsed, and no renew()/guard call saw it
     got = []
     with pytest.raises(ConsumerTimeout, match="delivery paused"):
         for msg in it:
             got.append(msg.offset())
     assert got == list(range(10, SLICE))
-    gate.renew(time.monotonic() + 60)
+    gate.renew(gate.clock() + 60)
     assert next(it).offset() == SLICE  # the same iterator goes on after the timeout, from where it stopped
 
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from operator import length_hint
 from typing import Any
 
+from zkconsumer.clock import lease_clock
 from zkconsumer.consumer.chunks import END, Chunk, LiveChunk, Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
@@ -46,19 +46,21 @@ class _Raising(Iterator[Message]):
 class DeliveryGate:
     """Shared by a connector's iterators: delivery only while ZooKeeper vouches for our ownership.
 
-    Closed on LOST (and released partitions stop on their own). Also a lease: every confirmed ZooKeeper round trip at time t
-    extends `lease_until` to a bit less than t + session timeout (our session, hence our owner
-    nodes, cannot expire before that). A process frozen past its session timeout (GC pause,
-    SIGSTOP) therefore hands out at most the rest of the slice it was in (SLICE messages) on
-    waking, until the session is confirmed again. The gate is checked before every slice;
+    Closed on LOST (and released partitions stop on their own). Also a lease: every round trip
+    the ensemble's leader confirmed, sent at time t, extends `lease_until` to a bit less than
+    t + session timeout (our session, hence our owner nodes, cannot expire before that). t is read
+    on the lease clock (zkconsumer.clock), which counts a host's suspend as the servers' session
+    clock does. A process frozen or a host suspended past its session timeout therefore hands out
+    at most the rest of the slice it was in (SLICE messages) on waking, until the session is
+    confirmed again. The gate is checked before every slice;
     closing it, or the lease running out (seen by `LeaseGuard`), stops the slice being delivered.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = lease_clock) -> None:
         self.open = True  # plain attributes: read without the lock
         self.lease_until = math.inf
         self.ended = False
-        self.clock = clock  # the lease's clock (a simulation passes its own)
+        self.clock = clock  # the lease's clock: it counts suspend (zkconsumer.clock); a simulation passes its own
         self._cond = threading.Condition()
         self._iterators: list[ConsumerIterator] = []
         self._lapsed_at: float | None = None  # the lease value whose lapse enforce_lease acted on

@@ -3,9 +3,9 @@ of messages, queues and iterators, which live in chunks.py and delivery.py)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Sequence
 
+from zkconsumer.clock import lease_clock
 from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.delivery import _ALWAYS_OPEN, ConsumerIterator, DeliveryGate, LeaseGuard
 from zkconsumer.errors import ConsumerError, ConsumerTimeout
@@ -76,7 +76,7 @@ class StreamSet:
         wildcard_streams: int | None = None,
         capacity: int = 2,
         consumer_timeout_ms: int = -1,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = lease_clock,
     ) -> None:
         self.consumer_id = consumer_id
         self.by_topic: dict[str, list[KafkaStream]] = {}
@@ -92,7 +92,7 @@ class StreamSet:
         if wildcard_streams is not None:
             self.wildcard = [make(f"*/{consumer_id}-{i}") for i in range(wildcard_streams)]
         # A simulation's clock is not the time threads wait by: it checks the lease per chunk only.
-        self._guard = LeaseGuard(self.gate, consumer_id) if clock is time.monotonic else None
+        self._guard = LeaseGuard(self.gate, consumer_id) if clock is lease_clock else None
 
     def all(self) -> list[KafkaStream]:
         return [s for streams in self.by_topic.values() for s in streams] + self.wildcard

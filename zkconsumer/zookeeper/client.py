@@ -91,6 +91,17 @@ class ZkIO:
         stat: ZnodeStat | None = self.wait(self.client.exists_async(path, watch=watch), f"exists {path}")
         return stat
 
+    def exists_after_sync(self, path: str) -> ZnodeStat | None:
+        """`exists`, answered only once the server caught up with the leader: a sync, then the read,
+        sent together (ZooKeeper answers a session's requests in order, so one round trip). A
+        follower that lost its leader cannot answer the sync (it forwards it to the leader), so this
+        times out rather than answer from a copy the leader may have moved past."""
+        synced = self.client.sync_async(path)
+        found = self.client.exists_async(path)
+        self.wait(synced, f"sync {path}")
+        stat: ZnodeStat | None = self.wait(found, f"exists {path}")
+        return stat
+
     def children(self, path: str, watch: Watch | None = None) -> list[str]:
         names: list[str] = self.wait(self.client.get_children_async(path, watch=watch), f"get_children {path}")
         return names
@@ -190,7 +201,7 @@ def negotiated_timeout_ms(client: Any) -> int | None:
 
 
 def handshake_started_at(client: Any) -> float | None:
-    """time.monotonic() taken before the connection whose handshake last granted the client a
+    """The lease clock (zkconsumer.clock) read before the connection whose handshake last granted the client a
     session was opened (the server renewed the session after it); None if the client's handler
     does not record it (a client not made by `connect`)."""
     value = getattr(getattr(client, "handler", None), "handshake_started_at", None)

@@ -22,11 +22,12 @@ expired although two other servers were up. The handler divides the connect time
 from __future__ import annotations
 
 import select
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo.handlers.threading import SequentialThreadingHandler
+
+from zkconsumer.clock import lease_clock
 
 __all__ = ["PollHandler", "make_handler", "poll_select"]
 
@@ -96,7 +97,7 @@ class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is
     """SequentialThreadingHandler whose select is poll_select (where the platform has poll(2)) and
     whose connections report the session timeout the server granted:
     `negotiated_session_timeout_ms`, None until a handshake was read, and `handshake_started_at`,
-    time.monotonic() before the connection whose handshake granted it was opened (the server
+    the lease clock (zkconsumer.clock) read before the connection whose handshake granted it was opened (the server
     renewed the session after that). One handler per client."""
 
     name = "sequential_threading_poll_handler"
@@ -115,7 +116,7 @@ class PollHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is
     def create_connection(self, *args: Any, **kwargs: Any) -> HandshakeSocket:
         if kwargs.get("timeout") is not None:  # kazoo passes the session timeout: one server's share
             kwargs["timeout"] = kwargs["timeout"] / self.servers
-        started_at = time.monotonic()
+        started_at = lease_clock()
         return HandshakeSocket(super().create_connection(*args, **kwargs), self._granted, started_at)
 
     def _granted(self, timeout_ms: int, started_at: float) -> None:

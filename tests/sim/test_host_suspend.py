@@ -1,0 +1,114 @@
+"""A host suspended longer than the session: the member wakes and must deliver nothing a successor owns (issue #42, finding 2).
+
+The lease is stamped and checked on one clock (zkconsumer.clock). On CLOCK_MONOTONIC, which Linux
+stops while the host is suspended, a member waking from a suspend longer than its session still
+held the lease it went to sleep with, and delivered partitions its successor had claimed until
+kazoo reported the session lost (the SUSPENDED that comes first leaves delivery to the lease).
+ZooKeeper's session clock runs on the servers and never stops; CLOCK_BOOTTIME counts the suspend.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.sim_host import SimHost
+from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
+from harness.simulation import SimMember
+from harness.zkmodel import ZkModel
+from zkconsumer.cluster import broker_nodes
+from zkconsumer.coordinator.membership import State
+from zkconsumer.zookeeper import znodes
+
+T_MS = 4000
+PARTITIONS = 4
+
+
+def world() -> Schedule:
+    s = Schedule(0, Options(members=0, partitions=PARTITIONS, session_timeout_ms=T_MS))
+    s.model = ZkModel(tick_ms=500, max_session_timeout_ms=T_MS, round_expiry_to_tick=False)
+    s.admin = s.model.client("admin")
+    s.admin.start()
+    broker = broker_nodes.BrokerInfo(1, "localhost", 9092, ("PLAINTEXT://localhost:9092",), None, 4, timestamp="1")
+    s.admin.create(znodes.broker_path(1), broker_nodes.encode_broker(broker), makepath=True)
+    s.admin.create(znodes.topic_path(TOPIC), s._topic_data(), makepath=True)
+    return s
+
+
+def join(s: Schedule, name: str, host: SimHost | None = None, *, old_clock: bool = False) -> SimMember:
+    m = SimMember(
+        name,
+        s.model,
+        GROUP,
+        TOPIC,
+        1,
+        s.log,
+        T_MS,
+        lambda member, d: s.check_delivery(member, d),
+        on_bug=lambda what, exc: s.violation(f"bug in {what}: {exc!r}"),
+        # old_clock: the clock the lease read before issue #42 (CLOCK_MONOTONIC); else zkconsumer's own
+        clock=host.monotonic if host is not None and old_clock else None,
+        production_clock=host is not None and not old_clock,
+    )
+    s.members.append(m)
+    return m
+
+
+def run(s: Schedule, members: list[SimMember], rounds: int) -> None:
+    for _ in range(rounds):
+        s.model.advance(250)
+        for m in members:
+            s.model.deliver(m.client)
+            m.renew_lease()
+            m.rebalance()
+            m.consume(50)
+
+
+def suspended_past_its_session(monkeypatch: pytest.MonkeyPatch, *, old_clock: bool) -> tuple[Schedule, list[str]]:
+    """m1 owns every partition; its host sleeps 1.5 sessions; m2 takes over; m1 wakes. What m1
+    delivers after waking, and the invariant's violations."""
+    s = world()
+    host = SimHost(s.model)
+    monkeypatch.setattr(time, "clock_gettime", host.clock_gettime(time.clock_gettime))
+    m1 = join(s, "m1", host, old_clock=old_clock)
+    run(s, [m1], 6)
+    assert len(m1.assignment.owned()) == PARTITIONS
+    for p in range(PARTITIONS):
+        s.log.produce((TOPIC, p), 200)
+    m1.renew_lease()
+    m1.consume(5)
+    host.suspend(m1, T_MS * 3 // 2)
+    assert m1.group.session not in s.model.live_sessions()
+    m2 = join(s, "m2")
+    run(s, [m2], 6)
+    assert len(m2.assignment.owned()) == PARTITIONS
+    woke = len(s.deliveries)
+    host.wake(m1)
+    m1.consume(20)  # the iterators run before kazoo's thread reads the EOF...
+    host.eof(m1)
+    assert m1.membership.state is State.SUSPENDED
+    for _ in range(4):  # ... which leaves delivery to the lease while kazoo cannot reconnect
+        s.model.advance(100)
+        m1.consume(20)
+        run(s, [m2], 1)
+    s.model.reconnect(m1.client)  # the handshake says the session expired: LOST
+    s.model.deliver(m1.client)
+    assert m1.membership.state is State.EXPIRED
+    after = [f"{d.key[0]}-{d.key[1]}@{d.offset}" for d in s.deliveries[woke:] if d.member == "m1"]
+    return s, after
+
+
+def test_a_member_waking_from_a_host_suspend_delivers_nothing_its_successor_owns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    s, delivered = suspended_past_its_session(monkeypatch, old_clock=False)
+    assert delivered == []
+    assert s.result.violations == []
+
+
+def test_on_the_monotonic_clock_the_same_suspend_overlaps_the_successor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The finding itself, kept reproducible: the actor is what shows the clock matters."""
+    s, delivered = suspended_past_its_session(monkeypatch, old_clock=True)
+    assert len(delivered) > 0
+    assert s.result.violations and all("without owning it" in v for v in s.result.violations)
