@@ -126,7 +126,9 @@ class ConsumerConnector(ConnectorWiring):
         """Commit every stream's progress, counting the last message each handed out as finished.
 
         Also commits partitions being released right now, so calling it from
-        `before_releasing_partitions` saves their progress (the MirrorMaker pattern)."""
+        `before_releasing_partitions` saves their progress (the MirrorMaker pattern). It waits for
+        one step of a running rebalance at most (never for its back-offs or its release linger),
+        and at most zookeeper.session.timeout.ms: then it raises CommitFailed (retriable)."""
         rebalancer = self._require_started()
         rebalancer.streams.mark_consumed()
         rebalancer.commit()

@@ -7,9 +7,11 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
 from harness.simulation import SimMember, owner_nodes
-from harness.zkmodel import FAIL_BEFORE, ZkModel
+from harness.zkmodel import FAIL_BEFORE, ZkModel, slow
 from zkconsumer.coordinator.linger import ReleaseLinger
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.subscription import StaticSubscription, encode_registration
@@ -115,16 +117,11 @@ def test_leaving_lingers_only_with_an_unmarked_member_present() -> None:
     me = _member(model, "me", marked=True)
     peer = _member(model, "peer", marked=True)
     linger = ReleaseLinger(me, 0.3, threading.Event())
-    began = time.monotonic()
-    linger.before_leaving(budget_s=10.0)
-    assert time.monotonic() - began < 0.05
+    decided = {(TOPIC, p): "g_me-0" for p in range(4)}
+    assert linger.leaving(decided, budget_s=10.0) == 0.0
     _member(model, "scala", marked=False)
-    began = time.monotonic()
-    linger.before_leaving(budget_s=0.1)  # the shutdown budget caps it
-    assert 0.08 <= time.monotonic() - began < 0.3
-    began = time.monotonic()
-    linger.before_leaving(budget_s=10.0)
-    assert 0.25 <= time.monotonic() - began < 1.0
+    assert linger.leaving(decided, budget_s=0.1) == 0.1  # the shutdown budget caps it
+    assert linger.leaving(decided, budget_s=10.0) == 0.3
     assert peer.zkconsumer_members() == {"g_me", "g_peer"}
 
 
@@ -159,15 +156,15 @@ def _mixed_world(linger_s: float) -> tuple[Schedule, SimMember, list[tuple[str, 
         s.model.advance(250)
         m1.rebalance()
     assert len(owner_nodes(s.model, GROUP, TOPIC)) == 4
-    m1.rebalancer.linger.linger_s = linger_s
+    m1.rebalancer.linger.floor_s = m1.rebalancer.linger.max_s = linger_s
     times: list[tuple[str, float]] = []
-    commit = m1.rebalancer._commit_quietly
+    commit = m1.rebalancer.commits.before_release
 
     def recorded_commit() -> None:
         commit()
         times.append(("commit", time.monotonic()))
 
-    m1.rebalancer._commit_quietly = recorded_commit  # type: ignore[method-assign]
+    m1.rebalancer.commits.before_release = recorded_commit  # type: ignore[method-assign]
 
     def hook(client: object, op: str, path: str) -> None:
         if op in OWNER_DELETES and "/owners/" in path and client.name == m1.name:
@@ -250,3 +247,54 @@ def test_stopping_during_the_linger_leaves_the_nodes_to_the_session_close() -> N
     m1.rebalance()
     assert time.monotonic() - began < 2.0
     assert len(owner_nodes(s.model, GROUP, TOPIC)) == 4  # not deleted right after the commit
+
+
+class RecordingStop:
+    """The linger's stop event: records how long each wait would be and never waits."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return False
+
+    def is_set(self) -> bool:
+        return False
+
+
+def test_finding_7_the_linger_grows_with_the_partitions_the_scala_member_takes() -> None:
+    # A Scala member reads the offsets of its whole share, then claims it: the gap between its read
+    # of one of our partitions and its claim grows with its share and with ZooKeeper's round trip.
+    s = Schedule(0, Options(members=0, partitions=240))
+    m1 = s.add_member()
+    for _ in range(3):
+        s.model.advance(250)
+        m1.rebalance()
+    assert len(owner_nodes(s.model, GROUP, TOPIC)) == 240
+    linger = m1.rebalancer.linger
+    linger.floor_s, linger.max_s = 1.0, 60.0  # zkconsumer.release.linger.ms / .max.ms
+    stop = RecordingStop()
+    linger._stopping = stop  # type: ignore[assignment]
+
+    def slow_zookeeper(client: object, op: str, path: str) -> object:
+        # 5 ms of the model's clock (the members' clock) pass during each of m1's member listings
+        return slow(5) if client is m1.client and op == "get_children" and path.endswith("/ids") else None
+
+    s.model.set_fault_hook(slow_zookeeper)
+    scala = s.model.client("scala")
+    scala.start()
+    scala.create(
+        znodes.member_path(GROUP, f"{GROUP}_scala"),
+        ephemeral=True,
+        makepath=True,
+        value=encode_registration(StaticSubscription.of({TOPIC: 1}), 1),
+    )
+    s.model.deliver()
+    m1.rebalance()
+    decision = m1.rebalancer._last_decision
+    assert decision is not None
+    share = sum(1 for thread in decision.group.values() if thread.startswith(f"{GROUP}_scala-"))
+    assert share >= 80
+    # three times its reads and creates at our round trip: more than the old fixed second
+    assert stop.waits == [pytest.approx(3 * 2 * share * 0.005)]

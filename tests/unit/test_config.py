@@ -57,6 +57,7 @@ EXPECTED_DEFAULTS = {
     "zkconsumer.rebalance.watched.wait.ms": 24000,  # rebalance.max.retries x zookeeper.session.timeout.ms
     "zkconsumer.watchdog.interval.ms": 10000,
     "zkconsumer.release.linger.ms": 1000,
+    "zkconsumer.release.linger.max.ms": 10000,
     "zkconsumer.fetch.in.reader": True,
     "zkconsumer.zookeeper.digest": None,
     "zkconsumer.broker.listener": None,
@@ -583,3 +584,12 @@ def test_the_broker_security_protocol_comes_from_librdkafka_and_defaults_to_plai
     assert build_raw({"librdkafka.security.protocol": "sasl_ssl"}).broker_security_protocol == "SASL_SSL"
     assert build_raw({"zkconsumer.broker.listener": "EXTERNAL"}).broker_listener == "EXTERNAL"
     assert build_raw({"zkconsumer.broker.listener": " "}).broker_listener is None  # empty reads as unset
+
+
+def test_a_linger_maximum_below_the_linger_is_refused_naming_the_maximum() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ConsumerConfig.from_mapping(
+            {**BASE, "zkconsumer.release.linger.ms": 3000, "zkconsumer.release.linger.max.ms": 2000}
+        )
+    assert caught.value.key == "zkconsumer.release.linger.max.ms"
+    assert ConsumerConfig.from_mapping({**BASE, "zkconsumer.release.linger.max.ms": 1000}).release_linger_max_ms == 1000

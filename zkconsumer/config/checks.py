@@ -86,6 +86,7 @@ _SPECS = (
     _Spec("zkconsumer.rebalance.watched.wait.ms", int, minimum=0),
     _Spec("zkconsumer.watchdog.interval.ms", int, 10000, minimum=0),
     _Spec("zkconsumer.release.linger.ms", int, 1000, minimum=0),
+    _Spec("zkconsumer.release.linger.max.ms", int, 10000, minimum=0),
     _Spec("zkconsumer.fetch.in.reader", bool, True),
     _Spec("zkconsumer.zookeeper.digest", str),
     _Spec("zkconsumer.broker.listener", str),
@@ -213,6 +214,12 @@ def _check_combined(values: dict[str, Any]) -> None:
         # Scala's KafkaScheduler throws on a 0 period and commits only once for a negative one.
         raise _invalid(
             "auto.commit.interval.ms", values["auto_commit_interval_ms"], "integer >= 1 while auto.commit.enable=true"
+        )
+    if values["release_linger_max_ms"] < values["release_linger_ms"]:
+        raise _invalid(
+            "zkconsumer.release.linger.max.ms",
+            values["release_linger_max_ms"],
+            f"integer >= zkconsumer.release.linger.ms ({values['release_linger_ms']})",
         )
     if values["zookeeper_transaction_max_bytes"] > values["zookeeper_jute_maxbuffer"] - 1024:
         # the server drops the connection on a request over jute.maxbuffer (headers come on top)

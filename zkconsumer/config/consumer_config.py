@@ -42,8 +42,10 @@ zkconsumer.rebalance.incremental  true               true | false             on
 zkconsumer.rebalance.watched.wait.ms                                          a rebalance waiting on owner nodes it watches
                                   = retries x session >= 0                    does not count its attempts for this long
 zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re-check owners; rebalance on zombies/gaps
-zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes this long after the
-                                                                              commit when a Scala member may claim them
+zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes at least this long
+                                                                              after the commit when a Scala member may claim
+zkconsumer.release.linger.max.ms  10000              >= release.linger.ms     ... and at most this long (the linger grows
+                                                                              with the Scala member's share, see linger.py)
 zkconsumer.fetch.in.reader        true               true | false             an iterator whose queue is empty fetches in
                                                                               its own thread (false: the fetcher thread only)
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
@@ -146,6 +148,7 @@ class ConsumerConfig:
     rebalance_watched_wait_ms: int
     watchdog_interval_ms: int
     release_linger_ms: int
+    release_linger_max_ms: int
     fetch_in_reader: bool
     zookeeper_digest: str | None
     broker_listener: str | None

@@ -1,11 +1,14 @@
-"""Release linger: keep released owner nodes a while after the commit when the next owner may be a Scala member."""
+"""Release linger: keep released owner nodes after the commit for as long as a Scala joiner needs to read and claim."""
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
-from collections.abc import Collection, Iterable
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
 
 from zkconsumer.errors import ZOOKEEPER_FAILURES, describe
 from zkconsumer.zookeeper.group import GroupZk
@@ -13,81 +16,153 @@ from zkconsumer.zookeeper.znodes import consumer_id_of_thread
 
 log = logging.getLogger(__name__)
 
+TopicPartition = tuple[str, int]
+
+# A Scala member reads the offset of every partition of its share (one round trip each), then
+# creates every owner node (one each): between its read of one of ours and its create of it lie
+# at most two round trips per partition of its share.
+ROUND_TRIPS_PER_PARTITION = 2
+# Its round trips are not ours: a JVM still warming up, a GC pause, a longer way to ZooKeeper.
+MARGIN = 3
+
+
+def linger_seconds(shares: Iterable[int], round_trip_s: float, *, floor_s: float, max_s: float) -> float:
+    """How long released owner nodes stay after the commit (pure): 0 when no member that may be a
+    Scala member may claim them (`shares`, the partitions each such member takes, is empty) or the
+    linger is off (`floor_s` 0); else what the largest share's read-to-claim gap needs at our
+    measured `round_trip_s`, at least `floor_s`, at most `max_s`."""
+    largest = max(shares, default=None)
+    if largest is None or floor_s <= 0:
+        return 0.0
+    need = MARGIN * ROUND_TRIPS_PER_PARTITION * max(largest, 1) * max(round_trip_s, 0.0)
+    return min(max(max_s, floor_s), max(floor_s, need))
+
+
+def estimated_shares(
+    members: Collection[str], decided: Mapping[TopicPartition, str], registered: int
+) -> dict[str, int]:
+    """member -> partitions it takes (pure): its share in our assignment `decided` (partition ->
+    thread id), or, for a member our assignment does not know (it joined since), an even split of
+    every partition over the `registered` members."""
+    counted = Counter(consumer_id_of_thread(thread) for thread in decided.values())
+    even = math.ceil(len(decided) / max(1, registered))
+    return {member: counted.get(member) or even for member in members}
+
+
+@dataclass(frozen=True)
+class _Look:
+    """A fresh look at the group: the members that may be Scala members, how many are registered,
+    and the round trip the look took (our measure of what a read costs)."""
+
+    unmarked: frozenset[str]
+    registered: int
+    round_trip_s: float
+
 
 class ReleaseLinger:
     """Why: a Scala member reads a partition's offset *before* it claims the owner node. If we
     committed and deleted the node in between, its claim succeeds and it starts from the offset
     it read before our commit, delivering again what we delivered. While our node stays, that
     claim fails and Scala reads the offsets again on its next attempt. So after every commit that
-    precedes a release, the owner nodes stay `linger_s` longer when a member that did not mark
-    itself as a zkconsumer member (GroupZk.mark_as_zkconsumer) may claim them: a new owner our
-    assignment names, or, if the members changed since we decided, any member registered now
-    (it may compute another assignment than ours). Hand-overs between zkconsumer members in a
-    mixed group do not wait.
+    precedes a release, the owner nodes stay longer when a member that did not mark itself as a
+    zkconsumer member (GroupZk.mark_as_zkconsumer) may claim them: a new owner our assignment
+    names, or, if the members changed since we decided, any member registered now (it may compute
+    another assignment than ours). How long: what that member's read-to-claim gap needs, which
+    grows with its share (`linger_seconds`), between `floor_s` and `max_s`. Hand-overs between
+    zkconsumer members in a mixed group do not wait.
 
     Example::
 
-        linger = ReleaseLinger(group, 1.0, stopping)
-        linger.handing_over(["g_scala-1-0"], decided_with={"g_me", "g_scala-1"})  # after the commit
-        if linger.wait():                      # before deleting the owner nodes
+        linger = ReleaseLinger(group, 1.0, stopping, max_s=10.0)
+        linger.handing_over(["g_scala-1-0"], {"g_me", "g_scala-1"}, decision.group)  # after the commit
+        if linger.wait():                      # before deleting the owner nodes (no lock held)
             ...delete them...
     """
 
-    def __init__(self, group: GroupZk, linger_s: float, stopping: threading.Event) -> None:
+    def __init__(
+        self,
+        group: GroupZk,
+        floor_s: float,
+        stopping: threading.Event,
+        *,
+        max_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.group = group
-        self.linger_s = linger_s
+        self.floor_s = floor_s
+        self.max_s = floor_s if max_s is None else max_s
         self._stopping = stopping
-        self._until = 0.0  # monotonic time before which released owner nodes stay
+        self._clock = clock
+        self._until = 0.0  # clock time before which released owner nodes stay
 
-    def handing_over(self, new_owner_threads: Iterable[str], decided_with: Collection[str] | None = None) -> None:
+    def handing_over(
+        self,
+        new_owner_threads: Iterable[str],
+        decided_with: Collection[str] | None = None,
+        decided: Mapping[TopicPartition, str] | None = None,
+    ) -> None:
         """Owner nodes are about to go (their commit is written): linger if a Scala member may claim.
-        `decided_with`: the members the assignment was computed from (None: unknown, check all)."""
-        if self.linger_s <= 0:
+        `decided_with`: the members the assignment was computed from (None: unknown, check all);
+        `decided`: that assignment, partition -> thread id (what each member takes)."""
+        if self.floor_s <= 0:
             return
         named = {consumer_id_of_thread(thread) for thread in new_owner_threads}
-        unmarked = self._unmarked(named, decided_with)
-        if unmarked:
+        look = self._look(named, decided_with)
+        shares = estimated_shares(look.unmarked, decided or {}, look.registered)
+        linger_s = linger_seconds(shares.values(), look.round_trip_s, floor_s=self.floor_s, max_s=self.max_s)
+        if linger_s > 0:
             log.info(
                 "%s: keeping released owner nodes %.1fs after the commit: %s may be a Scala member",
                 self.group.consumer_id,
-                self.linger_s,
-                ", ".join(sorted(unmarked)),
+                linger_s,
+                ", ".join(sorted(look.unmarked)),
             )
-            self._until = max(self._until, time.monotonic() + self.linger_s)
+            self._until = max(self._until, self._clock() + linger_s)
+
+    def remaining(self) -> float:
+        """Seconds the last hand-over's owner nodes still stay (0: they may go)."""
+        return max(0.0, self._until - self._clock())
 
     def wait(self) -> bool:
         """Until the linger of the last hand-over is over: True; False when stopping cut it short
-        (the caller then leaves the nodes to the session's close, after `before_leaving`)."""
-        left = self._until - time.monotonic()
+        (the caller then leaves the nodes to the session's close, after `leaving`'s linger)."""
+        left = self.remaining()
         return left <= 0 or not self._stopping.wait(left)
 
-    def before_leaving(self, budget_s: float) -> None:
-        """Leaving hands every partition over: after the final commit, linger when any other member
-        may be a Scala member, at most `budget_s` (ZooKeeper unreachable: our nodes outlive us anyway)."""
-        linger_s = min(self.linger_s, budget_s)
-        if linger_s <= 0:
-            return
+    def leaving(self, decided: Mapping[TopicPartition, str], budget_s: float) -> float:
+        """Leaving hands every partition over: seconds to keep our nodes after the final commit
+        when another member may be a Scala member, at most `budget_s` (ZooKeeper unreachable: 0,
+        our nodes outlive us anyway). Each member then takes about `decided`'s partitions split
+        over the members that stay. The caller waits, holding no lock."""
+        if min(self.floor_s, budget_s) <= 0:
+            return 0.0
         try:
-            unmarked = self._unmarked(set(), None, fail_safe=False)
+            look = self._look(set(), None, fail_safe=False)
         except ZOOKEEPER_FAILURES as exc:
             log.warning(
                 "%s: leaving without a linger: cannot read the group (%s)", self.group.consumer_id, describe(exc)
             )
-            return
-        if unmarked:
+            return 0.0
+        each = math.ceil(len(decided) / max(1, look.registered - 1))  # ours go to the members that stay
+        shares = [each] * len(look.unmarked)
+        linger_s = min(budget_s, linger_seconds(shares, look.round_trip_s, floor_s=self.floor_s, max_s=self.max_s))
+        if linger_s > 0:
             log.info(
                 "%s: leaving %.1fs after the final commit: %s may be a Scala member",
                 self.group.consumer_id,
                 linger_s,
-                ", ".join(sorted(unmarked)),
+                ", ".join(sorted(look.unmarked)),
             )
-            time.sleep(linger_s)
+        return linger_s
 
-    def _unmarked(self, named: set[str], decided_with: Collection[str] | None, *, fail_safe: bool = True) -> set[str]:
+    def _look(self, named: set[str], decided_with: Collection[str] | None, *, fail_safe: bool = True) -> _Look:
         """`named`, plus every member registered now unless they are exactly `decided_with`, without
-        a zkconsumer marker (ourselves excepted)."""
+        a zkconsumer marker (ourselves excepted). Fresh reads: a joiner whose event is still queued
+        must not be missed."""
         try:
+            began = self._clock()
             registered = set(self.group.member_ids())
+            round_trip_s = self._clock() - began
             members = named if decided_with is not None and registered == set(decided_with) else named | registered
             unmarked = members - self.group.zkconsumer_members()
         except ZOOKEEPER_FAILURES as exc:
@@ -98,5 +173,5 @@ class ReleaseLinger:
                 self.group.consumer_id,
                 describe(exc),
             )
-            return named or {"(unknown)"}
-        return unmarked - {self.group.consumer_id}
+            return _Look(frozenset(named or {"(unknown)"}), 1, 0.0)
+        return _Look(frozenset(unmarked - {self.group.consumer_id}), len(registered), round_trip_s)

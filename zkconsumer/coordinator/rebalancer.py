@@ -13,6 +13,7 @@ from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.partition_fetcher import PartitionFetcher
 from zkconsumer.consumer.stream import PartitionTopicInfo, StreamSet
 from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.coordinator.commits import Commits, uncommitted
 from zkconsumer.coordinator.linger import ReleaseLinger
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
@@ -25,8 +26,6 @@ from zkconsumer.errors import (
     BrokersUnavailable,
     SessionLost,
     ZooKeeperUnavailable,
-    describe,
-    is_retriable,
 )
 from zkconsumer.offsets.store import OffsetStore
 from zkconsumer.partitions import by_topic, partitions_text
@@ -41,8 +40,12 @@ TopicPartition = tuple[str, int]
 class Rebalancer:
     """Runs rebalance attempts in the legacy order and commits offsets, never both at once.
 
-    The lock here serialises attempts, commits and shutdown (Scala's rebalanceLock); readers of
-    what we own ask the Assignment instead and are never blocked by it.
+    The lock here serialises the steps of attempts, commits and shutdown (Scala's rebalanceLock).
+    It is never held across a wait: not across the back-off or the watched wait between attempts
+    (run_attempts runs without it), nor across the release linger (an attempt takes it for its
+    release and again for its claim). A commit therefore waits for one step at most, and never
+    longer than `Commits.wait_s` (then it raises CommitFailed). Readers of what we own ask the
+    Assignment instead and are never blocked by it.
     """
 
     def __init__(
@@ -78,47 +81,69 @@ class Rebalancer:
         self._stopping = threading.Event()
         self._decided_with: set[str] | None = None  # the members the last decision was computed from
         self._close_size_warned = False  # see _check_close_size
-        self.linger = ReleaseLinger(group, config.release_linger_ms / 1000.0, self._stopping)
+        self.linger = ReleaseLinger(
+            group,
+            config.release_linger_ms / 1000.0,
+            self._stopping,
+            max_s=config.release_linger_max_ms / 1000.0,
+            clock=streams.gate.clock,
+        )
+        self.commits = Commits(config, group, membership, assignment, streams, offsets, self._lock)
         self._ownership_check = OwnershipCheck(self.consumer_id, group, assignment, membership, self._stopping)
 
     # ---- rebalance -----------------------------------------------------------------------------
     def synced_rebalance(self, reason: str) -> bool:
-        """Up to rebalance.max.retries attempts under the rebalance lock (retries.run_attempts);
-        True on success (or when stopping). A failure that is not retriable (a bug, a listener's own
-        exception) is raised: the caller takes the member out."""
-        with self._lock:
-            return run_attempts(
-                self._attempt,
-                reason,
-                consumer_id=self.consumer_id,
-                config=self.config,
-                listener=self.listener,
-                stats=self.stats,
-                group=self.group,
-                stopping=self._stopping,
-            )
+        """Up to rebalance.max.retries attempts (retries.run_attempts, which waits between them
+        holding no lock); True on success (or when stopping). A failure that is not retriable (a
+        bug, a listener's own exception) is raised: the caller takes the member out."""
+        return run_attempts(
+            self._attempt,
+            reason,
+            consumer_id=self.consumer_id,
+            config=self.config,
+            listener=self.listener,
+            stats=self.stats,
+            group=self.group,
+            stopping=self._stopping,
+        )
 
     def _attempt(self) -> Outcome:
-        """One attempt, always in this order: release what moves away, claim, start what was claimed.
+        """One attempt, always in this order: release what moves away, linger (no lock held), claim,
+        start what was claimed. A shutdown between the two steps ends the attempt.
 
         Every owner node the attempt creates is, when it returns or raises, installed, pending
         deletion (an orphan), or was refused by ZooKeeper (the session fence): see `_claim_and_start`.
         """
-        self.membership.ensure_registered()
-        sessions_lost = self.assignment.sessions_lost  # a LOST from here on voids this attempt's claim
-        decision = self._decide()
-        if decision is None:
-            return Outcome(done=True, waiting_for_brokers=True)
-        self._reconcile()
-        incremental = self.config.rebalance_incremental
-        steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
-        self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
-        self._finish_releases()
+        with self._lock:
+            if self._stopping.is_set():
+                return Outcome(done=True)
+            self.membership.ensure_registered()
+            sessions_lost = self.assignment.sessions_lost  # a LOST from here on voids this attempt's claim
+            decision = self._decide()
+            if decision is None:
+                return Outcome(done=True, waiting_for_brokers=True)
+            self._reconcile()
+            incremental = self.config.rebalance_incremental
+            steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
+            self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
+        if not self.linger.wait():
+            return Outcome(done=True)  # stopping: the nodes go with the session, after the shutdown's linger
+        with self._lock:
+            if self._stopping.is_set():  # the shutdown took over the release while we lingered
+                return Outcome(done=True)
+            self._finish_releases()
+            return self._claim_step(steps.claim, steps.release, len(steps.keep), sessions_lost)
+
+    def _claim_step(
+        self, claim: Mapping[TopicPartition, str], release: Mapping[TopicPartition, str], kept: int, sessions_lost: int
+    ) -> Outcome:
+        """Claim and start this attempt's new partitions (the lock held); blocked: try again."""
         if self._stopping.is_set():
             return Outcome(done=True)
+        incremental = self.config.rebalance_incremental
         # All or nothing as Scala claims; an incremental member takes what is free at once and
         # starts it, waiting only for the partitions others still hold.
-        claimed, blocked = self._claim_and_start(steps.claim, sessions_lost, partial=incremental)
+        claimed, blocked = self._claim_and_start(claim, sessions_lost, partial=incremental)
         if blocked:
             log.info(
                 "%s: claimed %d partitions; %d still owned by others (e.g. %s-%d), %s",
@@ -128,19 +153,19 @@ class Rebalancer:
                 *blocked[0],
                 "waiting for them" if incremental else "backing off",
             )
-            return Outcome(done=False, blocked=tuple(blocked), claimed=len(claimed), released=len(steps.release))
+            return Outcome(done=False, blocked=tuple(blocked), claimed=len(claimed), released=len(release))
         owned = self.assignment.owned()
         self._check_close_size(owned)
         log.info(
             "%s owns %d partitions (%d new, %d released, %d kept): %s",
             self.consumer_id,
             len(owned),
-            len(steps.claim),
-            len(steps.release),
-            len(steps.keep),
+            len(claim),
+            len(release),
+            kept,
             partitions_text(owned) or "none",
         )
-        return Outcome(done=True, claimed=len(steps.claim), released=len(steps.release), kept=len(steps.keep))
+        return Outcome(done=True, claimed=len(claim), released=len(release), kept=kept)
 
     def _check_close_size(self, owned: Mapping[TopicPartition, str]) -> None:
         """Warn (once per crossing) when closing our session would write a transaction a ZooKeeper
@@ -221,19 +246,20 @@ class Rebalancer:
             self.streams.clear()  # after begin_release: nothing queued of them may be handed out
         pending = self.assignment.releasing()  # also what an earlier failed attempt left pending
         if pending:
-            self._commit_quietly()
+            self.commits.before_release()
         if release:
             self.listener.before_releasing_partitions(by_topic(release))  # where manual committers commit
         if pending:
-            self.linger.handing_over((new_owners[k] for k in pending if k in new_owners), self._decided_with)
+            self.linger.handing_over(
+                (new_owners[k] for k in pending if k in new_owners), self._decided_with, new_owners
+            )
 
     def _finish_releases(self) -> None:
-        """Delete every owner node still pending (this attempt's and any earlier failed one's)."""
+        """Delete every owner node still pending (this attempt's and any earlier failed one's), once
+        the linger of their commit is over (the caller waited for it)."""
         pending = self.assignment.releasing()
         if not pending:
             return
-        if not self.linger.wait():
-            return  # stopping: the nodes go with the session, after the shutdown's own linger
         confirmed = self.group.release(pending)
         self.assignment.released(confirmed)
         if self.fetcher is not None and confirmed:
@@ -328,33 +354,13 @@ class Rebalancer:
     # ---- commits -------------------------------------------------------------------------------
     def commit(self, *, retries: int = 0) -> int:
         """Write the consumed offsets of every owned (or releasing) partition that changed."""
-        with self._lock:
-            return self.offsets.commit(self.assignment.committable(), attempts=1 + retries)
+        return self.commits.commit(retries=retries)
 
     def commit_positions(
         self, positions: Mapping[TopicPartition, int], epochs: Mapping[str, int | None] | None = None
     ) -> dict[TopicPartition, bool]:
-        """Commit progress tracked outside the iterators (next offset to read), owned partitions only
-        (and, with `epochs`, only those claimed in the topic incarnation the positions count in)."""
-        with self._lock:
-            infos = self.assignment.record_positions(positions, epochs)
-            self.offsets.commit(infos)
-            mine = {i.key: i for i in infos}
-            return {key: key in mine and mine[key].committed_offset == offset for key, offset in positions.items()}
-
-    def _commit_quietly(self) -> None:
-        if not self.config.auto_commit_enable:
-            return
-        try:
-            self.offsets.commit(self.assignment.committable())
-        except Exception as exc:  # noqa: BLE001 - release anyway; the new owner re-reads from the last commit
-            if not is_retriable(exc):
-                raise
-            log.error(
-                "%s: commit before release failed (%s); messages since the last commit will be delivered again",
-                self.consumer_id,
-                describe(exc),
-            )
+        """Commit progress tracked outside the iterators (see Commits.commit_positions)."""
+        return self.commits.commit_positions(positions, epochs)
 
     # ---- shutdown ------------------------------------------------------------------------------
     def begin_shutdown(self) -> None:
@@ -363,35 +369,43 @@ class Rebalancer:
 
     def shutdown(self, timeout_s: float) -> dict[TopicPartition, int]:
         """Stop delivering, end the iterators, commit (if auto-commit), close the fetcher, all within
-        `timeout_s`. Returns the offsets it could not commit (empty when everything was written)."""
+        `timeout_s`. Returns the offsets it could not commit (empty when everything was written).
+
+        The path of a release: under the rebalance lock (a running attempt gives up at its next
+        step, and no step holds the lock across a wait), stop delivering everything, commit, and
+        decide the linger; then linger holding no lock. The owner nodes go with the session. A lock
+        not had within half the time means no commit: a commit without it could land on a node a
+        successor created after our attempt deleted ours (a version check cannot tell them apart).
+        """
         self._stopping.set()
-        began = time.monotonic()
+        deadline = Deadline(timeout_s)
         if self.fetcher is not None:
-            self.fetcher.set_deadline(Deadline(timeout_s))  # a Kafka-side final commit goes through it
-        got_lock = self._lock.acquire(timeout=max(0.0, timeout_s / 2))
-        try:
+            self.fetcher.set_deadline(deadline)  # a Kafka-side final commit goes through it
+        linger_s, unwritten = 0.0, {}
+        if self._lock.acquire(timeout=deadline.remaining(timeout_s) / 2):
+            try:
+                infos = self.assignment.committable()
+                self.assignment.begin_release(list(self.assignment.owned()))
+                if self.config.auto_commit_enable:
+                    unwritten = self.commits.final(infos)  # before the gate ends: the lease still counts
+                self.streams.close()
+                if infos:
+                    decided = self._last_decision.group if self._last_decision is not None else {}
+                    linger_s = self.linger.leaving(decided, deadline.remaining(timeout_s) / 2)
+            finally:
+                self._lock.release()
+        else:
             infos = self.assignment.committable()
             self.assignment.begin_release(list(self.assignment.owned()))
             self.streams.close()
-            unwritten = {}
-            if self.config.auto_commit_enable:
-                unwritten = self._final_commit(infos)
-            if infos:
-                self.linger.before_leaving((timeout_s - (time.monotonic() - began)) / 2)
-            if self.fetcher is not None:
-                self.fetcher.close(timeout=max(0.1, timeout_s - (time.monotonic() - began)))
-            return unwritten
-        finally:
-            if got_lock:
-                self._lock.release()
-
-    def _final_commit(self, infos: list[PartitionTopicInfo]) -> dict[TopicPartition, int]:
-        try:
-            self.offsets.commit(infos, attempts=1 + self.config.offsets_commit_max_retries)
-        except Exception as exc:  # noqa: BLE001 - reported to the caller with what was not written
-            log.error("%s: final commit failed: %s", self.consumer_id, describe(exc))
-        return {
-            i.key: i.consumed_offset
-            for i in infos
-            if i.consumed_offset >= 0 and i.consumed_offset != i.committed_offset
-        }
+            unwritten = uncommitted(infos) if self.config.auto_commit_enable else {}
+            log.error(
+                "%s: a rebalance step held the rebalance lock past half the shutdown's time; leaving "
+                "without the final commit",
+                self.consumer_id,
+            )
+        if linger_s > 0:
+            time.sleep(linger_s)  # bounded by the budget `leaving` was given
+        if self.fetcher is not None:
+            self.fetcher.close(timeout=max(0.1, deadline.remaining(timeout_s)))
+        return unwritten

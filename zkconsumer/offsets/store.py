@@ -10,7 +10,7 @@ import tenacity
 
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.consumer.stream import PartitionTopicInfo
-from zkconsumer.errors import BrokersUnavailable, CommitFailed, ZkConsumerError, describe, is_retriable
+from zkconsumer.errors import BrokersUnavailable, CommitFailed, SessionLost, ZkConsumerError, describe, is_retriable
 from zkconsumer.offsets import dual_commit
 from zkconsumer.offsets.dual_commit import BrokerGroupView, KafkaCommitEpisodes, KafkaFailure
 from zkconsumer.zookeeper.group import GroupZk
@@ -80,12 +80,20 @@ class OffsetStore:
                 result[key] = max(result[key], offset)
         return result
 
-    def commit(self, infos: Iterable[PartitionTopicInfo], *, attempts: int = 1) -> int:
+    def commit(
+        self,
+        infos: Iterable[PartitionTopicInfo],
+        *,
+        attempts: int = 1,
+        vouch: Callable[[], str | None] = lambda: None,
+    ) -> int:
         """Write changed offsets of the given partitions; returns how many partitions were written.
 
         ZooKeeper writes are fenced by owner node (see GroupZk.commit_offsets). A partition
-        we no longer own is skipped, not retried. Other failures are retried `attempts - 1`
-        times with offsets.channel.backoff.ms between, then raised.
+        we no longer own is skipped, not retried. Kafka-only writes have no fence: before each
+        try `vouch()` says why our ownership cannot be vouched for now (None: it can), and a reason
+        refuses the try with SessionLost. Failures are retried `attempts - 1` times with
+        offsets.channel.backoff.ms between, then raised.
         """
         infos = list(infos)
         if attempts < 1:
@@ -108,7 +116,7 @@ class OffsetStore:
             reraise=True,  # the last attempt's own exception, not tenacity's RetryError
         )
         try:
-            return retrying(self._commit_once, infos)
+            return retrying(self._commit_once, infos, vouch)
         except Exception as exc:
             self.failures += 1
             if not isinstance(exc, KafkaSideFailed):  # that one says itself what was written
@@ -120,13 +128,16 @@ class OffsetStore:
                 )
             raise
 
-    def _commit_once(self, infos: list[PartitionTopicInfo]) -> int:
+    def _commit_once(self, infos: list[PartitionTopicInfo], vouch: Callable[[], str | None]) -> int:
         # Snapshot once: iterator threads keep advancing consumed_offset while we write, and the
         # checkpoint must record the value actually written, or a later commit skips the rest.
         snapshot = [(i, i.consumed_offset) for i in self._current_incarnation(infos)]
         todo = [(i, o) for i, o in snapshot if o >= 0 and o != i.committed_offset]
         if not self.use_zookeeper:  # Kafka is the only store: its failure is the commit's
             full = [(i, o) for i, o in snapshot if o >= 0]
+            refused = vouch() if full else None
+            if refused is not None:  # a successor may own these now: our old positions would rewind it
+                raise SessionLost(f"not committing offsets to Kafka: {refused}")
             self._write_kafka(full)
             self.kafka_writes += len(full)
             self._checkpoint(todo, {i.key: True for i, _ in todo})
