@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import Deadline
-
-TopicPartition = tuple[str, int]
 
 
 class PartitionFetcher(Protocol):

@@ -26,8 +26,7 @@ import threading
 from collections.abc import Iterable, Mapping
 
 from zkconsumer.consumer.stream import PartitionTopicInfo
-
-TopicPartition = tuple[str, int]
+from zkconsumer.partitions import TopicPartition
 
 
 class Assignment:

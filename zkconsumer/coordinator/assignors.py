@@ -12,10 +12,10 @@ from itertools import combinations, groupby, repeat
 from zkconsumer.config.compat import DEFAULT, Compat
 from zkconsumer.coordinator.group_assignment import GroupAssignment
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 KEY_FORMATS = ("t-p", "[t,p]")
 
 # A thread id is f"{consumer_id}-{n}" with n >= 0; the greedy prefix makes the split the last "-digits".

@@ -13,11 +13,10 @@ from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.membership import Membership, State
 from zkconsumer.errors import CommitFailed, describe, is_retriable
 from zkconsumer.offsets.store import OffsetStore
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # these lines are the rebalancer's
-
-TopicPartition = tuple[str, int]
 
 
 class Commits:

@@ -6,7 +6,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 
-TopicPartition = tuple[str, int]
+from zkconsumer.partitions import TopicPartition
 
 
 class GroupAssignment(Mapping[TopicPartition, str]):

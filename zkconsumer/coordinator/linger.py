@@ -11,12 +11,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from zkconsumer.errors import ZOOKEEPER_FAILURES, describe
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.group import GroupZk
 from zkconsumer.zookeeper.znodes import consumer_id_of_thread
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 # A Scala member reads the offset of every partition of its share (one round trip each), then
 # creates every owner node (one each): between its read of one of ours and its create of it lie

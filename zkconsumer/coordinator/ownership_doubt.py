@@ -6,12 +6,10 @@ import logging
 from collections.abc import Callable
 
 from zkconsumer.coordinator.assignment import Assignment
-from zkconsumer.partitions import partitions_text
+from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # these lines belong with the rebalancer's
-
-TopicPartition = tuple[str, int]
 
 
 def follow_ownership_signals(group: GroupZk, assignment: Assignment, trigger: Callable[[str], None]) -> None:

@@ -28,13 +28,11 @@ from zkconsumer.errors import (
     ZooKeeperUnavailable,
 )
 from zkconsumer.offsets.store import OffsetStore
-from zkconsumer.partitions import by_topic, partitions_text
+from zkconsumer.partitions import TopicPartition, by_topic, partitions_text
 from zkconsumer.zookeeper.client import Deadline
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
 
 
 class Rebalancer:

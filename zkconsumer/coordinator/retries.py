@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.errors import ConsumerRebalanceFailed, describe, is_retriable
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(
     "zkconsumer.coordinator.rebalancer"
 )  # the rebalancer's logger: these lines are the rebalancer's
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass

@@ -11,12 +11,11 @@ from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.group_assignment import GroupAssignment
 from zkconsumer.coordinator.membership import Membership
 from zkconsumer.coordinator.periodic import PeriodicTask
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.group import GroupZk
 from zkconsumer.zookeeper.znodes import consumer_id_of_thread
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
 
 
 def find_problems(

@@ -13,11 +13,11 @@ from zkconsumer.consumer.stream import PartitionTopicInfo
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, SessionLost, ZkConsumerError, describe, is_retriable
 from zkconsumer.offsets import dual_commit
 from zkconsumer.offsets.dual_commit import BrokerGroupView, KafkaCommitEpisodes, KafkaFailure
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 # The once-per-episode look at the broker-side group must not hold commits (and the rebalancer's lock) long.
 _DESCRIBE_TIMEOUT_S = 5.0

@@ -21,6 +21,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from zkconsumer.errors import ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZooKeeperUnavailable
+from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.client import Watch, ZkIO
 from zkconsumer.zookeeper.fence import SessionFence
@@ -32,7 +33,6 @@ from zkconsumer.zookeeper.znodes import Registration, ZkDataError
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 
 __all__ = ["GroupZk", "RegistrationConflict"]
 

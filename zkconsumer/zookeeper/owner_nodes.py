@@ -15,14 +15,12 @@ from kazoo.exceptions import BadVersionError, NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from zkconsumer.errors import ZOOKEEPER_FAILURES, ZooKeeperUnavailable
-from zkconsumer.partitions import partitions_text
+from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.fence import SessionFence
 from zkconsumer.zookeeper.signals import OwnershipSignals
 from zkconsumer.zookeeper.watched import WatchedNodes
-
-TopicPartition = tuple[str, int]
 
 
 class OwnerNodes:

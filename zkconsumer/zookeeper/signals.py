@@ -12,9 +12,10 @@ import logging
 import threading
 from collections.abc import Callable
 
+from zkconsumer.partitions import TopicPartition
+
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 DoubtListener = Callable[[list[TopicPartition], str], None]
 RefusalListener = Callable[[str], None]
 
