@@ -36,15 +36,16 @@ class LostFollower:
         self.model = model
         self.client = client
         self._copy: dict[str, Any] | None = None
-        self._heard: Callable[[Any], bool] | None = None
 
     def cut(self) -> None:
         model, client = self.model, self.client
         self._copy = copy.deepcopy(model._nodes)
-        leader_heard = model._heard
-        self._heard = leader_heard
         # The leader hears nothing more of this client's session: no ping or request reaches it.
-        model._heard = lambda s: leader_heard(s) and s.client is not client  # type: ignore[method-assign]
+        unheard: set[FakeKazooClient] | None = getattr(model, "_unheard", None)
+        if unheard is None:
+            unheard = model._unheard = set()  # type: ignore[attr-defined]
+            model._heard = lambda s: ZkModel._heard(model, s) and s.client not in unheard  # type: ignore[method-assign]
+        unheard.add(client)
         client._request = self._answer  # type: ignore[method-assign]
 
     def _answer(self, op: str, path: str, apply: Callable[[Any], Any], arm: Callable[[], None] = lambda: None) -> Any:
@@ -54,11 +55,13 @@ class LostFollower:
             return SimAsync(done=False)  # forwarded to a leader it cannot reach: no answer
         session = client._session
         heard = session.last_heard if session is not None else None
+        # No fault hook meanwhile: one that moves time on would expire sessions in the follower's copy.
         real, model._nodes = model._nodes, self._copy  # type: ignore[assignment]
+        hook, model._hook = model._hook, None
         try:
             return FakeKazooClient._request(client, op, path, apply, arm)
         finally:
-            model._nodes = real
+            model._nodes, model._hook = real, hook
             if session is not None and heard is not None:
                 session.last_heard = heard  # answered by the follower alone: the leader heard nothing
 
@@ -66,5 +69,7 @@ class LostFollower:
         """The follower drops its clients (syncLimit × tickTime after the cut): SUSPENDED, no reconnect."""
         self.model.disconnect(self.client)  # first: the leader must not count the drop as hearing from it
         del self.client._request  # back to the class's
-        if self._heard is not None:
-            del self.model._heard
+        unheard: set[FakeKazooClient] = self.model._unheard  # type: ignore[attr-defined]
+        unheard.discard(self.client)
+        if not unheard:
+            del self.model._heard, self.model._unheard  # type: ignore[attr-defined]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import socket
 import struct
-import time
 from collections.abc import Iterator
 
 import pytest
 from kazoo.handlers.threading import SequentialThreadingHandler
 
+from zkconsumer.clock import lease_clock
 from zkconsumer.zookeeper.handler import HandshakeSocket, PollHandler, make_handler, poll_select
 
 
@@ -111,13 +111,13 @@ def test_an_expired_session_grants_nothing() -> None:
 @pytest.fixture
 def two_connections(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[socket.socket], list[float]]]:
     """kazoo's next two connections as socket pairs: the server ends to answer on, and when each
-    connection was opened (time.monotonic())."""
+    connection was opened (on the lease clock, which the handler stamps with)."""
     pairs = [socket.socketpair() for _ in range(2)]
     sockets = iter(a for a, _b in pairs)
     opened: list[float] = []
 
     def connect(self, *a, **k):  # type: ignore[no-untyped-def]
-        opened.append(time.monotonic())
+        opened.append(lease_clock())
         return next(sockets)
 
     monkeypatch.setattr(SequentialThreadingHandler, "create_connection", connect)

@@ -472,3 +472,16 @@ def test_kazoo_closed_right_after_a_lost_is_found_by_the_next_attempt_and_the_le
         member.ensure_registered()  # the rebalance thread: not retriable, so the member leaves
     with pytest.raises(ZooKeeperClosed):
         member.renew_lease()  # and the lease's thread, whichever comes first
+
+
+def test_an_unknown_way_of_renewing_the_lease_is_refused() -> None:
+    with pytest.raises(ValueError, match="renewal must be one of sync, check, read"):
+        Membership(
+            StubGroup(0x11, 0x11),  # type: ignore[arg-type]
+            Assignment(),
+            DeliveryGate(clock=Clock()),
+            registration=lambda: b"{}",
+            session_timeout_s=6.0,
+            trigger=lambda _reason: None,
+            renewal="exists",
+        )

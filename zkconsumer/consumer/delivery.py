@@ -52,15 +52,15 @@ class DeliveryGate:
     on the lease clock (zkconsumer.clock), which counts a host's suspend as the servers' session
     clock does. A process frozen or a host suspended past its session timeout therefore hands out
     at most the rest of the slice it was in (SLICE messages) on waking, until the session is
-    confirmed again. The gate is checked before every slice;
-    closing it, or the lease running out (seen by `LeaseGuard`), stops the slice being delivered.
+    confirmed again. The gate is checked before every slice; closing it, or the lease running
+    out (seen by `LeaseGuard`), stops the slice being delivered.
     """
 
     def __init__(self, clock: Callable[[], float] = lease_clock) -> None:
         self.open = True  # plain attributes: read without the lock
         self.lease_until = math.inf
         self.ended = False
-        self.clock = clock  # the lease's clock: it counts suspend (zkconsumer.clock); a simulation passes its own
+        self.clock = clock  # counts suspend (zkconsumer.clock); a simulation passes its own
         self._cond = threading.Condition()
         self._iterators: list[ConsumerIterator] = []
         self._lapsed_at: float | None = None  # the lease value whose lapse enforce_lease acted on

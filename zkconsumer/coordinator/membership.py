@@ -263,8 +263,9 @@ class Membership:
         sent after the connection opened. Extend from that moment, never from now: kazoo runs this
         listener after reading the handshake, and a process stalled in between (GC, SIGSTOP) would
         otherwise lease past an expiry. The stamp must come from this class's clock: zkconsumer's
-        handler reads the lease clock (zkconsumer.clock, the default here), the simulation's fake handler the model's
-        clock it passes here. No stamp: the next confirmed round trip renews the lease."""
+        handler reads the lease clock (zkconsumer.clock, the default here), the simulation's fake
+        handler the model's clock it passes here. No stamp: the next confirmed round trip renews
+        the lease."""
         started = handshake_started_at(self.group.client)
         if started is not None:
             self._extend_lease(started)

@@ -201,9 +201,9 @@ def negotiated_timeout_ms(client: Any) -> int | None:
 
 
 def handshake_started_at(client: Any) -> float | None:
-    """The lease clock (zkconsumer.clock) read before the connection whose handshake last granted the client a
-    session was opened (the server renewed the session after it); None if the client's handler
-    does not record it (a client not made by `connect`)."""
+    """The lease clock (zkconsumer.clock) read before the connection whose handshake last granted
+    the client a session was opened (the server renewed the session after it); None if the
+    client's handler does not record it (a client not made by `connect`)."""
     value = getattr(getattr(client, "handler", None), "handshake_started_at", None)
     return value if isinstance(value, float) else None
 
