@@ -28,6 +28,8 @@ BASE_PROGRAMS: Mapping[str, str] = {
     "ss": "iproute2: the network lab resets the connections a fault cuts",
     "sysctl": "procps (priority important): the network lab turns IPv6 off on its links",
     "openssl": "openssl (with Python's ssl): the test kit's certificates for SSL and SASL_SSL listeners",
+    "javac": "openjdk-17-jdk-headless (the base machine's Java 17 is the JDK): compiles the Scala members' Java "
+    "harness; without it tests/harness/scala.py runs the compiler module of the JRE's java instead",
     "git": "git: the checkout itself; tests list the tracked files",
 }
 
