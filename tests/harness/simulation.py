@@ -126,6 +126,9 @@ class SimMember:
     alive: bool = True
     frozen: bool = False
     left: bool = False
+    # The link drops (client.suspensions) up to which a successful rebalance has since read every
+    # owned node again: from there on the member holds a watch on each node it owns.
+    watching_since: int = -1
 
     def __post_init__(self) -> None:
         self.consumer_id = f"{self.group_id}_{self.name}"
@@ -230,9 +233,17 @@ class SimMember:
         if not self.pending:
             return
         reasons, self.pending = self.pending, []
+        began = self.client.suspensions
         ok = self._guard("rebalance", lambda: self.rebalancer.synced_rebalance(", ".join(reasons)))
         if ok is not True:
             self.trigger("retry after a failed rebalance")  # the worker's back-off retry
+        elif self.client.suspensions == began:
+            self.watching_since = began
+
+    def hears_of_owner_nodes(self) -> bool:
+        """Whether a change to an owner node it holds reaches it: connected, not frozen, and no link
+        drop (which takes every watch with it) since a rebalance last read its owned nodes again."""
+        return self.client.connected and not self.frozen and self.watching_since == self.client.suspensions
 
     def consume(self, budget: int) -> None:
         self.streams.gate.enforce_lease()  # what the LeaseGuard thread does in a real member
