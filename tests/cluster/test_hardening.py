@@ -238,12 +238,13 @@ def test_commits_are_fenced_by_owner_node(cluster, zk, topic_factory, produce, g
     with consumed_twenty(cluster, group_id, topic, produce, recorder) as conn:
         conn.commit_offsets()
         assert committed_offsets(zk, group_id, topic) == {0: 20}
-        # Another member now owns the partition (we were too slow to notice) and committed 5.
+        produce(topic, 5, start=20)
+        recorder.wait_for({(topic, 0, o) for o in range(20, 25)}, timeout=30)
+        # Another member now owns the partition and committed 5; our commit of 25 comes before or
+        # after the watch on our owner node stopped delivery, and must be refused either way.
         zk.delete(znodes.owner_path(group_id, topic, 0))
         zk.create(znodes.owner_path(group_id, topic, 0), b"g_other-0")
         zk.set(znodes.offset_path(group_id, topic, 0), b"5")
-        produce(topic, 5, start=20)
-        recorder.wait_for({(topic, 0, o) for o in range(20, 25)}, timeout=30)
         conn.commit_offsets()
         assert committed_offsets(zk, group_id, topic) == {0: 5}, "overwrote the new owner's offset"
         zk.delete(znodes.owner_path(group_id, topic, 0))
