@@ -233,7 +233,9 @@ class SimMember:
         if not self.pending:
             return
         reasons, self.pending = self.pending, []
-        began = self.client.suspensions
+        # kazoo runs state listeners at once, so a rebalance after a link drop reads past the caches
+        # GroupZk forgets there; the model queues them: one that has not run yet leaves the caches.
+        began = self.client.suspensions if not self.model.pending_listeners(self.client) else -1
         ok = self._guard("rebalance", lambda: self.rebalancer.synced_rebalance(", ".join(reasons)))
         if ok is not True:
             self.trigger("retry after a failed rebalance")  # the worker's back-off retry
