@@ -82,48 +82,60 @@ def test_describe_verify_and_top_on_a_live_group(cluster, zk, run, topic_factory
         assert top_json["total_lag"] == 0
 
         # Break it on purpose: remove one owner node behind the member's back (unowned), then claim
-        # the partition from a foreign session whose consumer id is not registered (zombie).
-        zk.delete(znodes.owner_path(group_id, topic, 1))
-        bad = run("verify", "--group", group_id, "--json")
-        assert bad.exit_code == 1
-        assert [(p["kind"], p["topic"], p["partition"]) for p in json.loads(bad.stdout)["problems"]] == [
-            ("unowned", topic, 1)
-        ]
-        zk.create(znodes.owner_path(group_id, topic, 1), f"{group_id}_ghost-0".encode(), ephemeral=True)
-        bad = run("verify", "--group", group_id)
-        assert bad.exit_code == 1
-        assert f"zombie-owner: [{topic},1]" in bad.stdout and "Rebalance operation failed" in bad.stdout
-        assert rows_by_partition(describe(run, group_id))[1]["problems"] == ["zombie-owner"]
+        # the partition from a foreign session whose consumer id is not registered (zombie). The
+        # member's watch on its node stops its delivery at once and asks for a rebalance, which
+        # would claim the node again: holding its rebalance lock keeps the group broken meanwhile.
+        with conn._rebalancer._lock:
+            zk.delete(znodes.owner_path(group_id, topic, 1))
+            bad = run("verify", "--group", group_id, "--json")
+            assert bad.exit_code == 1
+            assert [(p["kind"], p["topic"], p["partition"]) for p in json.loads(bad.stdout)["problems"]] == [
+                ("unowned", topic, 1)
+            ]
+            zk.create(znodes.owner_path(group_id, topic, 1), f"{group_id}_ghost-0".encode(), ephemeral=True)
+            bad = run("verify", "--group", group_id)
+            assert bad.exit_code == 1
+            assert f"zombie-owner: [{topic},1]" in bad.stdout and "Rebalance operation failed" in bad.stdout
+            assert rows_by_partition(describe(run, group_id))[1]["problems"] == ["zombie-owner"]
 
-        # Live members: reset refuses; with --force, owned partitions are still refused.
-        refused = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest", "--execute")
-        assert refused.exit_code == 1 and "live members" in refused.stderr
-        assert len(refused.stderr.strip().splitlines()) == 1
-        forced = run(
-            "offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest", "--execute", "--force", "--json"
-        )
-        assert forced.exit_code == 1
-        statuses = {r["partition"]: r["status"] for r in json.loads(forced.stdout)["partitions"]}
-        assert all(s.startswith("refused: owned by") for s in statuses.values()), statuses
-        assert committed_offsets(zk, group_id, topic) == consumed
-        zk.delete(znodes.owner_path(group_id, topic, 1))  # no owner node now: --force may write it
-        forced = run(
-            "offsets",
-            "reset",
-            "--group",
-            group_id,
-            "--topic",
-            topic,
-            "--to-earliest",
-            "--execute",
-            "--force",
-            "--json",
-            "--partitions",
-            "1,2",
-        )
-        statuses = {r["partition"]: r["status"] for r in json.loads(forced.stdout)["partitions"]}
-        assert statuses[1] == "written" and statuses[2].startswith("refused")
-        assert committed_offsets(zk, group_id, topic) == {**consumed, 1: 0}
+            # Live members: reset refuses; with --force, owned partitions are still refused.
+            refused = run("offsets", "reset", "--group", group_id, "--topic", topic, "--to-earliest", "--execute")
+            assert refused.exit_code == 1 and "live members" in refused.stderr
+            assert len(refused.stderr.strip().splitlines()) == 1
+            forced = run(
+                "offsets",
+                "reset",
+                "--group",
+                group_id,
+                "--topic",
+                topic,
+                "--to-earliest",
+                "--execute",
+                "--force",
+                "--json",
+            )
+            assert forced.exit_code == 1
+            statuses = {r["partition"]: r["status"] for r in json.loads(forced.stdout)["partitions"]}
+            assert all(s.startswith("refused: owned by") for s in statuses.values()), statuses
+            assert committed_offsets(zk, group_id, topic) == consumed
+            zk.delete(znodes.owner_path(group_id, topic, 1))  # no owner node now: --force may write it
+            forced = run(
+                "offsets",
+                "reset",
+                "--group",
+                group_id,
+                "--topic",
+                topic,
+                "--to-earliest",
+                "--execute",
+                "--force",
+                "--json",
+                "--partitions",
+                "1,2",
+            )
+            statuses = {r["partition"]: r["status"] for r in json.loads(forced.stdout)["partitions"]}
+            assert statuses[1] == "written" and statuses[2].startswith("refused")
+            assert committed_offsets(zk, group_id, topic) == {**consumed, 1: 0}
 
         delete = run("groups", "delete", "--group", group_id, "--execute")
         assert delete.exit_code == 1 and "consumers are still active" in delete.stderr

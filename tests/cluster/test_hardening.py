@@ -131,6 +131,33 @@ def test_an_owner_node_deleted_and_taken_by_another_stops_delivery_at_once_witho
         assert owner_table(zk, group_id, [topic]) == owners
 
 
+def test_a_fence_node_deleted_or_written_by_hand_costs_one_attempt_in_an_idle_group(
+    cluster, zk, topic_factory, produce, group_id
+) -> None:
+    """Every commit opens with check(fence node, 0). A fence node deleted by hand, or written to by
+    hand (its version moves), fails that check: the refused commit makes the member register and
+    fence again, so commits resume although nothing in the group changes."""
+    topic = topic_factory(partitions=1)
+    recorder = Recorder()
+    with member(cluster, group_id, auto_commit_interval_ms=200, zkconsumer_watchdog_interval_ms=0) as conn:
+        drain("m", conn.create_message_streams({topic: 1})[topic], recorder)
+        wait_for_balanced(zk, group_id, [topic], members=1)
+        for round_, meddle in enumerate((zk.delete, lambda path: zk.set(path, b"edited"))):
+            fence = conn.group.fence
+            assert fence is not None
+            meddle(fence.path)
+            sent = produce(topic, 5, start=5 * round_)
+            recorder.wait_for({(topic, 0, m.offset) for m in sent}, timeout=30)
+            end = sent[-1].offset + 1
+            deadline = time.monotonic() + 20
+            while committed_offsets(zk, group_id, topic).get(0) != end:
+                assert time.monotonic() < deadline, (
+                    f"commits never resumed after the fence node was meddled with ({round_})"
+                )
+                time.sleep(0.1)
+            assert conn.group.fence is not None and conn.group.fence.path != fence.path
+
+
 class FailureListener:
     def __init__(self) -> None:
         self.failures: list[Exception] = []
@@ -211,12 +238,13 @@ def test_commits_are_fenced_by_owner_node(cluster, zk, topic_factory, produce, g
     with consumed_twenty(cluster, group_id, topic, produce, recorder) as conn:
         conn.commit_offsets()
         assert committed_offsets(zk, group_id, topic) == {0: 20}
-        # Another member now owns the partition (we were too slow to notice) and committed 5.
+        produce(topic, 5, start=20)
+        recorder.wait_for({(topic, 0, o) for o in range(20, 25)}, timeout=30)
+        # Another member now owns the partition and committed 5; our commit of 25 comes before or
+        # after the watch on our owner node stopped delivery, and must be refused either way.
         zk.delete(znodes.owner_path(group_id, topic, 0))
         zk.create(znodes.owner_path(group_id, topic, 0), b"g_other-0")
         zk.set(znodes.offset_path(group_id, topic, 0), b"5")
-        produce(topic, 5, start=20)
-        recorder.wait_for({(topic, 0, o) for o in range(20, 25)}, timeout=30)
         conn.commit_offsets()
         assert committed_offsets(zk, group_id, topic) == {0: 5}, "overwrote the new owner's offset"
         zk.delete(znodes.owner_path(group_id, topic, 0))

@@ -22,9 +22,9 @@ Besides members, two actors meddle with the group's nodes as production does: a 
 acting on a stale topic registry, which deletes the owner paths it once saw without checking data
 or version (KAFKA-262/KAFKA-286), and an operator (or a tool) deleting or rewriting owner nodes,
 fence nodes and registrations. Their deletes and rewrites of owner nodes hit members that can hear
-of them (connected, not frozen, holding a watch on the node): kazoo drops every watch with the
-link, so a member cut off from ZooKeeper, or reconnected but not yet through the rebalance that
-reads its nodes again, cannot know, and delivers on its lease meanwhile (docs/design.md, "Fencing
+of them (connected, not frozen, and through a rebalance since its link last dropped): kazoo drops
+every watch with the link, so a member cut off from ZooKeeper, or reconnected but not yet through
+the rebalance that reads its nodes again, cannot know, and delivers on its lease meanwhile (docs/design.md, "Fencing
 limits"). The notification reaches every connected member at once: a
 delivery in the round trip between a change and its notification is a window no client can close.
 
@@ -279,14 +279,14 @@ class Schedule:
         return [m for m in self.live() if m.client.connected and not m.frozen]
 
     def _may_hit(self, path: str) -> bool:
-        """An owner node whose holder can hear of the change: connected, and holding a watch on it
-        (see the module docstring)."""
+        """An owner node whose holder can hear of the change (SimMember.hears_of_owner_nodes; see
+        the module docstring)."""
         if not self.model.exists(path):
             return False
         owner = self.model.stat(path).ephemeralOwner
         return any(
-            m.client._session is not None and m.client._session.id == owner and path in m.client._data_w
-            for m in self._hearing()
+            m.client._session is not None and m.client._session.id == owner and m.hears_of_owner_nodes()
+            for m in self.live()
         )
 
     def _notify(self) -> None:

@@ -186,6 +186,7 @@ class FakeKazooClient:
         self._granted_ms: int | None = None
         self._handshake_ms: int | None = None
         self._connected, self._stopped, self._link, self._frozen, self._crashed = False, True, True, False, False
+        self.suspensions = 0  # links dropped so far (each one dropped every watch): drivers read it
         self._listeners: dict[Listener, None] = {}
         self._data_w: dict[str, dict[Watcher, None]] = {}  # ordered sets: kazoo's sets, made deterministic
         self._child_w: dict[str, dict[Watcher, None]] = {}
@@ -260,6 +261,7 @@ class FakeKazooClient:
             self._model._enqueue(self, fn, (WatchedEvent(EventType.NONE, keeper_state, None),))
 
     def _suspend(self) -> None:
+        self.suspensions += 1
         self._connected, self._keeper_state = False, KeeperState.CONNECTING
         self._set_state(KazooState.SUSPENDED)
         self._reset_watchers(KeeperState.CONNECTING)

@@ -266,6 +266,10 @@ class ZkModel:
     def pending_events(self, client: FakeKazooClient | None = None) -> int:
         return sum(1 for i in self._queue if client is None or i.client is client)
 
+    def pending_listeners(self, client: FakeKazooClient) -> int:
+        """State-listener callbacks of `client` still queued (kazoo would have run them already)."""
+        return sum(1 for i in self._queue if i.client is client and i.listener)
+
     # ---- fault-free reads for invariant checkers ----------------------------------------------
     def exists(self, path: str) -> bool:
         return path in self._nodes

@@ -246,3 +246,26 @@ def test_forgotten_nodes_are_read_again_even_when_forgotten_mid_read() -> None:
     nodes.io.many = many_then_forget  # type: ignore[method-assign]
     assert nodes.read(paths)[paths[0]] is not None  # this read still answers
     assert set(nodes.cached(paths)) == {paths[1]}  # but the answer read before the forget is not kept
+
+
+def test_on_change_hears_only_nodes_still_vouched_for() -> None:
+    """WatchedNodes.on_change: a change by someone else to a node we read is heard; one to a node we
+    forgot (our own delete) or stopped asking about is not."""
+    model, admin, me, _folder = _world()
+    heard: list[tuple[str, str]] = []
+    nodes = WatchedNodes(ZkIO(me, 0.0), on_change=lambda path, event: heard.append((path, event.type)))
+    nodes.read([f"{FOLDER}/c0", f"{FOLDER}/c1", f"{FOLDER}/c2"])
+    admin.delete(f"{FOLDER}/c0")  # someone else
+    nodes.forget([f"{FOLDER}/c1"])  # we are about to delete it ourselves
+    me.delete(f"{FOLDER}/c1")
+    model.deliver()
+    assert heard == [(f"{FOLDER}/c0", EventType.DELETED)]
+    nodes.read([f"{FOLDER}/c2"])  # cached: no new watch, the old one still counts
+    admin.set(f"{FOLDER}/c2", b"x")
+    model.deliver()
+    assert heard[-1] == (f"{FOLDER}/c2", EventType.CHANGED)
+    nodes.add([f"{FOLDER}/c2"])  # read again after the change: watched again
+    nodes.read([])  # no longer asked about
+    admin.set(f"{FOLDER}/c2", b"y")
+    model.deliver()
+    assert len(heard) == 2
