@@ -13,46 +13,29 @@ import time
 
 import pytest
 
+from harness import sim_lease_world as lease_world
 from harness.sim_host import SimHost
-from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
+from harness.sim_schedule import TOPIC, Schedule
 from harness.simulation import SimMember
-from harness.zkmodel import ZkModel
-from zkconsumer.cluster import broker_nodes
 from zkconsumer.coordinator.membership import State
-from zkconsumer.zookeeper import znodes
 
 T_MS = 4000
 PARTITIONS = 4
 
 
 def world() -> Schedule:
-    s = Schedule(0, Options(members=0, partitions=PARTITIONS, session_timeout_ms=T_MS))
-    s.model = ZkModel(tick_ms=500, max_session_timeout_ms=T_MS, round_expiry_to_tick=False)
-    s.admin = s.model.client("admin")
-    s.admin.start()
-    broker = broker_nodes.BrokerInfo(1, "localhost", 9092, ("PLAINTEXT://localhost:9092",), None, 4, timestamp="1")
-    s.admin.create(znodes.broker_path(1), broker_nodes.encode_broker(broker), makepath=True)
-    s.admin.create(znodes.topic_path(TOPIC), s._topic_data(), makepath=True)
-    return s
+    return lease_world.world(T_MS, PARTITIONS)
 
 
 def join(s: Schedule, name: str, host: SimHost | None = None, *, old_clock: bool = False) -> SimMember:
-    m = SimMember(
+    return lease_world.join(
+        s,
         name,
-        s.model,
-        GROUP,
-        TOPIC,
-        1,
-        s.log,
         T_MS,
-        lambda member, d: s.check_delivery(member, d),
-        on_bug=lambda what, exc: s.violation(f"bug in {what}: {exc!r}"),
         # old_clock: the clock the lease read before issue #42 (CLOCK_MONOTONIC); else zkconsumer's own
         clock=host.monotonic if host is not None and old_clock else None,
         production_clock=host is not None and not old_clock,
     )
-    s.members.append(m)
-    return m
 
 
 def run(s: Schedule, members: list[SimMember], rounds: int) -> None:

@@ -10,13 +10,11 @@ the lease ends a lease's length after the last renewal before the cut — before
 
 from __future__ import annotations
 
+from harness import sim_lease_world as lease_world
 from harness.sim_follower import LostFollower
-from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
+from harness.sim_schedule import TOPIC, Schedule
 from harness.simulation import SimMember
-from harness.zkmodel import ZkModel
-from zkconsumer.cluster import broker_nodes
 from zkconsumer.coordinator.membership import State
-from zkconsumer.zookeeper import znodes
 
 T_MS = 4000
 SYNC_LIMIT_MS = 3000  # syncLimit × tickTime: how long the follower answers without its leader
@@ -24,30 +22,11 @@ PARTITIONS = 4
 
 
 def world() -> Schedule:
-    s = Schedule(0, Options(members=0, partitions=PARTITIONS, session_timeout_ms=T_MS))
-    s.model = ZkModel(tick_ms=500, max_session_timeout_ms=T_MS, round_expiry_to_tick=False)
-    s.admin = s.model.client("admin")
-    s.admin.start()
-    broker = broker_nodes.BrokerInfo(1, "localhost", 9092, ("PLAINTEXT://localhost:9092",), None, 4, timestamp="1")
-    s.admin.create(znodes.broker_path(1), broker_nodes.encode_broker(broker), makepath=True)
-    s.admin.create(znodes.topic_path(TOPIC), s._topic_data(), makepath=True)
-    return s
+    return lease_world.world(T_MS, PARTITIONS)
 
 
 def join(s: Schedule, name: str) -> SimMember:
-    m = SimMember(
-        name,
-        s.model,
-        GROUP,
-        TOPIC,
-        1,
-        s.log,
-        T_MS,
-        lambda member, d: s.check_delivery(member, d),
-        on_bug=lambda what, exc: s.violation(f"bug in {what}: {exc!r}"),
-    )
-    s.members.append(m)
-    return m
+    return lease_world.join(s, name, T_MS)
 
 
 def step(s: Schedule, m: SimMember) -> None:
