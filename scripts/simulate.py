@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """Run seeded fault schedules against simulated group members; print failures with a shrunk trace.
 
-    scripts/simulate.py --schedules 100000 --seed 0
+    scripts/simulate.py --schedules 100000 --seed 0 [--actors all|core]
+
+Besides the faults (expiries, dropped links, slow and failing requests, pauses at every ZooKeeper
+call), `--actors all` (the default) draws every actor of the simulation tier: a stale Scala member
+deleting owner paths blindly, an operator deleting or rewriting nodes (sim_schedule), a host
+suspend and a follower that lost its leader (sim_lease_schedule). `core` keeps to the first two,
+the schedules tests/sim/test_schedules.py runs.
 
 The last line is machine-readable: schedules=N violations=V per_s=X
 """
@@ -16,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test harness: tests/harness
 
+from harness.sim_lease_schedule import LeaseSchedule  # noqa: E402
 from harness.sim_schedule import Options, Schedule, shrink  # noqa: E402
 
 
@@ -28,17 +35,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=Options.steps)
     parser.add_argument("--fault-rate", type=float, default=Options.fault_rate)
     parser.add_argument("--show", type=int, default=3, help="failing schedules to shrink and print")
+    parser.add_argument("--actors", choices=("all", "core"), default="all", help="all: with the lease actors too")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.CRITICAL)
     options = Options(members=args.members, partitions=args.partitions, steps=args.steps, fault_rate=args.fault_rate)
+    kind = LeaseSchedule if args.actors == "all" else Schedule
     began = time.monotonic()
     failing = []
     for i in range(args.schedules):
-        result = Schedule(args.seed + i, options).run()
+        result = kind(args.seed + i, options).run()
         if result.violations:
             failing.append(result.seed)
             if len(failing) <= args.show:
-                small = shrink(result.seed, options)
+                small = shrink(result.seed, options, kind)
                 print(f"FAILED seed {result.seed}: {result.violations[0]}")
                 print("  shrunk trace:\n    " + "\n    ".join((small.violations[:1] and small.trace) or result.trace))
         if (i + 1) % 1000 == 0:

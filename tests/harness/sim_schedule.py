@@ -505,15 +505,17 @@ class Schedule:
         return self.result
 
 
-def shrink(seed: int, options: Options | None = None) -> Result:
+def shrink(seed: int, options: Options | None = None, kind: type[Schedule] | None = None) -> Result:
     """The shortest prefix of a failing schedule that still fails (same seed, fewer fault steps),
-    so its trace is short enough to read. Returns the original result if no prefix fails."""
+    so its trace is short enough to read. Returns the original result if no prefix fails. `kind`:
+    the Schedule class that failed (a subclass adds actors)."""
     options = options or Options()
+    kind = kind or Schedule
     for steps in range(1, options.steps + 1):
-        result = Schedule(seed, Options(**{**options.__dict__, "steps": steps})).run()
+        result = kind(seed, Options(**{**options.__dict__, "steps": steps})).run()
         if result.violations:
             return result
-    return Schedule(seed, options).run()
+    return kind(seed, options).run()
 
 
 def run_many(first_seed: int, count: int, options: Options | None = None) -> tuple[int, list[Result]]:
