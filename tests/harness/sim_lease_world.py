@@ -39,3 +39,14 @@ def join(s: Schedule, name: str, session_timeout_ms: int, **member: Any) -> SimM
     )
     s.members.append(m)
     return m
+
+
+def run(s: Schedule, members: list[SimMember], rounds: int) -> None:
+    """`rounds` steps of 250 ms: each member hears its events, renews its lease, rebalances and consumes."""
+    for _ in range(rounds):
+        s.model.advance(250)
+        for m in members:
+            s.model.deliver(m.client)
+            m.renew_lease()
+            m.rebalance()
+            m.consume(50)

@@ -38,16 +38,6 @@ def join(s: Schedule, name: str, host: SimHost | None = None, *, old_clock: bool
     )
 
 
-def run(s: Schedule, members: list[SimMember], rounds: int) -> None:
-    for _ in range(rounds):
-        s.model.advance(250)
-        for m in members:
-            s.model.deliver(m.client)
-            m.renew_lease()
-            m.rebalance()
-            m.consume(50)
-
-
 def suspended_past_its_session(monkeypatch: pytest.MonkeyPatch, *, old_clock: bool) -> tuple[Schedule, list[str]]:
     """m1 owns every partition; its host sleeps 1.5 sessions; m2 takes over; m1 wakes. What m1
     delivers after waking, and the invariant's violations."""
@@ -55,7 +45,7 @@ def suspended_past_its_session(monkeypatch: pytest.MonkeyPatch, *, old_clock: bo
     host = SimHost(s.model)
     monkeypatch.setattr(time, "clock_gettime", host.clock_gettime(time.clock_gettime))
     m1 = join(s, "m1", host, old_clock=old_clock)
-    run(s, [m1], 6)
+    lease_world.run(s, [m1], 6)
     assert len(m1.assignment.owned()) == PARTITIONS
     for p in range(PARTITIONS):
         s.log.produce((TOPIC, p), 200)
@@ -64,7 +54,7 @@ def suspended_past_its_session(monkeypatch: pytest.MonkeyPatch, *, old_clock: bo
     host.suspend(m1, T_MS * 3 // 2)
     assert m1.group.session not in s.model.live_sessions()
     m2 = join(s, "m2")
-    run(s, [m2], 6)
+    lease_world.run(s, [m2], 6)
     assert len(m2.assignment.owned()) == PARTITIONS
     woke = len(s.deliveries)
     host.wake(m1)
@@ -74,7 +64,7 @@ def suspended_past_its_session(monkeypatch: pytest.MonkeyPatch, *, old_clock: bo
     for _ in range(4):  # ... which leaves delivery to the lease while kazoo cannot reconnect
         s.model.advance(100)
         m1.consume(20)
-        run(s, [m2], 1)
+        lease_world.run(s, [m2], 1)
     s.model.reconnect(m1.client)  # the handshake says the session expired: LOST
     s.model.deliver(m1.client)
     assert m1.membership.state is State.EXPIRED

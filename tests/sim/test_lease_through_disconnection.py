@@ -28,16 +28,6 @@ def join(s: Schedule, name: str) -> SimMember:
     return lease_world.join(s, name, T_MS)
 
 
-def run(s: Schedule, members: list[SimMember], rounds: int) -> None:
-    for _ in range(rounds):
-        s.model.advance(250)
-        for m in members:
-            s.model.deliver(m.client)
-            m.renew_lease()
-            m.rebalance()
-            m.consume(50)
-
-
 def produce(s: Schedule, n: int) -> None:
     for p in range(PARTITIONS):
         s.log.produce((TOPIC, p), n)
@@ -46,7 +36,7 @@ def produce(s: Schedule, n: int) -> None:
 def test_a_cut_off_owner_delivers_until_its_lease_ends_and_its_successor_starts_after_the_expiry() -> None:
     s = world()
     m1 = join(s, "m1")
-    run(s, [m1], 6)
+    lease_world.run(s, [m1], 6)
     assert len(m1.assignment.owned()) == PARTITIONS
     produce(s, 200)
     m1.renew_lease()
@@ -66,7 +56,7 @@ def test_a_cut_off_owner_delivers_until_its_lease_ends_and_its_successor_starts_
         if m2 is None and s.model.now_ms >= cut + T_MS - 300:
             m2 = join(s, "m2")
         if m2 is not None:
-            run(s, [m2], 1)
+            lease_world.run(s, [m2], 1)
         before = len(s.deliveries)
         m1.consume(1)
         if len(s.deliveries) > before:
@@ -81,7 +71,7 @@ def test_a_cut_off_owner_delivers_until_its_lease_ends_and_its_successor_starts_
 def test_a_stall_between_the_handshake_and_the_listener_delivers_nothing_on_the_expired_session() -> None:
     s = world()
     m1 = join(s, "m1")
-    run(s, [m1], 6)
+    lease_world.run(s, [m1], 6)
     produce(s, 200)
     m1.renew_lease()
     s.model.disconnect(m1.client)
@@ -94,7 +84,7 @@ def test_a_stall_between_the_handshake_and_the_listener_delivers_nothing_on_the_
     s.model.advance(T_MS + 600)
     assert m1.group.session not in s.model.live_sessions()
     m2 = join(s, "m2")
-    run(s, [m2], 6)
+    lease_world.run(s, [m2], 6)
     assert len(m2.assignment.owned()) == PARTITIONS
     # The process wakes where it stalled: kazoo runs the listener (its client id still names the old
     # session), then reads the EOF the server sent on expiry (SUSPENDED) and cannot reconnect yet.
@@ -110,6 +100,6 @@ def test_a_stall_between_the_handshake_and_the_listener_delivers_nothing_on_the_
     for _ in range(5):
         s.model.advance(100)
         m1.consume(2)
-        run(s, [m2], 1)
+        lease_world.run(s, [m2], 1)
     assert [d for d in s.deliveries[before:] if d.member == "m1"] == []
     assert s.result.violations == []
