@@ -20,9 +20,11 @@ class CountingHandler(PollHandler):  # type: ignore[misc]
     def __init__(self) -> None:
         super().__init__()
         self.selects = 0
+        self.polled = threading.Event()
 
     def select(self, *args: Any, **kwargs: Any) -> Any:
         self.selects += 1
+        self.polled.set()
         return super().select(*args, **kwargs)
 
 
@@ -94,10 +96,13 @@ def test_a_write_larger_than_the_socket_buffer_waits_for_room(pair: tuple[Any, s
     received = bytearray()
 
     def drain() -> None:
+        # Nothing is read until the writer has polled, so the buffer must fill: a reader that keeps
+        # up from the start lets a fast machine finish the write without ever waiting.
+        conn.handler.polled.wait(10.0)
         while len(received) < len(message):
             received.extend(theirs.recv(1 << 16))
 
-    reader = threading.Thread(target=drain)
+    reader = threading.Thread(target=drain, name="test-drain")
     reader.start()
     conn._write(message, 10.0)
     reader.join(10.0)
