@@ -153,8 +153,10 @@ def wait_for_balanced(
     members: int | None = None,  # type: ignore[no-untyped-def]
     strategy: str = "range",
     timeout: float = 60.0,
+    compat: Compat = DEFAULT,
 ) -> dict[tuple[str, int], str]:
-    """Until owner nodes equal the assignor's answer for the current members (and their count)."""
+    """Until owner nodes equal the assignor's answer (as `compat`'s release computes it) for the
+    current members (and their count)."""
     topics = list(topics)
     deadline = time.monotonic() + timeout
     last: object = None
@@ -162,7 +164,7 @@ def wait_for_balanced(
         try:
             ids = zk.get_children(znodes.ids_path(group))
             if members is None or len(ids) == members:
-                want = expected_assignment(zk, group, strategy)
+                want = expected_assignment(zk, group, strategy, compat)
                 want = {k: v for k, v in want.items() if k[0] in topics}
                 have = owner_table(zk, group, topics)
                 if want and have == want:

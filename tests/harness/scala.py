@@ -70,8 +70,27 @@ class ScalaError(RuntimeError):
 # ---------------------------------------------------------------- compiling the member program
 
 
-def _kafka11_jars() -> list[Path]:
-    return sorted(jar_dir("kafka11").glob("*.jar"))
+# Each Scala client release the harness runs, and the jar set it runs from (zkconsumer/testing/poms/<set>).
+# The 0.10.2.2 client is the 0.10.2.2 broker's jar set; 1.1.1 (the default) is kafka11.
+RELEASES: dict[str, str] = {
+    "0.8.2.2": "kafka0822",
+    "0.9.0.1": "kafka0901",
+    "0.10.2.2": "kafka0102",
+    "1.0.2": "kafka102",
+    "1.1.1": "kafka11",
+}
+DEFAULT_RELEASE = "1.1.1"
+
+
+def jar_set(release: str) -> str:
+    try:
+        return RELEASES[release]
+    except KeyError:
+        raise ValueError(f"no Scala client release {release!r} (known: {', '.join(RELEASES)})") from None
+
+
+def _client_jars(release: str) -> list[Path]:
+    return sorted(jar_dir(jar_set(release)).glob("*.jar"))
 
 
 def _javac() -> list[str]:
@@ -81,16 +100,19 @@ def _javac() -> list[str]:
     return [javac] if javac else ["java", "-m", "jdk.compiler/com.sun.tools.javac.Main"]
 
 
-def member_home() -> Path:
-    """Compiled ScalaMember.class plus log4j files, cached per source/jar-set content under .jars/."""
-    jars = _kafka11_jars()
+def member_home(release: str = DEFAULT_RELEASE) -> Path:
+    """Compiled ScalaMember.class plus log4j files, cached per source/jar-set content under .jars/.
+
+    One source serves every release: it uses only the Java API that 0.8.2.2 through 1.1.1 share."""
+    jars = _client_jars(release)
     digest = hashlib.sha256(SOURCE.read_bytes())
     for jar in jars:
         digest.update(jar.name.encode())
     digest.update(_LOG4J.encode())
     name = digest.hexdigest()[:16]
     # Next to the jars (.jars/ is git-ignored); a temp folder if that is read-only.
-    roots = [jars_home() / "kafka11-member", Path(tempfile.gettempdir()) / "zkconsumer-kafka11-member"]
+    folder = f"{jar_set(release)}-member"
+    roots = [jars_home() / folder, Path(tempfile.gettempdir()) / f"zkconsumer-{folder}"]
     for root in roots:
         if (root / name / f"{MAIN_CLASS}.class").is_file():
             return root / name
@@ -134,16 +156,17 @@ def _compile(jars: list[Path], target: Path) -> Path:
     return target
 
 
-def _classpath(*extra: Path) -> str:
-    # Only the kafka11 folder: never mix with the kafka39 jars (two Scala/Kafka versions).
-    return os.pathsep.join([str(jar_dir("kafka11") / "*"), *map(str, extra)])
+def _classpath(release: str, *extra: Path) -> str:
+    # Only the release's own folder: never mix with the kafka39 jars (two Scala/Kafka versions).
+    return os.pathsep.join([str(jar_dir(jar_set(release)) / "*"), *map(str, extra)])
 
 
 # ---------------------------------------------------------------- one Scala group member
 
 
 class ScalaMember:
-    """A ZookeeperConsumerConnector (1.1.1) in its own JVM, with a static or wildcard subscription.
+    """A ZookeeperConsumerConnector (1.1.1, or `release`: see RELEASES) in its own JVM, with a static
+    or wildcard subscription.
 
     `topics` maps topic -> streams (static); otherwise `whitelist`/`blacklist` + `streams`.
     `consumer.id` is always set to `name`, so `consumer_id` is f"{group}_{name}".
@@ -171,12 +194,14 @@ class ScalaMember:
         zookeeper_sasl: tuple[str, str] | None = None,
         zookeeper_kerberos: KerberosLogin | None = None,
         wrap: Callable[[list[str]], list[str]] | None = None,
+        release: str = DEFAULT_RELEASE,
     ) -> None:
         if (topics is None) == (whitelist is None and blacklist is None):
             raise ValueError("give either topics or one of whitelist/blacklist")
         self.group = group
         self.name = name
         self.consumer_id = f"{group}_{name}"
+        self.release = release
         workdir.mkdir(parents=True, exist_ok=True)
         self.out_path = workdir / f"scala-{name}.deliveries"
         self.log_path = workdir / f"scala-{name}.log"
@@ -197,7 +222,7 @@ class ScalaMember:
         else:
             args += ["--whitelist", whitelist] if whitelist is not None else ["--blacklist", str(blacklist)]
             args += ["--streams", str(streams)]
-        home = member_home()
+        home = member_home(release)
         sasl_flags: list[str] = []
         jaas = client_jaas(*zookeeper_sasl) if zookeeper_sasl else None
         if zookeeper_kerberos is not None:
@@ -213,7 +238,7 @@ class ScalaMember:
             *sasl_flags,
             f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
             "-cp",
-            _classpath(home),
+            _classpath(release, home),
             MAIN_CLASS,
             *args,
         ]
@@ -277,7 +302,7 @@ class ScalaMember:
             return ""
 
     def __repr__(self) -> str:
-        return f"ScalaMember({self.consumer_id!r}, running={self.running})"
+        return f"ScalaMember({self.consumer_id!r}, {self.release}, running={self.running})"
 
 
 def read_deliveries(path: Path) -> list[tuple[str, int, int]]:
@@ -297,19 +322,25 @@ def _escape_property(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").lstrip()
 
 
-# ---------------------------------------------------------------- legacy ops tools (1.1.1)
+# ---------------------------------------------------------------- legacy ops tools (1.1.1 unless asked)
 
 
-def run_tool(main_class: str, *args: str, timeout: float = 120.0, jvm_opts: Sequence[str] = JVM_OPTS) -> str:
-    """Run a kafka 1.1.1 tool's main class; return its stdout, raise ScalaError on a non-zero exit.
-    `jvm_opts`: the test harness's small JVM by default (C1 only: quick to start, slow to run)."""
-    home = member_home()
+def run_tool(
+    main_class: str,
+    *args: str,
+    timeout: float = 120.0,
+    jvm_opts: Sequence[str] = JVM_OPTS,
+    release: str = DEFAULT_RELEASE,
+) -> str:
+    """Run a Kafka tool's main class from `release`'s jars; return its stdout, raise ScalaError on a
+    non-zero exit. `jvm_opts`: the test harness's small JVM by default (C1 only: quick to start, slow to run)."""
+    home = member_home(release)
     cmd = [
         "java",
         *jvm_opts,
         f"-Dlog4j.configuration=file:{home / 'tools-log4j.properties'}",
         "-cp",
-        _classpath(),
+        _classpath(release),
         main_class,
         *args,
     ]
@@ -319,10 +350,23 @@ def run_tool(main_class: str, *args: str, timeout: float = 120.0, jvm_opts: Sequ
     return done.stdout
 
 
-def describe_group(zookeeper_connect: str, group: str) -> str:
-    """kafka-consumer-groups.sh --zookeeper Z --describe --group G (1.1.1)."""
+def describe_group(zookeeper_connect: str, group: str, release: str = DEFAULT_RELEASE) -> str:
+    """kafka-consumer-groups.sh --zookeeper Z --describe --group G (0.9.0.1 and later)."""
     return run_tool(
-        "kafka.admin.ConsumerGroupCommand", "--zookeeper", zookeeper_connect, "--describe", "--group", group
+        "kafka.admin.ConsumerGroupCommand",
+        "--zookeeper",
+        zookeeper_connect,
+        "--describe",
+        "--group",
+        group,
+        release=release,
+    )
+
+
+def check_consumer_offsets(zookeeper_connect: str, group: str, release: str) -> str:
+    """kafka-consumer-offset-checker.sh --zookeeper Z --group G (0.8.2.2 to 0.10.2.2; gone in 1.0)."""
+    return run_tool(
+        "kafka.tools.ConsumerOffsetChecker", "--zookeeper", zookeeper_connect, "--group", group, release=release
     )
 
 
@@ -334,9 +378,16 @@ def parse_describe(stdout: str) -> list[dict[str, str]]:
     return [dict(zip(header, cols)) for cols in lines[header_at + 1 :] if len(cols) == len(header)]
 
 
-def verify_consumer_rebalance(zookeeper_connect: str, group: str) -> str:
+def verify_consumer_rebalance(zookeeper_connect: str, group: str, release: str = DEFAULT_RELEASE) -> str:
     """kafka.tools.VerifyConsumerRebalance: stdout says 'Rebalance operation successful !' or 'failed'."""
-    return run_tool("kafka.tools.VerifyConsumerRebalance", "--zookeeper.connect", zookeeper_connect, "--group", group)
+    return run_tool(
+        "kafka.tools.VerifyConsumerRebalance",
+        "--zookeeper.connect",
+        zookeeper_connect,
+        "--group",
+        group,
+        release=release,
+    )
 
 
 def export_zk_offsets(zookeeper_connect: str, group: str, output_file: Path) -> str:

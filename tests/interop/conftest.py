@@ -16,8 +16,9 @@ from harness import member as member_process
 from harness import python_env
 from harness.kdc import KerberosLogin
 from harness.members import Recorder, drain, wait_for_balanced
-from harness.scala import FAST_PROPERTIES, ScalaMember, read_deliveries
+from harness.scala import DEFAULT_RELEASE, FAST_PROPERTIES, ScalaMember, read_deliveries
 from zkconsumer import ConsumerConnector, Whitelist
+from zkconsumer.config.compat import DEFAULT, Compat
 from zkconsumer.testing.process import _die_with_parent
 
 Key = tuple[str, int, int]
@@ -88,10 +89,12 @@ class MixedGroup:
         strategy: str = "range",
         zookeeper_sasl: tuple[str, str] | None = None,
         zookeeper_kerberos: KerberosLogin | None = None,
+        release: str = DEFAULT_RELEASE,
         **props: object,
     ) -> ScalaMember:
-        """Start a Scala member (returns before it is ready; see wait_ready); `zookeeper_sasl` =
-        (user, password) logs it in to ZooKeeper with SASL DIGEST-MD5, `zookeeper_kerberos` with GSSAPI."""
+        """Start a Scala member of `release` (harness.scala.RELEASES; returns before it is ready, see
+        wait_ready); `zookeeper_sasl` = (user, password) logs it in to ZooKeeper with SASL DIGEST-MD5,
+        `zookeeper_kerberos` with GSSAPI."""
         member = ScalaMember(
             self.cluster.zookeeper_connect,
             self.group,
@@ -104,6 +107,7 @@ class MixedGroup:
             properties={k.replace("_", "."): v for k, v in props.items()},
             zookeeper_sasl=zookeeper_sasl,
             zookeeper_kerberos=zookeeper_kerberos,
+            release=release,
         )
         self.scala[name] = member.start()
         return member
@@ -209,11 +213,13 @@ class MixedGroup:
             time.sleep(0.05)
 
     def balanced(
-        self, topics: Iterable[str], *, strategy: str = "range", timeout: float = 60.0
+        self, topics: Iterable[str], *, strategy: str = "range", timeout: float = 60.0, compat: Compat = DEFAULT
     ) -> dict[tuple[str, int], str]:
         """wait_for_balanced with every current member registered; Scala logs on failure."""
         try:
-            return wait_for_balanced(self.zk, self.group, topics, members=self.size, strategy=strategy, timeout=timeout)
+            return wait_for_balanced(
+                self.zk, self.group, topics, members=self.size, strategy=strategy, timeout=timeout, compat=compat
+            )
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{self.log_tails()}") from None
 

@@ -20,8 +20,10 @@ from zkconsumer.errors import ZkConsumerError
 # and, fetched only when LocalCluster first runs that version (versions.py maps versions to sets):
 #   kafka0102 kafka0113 kafka241 kafka282  ZooKeeper-era brokers, each with the ZooKeeper it bundles
 #   zk3414 zk3510                           standalone ZooKeeper servers
+#   kafka0822 kafka0901 kafka102            the legacy Scala clients of 0.8.2.2, 0.9.0.1 and 1.0.2 (mixed groups)
 MATRIX = ("kafka0102", "kafka0113", "kafka241", "kafka282", "zk3414", "zk3510")
-KNOWN = ("kafka39", "kafka11", "spark-kafka", *MATRIX)
+SCALA_CLIENTS = ("kafka0822", "kafka0901", "kafka102")
+KNOWN = ("kafka39", "kafka11", "spark-kafka", *MATRIX, *SCALA_CLIENTS)
 MAVEN_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 DEFAULT = "kafka39"  # the default cluster's set (versions.DEFAULT_KAFKA): the only pom a wheel carries
 HEARTBEAT_S = 15.0  # how often a running fetch says it still runs
