@@ -19,12 +19,13 @@ from harness.scala import check_consumer_offsets, describe_group, verify_consume
 from zkconsumer.config.compat import DEFAULT, Compat
 from zkconsumer.coordinator.assignors import assign
 from zkconsumer.coordinator.plan import assignment_input
+from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
 PARTITIONS = 8
 # Each release's client, and the compat value a zkconsumer member beside it sets.
-RELEASES = {"0.8.2.2": "0.8.2", "0.9.0.1": "0.9", "0.10.2.2": "0.10.2", "1.0.2": "1.0.0"}
+RELEASES = {"0.8.2.2": "0.8.2", "0.9.0.1": "0.9", "0.10.2.2": "0.10.2", "1.0.2": "1.0.1"}
 
 
 # VerifyConsumerRebalance of 0.8.2.2 and 0.9.0.1 reports "failed" for every group, a group of
@@ -151,3 +152,52 @@ def check_tools(mixed, release: str, topic: str, owners: dict[tuple[str, int], s
         assert group_command_rows(describe_group(zk_connect, g, release)) == want
     if release in VERIFY_WORKS:
         assert "Rebalance operation successful !" in verify_consumer_rebalance(zk_connect, g, release)
+
+
+@pytest.mark.parametrize("release", list(RELEASES))
+def test_a_whitelist_group_writes_the_releases_bytes_and_outlives_its_killed_scala_member(
+    release: str, mixed, zk, topic_factory, produce
+) -> None:  # type: ignore[no-untyped-def]
+    """Before 1.0.1 Scala escapes a whitelist once, as zkconsumer does: the two registrations'
+    subscriptions are the same bytes, both read the regex alike, and when the Scala member is
+    killed (no commit) ours takes its partitions once its session expires, re-delivering at most
+    what it never committed. From 1.0.1 Scala escapes it twice (Jackson on top of its own escaping,
+    docs/differences.md) and its member matches no topic, as with 1.1.1: ours owns everything."""
+    compat = Compat.parse(RELEASES[release])
+    prefix = mixed.group.replace("-", "")[-40:]
+    regex = prefix + r"\.[a-z]+|a/b"
+    topics = [topic_factory(partitions=4, name=f"{prefix}.{name}") for name in ("one", "two")]
+    other = topic_factory(partitions=2, name=f"{prefix}-other")  # no match: "\." is a dot
+    scala = mixed.add_scala("a-scala", whitelist=regex, streams=1, release=release, auto_commit_interval_ms=300)
+    py = mixed.add_py("b-py", whitelist=regex, streams=1, zkconsumer_compat_version=RELEASES[release])
+    mixed.wait_ready()
+    owners = mixed.balanced(topics, compat=compat)
+
+    def subscription(consumer_id: str) -> bytes:
+        data, _ = zk.get(znodes.member_path(mixed.group, consumer_id))
+        return data.split(b'"subscription":', 1)[1].split(b',"pattern"', 1)[0]
+
+    if compat.version >= (1, 0, 1):
+        assert subscription(scala.consumer_id) == subscription(py.consumer_id).replace(b"\\", b"\\\\")
+        assert set(owners.values()) == {f"{py.consumer_id}-0"}
+    else:
+        assert subscription(scala.consumer_id) == subscription(py.consumer_id)
+        assert {o.rsplit("-", 1)[0] for o in owners.values()} == {scala.consumer_id, py.consumer_id}
+
+    sent = [m for t in topics for m in produce(t, 80, partitions=4)] + produce(other, 10, partitions=2)
+    mixed.wait_for({k for k in keys_of(sent) if k[0] != other})
+    time.sleep(1.0)  # the Scala member's auto-commit (every 300 ms) covers what it delivered
+    committed = {t: committed_offsets(zk, mixed.group, t) for t in topics}
+    mixed.kill("a-scala")
+    # FAST_PROPERTIES' 6 s session: after it expires, ours owns everything.
+    ours = mixed.balanced(topics, compat=compat, timeout=60)
+    assert set(ours.values()) == {f"{py.consumer_id}-0"}
+    sent += [m for t in topics for m in produce(t, 40, partitions=4)]
+    want = {k for k in keys_of(sent) if k[0] != other}
+    mixed.wait_for(want)
+    counts = mixed.keys()
+    assert set(counts) == want  # nothing of the topic the regex does not match
+    for (topic, partition, offset), n in counts.items():
+        if n > 1:  # only what the killed member delivered past its last commit
+            assert owners[(topic, partition)].startswith(scala.consumer_id), (topic, partition, offset)
+            assert offset >= committed[topic].get(partition, 0), (topic, partition, offset, committed[topic])
