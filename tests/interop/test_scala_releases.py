@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from harness.members import committed_offsets, keys_of, owner_table
 from harness.scala import check_consumer_offsets, describe_group, verify_consumer_rebalance
@@ -201,3 +202,50 @@ def test_a_whitelist_group_writes_the_releases_bytes_and_outlives_its_killed_sca
         if n > 1:  # only what the killed member delivered past its last commit
             assert owners[(topic, partition)].startswith(scala.consumer_id), (topic, partition, offset)
             assert offset >= committed[topic].get(partition, 0), (topic, partition, offset, committed[topic])
+
+
+@pytest.mark.parametrize("release", list(RELEASES))
+def test_dual_commit_beside_each_release_keeps_both_stores_and_hands_over_without_a_repeat(
+    release: str, mixed, zk, topic_factory, produce
+) -> None:  # type: ignore[no-untyped-def]
+    """offsets.storage=kafka with dual.commit.enabled on both kinds (a group migrating off
+    ZooKeeper): each member's commits land in ZooKeeper and on the brokers, and the partitions
+    of a Scala member that leaves continue from its commit."""
+    dual = {"offsets_storage": "kafka", "dual_commit_enabled": "true"}
+    compat = Compat.parse(RELEASES[release])
+    topic = topic_factory(partitions=4)
+    g, bootstrap = mixed.group, mixed.cluster.bootstrap_servers
+    mixed.add_scala("a-scala", {topic: 1}, release=release, auto_commit_interval_ms=300, **dual)
+    py = mixed.add_py("b-py", {topic: 1}, zkconsumer_compat_version=RELEASES[release], **dual)
+    mixed.wait_ready()
+    mixed.balanced([topic], compat=compat)
+    first = produce(topic, 80, partitions=4)  # 20 per partition
+    mixed.wait_for(keys_of(first))
+    py.commit_offsets()
+    everywhere = dict.fromkeys(range(4), 20)
+    deadline = time.monotonic() + 30  # the Scala member's auto-commit
+    while (committed_offsets(zk, g, topic), kafka_offsets(bootstrap, g, topic, 4)) != (everywhere, everywhere):
+        assert time.monotonic() < deadline, (committed_offsets(zk, g, topic), kafka_offsets(bootstrap, g, topic, 4))
+        time.sleep(0.3)
+
+    mixed.leave("a-scala")
+    assert set(mixed.balanced([topic], compat=compat).values()) == {f"{py.consumer_id}-0"}
+    second = produce(topic, 80, partitions=4)
+    want = keys_of(first) | keys_of(second)
+    mixed.wait_for(want)
+    counts = mixed.keys()
+    assert set(counts) == want
+    assert not {k: n for k, n in counts.items() if n > 1}, f"delivered twice beside {release}"
+    py.commit_offsets()
+    assert kafka_offsets(bootstrap, g, topic, 4) == dict.fromkeys(range(4), 40)
+    assert committed_offsets(zk, g, topic) == dict.fromkeys(range(4), 40)
+
+
+def kafka_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's broker-committed offsets, read by a Consumer that never subscribes (never joins)."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        found = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
+    finally:
+        reader.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
