@@ -11,17 +11,22 @@ cores, into the same sink (the `noop` format), one after the other, best of --re
 after an untimed warm-up (a count() that also checks the rows). Last line:
     ratio=<ours/jvm> ours_rows_per_s=<n> jvm_rows_per_s=<n> master=local|standalone
 
-Latency (--latency SECONDS): a streaming query of each source (ours, then Spark's) into a parquet
-file sink with a --trigger-ms processing-time trigger, while a producer writes --rate msg/s
-(steady, round-robin over the 8 partitions) for --warmup + SECONDS seconds into a topic of its own.
+Latency (--latency SECONDS, or scripts/bench/spark_latency.py): a streaming query of each source into
+a parquet file sink with a --trigger-ms processing-time trigger, while a producer writes --rate msg/s
+(steady, round-robin over the 8 partitions) for --warmup + SECONDS seconds into a topic of its own;
+--rounds (default 3) rounds, each running every source in turn (ours, Spark's, ours, Spark's, ...),
+with the load average at each round's start, a table of the rounds and the medians. Both run with
+spark.locality.wait=0 (a latency-minded user's setting: no task waits for a "local" core) and
+otherwise their defaults.
 A row's latency is the time its micro-batch was committed to the sink (the mtime of the sink's
 _spark_metadata/<batch> log file, written when the batch commits) minus the message's Kafka
 CreateTime (set at produce()); rows produced during the warm-up (default 20 s: the first query's
 first batches also warm the executors' parquet path) do not count. Before each query a batch read
 of its primer (one message per partition) through the same source, a task per partition, runs the
 source on every executor; the query starts on that primer and production begins once it is in the
-sink, so start-up (group join, Python workers) is not measured. Last line:
-    ours_p50_ms=<n> ours_p99_ms=<n> [per_range_p50_ms= per_range_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n> msg_per_s=<n> trigger_ms=<n> master=...
+sink, so start-up (group join, Python workers) is not measured. Last line (medians over the rounds):
+    ours_p50_ms=<n> ours_p99_ms=<n> [per_range_p50_ms= per_range_p99_ms=] jvm_p50_ms=<n> jvm_p99_ms=<n>
+    msg_per_s=<n> trigger_ms=<n> master=... rounds=<n> loadavg=<median of the rounds' load>
 --task-per-range also runs ours with rowsPerTask=0, a task per partition range as before packing
 (side by side, same cluster); --rows-per-task N sets ours' rowsPerTask; --profile
 prints our source's own phase timings per run (zkconsumer/spark/phase_timings.py: the planner's calls, each
@@ -115,6 +120,9 @@ def spark_session(
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.streaming.fileSink.log.deletion", "false")  # latency reads the sink's log
+        # What a latency-minded user of either source sets: a task starts on the first free core
+        # instead of waiting up to 3 s for one "local" to its data (a Kafka source has no locality).
+        .config("spark.locality.wait", "0")
         .config("spark.jars", ",".join(jars))
     )  # set before the JVM starts; no spark.jars.packages
     if not master.startswith("local"):
@@ -214,6 +222,9 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=5000, help="latency mode: messages per second")
     parser.add_argument("--warmup", type=float, default=20.0, help="latency mode: seconds produced but not counted")
     parser.add_argument("--trigger-ms", type=int, default=500, help="latency mode: processing-time trigger")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="latency mode: rounds, each running every source in turn (default 3)"
+    )
     parser.add_argument(
         "--jvm-latency",
         action=argparse.BooleanOptionalAction,

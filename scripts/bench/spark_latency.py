@@ -1,11 +1,17 @@
-"""Latency mode of spark_ingest.py: a streaming query per source into a parquet sink under steady
-production; per-row produce-to-sink latency, Spark's durationMs phases and our own phase timings."""
+"""Latency mode of spark_ingest.py: streaming queries per source, alternated over rounds, into a parquet sink
+under steady production; per-row produce-to-sink latency, Spark's durationMs phases and our own timings.
+
+    .venv/bin/python scripts/bench/spark_latency.py --standalone [--latency 60] [--rounds 3] [...]
+
+runs `spark_ingest.py --latency 60` with the same options (its --help says them all)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
+import statistics
 import threading
 import time
 import uuid
@@ -279,56 +285,58 @@ def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace
             .load()
         )
 
-    def jvm_batch() -> Any:
-        return (
-            spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", f"spark-latency-jvm-{tag}")
-            .load()
+    def jvm_batch(topic: str) -> Callable[[], Any]:
+        return lambda: (
+            spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
         )
 
-    def jvm(_: Path) -> Any:
-        return (
+    def jvm(topic: str) -> Callable[[Path], Any]:
+        return lambda _: (
             spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", f"spark-latency-jvm-{tag}")
+            .option("subscribe", topic)
             .option("startingOffsets", "earliest")
             .load()
         )
 
-    a = latency_run(
-        spark,
-        "zkconsumer (Python source) ",
-        ours(f"spark-latency-ours-{tag}", args.rows_per_task),
-        ours_batch(f"spark-latency-ours-{tag}"),
-        bootstrap,
-        f"spark-latency-ours-{tag}",
-        args,
-        workdir / "latency-ours",
-    )
-    line = f"ours_p50_ms={a['p50']:.0f} ours_p99_ms={a['p99']:.0f}"
+    # The contenders, run in this order in every round (ours, Spark's, ours, Spark's, ...): the VM's
+    # speed drifts within minutes, so only rounds side by side compare.
+    contenders: list[tuple[str, str, Callable[[str], Callable[[Path], Any]], Callable[[str], Callable[[], Any]]]] = [
+        ("ours", "zkconsumer (Python source) ", lambda t: ours(t, args.rows_per_task), ours_batch)
+    ]
     if args.task_per_range:
-        c = latency_run(
-            spark,
-            "zkconsumer, rowsPerTask=0   ",
-            ours(f"spark-latency-ours-{tag}-0", 0),
-            ours_batch(f"spark-latency-ours-{tag}-0"),
-            bootstrap,
-            f"spark-latency-ours-{tag}-0",
-            args,
-            workdir / "latency-ours-per-range",
-        )
-        line += f" per_range_p50_ms={c['p50']:.0f} per_range_p99_ms={c['p99']:.0f}"
+        contenders.append(("per_range", "zkconsumer, rowsPerTask=0   ", lambda t: ours(t, 0), ours_batch))
     if args.jvm_latency:
-        b = latency_run(
-            spark,
-            "kafka (Spark's JVM source)",
-            jvm,
-            jvm_batch,
-            bootstrap,
-            f"spark-latency-jvm-{tag}",
-            args,
-            workdir / "latency-jvm",
-        )
-        line += f" jvm_p50_ms={b['p50']:.0f} jvm_p99_ms={b['p99']:.0f}"
-    print(f"{line} msg_per_s={args.rate} trigger_ms={args.trigger_ms} master={label}")
+        contenders.append(("jvm", "kafka (Spark's JVM source)", jvm, jvm_batch))
+    results: dict[str, list[dict[str, float]]] = {key: [] for key, *_ in contenders}
+    loads: list[float] = []
+    for round_no in range(1, args.rounds + 1):
+        loads.append(os.getloadavg()[0])
+        print(f"round {round_no} of {args.rounds} (load average {loads[-1]:.2f})", flush=True)
+        for key, title, make, warm in contenders:
+            topic = f"spark-latency-{key}-{tag}-{round_no}"
+            folder = workdir / f"latency-{key}-{round_no}"
+            results[key].append(latency_run(spark, title, make(topic), warm(topic), bootstrap, topic, args, folder))
+    if args.rounds > 1:
+        print("rounds, latency ms p50 / p99:", flush=True)
+        for round_no in range(args.rounds):
+            cells = "  ".join(
+                f"{key} {results[key][round_no]['p50']:.0f} / {results[key][round_no]['p99']:.0f}" for key in results
+            )
+            print(f"  {round_no + 1}: load {loads[round_no]:.2f}  {cells}", flush=True)
+    medians = {key: {q: statistics.median(r[q] for r in runs) for q in ("p50", "p99")} for key, runs in results.items()}
+    line = " ".join(f"{key}_p50_ms={m['p50']:.0f} {key}_p99_ms={m['p99']:.0f}" for key, m in medians.items())
+    print(
+        f"{line} msg_per_s={args.rate} trigger_ms={args.trigger_ms} master={label} rounds={args.rounds} "
+        f"loadavg={statistics.median(loads):.2f}"
+    )
+
+
+if __name__ == "__main__":
+    import sys
+
+    if not any(a == "--latency" or a.startswith("--latency=") for a in sys.argv[1:]):
+        sys.argv[1:1] = ["--latency", "60"]
+    import spark_ingest
+
+    spark_ingest.main()
