@@ -17,8 +17,8 @@ The last line per mode is machine-readable:
   leave_unowned_p99_s=<x> join_unowned_p99_s=<x> (windows after a clean leave / a join)
   idle_median_s=<x> idle_max_s=<x>
 
---mixed runs a group of zkconsumer and real Scala 1.1.1 members instead (half each), twice: with
-the release linger (zkconsumer.release.linger.ms, default) and without it (0). Events cycle through
+--mixed runs a group of zkconsumer and real Scala members (1.1.1, or --scala-release's: zkconsumer
+members then set the matching zkconsumer.compat.version) instead (half each), twice: with the release linger (zkconsumer.release.linger.ms, default) and without it (0). Events cycle through
 join zkconsumer, join Scala, leave zkconsumer, leave Scala (the oldest of its kind). Per run:
   handovers     owner changes between two members, by kind (zk->scala, scala->zk, ...)
   stale         for each hand-over, the messages the new owner delivered below the offset committed
@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the te
 from harness import chaos_scenarios as sc  # noqa: E402
 from harness.chaos_history import History, Span  # noqa: E402
 from harness.chaos_scenarios import ChaosEnv, ChaosSettings  # noqa: E402
+from harness.scala import COMPAT_VERSION, DEFAULT_RELEASE  # noqa: E402
 from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
 
 TOPIC = "handover"
@@ -202,7 +203,13 @@ def reg_to_own(h: History, kinds: dict[str, str]) -> dict[str, list[float]]:
 def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, workdir: Path) -> dict[str, float]:
     mode = f"mixed-linger{linger_ms}"
     settings = ChaosSettings(
-        rate=args.rate, session_timeout_ms=args.session_timeout_ms, extra={"zkconsumer.release.linger.ms": linger_ms}
+        rate=args.rate,
+        session_timeout_ms=args.session_timeout_ms,
+        scala_release=args.scala_release,
+        extra={
+            "zkconsumer.release.linger.ms": linger_ms,
+            "zkconsumer.compat.version": COMPAT_VERSION[args.scala_release],
+        },
     )
     topic = f"{TOPIC}-{mode}"
     env = ChaosEnv(cluster, f"handover-{mode}", {topic: args.partitions}, workdir / mode, settings)
@@ -278,6 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--mixed", action="store_true", help="zkconsumer and Scala 1.1.1 members, linger on/off")
     parser.add_argument("--linger-ms", type=int, default=1000, help="release linger of the --mixed run with it")
+    parser.add_argument(
+        "--scala-release",
+        choices=sorted(COMPAT_VERSION),
+        default=DEFAULT_RELEASE,
+        help="--mixed: the Scala members' release (zkconsumer members set the matching zkconsumer.compat.version)",
+    )
     parser.add_argument(
         "--session-timeout-ms",
         type=int,

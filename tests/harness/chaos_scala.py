@@ -1,4 +1,4 @@
-"""A real Scala 1.1.1 member in a chaos group: a ScalaMember whose deliveries a chaos Checker follows."""
+"""A real Scala member (1.1.1, or an older release) in a chaos group: a ScalaMember whose deliveries a chaos Checker follows."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.chaos_proxy import TcpProxy
-from harness.scala import ScalaMember
+from harness.scala import DEFAULT_RELEASE, ScalaMember
 
 Note = Callable[..., None]  # checker.note(kind, member, detail="")
 
@@ -33,6 +33,7 @@ class ScalaChaosMember:
         note: Note,
         *,
         wrap: Callable[[list[str]], list[str]] | None = None,
+        release: str = DEFAULT_RELEASE,
     ) -> None:
         scala_props = {
             k: v
@@ -40,7 +41,15 @@ class ScalaChaosMember:
             if not k.startswith(("zkconsumer.", "librdkafka.")) and k not in ("zookeeper.connect", "group.id")
         }
         self.member = ScalaMember(
-            zookeeper, group, name, workdir=workdir, topics=topics, properties=scala_props, timed=True, wrap=wrap
+            zookeeper,
+            group,
+            name,
+            workdir=workdir,
+            topics=topics,
+            properties=scala_props,
+            timed=True,
+            wrap=wrap,
+            release=release,
         )
         self.consumer_id = self.member.consumer_id
         self.out = self.member.out_path

@@ -48,6 +48,7 @@ class ChaosSettings:
     converge_timeout_s: float = 45.0
     deliver_timeout_s: float = 60.0
     member_nice: int | None = None  # nice value of member processes (None: the driver's own)
+    scala_release: str = "1.1.1"  # the release of Scala members (harness.scala.RELEASES)
     extra: dict[str, object] = field(default_factory=dict)
 
     def props(self, zookeeper: str, group: str) -> dict[str, object]:
@@ -191,7 +192,14 @@ class ChaosEnv:
             member = InProcessMember(props, streams, self.checker.sink, self.checker.note)
         elif kind == "scala":
             member = ScalaChaosMember(
-                zookeeper, self.group, props, streams, self.workdir, f"member-{next(self._names)}", self.checker.note
+                zookeeper,
+                self.group,
+                props,
+                streams,
+                self.workdir,
+                f"member-{next(self._names)}",
+                self.checker.note,
+                release=self.settings.scala_release,
             )
         else:
             member = ProcessMember(

@@ -80,6 +80,8 @@ RELEASES: dict[str, str] = {
     "1.1.1": "kafka11",
 }
 DEFAULT_RELEASE = "1.1.1"
+# The zkconsumer.compat.version a zkconsumer member beside each release sets (docs/differences.md).
+COMPAT_VERSION = {"0.8.2.2": "0.8.2", "0.9.0.1": "0.9", "0.10.2.2": "0.10.2", "1.0.2": "1.0.1", "1.1.1": "1.1"}
 
 
 def jar_set(release: str) -> str:

@@ -16,7 +16,13 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from harness.members import committed_offsets, keys_of, owner_table
-from harness.scala import check_consumer_offsets, describe_group, verify_consumer_rebalance
+from harness.scala import (
+    COMPAT_VERSION,
+    DEFAULT_RELEASE,
+    check_consumer_offsets,
+    describe_group,
+    verify_consumer_rebalance,
+)
 from zkconsumer.config.compat import DEFAULT, Compat
 from zkconsumer.coordinator.assignors import assign
 from zkconsumer.coordinator.plan import assignment_input
@@ -25,8 +31,8 @@ from zkconsumer.zookeeper import znodes
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]
 
 PARTITIONS = 8
-# Each release's client, and the compat value a zkconsumer member beside it sets.
-RELEASES = {"0.8.2.2": "0.8.2", "0.9.0.1": "0.9", "0.10.2.2": "0.10.2", "1.0.2": "1.0.1"}
+# Each release's client, and the compat value a zkconsumer member beside it sets (1.1.1: the other files).
+RELEASES = {release: compat for release, compat in COMPAT_VERSION.items() if release != DEFAULT_RELEASE}
 
 
 # VerifyConsumerRebalance of 0.8.2.2 and 0.9.0.1 reports "failed" for every group, a group of
