@@ -18,8 +18,9 @@ The last line per mode is machine-readable:
   idle_median_s=<x> idle_max_s=<x>
 
 --mixed runs a group of zkconsumer and real Scala members (1.1.1, or --scala-release's: zkconsumer
-members then set the matching zkconsumer.compat.version) instead (half each), twice: with the release linger (zkconsumer.release.linger.ms, default) and without it (0). Events cycle through
-join zkconsumer, join Scala, leave zkconsumer, leave Scala (the oldest of its kind). Per run:
+members then set the matching zkconsumer.compat.version) instead (half each), twice: with the release
+linger (zkconsumer.release.linger.ms, default) and without it (0). Events cycle through join zkconsumer,
+join Scala, leave zkconsumer, leave Scala (the oldest of its kind). Per run:
   handovers     owner changes between two members, by kind (zk->scala, scala->zk, ...)
   stale         for each hand-over, the messages the new owner delivered below the offset committed
                 when it took over (a Scala member starting from an offset read before the old
