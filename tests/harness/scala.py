@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from harness.kdc import KerberosLogin
 
 JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
-SOURCE = Path(__file__).with_name("java") / "ScalaMember.java"
+SOURCES = sorted((Path(__file__).with_name("java")).glob("*.java"))  # ScalaMember, ScalaBench
 MAIN_CLASS = "ScalaMember"
 
 # Quick failure detection and enough retries to outlive a crashed peer's 6 s session.
@@ -107,7 +107,9 @@ def member_home(release: str = DEFAULT_RELEASE) -> Path:
 
     One source serves every release: it uses only the Java API that 0.8.2.2 through 1.1.1 share."""
     jars = _client_jars(release)
-    digest = hashlib.sha256(SOURCE.read_bytes())
+    digest = hashlib.sha256()
+    for source in SOURCES:
+        digest.update(source.read_bytes())
     for jar in jars:
         digest.update(jar.name.encode())
     digest.update(_LOG4J.encode())
@@ -125,7 +127,7 @@ def member_home(release: str = DEFAULT_RELEASE) -> Path:
             continue
         if os.access(root, os.W_OK):
             return _compile(jars, root / name)
-    raise ScalaError(f"no writable folder to compile {SOURCE.name} into (tried {', '.join(map(str, roots))})")
+    raise ScalaError(f"no writable folder to compile the member programs into (tried {', '.join(map(str, roots))})")
 
 
 def _compile(jars: list[Path], target: Path) -> Path:
@@ -141,11 +143,13 @@ def _compile(jars: list[Path], target: Path) -> Path:
             os.pathsep.join(map(str, jars)),
             "-d",
             str(tmp),
-            str(SOURCE),
+            *map(str, SOURCES),
         ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
         if done.returncode != 0:
-            raise ScalaError(f"compiling {SOURCE.name} failed ({' '.join(cmd[:3])}...):\n{done.stdout}{done.stderr}")
+            raise ScalaError(
+                f"compiling {len(SOURCES)} programs failed ({' '.join(cmd[:3])}...):\n{done.stdout}{done.stderr}"
+            )
         (tmp / "member-log4j.properties").write_text(_LOG4J.format(root="WARN", consumer="INFO"))
         (tmp / "tools-log4j.properties").write_text(_LOG4J.format(root="WARN", consumer="WARN"))
         try:
