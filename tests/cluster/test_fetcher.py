@@ -191,7 +191,7 @@ def test_assign_replaces_add_and_remove_are_incremental(make_fetcher, topic_fact
 
 
 def test_a_new_topic_incarnation_gets_a_new_consumer(make_fetcher, topic_factory, produce) -> None:
-    # librdkafka may take a re-created topic's metadata for stale (see Fetcher._renew_for): a
+    # librdkafka may take a re-created topic's metadata for stale (see ConsumerHandle.renew_for): a
     # partition of another incarnation (epoch) than the Consumer fetched is fetched by a new one,
     # and the partitions already assigned go on from their first message not queued.
     topic, other = topic_factory(partitions=2), topic_factory(partitions=1)
