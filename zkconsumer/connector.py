@@ -1,21 +1,21 @@
-"""ConsumerConnector: the public façade of a group member (how it wires its parts: connector_wiring.py)."""
+"""ConsumerConnector: the public façade of a group member; its session-time parts are a GroupMember (group_member.py)."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig
-from zkconsumer.connector_wiring import ConnectorWiring
 from zkconsumer.consumer.stream import KafkaStream, StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
-from zkconsumer.coordinator.periodic import PeriodicTask
 from zkconsumer.coordinator.rebalancer import Rebalancer
 from zkconsumer.coordinator.subscription import (
     StaticSubscription,
@@ -24,14 +24,26 @@ from zkconsumer.coordinator.subscription import (
     WildcardSubscription,
     make_consumer_id,
 )
-from zkconsumer.coordinator.watchdog import Watchdog
-from zkconsumer.coordinator.worker import RebalanceWorker
+from zkconsumer.errors import (
+    ConsumerError,
+    ConsumerRebalanceFailed,
+    ZkConsumerError,
+    ZooKeeperAccessDenied,
+    is_retriable,
+)
+from zkconsumer.group_member import GroupMember
 from zkconsumer.metrics import ConnectorCollector, Snapshot
-from zkconsumer.zookeeper.auth import zookeeper_auth
+from zkconsumer.zookeeper.auth import ZkAuth, zookeeper_auth
+from zkconsumer.zookeeper.client import Deadline, close_quietly, connect
 from zkconsumer.zookeeper.group import GroupZk
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
-class ConsumerConnector(ConnectorWiring):
+log = logging.getLogger(__name__)
+
+
+class ConsumerConnector:
     """A member of a legacy ZooKeeper-coordinated consumer group (Scala's ZookeeperConsumerConnector).
 
     Example::
@@ -72,7 +84,7 @@ class ConsumerConnector(ConnectorWiring):
             uuid_int=uuid.uuid4().int,
         )
         self.zk_auth = zookeeper_auth(self.config)  # a bad JAAS setting fails here, naming the property
-        self._zk = self._connect_zookeeper()
+        self._zk = _connect_zookeeper(self.config, self.zk_auth)
         self.group = GroupZk(
             self._zk,
             self.config.group_id,
@@ -85,13 +97,9 @@ class ConsumerConnector(ConnectorWiring):
         self.cluster = ClusterMetadata(self.group.io)  # brokers, topics, topic incarnations
         self.assignment = Assignment()
         self._lock = threading.Lock()
-        self._subscription: Subscription | None = None
-        self._streams: StreamSet | None = None
-        self._membership: Membership | None = None
-        self._rebalancer: Rebalancer | None = None
-        self._worker: RebalanceWorker | None = None
-        self._tasks: list[PeriodicTask] = []
-        self._watchdog: Watchdog | None = None
+        # What takes part in the group (threads, rebalancer, ...): built and set once by the first
+        # create_message_streams*; what lives as long as the connector is above.
+        self._member: GroupMember | None = None
         self._closed = False
         self._shutdown_done = threading.Event()
         self._unwritten: dict[tuple[str, int], int] = {}
@@ -129,9 +137,9 @@ class ConsumerConnector(ConnectorWiring):
         `before_releasing_partitions` saves their progress (the MirrorMaker pattern). It waits for
         one step of a running rebalance at most (never for its back-offs or its release linger),
         and at most zookeeper.session.timeout.ms: then it raises CommitFailed (retriable)."""
-        rebalancer = self._require_started()
-        rebalancer.streams.mark_consumed()
-        rebalancer.commit()
+        member = self._require_started()
+        member.streams.mark_consumed()
+        member.rebalancer.commit()
 
     def commit_positions(
         self, positions: Mapping[tuple[str, int], int], *, epochs: Mapping[str, int | None] | None = None
@@ -142,7 +150,7 @@ class ConsumerConnector(ConnectorWiring):
         which were. With `epochs` (topic -> incarnation the positions count in), a partition
         claimed in another incarnation of its topic is not written either. Use it with `fetch=False`.
         """
-        return self._require_started().commit_positions(positions, epochs)
+        return self._require_started().rebalancer.commit_positions(positions, epochs)
 
     def owned_positions(self) -> dict[tuple[str, int], int]:
         """(topic, partition) -> next offset to consume (-1: nothing committed yet) of what we own.
@@ -154,8 +162,8 @@ class ConsumerConnector(ConnectorWiring):
         cannot have expired (the lease the iterators' delivery gate checks), also through a short
         disconnection. After a freeze past the session timeout this is False although kazoo still
         says CONNECTED."""
-        streams = self._streams
-        return streams is not None and streams.gate.usable()
+        member = self._member
+        return member is not None and member.streams.gate.usable()
 
     def owned_partitions(self) -> dict[tuple[str, int], str]:
         """(topic, partition) -> thread id this member owns right now. Never blocks."""
@@ -166,36 +174,16 @@ class ConsumerConnector(ConnectorWiring):
         return ConnectorCollector(self._metrics_snapshot, self.config.client_id or "", self.config.group_id)
 
     def _metrics_snapshot(self) -> Snapshot:
-        rebalancer, worker, watchdog, streams = self._rebalancer, self._worker, self._watchdog, self._streams
-        if rebalancer is None:
-            return Snapshot()
-        stats, offsets = rebalancer.stats, rebalancer.offsets
-        return Snapshot(
-            rebalances_succeeded=stats.succeeded,
-            rebalances_failed=stats.failed,
-            rebalance_last_seconds=stats.last_seconds,
-            rebalance_failing_runs=worker.failed_runs if worker is not None else 0,
-            owned=self.assignment.counts_by_topic(),
-            queued_chunks={s.queue.name: len(s.queue) for s in streams.all()} if streams is not None else {},
-            zookeeper_commits=offsets.zookeeper_writes,
-            kafka_commits=offsets.kafka_writes,
-            commit_failures=offsets.failures,
-            kafka_commits_rejected=offsets.kafka_rejected,
-            kafka_commit_errors=offsets.kafka_failed,
-            watchdog_alerts=watchdog.alerts if watchdog is not None else 0,
-            ownership_problems=len(watchdog.problems) if watchdog is not None else 0,
-            ignored_peers=rebalancer.peers.count,
-        )
+        member = self._member
+        return member.snapshot() if member is not None else Snapshot()
 
     @property
     def rebalancer(self) -> Rebalancer:
-        return self._require_started()
+        return self._require_started().rebalancer
 
     @property
     def membership(self) -> Membership:
-        self._require_started()
-        assert self._membership is not None
-        return self._membership
+        return self._require_started().membership
 
     def shutdown(self, timeout: float = 30.0) -> dict[tuple[str, int], int]:
         """End the iterators, commit (if auto-commit), leave the group, within `timeout` seconds even
@@ -218,3 +206,85 @@ class ConsumerConnector(ConnectorWiring):
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+    # ---- joining and leaving -------------------------------------------------------------------
+    def _join(self, subscription: Subscription, streams: StreamSet) -> None:
+        member = GroupMember(
+            self.config,
+            self.group,
+            self.cluster,
+            self.assignment,
+            self.listener,
+            subscription,
+            streams,
+            fetch=self._fetch,
+            on_failure=self._die,
+        )
+        with self._lock:  # a shutdown either comes first (we refuse) or sees the member
+            if self._closed:
+                raise RuntimeError("this connector has been shut down")
+            if self._member is not None:
+                raise RuntimeError("create_message_streams* may be called only once per connector")
+            self._member = member
+        try:
+            member.start()
+        except ConsumerRebalanceFailed:  # the first rebalance failed: leave before saying so
+            self.shutdown()
+            raise
+
+    def _require_started(self) -> GroupMember:
+        member = self._member
+        if member is None:
+            raise RuntimeError("call create_message_streams() first")
+        return member
+
+    def _die(self, error: BaseException) -> None:
+        """A background thread failed for good: stop delivering, make every iterator raise, and leave
+        the group (closing the session deletes our member and owner nodes), instead of staying a
+        zombie that holds partitions nobody consumes."""
+        if self.failure is not None or self._closed:
+            return
+        self.failure = error
+        kind = "failure" if is_retriable(error) or isinstance(error, ZkConsumerError) else "bug"
+        log.error("%s: background %s, leaving the group: %r", self.consumer_id, kind, error)
+        self.assignment.begin_release(list(self.assignment.owned()))  # nothing more is handed out
+        member = self._member  # set: only its parts report failures
+        if member is not None:
+            member.streams.fail(error if isinstance(error, ConsumerError) else ConsumerError(repr(error)))
+        threading.Thread(target=self.shutdown, name=f"{self.consumer_id}-leave", daemon=True).start()
+
+    def _leave(self, timeout: float) -> dict[tuple[str, int], int]:
+        log.info("%s shutting down", self.consumer_id)
+        deadline = Deadline(timeout)
+        self.group.io.deadline = deadline  # bounds every ZooKeeper call from here on, on every thread
+        member = self._member
+        unwritten = member.stop(deadline, timeout) if member is not None else {}
+        if not close_quietly(self._zk, max(0.1, deadline.remaining(timeout))):
+            log.warning(
+                "%s: closing the ZooKeeper session did not finish in time; its nodes expire with the session",
+                self.consumer_id,
+            )
+        if unwritten:
+            log.warning(
+                "%s: left without committing %s",
+                self.consumer_id,
+                ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(unwritten.items())),
+            )
+        return unwritten
+
+
+def _connect_zookeeper(config: ConsumerConfig, auth: ZkAuth) -> KazooClient:
+    try:
+        return connect(
+            config.zookeeper_connect,
+            session_timeout_s=config.zookeeper_session_timeout_ms / 1000.0,
+            connect_timeout_s=config.zookeeper_connection_timeout_ms / 1000.0,
+            auth=auth,
+        )
+    except ZooKeeperAccessDenied:
+        raise
+    except Exception as exc:
+        raise ConnectionError(
+            f"cannot reach ZooKeeper at {config.zookeeper_connect} within "
+            f"{config.zookeeper_connection_timeout_ms} ms: {exc}"
+        ) from exc

@@ -69,7 +69,7 @@ def _consume_all(config: dict[str, object], sent: list) -> ConsumerConnector:  #
 
 
 def _fetcher_bootstrap(conn: ConsumerConnector) -> str:
-    fetcher = conn._rebalancer.fetcher  # type: ignore[union-attr]
+    fetcher = conn.rebalancer.fetcher
     return fetcher.settings.bootstrap_servers  # type: ignore[union-attr]
 
 

@@ -85,7 +85,7 @@ def test_describe_verify_and_top_on_a_live_group(cluster, zk, run, topic_factory
         # the partition from a foreign session whose consumer id is not registered (zombie). The
         # member's watch on its node stops its delivery at once and asks for a rebalance, which
         # would claim the node again: holding its rebalance lock keeps the group broken meanwhile.
-        with conn._rebalancer._lock:
+        with conn.rebalancer._lock:
             zk.delete(znodes.owner_path(group_id, topic, 1))
             bad = run("verify", "--group", group_id, "--json")
             assert bad.exit_code == 1

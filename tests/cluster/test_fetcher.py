@@ -191,7 +191,7 @@ def test_assign_replaces_add_and_remove_are_incremental(make_fetcher, topic_fact
 
 
 def test_a_new_topic_incarnation_gets_a_new_consumer(make_fetcher, topic_factory, produce) -> None:
-    # librdkafka may take a re-created topic's metadata for stale (see Fetcher._renew_for): a
+    # librdkafka may take a re-created topic's metadata for stale (see ConsumerHandle.renew_for): a
     # partition of another incarnation (epoch) than the Consumer fetched is fetched by a new one,
     # and the partitions already assigned go on from their first message not queued.
     topic, other = topic_factory(partitions=2), topic_factory(partitions=1)
@@ -203,13 +203,13 @@ def test_a_new_topic_incarnation_gets_a_new_consumer(make_fetcher, topic_factory
     f.assign(infos_for(topic, [0, 1], q, epoch=7) + infos_for(other, [0], q_other, epoch=3))
     assert triples(drain(it, 40)) == triples(sent)
     assert triples(drain(it_other, 10)) == triples(kept[:10])
-    first = f._raw
+    first = f._kafka.raw
     f.add(infos_for(topic, [1], q, offset=5, epoch=7))  # the same incarnation: the same Consumer
-    assert f._raw is first
+    assert f._kafka.raw is first
     assert [m.offset for m in drain(it, 15)] == list(range(5, 20))
     f.remove([(topic, 0), (topic, 1)])
     f.add(infos_for(topic, [0], q, offset=3, epoch=8))  # another incarnation
-    assert f._raw is not first
+    assert f._kafka.raw is not first
     assert f.assigned() == {(topic, 0), (other, 0)}
     assert [m.offset for m in drain(it, 17)] == list(range(3, 20))
     rest = drain(it_other, 10)  # the other topic goes on where its queue stopped taking
@@ -336,7 +336,9 @@ def test_a_late_out_of_range_error_of_an_earlier_assignment_leaves_the_position_
     f.assign(infos)
     assert triples(drain(it, 2)) == triples(sent)
     with caplog.at_level(logging.INFO, logger="zkconsumer.consumer.fetcher"):
-        f._call(lambda: f._resets.reset_out_of_range(f._raw, (topic, 0), 129))  # what the fetcher does with that error
+        f._call(
+            lambda: f._resets.reset_out_of_range(f._kafka.raw, (topic, 0), 129)
+        )  # what the fetcher does with that error
     assert (
         f"{topic}-0: out-of-range error for offset 129 ignored: fetching continues at 2, inside [0, 2]" in caplog.text
     )

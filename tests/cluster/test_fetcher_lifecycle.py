@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from harness.fetching import infos_for
-from zkconsumer.consumer import fetcher as fetcher_mod
+from zkconsumer.consumer import consumer_handle
 from zkconsumer.consumer.stream import ConsumerError, StreamQueue
 
 pytestmark = pytest.mark.cluster
@@ -44,7 +44,7 @@ def test_close_from_on_error_on_the_fetcher_thread(make_fetcher, topic_factory, 
         def consume(self, *args, **kwargs):  # type: ignore[no-untyped-def]
             raise RuntimeError("injected")
 
-    monkeypatch.setattr(fetcher_mod, "Consumer", Exploding)
+    monkeypatch.setattr(consumer_handle, "Consumer", Exploding)
     f = make_fetcher(start=False)
     seen = []
 
@@ -61,7 +61,7 @@ def test_close_from_on_error_on_the_fetcher_thread(make_fetcher, topic_factory, 
     f._thread.join(10)
     assert not f._thread.is_alive()
     assert [(str(e), n) for e, n in seen] == [("injected", "f0-fetcher")]
-    assert f._closed
+    assert f._kafka.closed
 
 
 def test_on_error_may_block_on_a_thread_that_waits_for_the_fetcher(make_fetcher, topic_factory, monkeypatch) -> None:
@@ -80,7 +80,7 @@ def test_on_error_may_block_on_a_thread_that_waits_for_the_fetcher(make_fetcher,
                 raise RuntimeError("injected")
             return super().consume(*args, **kwargs)
 
-    monkeypatch.setattr(fetcher_mod, "Consumer", FailsWhileACommandWaits)
+    monkeypatch.setattr(consumer_handle, "Consumer", FailsWhileACommandWaits)
     f = make_fetcher(start=False)
     lock = threading.Lock()
     reported: list[BaseException] = []
@@ -122,7 +122,7 @@ def test_fatal_error_calls_on_error_once_and_stops(make_fetcher, topic_factory, 
                 return [confluent_kafka.Message(topic=topic, partition=0, offset=0, error=err)]
             return super().consume(*args, **kwargs)
 
-    monkeypatch.setattr(fetcher_mod, "Consumer", FailingOnce)
+    monkeypatch.setattr(consumer_handle, "Consumer", FailingOnce)
     f = make_fetcher()
     q = StreamQueue(2, "s")
     f.assign(infos_for(topic, [0], q))

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
 from harness.fetching import Got, assert_nothing_more, drain, got, infos_for, triples
-from zkconsumer.consumer import fetcher as fetcher_mod
+from zkconsumer.consumer import consumer_handle
 from zkconsumer.consumer.fetcher import Fetcher
 from zkconsumer.consumer.stream import ConsumerError, ConsumerIterator, ConsumerTimeout, StreamQueue
 
@@ -146,7 +146,7 @@ def test_a_fatal_error_in_a_reader_fetch_ends_fetching_once(make_fetcher, topic_
                 raise fatal
             return super().consume(*args, **kwargs)
 
-    monkeypatch.setattr(fetcher_mod, "Consumer", FatalInTheReader)
+    monkeypatch.setattr(consumer_handle, "Consumer", FatalInTheReader)
     q = StreamQueue(2, "s")
     f = make_fetcher(batch_size=100)
     f.assign(infos_for(topic, [0], q))
@@ -188,7 +188,7 @@ def test_close_while_a_reader_fetches(make_fetcher, topic_factory) -> None:
         began = time.monotonic()
         f.close()
         assert time.monotonic() - began < 3.0
-        assert f._closed and not f._thread.is_alive()
+        assert f._kafka.closed and not f._thread.is_alive()
         seen = len(timeouts)
         time.sleep(0.5)
         assert len(timeouts) > seen  # the reader goes on timing out: it no longer fetches

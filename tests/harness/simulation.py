@@ -16,6 +16,7 @@ from typing import Any
 from harness.zkmodel import ZkModel
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.consumer.current_fetcher import CurrentFetcher
 from zkconsumer.consumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
@@ -50,7 +51,8 @@ class SimLog:
 class SimFetcher:
     """The PartitionFetcher contract over SimLog: `pump()` moves one chunk per partition into its queue."""
 
-    consumer = None
+    consumer: object | None = None  # a test doing offsets.storage=kafka sets one
+    settings = None  # no brokers to describe the broker-side group with
 
     def __init__(self, log_: SimLog, chunk: int = 3) -> None:
         self._log = log_
@@ -192,12 +194,13 @@ class SimMember:
         )
         self.fetcher = SimFetcher(self.log_)
         self.cluster = ClusterMetadata(self.group.io)
+        fetchers = CurrentFetcher(lambda _bootstrap: self.fetcher)
         self.offsets = OffsetStore(
             self.group,
             cluster=self.cluster,
             storage="zookeeper",
             dual_commit=False,
-            kafka_consumer=lambda: None,
+            fetcher=fetchers,
             backoff_ms=0,
             timeout_ms=0,
         )
@@ -209,7 +212,7 @@ class SimMember:
             self.assignment,
             self.streams,
             self.offsets,
-            lambda _bootstrap: self.fetcher,
+            fetchers,
             PausingListener(self),
         )
         self.watchdog = Watchdog(

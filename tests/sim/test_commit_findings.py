@@ -80,7 +80,7 @@ def test_finding_6_a_kafka_only_commit_is_refused_once_the_session_expired_while
     _settle(s, [m1])
     kafka = RecordingKafka()
     m1.offsets.use_zookeeper, m1.offsets.use_kafka = False, True  # offsets.storage=kafka, no dual commit
-    m1.offsets._kafka_consumer = lambda: kafka
+    m1.fetcher.consumer = kafka  # the Consumer Kafka-side commits go through
     s.log.produce((TOPIC, 0), 5)
     _consume_all(m1)
     m1.renew_lease()

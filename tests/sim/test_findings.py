@@ -238,7 +238,7 @@ def test_5_the_group_keeps_consuming_beside_an_unusable_peer(registration: bytes
     rounds(s, 10)
     assert owners(s) == s.expected_owners()
     assert {(d.key, d.offset) for d in s.deliveries} == {((TOPIC, p), o) for p in range(4) for o in range(2)}
-    assert m1.rebalancer.peers.count == 1 and m2.rebalancer.peers.count == 1
+    assert m1.rebalancer.decider.peers.count == 1 and m2.rebalancer.decider.peers.count == 1
 
 
 # ---- finding 7: partitions added between the read and the watch -------------------------------------------

@@ -292,7 +292,7 @@ def test_finding_7_the_linger_grows_with_the_partitions_the_scala_member_takes()
     )
     s.model.deliver()
     m1.rebalance()
-    decision = m1.rebalancer._last_decision
+    decision = m1.rebalancer.decider.last
     assert decision is not None
     share = sum(1 for thread in decision.group.values() if thread.startswith(f"{GROUP}_scala-"))
     assert share >= 80

@@ -273,7 +273,9 @@ def test_a_watchdog_check_after_a_change_reads_its_own_share_not_the_groups_move
         since, claimed = len(s.model.calls), len(m.assignment.releasing())  # nodes it still accounts for
         assert m.rebalancer.health_problems() == []
         reads = [c for c in s.model.calls[since:] if c.client == m.name and c.path.startswith(owners)]
-        share = [k for k, thread in m.rebalancer.last_assignment["t"].items() if thread.startswith(m.consumer_id)]
+        share = [
+            k for k, thread in m.rebalancer.decider.last_assignment["t"].items() if thread.startswith(m.consumer_id)
+        ]
         if m.consumer_id != designated:
             assert len(reads) <= len(share) + claimed, (m.name, len(reads), len(share))  # the group moved ~40
 

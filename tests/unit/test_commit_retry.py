@@ -7,6 +7,8 @@ import logging
 import pytest
 from kazoo.exceptions import ConnectionLoss
 
+from zkconsumer.consumer.current_fetcher import CurrentFetcher
+from zkconsumer.consumer.partition_fetcher import NoFetcher
 from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
 from zkconsumer.offsets import store as store_module
 from zkconsumer.offsets.store import OffsetStore
@@ -45,7 +47,7 @@ def store(group: FlakyGroup) -> OffsetStore:
         cluster=group,  # type: ignore[arg-type]
         storage="zookeeper",
         dual_commit=False,
-        kafka_consumer=lambda: None,
+        fetcher=CurrentFetcher(lambda _bootstrap: NoFetcher()),
         backoff_ms=1,
         timeout_ms=1000,
     )

@@ -7,8 +7,12 @@ import logging
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from zkconsumer.consumer.current_fetcher import CurrentFetcher
+from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.consumer.partition_fetcher import NoFetcher
 from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
 from zkconsumer.errors import BrokersUnavailable
+from zkconsumer.offsets import store as store_module
 from zkconsumer.offsets.dual_commit import BrokerGroupView, BrokerMember
 from zkconsumer.offsets.store import KafkaSideFailed, OffsetStore
 from zkconsumer.zookeeper.client import Deadline
@@ -48,7 +52,7 @@ def store(group) -> OffsetStore:  # type: ignore[no-untyped-def]
         cluster=group,
         storage="zookeeper",
         dual_commit=False,
-        kafka_consumer=lambda: None,
+        fetcher=CurrentFetcher(lambda _bootstrap: NoFetcher()),
         backoff_ms=1,
         timeout_ms=1000,
     )
@@ -134,6 +138,20 @@ def unknown_member() -> KafkaException:
     return KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID, "Commit failed: Broker: Unknown member"))
 
 
+class KafkaFetcher(NoFetcher):
+    """A fetcher as the offset store sees it: its Consumer (FakeKafka) and how it reaches the brokers."""
+
+    def __init__(self, kafka: FakeKafka | None, settings: FetchSettings | None) -> None:
+        self.consumer = kafka  # type: ignore[assignment]
+        self.settings = settings  # type: ignore[assignment]
+
+
+def current(fetcher: NoFetcher) -> CurrentFetcher:
+    fetchers = CurrentFetcher(lambda _bootstrap: fetcher)
+    fetchers.make("broker:9092")
+    return fetchers
+
+
 class DualStore(OffsetStore):
     """offsets.storage=kafka over the fakes; `asked` lists the timeouts the broker group was described with."""
 
@@ -146,21 +164,58 @@ class DualStore(OffsetStore):
         described: BrokerGroupView | None = None,
     ) -> None:
         self.asked: list[float] = []
-
-        def describe(timeout_s: float) -> BrokerGroupView | None:
-            self.asked.append(timeout_s)
-            return described
-
+        self.described = described
         super().__init__(
             group,  # type: ignore[arg-type]
             cluster=group,  # type: ignore[arg-type]
             storage="kafka",
             dual_commit=dual_commit,  # type: ignore[arg-type]
-            kafka_consumer=lambda: kafka,
+            fetcher=current(KafkaFetcher(kafka, FetchSettings("broker:9092", "billing", "billing"))),
             backoff_ms=1,
             timeout_ms=30000,
-            describe_group=describe,
         )
+
+    def _describe_broker_group(self, timeout_s: float) -> BrokerGroupView | None:
+        self.asked.append(timeout_s)
+        return self.described
+
+
+def test_the_broker_group_is_described_through_the_fetchers_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[dict[str, object], str, float]] = []
+    view = BrokerGroupView("Stable", ())
+
+    def describe(config: dict[str, object], group: str, timeout_s: float) -> BrokerGroupView:
+        asked.append((dict(config), group, timeout_s))
+        return view
+
+    monkeypatch.setattr(store_module, "describe_broker_group", describe)
+    group = RecordingGroup()
+    settings = FetchSettings("broker:9092", "billing", "billing", overrides={"security.protocol": "SSL"})
+    offsets = OffsetStore(
+        group,  # type: ignore[arg-type]
+        cluster=group,  # type: ignore[arg-type]
+        storage="kafka",
+        dual_commit=True,
+        fetcher=current(KafkaFetcher(None, settings)),
+        backoff_ms=1,
+        timeout_ms=30000,
+    )
+    assert offsets._describe_broker_group(2.0) is view
+    [(config, group_id, timeout_s)] = asked
+    assert (group_id, timeout_s) == ("billing", 2.0)
+    assert config["bootstrap.servers"] == "broker:9092" and config["security.protocol"] == "SSL"
+    assert "group.id" not in config  # an admin client's settings, not the Consumer's
+
+    no_reader = OffsetStore(
+        group,  # type: ignore[arg-type]
+        cluster=group,  # type: ignore[arg-type]
+        storage="zookeeper",
+        dual_commit=True,
+        fetcher=current(NoFetcher()),
+        backoff_ms=1,
+        timeout_ms=30000,
+    )
+    assert no_reader._describe_broker_group(2.0) is None and len(asked) == 1  # fetch=False: no brokers to ask
 
 
 def test_dual_commit_writes_zookeeper_first_then_the_full_map_to_kafka() -> None:

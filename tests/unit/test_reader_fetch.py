@@ -67,10 +67,10 @@ def fetcher() -> Iterator[tuple[Fetcher, StreamQueue, list[BaseException]]]:
     """A Fetcher on the stand-in, one partition assigned, queue of one chunk; no fetcher thread."""
     errors: list[BaseException] = []
     f = Fetcher(FetchSettings("127.0.0.1:9", "g", "c"), name="t", on_error=errors.append, batch_size=10_000)
-    f._raw = StandInConsumer()  # type: ignore[assignment]
+    f._kafka.raw = StandInConsumer()  # type: ignore[assignment]
     q = StreamQueue(1, "s")
     info = PartitionTopicInfo("t", 0, "t-0", q, 0)
-    f._raw.assign([TopicPartition("t", 0, 0)])
+    f._kafka.raw.assign([TopicPartition("t", 0, 0)])
     f._router.set_infos({KEY: info})
     f._attach_queues([info])
     yield f, q, errors
@@ -145,7 +145,7 @@ def test_an_interrupt_inside_routing_loses_and_repeats_nothing(fetcher, monkeypa
 
         monkeypatch.setattr(f, "_route", interrupted_route)
     else:
-        pause = f._raw.pause
+        pause = f._kafka.raw.pause
 
         def interrupted_pause(tps):  # type: ignore[no-untyped-def]
             pause(tps)
@@ -153,7 +153,7 @@ def test_an_interrupt_inside_routing_loses_and_repeats_nothing(fetcher, monkeypa
                 interrupted.append(1)
                 raise KeyboardInterrupt
 
-        monkeypatch.setattr(f._raw, "pause", interrupted_pause)
+        monkeypatch.setattr(f._kafka.raw, "pause", interrupted_pause)
     if step == "pause":  # only a full queue pauses: fill it, then refuse a run
         assert f.fetch_for(q, 0.1) == 0.0
         with pytest.raises(KeyboardInterrupt):
@@ -170,7 +170,7 @@ def test_an_exception_from_a_signal_handler_reaches_the_reader_and_fetching_goes
     class ProcessingTimeout(Exception):
         pass
 
-    consume, fired = f._raw.consume, []
+    consume, fired = f._kafka.raw.consume, []
 
     def alarmed_consume(n: int, timeout: float) -> list[Message]:
         batch = consume(n, timeout)
@@ -179,7 +179,7 @@ def test_an_exception_from_a_signal_handler_reaches_the_reader_and_fetching_goes
             raise ProcessingTimeout("message took too long")
         return batch
 
-    monkeypatch.setattr(f._raw, "consume", alarmed_consume)
+    monkeypatch.setattr(f._kafka.raw, "consume", alarmed_consume)
     it = ConsumerIterator(q, 300)
     got = []
     with pytest.raises(ProcessingTimeout):
@@ -196,7 +196,7 @@ def test_a_fatal_kafka_error_in_a_reader_fetch_ends_fetching_once(fetcher, monke
     def failing(n: int, timeout: float) -> list[Message]:
         raise fatal
 
-    monkeypatch.setattr(f._raw, "consume", failing)
+    monkeypatch.setattr(f._kafka.raw, "consume", failing)
     assert f.fetch_for(q, 0.1) > 0  # wait: nothing comes from here any more
     assert errors == [fatal] and f._failure is fatal
     assert f.fetch_for(q, 0.1) > 0
@@ -249,7 +249,7 @@ def test_a_lock_left_behind_by_an_interrupted_reader_is_taken_over(fetcher) -> N
         assert 0.9 < time.monotonic() - began < 10  # ten polls of 0.1 s that found nobody
     finally:
         f.close(5)
-    assert f._raw.closed and not errors
+    assert f._kafka.raw.closed and not errors
 
 
 def test_a_signal_handler_that_waits_on_the_fetcher_thread_gets_its_call_run(fetcher) -> None:
@@ -273,13 +273,13 @@ def test_a_closer_leaves_the_lock_of_a_reader_that_closes(fetcher) -> None:
     """A reader whose fetch saw close() closes the Consumer itself; close(), short of deadline,
     must not take that reader's lock for one left behind."""
     f, q, errors = fetcher
-    close = f._raw.close
+    close = f._kafka.raw.close
 
     def slow_close() -> None:
         time.sleep(0.3)
         close()
 
-    f._raw.close = slow_close  # type: ignore[method-assign]
+    f._kafka.raw.close = slow_close  # type: ignore[method-assign]
     f._thread = threading.Thread(target=lambda: None)
     f._thread.start()
     f._thread.join()
@@ -289,16 +289,16 @@ def test_a_closer_leaves_the_lock_of_a_reader_that_closes(fetcher) -> None:
 
     def reader_closes() -> None:
         try:
-            f._close_consumer(0.0)  # fetch_for's finally, once _stopping is set
+            f._kafka.close(f.deadline, 0.0)  # fetch_for's finally, once _stopping is set
         except BaseException as exc:  # noqa: BLE001
             raised.append(exc)
 
     t = threading.Thread(target=reader_closes, name="reader")
     t.start()
     time.sleep(0.05)
-    f._close_consumer()
+    f._kafka.close(f.deadline)
     t.join(5)
-    assert not raised and f._raw.closed and not f._turns.turn.lock.locked()
+    assert not raised and f._kafka.raw.closed and not f._turns.turn.lock.locked()
 
 
 def test_a_signal_in_on_space_loses_neither_the_chunk_nor_the_held_ones(fetcher) -> None:
@@ -349,8 +349,8 @@ def test_close_takes_over_a_lock_left_behind(fetcher) -> None:
     f._thread.join()
     f._turns.turn.lock.acquire()  # left behind: held by nobody
     f._stopping = True
-    f._close_consumer(0.2)
-    assert f._raw.closed and not f._turns.turn.lock.locked()
+    f._kafka.close(f.deadline, 0.2)
+    assert f._kafka.raw.closed and not f._turns.turn.lock.locked()
 
 
 # ---- Turn itself ----------------------------------------------------------------------------------------

@@ -8,16 +8,16 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar, cast
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from zkconsumer.consumer.chunks import Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.consumer_handle import ConsumerHandle
 from zkconsumer.consumer.consumer_proxy import ConsumerProxy
 from zkconsumer.consumer.fetch_commands import FetchCommands
 from zkconsumer.consumer.fetch_errors import FetchErrors
 from zkconsumer.consumer.fetch_routing import ChunkRouter
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.consumer.fetch_turns import BUSY_WAIT, IDLE_WAIT, POLL_TIMEOUT, READER_GRACE, ReaderTurns
-from zkconsumer.consumer.log_throttle import throttled_logger
 from zkconsumer.consumer.offset_reset import OffsetResets
 from zkconsumer.errors import ConsumerError
 from zkconsumer.zookeeper.client import Deadline
@@ -31,7 +31,6 @@ T = TypeVar("T")
 
 _HELD_POLL_TIMEOUT = 0.01  # while some partitions wait for queue space, notice that space soon
 _HELD_RECHECK = 1.0  # the fetcher thread offers held chunks again at least this often
-_CLOSE_WAIT = 5.0  # how long close() waits for a reader's fetch to give the Consumer back
 _COMMAND_TIMEOUT = 60.0
 
 
@@ -49,11 +48,12 @@ class Fetcher:
     partition is paused. A pause costs a re-fetch (librdkafka drops the partition's prefetch), so
     the bounds let a stream that keeps up never pause.
 
-    Its parts, each owning its state: the turn (fetch_turns.ReaderTurns), the routing state
+    Its parts, each owning its state: the Consumer (consumer_handle.ConsumerHandle: made, made anew
+    for a re-created topic, closed), the turn (fetch_turns.ReaderTurns), the routing state
     (fetch_routing.ChunkRouter), auto.offset.reset (offset_reset.OffsetResets) and librdkafka's
     errors (fetch_errors.FetchErrors), the commands other threads post (fetch_commands.FetchCommands).
-    This class keeps the Consumer, the fetcher thread, the two fetch loops (`_run`, `fetch_for`) and
-    closing.
+    This class keeps the fetcher thread, the two fetch loops (`_run`, `fetch_for`), the assignment
+    commands and stopping.
     """
 
     def __init__(
@@ -83,28 +83,21 @@ class Fetcher:
         self._turns = ReaderTurns(name, enabled=reader_turns, on_abandoned=self._router.mark_stale)
         self._errors = FetchErrors(name)
         self._resets = OffsetResets(settings, self._router, self._errors.warn)
-        self._raw: Consumer = None  # type: ignore[assignment]  # created by start()
-        self._proxy = ConsumerProxy(lambda: self._raw, lambda fn: self._call(fn, required=False))
+        self._kafka = ConsumerHandle(settings, name, self._errors, self._turns.turn)  # opened by start()
+        self._proxy = ConsumerProxy(lambda: self._kafka.raw, lambda fn: self._call(fn, required=False))
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
         self._commands = FetchCommands(self._wake)
-        self._stopping = self._closed = False
+        self._stopping = False
         self._failure: BaseException | None = None
-        self._incarnations: dict[str, int] = {}  # topic -> the epoch (czxid) the Consumer fetched of it
         self.deadline = Deadline(None)  # a shutdown's: bounds every command posted from now on
 
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError(f"fetcher {self.name} already started")
-        self._raw = self._new_consumer()
+        self._kafka.open()
         self._thread = threading.Thread(target=self._run, name=f"{self.name}-fetcher", daemon=True)
         self._thread.start()
-
-    def _new_consumer(self) -> Consumer:
-        conf = self.settings.consumer_config()
-        conf.setdefault("error_cb", self._errors.on_client_error)
-        conf.setdefault("logger", throttled_logger(f"{__name__}.librdkafka"))
-        return Consumer(conf)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the thread, then close the Consumer. Idempotent; safe from any thread."""
@@ -116,7 +109,7 @@ class Fetcher:
             if thread.is_alive():
                 log.warning("%s did not stop within %.1fs", thread.name, timeout)
         if thread is None or not thread.is_alive():
-            self._close_consumer()
+            self._kafka.close(self.deadline)
 
     @property
     def consumer(self) -> ConsumerProxy:
@@ -151,7 +144,7 @@ class Fetcher:
         # On the fetcher thread, as every Consumer call: called from another thread while the
         # fetcher thread looped on consume(), it never returned (confluent-kafka 2.16.1).
         return self._call(
-            lambda: set() if self._closed else {(tp.topic, tp.partition) for tp in self._raw.assignment()},
+            lambda: set() if self._kafka.closed else {(tp.topic, tp.partition) for tp in self._kafka.raw.assignment()},
             required=False,
         )
 
@@ -162,9 +155,9 @@ class Fetcher:
             try:
                 marks = (
                     {}
-                    if self._closed
+                    if self._kafka.closed
                     else {
-                        key: (info, self._raw.get_watermark_offsets(TopicPartition(*key), cached=True))
+                        key: (info, self._kafka.raw.get_watermark_offsets(TopicPartition(*key), cached=True))
                         for key, info in self._router.infos.items()
                     }
                 )
@@ -221,7 +214,7 @@ class Fetcher:
         (on_error). Anything else (a KeyboardInterrupt, an exception a signal handler raised, a
         bug) reaches the reader, and the next turn rebuilds the routing state (ChunkRouter.refetch).
         """
-        if self._stopping or self._closed or self._failure is not None:
+        if self._stopping or self._kafka.closed or self._failure is not None:
             return IDLE_WAIT  # close() or fail() ends the queue soon
         self._turns.reader_asks()  # the fetcher thread leaves the next fetch to us
         if self._commands.pending():
@@ -230,17 +223,17 @@ class Fetcher:
         try:
             if not turn.try_take(me):
                 return BUSY_WAIT
-            if self._stopping or self._closed or self._failure is not None:
+            if self._stopping or self._kafka.closed or self._failure is not None:
                 return IDLE_WAIT
             if router.stale:
-                router.refetch(self._raw)
+                router.refetch(self._kafka.raw)
             if router.retry:
-                router.offer_held(self._raw)
+                router.offer_held(self._kafka.raw)
                 if len(stream_queue):
                     return 0.0
             if not router.fetchable():
                 return IDLE_WAIT
-            messages = self._raw.consume(self._batch_size, timeout)
+            messages = self._kafka.raw.consume(self._batch_size, timeout)
             if messages:
                 self._route(cast("list[Message]", messages))
             return 0.0
@@ -255,15 +248,15 @@ class Fetcher:
                 lock = turn.lock
                 turn.holder = None
                 lock.release()
-            if self._stopping and not self._closed:
-                self._close_consumer(0.0)  # close() gave up waiting for this fetch
+            if self._stopping and not self._kafka.closed:
+                self._kafka.close(self.deadline, 0.0)  # close() gave up waiting for this fetch
 
     def _route(self, messages: list[Message]) -> None:
         """Queue a consume() batch (ChunkRouter.route), then handle its error messages, if any."""
-        for m in self._router.route(messages, self._raw):
+        for m in self._router.route(messages, self._kafka.raw):
             reset = self._errors.on_message_error(m)
             if reset is not None:
-                self._resets.reset_out_of_range(self._raw, *reset)
+                self._resets.reset_out_of_range(self._kafka.raw, *reset)
 
     def _on_space(self) -> None:  # queue.on_space: runs on application threads, so only flag and wake
         self._router.retry = True  # a hint: the fetcher thread also offers held chunks now and then
@@ -275,7 +268,7 @@ class Fetcher:
         # consume() returns Messages typed with Optional topic/partition/offset; _route reads those
         # only after it has set error messages apart, so it takes them as chunks.Message.
         def consume(count: int, timeout: float) -> list[Message]:
-            return cast("list[Message]", self._raw.consume(count, timeout))  # _raw: renewed by _renew_for
+            return cast("list[Message]", self._kafka.raw.consume(count, timeout))  # raw: renewed by renew_for
 
         batch, wake, turns, router = self._batch_size, self._wake, self._turns, self._router
         turn, me = turns.turn, threading.get_ident()
@@ -294,13 +287,13 @@ class Fetcher:
                     if self._stopping or self._failure is not None:
                         break
                     if router.stale:
-                        router.refetch(self._raw)
+                        router.refetch(self._kafka.raw)
                     if self._commands.pending():
                         self._commands.run_all()
                     if (router.retry and not readers_fetch) or held_due:
                         # On a hint from a queue (on_space) when no reader fetches (a reader's fetch
                         # offers them), and now and then: a hint a signal cut short is not lost.
-                        router.offer_held(self._raw)
+                        router.offer_held(self._kafka.raw)
                     fetchable = router.fetchable()
                     mine = fetchable and not readers_fetch
                     if mine:
@@ -316,7 +309,7 @@ class Fetcher:
         finally:
             self._commands.cancel_all()  # stopped or failed: release waiting callers
             if self._stopping:
-                self._close_consumer()
+                self._kafka.close(self.deadline)
 
     def _fail(self, exc: BaseException) -> None:
         """Fetching failed for good (on the fetcher thread, or a reader's): cancel what waits, tell on_error."""
@@ -333,47 +326,31 @@ class Fetcher:
 
     def _do_assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
         router = self._router
-        if self._closed:  # stop_fetching() after close(): nothing to undo
+        if self._kafka.closed:  # stop_fetching() after close(): nothing to undo
             router.clear()
             return
         self._renew_for(infos)
-        self._resets.resolve(self._raw, infos)
-        router.forget(list(router.infos), self._raw)
+        self._resets.resolve(self._kafka.raw, infos)
+        router.forget(list(router.infos), self._kafka.raw)
         if infos:
-            self._raw.assign([TopicPartition(i.topic, i.partition, i.fetched_offset) for i in infos])
+            self._kafka.raw.assign([TopicPartition(i.topic, i.partition, i.fetched_offset) for i in infos])
         else:
-            self._raw.unassign()
+            self._kafka.raw.unassign()
         router.set_infos({i.key: i for i in infos})
         self._attach_queues(infos)
 
     def _do_add(self, infos: Sequence[PartitionTopicInfo]) -> None:
         router = self._router
         self._renew_for(infos)
-        self._resets.resolve(self._raw, infos)
+        self._resets.resolve(self._kafka.raw, infos)
         self._do_remove([i.key for i in infos if i.key in router.infos])
-        self._raw.incremental_assign([TopicPartition(i.topic, i.partition, i.fetched_offset) for i in infos])
+        self._kafka.raw.incremental_assign([TopicPartition(i.topic, i.partition, i.fetched_offset) for i in infos])
         router.set_infos({**router.infos, **{i.key: i for i in infos}})
         self._attach_queues(infos)
 
     def _renew_for(self, infos: Sequence[PartitionTopicInfo]) -> None:
-        """Fetch a re-created topic with a new Consumer. librdkafka keeps what it learnt of the old
-        topic (its topic id, each partition's leader epoch, which a new topic restarts at 0) and may
-        take the new topic's metadata for stale: the partition is assigned and never fetched
-        (librdkafka #4898; seen in chaos runs as an owned partition delivering nothing for minutes).
-        The other partitions go on from their first message not queued (ChunkRouter.refetch)."""
-        recreated = sorted(
-            {i.topic for i in infos if i.epoch is not None and self._incarnations.get(i.topic, i.epoch) != i.epoch}
-        )
-        self._incarnations.update({i.topic: i.epoch for i in infos if i.epoch is not None})
-        if not recreated or self._closed:
-            return
-        log.info("%s: topic %s was re-created; fetching with a new Consumer", self.name, ", ".join(recreated))
-        old, self._raw = self._raw, self._new_consumer()
-        try:
-            old.close()
-        except (KafkaException, RuntimeError) as exc:  # closing is best effort: the new one fetches
-            log.warning("%s: closing the replaced Consumer failed: %s", self.name, exc)
-        self._router.refetch(self._raw)
+        if self._kafka.renew_for(infos):  # a re-created topic: the others go on from what is not queued
+            self._router.refetch(self._kafka.raw)
 
     def _attach_queues(self, infos: Sequence[PartitionTopicInfo]) -> None:
         for stream_queue in {id(i.queue): i.queue for i in infos}.values():
@@ -384,30 +361,10 @@ class Fetcher:
     def _do_remove(self, keys: Iterable[Key]) -> None:
         router = self._router
         gone = [k for k in dict.fromkeys(keys) if k in router.infos]
-        if gone and not self._closed:
-            router.forget(gone, self._raw)
-            self._raw.incremental_unassign([TopicPartition(*k) for k in gone])
+        if gone and not self._kafka.closed:
+            router.forget(gone, self._kafka.raw)
+            self._kafka.raw.incremental_unassign([TopicPartition(*k) for k in gone])
             router.set_infos({k: v for k, v in router.infos.items() if k not in gone})
-
-    def _close_consumer(self, wait: float = _CLOSE_WAIT) -> None:
-        turn, me = self._turns.turn, threading.get_ident()
-        try:
-            if not turn.take(me, self.deadline.remaining(wait)):
-                if wait <= 0 or turn.holder is not None or not turn.take_over(me):
-                    # A reader's fetch holds the Consumer; it closes it when it ends (fetch_for).
-                    if wait > 0:
-                        log.warning("%s: the consumer was still fetching; that fetch closes it", self.name)
-                    return
-                # Held by nobody all this while: left behind by an interrupted reader (see ReaderTurns.poll).
-                log.warning("%s: a reader was interrupted holding the consumer; closing it anyway", self.name)
-            if not self._closed and self._raw is not None:
-                self._closed = True
-                self._raw.close()
-        finally:
-            if turn.holder == me:  # inline, no call before the release: see turn.Turn
-                lock = turn.lock
-                turn.holder = None
-                lock.release()
 
 
 def _unique(infos: Iterable[PartitionTopicInfo]) -> list[PartitionTopicInfo]:

@@ -1,4 +1,4 @@
-"""What a rebalance needs from a fetcher (the Fetcher, or NoFetcher for members that own without reading)."""
+"""What a member needs from a fetcher (the Fetcher, or NoFetcher for members that own without reading)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import Deadline
 
 
 class PartitionFetcher(Protocol):
-    """What a rebalance needs from the fetcher (zkconsumer.consumer.fetcher.Fetcher, or NoFetcher)."""
+    """What a member needs from its fetcher (zkconsumer.consumer.fetcher.Fetcher, or NoFetcher): the
+    rebalance steps start, move and stop fetching; the offset store commits through `consumer` and
+    describes the broker-side group with `settings`."""
 
     def assign(self, infos: Sequence[PartitionTopicInfo]) -> None: ...
 
@@ -31,11 +34,16 @@ class PartitionFetcher(Protocol):
     @property
     def consumer(self) -> object | None: ...
 
+    @property
+    def settings(self) -> FetchSettings | None:
+        """How its Consumer reaches the brokers (an admin client for the same cluster copies it); None: it has none."""
+
 
 class NoFetcher:
     """fetch=False: own partitions without reading them (e.g. a Spark driver whose executors read)."""
 
     consumer = None
+    settings = None
 
     def assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
         pass

@@ -5,20 +5,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.consumer.current_fetcher import CurrentFetcher
 from zkconsumer.consumer.partition_fetcher import PartitionFetcher
 from zkconsumer.consumer.stream import PartitionTopicInfo, StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.commits import Commits, uncommitted
+from zkconsumer.coordinator.decider import Decider
 from zkconsumer.coordinator.linger import ReleaseLinger
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
-from zkconsumer.coordinator.peers import IgnoredPeerReporter, evaluate_peers
-from zkconsumer.coordinator.plan import Decision, decide, plan, subscribed_topics
+from zkconsumer.coordinator.plan import plan
 from zkconsumer.coordinator.reconcile import reconcile_owned
 from zkconsumer.coordinator.retries import Outcome, RebalanceStats, run_attempts
 from zkconsumer.coordinator.watchdog import OwnershipCheck
@@ -44,6 +45,11 @@ class Rebalancer:
     release and again for its claim). A commit therefore waits for one step at most, and never
     longer than `Commits.wait_s` (then it raises CommitFailed). Readers of what we own ask the
     Assignment instead and are never blocked by it.
+
+    Its parts: the decide step and the last decision (decider.Decider), commits (commits.Commits),
+    the release linger (linger.ReleaseLinger), the watchdog's check (watchdog.OwnershipCheck). The
+    member's fetcher is made here, on the first attempt that finds brokers, into the CurrentFetcher
+    the offset store reads too.
     """
 
     def __init__(
@@ -55,7 +61,7 @@ class Rebalancer:
         assignment: Assignment,
         streams: StreamSet,
         offsets: OffsetStore,
-        make_fetcher: Callable[[str], PartitionFetcher],
+        fetchers: CurrentFetcher,
         listener: ConsumerRebalanceListener,
     ) -> None:
         self.config = config
@@ -66,18 +72,12 @@ class Rebalancer:
         self.assignment = assignment
         self.streams = streams
         self.offsets = offsets
-        self._make_fetcher = make_fetcher
+        self.fetchers = fetchers
         self.listener = listener
         self._lock = threading.RLock()
-        self.fetcher: PartitionFetcher | None = None
         self.stats = RebalanceStats()
-        self._last_decision: Decision | None = None
-        self._last_by_topic: tuple[Decision | None, dict[str, dict[int, str]]] = (None, {})
-        self.my_topics: set[str] = set()
-        self.topic_epochs: dict[str, int | None] = {}
-        self.peers = IgnoredPeerReporter()
+        self.decider = Decider(config, group, cluster, membership, self._ensure_fetcher)
         self._stopping = threading.Event()
-        self._decided_with: set[str] | None = None  # the members the last decision was computed from
         self._close_size_warned = False  # see _check_close_size
         self.linger = ReleaseLinger(
             group,
@@ -88,6 +88,11 @@ class Rebalancer:
         )
         self.commits = Commits(config, group, membership, assignment, streams, offsets, self._lock)
         self._ownership_check = OwnershipCheck(self.consumer_id, group, assignment, membership, self._stopping)
+
+    @property
+    def fetcher(self) -> PartitionFetcher | None:
+        """The member's fetcher (None until an attempt found brokers)."""
+        return self.fetchers.get()
 
     # ---- rebalance -----------------------------------------------------------------------------
     def synced_rebalance(self, reason: str) -> bool:
@@ -117,7 +122,7 @@ class Rebalancer:
                 return Outcome(done=True)
             self.membership.ensure_registered()
             sessions_lost = self.assignment.sessions_lost  # a LOST from here on voids this attempt's claim
-            decision = self._decide()
+            decision = self.decider.decide()
             if decision is None:
                 return Outcome(done=True, waiting_for_brokers=True)
             self._reconcile()
@@ -185,53 +190,9 @@ class Rebalancer:
             )
         self._close_size_warned = heavy
 
-    def _decide(self) -> Decision | None:
-        """Read the group (arming every watch with the read it guards) and compute the assignment."""
-        m = self.membership
-        registrations, unreadable = self.group.read_registrations(watch=m.on_members_changed)
-        self._decided_with = set(registrations) | set(unreadable)
-        m.waiting_for_brokers = True  # before the read: a broker arriving right after it must trigger
-        brokers = self.cluster.brokers(watch=m.on_brokers_changed)
-        if not brokers:
-            log.warning("%s: no brokers registered; waiting for /brokers/ids to change", self.consumer_id)
-            return None
-        self._ensure_fetcher(brokers)  # no fitting endpoint: keep waiting for /brokers/ids to change
-        m.waiting_for_brokers = False
-        compat = self.config.compat
-        wildcard = any(r.pattern != "static" for r in registrations.values())
-        all_topics = self.cluster.all_topics(watch=m.on_topic_list_changed if wildcard else None)
-        view = evaluate_peers(
-            registrations,
-            unreadable,
-            all_topics,
-            own_id=self.consumer_id,
-            group_id=self.config.group_id,
-            exclude_internal=self.config.exclude_internal_topics,
-            compat=compat,
-        )
-        self.peers.report(view.ignored)
-        self.my_topics = set(view.threads[self.consumer_id])
-        topics = self.cluster.topics(subscribed_topics(view.threads), watch=m.on_topic_changed)
-        self.topic_epochs = {t: epoch for t, (_, epoch) in topics.items()}
-        partitions = {t: parts for t, (parts, _) in topics.items()}
-        decision = decide(self.consumer_id, self.config.partition_assignment_strategy, view.threads, partitions, compat)
-        self._last_decision = decision
-        return decision
-
-    @property
-    def last_assignment(self) -> dict[str, dict[int, str]]:
-        """The group's assignment of the last attempt, topic -> partition -> thread id (built when
-        asked: attempts outnumber the watchdog's checks and the listener's calls)."""
-        decision = self._last_decision
-        cached_for, by_topic = self._last_by_topic
-        if decision is not cached_for:
-            by_topic = decision.by_topic() if decision is not None else {}
-            self._last_by_topic = (decision, by_topic)
-        return by_topic
-
     def _reconcile(self) -> None:
         """Resolve owned partitions we can no longer vouch for before planning (reconcile.reconcile_owned)."""
-        reconcile_owned(self.assignment, self.group, self.fetcher, self.topic_epochs, self.consumer_id)
+        reconcile_owned(self.assignment, self.group, self.fetcher, self.decider.topic_epochs, self.consumer_id)
 
     def _release(
         self, release: Mapping[TopicPartition, str], *, stop_the_world: bool, new_owners: Mapping[TopicPartition, str]
@@ -249,7 +210,7 @@ class Rebalancer:
             self.listener.before_releasing_partitions(by_topic(release))  # where manual committers commit
         if pending:
             self.linger.handing_over(
-                (new_owners[k] for k in pending if k in new_owners), self._decided_with, new_owners
+                (new_owners[k] for k in pending if k in new_owners), self.decider.decided_with, new_owners
             )
 
     def _finish_releases(self) -> None:
@@ -308,11 +269,11 @@ class Rebalancer:
                     thread,
                     self.streams.queue_for(key[0], thread),
                     offsets[key],
-                    self.topic_epochs.get(key[0]),
+                    self.decider.topic_epochs.get(key[0]),
                 )
                 for key, thread in claim.items()
             ]
-            self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
+            self.listener.before_starting_fetchers(self.consumer_id, self.decider.last_assignment)
             assert self.fetcher is not None
             if self.config.rebalance_incremental:
                 if infos:
@@ -331,12 +292,13 @@ class Rebalancer:
             raise
 
     def _ensure_fetcher(self, brokers: list[BrokerInfo]) -> None:
-        if self.fetcher is None:
+        """Make the member's fetcher for these brokers, on the first attempt that finds them (Decider.decide)."""
+        if self.fetchers.get() is None:
             protocol, listener = self.config.broker_security_protocol, self.config.broker_listener
             bootstrap = bootstrap_servers(brokers, security_protocol=protocol, listener=listener)
             if not bootstrap:
                 raise BrokersUnavailable(no_endpoint_message(brokers, security_protocol=protocol, listener=listener))
-            self.fetcher = self._make_fetcher(bootstrap)
+            self.fetchers.make(bootstrap)
 
     # ---- health --------------------------------------------------------------------------------
     def health_problems(self) -> list[str]:
@@ -344,10 +306,10 @@ class Rebalancer:
         its own share, the owner nodes it still accounts for, and Scala members' shares for one
         member), as watchdog.find_problems words them. It reads and reports only: a problem that
         persists triggers a rebalance, which alone changes what we own (watchdog.OwnershipCheck)."""
-        decision = self._last_decision
+        decision = self.decider.last
         if self._stopping.is_set() or decision is None or not decision.group:
             return []
-        return self._ownership_check.problems(decision.group, self.my_topics, self.fetcher)
+        return self._ownership_check.problems(decision.group, self.decider.my_topics, self.fetcher)
 
     # ---- commits -------------------------------------------------------------------------------
     def commit(self, *, retries: int = 0) -> int:
@@ -388,8 +350,7 @@ class Rebalancer:
                     unwritten = self.commits.final(infos)  # before the gate ends: the lease still counts
                 self.streams.close()
                 if infos:
-                    decided = self._last_decision.group if self._last_decision is not None else {}
-                    linger_s = self.linger.leaving(decided, deadline.remaining(timeout_s) / 2)
+                    linger_s = self.linger.leaving(self.decider.last_group(), deadline.remaining(timeout_s) / 2)
             finally:
                 self._lock.release()
         else:

@@ -9,9 +9,11 @@ from collections.abc import Callable, Iterable
 import tenacity
 
 from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.consumer.current_fetcher import CurrentFetcher
 from zkconsumer.consumer.stream import PartitionTopicInfo
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, SessionLost, ZkConsumerError, describe, is_retriable
 from zkconsumer.offsets import dual_commit
+from zkconsumer.offsets.broker_group import admin_config, describe_broker_group
 from zkconsumer.offsets.dual_commit import BrokerGroupView, KafkaCommitEpisodes, KafkaFailure
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.group import GroupZk
@@ -31,14 +33,15 @@ class KafkaSideFailed(ZkConsumerError):
 class OffsetStore:
     """offsets.storage=zookeeper (default), =kafka, and dual.commit.enabled (write both, read max).
 
-    Kafka-side commits go through the connector's confluent-kafka Consumer with the group's
-    id and no generation, like Scala's OffsetCommitRequest with generation -1.
+    Kafka-side commits go through the member's fetcher's confluent-kafka Consumer (`fetcher`, the
+    member's CurrentFetcher) with the group's id and no generation, like Scala's OffsetCommitRequest
+    with generation -1.
 
     With dual commit ZooKeeper is written first (fenced by owner node), then Kafka with the full
     map of what ZooKeeper accepted. A Kafka-side failure never undoes or prevents the ZooKeeper
     write: rejections by a live broker-coordinated group with our id and transient failures are
-    counted and reported once per episode, and the next commit sends the full map again.
-    `describe_group(timeout_s)` names that broker group's members in the report.
+    counted and reported once per episode, and the next commit sends the full map again. The
+    report names that broker group's members, described through the fetcher's broker settings.
     """
 
     def __init__(
@@ -48,17 +51,15 @@ class OffsetStore:
         cluster: ClusterMetadata,
         storage: str,
         dual_commit: bool,
-        kafka_consumer: Callable[[], object | None],
+        fetcher: CurrentFetcher,
         backoff_ms: int,
         timeout_ms: int,
-        describe_group: Callable[[float], BrokerGroupView | None] | None = None,
     ) -> None:
         self.group = group
         self.cluster = cluster  # topic incarnations: an offset older than its topic is none
         self.use_zookeeper = storage == "zookeeper" or dual_commit
         self.use_kafka = storage == "kafka"
-        self._kafka_consumer = kafka_consumer
-        self._describe_group = describe_group
+        self._fetcher = fetcher
         self._backoff_s = backoff_ms / 1000.0
         self._timeout_s = timeout_ms / 1000.0
         self.zookeeper_writes = 0  # ZooKeeperCommitsPerSec's counter
@@ -193,10 +194,16 @@ class OffsetStore:
         if kind is KafkaFailure.TRANSIENT:
             log.warning(dual_commit.transient_warning(self.group.group_id, error))
             return
-        view = None
-        if self._describe_group is not None:
-            view = self._describe_group(self.group.io.deadline.remaining(min(_DESCRIBE_TIMEOUT_S, self._timeout_s)))
+        view = self._describe_broker_group(self.group.io.deadline.remaining(min(_DESCRIBE_TIMEOUT_S, self._timeout_s)))
         log.warning(dual_commit.rejected_warning(self.group.group_id, error, view))
+
+    def _describe_broker_group(self, timeout_s: float) -> BrokerGroupView | None:
+        """The broker-side group with our id, asked of the brokers the fetcher reaches (None: no fetcher)."""
+        fetcher = self._fetcher.get()
+        settings = fetcher.settings if fetcher is not None else None
+        if settings is None:
+            return None
+        return describe_broker_group(admin_config(settings.consumer_config()), self.group.group_id, timeout_s)
 
     def _current_incarnation(self, infos: list[PartitionTopicInfo]) -> list[PartitionTopicInfo]:
         """Leave out partitions claimed in a topic that has since been deleted (or re-created).
@@ -245,10 +252,10 @@ class OffsetStore:
     def _read_kafka(self, keys: list[TopicPartition]) -> dict[TopicPartition, int]:
         from confluent_kafka import TopicPartition as KafkaTP
 
-        consumer = self._kafka_consumer()
+        consumer = self._fetcher.consumer()
         if consumer is None:
             raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
-        # attr-defined: kafka_consumer() gives the fetcher's ConsumerProxy, which forwards any Consumer method.
+        # attr-defined: consumer() gives the fetcher's ConsumerProxy, which forwards any Consumer method.
         found = consumer.committed([KafkaTP(t, p) for t, p in keys], timeout=self._timeout_s)  # type: ignore[attr-defined]
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else -1) for tp in found}
 
@@ -257,7 +264,7 @@ class OffsetStore:
             return
         from confluent_kafka import TopicPartition as KafkaTP
 
-        consumer = self._kafka_consumer()
+        consumer = self._fetcher.consumer()
         if consumer is None:
             raise BrokersUnavailable("offsets.storage=kafka needs a broker connection and none exists yet")
         results = consumer.commit(  # type: ignore[attr-defined]  # a ConsumerProxy: see _read_kafka

@@ -1,0 +1,38 @@
+"""CurrentFetcher: the member's fetcher once it has one; made by the rebalance thread, read by the other parts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from zkconsumer.consumer.partition_fetcher import PartitionFetcher
+
+
+class CurrentFetcher:
+    """Holds the member's fetcher, so the parts that use it need not reach it through each other.
+
+    The rebalance thread alone makes it (`make`, on the first attempt that finds a broker to
+    bootstrap from); the rebalance steps, the watchdog's check, the offset store (Kafka-side
+    commits and reads go through its Consumer) and the shutdown read it with `get`. A reference is
+    written once and read whole, so readers need no lock.
+    """
+
+    def __init__(self, factory: Callable[[str], PartitionFetcher]) -> None:
+        self._factory = factory
+        self._fetcher: PartitionFetcher | None = None
+
+    def get(self) -> PartitionFetcher | None:
+        """The fetcher, or None before the first rebalance found brokers."""
+        return self._fetcher
+
+    def make(self, bootstrap: str) -> PartitionFetcher:
+        """Make (and start) the fetcher for brokers reached at `bootstrap`; on the rebalance thread only."""
+        if self._fetcher is not None:
+            raise RuntimeError("the fetcher is made once per member")
+        self._fetcher = self._factory(bootstrap)
+        return self._fetcher
+
+    def consumer(self) -> object | None:
+        """The Consumer offsets are committed and read through (a ConsumerProxy), or None: no fetcher
+        yet, or one that does not read (NoFetcher)."""
+        fetcher = self._fetcher
+        return fetcher.consumer if fetcher is not None else None

@@ -1,0 +1,230 @@
+"""GroupMember: a connector's session-time parts (worker, membership, offsets, rebalancer, threads), built, started and stopped as one."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.consumer.current_fetcher import CurrentFetcher
+from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.consumer.fetcher import Fetcher
+from zkconsumer.consumer.partition_fetcher import NoFetcher, PartitionFetcher
+from zkconsumer.consumer.stream import StreamSet
+from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.coordinator.listener import ConsumerRebalanceListener
+from zkconsumer.coordinator.membership import Membership
+from zkconsumer.coordinator.ownership_doubt import follow_ownership_signals
+from zkconsumer.coordinator.periodic import PeriodicTask
+from zkconsumer.coordinator.rebalancer import Rebalancer
+from zkconsumer.coordinator.subscription import Subscription, encode_registration
+from zkconsumer.coordinator.watchdog import Watchdog
+from zkconsumer.coordinator.worker import RebalanceWorker
+from zkconsumer.errors import ConsumerRebalanceFailed, ZkConsumerError
+from zkconsumer.metrics import Snapshot
+from zkconsumer.offsets.store import OffsetStore
+from zkconsumer.partitions import TopicPartition
+from zkconsumer.version import __version__
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.group import GroupZk
+
+log = logging.getLogger("zkconsumer.connector")  # the connector's logger: these lines are the connector's
+
+# librdkafka settings our delivery semantics depend on: a passthrough may not change them.
+_RESERVED_LIBRDKAFKA = {
+    "group.id",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "auto.offset.reset",
+    "enable.partition.eof",
+}
+
+
+class GroupMember:
+    """What a ConsumerConnector is in the group between create_message_streams* and shutdown.
+
+    Built whole here, as kafka-python's KafkaConsumer builds its coordinator and fetcher: the
+    rebalance thread (worker), the session (membership), the member's fetcher (made by the first
+    rebalance that finds brokers), the offset store, the rebalancer, the lease and auto-commit
+    threads and the watchdog. `start` joins the group (the first rebalance runs on the caller's
+    thread) and then starts the threads; `stop` takes everything down in the order a leave needs.
+    Each runs once. The session and the cluster metadata are the connector's: it opens them
+    before and closes them after.
+
+    Every part that fails for good in the background reports to `on_failure` (the connector stops
+    delivery, fails the iterators and leaves).
+    """
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        group: GroupZk,
+        cluster: ClusterMetadata,
+        assignment: Assignment,
+        listener: ConsumerRebalanceListener,
+        subscription: Subscription,
+        streams: StreamSet,
+        *,
+        fetch: bool,
+        on_failure: Callable[[BaseException], None],
+    ) -> None:
+        """`fetch=False`: own partitions without reading them (NoFetcher)."""
+        cfg = config
+        self.config, self.group, self.assignment, self.streams = cfg, group, assignment, streams
+        self.consumer_id = group.consumer_id
+        self._fetch, self._on_failure = fetch, on_failure
+        self._lock = threading.Lock()  # start's threads against stop: a stop sees all of them started or none
+        self._stopped = False
+        self.worker = RebalanceWorker(
+            self.consumer_id,
+            self._rebalance,
+            recheck_s=cfg.rebalance_recheck_ms / 1000.0,
+            on_crash=on_failure,
+            backoff_s=cfg.rebalance_backoff_ms / 1000.0,
+        )
+        self.membership = Membership(
+            group,
+            assignment,
+            streams.gate,
+            registration=lambda: encode_registration(subscription, int(time.time() * 1000), cfg.compat),
+            session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
+            trigger=self.worker.trigger,
+            on_closed=on_failure,
+            marker=znodes.encode_zkconsumer_marker(__version__),
+        )
+        self.fetchers = CurrentFetcher(self._make_fetcher)
+        self.offsets = OffsetStore(
+            group,
+            cluster=cluster,
+            storage=cfg.offsets_storage,
+            dual_commit=cfg.dual_commit_enabled,
+            fetcher=self.fetchers,
+            backoff_ms=cfg.offsets_channel_backoff_ms,
+            timeout_ms=cfg.offsets_channel_socket_timeout_ms,
+        )
+        self.rebalancer = Rebalancer(
+            cfg, group, cluster, self.membership, assignment, streams, self.offsets, self.fetchers, listener
+        )
+        self.tasks = self._periodic_tasks()
+        self.watchdog = (  # none with zkconsumer.watchdog.interval.ms=0
+            Watchdog(
+                self.consumer_id,
+                interval_s=cfg.watchdog_interval_ms / 1000.0,
+                check=self.rebalancer.health_problems,
+                trigger=self.worker.trigger,
+                on_error=on_failure,
+                activity=self.worker.activity,
+            )
+            if cfg.watchdog_interval_ms > 0
+            else None
+        )
+
+    def _periodic_tasks(self) -> list[PeriodicTask]:
+        cfg, membership, rebalancer = self.config, self.membership, self.rebalancer
+        tasks = [
+            PeriodicTask(
+                f"{self.consumer_id}-session-lease",
+                lambda: membership.session_timeout_s() / 4.0,  # a reconnect may be granted a shorter session
+                membership.renew_lease,
+                on_error=self._on_failure,
+            )
+        ]
+        if cfg.auto_commit_enable:
+            tasks.append(
+                PeriodicTask(
+                    f"{self.consumer_id}-autocommit",
+                    cfg.auto_commit_interval_ms / 1000.0,
+                    lambda: rebalancer.commit(retries=cfg.offsets_commit_max_retries),
+                    on_error=self._on_failure,
+                )
+            )
+        return tasks
+
+    def start(self) -> None:
+        """Register, run the first rebalance on this thread, then start the threads (unless a stop
+        came meanwhile). A first rebalance that fails raises ConsumerRebalanceFailed, the threads
+        not started: the caller shuts down. Failures before it (the group's paths, say) are raised as they are."""
+        follow_ownership_signals(self.group, self.assignment, self.worker.trigger)
+        self.group.ensure_paths()
+        self.membership.start()
+        try:
+            ok = self._rebalance("consumer started")
+        except Exception as exc:
+            if isinstance(exc, ZkConsumerError):  # a setting to fix (access denied, ...): it says what
+                raise ConsumerRebalanceFailed(
+                    f"{self.consumer_id}: initial rebalance failed: {exc}; the connector was shut down"
+                ) from exc
+            raise ConsumerRebalanceFailed(
+                f"{self.consumer_id}: initial rebalance failed with a bug ({exc!r}); the connector was shut down"
+            ) from exc
+        if not ok:
+            raise ConsumerRebalanceFailed(
+                f"{self.consumer_id}: initial rebalance failed "
+                f"({self.rebalancer.stats.last_error}); the connector was shut down"
+            )
+        with self._lock:
+            if self._stopped:
+                return
+            self.worker.start()
+            for task in self.tasks:
+                task.start()
+            if self.watchdog is not None:
+                self.watchdog.start()
+
+    def stop(self, deadline: Deadline, timeout: float) -> dict[TopicPartition, int]:
+        """Leave within `deadline` (docs/design.md, "Errors, threads and leaving"): a running rebalance
+        gives up at its next step; the threads stop (the watchdog's read-only check is not waited for);
+        the rebalancer stops delivery, commits and closes the fetcher; then the session stops being
+        followed. Returns the offsets it could not commit. Parts never started stop at once."""
+        with self._lock:
+            self._stopped = True
+        self.rebalancer.begin_shutdown()
+        for task in self.tasks:
+            task.stop(timeout=deadline.remaining(timeout))
+        if self.watchdog is not None:  # read-only: not waited for (a check of thousands of nodes is slow)
+            self.watchdog.stop(timeout=min(1.0, deadline.remaining(timeout)))
+        self.worker.stop(timeout=deadline.remaining(timeout))
+        unwritten = self.rebalancer.shutdown(deadline.remaining(timeout))
+        self.membership.stop()
+        return unwritten
+
+    def snapshot(self) -> Snapshot:
+        """The member's counters, as the connector's metrics collector reads them."""
+        rebalancer, offsets, watchdog = self.rebalancer, self.offsets, self.watchdog
+        stats = rebalancer.stats
+        return Snapshot(
+            rebalances_succeeded=stats.succeeded,
+            rebalances_failed=stats.failed,
+            rebalance_last_seconds=stats.last_seconds,
+            rebalance_failing_runs=self.worker.failed_runs,
+            owned=self.assignment.counts_by_topic(),
+            queued_chunks={s.queue.name: len(s.queue) for s in self.streams.all()},
+            zookeeper_commits=offsets.zookeeper_writes,
+            kafka_commits=offsets.kafka_writes,
+            commit_failures=offsets.failures,
+            kafka_commits_rejected=offsets.kafka_rejected,
+            kafka_commit_errors=offsets.kafka_failed,
+            watchdog_alerts=watchdog.alerts if watchdog is not None else 0,
+            ownership_problems=len(watchdog.problems) if watchdog is not None else 0,
+            ignored_peers=rebalancer.decider.peers.count,
+        )
+
+    def _rebalance(self, reason: str) -> bool:
+        return self.rebalancer.synced_rebalance(reason)
+
+    def _make_fetcher(self, bootstrap: str) -> PartitionFetcher:
+        if not self._fetch:
+            return NoFetcher()
+        cfg = self.config
+        overrides = cfg.librdkafka_overrides
+        for key in sorted(_RESERVED_LIBRDKAFKA & overrides.keys()):
+            log.warning("ignoring librdkafka.%s: zkconsumer manages it", key)
+            overrides.pop(key)
+        settings = FetchSettings.from_config(cfg, bootstrap, overrides)
+        fetcher = Fetcher(settings, name=self.consumer_id, on_error=self._on_failure, reader_turns=cfg.fetch_in_reader)
+        fetcher.start()
+        return fetcher
