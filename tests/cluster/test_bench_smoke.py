@@ -172,3 +172,14 @@ def test_zk_request_cost_smoke() -> None:
     last = last_line("zk_request_cost.py", "--requests", "200", timeout=180)
     kinds = ("create", "get", "exists_watch", "set", "get_sync", "children", "delete")
     assert re.fullmatch(" ".join(rf"{k}_cpu_us=\d+\.\d" for k in kinds) + r" loadavg=\d+\.\d+", last), last
+
+
+def test_latency_benchmark_smoke() -> None:
+    """Every contender, Scala's JVM included, sees every acknowledged message (the script fails otherwise)."""
+    last = last_line("latency.py", "--rates", "1000", "--seconds", "1", "--rounds", "1", timeout=300)
+    quantiles = " ".join(
+        rf"{name}_{q}_ms=-?\d+\.\d\d"
+        for name in ("raw", "iterator", "batches", "scala")
+        for q in ("p50", "p99", "p999")
+    )
+    assert re.fullmatch(rf"rate=1000 {quantiles} rounds=1 loadavg=\d+\.\d\d", last), last
