@@ -38,9 +38,16 @@ class StandInConsumer:
         if KEY not in self.position or KEY in self.paused:
             return []
         start = self.position[KEY]
-        out = [Message(topic="t", partition=0, offset=o, value=b"v") for o in range(start, min(LAST, start + self.per))]
+        out = [
+            Message(topic="t", partition=0, offset=o, value=b"v")
+            for o in range(start, min(LAST, start + min(self.per, num_messages)))
+        ]
         self.position[KEY] = start + len(out)
         return out
+
+    def poll(self, timeout: float) -> Message | None:
+        batch = self.consume(1, timeout)
+        return batch[0] if batch else None
 
     def pause(self, tps: list[TopicPartition]) -> None:
         self.paused.update((tp.topic, tp.partition) for tp in tps)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from typing import cast
 
 from confluent_kafka import Consumer, KafkaException
 
-from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.consumer.chunks import Message, PartitionTopicInfo
 from zkconsumer.consumer.fetch_errors import FetchErrors
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.consumer.log_throttle import throttled_logger
@@ -43,6 +44,24 @@ class ConsumerHandle:
         conf.setdefault("error_cb", self._errors.on_client_error)
         conf.setdefault("logger", throttled_logger(f"{log.name}.librdkafka"))
         return Consumer(conf)
+
+    def take(self, count: int, timeout: float) -> list[Message]:
+        """Up to `count` messages: those queued now, else the first to come within `timeout` with
+        whatever came with it. Who calls it holds the turn. (consume() returns Messages typed with
+        Optional topic/partition/offset; the router reads those only after it has set error messages
+        apart, so they are taken as chunks.Message.)
+
+        consume(count, timeout) alone waits until `count` messages came or the timeout passed, so at
+        a steady rate below `count` per timeout every message waited out most of the timeout (a
+        median of ~50 ms at 2,000 msg/s with 0.1 s): poll() returns the first message at once."""
+        raw = self.raw
+        batch = raw.consume(count, 0)
+        if batch or timeout <= 0:
+            return cast("list[Message]", batch)
+        first = raw.poll(timeout)
+        if first is None:
+            return []
+        return cast("list[Message]", [first, *raw.consume(count - 1, 0)] if count > 1 else [first])
 
     def renew_for(self, infos: Sequence[PartitionTopicInfo]) -> bool:
         """Fetch a re-created topic with a new Consumer; True when `raw` was replaced (the caller

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from confluent_kafka import KafkaException, TopicPartition
 
@@ -233,9 +233,9 @@ class Fetcher:
                     return 0.0
             if not router.fetchable():
                 return IDLE_WAIT
-            messages = self._kafka.raw.consume(self._batch_size, timeout)
+            messages = self._kafka.take(self._batch_size, timeout)
             if messages:
-                self._route(cast("list[Message]", messages))
+                self._route(messages)
             return 0.0
         except KafkaException as exc:
             self._fail(exc)
@@ -265,11 +265,6 @@ class Fetcher:
             self._wake.set()
 
     def _run(self) -> None:
-        # consume() returns Messages typed with Optional topic/partition/offset; _route reads those
-        # only after it has set error messages apart, so it takes them as chunks.Message.
-        def consume(count: int, timeout: float) -> list[Message]:
-            return cast("list[Message]", self._kafka.raw.consume(count, timeout))  # raw: renewed by renew_for
-
         batch, wake, turns, router = self._batch_size, self._wake, self._turns, self._router
         turn, me = turns.turn, threading.get_ident()
         try:
@@ -297,7 +292,7 @@ class Fetcher:
                     fetchable = router.fetchable()
                     mine = fetchable and not readers_fetch
                     if mine:
-                        messages = consume(batch, _HELD_POLL_TIMEOUT if router.paused else POLL_TIMEOUT)
+                        messages = self._kafka.take(batch, _HELD_POLL_TIMEOUT if router.paused else POLL_TIMEOUT)
                         if messages:
                             self._route(messages)
                 finally:
