@@ -183,3 +183,13 @@ def test_latency_benchmark_smoke() -> None:
         for q in ("p50", "p99", "p999")
     )
     assert re.fullmatch(rf"rate=1000 {quantiles} rounds=1 loadavg=\d+\.\d\d", last), last
+
+
+def test_beside_scala_benchmark_smoke() -> None:
+    """Every contender reads the whole topic (the Scala JVM's count is checked by the script)."""
+    last = last_line("beside_scala.py", "--messages", "20000", "--rounds", "1", "--smoke", timeout=300)
+    rates = " ".join(rf"{name}_msgs_per_s=\d+" for name in ("raw", "iterator", "batches", "scala"))
+    ratios = " ".join(
+        rf"{name}=\d+\.\d+" for name in ("iterator_raw", "batches_raw", "iterator_scala", "batches_scala")
+    )
+    assert re.fullmatch(rf"{ratios} {rates} rounds=1 messages=20000 loadavg=\d+\.\d\d", last), last
