@@ -20,7 +20,8 @@ The last line per mode is machine-readable:
 --mixed runs a group of zkconsumer and real Scala members (1.1.1, or --scala-release's: zkconsumer
 members then set the matching zkconsumer.compat.version) instead (half each), twice: with the release
 linger (zkconsumer.release.linger.ms, default) and without it (0). Events cycle through join zkconsumer,
-join Scala, leave zkconsumer, leave Scala (the oldest of its kind). Per run:
+join Scala, leave zkconsumer, leave Scala (the oldest of its kind; with --kills every other round of
+leaves is a kill -9, whose partitions move once its session expires). Per run:
   handovers     owner changes between two members, by kind (zk->scala, scala->zk, ...)
   stale         for each hand-over, the messages the new owner delivered below the offset committed
                 when it took over (a Scala member starting from an offset read before the old
@@ -152,7 +153,12 @@ def mixed_events(env: ChaosEnv, args: argparse.Namespace) -> None:
         if (i // 2) % 2 == 0:
             sc.join_members(env, 1, kind)  # type: ignore[arg-type]
         else:
-            sc.leave_member(env, next(m for m in env.live if m.kind == kind))
+            member = next(m for m in env.live if m.kind == kind)
+            if args.kills and (i // 4) % 2 == 1:  # every other round of leaves is a kill -9
+                with env.fault("kill -9 of a member"):
+                    member.kill()
+            else:
+                sc.leave_member(env, member)
         time.sleep(args.dwell)
 
 
@@ -286,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--mixed", action="store_true", help="zkconsumer and Scala 1.1.1 members, linger on/off")
     parser.add_argument("--linger-ms", type=int, default=1000, help="release linger of the --mixed run with it")
+    parser.add_argument(
+        "--kills", action="store_true", help="--mixed: every other round of leaves is a kill -9 (no commit)"
+    )
     parser.add_argument(
         "--scala-release",
         choices=sorted(COMPAT_VERSION),
