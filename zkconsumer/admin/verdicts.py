@@ -1,0 +1,178 @@
+"""Lag verdicts (pure): Burrow's rules over a window of commits, plus what only a group's owner nodes can tell.
+
+A partition's verdict has one status and the reason for it. The status is Burrow's (its
+`StatusConstant`s, in its order of severity), from the same five rules Burrow's evaluator applies
+to a window of commits; where the owner nodes say something Burrow cannot see (nobody owns the
+partition, its owner is not a registered member, its owner node is held by another session than
+the member's registration), that decides first, since no amount of waiting mends it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from zkconsumer.partitions import TopicPartition, partitions_text
+
+
+class LagStatus(enum.IntEnum):
+    """Burrow's statuses, in its order: a group takes its worst partition's, capped at ERR."""
+
+    NOTFOUND = 0
+    OK = 1
+    WARN = 2
+    ERR = 3
+    STOP = 4
+    STALL = 5
+    REWIND = 6
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit seen of a partition: its offset, when it was made (ms), and its lag then."""
+
+    offset: int
+    at_ms: int
+    lag: int
+
+
+def lag_status(window: Sequence[Commit], current_lag: int, now_ms: int) -> LagStatus:
+    """Burrow's evaluation of a window of commits, oldest first (its rules 1-5, in its order)."""
+    if not window or current_lag <= 0 or any(c.lag == 0 for c in window):
+        return LagStatus.OK  # rule 1: caught up at some point of the window
+    if any(b.offset < a.offset for a, b in pairwise(window)):
+        return LagStatus.REWIND  # rule 2
+    first, last = window[0].at_ms, window[-1].at_ms
+    if now_ms - last > last - first:
+        return LagStatus.STOP  # rule 3: silent for longer than the window spans
+    if all(b.offset == a.offset for a, b in pairwise(window)):
+        return LagStatus.STALL  # rule 4: commits, but never further
+    if all(b.lag >= a.lag for a, b in pairwise(window)):
+        return LagStatus.WARN  # rule 5: moving, but the lag never shrinks
+    return LagStatus.OK
+
+
+@dataclass(frozen=True)
+class LagAge:
+    """How long the first message not yet consumed has waited, from samples of the log end."""
+
+    seconds: float
+    at_least: bool  # the oldest sample already showed it: it may have waited longer
+    within_s: float  # the sampling interval it is exact to (0 when nothing waits)
+
+
+def lag_age(committed: int, log_ends: Sequence[tuple[int, int]], now_ms: int) -> LagAge:
+    """The message at `committed` arrived between the last sample whose log end did not reach past
+    it and the first that did; its age counts from that first sample (a lower bound, exact to the
+    interval between the two). `log_ends`: (at_ms, log end) samples, oldest first."""
+    if not log_ends or committed >= log_ends[-1][1]:
+        return LagAge(0.0, False, 0.0)
+    before = None
+    for at_ms, end in log_ends:
+        if end > committed:
+            return LagAge(
+                max(0.0, (now_ms - at_ms) / 1000.0),
+                before is None,
+                0.0 if before is None else (at_ms - before) / 1000.0,
+            )
+        before = at_ms
+    raise AssertionError("unreachable: the last sample is past `committed`")
+
+
+class Ownership(enum.Enum):
+    """What the owner nodes say of one partition."""
+
+    OWNED = "owned"
+    UNOWNED = "no owner node"
+    OWNER_GONE = "owner is not a registered member"
+    FOREIGN_SESSION = "owner node held by another session than its member's registration"
+
+
+@dataclass(frozen=True)
+class PartitionFacts:
+    """What a sampler gathered of one partition: its commits in the window and its owner node."""
+
+    window: tuple[Commit, ...]
+    committed: int | None
+    log_end: int | None
+    log_ends: tuple[tuple[int, int], ...]  # (at_ms, log end) samples in the window, oldest first
+    owner: str | None  # the owner node's thread id, None without one
+    ownership: Ownership
+
+
+@dataclass(frozen=True)
+class PartitionVerdict:
+    status: LagStatus
+    reason: str
+    lag: int | None
+    age: LagAge | None
+    ownership: Ownership
+
+
+def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
+    """One partition's status and why: ownership first, then Burrow's rules on its commits."""
+    lag = None if facts.log_end is None else max(0, facts.log_end - (facts.committed or 0))
+    age = None if facts.committed is None or not facts.log_ends else lag_age(facts.committed, facts.log_ends, now_ms)
+    if facts.ownership is Ownership.UNOWNED:
+        if lag:
+            return PartitionVerdict(LagStatus.ERR, f"nobody owns it and {lag} messages wait", lag, age, facts.ownership)
+        reason = "nobody owns it (caught up so far: new messages will wait)"
+        return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
+    if facts.ownership is not Ownership.OWNED:
+        reason = f"{facts.ownership.value} ({facts.owner})"
+        return PartitionVerdict(LagStatus.ERR, reason, lag, age, facts.ownership)
+    if facts.log_end is None:
+        reason = "the log end is not known (no broker answered)"
+        return PartitionVerdict(LagStatus.NOTFOUND, reason, lag, age, facts.ownership)
+    status = lag_status(facts.window, lag or 0, now_ms)
+    return PartitionVerdict(status, _reason(status, facts, lag or 0, now_ms), lag, age, facts.ownership)
+
+
+def _reason(status: LagStatus, facts: PartitionFacts, lag: int, now_ms: int) -> str:
+    window = facts.window
+    if status is LagStatus.OK:
+        return "caught up" if lag == 0 or not window else "consuming: the lag shrank in the window"
+    if status is LagStatus.REWIND:
+        went = next((a.offset, b.offset) for a, b in pairwise(window) if b.offset < a.offset)
+        return f"the committed offset went back from {went[0]} to {went[1]}"
+    if status is LagStatus.STOP:
+        return f"no commit for {(now_ms - window[-1].at_ms) / 1000:.0f} s while {lag} messages wait"
+    if status is LagStatus.STALL:
+        return f"commits stay at offset {window[-1].offset} while {lag} messages wait"
+    return f"slower than the producers: the lag never shrank over {len(window)} commits (now {lag})"
+
+
+@dataclass(frozen=True)
+class GroupVerdict:
+    status: LagStatus
+    reasons: tuple[str, ...]
+    partitions: Mapping[TopicPartition, PartitionVerdict]
+    total_lag: int
+
+
+def group_verdict(
+    partitions: Mapping[TopicPartition, PartitionVerdict], members: Iterable[str], owning: Iterable[str]
+) -> GroupVerdict:
+    """The group's status: its worst partition's, capped at ERR as Burrow does, and an ERR of its
+    own when registered members own nothing while partitions have no owner (a rebalance that gave
+    up: Scala's ConsumerRebalanceFailedException leaves a member so until the group changes)."""
+    status = max((v.status for v in partitions.values()), default=LagStatus.NOTFOUND)
+    status = min(status, LagStatus.ERR)
+    reasons = [
+        f"{t}-{p}: {v.status.name} {v.reason}"
+        for (t, p), v in sorted(partitions.items())
+        if v.status not in (LagStatus.OK, LagStatus.NOTFOUND)
+    ]
+    idle = sorted(set(members) - set(owning))
+    unowned = [tp for tp, v in partitions.items() if v.ownership is Ownership.UNOWNED]
+    if idle and unowned:
+        status = LagStatus.ERR
+        reasons.insert(
+            0,
+            f"{len(idle)} registered members own nothing ({', '.join(idle)}) while {partitions_text(unowned)} "
+            "have no owner: a rebalance gave up",
+        )
+    total = sum(v.lag or 0 for v in partitions.values())
+    return GroupVerdict(status, tuple(reasons), dict(partitions), total)
