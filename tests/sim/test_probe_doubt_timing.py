@@ -1,0 +1,107 @@
+"""Probes (review of issue #42): a doubt arriving while the rebalance lock is held, during the release linger, and a
+refused fence seen only by a lease renewal."""
+
+from __future__ import annotations
+
+import threading
+
+from harness.sim_schedule import GROUP, ROUND_MS, TOPIC, Options, Schedule
+from harness.simulation import SimMember, owner_nodes
+from zkconsumer.coordinator.subscription import StaticSubscription, encode_registration
+from zkconsumer.zookeeper import znodes
+
+KEY = (TOPIC, 0)
+
+
+def _settle(s: Schedule, members: list[SimMember], rounds: int = 8) -> None:
+    for _ in range(rounds):
+        s.model.advance(ROUND_MS)
+        for m in members:
+            s.model.deliver(m.client)
+            m.renew_lease()
+            m.rebalance()
+            m.consume(50)
+
+
+def _foreign_claim(s: Schedule, key: tuple[str, int]) -> None:
+    """A stale Scala member deletes our node blindly and a Scala claimant creates it in its session."""
+    path = znodes.owner_path(GROUP, *key)
+    s.admin.delete(path)
+    scala = s.model.client(f"scala{key[1]}")
+    scala.start()
+    scala.create(path, znodes.encode_owner(f"{GROUP}_scala-0"), ephemeral=True)
+
+
+def test_probe_a_doubt_stops_delivery_at_once_while_a_rebalance_step_holds_the_lock() -> None:
+    """Holds (kept): the doubt runs on kazoo's event thread and takes only the Assignment's lock, so a
+    rebalance step (or a commit) holding the rebalance lock through slow ZooKeeper calls or a slow
+    listener does not delay it. Fails if `follow_ownership_signals` or `Assignment.doubt` ever waits
+    for the rebalance lock: the event thread would then stall behind the step."""
+    s = Schedule(0, Options(members=0, partitions=2))
+    m1 = s.add_member()
+    _settle(s, [m1])
+    step_holds, release_step = threading.Event(), threading.Event()
+
+    def step() -> None:
+        with m1.rebalancer._lock:
+            step_holds.set()
+            release_step.wait(10.0)
+
+    holder = threading.Thread(target=step, daemon=True)
+    holder.start()
+    assert step_holds.wait(5.0)
+    _foreign_claim(s, KEY)
+    heard = threading.Thread(target=s.model.deliver, args=(m1.client,), daemon=True)  # kazoo's event thread
+    heard.start()
+    heard.join(2.0)
+    stopped = not heard.is_alive()
+    release_step.set()
+    holder.join(5.0)
+    heard.join(5.0)
+    info = m1.assignment.get(KEY)
+    assert stopped, "the doubt waited for the rebalance lock"
+    assert info is not None and not info.active and m1.pending
+
+
+def test_probe_a_doubt_during_the_release_linger_stops_delivery_and_the_next_run_resolves_it() -> None:
+    """Holds (kept): m1 owns 4 partitions; a Scala member joins, so m1 releases its share and lingers
+    (holding no lock). During the linger, t-0, which m1 keeps, is deleted blindly and claimed by
+    another Scala session: delivery of t-0 stops at once, the attempt finishes its claim step without
+    starting t-0 again, and the next run forgets it and waits for it. Fails if the claim step
+    (which takes the lock again after the linger) re-activated a doubted partition it kept."""
+    s = Schedule(0, Options(members=0, partitions=4))
+    m1 = s.add_member()
+    _settle(s, [m1])
+    assert len(m1.assignment.owned()) == 4
+    m1.rebalancer.linger.floor_s = m1.rebalancer.linger.max_s = 0.5
+    scala = s.model.client("scala")
+    scala.start()
+    scala.create(
+        znodes.member_path(GROUP, f"{GROUP}_scala"),
+        ephemeral=True,
+        makepath=True,
+        value=encode_registration(StaticSubscription.of({TOPIC: 1}), 1),
+    )
+    s.model.deliver(m1.client)
+    assert m1.pending
+
+    def meddle() -> None:  # the rebalance thread is in the linger (no ZooKeeper call): the model is ours
+        _foreign_claim(s, KEY)
+        s.model.deliver(m1.client)
+
+    s.log.produce(KEY, 5)
+    timer = threading.Timer(0.2, meddle)
+    timer.start()
+    m1.rebalance()
+    timer.join(5.0)
+    kept = m1.assignment.get(KEY)
+    assert kept is not None and not kept.active, "the kept partition in doubt is deliverable again"
+    since = len(s.deliveries)
+    m1.consume(50)
+    s.check_no_foreign_delivery()
+    assert [d for d in s.deliveries[since:] if d.key == KEY] == []
+    s.model.advance(ROUND_MS)
+    m1.rebalance()  # the run the doubt triggered: t-0 is another session's now
+    assert m1.assignment.get(KEY) is None
+    assert owner_nodes(s.model, GROUP, TOPIC)[0][0] == f"{GROUP}_scala-0"
+    assert not s.result.violations, s.result.violations
