@@ -105,3 +105,30 @@ def test_probe_a_doubt_during_the_release_linger_stops_delivery_and_the_next_run
     assert m1.assignment.get(KEY) is None
     assert owner_nodes(s.model, GROUP, TOPIC)[0][0] == f"{GROUP}_scala-0"
     assert not s.result.violations, s.result.violations
+
+
+def test_probe_with_the_check_renewal_a_fence_deleted_by_hand_in_an_idle_group_is_fenced_again() -> None:
+    """FAILS on 9a44e14 (finding R1; Membership(renewal="check"), the measured alternative, not the
+    default and not reachable from the configuration). The renewal is a transaction of one check on
+    our fence node; a fence node deleted by hand refuses it, silently: `renew_lease` neither raises
+    nor reports the refusal (OwnershipSignals.refused), so no rebalance re-fences. The lease runs
+    out, delivery stops, and in a group with nothing new to commit no other write is ever refused:
+    the member never delivers again. The default renewal (sync + exists of the member node) does not
+    read the fence and keeps delivering; the next refused commit re-fences (test_ownership_doubt)."""
+    s = Schedule(0, Options(members=0, partitions=2))
+    m1 = s.add_member()
+    m1.membership._renewal = "check"
+    _settle(s, [m1])
+    m1.commit()  # every position is committed: an idle group has nothing more to write
+    fence = m1.group.fence
+    assert fence is not None
+    s.admin.delete(fence.path)  # by hand, or a tool cleaning /consumers/<g>/zkconsumer
+    _settle(s, [m1], 24)  # 6 s: longer than the lease
+    m1.commit()  # auto-commit: nothing consumed since the last commit, so nothing is written
+    s.log.produce(KEY, 5)
+    since = len(s.deliveries)
+    _settle(s, [m1], 24)
+    assert [d.offset for d in s.deliveries[since:] if d.key == KEY] == [0, 1, 2, 3, 4], (
+        f"idle member with a refused check renewal: gate usable={m1.streams.gate.usable()}, "
+        f"pending={m1.pending}, fence there={s.model.exists(m1.group.fence.path) if m1.group.fence else None}"
+    )
