@@ -132,3 +132,32 @@ def test_probe_with_the_check_renewal_a_fence_deleted_by_hand_in_an_idle_group_i
         f"idle member with a refused check renewal: gate usable={m1.streams.gate.usable()}, "
         f"pending={m1.pending}, fence there={s.model.exists(m1.group.fence.path) if m1.group.fence else None}"
     )
+
+
+def test_probe_a_reconnect_rebalance_that_finds_no_brokers_still_rearms_the_owner_node_watches() -> None:
+    """FAILS on 9a44e14 (finding W1). The link drops and comes back in the same session: kazoo dropped
+    every watch, and the reconnect's rebalance is what reads our owner nodes again and re-arms their
+    watches (docs/design.md, "Fencing limits"). If /brokers/ids is empty at that moment (every
+    broker's ZooKeeper registration gone, e.g. their sessions expired in the same ZooKeeper trouble,
+    while librdkafka still fetches from them), `_attempt` returns done (waiting for brokers) before
+    the reconcile step: the run counts as a success, the gate is open, and no watch is armed on our
+    owner nodes until a broker registers again. The simulation's hearing rule
+    (SimMember.hears_of_owner_nodes: a successful rebalance since the link dropped) counts this
+    member as hearing; a blind delete and a foreign claim meanwhile go unheard."""
+    s = Schedule(0, Options(members=0, partitions=2))
+    m1 = s.add_member()
+    _settle(s, [m1])
+    s.admin.delete(znodes.broker_path(1))  # its registration goes; the broker itself still serves
+    s.model.deliver(m1.client)
+    s.model.disconnect(m1.client)
+    s.model.deliver(m1.client)
+    s.model.reconnect(m1.client)  # same session: kazoo dropped the watches, the reconnect rebalances
+    s.model.deliver(m1.client)
+    assert m1.pending
+    m1.rebalance()
+    assert m1.hears_of_owner_nodes(), "the harness counts the member as hearing of its owner nodes"
+    _foreign_claim(s, KEY)
+    s.model.deliver(m1.client)
+    info = m1.assignment.get(KEY)
+    assert info is not None
+    assert not info.active or m1.pending, "t-0 is another session's now, and m1 still delivers it, unaware"
