@@ -13,8 +13,8 @@ from typing import Any
 
 from confluent_kafka import TopicPartition as KafkaTP
 
-from harness.sim_schedule import GROUP, ROUND_MS, TOPIC, Options, Schedule
 from harness.sim_follower import LostFollower
+from harness.sim_schedule import GROUP, ROUND_MS, TOPIC, Options, Schedule
 from harness.simulation import SimMember
 from zkconsumer.connector_wiring import ConnectorWiring
 from zkconsumer.zookeeper import znodes

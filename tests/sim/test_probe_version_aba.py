@@ -55,4 +55,3 @@ def test_probe_a_commit_never_lands_while_another_session_holds_the_owner_node()
     assert committed(s.model, GROUP, KEY) is None, (
         f"our commit wrote {committed(s.model, GROUP, KEY)} while session {held_at_write[0]:#x} held the owner node"
     )
-
