@@ -58,9 +58,12 @@ class Commits:
         self.wait_s = config.zookeeper_session_timeout_ms / 1000.0
 
     def commit(self, *, retries: int = 0) -> int:
-        """Write the consumed offsets of every owned (or releasing) partition that changed."""
-        with self._step():
-            return self._write(self.assignment.committable(), attempts=1 + retries)
+        """Write the consumed offsets of every owned (or releasing) partition that changed. Each try
+        takes the rebalance lock; the back-offs between tries run without it (a refused try often
+        waits for a rebalance: the re-fencing, the resolution of a doubt)."""
+        return self.offsets.commit(
+            self.assignment.committable, attempts=1 + retries, vouch=self.ownership_unconfirmed, hold=self._step
+        )
 
     def commit_positions(
         self, positions: Mapping[TopicPartition, int], epochs: Mapping[str, int | None] | None = None

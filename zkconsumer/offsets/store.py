@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -82,10 +83,11 @@ class OffsetStore:
 
     def commit(
         self,
-        infos: Iterable[PartitionTopicInfo],
+        infos: Iterable[PartitionTopicInfo] | Callable[[], Iterable[PartitionTopicInfo]],
         *,
         attempts: int = 1,
         vouch: Callable[[], str | None] = lambda: None,
+        hold: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> int:
         """Write changed offsets of the given partitions; returns how many partitions were written.
 
@@ -93,11 +95,16 @@ class OffsetStore:
         we no longer own is skipped, not retried. Kafka-only writes have no fence: before each
         try `vouch()` says why our ownership cannot be vouched for now (None: it can), and a reason
         refuses the try with SessionLost. Failures are retried `attempts - 1` times with
-        offsets.channel.backoff.ms between, then raised.
+        offsets.channel.backoff.ms between, then raised. Each try runs inside `hold()` (the caller's
+        lock), the back-offs outside it; `infos` given as a callable is asked again in each try.
         """
-        infos = list(infos)
         if attempts < 1:
             return 0
+        given = infos if callable(infos) else list(infos)
+
+        def once() -> int:
+            with hold():
+                return self._commit_once(list(given() if callable(given) else given), vouch)
 
         def out_of_tries(state: tenacity.RetryCallState) -> bool:  # a shutdown's deadline allows no retry past it
             return state.attempt_number >= attempts or self.group.io.deadline.expired()
@@ -116,7 +123,7 @@ class OffsetStore:
             reraise=True,  # the last attempt's own exception, not tenacity's RetryError
         )
         try:
-            return retrying(self._commit_once, infos, vouch)
+            return retrying(once)
         except Exception as exc:
             self.failures += 1
             if not isinstance(exc, KafkaSideFailed):  # that one says itself what was written

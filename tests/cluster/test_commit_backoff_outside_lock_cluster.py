@@ -1,6 +1,6 @@
-"""Probe (review of issue #42) on the real cluster: the rebalance a refused fence triggers waits out auto-commit's retries.
+"""Regression (review of issue #42, finding L1) on the real cluster: the rebalance a refused fence triggers waits out auto-commit's retries.
 
-The simulation's probe is tests/sim/test_probe_commit_lock.py (finding L1): `Commits.commit` runs
+The simulation's test is tests/sim/test_commit_backoff_outside_lock.py (finding L1): `Commits.commit` runs
 OffsetStore's retries, with offsets.channel.backoff.ms between them, inside the rebalance lock. Here
 a real member with the default retry settings (offsets.commit.max.retries 5, back-off 1 s) has its
 fence node deleted by hand; its next auto-commit is refused, which triggers the rebalance that fences
@@ -21,10 +21,10 @@ from zkconsumer.zookeeper import znodes
 pytestmark = pytest.mark.cluster
 
 
-def test_probe_a_fence_deleted_by_hand_is_made_again_without_waiting_out_the_commit_retries(
+def test_a_fence_deleted_by_hand_is_made_again_without_waiting_out_the_commit_retries(
     cluster, zk, topic_factory, produce, group_id
 ) -> None:
-    """FAILS on 9a44e14 (finding L1): about 5 s (the five back-offs) instead of about one commit interval."""
+    """Failed on 9a44e14 (finding L1): about 5 s (the five back-offs) instead of about one commit interval."""
     topic = topic_factory(partitions=2)
     first = produce(topic, 20, partitions=2)
     conn = ConsumerConnector(

@@ -1,10 +1,10 @@
-"""Probes (review of issue #42): the rebalance lock, taken per step, against a commit's own retries.
+"""Regressions (review of issue #42, finding L1): the rebalance lock, taken per step, against a commit's own retries.
 
 Issue #42 made attempts take the rebalance lock one step at a time, never across a wait, so that a
 commit waits for one step at most. A commit with retries (auto-commit: offsets.commit.max.retries,
 5 by default) retries inside `OffsetStore.commit` with offsets.channel.backoff.ms (1 s) between
 tries, inside `Commits._step`, which holds that lock: the rebalance then waits behind the commit's
-back-offs. These probes run the rebalance the refused write triggered while the commit backs off.
+back-offs. These tests run the rebalance the refused write triggered while the commit backs off.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def _settle(s: Schedule, members: list[SimMember], rounds: int = 8) -> None:
             m.consume(50)
 
 
-def test_probe_a_rebalance_runs_while_a_commit_backs_off_between_its_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """FAILS on 9a44e14 (finding L1). Someone deletes our fence node by hand. Auto-commit's first try
+def test_a_rebalance_runs_while_a_commit_backs_off_between_its_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failed on 9a44e14 (finding L1). Someone deletes our fence node by hand. Auto-commit's first try
     is refused on it (SessionLost, retriable); the refusal triggers the rebalance that fences again
     (finding 4's fix). The commit then sleeps offsets.channel.backoff.ms before its next try, still
     holding the rebalance lock (Commits._step around OffsetStore.commit's tenacity loop): the
