@@ -14,7 +14,7 @@ from zkconsumer.consumer.stream import PartitionTopicInfo
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, SessionLost, ZkConsumerError, describe, is_retriable
 from zkconsumer.offsets import dual_commit
 from zkconsumer.offsets.dual_commit import BrokerGroupView, KafkaCommitEpisodes, KafkaFailure
-from zkconsumer.partitions import TopicPartition
+from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
@@ -145,6 +145,9 @@ class OffsetStore:
             refused = vouch() if full else None
             if refused is not None:  # a successor may own these now: our old positions would rewind it
                 raise SessionLost(f"not committing offsets to Kafka: {refused}")
+            full = self._still_ours(full)
+            kept = {id(i) for i, _ in full}
+            todo = [(i, o) for i, o in todo if id(i) in kept]
             self._write_kafka(full)
             self.kafka_writes += len(full)
             self._checkpoint(todo, {i.key: True for i, _ in todo})
@@ -160,6 +163,21 @@ class OffsetStore:
             # A partition ZooKeeper just fenced off is another member's now: its Kafka offset is too.
             self._write_kafka_beside_zookeeper([(i, o) for i, o in snapshot if o >= 0 and written.get(i.key, True)])
         return sum(written.values())
+
+    def _still_ours(self, pairs: list[tuple[PartitionTopicInfo, int]]) -> list[tuple[PartitionTopicInfo, int]]:
+        """Kafka-only commits: no owner node fences the write, so read ours afresh (one pipelined
+        round, as a ZooKeeper commit does) and leave out, and report as doubted, what is not ours:
+        another member may own it and have committed past our position."""
+        if not pairs:
+            return pairs
+        stats = self.group.owner_nodes.stats_if_ours({i.key: i.thread_id for i, _ in pairs})
+        foreign = sorted(k for k, stat in stats.items() if stat is None)
+        if foreign:
+            log.warning("not committing %s to Kafka: their owner nodes are no longer ours", partitions_text(foreign))
+            self.group.signals.doubt(
+                foreign, "a commit found the owner nodes of " + partitions_text(foreign) + " not ours"
+            )
+        return [(i, o) for i, o in pairs if stats[i.key] is not None]
 
     @staticmethod
     def _checkpoint(todo: list[tuple[PartitionTopicInfo, int]], written: dict[TopicPartition, bool]) -> None:

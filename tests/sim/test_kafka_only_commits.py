@@ -1,8 +1,8 @@
-"""Probes (review of issue #42): Kafka-only commits (offsets.storage=kafka, no dual commit) against a successor's offsets.
+"""Regressions (review of issue #42): Kafka-only commits (offsets.storage=kafka, no dual commit) against a successor's offsets.
 
 Issue #42 gated Kafka-only commits by the lease (`Commits.ownership_unconfirmed`): ZooKeeper must vouch
 for our session. That gate is per member, not per partition: ZooKeeper commits are fenced per owner
-node, Kafka-only ones are not. These probes look at the two ways a Kafka-only commit can still write
+node, Kafka-only ones are not. These tests look at the two ways a Kafka-only commit can still write
 old positions over a successor's progress.
 """
 
@@ -55,8 +55,8 @@ def _kafka_only(m: SimMember, kafka: KafkaOffsets) -> None:
     m.offsets._kafka_consumer = lambda: kafka
 
 
-def test_probe_a_kafka_only_commit_of_a_partition_in_doubt_rewinds_its_successor() -> None:
-    """FAILS on 9a44e14 (finding K1). A stale Scala member deletes our owner node of t-0 and a Scala
+def test_a_kafka_only_commit_of_a_partition_in_doubt_leaves_its_successor_alone() -> None:
+    """Failed on 9a44e14 (finding K1). A stale Scala member deletes our owner node of t-0 and a Scala
     claimant takes it, resumes from our Kafka commit and commits further. We heard of it (the
     watch fired: t-0 is in doubt, stopped), but our auto-commit runs before our rebalance does: a
     Kafka-only commit sends every owned partition's position (KAFKA-1510), the doubted one too, with
