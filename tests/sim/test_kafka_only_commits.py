@@ -119,8 +119,8 @@ class _DyingConnector:
             self.left.set()
 
 
-def test_probe_a_member_that_dies_after_its_lease_ran_out_does_not_commit_old_positions_to_kafka() -> None:
-    """FAILS on 9a44e14 (finding K2). Kafka-only storage; the member's server is a follower that lost
+def test_a_member_that_dies_after_its_lease_ran_out_does_not_commit_old_positions_to_kafka() -> None:
+    """Failed on 9a44e14 (finding K2). Kafka-only storage; the member's server is a follower that lost
     its leader: it still answers reads (for syncLimit x tickTime), but no renewal (a sync) gets
     through, so the lease runs out and `ownership_unconfirmed` refuses commits, as it should: the
     leader expires the session and a successor owns and commits t-0. Then a background thread fails
@@ -161,7 +161,7 @@ def test_probe_a_member_that_dies_after_its_lease_ran_out_does_not_commit_old_po
     )
 
 
-def test_probe_a_plain_leave_after_the_lease_ran_out_commits_nothing_to_kafka() -> None:
+def test_a_plain_leave_after_the_lease_ran_out_commits_nothing_to_kafka() -> None:
     """Holds (kept as a regression): the same member leaving by `shutdown()` instead of a failure.
     Rebalancer.shutdown commits before `streams.close()` ends the gate, so the lease still counts
     and the final Kafka-only commit is refused. Fails if the final commit moves after the close."""

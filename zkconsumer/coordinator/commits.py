@@ -110,7 +110,7 @@ class Commits:
         registered, live = self.group.session, self.group.live_session
         if registered is None or (live is not None and live != registered):
             return "the ZooKeeper session is not the one the member registered in"
-        if not self.streams.gate.usable():
+        if not (self.streams.gate.open and self.streams.gate.lease_holds()):
             return "the session lease ran out: ZooKeeper has not confirmed the session recently enough"
         return None
 
