@@ -119,6 +119,7 @@ class Rebalancer:
             sessions_lost = self.assignment.sessions_lost  # a LOST from here on voids this attempt's claim
             decision = self._decide()
             if decision is None:
+                self._reconcile()  # a link drop took our owner-node watches: re-arm them with no brokers too
                 return Outcome(done=True, waiting_for_brokers=True)
             self._reconcile()
             incremental = self.config.rebalance_incremental

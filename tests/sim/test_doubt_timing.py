@@ -1,4 +1,4 @@
-"""Probes (review of issue #42): a doubt arriving while the rebalance lock is held, during the release linger, and a
+"""Regressions (review of issue #42): a doubt arriving while the rebalance lock is held, during the release linger, and a
 refused fence seen only by a lease renewal."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _foreign_claim(s: Schedule, key: tuple[str, int]) -> None:
     scala.create(path, znodes.encode_owner(f"{GROUP}_scala-0"), ephemeral=True)
 
 
-def test_probe_a_doubt_stops_delivery_at_once_while_a_rebalance_step_holds_the_lock() -> None:
+def test_a_doubt_stops_delivery_at_once_while_a_rebalance_step_holds_the_lock() -> None:
     """Holds (kept): the doubt runs on kazoo's event thread and takes only the Assignment's lock, so a
     rebalance step (or a commit) holding the rebalance lock through slow ZooKeeper calls or a slow
     listener does not delay it. Fails if `follow_ownership_signals` or `Assignment.doubt` ever waits
@@ -63,7 +63,7 @@ def test_probe_a_doubt_stops_delivery_at_once_while_a_rebalance_step_holds_the_l
     assert info is not None and not info.active and m1.pending
 
 
-def test_probe_a_doubt_during_the_release_linger_stops_delivery_and_the_next_run_resolves_it() -> None:
+def test_a_doubt_during_the_release_linger_stops_delivery_and_the_next_run_resolves_it() -> None:
     """Holds (kept): m1 owns 4 partitions; a Scala member joins, so m1 releases its share and lingers
     (holding no lock). During the linger, t-0, which m1 keeps, is deleted blindly and claimed by
     another Scala session: delivery of t-0 stops at once, the attempt finishes its claim step without
@@ -134,8 +134,8 @@ def test_probe_with_the_check_renewal_a_fence_deleted_by_hand_in_an_idle_group_i
     )
 
 
-def test_probe_a_reconnect_rebalance_that_finds_no_brokers_still_rearms_the_owner_node_watches() -> None:
-    """FAILS on 9a44e14 (finding W1). The link drops and comes back in the same session: kazoo dropped
+def test_a_reconnect_rebalance_that_finds_no_brokers_still_rearms_the_owner_node_watches() -> None:
+    """Failed on 9a44e14 (finding W1). The link drops and comes back in the same session: kazoo dropped
     every watch, and the reconnect's rebalance is what reads our owner nodes again and re-arms their
     watches (docs/design.md, "Fencing limits"). If /brokers/ids is empty at that moment (every
     broker's ZooKeeper registration gone, e.g. their sessions expired in the same ZooKeeper trouble,
