@@ -107,8 +107,8 @@ def test_a_doubt_during_the_release_linger_stops_delivery_and_the_next_run_resol
     assert not s.result.violations, s.result.violations
 
 
-def test_probe_with_the_check_renewal_a_fence_deleted_by_hand_in_an_idle_group_is_fenced_again() -> None:
-    """FAILS on 9a44e14 (finding R1; Membership(renewal="check"), the measured alternative, not the
+def test_with_the_check_renewal_a_fence_deleted_by_hand_in_an_idle_group_is_fenced_again() -> None:
+    """Failed on 9a44e14 (finding R1; Membership(renewal="check"), the measured alternative, not the
     default and not reachable from the configuration). The renewal is a transaction of one check on
     our fence node; a fence node deleted by hand refuses it, silently: `renew_lease` neither raises
     nor reports the refusal (OwnershipSignals.refused), so no rebalance re-fences. The lease runs

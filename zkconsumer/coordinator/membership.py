@@ -236,8 +236,11 @@ class Membership:
             fence = self.group.require_fence()
             txn = self.group.client.transaction()
             fence.guard(txn)
-            if not fence.refused(self.group.io.commit(txn, "check the session's fence node (lease)")):
+            results = self.group.io.commit(txn, "check the session's fence node (lease)")
+            if not fence.refused(results):
                 self._extend_lease(sent)
+            else:  # like any refused fenced write: the rebalance it triggers fences again
+                self.group.signals.refused(str(fence.lost("the lease renewal's check", results)))
             return
         io, path = self.group.io, self.group.member_path
         stat = io.exists_after_sync(path) if self._renewal == "sync" else io.exists(path)
