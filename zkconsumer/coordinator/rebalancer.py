@@ -315,17 +315,19 @@ class Rebalancer:
             ]
             self.listener.before_starting_fetchers(self.consumer_id, self.last_assignment)
             assert self.fetcher is not None
-            if self.config.rebalance_incremental:
-                if infos:
-                    self.fetcher.add(infos)
-            else:
-                self.fetcher.assign(infos)
+            # Installed before the fetcher sees them: a doubt heard since the claim stops them first.
             if not self.assignment.install(infos, sessions_lost):
                 raise SessionLost(
                     "the ZooKeeper session ended while these partitions were being claimed; "
                     "claiming again in the new session"
                 )
+            if self.config.rebalance_incremental:
+                if infos:
+                    self.fetcher.add(infos)
+            else:
+                self.fetcher.assign(infos)
         except BaseException:
+            self.assignment.drop([i.key for i in infos if self.assignment.get(i.key) is i])
             for info in infos:
                 info.active = False
             self.assignment.adopt_orphans(claim)

@@ -1,4 +1,4 @@
-"""Probe (review of issue #42): a doubt heard between a claim and its install.
+"""Regression (review of issue #42, finding F1): a doubt heard between a claim and its install.
 
 docs/design.md: "a doubt heard between a claim and its install installs the partition stopped"
 (`Assignment.install` sets `info.active = key not in doubted`). But `Rebalancer._start` hands the new
@@ -20,8 +20,8 @@ from zkconsumer.zookeeper import znodes
 KEY = (TOPIC, 0)
 
 
-def test_probe_a_partition_put_in_doubt_before_its_install_is_not_delivered_meanwhile() -> None:
-    """FAILS on 9a44e14 (finding F1). m1 claims t-0 and t-1; while its listener's
+def test_a_partition_put_in_doubt_before_its_install_is_not_delivered_meanwhile() -> None:
+    """Failed on 9a44e14 (finding F1). m1 claims t-0 and t-1; while its listener's
     before_starting_fetchers runs, a stale Scala member deletes t-0's owner node and another
     claimant creates it; m1's watch fires (t-0 is in doubt, not installed yet). Then `_start` adds
     the still-active records to the fetcher, and a reader delivers t-0 before `install` stops it:
