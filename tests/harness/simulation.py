@@ -168,7 +168,7 @@ class SimMember:
         )
         guard = getattr(self.streams, "_guard", None)
         if guard is not None:  # its thread would wait in real time; consume() does its work instead
-            guard.stop()
+            guard.stop(timeout=5.0)
         self.group = GroupZk(
             self.client,
             self.group_id,

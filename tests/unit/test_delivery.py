@@ -137,7 +137,7 @@ def test_a_lapsed_lease_stops_a_chunk_already_being_delivered() -> None:
         assert more == list(range(len(got), len(got) + 5))  # nothing skipped, nothing repeated
     finally:
         gate.end()
-        guard.stop()
+        guard.stop(timeout=5.0)
 
 
 def test_next_batch_takes_over_the_rest_of_a_live_chunk() -> None:

@@ -159,7 +159,8 @@ class LeaseGuard:
             if gate.wait_for_lapse(self._poll_s):
                 gate.enforce_lease()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float) -> None:
+        """Stop the thread; wait for it at most `timeout` (it wakes at once: the renew below notifies)."""
         self._stopped = True
         self._gate.renew(self._gate.lease_until)  # wake it
         self._thread.join(timeout)

@@ -389,7 +389,7 @@ class Rebalancer:
                 self.assignment.begin_release(list(self.assignment.owned()))
                 if self.config.auto_commit_enable:
                     unwritten = self.commits.final(infos)  # before the gate ends: the lease still counts
-                self.streams.close()
+                self.streams.close(timeout=deadline.remaining(timeout_s))
                 if infos:
                     decided = self._last_decision.group if self._last_decision is not None else {}
                     linger_s = self.linger.leaving(decided, deadline.remaining(timeout_s) / 2)
@@ -398,7 +398,7 @@ class Rebalancer:
         else:
             infos = self.assignment.committable()
             self.assignment.begin_release(list(self.assignment.owned()))
-            self.streams.close()
+            self.streams.close(timeout=deadline.remaining(timeout_s))
             unwritten = uncommitted(infos) if self.config.auto_commit_enable else {}
             log.error(
                 "%s: a rebalance step held the rebalance lock past half the shutdown's time; leaving "
