@@ -427,8 +427,8 @@ def test_a_lost_landing_just_before_registered_is_not_overridden(monkeypatch: py
     lost: list[threading.Thread] = []
     real = Membership._extend_lease
 
-    def lease_then_lost(self: Membership, confirmed_at: float) -> None:
-        real(self, confirmed_at)
+    def lease_then_lost(self: Membership, confirmed_at: float, *, heard: bool = False) -> None:
+        real(self, confirmed_at, heard=heard)
         if not lost:
             thread = threading.Thread(target=member.on_connection_state, args=(KazooState.LOST,))
             lost.append(thread)

@@ -1,4 +1,4 @@
-"""Probe (review of issue #42): a leader-confirmed renewal is not a touch the leader recorded.
+"""Regression (review of issue #42, finding T1): a leader-confirmed renewal is not a touch the leader recorded.
 
 The renewal is a sync, then the exists, through the server the member is connected to. Behind a
 follower, the sync proves the follower reached its leader; it does not tell the leader that our
@@ -8,8 +8,8 @@ and a forwarded request touches nothing at the leader (LearnerHandler: REQUEST g
 submitLearnerRequest). So when the follower's link to its leader breaks after a renewal's sync was
 answered and before the follower's next ping answer, the leader last heard of the session through
 the renewal before it: the session expires a session timeout after that one, which is T/4 (the
-renewal interval, `session_timeout_s() / 4`) earlier than the lease (0.8 × T from the last renewal)
-assumes: the lease outlives the session by up to 0.05 × T (200 ms at T = 4 s, 1.5 s at T = 30 s).
+renewal interval, `session_timeout_s() / 4`) earlier than the lease of 9a44e14 (0.8 × T from the last renewal)
+assumed: the lease outlives the session by up to 0.05 × T (200 ms at T = 4 s, 1.5 s at T = 30 s).
 ZooKeeper's expiry buckets round the deadline up by less than one tick, which narrows that window
 for some phases and closes it for none; the lease tests' world expires exactly (sim_lease_world).
 """
@@ -24,8 +24,8 @@ T_MS = 4000
 RENEWAL_MS = T_MS // 4  # the session-lease task's interval (connector_wiring: session_timeout_s() / 4)
 
 
-def test_probe_the_lease_ends_before_the_leader_expires_a_session_whose_last_touch_it_never_heard() -> None:
-    """FAILS on 9a44e14 (finding T1)."""
+def test_the_lease_ends_before_the_leader_expires_a_session_whose_last_touch_it_never_heard() -> None:
+    """Failed on 9a44e14 (finding T1); the lease now counts from the renewal before the last one."""
     s = lease_world.world(T_MS, 2)
     m1 = lease_world.join(s, "m1", T_MS)
     lease_world.run(s, [m1], 6)
