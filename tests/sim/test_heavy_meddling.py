@@ -1,4 +1,4 @@
-"""Probe (review of issue #42): seeded schedules with more meddling than sim_schedule draws, and a Scala claimant.
+"""Regression (review of issue #42): seeded schedules with more meddling than sim_schedule draws, and a Scala claimant.
 
 `Schedule` draws its meddling actors (the stale Scala member, the operator) in about 3 % of the
 steps, and after a blind delete nobody but our own members ever creates the node again. Here a
@@ -108,7 +108,7 @@ def run_meddling(first_seed: int, count: int) -> list[Result]:
 
 
 @pytest.mark.parametrize("first_seed", [5000, 5100])
-def test_probe_heavy_meddling_with_a_scala_claimant_keeps_every_invariant(
+def test_heavy_meddling_with_a_scala_claimant_keeps_every_invariant(
     first_seed: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.CRITICAL)
