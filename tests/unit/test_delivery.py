@@ -367,3 +367,16 @@ def test_a_slice_whose_gate_is_closed_ends_the_chunk_one_pull_past_the_last_mess
     assert info.consumed_offset == SLICE
     gate.reopen()
     assert next(it).offset() == SLICE
+
+
+def test_ending_the_gate_lets_iterators_through_but_vouches_for_no_lease() -> None:
+    now = [100.0]
+    gate = DeliveryGate(clock=lambda: now[0])
+    gate.renew(105.0)
+    gate.end()
+    assert gate.usable() and gate.lease_holds()
+    now[0] = 106.0
+    assert gate.usable()  # iterators run to their end
+    assert not gate.lease_holds()  # a final commit after a failure must not take the end for a lease
+    gate.renew(200.0)
+    assert not gate.lease_holds()  # ended: frozen
