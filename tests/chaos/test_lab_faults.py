@@ -170,8 +170,8 @@ def test_a_member_process_runs_in_a_lab_host(lab: NetLab, cluster_in_lab: LocalC
 def test_member_cut_from_zookeeper_stops_delivering_within_its_lease(
     lab: NetLab, cluster_in_lab: LocalCluster, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
-    """m1 loses ZooKeeper but keeps the brokers: it stops delivering within its lease (0.8 x the
-    granted session timeout) of the cut, and m2 delivers none of m1's partitions before that."""
+    """m1 loses ZooKeeper but keeps the brokers: it stops delivering within its lease (at most 0.9 x
+    the granted session timeout from a touch before the cut), and m2 delivers none of m1's partitions before that."""
     settings = ChaosSettings(session_timeout_ms=6000)
     group = LabGroup(cluster_in_lab, lab, "lab-cut", {"lab-cut": 4}, tmp_path / "chaos", settings).start()
     try:
@@ -182,7 +182,7 @@ def test_member_cut_from_zookeeper_stops_delivering_within_its_lease(
         assert session is not None
         granted = cluster_in_lab.ensemble.session_timeout(session[0])
         assert granted == 6000, f"the ensemble granted {granted} ms"
-        lease = 0.8 * granted / 1000.0
+        lease = 0.9 * granted / 1000.0  # membership.LEASE_FRACTION, from a touch before the cut
         with netfaults.cut(lab, group.host_of(victim), group.zookeeper_hosts()) as cut:
             group.env.checker.note("cut", victim.consumer_id)
             group.env.converge("cut: m2 alone", excluding=victim)

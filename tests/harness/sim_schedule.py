@@ -285,7 +285,7 @@ class Schedule:
             return False
         owner = self.model.stat(path).ephemeralOwner
         return any(
-            m.client._session is not None and m.client._session.id == owner and m.hears_of_owner_nodes()
+            m.client._session is not None and m.client._session.id == owner and m.hears_of_owner_nodes(path)
             for m in self.live()
         )
 

@@ -170,7 +170,7 @@ class SimMember:
         )
         guard = getattr(self.streams, "_guard", None)
         if guard is not None:  # its thread would wait in real time; consume() does its work instead
-            guard.stop()
+            guard.stop(timeout=5.0)
         self.group = GroupZk(
             self.client,
             self.group_id,
@@ -257,10 +257,15 @@ class SimMember:
         elif self.client.suspensions == began:
             self.watching_since = began
 
-    def hears_of_owner_nodes(self) -> bool:
-        """Whether a change to an owner node it holds reaches it: connected, not frozen, and no link
-        drop (which takes every watch with it) since a rebalance last read its owned nodes again."""
-        return self.client.connected and not self.frozen and self.watching_since == self.client.suspensions
+    def hears_of_owner_nodes(self, path: str | None = None) -> bool:
+        """Whether a change to an owner node it holds (`path`, or every one it owns) reaches it:
+        connected, not frozen, no link drop (which takes every watch with it) since a rebalance last
+        read its owned nodes again, and a data watch armed on the node now (a successful rebalance
+        that never read them, or a watch that fired and was not re-armed yet, hears nothing)."""
+        if not (self.client.connected and not self.frozen and self.watching_since == self.client.suspensions):
+            return False
+        paths = [path] if path is not None else [znodes.owner_path(self.group_id, *k) for k in self.assignment.owned()]
+        return all(self.client._data_w.get(p) for p in paths)
 
     def consume(self, budget: int) -> None:
         self.streams.gate.enforce_lease()  # what the LeaseGuard thread does in a real member

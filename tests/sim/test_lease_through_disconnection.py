@@ -16,7 +16,7 @@ from harness.sim_schedule import TOPIC, Schedule
 from harness.simulation import SimMember
 from zkconsumer.coordinator.membership import State
 
-T_MS = 4000  # session timeout; the lease is 0.8 of it
+T_MS = 4000  # session timeout; the lease is 0.9 of it, from the renewal before the last
 PARTITIONS = 4
 
 

@@ -38,6 +38,6 @@ def test_the_checker_catches_a_member_that_delivers_without_owning(monkeypatch: 
     from zkconsumer.coordinator.membership import Membership
 
     monkeypatch.setattr(DeliveryGate, "close", lambda self: None)
-    monkeypatch.setattr(Membership, "_extend_lease", lambda self, _at: self.gate.renew(float("inf")))
+    monkeypatch.setattr(Membership, "_extend_lease", lambda self, _at, heard=False: self.gate.renew(float("inf")))
     _, failures = run_many(0, 100)
     assert failures and any("without owning it" in v for f in failures for v in f.violations)

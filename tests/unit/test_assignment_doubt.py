@@ -51,3 +51,13 @@ def test_a_stale_doubt_is_forgotten_before_the_next_claim_and_a_lost_session_cle
     fresh = make_info(3)
     a.install([fresh])
     assert fresh.active
+
+
+def test_a_doubted_partition_is_not_committable_until_the_doubt_is_resolved() -> None:
+    a = Assignment()
+    zero, one = make_info(0), make_info(1)
+    a.install([zero, one])
+    a.doubt([("t", 0)])
+    assert a.committable() == [one]  # its owner node may be another member's: our position would rewind it
+    a.begin_release([("t", 0)])  # resolved: still ours, released
+    assert {i.key for i in a.committable()} == {("t", 0), ("t", 1)}

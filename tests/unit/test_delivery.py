@@ -137,7 +137,7 @@ def test_a_lapsed_lease_stops_a_chunk_already_being_delivered() -> None:
         assert more == list(range(len(got), len(got) + 5))  # nothing skipped, nothing repeated
     finally:
         gate.end()
-        guard.stop()
+        guard.stop(timeout=5.0)
 
 
 def test_next_batch_takes_over_the_rest_of_a_live_chunk() -> None:
@@ -367,3 +367,16 @@ def test_a_slice_whose_gate_is_closed_ends_the_chunk_one_pull_past_the_last_mess
     assert info.consumed_offset == SLICE
     gate.reopen()
     assert next(it).offset() == SLICE
+
+
+def test_ending_the_gate_lets_iterators_through_but_vouches_for_no_lease() -> None:
+    now = [100.0]
+    gate = DeliveryGate(clock=lambda: now[0])
+    gate.renew(105.0)
+    gate.end()
+    assert gate.usable() and gate.lease_holds()
+    now[0] = 106.0
+    assert gate.usable()  # iterators run to their end
+    assert not gate.lease_holds()  # a final commit after a failure must not take the end for a lease
+    gate.renew(200.0)
+    assert not gate.lease_holds()  # ended: frozen

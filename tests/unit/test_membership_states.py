@@ -427,8 +427,8 @@ def test_a_lost_landing_just_before_registered_is_not_overridden(monkeypatch: py
     lost: list[threading.Thread] = []
     real = Membership._extend_lease
 
-    def lease_then_lost(self: Membership, confirmed_at: float) -> None:
-        real(self, confirmed_at)
+    def lease_then_lost(self: Membership, confirmed_at: float, *, heard: bool = False) -> None:
+        real(self, confirmed_at, heard=heard)
         if not lost:
             thread = threading.Thread(target=member.on_connection_state, args=(KazooState.LOST,))
             lost.append(thread)
@@ -485,3 +485,23 @@ def test_an_unknown_way_of_renewing_the_lease_is_refused() -> None:
             trigger=lambda _reason: None,
             renewal="exists",
         )
+
+
+def test_the_lease_counts_from_the_renewal_before_the_last_confirmed_one() -> None:
+    """Behind a follower the leader hears of a renewal's touch only in the follower's next ping
+    answer: the lease counts from a touch it certainly heard of (docs/design.md)."""
+    member, group, _assignment, _infos, gate, _triggers, _clock = make_member(State.CONNECTED)
+    group.client.handler.handshake_started_at = 990.0  # the session's handshake: the leader's own word
+    member._extend_lease(1000.0)  # the registration
+    assert gate.lease_until == pytest.approx(990.0 + LEASE_FRACTION * 6.0)
+    member._extend_lease(1001.5)  # a renewal
+    assert gate.lease_until == pytest.approx(1000.0 + LEASE_FRACTION * 6.0)
+    member._extend_lease(1005.0)  # a late renewal shortens the lease: counted from the one before
+    assert gate.lease_until == pytest.approx(1001.5 + LEASE_FRACTION * 6.0)
+    group.client.handler.handshake_started_at = 1006.0  # a reconnect the leader revalidated
+    member._extend_lease(1006.0, heard=True)
+    assert gate.lease_until == pytest.approx(1006.0 + LEASE_FRACTION * 6.0)
+    group.session = 0x12  # a new session: its handshake is the first touch heard of
+    group.client.handler.handshake_started_at = 1010.0
+    member._extend_lease(1011.0)
+    assert gate.lease_until == pytest.approx(1010.0 + LEASE_FRACTION * 6.0)

@@ -16,6 +16,7 @@ from zkconsumer.offsets import store as store_module
 from zkconsumer.offsets.dual_commit import BrokerGroupView, BrokerMember
 from zkconsumer.offsets.store import KafkaSideFailed, OffsetStore
 from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.signals import OwnershipSignals
 
 
 class RecordingGroup:
@@ -30,6 +31,11 @@ class RecordingGroup:
         self.during_write = during_write
         self.fenced = set(fenced)
         self.epochs = epochs or {}
+        self.owner_nodes = self  # OwnerNodes.stats_if_ours: a Kafka-only commit's fresh read
+        self.signals = OwnershipSignals()
+
+    def stats_if_ours(self, owners):  # type: ignore[no-untyped-def]
+        return {k: None if k in self.fenced else object() for k in owners}
 
     def topic_epochs(self, topics):  # type: ignore[no-untyped-def]
         return {t: self.epochs.get(t) for t in topics}
@@ -315,3 +321,18 @@ def test_kafka_as_the_only_store_still_raises_and_keeps_the_checkpoint() -> None
     assert group.writes == [] and a.committed_offset == 5 and offsets.failures == 1
     assert offsets.commit([a]) == 1
     assert kafka.commits == [{("t", 0): 10}] and a.committed_offset == 10
+
+
+def test_kafka_as_the_only_store_writes_only_what_a_fresh_read_says_is_ours() -> None:
+    """No owner node fences a Kafka-only write: the commit reads the owner nodes first, leaves out
+    what is not ours (another member may have committed past us) and reports it as doubted."""
+    events: list[str] = []
+    group, kafka = RecordingGroup(fenced=[("t", 0)], events=events), FakeKafka(events)
+    doubted: list[list[tuple[str, int]]] = []
+    group.signals.subscribe(doubt=lambda keys, _why: doubted.append(keys))
+    a, b = info(0, 5), info(1, 7)
+    a.consumed_offset, b.consumed_offset = 9, 8
+    assert DualStore(group, kafka, dual_commit=False).commit([a, b]) == 1
+    assert kafka.commits == [{("t", 1): 8}]
+    assert (a.committed_offset, b.committed_offset) == (5, 8)
+    assert doubted == [[("t", 0)]]

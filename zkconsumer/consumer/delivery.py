@@ -70,7 +70,12 @@ class DeliveryGate:
             self._iterators.append(iterator)
 
     def usable(self) -> bool:
-        return self.open and self.lease_until >= self.clock()
+        """Delivery may go on: open and within the lease, or ended (iterators run to their end)."""
+        return self.ended or (self.open and self.lease_until >= self.clock())
+
+    def lease_holds(self) -> bool:
+        """The lease alone, ended or not: a final commit after a failure ended the gate still asks it."""
+        return self.lease_until >= self.clock()
 
     def close(self) -> None:
         with self._cond:
@@ -101,11 +106,11 @@ class DeliveryGate:
 
     def end(self) -> None:
         """Shutdown or failure: let every waiting iterator through to the end of its stream (every
-        partition was made inactive first, so nothing more is handed out)."""
+        partition was made inactive first, so nothing more is handed out). The lease keeps its
+        value (frozen): ending delivery vouches for no ownership."""
         with self._cond:
             self.ended = True
             self.open = True
-            self.lease_until = math.inf
             self._cond.notify_all()
 
     def wait(self, timeout: float | None) -> bool:
@@ -154,7 +159,8 @@ class LeaseGuard:
             if gate.wait_for_lapse(self._poll_s):
                 gate.enforce_lease()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float) -> None:
+        """Stop the thread; wait for it at most `timeout` (it wakes at once: the renew below notifies)."""
         self._stopped = True
         self._gate.renew(self._gate.lease_until)  # wake it
         self._thread.join(timeout)

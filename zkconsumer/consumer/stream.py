@@ -107,19 +107,21 @@ class StreamSet:
         for stream in self.all():
             stream.queue.clear()
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> None:
+        """End every stream; waits at most `timeout` for the lease guard's thread (a shutdown passes
+        what is left of its time)."""
         for stream in self.all():
             stream.queue.close()
         self.gate.end()  # iterators waiting on a paused gate or a lapsed lease must see the end
         if self._guard is not None:
-            self._guard.stop()
+            self._guard.stop(timeout)
 
-    def fail(self, error: BaseException) -> None:
+    def fail(self, error: BaseException, timeout: float = 5.0) -> None:
         for stream in self.all():
             stream.queue.fail(error)
         self.gate.end()
         if self._guard is not None:
-            self._guard.stop()
+            self._guard.stop(timeout)
 
     def mark_consumed(self) -> None:
         """commit_offsets(): the message each stream handed out last counts as finished."""

@@ -84,9 +84,10 @@ class Assignment:
 
     def committable(self) -> list[PartitionTopicInfo]:
         """Installed and releasing partitions: their owner nodes are still ours, so commits may go on
-        (a listener's commit_offsets() in before_releasing_partitions reaches the moving ones)."""
+        (a listener's commit_offsets() in before_releasing_partitions reaches the moving ones). Not
+        those in doubt: their owner node may be another member's now, whose offsets ours would rewind."""
         with self._lock:
-            return [*self._owned.values(), *self._releasing.values()]
+            return [*(i for k, i in self._owned.items() if k not in self._doubted), *self._releasing.values()]
 
     def __len__(self) -> int:
         with self._lock:

@@ -58,9 +58,12 @@ class Commits:
         self.wait_s = config.zookeeper_session_timeout_ms / 1000.0
 
     def commit(self, *, retries: int = 0) -> int:
-        """Write the consumed offsets of every owned (or releasing) partition that changed."""
-        with self._step():
-            return self._write(self.assignment.committable(), attempts=1 + retries)
+        """Write the consumed offsets of every owned (or releasing) partition that changed. Each try
+        takes the rebalance lock; the back-offs between tries run without it (a refused try often
+        waits for a rebalance: the re-fencing, the resolution of a doubt)."""
+        return self.offsets.commit(
+            self.assignment.committable, attempts=1 + retries, vouch=self.ownership_unconfirmed, hold=self._step
+        )
 
     def commit_positions(
         self, positions: Mapping[TopicPartition, int], epochs: Mapping[str, int | None] | None = None
@@ -107,7 +110,7 @@ class Commits:
         registered, live = self.group.session, self.group.live_session
         if registered is None or (live is not None and live != registered):
             return "the ZooKeeper session is not the one the member registered in"
-        if not self.streams.gate.usable():
+        if not (self.streams.gate.open and self.streams.gate.lease_holds()):
             return "the session lease ran out: ZooKeeper has not confirmed the session recently enough"
         return None
 

@@ -44,8 +44,11 @@ from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
 
-# The server counts the session timeout from a little before our request was answered.
-LEASE_FRACTION = 0.8
+# The lease runs LEASE_FRACTION x the session timeout from a touch of the session the ensemble's
+# leader has certainly heard of (`Membership._extend_lease`; docs/design.md, "which clock and which
+# server"): the leader expires the session a session timeout (rounded up to its tick) after it last
+# heard of it, never sooner; the rest is margin for clock rates and for stopping delivery.
+LEASE_FRACTION = 0.9
 
 # How a lease renewal is confirmed. "sync": a sync, then the read, pipelined (the server answers
 # the read only once it caught up with the leader; a follower that lost its leader cannot answer
@@ -154,6 +157,12 @@ class Membership:
         self.waiting_for_brokers = False
         self._marker = marker
         self._marked_session: int | None = None
+        # Per session (reset when it changes): the start of a round trip the leader certainly heard
+        # of, and the start of the last confirmed round trip (heard of once the next one confirms).
+        self._touches_lock = threading.Lock()
+        self._touches_of: int | None = None
+        self._heard_at: float | None = None
+        self._confirmed_at: float | None = None
 
     # ---- session ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -236,8 +245,11 @@ class Membership:
             fence = self.group.require_fence()
             txn = self.group.client.transaction()
             fence.guard(txn)
-            if not fence.refused(self.group.io.commit(txn, "check the session's fence node (lease)")):
+            results = self.group.io.commit(txn, "check the session's fence node (lease)")
+            if not fence.refused(results):
                 self._extend_lease(sent)
+            else:  # like any refused fenced write: the rebalance it triggers fences again
+                self.group.signals.refused(str(fence.lost("the lease renewal's check", results)))
             return
         io, path = self.group.io, self.group.member_path
         stat = io.exists_after_sync(path) if self._renewal == "sync" else io.exists(path)
@@ -268,10 +280,30 @@ class Membership:
         the lease."""
         started = handshake_started_at(self.group.client)
         if started is not None:
-            self._extend_lease(started)
+            self._extend_lease(started, heard=True)
 
-    def _extend_lease(self, confirmed_at: float) -> None:
-        self.gate.renew(confirmed_at + LEASE_FRACTION * self.session_timeout_s())
+    def _extend_lease(self, confirmed_at: float, *, heard: bool = False) -> None:
+        """A round trip started at `confirmed_at` was confirmed. The leader hears of a session only
+        through its own handshake (a session's creation, a reconnect's revalidation: `heard`) or,
+        behind a follower, through the follower's answer to its next ping (every tickTime/2), which
+        carries the sessions the follower's clients touched; a request the follower forwards (our
+        sync, our check) touches nothing at the leader. So a renewal's touch is certainly heard of
+        only once a later renewal got through the same link: the lease counts from the renewal
+        before the last confirmed one (renewals are session_timeout/4 >= tickTime/2 apart, since
+        ZooKeeper grants no session timeout under 2 x tickTime), or from the session's handshake.
+        A renewal that comes late thereby shortens the lease instead of stretching it."""
+        timeout_s = self.session_timeout_s()
+        with self._touches_lock:  # the lease task's renewals and the state listener's handshakes
+            session = self.group.session
+            if session != self._touches_of:  # a new session: its handshake is the leader's first word of it
+                self._touches_of, self._confirmed_at = session, None
+                self._heard_at = handshake_started_at(self.group.client)
+            heard_now = confirmed_at if heard else self._confirmed_at
+            if heard_now is None and self._heard_at is None:  # no handshake stamp (not made by `connect`)
+                heard_now = confirmed_at - timeout_s / 4  # one renewal interval back
+            self._heard_at = max(t for t in (self._heard_at, heard_now) if t is not None)
+            self._confirmed_at = confirmed_at if self._confirmed_at is None else max(self._confirmed_at, confirmed_at)
+            self.gate.renew(self._heard_at + LEASE_FRACTION * timeout_s)
 
     # ---- kazoo's state listener (kazoo's thread: no blocking, no ZooKeeper calls) ------------------
     def on_connection_state(self, state: str) -> None:

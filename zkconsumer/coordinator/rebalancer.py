@@ -124,6 +124,7 @@ class Rebalancer:
             sessions_lost = self.assignment.sessions_lost  # a LOST from here on voids this attempt's claim
             decision = self.decider.decide()
             if decision is None:
+                self._reconcile()  # a link drop took our owner-node watches: re-arm them with no brokers too
                 return Outcome(done=True, waiting_for_brokers=True)
             self._reconcile()
             incremental = self.config.rebalance_incremental
@@ -275,17 +276,19 @@ class Rebalancer:
             ]
             self.listener.before_starting_fetchers(self.consumer_id, self.decider.last_assignment)
             assert self.fetcher is not None
-            if self.config.rebalance_incremental:
-                if infos:
-                    self.fetcher.add(infos)
-            else:
-                self.fetcher.assign(infos)
+            # Installed before the fetcher sees them: a doubt heard since the claim stops them first.
             if not self.assignment.install(infos, sessions_lost):
                 raise SessionLost(
                     "the ZooKeeper session ended while these partitions were being claimed; "
                     "claiming again in the new session"
                 )
+            if self.config.rebalance_incremental:
+                if infos:
+                    self.fetcher.add(infos)
+            else:
+                self.fetcher.assign(infos)
         except BaseException:
+            self.assignment.drop([i.key for i in infos if self.assignment.get(i.key) is i])
             for info in infos:
                 info.active = False
             self.assignment.adopt_orphans(claim)
@@ -348,7 +351,7 @@ class Rebalancer:
                 self.assignment.begin_release(list(self.assignment.owned()))
                 if self.config.auto_commit_enable:
                     unwritten = self.commits.final(infos)  # before the gate ends: the lease still counts
-                self.streams.close()
+                self.streams.close(timeout=deadline.remaining(timeout_s))
                 if infos:
                     linger_s = self.linger.leaving(self.decider.last_group(), deadline.remaining(timeout_s) / 2)
             finally:
@@ -356,7 +359,7 @@ class Rebalancer:
         else:
             infos = self.assignment.committable()
             self.assignment.begin_release(list(self.assignment.owned()))
-            self.streams.close()
+            self.streams.close(timeout=deadline.remaining(timeout_s))
             unwritten = uncommitted(infos) if self.config.auto_commit_enable else {}
             log.error(
                 "%s: a rebalance step held the rebalance lock past half the shutdown's time; leaving "

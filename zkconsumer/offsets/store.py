@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -15,7 +16,7 @@ from zkconsumer.errors import BrokersUnavailable, CommitFailed, SessionLost, ZkC
 from zkconsumer.offsets import dual_commit
 from zkconsumer.offsets.broker_group import admin_config, describe_broker_group
 from zkconsumer.offsets.dual_commit import BrokerGroupView, KafkaCommitEpisodes, KafkaFailure
-from zkconsumer.partitions import TopicPartition
+from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
@@ -83,10 +84,11 @@ class OffsetStore:
 
     def commit(
         self,
-        infos: Iterable[PartitionTopicInfo],
+        infos: Iterable[PartitionTopicInfo] | Callable[[], Iterable[PartitionTopicInfo]],
         *,
         attempts: int = 1,
         vouch: Callable[[], str | None] = lambda: None,
+        hold: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> int:
         """Write changed offsets of the given partitions; returns how many partitions were written.
 
@@ -94,11 +96,16 @@ class OffsetStore:
         we no longer own is skipped, not retried. Kafka-only writes have no fence: before each
         try `vouch()` says why our ownership cannot be vouched for now (None: it can), and a reason
         refuses the try with SessionLost. Failures are retried `attempts - 1` times with
-        offsets.channel.backoff.ms between, then raised.
+        offsets.channel.backoff.ms between, then raised. Each try runs inside `hold()` (the caller's
+        lock), the back-offs outside it; `infos` given as a callable is asked again in each try.
         """
-        infos = list(infos)
         if attempts < 1:
             return 0
+        given = infos if callable(infos) else list(infos)
+
+        def once() -> int:
+            with hold():
+                return self._commit_once(list(given() if callable(given) else given), vouch)
 
         def out_of_tries(state: tenacity.RetryCallState) -> bool:  # a shutdown's deadline allows no retry past it
             return state.attempt_number >= attempts or self.group.io.deadline.expired()
@@ -117,7 +124,7 @@ class OffsetStore:
             reraise=True,  # the last attempt's own exception, not tenacity's RetryError
         )
         try:
-            return retrying(self._commit_once, infos, vouch)
+            return retrying(once)
         except Exception as exc:
             self.failures += 1
             if not isinstance(exc, KafkaSideFailed):  # that one says itself what was written
@@ -139,6 +146,9 @@ class OffsetStore:
             refused = vouch() if full else None
             if refused is not None:  # a successor may own these now: our old positions would rewind it
                 raise SessionLost(f"not committing offsets to Kafka: {refused}")
+            full = self._still_ours(full)
+            kept = {id(i) for i, _ in full}
+            todo = [(i, o) for i, o in todo if id(i) in kept]
             self._write_kafka(full)
             self.kafka_writes += len(full)
             self._checkpoint(todo, {i.key: True for i, _ in todo})
@@ -154,6 +164,21 @@ class OffsetStore:
             # A partition ZooKeeper just fenced off is another member's now: its Kafka offset is too.
             self._write_kafka_beside_zookeeper([(i, o) for i, o in snapshot if o >= 0 and written.get(i.key, True)])
         return sum(written.values())
+
+    def _still_ours(self, pairs: list[tuple[PartitionTopicInfo, int]]) -> list[tuple[PartitionTopicInfo, int]]:
+        """Kafka-only commits: no owner node fences the write, so read ours afresh (one pipelined
+        round, as a ZooKeeper commit does) and leave out, and report as doubted, what is not ours:
+        another member may own it and have committed past our position."""
+        if not pairs:
+            return pairs
+        stats = self.group.owner_nodes.stats_if_ours({i.key: i.thread_id for i, _ in pairs})
+        foreign = sorted(k for k, stat in stats.items() if stat is None)
+        if foreign:
+            log.warning("not committing %s to Kafka: their owner nodes are no longer ours", partitions_text(foreign))
+            self.group.signals.doubt(
+                foreign, "a commit found the owner nodes of " + partitions_text(foreign) + " not ours"
+            )
+        return [(i, o) for i, o in pairs if stats[i.key] is not None]
 
     @staticmethod
     def _checkpoint(todo: list[tuple[PartitionTopicInfo, int]], written: dict[TopicPartition, bool]) -> None:
