@@ -26,7 +26,6 @@ from zkconsumer.coordinator.subscription import (
 )
 from zkconsumer.errors import (
     ConsumerError,
-    ConsumerRebalanceFailed,
     ZkConsumerError,
     ZooKeeperAccessDenied,
     is_retriable,
@@ -228,7 +227,7 @@ class ConsumerConnector:
             self._member = member
         try:
             member.start()
-        except ConsumerRebalanceFailed:  # the first rebalance failed: leave before saying so
+        except BaseException:  # the first rebalance, or what comes before it, failed: leave before saying so
             self.shutdown()
             raise
 

@@ -16,7 +16,8 @@ from confluent_kafka import TopicPartition as KafkaTP
 from harness.sim_follower import LostFollower
 from harness.sim_schedule import GROUP, ROUND_MS, TOPIC, Options, Schedule
 from harness.simulation import SimMember
-from zkconsumer.connector_wiring import ConnectorWiring
+from zkconsumer.connector import ConsumerConnector
+from zkconsumer.group_member import GroupMember
 from zkconsumer.zookeeper import znodes
 
 KEY = (TOPIC, 0)
@@ -52,7 +53,7 @@ def _settle(s: Schedule, members: list[SimMember], rounds: int = 8) -> None:
 
 def _kafka_only(m: SimMember, kafka: KafkaOffsets) -> None:
     m.offsets.use_zookeeper, m.offsets.use_kafka = False, True  # offsets.storage=kafka, dual.commit off
-    m.offsets._kafka_consumer = lambda: kafka
+    m.fetcher.consumer = kafka  # type: ignore[assignment]  # the Consumer Kafka-side commits go through
 
 
 def test_a_kafka_only_commit_of_a_partition_in_doubt_leaves_its_successor_alone() -> None:
@@ -92,8 +93,30 @@ def test_a_kafka_only_commit_of_a_partition_in_doubt_leaves_its_successor_alone(
     )
 
 
+class _NoThread:
+    def stop(self, timeout: float) -> None:
+        pass
+
+
+class _SimMemberParts:
+    """What GroupMember.stop uses of a GroupMember, over a simulated member's parts (no threads)."""
+
+    def __init__(self, m: SimMember) -> None:
+        self._lock = threading.Lock()
+        self._stopped = False
+        self.rebalancer = m.rebalancer
+        self.tasks: list[Any] = []
+        self.watchdog = None
+        self.worker = _NoThread()
+        self.membership = m.membership
+        self.streams = m.streams
+
+    def stop(self, deadline: Any, timeout: float) -> dict[tuple[str, int], int]:
+        return GroupMember.stop(self, deadline, timeout)  # type: ignore[arg-type]
+
+
 class _DyingConnector:
-    """What ConnectorWiring._die and _leave use of a ConsumerConnector, over a simulated member's parts:
+    """What ConsumerConnector._die and _leave use of a connector, over a simulated member's parts:
     the production code of a background failure (leave the group, final commit) runs unchanged."""
 
     def __init__(self, m: SimMember) -> None:
@@ -101,20 +124,15 @@ class _DyingConnector:
         self._closed = False
         self.consumer_id = m.consumer_id
         self.assignment = m.assignment
-        self._streams = m.streams
         self.group = m.group
-        self._rebalancer = m.rebalancer
-        self._tasks: list[Any] = []
-        self._watchdog = None
-        self._worker = None
-        self._membership = m.membership
+        self._member = _SimMemberParts(m)
         self._zk = m.client
         self.left = threading.Event()
 
     def shutdown(self, timeout: float = 1.0) -> dict[tuple[str, int], int]:
         self._closed = True
         try:
-            return ConnectorWiring._leave(self, timeout)  # type: ignore[arg-type]
+            return ConsumerConnector._leave(self, timeout)  # type: ignore[arg-type]
         finally:
             self.left.set()
 
@@ -124,7 +142,7 @@ def test_a_member_that_dies_after_its_lease_ran_out_does_not_commit_old_position
     its leader: it still answers reads (for syncLimit x tickTime), but no renewal (a sync) gets
     through, so the lease runs out and `ownership_unconfirmed` refuses commits, as it should: the
     leader expires the session and a successor owns and commits t-0. Then a background thread fails
-    (`ConnectorWiring._die`): it calls `streams.fail`, whose `gate.end()` makes the gate usable for
+    (`ConsumerConnector._die`): it calls `streams.fail`, whose `gate.end()` makes the gate usable for
     good (lease = inf), before the leave's final commit asks that same gate whether the lease still
     holds (`Commits.ownership_unconfirmed`); the commit's only ZooKeeper request, the topic's
     incarnation, is a read the follower answers: our old positions go to Kafka."""
@@ -153,7 +171,7 @@ def test_a_member_that_dies_after_its_lease_ran_out_does_not_commit_old_position
     before = len(kafka.commits)
 
     dying = _DyingConnector(m1)
-    ConnectorWiring._die(dying, RuntimeError("a bug in a background thread"))  # type: ignore[arg-type]
+    ConsumerConnector._die(dying, RuntimeError("a bug in a background thread"))  # type: ignore[arg-type]
     assert dying.left.wait(10.0)
     assert kafka.commits[before:] == [], (
         f"the leave's final commit wrote {kafka.commits[before:]} to Kafka after the lease had run out "
