@@ -31,7 +31,8 @@ def test_the_linger_covers_the_largest_shares_read_to_claim_gap_unless_capped(
     got = linger_seconds(shares, round_trip_s, floor_s=floor_s, max_s=max_s)
     if shares and floor_s > 0:
         gap = ROUND_TRIPS_PER_PARTITION * max(shares) * round_trip_s  # its reads, then its creates
-        assert got >= min(gap * MARGIN, max(floor_s, max_s))
+        # The same product in another order may round one ulp lower (found at 1e-128 s).
+        assert got >= min(gap * MARGIN, max(floor_s, max_s)) * (1 - 1e-12)
         assert got >= min(gap, max(floor_s, max_s))
 
 
