@@ -11,7 +11,8 @@ from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.spark.offsets import EARLIEST, decode_offsets
+from zkconsumer.spark.offsets import EARLIEST, Key, parse_key
+from zkconsumer.spark.spark_names import refusals
 
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
 SOURCE_OPTIONS = frozenset(
@@ -33,6 +34,8 @@ SOURCE_OPTIONS = frozenset(
         "partitions",
         "checkpointlocation",
         "rowspertask",
+        "includeheaders",
+        "maxrecordsperpartition",
     }
 )
 MAX_BATCH_SIZE = 1_000_000  # Consumer.consume() refuses more messages per call
@@ -85,20 +88,47 @@ def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int
     return value
 
 
+def explicit_offsets(doc: object) -> dict[Key, int] | None:
+    """Offsets JSON in either shape, ours {"topic/0": 42} or Spark's {"topic": {"0": 42}} (both may be
+    mixed in one object) -> {(topic, partition): offset}; None if it is neither. A partition given
+    twice (once in each shape) must have one offset."""
+    if not isinstance(doc, dict):
+        return None
+    out: dict[Key, int] = {}
+    try:
+        for name, value in doc.items():
+            if isinstance(value, dict):  # Spark's shape: topic -> {"partition": offset}
+                entries = [((str(name), _partition(p)), v) for p, v in value.items()]
+            else:
+                entries = [(parse_key(str(name)), value)]
+            for k, v in entries:
+                if isinstance(v, bool) or not isinstance(v, int) or out.setdefault(k, v) != v:
+                    return None
+    except ValueError:
+        return None
+    return out
+
+
+def _partition(text: object) -> int:
+    if not isinstance(text, str) or not text.isdigit():
+        raise ValueError(f"bad partition {text!r}")
+    return int(text)
+
+
 def _position_spec(raw: str | None, key: str, default: str) -> tuple[str, dict[tuple[str, int], int]]:
-    """earliest | latest | JSON {"topic/partition": offset} -> (fallback, explicit offsets)."""
+    """earliest | latest | JSON {"topic/partition": offset} or {"topic": {"partition": offset}}
+    -> (fallback, explicit offsets)."""
     text = (raw if raw is not None else default).strip()
     if text.lower() in ("earliest", "latest"):
         return text.lower(), {}
     try:
-        doc = json.loads(text)
-        explicit = decode_offsets(doc) if isinstance(doc, dict) else None
-    except (ValueError, TypeError):
+        explicit = explicit_offsets(json.loads(text))
+    except ValueError:
         explicit = None
     if explicit is None or any(v < EARLIEST for v in explicit.values()):
         raise OptionError(
-            f"option {key!r} must be earliest, latest or a JSON object like "
-            f'{{"topic/0": 42}} (-2 earliest, -1 latest), not {text!r}'
+            f'option {key!r} must be earliest, latest or a JSON object like {{"topic/0": 42}} or '
+            f'{{"topic": {{"0": 42}}}} (-2 earliest, -1 latest), not {text!r}'
         )
     return default, explicit
 
@@ -125,6 +155,8 @@ class SourceOptions:
     partitions: frozenset[tuple[str, int]] | None = None  # batch: read exactly these, no others
     checkpoint_location: str | None = None  # stream: the query's checkpoint, read for the last completed batch
     rows_per_task: int = 20000  # ranges packed into tasks of about this many rows; 0: a task per range
+    include_headers: bool = False  # the headers column (Spark's includeHeaders)
+    max_records_per_partition: int | None = None  # ranges split into tasks of at most this many offsets
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -165,9 +197,17 @@ class SourceOptions:
         return self.config.librdkafka_overrides.get("isolation.level", "read_committed") != "read_uncommitted"
 
 
+def wants_headers(options: Mapping[str, str]) -> bool:
+    """The includeHeaders option alone: Spark asks for the schema before the reader exists."""
+    return _bool({str(k).lower(): str(v) for k, v in options.items() if v is not None}, "includeheaders", False)
+
+
 def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Validate the options of one DataFrame; raises OptionError/ConfigError with the culprit named."""
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    refused = refusals(opts)
+    if refused:
+        raise OptionError("; ".join(refused))
     if "reuseconsumers" in opts:
         raise OptionError(
             "option 'reuseConsumers' is gone: pooled consumers measured slower than new ones; a task now "
@@ -239,6 +279,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         partitions=partitions,
         checkpoint_location=checkpoint,
         rows_per_task=_int(opts, "rowspertask", 20000, 0) or 0,
+        include_headers=_bool(opts, "includeheaders", False),
+        max_records_per_partition=_int(opts, "maxrecordsperpartition", None, 1),
     )
 
 

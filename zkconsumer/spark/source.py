@@ -11,9 +11,10 @@ from pyspark.sql.types import StructType
 
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
-from zkconsumer.spark.kafka_read import SCHEMA, read_task
+from zkconsumer.spark.kafka_read import SCHEMA, SCHEMA_WITH_HEADERS, read_task
 from zkconsumer.spark.offsets import (
     EARLIEST,
+    DataLossError,
     Key,
     ReadTask,
     batch_ranges,
@@ -27,9 +28,10 @@ from zkconsumer.spark.offsets import (
     settle,
     split,
 )
-from zkconsumer.spark.options import SourceOptions, parse_options
+from zkconsumer.spark.options import SourceOptions, parse_options, wants_headers
 from zkconsumer.spark.planning import plan_batch
 from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
+from zkconsumer.spark.replay import split_stale
 from zkconsumer.spark.stream_member import StreamMember
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
@@ -61,7 +63,7 @@ class ZkConsumerDataSource(DataSource):
         return "zkconsumer"
 
     def schema(self) -> StructType:
-        return SCHEMA
+        return SCHEMA_WITH_HEADERS if wants_headers(self.options) else SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ZkBatchReader(parse_options(self.options, streaming=False))
@@ -85,13 +87,16 @@ class _RangeReading:
             batch_size=self.opts.batch_size,
             fail_on_data_loss=self.opts.fail_on_data_loss,
             poll_timeout_s=self.opts.poll_timeout_ms / 1000.0,
+            include_headers=self.opts.include_headers,
         )
 
     def _tasks(
         self, ranges: list[tuple[Key, int, int]], bootstrap: str, epochs: dict[str, int | None]
     ) -> list[ReadTask]:
-        parts = split(ranges, bootstrap, self.opts.min_partitions, epochs)
-        return pack(parts, self.opts.rows_per_task, self.opts.min_partitions)
+        cap = self.opts.max_records_per_partition
+        parts = split(ranges, bootstrap, self.opts.min_partitions, epochs, cap)
+        # maxRecordsPerPartition caps a task's rows, as in Spark's source: no packing of ranges then
+        return pack(parts, 0 if cap else self.opts.rows_per_task, self.opts.min_partitions)
 
 
 class ZkBatchReader(_RangeReading, DataSourceReader):
@@ -321,7 +326,31 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
             self._checkpoint_checked = True  # Spark wrote this batch's offsets/<id> before planning its tasks
             self.member.check_checkpoint(self.opts.checkpoint_location)
         ranges = batch_ranges(start, end)
+        if ranges and (self._last_end is None or canonical(end) != canonical(self._last_end)):
+            ranges = self._current_incarnation(ranges, decode_epochs(end))
         return self._tasks(ranges, self.member.bootstrap(), dict(decode_epochs(end))) if ranges else []
+
+    def _current_incarnation(self, ranges: list[tuple[Key, int, int]], recorded: dict[str, int]) -> list[Any]:
+        """A batch this process did not plan (Spark replaying its checkpoint after a restart): its
+        offsets count in the topic incarnations recorded with it. A topic deleted or created again
+        since is not read at those offsets (they would name other messages of the new log): the
+        query fails (failOnDataLoss) or skips them, as Spark's source does with a deleted topic.
+        Only here: the look-up is a ZooKeeper round trip, and batches planned by this process
+        were planned against the incarnation its member holds."""
+        topics = sorted({k[0] for k, _, _ in ranges if k[0] in recorded})
+        if not topics:
+            return ranges
+        kept, stale = split_stale(ranges, recorded, self.member.topic_epochs(topics))
+        if stale:
+            what = "; ".join(s.describe() for s in stale)
+            if self.opts.fail_on_data_loss:
+                raise DataLossError(
+                    f"replaying a batch from the checkpoint: {what}. Its offsets belong to the old topic and "
+                    "are gone. Set failOnDataLoss=false to skip them (the topic is then read from its new "
+                    "start), or start the query with a new checkpoint location"
+                )
+            log.warning("replaying a batch from the checkpoint: %s; skipping its ranges (failOnDataLoss=false)", what)
+        return kept
 
     @phase_timings.timed("planner.commit")
     def commit(self, end: dict[str, Any]) -> None:
