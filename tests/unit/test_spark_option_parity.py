@@ -165,3 +165,32 @@ def test_max_records_per_partition_keeps_a_task_per_piece() -> None:
 def test_an_offset_range_pieces_keep_their_epoch() -> None:
     parts = split([(("t", 0), 0, 10)], "b", None, {"t": 7}, 3)
     assert {r.epoch for r in parts} == {7} and all(isinstance(r, OffsetRange) for r in parts)
+
+
+def test_a_stream_on_pyspark_without_read_limits_is_refused_not_run_without_max_offsets_per_trigger(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pyspark 4.0/4.1 (which setup.cfg allowed) called latestOffset() without a limit, so
+    maxOffsetsPerTrigger was silently ignored there."""
+    from zkconsumer.spark import source
+
+    monkeypatch.setattr(source, "STREAM_API", False)
+    with pytest.raises(OptionError, match=r"need pyspark >= 4\.2 .*maxOffsetsPerTrigger would be ignored"):
+        ZkConsumerDataSource({**BASE, "maxOffsetsPerTrigger": "10"}).streamReader(SCHEMA)
+
+
+def test_setup_cfg_requires_the_pyspark_that_gives_python_sources_a_read_limit() -> None:
+    import configparser
+    from pathlib import Path
+
+    import pyspark
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).resolve().parents[2] / "setup.cfg")
+    extras = cfg["options.extras_require"]
+    for extra in ("spark", "spark-connect"):
+        (pin,) = [Requirement(r) for r in extras[extra].split("\n") if r.strip().startswith("pyspark")]
+        assert not pin.specifier.contains("4.1.1") and pin.specifier.contains("4.2.0")
+    assert Version(pyspark.__version__) >= Version("4.2")

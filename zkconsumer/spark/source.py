@@ -28,7 +28,7 @@ from zkconsumer.spark.offsets import (
     settle,
     split,
 )
-from zkconsumer.spark.options import SourceOptions, parse_options, wants_headers
+from zkconsumer.spark.options import OptionError, SourceOptions, parse_options, wants_headers
 from zkconsumer.spark.planning import plan_batch
 from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
 from zkconsumer.spark.replay import split_stale
@@ -36,7 +36,10 @@ from zkconsumer.spark.stream_member import StreamMember
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
-except ImportError:  # 4.0/4.1 call latestOffset() without arguments; the stand-ins are never used by Spark
+
+    STREAM_API = True
+except ImportError:  # 4.0/4.1: the stand-ins let batch reads import; streamReader() refuses
+    STREAM_API = False
 
     class ReadLimit:  # type: ignore[no-redef]
         pass
@@ -69,6 +72,16 @@ class ZkConsumerDataSource(DataSource):
         return ZkBatchReader(parse_options(self.options, streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        if not STREAM_API:
+            # 4.0/4.1 would run the query with maxOffsetsPerTrigger ignored (no read limit reaches
+            # a Python source there): refuse instead.
+            from pyspark import __version__
+
+            raise OptionError(
+                f"streaming reads of the zkconsumer source need pyspark >= 4.2 (this is {__version__}): "
+                "earlier versions give a Python source no read limit (maxOffsetsPerTrigger would be "
+                "ignored), no Trigger.AvailableNow and no start offset in latestOffset()"
+            )
         return ZkStreamReader(parse_options(self.options, streaming=True))
 
 
