@@ -194,3 +194,11 @@ def test_setup_cfg_requires_the_pyspark_that_gives_python_sources_a_read_limit()
         (pin,) = [Requirement(r) for r in extras[extra].split("\n") if r.strip().startswith("pyspark")]
         assert not pin.specifier.contains("4.1.1") and pin.specifier.contains("4.2.0")
     assert Version(pyspark.__version__) >= Version("4.2")
+
+
+def test_earliest_is_refused_as_an_end_offset_as_in_spark() -> None:
+    with pytest.raises(OptionError, match=r"'endingOffsets': -2 \(earliest\) is not an end"):
+        parse_options({**BASE, "endingOffsets": '{"t": {"0": -2}}'}, streaming=False)
+    assert parse_options({**BASE, "endingOffsets": '{"t": {"0": -1}}'}, streaming=False).ending_explicit == {
+        ("t", 0): -1
+    }

@@ -254,6 +254,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         raise OptionError("option 'endingOffsets' applies to batch reads (spark.read) only")
     if ending == "earliest" and not ending_explicit:
         raise OptionError("option 'endingOffsets' must be latest or a JSON object")
+    if EARLIEST in ending_explicit.values():  # as Spark's source: an end at the log start reads nothing
+        raise OptionError("option 'endingOffsets': -2 (earliest) is not an end; use -1 (latest) or an offset")
     if not streaming and "maxoffsetspertrigger" in opts:
         raise OptionError("option 'maxOffsetsPerTrigger' applies to streaming reads only")
     partitions = _partitions(opts.get("partitions"), streaming)
