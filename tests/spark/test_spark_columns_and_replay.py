@@ -78,6 +78,44 @@ def test_spark_s_offsets_json_shape_and_max_records_per_partition_on_a_batch_rea
     assert got == [(0, o) for o in range(5, 15)] + [(1, o) for o in range(3)]
 
 
+def test_spark_s_timestamp_options_on_a_batch_read(spark, cluster, group_id) -> None:
+    """Message i of each partition is stamped BASE + i seconds: a time resolves to the first message
+    at or after it (Kafka's offsetsForTimes), as in Spark's source."""
+    from confluent_kafka import Producer
+
+    topic = f"stamped-{group_id[-12:]}"
+    cluster.create_topic(topic, 2)
+    base = 1_700_000_000_000
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for partition in (0, 1):
+        for i in range(20):
+            producer.produce(topic, value=b"%d" % i, partition=partition, timestamp=base + i * 1000)
+    assert producer.flush(30) == 0
+
+    def offsets(df: Any) -> list[tuple[int, int]]:
+        return sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+
+    df = batch_read(
+        spark,
+        cluster,
+        group_id,
+        topic,
+        startingOffsetsByTimestamp=f'{{"{topic}": {{"0": {base + 4500}}}}}',
+        startingOffsets=f'{{"{topic}": {{"1": 18}}}}',
+        endingTimestamp=str(base + 15000),
+    )
+    assert offsets(df) == [(0, o) for o in range(5, 15)], "partition 1: [18, 15) is empty"
+    everywhere = batch_read(spark, cluster, group_id, topic, startingTimestamp=str(base + 17000))
+    assert offsets(everywhere) == [(p, o) for p in (0, 1) for o in (17, 18, 19)]
+    too_late = str(base + 60_000)
+    skipped = batch_read(
+        spark, cluster, group_id, topic, startingTimestamp=too_late, startingOffsetsByTimestampStrategy="latest"
+    )
+    assert offsets(skipped) == []
+    with pytest.raises(Exception, match=rf"no message at or after the starting timestamp in {topic}-0"):
+        batch_read(spark, cluster, group_id, topic, startingTimestamp=too_late).collect()
+
+
 def newest_commit(checkpoint: Path) -> int:
     ids = batch_ids(os.listdir(checkpoint / "commits"))
     return ids[-1] if ids else -1

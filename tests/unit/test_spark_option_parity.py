@@ -31,8 +31,6 @@ BASE = {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t"}
         ("kafka.isolation.level", "read_committed", "'librdkafka.isolation.level'"),
         ("minOffsetsPerTrigger", "100", "processingTime"),
         ("maxTriggerDelay", "5m", "processingTime"),
-        ("startingOffsetsByTimestamp", '{"t":{"0":1}}', "'startingOffsets' with offsets"),
-        ("startingTimestamp", "1000", "GetOffsetShell"),
         ("groupIdPrefix", "spark", "'group.id'"),
         ("kafkaConsumer.pollTimeoutMs", "512", "'pollTimeoutMs'"),
     ],

@@ -36,6 +36,11 @@ SOURCE_OPTIONS = frozenset(
         "rowspertask",
         "includeheaders",
         "maxrecordsperpartition",
+        "startingtimestamp",
+        "startingoffsetsbytimestamp",
+        "startingoffsetsbytimestampstrategy",
+        "endingtimestamp",
+        "endingoffsetsbytimestamp",
     }
 )
 MAX_BATCH_SIZE = 1_000_000  # Consumer.consume() refuses more messages per call
@@ -156,6 +161,11 @@ class SourceOptions:
     checkpoint_location: str | None = None  # stream: the query's checkpoint, read for the last completed batch
     rows_per_task: int = 20000  # ranges packed into tasks of about this many rows; 0: a task per range
     include_headers: bool = False  # the headers column (Spark's includeHeaders)
+    starting_time: int | None = None  # startingTimestamp (ms): every partition of a new query/read
+    starting_by_time: dict[tuple[str, int], int] = field(default_factory=dict)  # startingOffsetsByTimestamp
+    starting_time_strategy: str = "error"  # no message at or after the time: error | latest
+    ending_time: int | None = None  # endingTimestamp (batch)
+    ending_by_time: dict[tuple[str, int], int] = field(default_factory=dict)  # endingOffsetsByTimestamp (batch)
     max_records_per_partition: int | None = None  # ranges split into tasks of at most this many offsets
 
     @cached_property
@@ -258,6 +268,15 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         raise OptionError("option 'endingOffsets': -2 (earliest) is not an end; use -1 (latest) or an offset")
     if not streaming and "maxoffsetspertrigger" in opts:
         raise OptionError("option 'maxOffsetsPerTrigger' applies to streaming reads only")
+    starting_by_time = _times(opts.get("startingoffsetsbytimestamp"), "startingOffsetsByTimestamp")
+    ending_by_time = _times(opts.get("endingoffsetsbytimestamp"), "endingOffsetsByTimestamp")
+    if streaming and ("endingtimestamp" in opts or ending_by_time):
+        raise OptionError(
+            "options 'endingTimestamp' and 'endingOffsetsByTimestamp' apply to batch reads (spark.read) only"
+        )
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise OptionError(f"option 'startingOffsetsByTimestampStrategy' must be error or latest, not {strategy!r}")
     partitions = _partitions(opts.get("partitions"), streaming)
     checkpoint = opts.get("checkpointlocation", "").strip() or None
     if checkpoint is not None and not streaming:
@@ -283,7 +302,28 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         rows_per_task=_int(opts, "rowspertask", 20000, 0) or 0,
         include_headers=_bool(opts, "includeheaders", False),
         max_records_per_partition=_int(opts, "maxrecordsperpartition", None, 1),
+        starting_time=_int(opts, "startingtimestamp", None, 0),
+        starting_by_time=starting_by_time,
+        starting_time_strategy=strategy,
+        ending_time=_int(opts, "endingtimestamp", None, 0),
+        ending_by_time=ending_by_time,
     )
+
+
+def _times(raw: str | None, key: str) -> dict[tuple[str, int], int]:
+    """Spark's {"topic": {"partition": timestamp ms}} (or ours, {"topic/partition": ms}) -> {key: ms}."""
+    if raw is None:
+        return {}
+    try:
+        times = explicit_offsets(json.loads(raw))
+    except ValueError:
+        times = None
+    if times is None or not times or any(v < 0 for v in times.values()):
+        raise OptionError(
+            f'option {key!r} must be a JSON object like {{"topic": {{"0": 1700000000000}}}} of timestamps '
+            f"(ms since the epoch, >= 0), not {raw!r}"
+        )
+    return times
 
 
 def _partitions(raw: str | None, streaming: bool) -> frozenset[tuple[str, int]] | None:

@@ -33,6 +33,7 @@ from zkconsumer.spark.planning import plan_batch
 from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
 from zkconsumer.spark.replay import split_stale
 from zkconsumer.spark.stream_member import StreamMember
+from zkconsumer.spark.time_lookup import explicit_starts_for
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -175,11 +176,12 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         answer may differ by then, so the batch planned from this one records every start ("@from").
         """
         owned = self.member.owned()
+        explicit = explicit_starts_for(self.opts, owned, self.member.bootstrap)  # timestamps resolved
         wanted = {
             k: initial_position(
                 k,
                 zk,
-                explicit=self.opts.starting_explicit,
+                explicit=explicit,
                 fallback=self.opts.starting,
                 ignore_committed=self.opts.ignore_committed,
             )

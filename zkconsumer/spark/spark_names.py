@@ -7,7 +7,7 @@ from collections.abc import Iterable
 # Lower-cased (Spark hands options over lower-cased): Spark's option -> what to write instead.
 # Left out on purpose: the names this source honours with Spark's meaning (startingOffsets,
 # endingOffsets, maxOffsetsPerTrigger, failOnDataLoss, minPartitions, includeHeaders,
-# maxRecordsPerPartition, fetchOffset.numRetries, fetchOffset.retryIntervalMs).
+# maxRecordsPerPartition, the timestamp options, fetchOffset.numRetries, fetchOffset.retryIntervalMs).
 INSTEAD: dict[str, str] = {
     "subscribe": "'topics' (comma-separated topic names)",
     "subscribepattern": "'whitelist' (a Java regex; 'blacklist' subscribes to all topics but those)",
@@ -17,14 +17,6 @@ INSTEAD: dict[str, str] = {
     ),
     "groupidprefix": "'group.id': the query is a member of that ZooKeeper group, its offsets are the group's",
     "kafkaconsumer.polltimeoutms": "'pollTimeoutMs'",
-    "startingtimestamp": (
-        "'startingOffsets' with offsets (look them up by time with Kafka's GetOffsetShell --time); "
-        "this source does not resolve timestamps"
-    ),
-    "endingtimestamp": "'endingOffsets' with offsets; this source does not resolve timestamps",
-    "startingoffsetsbytimestamp": "'startingOffsets' with offsets; this source does not resolve timestamps",
-    "endingoffsetsbytimestamp": "'endingOffsets' with offsets; this source does not resolve timestamps",
-    "startingoffsetsbytimestampstrategy": "'startingOffsets' with offsets; this source does not resolve timestamps",
     "minoffsetspertrigger": (
         "a longer trigger interval (processingTime): this source plans every trigger from what the log "
         "holds and has no minimum"
