@@ -11,6 +11,7 @@ from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.spark.admission import DEFAULT_MAX_TRIGGER_DELAY_MS, duration_ms
 from zkconsumer.spark.offsets import EARLIEST, Key, parse_key
 from zkconsumer.spark.spark_names import refusals
 
@@ -41,6 +42,8 @@ SOURCE_OPTIONS = frozenset(
         "startingoffsetsbytimestampstrategy",
         "endingtimestamp",
         "endingoffsetsbytimestamp",
+        "minoffsetspertrigger",
+        "maxtriggerdelay",
     }
 )
 MAX_BATCH_SIZE = 1_000_000  # Consumer.consume() refuses more messages per call
@@ -166,6 +169,8 @@ class SourceOptions:
     starting_time_strategy: str = "error"  # no message at or after the time: error | latest
     ending_time: int | None = None  # endingTimestamp (batch)
     ending_by_time: dict[tuple[str, int], int] = field(default_factory=dict)  # endingOffsetsByTimestamp (batch)
+    min_offsets_per_trigger: int | None = None  # a trigger with fewer waits, up to max_trigger_delay_ms
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     max_records_per_partition: int | None = None  # ranges split into tasks of at most this many offsets
 
     @cached_property
@@ -266,8 +271,15 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         raise OptionError("option 'endingOffsets' must be latest or a JSON object")
     if EARLIEST in ending_explicit.values():  # as Spark's source: an end at the log start reads nothing
         raise OptionError("option 'endingOffsets': -2 (earliest) is not an end; use -1 (latest) or an offset")
-    if not streaming and "maxoffsetspertrigger" in opts:
-        raise OptionError("option 'maxOffsetsPerTrigger' applies to streaming reads only")
+    for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+        if not streaming and name.lower() in opts:
+            raise OptionError(f"option {name!r} applies to streaming reads only")
+    try:
+        max_delay = duration_ms(opts.get("maxtriggerdelay", "15m"))
+    except ValueError as exc:
+        raise OptionError(f"option 'maxTriggerDelay': {exc}") from None
+    if "maxtriggerdelay" in opts and "minoffsetspertrigger" not in opts:
+        raise OptionError("option 'maxTriggerDelay' applies only with 'minOffsetsPerTrigger' (as in Spark)")
     starting_by_time = _times(opts.get("startingoffsetsbytimestamp"), "startingOffsetsByTimestamp")
     ending_by_time = _times(opts.get("endingoffsetsbytimestamp"), "endingOffsetsByTimestamp")
     if streaming and ("endingtimestamp" in opts or ending_by_time):
@@ -307,6 +319,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         starting_time_strategy=strategy,
         ending_time=_int(opts, "endingtimestamp", None, 0),
         ending_by_time=ending_by_time,
+        min_offsets_per_trigger=_int(opts, "minoffsetspertrigger", None, 1),
+        max_trigger_delay_ms=max_delay,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -10,6 +11,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.types import StructType
 
 from zkconsumer.spark import phase_timings
+from zkconsumer.spark.admission import TriggerAdmission
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
 from zkconsumer.spark.kafka_read import SCHEMA, SCHEMA_WITH_HEADERS, read_task
 from zkconsumer.spark.offsets import (
@@ -152,6 +154,11 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
         self._latest: dict[Key, int] = {}
         self._checkpoint_checked = False
+        self._admission = (
+            TriggerAdmission(opts.min_offsets_per_trigger, opts.max_trigger_delay_ms)
+            if opts.min_offsets_per_trigger
+            else None
+        )
         if not opts.checkpoint_location:
             # A Python source is never told the query's checkpoint (PySpark 4.3 passes it nothing
             # but the reader's options), and without its commit log stop() cannot tell which
@@ -276,11 +283,20 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         epochs = {t: e for t, e in {**recorded, **current}.items() if any(k[0] == t for k in positions)}
         if positions == before and not froms and epochs == recorded:
             return start  # nothing new: the same JSON, so Spark skips the trigger
+        if self._waits_for_more({k: highs[k] - starts[k] for k in owned}):
+            return start  # minOffsetsPerTrigger: fewer are there, and maxTriggerDelay has not passed
         if is_initial(start):
             froms = starts  # batch 0: replayed from these even if initialOffset() answers otherwise
         self._last_end = encode_offsets(positions, froms, epochs)
         self.member.remember(canonical(self._last_end))
         return self._last_end
+
+    def _waits_for_more(self, backlog: dict[Key, int]) -> bool:
+        """minOffsetsPerTrigger (admission.TriggerAdmission); never under Trigger.AvailableNow, whose
+        run must reach its targets rather than wait for more."""
+        if self._admission is None or self._targets is not None:
+            return False
+        return self._admission.delay(sum(max(0, n) for n in backlog.values()), time.monotonic() * 1000.0)
 
     def _report_restart(self, start: dict[str, Any], checkpoint: dict[Key, int], zookeeper: dict[Key, int]) -> None:
         """A resumed query follows its checkpoint, not ZooKeeper: say so loudly where they disagree

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 # Lower-cased (Spark hands options over lower-cased): Spark's option -> what to write instead.
 # Left out on purpose: the names this source honours with Spark's meaning (startingOffsets,
 # endingOffsets, maxOffsetsPerTrigger, failOnDataLoss, minPartitions, includeHeaders,
-# maxRecordsPerPartition, the timestamp options, fetchOffset.numRetries, fetchOffset.retryIntervalMs).
+# maxRecordsPerPartition, the timestamp options, minOffsetsPerTrigger, maxTriggerDelay,
+# fetchOffset.numRetries, fetchOffset.retryIntervalMs).
 INSTEAD: dict[str, str] = {
     "subscribe": "'topics' (comma-separated topic names)",
     "subscribepattern": "'whitelist' (a Java regex; 'blacklist' subscribes to all topics but those)",
@@ -17,11 +18,6 @@ INSTEAD: dict[str, str] = {
     ),
     "groupidprefix": "'group.id': the query is a member of that ZooKeeper group, its offsets are the group's",
     "kafkaconsumer.polltimeoutms": "'pollTimeoutMs'",
-    "minoffsetspertrigger": (
-        "a longer trigger interval (processingTime): this source plans every trigger from what the log "
-        "holds and has no minimum"
-    ),
-    "maxtriggerdelay": "a longer trigger interval (processingTime); it goes with minOffsetsPerTrigger",
     "topic": "nothing: 'topic' is an option of Spark's Kafka sink, and this source has no sink",
 }
 _KAFKA_PREFIX = "kafka."
