@@ -198,3 +198,14 @@ def test_earliest_is_refused_as_an_end_offset_as_in_spark() -> None:
     assert parse_options({**BASE, "endingOffsets": '{"t": {"0": -1}}'}, streaming=False).ending_explicit == {
         ("t", 0): -1
     }
+
+
+def test_docs_name_every_source_option_and_every_refused_spark_name() -> None:
+    from pathlib import Path
+
+    from zkconsumer.spark.options import SOURCE_OPTIONS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "spark.md").read_text().lower()
+    named = (SOURCE_OPTIONS - {"path"}) | set(INSTEAD)  # path: what load(path) sets, unused here
+    missing = sorted(n for n in named if f"`{n}`" not in text and f"`{n} " not in text)
+    assert not missing, f"docs/spark.md does not name {missing}"
