@@ -88,12 +88,14 @@ def test_batch_read_keeps_keys_headers_and_timestamps(spark, cluster, topic_fact
         .option("zookeeper.connect", cluster.zookeeper_connect)
         .option("group.id", group_id)
         .option("topics", topic)
+        .option("includeHeaders", "true")
         .load()
     )
     first, second = sorted(df.collect(), key=lambda r: r.offset)
     assert (first.key, first.value, first.topic, first.partition, first.offset) == (b"k0", b"v0", topic, 0, 0)
     assert [(h.key, h.value) for h in first.headers] == [("h", b"x"), ("n", None)]
     assert first.timestamp.timestamp() == 1_700_000_000.123
+    assert first.timestampType == 0  # CreateTime
     assert (second.key, second.value, second.headers, second.offset) == (None, None, None, 1)
 
 

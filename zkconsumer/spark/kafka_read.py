@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 # librdkafka's own log lines (served by consume/poll), through Python logging instead of raw to stderr
 _LIBRDKAFKA_LOG = throttled_logger(f"{__name__}.librdkafka")
 
+HEADERS = StructField(
+    "headers", ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+)
+# Spark's Kafka source's columns, in its order; `headers` only with includeHeaders (as there).
 SCHEMA = StructType(
     [
         StructField("key", BinaryType()),
@@ -46,15 +50,15 @@ SCHEMA = StructType(
         StructField("partition", IntegerType()),
         StructField("offset", LongType()),
         StructField("timestamp", TimestampType()),
-        StructField(
-            "headers", ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
-        ),
+        StructField("timestampType", IntegerType()),
     ]
 )
+SCHEMA_WITH_HEADERS = StructType([*SCHEMA.fields, HEADERS])
 # Spark checks returned batches against exactly this schema (pa.Schema.equals).
 ARROW_SCHEMA = to_arrow_schema(SCHEMA, timezone="UTC")
+ARROW_SCHEMA_WITH_HEADERS = to_arrow_schema(SCHEMA_WITH_HEADERS, timezone="UTC")
 _TS_TYPE = ARROW_SCHEMA.field("timestamp").type
-_HEADERS_TYPE = ARROW_SCHEMA.field("headers").type
+_HEADERS_TYPE = ARROW_SCHEMA_WITH_HEADERS.field("headers").type
 _EOF, _RESET = -191, -140  # KafkaError._PARTITION_EOF, KafkaError._AUTO_OFFSET_RESET
 # What librdkafka reports while it reconnects by itself (a broker restarting, a leader moving):
 # _TRANSPORT, _ALL_BROKERS_DOWN, _RESOLVE, _TIMED_OUT, LEADER_NOT_AVAILABLE,
@@ -70,37 +74,41 @@ class FetchTimeoutError(ZkConsumerError, RuntimeError):
     retriable = True
 
 
-def to_record_batch(msgs: list[Any], topic: str, partition: int) -> pa.RecordBatch:
+def to_record_batch(msgs: list[Any], topic: str, partition: int, *, headers: bool = False) -> pa.RecordBatch:
     """Column lists straight from the Message objects (one C call per field), then Arrow arrays:
-    no per-row Python tuples. Offsets of a gap-free run are generated instead of collected."""
+    no per-row Python tuples. Offsets of a gap-free run are generated instead of collected.
+
+    timestampType is Kafka's TimestampType id, as Spark's source gives it: 0 CreateTime,
+    1 LogAppendTime, -1 none (confluent-kafka numbers them one higher)."""
     n = len(msgs)
     keys = [m.key() for m in msgs]
     values = [m.value() for m in msgs]
-    stamps = [m.timestamp()[1] for m in msgs]
-    headers = [m.headers() for m in msgs]
+    stamped = [m.timestamp() for m in msgs]
     first, last = msgs[0].offset(), msgs[-1].offset()
     offsets = array("q", range(first, last + 1) if last - first + 1 == n else [m.offset() for m in msgs])
-    ms = pa.array(stamps, pa.int64())
+    ms = pa.array([s[1] for s in stamped], pa.int64())
     if pc.min(ms).as_py() < 0:  # TIMESTAMP_NOT_AVAILABLE (-1) becomes null
         ms = pc.if_else(pc.less(ms, pa.scalar(0, pa.int64())), pa.scalar(None, pa.int64()), ms)
-    if headers.count(None) == n:
-        header_array = pa.nulls(n, _HEADERS_TYPE)
+    kinds = pc.subtract(pa.array([s[0] for s in stamped], pa.int32()), pa.scalar(1, pa.int32()))
+    columns: list[Any] = [
+        pa.array(keys, pa.binary()),
+        pa.array(values, pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
+        pc.multiply(ms, 1000).cast(_TS_TYPE),
+        kinds,
+    ]
+    if not headers:
+        return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+    found = [m.headers() for m in msgs]
+    if found.count(None) == n:
+        columns.append(pa.nulls(n, _HEADERS_TYPE))
     else:
-        header_array = pa.array(
-            [None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers], _HEADERS_TYPE
+        columns.append(
+            pa.array([None if h is None else [{"key": k, "value": v} for k, v in h] for h in found], _HEADERS_TYPE)
         )
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(keys, pa.binary()),
-            pa.array(values, pa.binary()),
-            pa.repeat(pa.scalar(topic, pa.string()), n),
-            pa.repeat(pa.scalar(partition, pa.int32()), n),
-            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
-            pc.multiply(ms, 1000).cast(_TS_TYPE),
-            header_array,
-        ],
-        schema=ARROW_SCHEMA,
-    )
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA_WITH_HEADERS)
 
 
 def read_task(
@@ -110,6 +118,7 @@ def read_task(
     batch_size: int,
     fail_on_data_loss: bool,
     poll_timeout_s: float,
+    include_headers: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Messages [start, end) of each range (distinct partitions, one bootstrap) as Arrow batches of up
     to `batch_size` rows, through one consumer assigned to all of them at once.
@@ -153,7 +162,7 @@ def read_task(
     try:
         assign()
         while reading:
-            msgs = consume(min(batch_size, sum(by_key[k].end - pos[k] for k in reading)), 1.0)
+            msgs = take(consume, min(batch_size, sum(by_key[k].end - pos[k] for k in reading)), 1.0)
             now = time.monotonic()
             if msgs and first_at is None:
                 first_at = time.perf_counter()
@@ -175,7 +184,7 @@ def read_task(
                 if run:
                     pos[key] = run[-1].offset() + 1
                     handed = time.monotonic()
-                    yield to_record_batch(run, part.topic, part.partition)
+                    yield to_record_batch(run, part.topic, part.partition, headers=include_headers)
                     # Time Spark spends on the batch downstream is no range's idle time.
                     suspended = time.monotonic() - handed
                     for other in reading:
@@ -225,6 +234,20 @@ def read_task(
             phase_timings.record(
                 "read_task", time.perf_counter() - began, first_ms=first_ms, rows=rows, ranges=len(ranges)
             )
+
+
+def take(consume: Callable[[int, float], list[Message]], count: int, wait_s: float) -> list[Message]:
+    """Up to `count` messages and events: what the consumer holds now, else the first to arrive
+    within `wait_s` and what came with it. Never a wait for the whole count: offsets of a range
+    are not all messages (transaction markers, compacted gaps), so a count of offsets can remain
+    unmet until the timeout while the end-of-partition event that ends the range is queued."""
+    got = consume(count, 0)
+    if got or wait_s <= 0:
+        return got
+    got = consume(1, wait_s)
+    if got and count > 1:
+        got += consume(count - 1, 0)
+    return got
 
 
 def _runs(msgs: list[Message], only: Key | None) -> dict[Key, list[Message]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
@@ -190,11 +191,17 @@ def split(
     bootstrap: str,
     min_partitions: int | None,
     epochs: Mapping[str, int | None] | None = None,
+    max_records: int | None = None,
 ) -> list[OffsetRange]:
-    """One task per range; with min_partitions, halve the largest ranges until there are enough.
-    `epochs`: topic -> the incarnation the offsets count in."""
+    """One task per range; with max_records (Spark's maxRecordsPerPartition), each range cut into
+    ceil(size / max_records) near-equal pieces first; with min_partitions, then halve the largest
+    ranges until there are enough. `epochs`: topic -> the incarnation the offsets count in."""
     epochs = epochs or {}
-    parts = [OffsetRange(k[0], k[1], lo, hi, bootstrap, epochs.get(k[0])) for k, lo, hi in ranges]
+    parts = [
+        OffsetRange(k[0], k[1], a, b, bootstrap, epochs.get(k[0]))
+        for k, lo, hi in ranges
+        for a, b in _pieces(lo, hi, max_records)
+    ]
     while min_partitions and len(parts) < min_partitions:
         biggest = max(parts, key=lambda r: (r.size, r.topic, -r.partition), default=None)
         if biggest is None or biggest.size < 2:
@@ -206,6 +213,15 @@ def split(
             OffsetRange(biggest.topic, biggest.partition, mid, biggest.end, bootstrap, biggest.epoch),
         ]
     return sorted(parts, key=lambda r: (r.topic, r.partition, r.start))
+
+
+def _pieces(lo: int, hi: int, max_records: int | None) -> list[tuple[int, int]]:
+    """[lo, hi) as ceil(size / max_records) contiguous pieces whose sizes differ by at most one."""
+    if not max_records or hi - lo <= max_records:
+        return [(lo, hi)]
+    count = -(-(hi - lo) // max_records)
+    bounds = [lo + (hi - lo) * i // count for i in range(count + 1)]
+    return list(pairwise(bounds))
 
 
 @dataclass(frozen=True)

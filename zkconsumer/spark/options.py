@@ -11,7 +11,9 @@ from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.spark.offsets import EARLIEST, decode_offsets
+from zkconsumer.spark.admission import DEFAULT_MAX_TRIGGER_DELAY_MS, duration_ms
+from zkconsumer.spark.offsets import EARLIEST, Key, parse_key
+from zkconsumer.spark.spark_names import refusals
 
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
 SOURCE_OPTIONS = frozenset(
@@ -33,6 +35,15 @@ SOURCE_OPTIONS = frozenset(
         "partitions",
         "checkpointlocation",
         "rowspertask",
+        "includeheaders",
+        "maxrecordsperpartition",
+        "startingtimestamp",
+        "startingoffsetsbytimestamp",
+        "startingoffsetsbytimestampstrategy",
+        "endingtimestamp",
+        "endingoffsetsbytimestamp",
+        "minoffsetspertrigger",
+        "maxtriggerdelay",
     }
 )
 MAX_BATCH_SIZE = 1_000_000  # Consumer.consume() refuses more messages per call
@@ -85,20 +96,47 @@ def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int
     return value
 
 
+def explicit_offsets(doc: object) -> dict[Key, int] | None:
+    """Offsets JSON in either shape, ours {"topic/0": 42} or Spark's {"topic": {"0": 42}} (both may be
+    mixed in one object) -> {(topic, partition): offset}; None if it is neither. A partition given
+    twice (once in each shape) must have one offset."""
+    if not isinstance(doc, dict):
+        return None
+    out: dict[Key, int] = {}
+    try:
+        for name, value in doc.items():
+            if isinstance(value, dict):  # Spark's shape: topic -> {"partition": offset}
+                entries = [((str(name), _partition(p)), v) for p, v in value.items()]
+            else:
+                entries = [(parse_key(str(name)), value)]
+            for k, v in entries:
+                if isinstance(v, bool) or not isinstance(v, int) or out.setdefault(k, v) != v:
+                    return None
+    except ValueError:
+        return None
+    return out
+
+
+def _partition(text: object) -> int:
+    if not isinstance(text, str) or not text.isdigit():
+        raise ValueError(f"bad partition {text!r}")
+    return int(text)
+
+
 def _position_spec(raw: str | None, key: str, default: str) -> tuple[str, dict[tuple[str, int], int]]:
-    """earliest | latest | JSON {"topic/partition": offset} -> (fallback, explicit offsets)."""
+    """earliest | latest | JSON {"topic/partition": offset} or {"topic": {"partition": offset}}
+    -> (fallback, explicit offsets)."""
     text = (raw if raw is not None else default).strip()
     if text.lower() in ("earliest", "latest"):
         return text.lower(), {}
     try:
-        doc = json.loads(text)
-        explicit = decode_offsets(doc) if isinstance(doc, dict) else None
-    except (ValueError, TypeError):
+        explicit = explicit_offsets(json.loads(text))
+    except ValueError:
         explicit = None
     if explicit is None or any(v < EARLIEST for v in explicit.values()):
         raise OptionError(
-            f"option {key!r} must be earliest, latest or a JSON object like "
-            f'{{"topic/0": 42}} (-2 earliest, -1 latest), not {text!r}'
+            f'option {key!r} must be earliest, latest or a JSON object like {{"topic/0": 42}} or '
+            f'{{"topic": {{"0": 42}}}} (-2 earliest, -1 latest), not {text!r}'
         )
     return default, explicit
 
@@ -125,6 +163,15 @@ class SourceOptions:
     partitions: frozenset[tuple[str, int]] | None = None  # batch: read exactly these, no others
     checkpoint_location: str | None = None  # stream: the query's checkpoint, read for the last completed batch
     rows_per_task: int = 20000  # ranges packed into tasks of about this many rows; 0: a task per range
+    include_headers: bool = False  # the headers column (Spark's includeHeaders)
+    starting_time: int | None = None  # startingTimestamp (ms): every partition of a new query/read
+    starting_by_time: dict[tuple[str, int], int] = field(default_factory=dict)  # startingOffsetsByTimestamp
+    starting_time_strategy: str = "error"  # no message at or after the time: error | latest
+    ending_time: int | None = None  # endingTimestamp (batch)
+    ending_by_time: dict[tuple[str, int], int] = field(default_factory=dict)  # endingOffsetsByTimestamp (batch)
+    min_offsets_per_trigger: int | None = None  # a trigger with fewer waits, up to max_trigger_delay_ms
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    max_records_per_partition: int | None = None  # ranges split into tasks of at most this many offsets
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -165,9 +212,17 @@ class SourceOptions:
         return self.config.librdkafka_overrides.get("isolation.level", "read_committed") != "read_uncommitted"
 
 
+def wants_headers(options: Mapping[str, str]) -> bool:
+    """The includeHeaders option alone: Spark asks for the schema before the reader exists."""
+    return _bool({str(k).lower(): str(v) for k, v in options.items() if v is not None}, "includeheaders", False)
+
+
 def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Validate the options of one DataFrame; raises OptionError/ConfigError with the culprit named."""
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    refused = refusals(opts)
+    if refused:
+        raise OptionError("; ".join(refused))
     if "reuseconsumers" in opts:
         raise OptionError(
             "option 'reuseConsumers' is gone: pooled consumers measured slower than new ones; a task now "
@@ -214,8 +269,26 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         raise OptionError("option 'endingOffsets' applies to batch reads (spark.read) only")
     if ending == "earliest" and not ending_explicit:
         raise OptionError("option 'endingOffsets' must be latest or a JSON object")
-    if not streaming and "maxoffsetspertrigger" in opts:
-        raise OptionError("option 'maxOffsetsPerTrigger' applies to streaming reads only")
+    if EARLIEST in ending_explicit.values():  # as Spark's source: an end at the log start reads nothing
+        raise OptionError("option 'endingOffsets': -2 (earliest) is not an end; use -1 (latest) or an offset")
+    for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+        if not streaming and name.lower() in opts:
+            raise OptionError(f"option {name!r} applies to streaming reads only")
+    try:
+        max_delay = duration_ms(opts.get("maxtriggerdelay", "15m"))
+    except ValueError as exc:
+        raise OptionError(f"option 'maxTriggerDelay': {exc}") from None
+    if "maxtriggerdelay" in opts and "minoffsetspertrigger" not in opts:
+        raise OptionError("option 'maxTriggerDelay' applies only with 'minOffsetsPerTrigger' (as in Spark)")
+    starting_by_time = _times(opts.get("startingoffsetsbytimestamp"), "startingOffsetsByTimestamp")
+    ending_by_time = _times(opts.get("endingoffsetsbytimestamp"), "endingOffsetsByTimestamp")
+    if streaming and ("endingtimestamp" in opts or ending_by_time):
+        raise OptionError(
+            "options 'endingTimestamp' and 'endingOffsetsByTimestamp' apply to batch reads (spark.read) only"
+        )
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise OptionError(f"option 'startingOffsetsByTimestampStrategy' must be error or latest, not {strategy!r}")
     partitions = _partitions(opts.get("partitions"), streaming)
     checkpoint = opts.get("checkpointlocation", "").strip() or None
     if checkpoint is not None and not streaming:
@@ -239,7 +312,32 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         partitions=partitions,
         checkpoint_location=checkpoint,
         rows_per_task=_int(opts, "rowspertask", 20000, 0) or 0,
+        include_headers=_bool(opts, "includeheaders", False),
+        max_records_per_partition=_int(opts, "maxrecordsperpartition", None, 1),
+        starting_time=_int(opts, "startingtimestamp", None, 0),
+        starting_by_time=starting_by_time,
+        starting_time_strategy=strategy,
+        ending_time=_int(opts, "endingtimestamp", None, 0),
+        ending_by_time=ending_by_time,
+        min_offsets_per_trigger=_int(opts, "minoffsetspertrigger", None, 1),
+        max_trigger_delay_ms=max_delay,
     )
+
+
+def _times(raw: str | None, key: str) -> dict[tuple[str, int], int]:
+    """Spark's {"topic": {"partition": timestamp ms}} (or ours, {"topic/partition": ms}) -> {key: ms}."""
+    if raw is None:
+        return {}
+    try:
+        times = explicit_offsets(json.loads(raw))
+    except ValueError:
+        times = None
+    if times is None or not times or any(v < 0 for v in times.values()):
+        raise OptionError(
+            f'option {key!r} must be a JSON object like {{"topic": {{"0": 1700000000000}}}} of timestamps '
+            f"(ms since the epoch, >= 0), not {raw!r}"
+        )
+    return times
 
 
 def _partitions(raw: str | None, streaming: bool) -> frozenset[tuple[str, int]] | None:

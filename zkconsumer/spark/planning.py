@@ -15,6 +15,7 @@ from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.spark.kafka_read import LogOffsets
 from zkconsumer.spark.offsets import Key, initial_position, settle
 from zkconsumer.spark.options import OptionError, SourceOptions
+from zkconsumer.spark.time_lookup import explicit_ends_for, explicit_starts_for
 from zkconsumer.zookeeper.auth import zookeeper_auth
 from zkconsumer.zookeeper.group import GroupZk
 
@@ -121,6 +122,8 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         spans = offsets.spans(keys)
     finally:
         offsets.close()
+    starts = explicit_starts_for(opts, keys, lambda: bootstrap)  # startingOffsets, timestamps resolved
+    ends = explicit_ends_for(opts, keys, lambda: bootstrap)
     plans = []
     for key in keys:
         low, high = spans[key]
@@ -129,7 +132,7 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
             initial_position(
                 key,
                 versioned[key][0],
-                explicit=opts.starting_explicit,
+                explicit=starts,
                 fallback=opts.starting,
                 ignore_committed=opts.ignore_committed,
             ),
@@ -137,7 +140,7 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
             high,
             fail_on_data_loss=opts.fail_on_data_loss,
         )
-        end = opts.ending_explicit.get(key, -1)
+        end = ends.get(key, -1)
         end = high if end == -1 else end
         if end > high:
             raise OptionError(f"endingOffsets for {key[0]}/{key[1]} is {end}, past the log end {high}")

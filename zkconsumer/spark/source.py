@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -10,10 +11,12 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.types import StructType
 
 from zkconsumer.spark import phase_timings
+from zkconsumer.spark.admission import TriggerAdmission
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
-from zkconsumer.spark.kafka_read import SCHEMA, read_task
+from zkconsumer.spark.kafka_read import SCHEMA, SCHEMA_WITH_HEADERS, read_task
 from zkconsumer.spark.offsets import (
     EARLIEST,
+    DataLossError,
     Key,
     ReadTask,
     batch_ranges,
@@ -27,14 +30,19 @@ from zkconsumer.spark.offsets import (
     settle,
     split,
 )
-from zkconsumer.spark.options import SourceOptions, parse_options
+from zkconsumer.spark.options import OptionError, SourceOptions, parse_options, wants_headers
 from zkconsumer.spark.planning import plan_batch
 from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
+from zkconsumer.spark.replay import split_stale
 from zkconsumer.spark.stream_member import StreamMember
+from zkconsumer.spark.time_lookup import explicit_starts_for
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
-except ImportError:  # 4.0/4.1 call latestOffset() without arguments; the stand-ins are never used by Spark
+
+    STREAM_API = True
+except ImportError:  # 4.0/4.1: the stand-ins let batch reads import; streamReader() refuses
+    STREAM_API = False
 
     class ReadLimit:  # type: ignore[no-redef]
         pass
@@ -61,12 +69,22 @@ class ZkConsumerDataSource(DataSource):
         return "zkconsumer"
 
     def schema(self) -> StructType:
-        return SCHEMA
+        return SCHEMA_WITH_HEADERS if wants_headers(self.options) else SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ZkBatchReader(parse_options(self.options, streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        if not STREAM_API:
+            # 4.0/4.1 would run the query with maxOffsetsPerTrigger ignored (no read limit reaches
+            # a Python source there): refuse instead.
+            from pyspark import __version__
+
+            raise OptionError(
+                f"streaming reads of the zkconsumer source need pyspark >= 4.2 (this is {__version__}): "
+                "earlier versions give a Python source no read limit (maxOffsetsPerTrigger would be "
+                "ignored), no Trigger.AvailableNow and no start offset in latestOffset()"
+            )
         return ZkStreamReader(parse_options(self.options, streaming=True))
 
 
@@ -85,13 +103,16 @@ class _RangeReading:
             batch_size=self.opts.batch_size,
             fail_on_data_loss=self.opts.fail_on_data_loss,
             poll_timeout_s=self.opts.poll_timeout_ms / 1000.0,
+            include_headers=self.opts.include_headers,
         )
 
     def _tasks(
         self, ranges: list[tuple[Key, int, int]], bootstrap: str, epochs: dict[str, int | None]
     ) -> list[ReadTask]:
-        parts = split(ranges, bootstrap, self.opts.min_partitions, epochs)
-        return pack(parts, self.opts.rows_per_task, self.opts.min_partitions)
+        cap = self.opts.max_records_per_partition
+        parts = split(ranges, bootstrap, self.opts.min_partitions, epochs, cap)
+        # maxRecordsPerPartition caps a task's rows, as in Spark's source: no packing of ranges then
+        return pack(parts, 0 if cap else self.opts.rows_per_task, self.opts.min_partitions)
 
 
 class ZkBatchReader(_RangeReading, DataSourceReader):
@@ -133,6 +154,11 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
         self._latest: dict[Key, int] = {}
         self._checkpoint_checked = False
+        self._admission = (
+            TriggerAdmission(opts.min_offsets_per_trigger, opts.max_trigger_delay_ms)
+            if opts.min_offsets_per_trigger
+            else None
+        )
         if not opts.checkpoint_location:
             # A Python source is never told the query's checkpoint (PySpark 4.3 passes it nothing
             # but the reader's options), and without its commit log stop() cannot tell which
@@ -157,11 +183,12 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         answer may differ by then, so the batch planned from this one records every start ("@from").
         """
         owned = self.member.owned()
+        explicit = explicit_starts_for(self.opts, owned, self.member.bootstrap)  # timestamps resolved
         wanted = {
             k: initial_position(
                 k,
                 zk,
-                explicit=self.opts.starting_explicit,
+                explicit=explicit,
                 fallback=self.opts.starting,
                 ignore_committed=self.opts.ignore_committed,
             )
@@ -256,11 +283,20 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         epochs = {t: e for t, e in {**recorded, **current}.items() if any(k[0] == t for k in positions)}
         if positions == before and not froms and epochs == recorded:
             return start  # nothing new: the same JSON, so Spark skips the trigger
+        if self._waits_for_more({k: highs[k] - starts[k] for k in owned}):
+            return start  # minOffsetsPerTrigger: fewer are there, and maxTriggerDelay has not passed
         if is_initial(start):
             froms = starts  # batch 0: replayed from these even if initialOffset() answers otherwise
         self._last_end = encode_offsets(positions, froms, epochs)
         self.member.remember(canonical(self._last_end))
         return self._last_end
+
+    def _waits_for_more(self, backlog: dict[Key, int]) -> bool:
+        """minOffsetsPerTrigger (admission.TriggerAdmission); never under Trigger.AvailableNow, whose
+        run must reach its targets rather than wait for more."""
+        if self._admission is None or self._targets is not None:
+            return False
+        return self._admission.delay(sum(max(0, n) for n in backlog.values()), time.monotonic() * 1000.0)
 
     def _report_restart(self, start: dict[str, Any], checkpoint: dict[Key, int], zookeeper: dict[Key, int]) -> None:
         """A resumed query follows its checkpoint, not ZooKeeper: say so loudly where they disagree
@@ -321,7 +357,31 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
             self._checkpoint_checked = True  # Spark wrote this batch's offsets/<id> before planning its tasks
             self.member.check_checkpoint(self.opts.checkpoint_location)
         ranges = batch_ranges(start, end)
+        if ranges and (self._last_end is None or canonical(end) != canonical(self._last_end)):
+            ranges = self._current_incarnation(ranges, decode_epochs(end))
         return self._tasks(ranges, self.member.bootstrap(), dict(decode_epochs(end))) if ranges else []
+
+    def _current_incarnation(self, ranges: list[tuple[Key, int, int]], recorded: dict[str, int]) -> list[Any]:
+        """A batch this process did not plan (Spark replaying its checkpoint after a restart): its
+        offsets count in the topic incarnations recorded with it. A topic deleted or created again
+        since is not read at those offsets (they would name other messages of the new log): the
+        query fails (failOnDataLoss) or skips them, as Spark's source does with a deleted topic.
+        Only here: the look-up is a ZooKeeper round trip, and batches planned by this process
+        were planned against the incarnation its member holds."""
+        topics = sorted({k[0] for k, _, _ in ranges if k[0] in recorded})
+        if not topics:
+            return ranges
+        kept, stale = split_stale(ranges, recorded, self.member.topic_epochs(topics))
+        if stale:
+            what = "; ".join(s.describe() for s in stale)
+            if self.opts.fail_on_data_loss:
+                raise DataLossError(
+                    f"replaying a batch from the checkpoint: {what}. Its offsets belong to the old topic and "
+                    "are gone. Set failOnDataLoss=false to skip them (the topic is then read from its new "
+                    "start), or start the query with a new checkpoint location"
+                )
+            log.warning("replaying a batch from the checkpoint: %s; skipping its ranges (failOnDataLoss=false)", what)
+        return kept
 
     @phase_timings.timed("planner.commit")
     def commit(self, end: dict[str, Any]) -> None:

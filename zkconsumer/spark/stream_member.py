@@ -130,6 +130,10 @@ class StreamMember:
                 out[key[0]] = max(epoch, out.get(key[0], epoch))  # czxids grow: the newest one
         return out
 
+    def topic_epochs(self, topics: Iterable[str]) -> dict[str, int | None]:
+        """topic -> its incarnation (czxid of its node) now, read from ZooKeeper (None: deleted)."""
+        return dict(self._connector().cluster.topic_epochs(topics))
+
     def connected(self) -> bool:
         """Whether ZooKeeper confirmed our session within the lease (the member may plan)."""
         return bool(self._connector().ownership_confirmed())
