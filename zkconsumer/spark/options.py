@@ -33,6 +33,8 @@ SOURCE_OPTIONS = frozenset(
         "partitions",
         "checkpointlocation",
         "rowspertask",
+        "fetchoffset.numretries",
+        "fetchoffset.retryintervalms",
     }
 )
 MAX_BATCH_SIZE = 1_000_000  # Consumer.consume() refuses more messages per call
@@ -125,6 +127,8 @@ class SourceOptions:
     partitions: frozenset[tuple[str, int]] | None = None  # batch: read exactly these, no others
     checkpoint_location: str | None = None  # stream: the query's checkpoint, read for the last completed batch
     rows_per_task: int = 20000  # ranges packed into tasks of about this many rows; 0: a task per range
+    fetch_offset_attempts: int = 3  # fetchOffset.numRetries: log-offset lookups tried this often (Spark's count)
+    fetch_offset_interval_ms: int = 1000  # fetchOffset.retryIntervalMs: the wait between those attempts
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -239,6 +243,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         partitions=partitions,
         checkpoint_location=checkpoint,
         rows_per_task=_int(opts, "rowspertask", 20000, 0) or 0,
+        fetch_offset_attempts=_int(opts, "fetchoffset.numretries", 3, 1) or 3,
+        fetch_offset_interval_ms=_int(opts, "fetchoffset.retryintervalms", 1000, 0) or 0,
     )
 
 
