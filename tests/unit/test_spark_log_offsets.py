@@ -29,7 +29,7 @@ class FakeAdmin:
     """AdminClient.list_offsets over fixed logs; the first `failures` lookups of every partition fail."""
 
     def __init__(self, logs: dict[Key, tuple[int, int]], errors: list[int]) -> None:
-        self.logs, self.errors, self.calls = logs, list(errors), 0
+        self.logs, self.errors, self.calls, self.started = logs, list(errors), 0, 0
 
     def list_offsets(self, request: dict[TopicPartition, Any], **_: object) -> dict[TopicPartition, Answer]:
         self.calls += 1
@@ -46,19 +46,25 @@ class FakeAdmin:
 
 
 def lookups(logs: dict[Key, tuple[int, int]], errors: list[int], **kwargs: Any) -> tuple[LogOffsets, FakeAdmin]:
-    offsets = LogOffsets("b1:9092", read_committed=True, **kwargs)
+    """LogOffsets over one FakeAdmin (its errors shared by every client it starts); `admin.started`
+    counts the clients."""
     admin = FakeAdmin(logs, errors)
-    offsets._admin = admin  # type: ignore[assignment]
-    return offsets, admin
+
+    def start(config: dict[str, Any]) -> FakeAdmin:
+        admin.started += 1
+        return admin
+
+    return LogOffsets("b1:9092", read_committed=True, client_factory=start, **kwargs), admin
 
 
 def test_log_offsets_are_tried_num_retries_times_interval_apart_on_broker_trouble() -> None:
     slept: list[float] = []
-    offsets, _ = lookups(
-        {T0: (3, 40)}, [KafkaError.LEADER_NOT_AVAILABLE] * 2, attempts=3, interval_s=0.25, sleep=slept.append
+    offsets, admin = lookups(
+        {T0: (3, 40)}, [KafkaError.FENCED_LEADER_EPOCH] * 2, attempts=3, interval_s=0.25, sleep=slept.append
     )
     assert offsets.spans([T0]) == {T0: (3, 40)}
     assert slept == [0.25, 0.25]
+    assert admin.started == 3, "a new client for every retry: the old one keeps stale leader epochs"
     offsets, _ = lookups({T0: (3, 40)}, [KafkaError.NOT_LEADER_FOR_PARTITION] * 3, attempts=3, sleep=slept.append)
     with pytest.raises(OffsetsUnavailable, match="in 3 attempts") as raised:
         offsets.spans([T0])

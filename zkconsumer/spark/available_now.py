@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import ZOOKEEPER_FAILURES, ZkConsumerError
+from zkconsumer.errors import describe as describe_error
 from zkconsumer.spark.offsets import Key
 
 PAUSE_S = 1.0  # between two planning attempts of a trigger that could not plan yet
@@ -75,16 +76,19 @@ class AvailableNowRun:
         unread = self.unread(positions, highs)
         if not unread and not self.targets and not member.owned():
             # Nothing owned yet: a crashed predecessor's owner nodes live until its session expires.
-            keys = [(t, p) for t, (_, n) in member.subscription().items() for p in range(n)]
+            try:
+                keys = [(t, p) for t, (_, n) in member.subscription().items() for p in range(n)]
+            except ZOOKEEPER_FAILURES as exc:
+                return f"nothing owned, and the subscription unknown: {describe_error(exc)}"
             if not keys:
                 return None
-            owners = member.owners(keys)
+            owners = _owners(member, keys)
             return "this query owns none of the subscription's partitions yet: " + ", ".join(
                 f"{t}-{p} (owner {owners.get((t, p)) or 'none'})" for t, p in sorted(keys)
             )
         if not unread:
             return None
-        owners = member.owners(unread)
+        owners = _owners(member, unread)
         return "targets not read: " + ", ".join(
             f"{t}-{p} at {'no position' if pos is None else pos} of {'its log end' if goal is None else goal} "
             f"(owner {owners.get((t, p)) or 'none'})"
@@ -101,3 +105,12 @@ class AvailableNowRun:
         if self._deadline is None:
             self._deadline = now + self.wait_s
         return now >= self._deadline
+
+
+def _owners(member: Any, keys: Iterable[Key]) -> dict[Key, str | None]:
+    """Owners for a message: none named when ZooKeeper does not answer (the wait goes on)."""
+    try:
+        owners: dict[Key, str | None] = member.owners(keys)
+    except ZOOKEEPER_FAILURES:
+        return {}
+    return owners

@@ -51,7 +51,10 @@ class LogOffsets:
     """Log start/end offsets through one AdminClient (batched ListOffsets), for driver-side planning.
 
     A lookup is tried `attempts` times (Spark's fetchOffset.numRetries counts attempts, not retries
-    after the first), `interval_s` apart, while the brokers answer with transient trouble.
+    after the first), `interval_s` apart, while the brokers answer with transient trouble. Each
+    retry and each lookup after a failed one starts a new client, as Spark's does: librdkafka keeps
+    asking with the leader epochs it cached before a broker restart (FENCED_LEADER_EPOCH on every
+    later lookup, seen in a rolling restart) until its metadata happens to refresh.
     """
 
     def __init__(
@@ -64,13 +67,20 @@ class LogOffsets:
         attempts: int = 3,
         interval_s: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
+        client_factory: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap
         # confluent-kafka's hints omit the logger setting's type (a logging.Logger)
-        config: dict[str, Any] = {"logger": _LIBRDKAFKA_LOG, **(client_config or {}), "bootstrap.servers": bootstrap}
-        self._admin: AdminClient | None = AdminClient(config)
+        self._config: dict[str, Any] = {
+            "logger": _LIBRDKAFKA_LOG,
+            **(client_config or {}),
+            "bootstrap.servers": bootstrap,
+        }
+        self._factory = client_factory or AdminClient
+        self._admin: Any = self._factory(self._config)
+        self._stale = False  # the last lookup failed: the next one starts a new client
         self._committed = read_committed
         self._timeout_s = timeout_s
         self._attempts = max(1, attempts)
@@ -86,9 +96,14 @@ class LogOffsets:
         if not keys:
             return {}
         for attempt in range(1, self._attempts + 1):
+            if self._stale and self._admin is not None:
+                self._admin = self._factory(self._config)  # the old one's threads end with its last reference
             try:
-                return self._spans_once(keys)
+                spans = self._spans_once(keys)
+                self._stale = False
+                return spans
             except Exception as exc:  # noqa: BLE001 - classified right here
+                self._stale = True
                 named = ", ".join(f"{t}-{p}" for t, p in keys[:8]) + (", ..." if len(keys) > 8 else "")
                 if not transient(exc):
                     raise OffsetLookupFailed(
