@@ -1,4 +1,4 @@
-"""Kafka I/O: executor reads of exact offset ranges into Arrow batches; driver-side log offset lookups."""
+"""Kafka I/O on executors: reads of exact offset ranges into Arrow batches (driver-side lookups: log_offsets)."""
 
 from __future__ import annotations
 
