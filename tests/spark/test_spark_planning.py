@@ -128,6 +128,12 @@ class FakeGroup(StreamMember):
     def spans(self, keys: Any) -> dict[tuple[str, int], tuple[int, int]]:
         return {k: self.logs[k] for k in keys}
 
+    def subscription(self) -> dict[str, tuple[int, int]]:
+        counts: dict[str, int] = {}
+        for topic, partition in self.logs:
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        return {t: (1, n) for t, n in counts.items()}
+
     def commit(self, positions: dict[tuple[str, int], int], member: Any = None) -> None:
         if positions:
             self.commits.append(positions)

@@ -33,6 +33,7 @@ class FakeMember:
         self.confirmed = True  # what the member's delivery gate says (connected, lease running)
         self.failure: BaseException | None = None  # set when the member left the group on a failure
         self.consumer_id = "q_driver-1"
+        self.owner_nodes: dict[Key, str] = {}  # other members' owner nodes, as ZooKeeper names them
 
     def ownership_confirmed(self) -> bool:
         return self.confirmed
@@ -58,6 +59,7 @@ class FakeMember:
         done = {i.key: i for i in recorded}
         for key, info in done.items():
             self.nodes[key] = (info.consumed_offset, info.epoch)
+            info.committed_offset = info.consumed_offset  # what the real offset store does once written
         return {k: k in done for k in positions}
 
     def shutdown(self) -> None:
@@ -76,6 +78,18 @@ class StandInMember(StreamMember):
 
     def spans(self, keys: Any) -> dict[Key, tuple[int, int]]:
         return {k: self.logs[k] for k in keys}
+
+    def subscription(self) -> dict[str, tuple[int, int]]:
+        """The topics of the logs now: incarnation of their claims (100 unclaimed), partition count."""
+        epochs = {k[0]: i.epoch for k, i in self.fake.assignment.owned_infos().items()}
+        counts: dict[str, int] = {}
+        for topic, partition in self.logs:
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        return {t: (epochs.get(t, 100), n) for t, n in counts.items()}
+
+    def owners(self, keys: Any) -> dict[Key, str | None]:
+        mine = self.fake.assignment.owned()
+        return {k: mine.get(k) or self.fake.owner_nodes.get(k) for k in keys}
 
 
 class Reader(ZkStreamReader):
@@ -124,10 +138,11 @@ def test_a_running_query_re_claiming_a_re_created_topic_starts_over_and_never_co
 def test_a_partition_new_to_a_running_query_starts_at_earliest_even_with_starting_offsets_latest() -> None:
     member = FakeMember()
     member.claim(T0, -1, epoch=100)
-    reader = Reader(member, {T0: (0, 0), T1: (0, 25)})  # default startingOffsets: latest
+    reader = Reader(member, {T0: (0, 0)})  # default startingOffsets: latest
     start = reader.initialOffset()
     assert reader.latestOffset(start, ReadAllAvailable()) is start  # nothing yet
-    member.claim(T1, -1, epoch=100)  # a partition added to the topic; 25 messages before the trigger
+    reader.logs[T1] = (0, 25)  # a partition added to the topic; 25 messages before the trigger
+    member.claim(T1, -1, epoch=100)
     end = reader.latestOffset(start, ReadAllAvailable())
     assert batch_ranges(start, end) == [(T1, 0, 25)]
 
@@ -277,10 +292,10 @@ def test_a_member_that_left_on_a_failure_fails_the_next_planning_call() -> None:
     assert raised.value.__cause__ is cause
 
 
-def test_a_partition_handed_over_to_a_running_query_starts_at_the_previous_owners_commit_despite_ignore() -> None:
-    # ignoreCommittedOffsets=true is about where a *new* query starts (startingOffsets wins there);
-    # a partition another member hands over later starts where that member committed (rule 3 of
-    # docs/spark.md), not at earliest: re-reading it all on every hand-over is what it did before.
+def test_a_partition_handed_over_to_a_new_query_follows_ignore_committed_once_then_the_groups_commits() -> None:
+    # ignoreCommittedOffsets=true and startingOffsets are about where the query starts: a partition
+    # of its subscription that another member hands over later starts by them too (the query's
+    # first claim of it); a later hand-over resumes past what that member consumed meanwhile.
     member = FakeMember()
     member.claim(T0, 5, epoch=100)
     reader = Reader(member, {T0: (0, 30), T1: (0, 40)}, startingOffsets="earliest", ignoreCommittedOffsets="true")
@@ -289,7 +304,11 @@ def test_a_partition_handed_over_to_a_running_query_starts_at_the_previous_owner
     end = reader.latestOffset(start, ReadAllAvailable())
     member.claim(T1, 33, epoch=100)  # handed over by a member that committed 33
     later = reader.latestOffset(end, ReadAllAvailable())
-    assert batch_ranges(end, later) == [(T1, 33, 40)]
+    assert batch_ranges(end, later) == [(T1, 0, 40)]
+    member.release([T1])
+    reader.logs[T1] = (0, 70)
+    member.claim(T1, 55, epoch=100)  # away and back: the other member got to 55 meanwhile
+    assert batch_ranges(later, reader.latestOffset(later, ReadAllAvailable())) == [(T1, 55, 70)]
 
 
 def test_a_query_without_the_checkpoint_option_is_told_once_what_a_stop_leaves(

@@ -1,4 +1,4 @@
-"""Kafka I/O: executor reads of exact offset ranges into Arrow batches; driver-side log offset lookups."""
+"""Kafka I/O on executors: reads of exact offset ranges into Arrow batches (driver-side lookups: log_offsets)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 import time
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
@@ -30,7 +30,6 @@ from zkconsumer.spark.offsets import DataLossError, Key, OffsetRange
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
-    from confluent_kafka.admin import AdminClient
 
     from zkconsumer.consumer.chunks import Message
 
@@ -329,57 +328,3 @@ def _log_ends_before(
         raise DataLossError(message + ". Set failOnDataLoss=false to skip them.")
     log.warning("%s; skipping the rest of the range (failOnDataLoss=false)", message)
     return True
-
-
-class LogOffsets:
-    """Log start/end offsets through one AdminClient (batched ListOffsets), for driver-side planning."""
-
-    def __init__(
-        self,
-        bootstrap: str,
-        *,
-        read_committed: bool,
-        client_config: Mapping[str, str] | None = None,
-        timeout_s: float = 30.0,
-    ) -> None:
-        from confluent_kafka.admin import AdminClient
-
-        self.bootstrap = bootstrap
-        # confluent-kafka's hints omit the logger setting's type (a logging.Logger)
-        config: dict[str, Any] = {"logger": _LIBRDKAFKA_LOG, **(client_config or {}), "bootstrap.servers": bootstrap}
-        self._admin: AdminClient | None = AdminClient(config)
-        self._committed = read_committed
-        self._timeout_s = timeout_s
-
-    def spans(self, keys: Iterable[Key]) -> dict[Key, tuple[int, int]]:
-        """key -> (log start, log end) where log end is the last stable offset when reading committed.
-        Both lists are asked for at once (one round trip to the brokers, not two, per planning call)."""
-        keys = sorted(set(keys))
-        if not keys:
-            return {}
-        lows, highs = self._ask(keys, earliest=True), self._ask(keys, earliest=False)
-        try:
-            low, high = self._answers(lows), self._answers(highs)
-        finally:
-            if self._admin is not None:
-                self._admin.poll(0)  # hands librdkafka's queued log lines to the logger
-        return {k: (low[k], high[k]) for k in keys}
-
-    def _ask(self, keys: list[Key], *, earliest: bool) -> dict[Any, Any]:
-        from confluent_kafka import IsolationLevel, TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
-        spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
-        level = IsolationLevel.READ_COMMITTED if self._committed else IsolationLevel.READ_UNCOMMITTED
-        if self._admin is None:
-            raise RuntimeError(f"LogOffsets({self.bootstrap}) is closed")
-        futures: dict[Any, Any] = self._admin.list_offsets(
-            {TopicPartition(t, p): spec for t, p in keys}, isolation_level=level, request_timeout=self._timeout_s
-        )
-        return futures
-
-    def _answers(self, futures: Mapping[Any, Any]) -> dict[Key, int]:
-        return {(tp.topic, tp.partition): fut.result(self._timeout_s).offset for tp, fut in futures.items()}
-
-    def close(self) -> None:
-        self._admin = None

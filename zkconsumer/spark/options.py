@@ -44,6 +44,8 @@ SOURCE_OPTIONS = frozenset(
         "endingoffsetsbytimestamp",
         "minoffsetspertrigger",
         "maxtriggerdelay",
+        "fetchoffset.numretries",
+        "fetchoffset.retryintervalms",
     }
 )
 MAX_BATCH_SIZE = 1_000_000  # Consumer.consume() refuses more messages per call
@@ -172,6 +174,8 @@ class SourceOptions:
     min_offsets_per_trigger: int | None = None  # a trigger with fewer waits, up to max_trigger_delay_ms
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     max_records_per_partition: int | None = None  # ranges split into tasks of at most this many offsets
+    fetch_offset_attempts: int = 3  # fetchOffset.numRetries: log-offset lookups tried this often (Spark's count)
+    fetch_offset_interval_ms: int = 1000  # fetchOffset.retryIntervalMs: the wait between those attempts
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -321,6 +325,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         ending_by_time=ending_by_time,
         min_offsets_per_trigger=_int(opts, "minoffsetspertrigger", None, 1),
         max_trigger_delay_ms=max_delay,
+        fetch_offset_attempts=_int(opts, "fetchoffset.numretries", 3, 1) or 3,
+        fetch_offset_interval_ms=_int(opts, "fetchoffset.retryintervalms", 1000, 0) or 0,
     )
 
 

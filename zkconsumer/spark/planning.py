@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.spark.kafka_read import LogOffsets
+from zkconsumer.spark.log_offsets import LogOffsets
 from zkconsumer.spark.offsets import Key, initial_position, settle
 from zkconsumer.spark.options import OptionError, SourceOptions
 from zkconsumer.spark.time_lookup import explicit_ends_for, explicit_starts_for
@@ -117,7 +117,13 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
         bootstrap = opts.bootstrap_override or bootstrap_of(cluster.brokers(), opts.config)
         created_ms = {t: (stat.ctime if stat is not None else None) for t, stat in nodes.items()}
-    offsets = LogOffsets(bootstrap, read_committed=opts.isolation_committed(), client_config=opts.client_security())
+    offsets = LogOffsets(
+        bootstrap,
+        read_committed=opts.isolation_committed(),
+        client_config=opts.client_security(),
+        attempts=opts.fetch_offset_attempts,
+        interval_s=opts.fetch_offset_interval_ms / 1000.0,
+    )
     try:
         spans = offsets.spans(keys)
     finally:

@@ -10,12 +10,15 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from zkconsumer.errors import ZOOKEEPER_FAILURES
+from zkconsumer.errors import describe as describe_error
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.admission import TriggerAdmission
+from zkconsumer.spark.available_now import PAUSE_S, AvailableNowIncomplete, AvailableNowRun, wait_bound_s
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
 from zkconsumer.spark.kafka_read import SCHEMA, SCHEMA_WITH_HEADERS, read_task
+from zkconsumer.spark.log_offsets import OffsetsUnavailable
 from zkconsumer.spark.offsets import (
-    EARLIEST,
     DataLossError,
     Key,
     ReadTask,
@@ -59,6 +62,10 @@ except ImportError:  # 4.0/4.1: the stand-ins let batch reads import; streamRead
 
 
 log = logging.getLogger("zkconsumer.spark.source")
+# Offsets sub-object: topic -> [incarnation, partition count] when the query started. Partitions
+# of it follow startingOffsets/ignoreCommittedOffsets whenever the query first claims them; others
+# (added later, a new topic, a re-created one) start at the group's offset, else earliest.
+START = "@start"
 
 
 class ZkConsumerDataSource(DataSource):
@@ -151,7 +158,7 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         self.member = member if member is not None else StreamMember(opts)
         self._resumed = False  # the first latestOffset of a process follows the checkpoint
         self._last_end: dict[str, Any] | None = None
-        self._targets: dict[Key, int] | None = None  # Trigger.AvailableNow: never read past these
+        self._run: AvailableNowRun | None = None  # Trigger.AvailableNow: targets, and the wait for them
         self._latest: dict[Key, int] = {}
         self._checkpoint_checked = False
         self._admission = (
@@ -181,38 +188,86 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
 
         Spark keeps only batch ends and asks again when it replays batch 0 after a restart; the
         answer may differ by then, so the batch planned from this one records every start ("@from").
+        The subscription's partitions now are recorded too (START): those the query claims later
+        start by the same rules. Brokers that do not answer leave the starts to the first trigger.
         """
         owned = self.member.owned()
         explicit = explicit_starts_for(self.opts, owned, self.member.bootstrap)  # timestamps resolved
-        wanted = {
-            k: initial_position(
-                k,
-                zk,
-                explicit=explicit,
-                fallback=self.opts.starting,
-                ignore_committed=self.opts.ignore_committed,
+        wanted = {k: self._new_query_start(k, zk, explicit) for k, zk in owned.items()}
+        try:
+            spans = self.member.spans(list(wanted))
+        except OffsetsUnavailable as exc:
+            log.warning("%s; the query's starts are planned at the first trigger the brokers answer", exc)
+            doc = encode_offsets({}, initial=True)
+        else:
+            positions = {
+                k: settle(k, pos, *spans[k], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True)
+                for k, pos in wanted.items()
+            }
+            doc = encode_offsets(positions, epochs=self.member.epochs(owned), initial=True)
+        try:
+            doc[START] = {t: [e, n] for t, (e, n) in sorted(self.member.subscription().items())}
+        except ZOOKEEPER_FAILURES as exc:
+            log.warning(
+                "could not read the subscription's topics (%s): partitions claimed later start at the "
+                "group's offset, else earliest, not by startingOffsets",
+                describe_error(exc),
             )
-            for k, zk in owned.items()
-        }
-        spans = self.member.spans(list(wanted))
-        positions = {
-            k: settle(k, pos, *spans[k], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True)
-            for k, pos in wanted.items()
-        }
-        self._last_end = encode_offsets(positions, epochs=self.member.epochs(owned), initial=True)
-        return self._last_end
+        self._last_end = doc
+        return doc
+
+    def _new_query_start(self, key: Key, committed: int, explicit: dict[Key, int]) -> int:
+        """`explicit`: startingOffsets' entries with the starting timestamps resolved (explicit_starts_for)."""
+        return initial_position(
+            key,
+            committed,
+            explicit=explicit,
+            fallback=self.opts.starting,
+            ignore_committed=self.opts.ignore_committed,
+        )
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.opts.max_offsets_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._targets = {k: high for k, (_, high) in self.member.spans(list(self.member.owned())).items()}
+        """The run's targets: the log end of every partition owned now (one owned later: its log end
+        when first planned). latestOffset() then returns its start only once every target is read."""
+        owned = list(self.member.owned())
+        try:
+            targets: dict[Key, int | None] = {k: high for k, (_, high) in self.member.spans(owned).items()}
+        except OffsetsUnavailable as exc:
+            log.warning("%s; the run's targets are set at its first trigger the brokers answer", exc)
+            targets = dict.fromkeys(owned)
+        self._run = AvailableNowRun(targets, wait_bound_s(self.opts.config))
 
     @phase_timings.timed("planner.latestOffset")
     def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
         if start is None:  # pyspark < 4.2 passes nothing: continue from our own last answer
             start = self._last_end if self._last_end is not None else self.initialOffset()
+        run = self._run
+        if run is None:
+            return self._plan(start, limit)
+        # Trigger.AvailableNow: Spark ends the run the first time we answer `start`, so answer it only
+        # when every target is read; a trigger that cannot plan yet waits (bounded) and plans again.
+        while True:
+            end = self._plan(start, limit)
+            if end is not start:
+                run.planned()
+                return end
+            why = run.unfinished(self.member, decode_offsets(start), self._latest)
+            if why is None:
+                return start
+            if run.out_of_time():
+                raise AvailableNowIncomplete(
+                    f"Trigger.AvailableNow run of group {self.opts.group_id} stopped short after waiting "
+                    f"{run.wait_s:.0f} s: {why}. Run it again once these partitions are this query's"
+                )
+            log.info("Trigger.AvailableNow run not done (%s): planning again in %.0f s", why, PAUSE_S)
+            time.sleep(PAUSE_S)
+
+    def _plan(self, start: dict[str, Any], limit: ReadLimit | None) -> dict[str, Any]:
+        """One trigger's plan: the next batch's end offsets, or `start` itself when nothing is new."""
         before = decode_offsets(start)
         if not self.member.connected():
             # Like the fetcher's delivery gate: once the lease is out our session may be expiring and
@@ -231,30 +286,32 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         known = self._same_incarnation(before, recorded, current)
         if first and not is_initial(start):
             self._report_restart(start, {k: v for k, v in known.items() if k in owned}, owned)
+        started = start.get(START) or {}
         wanted: dict[Key, int] = {}
         for key, committed in owned.items():
-            if key not in known:  # new to the query (or its topic re-created): where the previous owner got
-                # to, else earliest; ignoreCommittedOffsets is about where a new query starts, not hand-overs
-                wanted[key] = initial_position(key, committed, explicit={}, fallback="earliest", ignore_committed=False)
+            if key not in known:
+                wanted[key] = self._claimed_start(key, committed, started, current)
             elif first:  # a (re)started query follows its checkpoint
                 wanted[key] = known[key]
             else:  # back after another member had it: skip what that member already consumed
                 wanted[key] = max(known[key], committed)
-        spans = self.member.spans(list(owned))
+        try:
+            spans = self.member.spans(list(owned))
+        except OffsetsUnavailable as exc:
+            # Broker trouble that passes (a restart, a leader election): like ZooKeeper trouble,
+            # plan nothing this trigger rather than end the query.
+            log.warning("planning no new data for group %s this trigger: %s", self.opts.group_id, exc)
+            return start
         starts = dict(known)
         for key, pos in wanted.items():
             starts[key] = settle(
                 key, pos, *spans[key], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True
             )
-            if pos == EARLIEST:
-                log.info(
-                    "%s-%d starts at its earliest offset %d: new to the query, no committed offset",
-                    key[0],
-                    key[1],
-                    starts[key],
-                )
+            if key not in known:
+                log.info("%s-%d starts at offset %d: new to the query", key[0], key[1], starts[key])
         # Spark asks for the next batch only once the batch ending at `start` completed (and was
-        # recorded in the commit log): that progress is safe to show the group's tools now.
+        # recorded in the commit log): that progress is safe to show the group's tools now. (The
+        # member also writes again what an earlier trigger failed to write.)
         self.member.commit({k: starts[k] for k in owned if starts[k] != owned[k]})
         if not self.member.connected():
             # The commit and the log lookups can block (a link down, the rebalance lock): the lease
@@ -275,8 +332,8 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         froms = {k: v for k, v in starts.items() if v != before.get(k)}
         highs = {k: spans[k][1] for k in owned}
         self._latest = highs
-        if self._targets is not None:
-            highs = {k: min(h, self._targets.setdefault(k, h)) for k, h in highs.items()}
+        if self._run is not None:
+            highs = self._run.cap(highs)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         positions = dict(starts)
         positions.update(rate_limit({k: (starts[k], max(starts[k], highs[k])) for k in owned}, max_rows))
@@ -288,15 +345,28 @@ class ZkStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvail
         if is_initial(start):
             froms = starts  # batch 0: replayed from these even if initialOffset() answers otherwise
         self._last_end = encode_offsets(positions, froms, epochs)
+        if started:
+            self._last_end[START] = started
         self.member.remember(canonical(self._last_end))
         return self._last_end
 
     def _waits_for_more(self, backlog: dict[Key, int]) -> bool:
         """minOffsetsPerTrigger (admission.TriggerAdmission); never under Trigger.AvailableNow, whose
         run must reach its targets rather than wait for more."""
-        if self._admission is None or self._targets is not None:
+        if self._admission is None or self._run is not None:
             return False
         return self._admission.delay(sum(max(0, n) for n in backlog.values()), time.monotonic() * 1000.0)
+
+    def _claimed_start(self, key: Key, committed: int, started: dict[str, Any], current: dict[str, int]) -> int:
+        """Where a partition new to the query starts. One that existed when the query started (same
+        topic incarnation) follows the new query's rules, whenever it is claimed; one that came
+        later starts at the group's offset, else earliest (as Spark reads newly discovered
+        partitions), so messages produced before the next trigger are read."""
+        topic, partition = key
+        then = started.get(topic)
+        if then is not None and partition < then[1] and current.get(topic, then[0]) == then[0]:
+            return self._new_query_start(key, committed, explicit_starts_for(self.opts, [key], self.member.bootstrap))
+        return initial_position(key, committed, explicit={}, fallback="earliest", ignore_committed=False)
 
     def _report_restart(self, start: dict[str, Any], checkpoint: dict[Key, int], zookeeper: dict[Key, int]) -> None:
         """A resumed query follows its checkpoint, not ZooKeeper: say so loudly where they disagree

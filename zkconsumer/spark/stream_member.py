@@ -14,7 +14,7 @@ from zkconsumer.errors import ZkConsumerError, is_retriable
 from zkconsumer.errors import describe as describe_error
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, last_completed
-from zkconsumer.spark.kafka_read import LogOffsets
+from zkconsumer.spark.log_offsets import LogOffsets
 from zkconsumer.spark.offsets import Key
 from zkconsumer.spark.options import SourceOptions
 from zkconsumer.spark.planning import bootstrap_of
@@ -138,6 +138,23 @@ class StreamMember:
         """Whether ZooKeeper confirmed our session within the lease (the member may plan)."""
         return bool(self._connector().ownership_confirmed())
 
+    def subscription(self) -> dict[str, tuple[int, int]]:
+        """topic -> (incarnation, partition count) of every subscribed topic that exists now."""
+        cluster = self._connector().cluster
+        opts = self.opts
+        topics = list(opts.topics) if opts.topic_filter is None else [t for t in cluster.all_topics() if opts.wants(t)]
+        return {t: (epoch, len(parts)) for t, (parts, epoch) in cluster.topics(topics).items() if epoch is not None}
+
+    def owners(self, keys: Iterable[Key]) -> dict[Key, str | None]:
+        """The owner thread id ZooKeeper names for each partition now (None: unowned), for messages."""
+        wanted = sorted(set(keys))
+        group = self._connector().group
+        out: dict[Key, str | None] = {}
+        for topic in sorted({t for t, _ in wanted}):
+            held = group.owners(topic)
+            out.update({k: held.get(k[1]) for k in wanted if k[0] == topic})
+        return out
+
     @phase_timings.timed("planner.bootstrap")
     def bootstrap(self) -> str:
         """The brokers executors start from. A planning call that meets the member's ZooKeeper
@@ -159,29 +176,48 @@ class StreamMember:
 
     @phase_timings.timed("planner.spans")
     def spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
-        """Each partition's log (start, end), from the brokers."""
+        """Each partition's log (start, end), from the brokers; raises log_offsets.OffsetsUnavailable
+        when they do not answer within fetchOffset.numRetries attempts (the caller plans nothing)."""
         if self._log_offsets is None:
             self._log_offsets = LogOffsets(
                 self.bootstrap(),
                 read_committed=self.opts.isolation_committed(),
                 client_config=self.opts.client_security(),
+                attempts=self.opts.fetch_offset_attempts,
+                interval_s=self.opts.fetch_offset_interval_ms / 1000.0,
             )
         return self._log_offsets.spans(keys)
 
     @phase_timings.timed("planner.zookeeper_commit")
     def commit(self, positions: dict[Key, int], member: Any = None) -> None:
-        """Write progress to /consumers/<group>/offsets, fenced: only partitions we still own."""
-        if not positions:
-            return
+        """Write progress to /consumers/<group>/offsets, fenced: only partitions we still own.
+
+        Also writes again every owned partition whose recorded position has not landed (a write
+        that failed before: the member records a position before writing it, so the planner would
+        otherwise never see it as due again), so a failed commit is retried at the next trigger,
+        at Spark's commit(end) and at stop()."""
         member = member if member is not None else self._connector()
+        infos = member.assignment.owned_infos()
+        unwritten = {
+            k: i.consumed_offset
+            for k, i in infos.items()
+            if i.active and i.consumed_offset >= 0 and i.consumed_offset != i.committed_offset
+        }
         epochs = {t: (c.epoch if (c := self._claims.get((t, p))) is not None else None) for t, p in positions}
+        for (topic, _), info in ((k, infos[k]) for k in unwritten if k not in positions):
+            epochs.setdefault(topic, info.epoch)  # a retried position counts in the claim it was recorded in
+        todo = {**{k: o for k, o in unwritten.items() if epochs.get(k[0]) == infos[k].epoch}, **positions}
+        if not todo:
+            return
         try:
             # The member checks, under its rebalance lock, that each partition is still claimed in
             # the incarnation the positions count in: a re-claim in between must not receive them.
-            written = member.commit_positions(positions, epochs=epochs)
+            written = member.commit_positions(todo, epochs=epochs)
         except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the next trigger commits again
             log.warning(
-                "committing offsets of group %s failed (%s); will retry at the next trigger", self.opts.group_id, exc
+                "committing offsets of group %s failed (%s); will retry at the next trigger",
+                self.opts.group_id,
+                describe_error(exc),
             )
             return
         skipped = sorted(k for k, ok in written.items() if not ok)
