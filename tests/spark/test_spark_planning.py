@@ -23,8 +23,8 @@ from zkconsumer.spark.offsets import (
     split,
 )
 from zkconsumer.spark.options import OptionError, SourceOptions, parse_options
-from zkconsumer.spark.source import ReadAllAvailable, ReadMaxRows, ZkStreamReader
 from zkconsumer.spark.stream_member import StreamMember
+from zkconsumer.spark.stream_reader import ReadAllAvailable, ReadMaxRows, ZkStreamReader
 
 pytestmark = pytest.mark.spark
 

@@ -7,11 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_spark_stream_reader import T0, FakeMember, Reader
 
-from zkconsumer.spark import source
+from zkconsumer.spark import stream_reader
 from zkconsumer.spark.admission import TriggerAdmission, duration_ms
 from zkconsumer.spark.offsets import batch_ranges
 from zkconsumer.spark.options import OptionError, parse_options
-from zkconsumer.spark.source import ReadAllAvailable
+from zkconsumer.spark.stream_reader import ReadAllAvailable
 
 BASE = {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t"}
 
@@ -71,7 +71,7 @@ class Clock:
 
 def test_a_stream_waits_for_min_offsets_until_the_delay_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
-    monkeypatch.setattr(source, "time", clock)
+    monkeypatch.setattr(stream_reader, "time", clock)
     member = FakeMember()
     member.claim(T0, 0, epoch=100)
     reader = Reader(member, {T0: (0, 10)}, minOffsetsPerTrigger="50", maxTriggerDelay="10s")
@@ -95,7 +95,7 @@ def test_a_stream_waits_for_min_offsets_until_the_delay_passes(monkeypatch: pyte
 
 def test_trigger_available_now_never_waits_for_min_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
-    monkeypatch.setattr(source, "time", clock)
+    monkeypatch.setattr(stream_reader, "time", clock)
     member = FakeMember()
     member.claim(T0, 0, epoch=100)
     reader = Reader(member, {T0: (0, 10)}, minOffsetsPerTrigger="50")

@@ -14,7 +14,7 @@ from zkconsumer.spark import time_lookup
 from zkconsumer.spark.by_time import NOT_FOUND, explicit_ends, explicit_starts, times_for
 from zkconsumer.spark.offsets import LATEST, DataLossError, Key, batch_ranges
 from zkconsumer.spark.options import OptionError, parse_options
-from zkconsumer.spark.source import ReadAllAvailable
+from zkconsumer.spark.stream_reader import ReadAllAvailable
 
 BASE = {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t"}
 keys = st.tuples(st.sampled_from(["t", "u"]), st.integers(0, 3))

@@ -21,7 +21,7 @@ from zkconsumer.spark.checkpoint import (
 from zkconsumer.spark.offsets import decode_offsets, encode_offsets
 from zkconsumer.spark.options import OptionError, parse_options
 from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, own_entry, split_trailing
-from zkconsumer.spark.source import ReadAllAvailable
+from zkconsumer.spark.stream_reader import ReadAllAvailable
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
 

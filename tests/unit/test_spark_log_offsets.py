@@ -11,8 +11,8 @@ from test_spark_stream_reader import T0, FakeMember, Key, Reader, StandInMember
 from zkconsumer.spark.log_offsets import LogOffsets, OffsetLookupFailed, OffsetsUnavailable
 from zkconsumer.spark.offsets import batch_ranges, decode_offsets
 from zkconsumer.spark.options import OptionError, parse_options
-from zkconsumer.spark.source import ReadAllAvailable
 from zkconsumer.spark.stream_member import StreamMember
+from zkconsumer.spark.stream_reader import ReadAllAvailable
 
 
 class Answer:

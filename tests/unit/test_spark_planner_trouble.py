@@ -14,7 +14,7 @@ from test_spark_stream_reader import T0, T1, FakeMember, Key, Reader
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.spark.offsets import batch_ranges, decode_offsets
-from zkconsumer.spark.source import ReadAllAvailable
+from zkconsumer.spark.stream_reader import ReadAllAvailable
 
 
 # ---- a failed planning commit is retried ---------------------------------------------------------

@@ -15,8 +15,8 @@ from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.errors import ZooKeeperAccessDenied
 from zkconsumer.spark.offsets import batch_ranges, decode_offsets
 from zkconsumer.spark.options import SourceOptions, parse_options
-from zkconsumer.spark.source import ReadAllAvailable, ZkStreamReader
 from zkconsumer.spark.stream_member import MemberLeft, StreamMember
+from zkconsumer.spark.stream_reader import ReadAllAvailable, ZkStreamReader
 
 Key = tuple[str, int]
 T0, T1 = ("t", 0), ("t", 1)
