@@ -333,10 +333,12 @@ def latency(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace
 
 
 if __name__ == "__main__":
+    import runpy
     import sys
+    from pathlib import Path
 
     if not any(a == "--latency" or a.startswith("--latency=") for a in sys.argv[1:]):
         sys.argv[1:1] = ["--latency", "60"]
-    import spark_ingest
-
-    spark_ingest.main()
+    # Run spark_ingest.py as the main module, as if started itself: functions Spark ships to the
+    # executors are then pickled by value, not as members of a module they cannot import.
+    runpy.run_path(str(Path(__file__).with_name("spark_ingest.py")), run_name="__main__")
