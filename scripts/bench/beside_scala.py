@@ -27,13 +27,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from throughput import PERF_TEST_JVM_OPTS, batches, iterator, produce, raw  # noqa: E402
 
-from harness.scala import _classpath, member_home  # noqa: E402
+from harness.scala import bench_command  # noqa: E402
 from zkconsumer.testing import kafka  # noqa: E402
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster  # noqa: E402
 
@@ -42,22 +41,9 @@ PARTITIONS = 8
 
 def scala(zookeeper: str, topic: str, count: int, workdir: Path, jvm_opts: tuple[str, ...]) -> float:
     """ScalaBench --count: msg/s from its first message to its `count`th."""
-    name = uuid.uuid4().hex[:6]
-    props, out = workdir / f"scala-{name}.properties", workdir / f"scala-{name}.rate"
-    props.write_text(
-        f"zookeeper.connect={zookeeper}\ngroup.id=beside-scala-{name}\nconsumer.id={name}\n"
-        "auto.offset.reset=smallest\nauto.commit.enable=false\n"
+    command, out = bench_command(
+        zookeeper, topic, workdir, reset="smallest", jvm_opts=jvm_opts, mode=("--count", str(count))
     )
-    home = member_home()
-    command = [
-        "java",
-        *jvm_opts,
-        f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
-        "-cp",
-        _classpath("1.1.1", home),
-        "ScalaBench",
-        *("--props", str(props), "--topic", topic, "--out", str(out), "--count", str(count)),
-    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0 or not out.exists():
         raise SystemExit(f"the Scala consumer failed (exit {done.returncode}):\n{done.stderr[-3000:]}")

@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the test harness: tests/harness
 
-from harness.scala import JVM_OPTS, _classpath, member_home  # noqa: E402
+from harness.scala import JVM_OPTS, bench_command  # noqa: E402
 from zkconsumer import ConsumerConnector, ConsumerTimeout  # noqa: E402
 from zkconsumer.consumer.fetch_settings import FetchSettings  # noqa: E402
 from zkconsumer.testing import kafka  # noqa: E402
@@ -193,22 +193,10 @@ def batches_reader(zookeeper: str, topic: str) -> Reader:
 
 def scala_reader(zookeeper: str, topic: str, workdir: Path) -> Reader:
     def run(ready: threading.Event, seen: Seen) -> None:
-        name = uuid.uuid4().hex[:6]
-        props, out = workdir / f"scala-{name}.properties", workdir / f"scala-{name}.seen"
-        props.write_text(
-            f"zookeeper.connect={zookeeper}\ngroup.id=lat-scala-{name}\nconsumer.id={name}\n"
-            "auto.offset.reset=largest\nauto.commit.enable=false\n"
+        # The heap cap only: the JIT left at its default (C2), as a deployment runs it.
+        command, out = bench_command(
+            zookeeper, topic, workdir, reset="largest", jvm_opts=JVM_OPTS[:1], mode=("--record",)
         )
-        home = member_home()
-        command = [
-            "java",
-            *JVM_OPTS[:1],  # the heap cap; the JIT left at its default (C2), as a deployment runs it
-            f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
-            "-cp",
-            _classpath("1.1.1", home),
-            "ScalaBench",
-            *("--props", str(props), "--topic", topic, "--out", str(out), "--record"),
-        ]
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as jvm:
             assert jvm.stdout is not None
             if jvm.stdout.readline().strip() != "READY":

@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -165,6 +166,30 @@ def _compile(jars: list[Path], target: Path) -> Path:
 def _classpath(release: str, *extra: Path) -> str:
     # Only the release's own folder: never mix with the kafka39 jars (two Scala/Kafka versions).
     return os.pathsep.join([str(jar_dir(jar_set(release)) / "*"), *map(str, extra)])
+
+
+def bench_command(
+    zookeeper_connect: str, topic: str, workdir: Path, *, reset: str, jvm_opts: Sequence[str], mode: Sequence[str]
+) -> tuple[list[str], Path]:
+    """The argv of ScalaBench (1.1.1) reading `topic` in a group of its own from `reset` (smallest or
+    largest), and the file it writes; `mode` is `--count N` or `--record` (java/ScalaBench.java)."""
+    name = uuid.uuid4().hex[:6]
+    props, out = workdir / f"scala-bench-{name}.properties", workdir / f"scala-bench-{name}.out"
+    props.write_text(
+        f"zookeeper.connect={zookeeper_connect}\ngroup.id=bench-scala-{name}\nconsumer.id={name}\n"
+        f"auto.offset.reset={reset}\nauto.commit.enable=false\n"
+    )
+    home = member_home()
+    command = [
+        "java",
+        *jvm_opts,
+        f"-Dlog4j.configuration=file:{home / 'member-log4j.properties'}",
+        "-cp",
+        _classpath(DEFAULT_RELEASE, home),
+        "ScalaBench",
+        *("--props", str(props), "--topic", topic, "--out", str(out), *mode),
+    ]
+    return command, out
 
 
 # ---------------------------------------------------------------- one Scala group member

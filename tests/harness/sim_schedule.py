@@ -164,6 +164,18 @@ class Schedule:
         finally:
             self.pausing = False
 
+    def calm_rounds(self, members: list[SimMember], rounds: int, *, consume: int | None = 50) -> None:
+        """`rounds` fault-free rounds for `members` (the tests' settling loop): time advances, each
+        member gets its messages, renews its lease, rebalances and (unless None) consumes `consume`."""
+        for _ in range(rounds):
+            self.model.advance(ROUND_MS)
+            for m in members:
+                self.model.deliver(m.client)
+                m.renew_lease()
+                m.rebalance()
+                if consume is not None:
+                    m.consume(consume)
+
     def add_member(self, *, incremental: bool = True, transaction_max_bytes: int = 1 << 19) -> SimMember:
         """A new member; in a seeded run (`run()`) its mode and transaction size are drawn instead."""
         if self.vary_members:

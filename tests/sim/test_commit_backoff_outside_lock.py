@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.sim_schedule import GROUP, ROUND_MS, TOPIC, Options, Schedule
+from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
 from harness.simulation import SimMember, committed
 from zkconsumer.offsets import store
 
@@ -23,13 +23,7 @@ KEY = (TOPIC, 0)
 
 
 def _settle(s: Schedule, members: list[SimMember], rounds: int = 8) -> None:
-    for _ in range(rounds):
-        s.model.advance(ROUND_MS)
-        for m in members:
-            s.model.deliver(m.client)
-            m.renew_lease()
-            m.rebalance()
-            m.consume(50)
+    s.calm_rounds(members, rounds)
 
 
 def test_a_rebalance_runs_while_a_commit_backs_off_between_its_retries(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition as KafkaTP
 
-from harness.sim_schedule import GROUP, ROUND_MS, TOPIC, Options, Schedule
+from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
 from harness.simulation import SimMember, committed
 from harness.zkmodel import Fault, FaultKind
 from zkconsumer.zookeeper import znodes
@@ -18,12 +18,7 @@ QUIET_FAILURE = Fault(FaultKind.FAIL_BEFORE, drop_link=False)  # ConnectionLoss,
 
 
 def _settle(s: Schedule, members: list[SimMember], rounds: int = 6) -> None:
-    for _ in range(rounds):
-        s.model.advance(ROUND_MS)
-        for m in members:
-            s.model.deliver(m.client)
-            m.renew_lease()
-            m.rebalance()
+    s.calm_rounds(members, rounds, consume=None)
 
 
 def _consume_all(m: SimMember) -> None:

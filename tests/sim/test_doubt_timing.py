@@ -14,13 +14,7 @@ KEY = (TOPIC, 0)
 
 
 def _settle(s: Schedule, members: list[SimMember], rounds: int = 8) -> None:
-    for _ in range(rounds):
-        s.model.advance(ROUND_MS)
-        for m in members:
-            s.model.deliver(m.client)
-            m.renew_lease()
-            m.rebalance()
-            m.consume(50)
+    s.calm_rounds(members, rounds)
 
 
 def _foreign_claim(s: Schedule, key: tuple[str, int]) -> None:
