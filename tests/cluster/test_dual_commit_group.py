@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 from prometheus_client import CollectorRegistry, generate_latest
 
 from harness.chaos_producer import SteadyProducer
-from harness.members import Recorder, committed_offsets, drain
+from harness.members import Recorder, committed_offsets, drain, kafka_offsets
 from zkconsumer import ConsumerConnector
 from zkconsumer.testing.kafka import end_offsets
 
@@ -28,16 +28,6 @@ DUAL = {
     "consumer.timeout.ms": 200,
 }
 REJECTED_NAMES = ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
-
-
-def kafka_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    """The group's Kafka-committed offsets, read by a Consumer that never subscribes (so never joins)."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        found = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
-    finally:
-        reader.close()
-    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
 
 
 def rejected_total(conn: ConsumerConnector) -> float:

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from confluent_kafka import Consumer, TopicPartition
+
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT, Compat
 from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
@@ -174,6 +176,16 @@ def wait_for_balanced(
             last = exc
         time.sleep(0.1)
     raise AssertionError(f"group {group} did not converge within {timeout:.0f}s (last: {last})")
+
+
+def kafka_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's broker-committed offsets, read by a Consumer that never subscribes (never joins)."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        found = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
+    finally:
+        reader.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
 
 
 def committed_offsets(zk, group: str, topic: str) -> dict[int, int]:  # type: ignore[no-untyped-def]

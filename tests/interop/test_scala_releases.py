@@ -13,9 +13,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
-from harness.members import committed_offsets, keys_of, owner_table
+from harness.members import committed_offsets, kafka_offsets, keys_of, owner_table
 from harness.scala import (
     COMPAT_VERSION,
     DEFAULT_RELEASE,
@@ -245,13 +244,3 @@ def test_dual_commit_beside_each_release_keeps_both_stores_and_hands_over_withou
     py.commit_offsets()
     assert kafka_offsets(bootstrap, g, topic, 4) == dict.fromkeys(range(4), 40)
     assert committed_offsets(zk, g, topic) == dict.fromkeys(range(4), 40)
-
-
-def kafka_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    """The group's broker-committed offsets, read by a Consumer that never subscribes (never joins)."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        found = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
-    finally:
-        reader.close()
-    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
