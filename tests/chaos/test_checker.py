@@ -61,6 +61,18 @@ def test_zombie_delivery_overlaps_the_new_owner() -> None:
     assert len(inv.stray_deliveries(h)) == 1
 
 
+def test_strays_of_a_session_closed_from_outside_count_only_past_the_notice() -> None:
+    # The driver closes A's session at 5.0 from a twin client; A hears of it on reconnecting.
+    h = handover(b_from=10, a_session_lost=True)
+    h.notes = [Note("expire", "A", 4.95), Note("session closed", "A", 5.0)]
+    h.deliveries.append(Delivery("A", T, 0, 0, 11, 5.7))  # before it could hear: reported, not judged
+    assert inv.overlaps(h) == [] and all(d.allowed for d in inv.duplicates(h))
+    assert [iv.count for iv in inv.forced_close_strays(h)] == [1]
+    h.deliveries.append(Delivery("A", T, 0, 0, 17, 6.25))  # past FORCED_CLOSE_NOTICE: an overlap again
+    assert len(inv.overlaps(h)) == 1
+    assert [d.allowed for d in inv.duplicates(h)] == [True, False]
+
+
 def test_loss_and_gaps() -> None:
     h = handover(b_from=11, a_session_lost=False, a_commit=11)
     assert inv.lost(h) == [(T, 0, 0, 10)]

@@ -71,7 +71,9 @@ def test_no_committed_offset_follows_auto_offset_reset(make_fetcher, topic_facto
     with caplog.at_level(logging.INFO, logger="zkconsumer.consumer.fetcher"):
         f.assign(infos)
     start = 0 if policy == "smallest" else 20
-    assert [(i.fetched_offset, i.consumed_offset, i.committed_offset) for i in infos] == [(start, start, -1)] * 2
+    assert [(i.consumed_offset, i.committed_offset) for i in infos] == [(start, -1)] * 2
+    # The fetch thread may have fetched the 20 messages of each partition by now.
+    assert all(start <= i.fetched_offset <= 20 for i in infos), [i.fetched_offset for i in infos]
     assert f"{topic}-0: no committed offset, starting at {start} (auto.offset.reset={policy})" in caplog.text
     it = ConsumerIterator(q, 200)
     if policy == "smallest":

@@ -63,6 +63,7 @@ class Report:
     convergence: list[tuple[str, float | None]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
+    forced_close: list[inv.Interval] = field(default_factory=list)  # reported, not judged
 
     @property
     def bad_duplicates(self) -> list[inv.Duplicate]:
@@ -133,6 +134,7 @@ class Report:
             f"max converge={self.max_converge:.2f}s"
         )
         lines += [f"  converge after {what}: {'never' if s is None else f'{s:.2f}s'}" for what, s in self.convergence]
+        lines += [f"  after its session was closed from outside: {iv.describe()}" for iv in self.forced_close]
         return "\n".join(lines)
 
     def line(self, events: int) -> str:
@@ -331,6 +333,7 @@ class Checker:
             convergence=list(convergence or []),
             errors=[repr(e) for e in self.errors],
             notes=h.notes,
+            forced_close=inv.forced_close_strays(h),
         )
 
 

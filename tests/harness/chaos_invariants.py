@@ -13,6 +13,11 @@ SPAN_BEFORE = 0.25
 SPAN_AFTER = 0.05
 STRAY_GAP = 0.5  # strays further apart than this are separate delivery intervals
 SESSION_END_MATCH = 0.5  # owner node and member node vanishing this close together: one session's end
+# A session the driver closes from a twin client (chaos_scenarios.expire_member) ends while the
+# member's link is down (the twin's connect dropped it), so no lease covers it: the member goes on
+# delivering until kazoo reconnects and hears "expired", 0.1-0.5 s after the drop
+# (zookeeper/client.py's connection_retry), plus a handshake. docs/design.md, "Fencing limits".
+FORCED_CLOSE_NOTICE = 1.0
 
 
 @dataclass(frozen=True)
@@ -85,16 +90,47 @@ def delivery_intervals(h: History) -> list[Interval]:
     return out
 
 
+def forced_close_windows(h: History) -> dict[str, list[tuple[float, float]]]:
+    """member -> from the driver's closing its session from outside ("expire") until the member can
+    have heard of it (the "session closed" note + FORCED_CLOSE_NOTICE)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    began: dict[str, float] = {}
+    for n in sorted(h.notes, key=lambda n: n.at):
+        if n.member and n.kind == "expire":
+            began[n.member] = n.at
+        elif n.member and n.kind == "session closed" and n.member in began:
+            out.setdefault(n.member, []).append((began.pop(n.member), n.at + FORCED_CLOSE_NOTICE))
+    return out
+
+
+def _in_forced_close(windows: dict[str, list[tuple[float, float]]], member: str, first: float, last: float) -> bool:
+    return any(lo <= first and last <= hi for lo, hi in windows.get(member, []))
+
+
+def forced_close_strays(h: History) -> list[Interval]:
+    """Stray intervals a member delivered after the driver closed its session from outside and
+    before it could hear of it: outside the lease's model, so reported, not judged."""
+    windows = forced_close_windows(h)
+    return [
+        iv
+        for iv in delivery_intervals(h)
+        if not iv.owned and _in_forced_close(windows, iv.member, iv.first, iv.last)
+    ]
+
+
 def overlaps(h: History, eps: float = 0.02) -> list[Overlap]:
     """Invariant 2: two members delivering one partition during overlapping delivery intervals.
 
     An interval is first..last delivery inside one ownership span; a single stray delivery
     inside another member's interval counts too. eps absorbs scheduling between a hand-out
-    and its timestamp.
+    and its timestamp. Strays of a session closed from outside (`forced_close_strays`) are left
+    out; any later one counts.
     """
+    exempt = set(forced_close_strays(h))
     by_partition: dict[TopicPartition, list[Interval]] = collections.defaultdict(list)
     for iv in delivery_intervals(h):
-        by_partition[(iv.topic, iv.partition)].append(iv)
+        if iv not in exempt:
+            by_partition[(iv.topic, iv.partition)].append(iv)
     found = []
     for ivs in by_partition.values():
         ivs.sort(key=lambda iv: iv.first)
@@ -139,6 +175,9 @@ def duplicates(h: History) -> list[Duplicate]:
 
 def _judge(h: History, previous: Delivery, again: Delivery) -> Duplicate:
     topic, epoch, partition, offset = previous.key
+    stray_again = h.span_at(again.member, topic, partition, again.at, before=SPAN_BEFORE, after=SPAN_AFTER) is None
+    if stray_again and _in_forced_close(forced_close_windows(h), again.member, again.at, again.at):
+        return Duplicate(previous, again, True, f"{again.member}'s session was closed from outside; it had not heard yet")
     span = h.span_at(previous.member, topic, partition, previous.at, before=SPAN_BEFORE, after=SPAN_AFTER)
     if span is None:
         # A stray: judge it by the ownership it had just lost (whether it may deliver at all is

@@ -309,6 +309,7 @@ def expire_member(env: ChaosEnv, member: Member | None = None) -> None:
     with env.fault("session expiry of a member"):
         env.checker.note("expire", member.consumer_id)
         expire_session(env.cluster.zookeeper_connect, session)
+        env.checker.note("session closed", member.consumer_id)
 
 
 def stall_member(env: ChaosEnv, member: ProcessMember | None = None, seconds: float | None = None) -> None:
