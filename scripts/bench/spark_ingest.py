@@ -7,9 +7,11 @@
 
 Throughput (the default): both sources read the same 8-partition topic of 100-byte messages from
 offset 0 to the end in one Spark application (spark.sql.shuffle.partitions=2), so with the same
-cores, into the same sink (the `noop` format), one after the other, best of --repeat runs each
-after an untimed warm-up (a count() that also checks the rows). Last line:
-    ratio=<ours/jvm> ours_rows_per_s=<n> jvm_rows_per_s=<n> master=local|standalone
+cores, into the same sink (the `noop` format), after an untimed warm-up of each (a count() that also
+checks the rows), then --rounds rounds of one timed run each, alternated (ours, Spark's, ours, ...),
+each printed with the load average at its start; the medians decide. Last line:
+    ratio=<median ours/median jvm> ours_rows_per_s=<median> jvm_rows_per_s=<median> rounds=<n>
+    master=local|standalone loadavg=<median of the runs' load>
 
 Latency (--latency SECONDS, or scripts/bench/spark_latency.py): a streaming query of each source into
 a parquet file sink with a --trigger-ms processing-time trigger, while a producer writes --rate msg/s
@@ -48,6 +50,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -145,19 +148,18 @@ def spark_session(
     return spark
 
 
-def timed(label: str, make: Callable[[], Any], count: int, repeat: int) -> float:
-    """Untimed warm-up count() (checked), then the best of `repeat` timed noop writes."""
+def checked(label: str, make: Callable[[], Any], count: int) -> None:
+    """The untimed warm-up: a count() that must see every row."""
     seen = make().count()
     if seen != count:
         raise AssertionError(f"{label}: read {seen} rows, expected {count}")
-    best = 0.0
-    for run in range(1, repeat + 1):
-        began = time.perf_counter()
-        make().write.format("noop").mode("overwrite").save()
-        rate = count / (time.perf_counter() - began)
-        print(f"  {label} run {run}: {rate:12,.0f} rows/s", flush=True)
-        best = max(best, rate)
-    return best
+
+
+def timed(make: Callable[[], Any], count: int) -> float:
+    """One timed noop write of the whole read, in rows/s."""
+    began = time.perf_counter()
+    make().write.format("noop").mode("overwrite").save()
+    return count / (time.perf_counter() - began)
 
 
 def throughput(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namespace, label: str) -> None:
@@ -190,10 +192,22 @@ def throughput(spark: Any, zookeeper: str, bootstrap: str, args: argparse.Namesp
             .load()
         )
 
-    a = timed("zkconsumer (Python source) ", ours, args.messages, args.repeat)
-    b = timed("kafka (Spark's JVM source)", jvm, args.messages, args.repeat)
-    print(f"zkconsumer source: {a:12,.0f} rows/s\nSpark Kafka source: {b:12,.0f} rows/s\nratio {a / b:.2f}")
-    print(f"ratio={a / b:.3f} ours_rows_per_s={a:.0f} jvm_rows_per_s={b:.0f} master={label}")
+    checked("zkconsumer (Python source)", ours, args.messages)
+    checked("kafka (Spark's JVM source)", jvm, args.messages)
+    rates: dict[str, list[float]] = {"ours": [], "jvm": []}
+    loads: list[float] = []
+    for round_no in range(1, args.rounds + 1):
+        for name, make in (("ours", ours), ("jvm", jvm)):
+            load = os.getloadavg()[0]
+            loads.append(load)
+            rates[name].append(timed(make, args.messages))
+            print(f"round {round_no} {name:4}  load {load:5.2f}  {rates[name][-1]:12,.0f} rows/s", flush=True)
+    a, b = statistics.median(rates["ours"]), statistics.median(rates["jvm"])
+    print(f"median zkconsumer source: {a:12,.0f} rows/s\nmedian Spark Kafka source: {b:12,.0f} rows/s")
+    print(
+        f"ratio={a / b:.3f} ours_rows_per_s={a:.0f} jvm_rows_per_s={b:.0f} rounds={args.rounds} "
+        f"master={label} loadavg={statistics.median(loads):.2f}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- latency
@@ -203,7 +217,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=5_000_000)
     parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=2, help="timed runs per source (best counts)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
     where.add_argument(
@@ -222,9 +235,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=5000, help="latency mode: messages per second")
     parser.add_argument("--warmup", type=float, default=20.0, help="latency mode: seconds produced but not counted")
     parser.add_argument("--trigger-ms", type=int, default=500, help="latency mode: processing-time trigger")
-    parser.add_argument(
-        "--rounds", type=int, default=3, help="latency mode: rounds, each running every source in turn (default 3)"
-    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each running every source in turn (default 3)")
     parser.add_argument(
         "--jvm-latency",
         action=argparse.BooleanOptionalAction,

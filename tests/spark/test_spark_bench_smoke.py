@@ -40,13 +40,18 @@ def run_bench(cluster, *args: str) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def test_spark_ingest_benchmark_smoke(cluster) -> None:  # type: ignore[no-untyped-def]
-    last = run_bench(cluster, "--messages", "20000", "--repeat", "1")[-1]
-    assert re.fullmatch(r"ratio=\d+\.\d+ ours_rows_per_s=\d+ jvm_rows_per_s=\d+ master=local", last), last
+    last = run_bench(cluster, "--messages", "20000", "--rounds", "1")[-1]
+    assert re.fullmatch(
+        r"ratio=\d+\.\d+ ours_rows_per_s=\d+ jvm_rows_per_s=\d+ rounds=1 master=local loadavg=\d+\.\d\d", last
+    ), last
 
 
 def test_spark_ingest_benchmark_on_a_standalone_cluster(cluster, wheel: Path) -> None:  # type: ignore[no-untyped-def]
-    last = run_bench(cluster, "--standalone", "--wheel", str(wheel), "--messages", "20000", "--repeat", "1")[-1]
-    found = re.fullmatch(r"ratio=(\d+\.\d+) ours_rows_per_s=(\d+) jvm_rows_per_s=(\d+) master=standalone", last)
+    last = run_bench(cluster, "--standalone", "--wheel", str(wheel), "--messages", "20000", "--rounds", "1")[-1]
+    found = re.fullmatch(
+        r"ratio=(\d+\.\d+) ours_rows_per_s=(\d+) jvm_rows_per_s=(\d+) rounds=1 master=standalone loadavg=\d+\.\d\d",
+        last,
+    )
     assert found, last
     assert float(found[1]) > 0 and int(found[2]) > 0 and int(found[3]) > 0, last
 
