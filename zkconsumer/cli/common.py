@@ -8,19 +8,18 @@ import functools
 import json
 import logging
 import sys
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
 import click
 from kazoo.client import KazooClient
-from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
+from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer.errors import ZkConsumerError, ZooKeeperAccessDenied
+from zkconsumer.errors import ZkConsumerError, ZooKeeperAccessDenied, ZooKeeperUnavailable
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.auth import JaasError, ZkAuth, zk_auth
-from zkconsumer.zookeeper.client import close_quietly
+from zkconsumer.zookeeper.client import close_quietly, connect
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -185,28 +184,17 @@ def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[K
     member of the real cluster ever sees."""
     auth = _auth(digest, _JAAS_FILE.get())
     try:
-        auth.prepare_login(zookeeper)
+        client = connect(
+            zookeeper,
+            session_timeout_s=max(timeout, 4.0),
+            connect_timeout_s=timeout,
+            auth=auth,
+            command_deadline_s=timeout,
+            default_acl=auth.node_acl(),
+        )
     except ZooKeeperAccessDenied as exc:
         raise CliError(str(exc)) from None
-    client = KazooClient(
-        hosts=zookeeper,
-        timeout=max(timeout, 4.0),
-        default_acl=auth.node_acl(),
-        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
-        command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0, "deadline": timeout},
-        **auth.kazoo_options(),
-    )
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "No chroot path exists": reported as an unknown group instead
-            client.start(timeout=timeout)
-            if auth.sasl is not None:
-                client.exists("/")  # kazoo says CONNECTED before the SASL exchange ends
-    except AuthFailedError:
-        _close(client)
-        raise CliError(f"ZooKeeper at {zookeeper} rejected {auth.identity}: authentication failed") from None
-    except (KazooTimeoutError, KazooException, OSError) as exc:
-        _close(client)
+    except (KazooTimeoutError, KazooException, ZooKeeperUnavailable, OSError) as exc:
         detail = "" if isinstance(exc, KazooTimeoutError) else f" ({exc})"
         raise CliError(f"ZooKeeper unreachable at {zookeeper} after {timeout:g} s{detail}") from None
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -12,11 +11,13 @@ from kazoo.client import KazooClient
 from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.errors import ZooKeeperAccessDenied
 from zkconsumer.spark.log_offsets import LogOffsets
 from zkconsumer.spark.offsets import Key, initial_position, settle
 from zkconsumer.spark.options import OptionError, SourceOptions
 from zkconsumer.spark.time_lookup import explicit_ends_for, explicit_starts_for
 from zkconsumer.zookeeper.auth import zookeeper_auth
+from zkconsumer.zookeeper.client import close_quietly, connect
 from zkconsumer.zookeeper.group import GroupZk
 
 # Reads only: the planner never registers, so this id never appears under /consumers/<group>/ids.
@@ -28,26 +29,22 @@ def zookeeper(opts: SourceOptions) -> Iterator[KazooClient]:
     """A short-lived kazoo session for planning reads (bounded retries, closed on exit)."""
     cfg = opts.config
     auth = zookeeper_auth(cfg)
-    auth.prepare_login(cfg.zookeeper_connect)  # the keytab; a Kerberos refusal as itself, not a timeout
-    client = KazooClient(
-        hosts=cfg.zookeeper_connect,
-        timeout=cfg.zookeeper_session_timeout_ms / 1000.0,
-        connection_retry={"max_tries": 3, "delay": 0.2, "max_delay": 2.0},
-        command_retry={"max_tries": 5, "delay": 0.1, "max_delay": 2.0, "deadline": 30.0},
-        **auth.kazoo_options(),
-    )
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "No chroot path exists": a missing group reads as empty
-            client.start(timeout=cfg.zookeeper_connection_timeout_ms / 1000.0)
+        client = connect(
+            cfg.zookeeper_connect,
+            session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
+            connect_timeout_s=cfg.zookeeper_connection_timeout_ms / 1000.0,
+            auth=auth,
+            command_deadline_s=30.0,
+        )
+    except ZooKeeperAccessDenied:
+        raise  # a Kerberos or digest refusal as itself, not as a timeout
     except Exception as exc:
-        client.close()
         raise ConnectionError(f"cannot reach ZooKeeper at {cfg.zookeeper_connect}: {exc}") from exc
     try:
         yield client
     finally:
-        client.stop()
-        client.close()
+        close_quietly(client, 10.0)
 
 
 def bootstrap_of(brokers: list[BrokerInfo], config: ConsumerConfig) -> str:

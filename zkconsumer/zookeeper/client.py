@@ -146,17 +146,35 @@ class ZkIO:
 _NO_AUTH = ZkAuth()  # frozen: one shared default
 
 
-def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, auth: ZkAuth = _NO_AUTH) -> KazooClient:
-    """A started KazooClient that keeps reconnecting, on zkconsumer's handler (handler.py), which
-    reads the session timeout the server granted off every handshake (`negotiated_timeout_ms`).
-    kazoo's connection loop is patched for fewer system calls per request only on the kazoo
-    versions that was tested with (internals.py)."""
+def connect(
+    hosts: str,
+    *,
+    session_timeout_s: float,
+    connect_timeout_s: float,
+    auth: ZkAuth = _NO_AUTH,
+    command_deadline_s: float | None = None,
+    default_acl: list[Any] | None = None,
+) -> KazooClient:
+    """The one ZooKeeper session factory: members, the command line and the Spark planner all get
+    their client here. A started KazooClient that keeps reconnecting, on zkconsumer's handler
+    (handler.py), which reads the session timeout the server granted off every handshake
+    (`negotiated_timeout_ms`). kazoo's connection loop is patched for fewer system calls per
+    request only on the kazoo versions that was tested with (internals.py).
+
+    One retry policy: the connection is retried every 0.1-0.5 s until `connect_timeout_s` (here) or,
+    once up, for the session's life. Requests are not retried by kazoo for a member, which decides
+    itself what a failed request means; a short-lived reader (`command_deadline_s`) lets kazoo retry a
+    request lost to a dropped connection three times within that many seconds. `default_acl`: the
+    ACL of nodes created without one (the command line's writes on a secured cluster)."""
     from kazoo.client import KazooClient
 
     from zkconsumer.zookeeper import internals
     from zkconsumer.zookeeper.handler import make_handler
 
     auth.prepare_login(hosts)
+    retries: dict[str, Any] = {}
+    if command_deadline_s is not None:
+        retries["command_retry"] = {"max_tries": 3, "delay": 0.1, "max_delay": 1.0, "deadline": command_deadline_s}
     client = KazooClient(
         hosts=hosts,
         timeout=session_timeout_s,
@@ -165,6 +183,8 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
         # not wait out a long back-off step (0.2 s doubling to 2 s paused deliveries 1.66-1.91 s
         # where this paused them 0.83-1.30 s, elections of 0.90-1.03 s); at most two tries a second.
         connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 0.5},
+        default_acl=default_acl,
+        **retries,
         **auth.kazoo_options(),
     )
     internals.install(client)
@@ -184,7 +204,12 @@ def connect(hosts: str, *, session_timeout_s: float, connect_timeout_s: float, a
                 "off the handshake (kazoo did not open its socket through the client's handler)"
             )
         if auth.sasl is not None:  # kazoo says CONNECTED before the SASL exchange ends: one request shows it
-            ZkIO(client, connect_timeout_s, f"{auth.identity} at {hosts}").exists("/")
+            try:
+                ZkIO(client, connect_timeout_s, f"{auth.identity} at {hosts}").exists("/")
+            except ZooKeeperAccessDenied:
+                raise ZooKeeperAccessDenied(
+                    f"ZooKeeper at {hosts} rejected {auth.identity}: authentication failed"
+                ) from None
     except BaseException:
         client.stop()  # kazoo refuses close() while its connection thread still retries
         client.close()
