@@ -112,9 +112,7 @@ def forced_close_strays(h: History) -> list[Interval]:
     before it could hear of it: outside the lease's model, so reported, not judged."""
     windows = forced_close_windows(h)
     return [
-        iv
-        for iv in delivery_intervals(h)
-        if not iv.owned and _in_forced_close(windows, iv.member, iv.first, iv.last)
+        iv for iv in delivery_intervals(h) if not iv.owned and _in_forced_close(windows, iv.member, iv.first, iv.last)
     ]
 
 
@@ -177,7 +175,9 @@ def _judge(h: History, previous: Delivery, again: Delivery) -> Duplicate:
     topic, epoch, partition, offset = previous.key
     stray_again = h.span_at(again.member, topic, partition, again.at, before=SPAN_BEFORE, after=SPAN_AFTER) is None
     if stray_again and _in_forced_close(forced_close_windows(h), again.member, again.at, again.at):
-        return Duplicate(previous, again, True, f"{again.member}'s session was closed from outside; it had not heard yet")
+        return Duplicate(
+            previous, again, True, f"{again.member}'s session was closed from outside; it had not heard yet"
+        )
     span = h.span_at(previous.member, topic, partition, previous.at, before=SPAN_BEFORE, after=SPAN_AFTER)
     if span is None:
         # A stray: judge it by the ownership it had just lost (whether it may deliver at all is
