@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_helpers import sink_rows, wait_until
+from spark_helpers import ZKCONSUMER, sink_rows, wait_until
 from test_spark_stop_commit import left_the_group, sink_ends
 
 from harness.members import committed_offsets, kafka_offsets
@@ -15,7 +17,20 @@ from zkconsumer.testing import kafka
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 PARTITIONS = 3
+BLOCKED = 3  # migrate's exit status when a blocker stands in the way (here: the live query)
 DUAL = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}  # the connector's properties, as docs/migration.md
+
+
+def migrate(cluster: Any, *args: str) -> tuple[int, dict[str, Any]]:
+    """`zkconsumer migrate ... --json`, run as the installed CLI: (exit status, document)."""
+    done = subprocess.run(
+        [ZKCONSUMER, "migrate", *args, "--zookeeper", cluster.zookeeper_connect, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout, done.stderr
+    return done.returncode, json.loads(done.stdout)
 
 
 def run(spark, cluster, zk, stream_reader, topic, group, folder: Path, *, dual: bool) -> dict[int, int]:  # type: ignore[no-untyped-def]
@@ -44,6 +59,8 @@ def run(spark, cluster, zk, stream_reader, topic, group, folder: Path, *, dual: 
                 "batch 0's end on the brokers",
                 query,
             )
+            code, plan = migrate(cluster, "plan", "--group", group)
+            assert code == BLOCKED and plan["step"]["name"] == "dual-commit-live", plan
         kafka.produce_numbered(cluster.bootstrap_servers, topic, 30, partitions=PARTITIONS, start=60)
         wait_until(lambda: len(sink_rows(spark, str(folder / "out"))) == 90, 120, "all 90 rows in the sink", query)
     finally:
@@ -62,6 +79,8 @@ def test_dual_commit_writes_each_batch_to_zookeeper_and_to_the_brokers_group(
     assert zookeeper == ends, "the graceful stop committed the last batch the sink committed"
     brokers = kafka_offsets(cluster.bootstrap_servers, group_id, topic, PARTITIONS)
     assert brokers == zookeeper, "per partition, the brokers' group holds what ZooKeeper holds"
+    code, copy = migrate(cluster, "offsets", "--group", group_id, "--to", "kafka")  # the guide's switch step
+    assert code == 0 and {row["action"] for row in copy["partitions"]} == {"already-equal"}, copy
 
 
 def test_without_dual_commit_nothing_is_committed_to_the_brokers(

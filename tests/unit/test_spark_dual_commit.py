@@ -173,3 +173,12 @@ def test_a_fetch_false_member_commits_through_its_idle_fetcher_or_has_no_broker_
     assert plain.consumer is None and plain.settings is None
     plain.close()
     plain.set_deadline(deadline)
+
+
+def test_a_fetch_false_member_may_dual_commit_but_not_keep_offsets_in_kafka_only() -> None:
+    from zkconsumer import ConsumerConnector
+    from zkconsumer.config.consumer_config import ConfigError
+
+    props = {"zookeeper.connect": "127.0.0.1:1", "group.id": "g", "offsets.storage": "kafka"}
+    with pytest.raises(ConfigError, match="dual.commit.enabled=false needs fetch=True"):
+        ConsumerConnector({**props, "dual.commit.enabled": "false"}, fetch=False)
