@@ -68,10 +68,13 @@ class ConsumerConnector:
         """`fetch=False` makes a member that owns partitions but reads none: its streams stay
         empty and progress is committed with `commit_positions()` (a Spark driver, say)."""
         self.config = config if isinstance(config, ConsumerConfig) else ConsumerConfig.from_mapping(config)
-        if not fetch and self.config.offsets_storage == "kafka":
+        if not fetch and self.config.offsets_storage == "kafka" and not self.config.dual_commit_enabled:
+            # With dual commit a member that fetches nothing commits beside ZooKeeper through an idle
+            # fetcher's Consumer (NoFetcher); Kafka as the only store is left to reading members.
             raise ConfigError(
                 "offsets.storage",
-                "offsets.storage=kafka needs fetch=True (it commits through the fetcher's Kafka connection)",
+                "offsets.storage=kafka with dual.commit.enabled=false needs fetch=True; with fetch=False "
+                "Kafka-side commits are made beside ZooKeeper only (dual.commit.enabled=true)",
             )
         self._fetch = fetch
         self.listener = listener or ConsumerRebalanceListener()

@@ -218,7 +218,13 @@ class GroupMember:
 
     def _make_fetcher(self, bootstrap: str) -> PartitionFetcher:
         if not self._fetch:
-            return NoFetcher()
+            # Kafka-side offsets (dual commit) go through an idle fetcher's Consumer: it is given no
+            # partition, so it fetches nothing, and commits take the reading member's path.
+            kafka_side = self.config.offsets_storage == "kafka"
+            return NoFetcher(self._new_fetcher(bootstrap) if kafka_side else None)
+        return self._new_fetcher(bootstrap)
+
+    def _new_fetcher(self, bootstrap: str) -> Fetcher:
         cfg = self.config
         overrides = cfg.librdkafka_overrides
         for key in sorted(_RESERVED_LIBRDKAFKA & overrides.keys()):

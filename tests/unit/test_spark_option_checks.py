@@ -1,4 +1,4 @@
-"""Source options checked on the driver (the batch option pinning a read's partitions, refused offset storage), and module names safe for spark-submit."""
+"""Source options checked on the driver (the batch option pinning a read's partitions, offset storage and dual commit), and module names safe for spark-submit."""
 
 from __future__ import annotations
 
@@ -52,11 +52,26 @@ def test_bad_partitions_name_the_option(value: str, streaming: bool, message: st
 
 
 @pytest.mark.parametrize("streaming", [True, False])
-@pytest.mark.parametrize("extra", [{}, {"dual.commit.enabled": "false"}])
-def test_a_group_keeping_offsets_in_kafka_is_refused_by_batch_and_stream(streaming: bool, extra: dict) -> None:
-    with pytest.raises(OptionError, match="offsets.storage=kafka"):
-        parse_options({**BASE, "offsets.storage": "kafka", **extra}, streaming=streaming)
-    assert parse_options({**BASE, "offsets.storage": "zookeeper"}, streaming=streaming).group_id == "g"
+def test_a_group_keeping_offsets_in_kafka_only_is_refused_by_batch_and_stream(streaming: bool) -> None:
+    with pytest.raises(OptionError, match="offsets.storage=kafka with dual.commit.enabled=false"):
+        parse_options({**BASE, "offsets.storage": "kafka", "dual.commit.enabled": "false"}, streaming=streaming)
+    assert not parse_options({**BASE, "offsets.storage": "zookeeper"}, streaming=streaming).dual_commit
+
+
+@pytest.mark.parametrize("extra", [{}, {"dual.commit.enabled": "true"}])
+def test_dual_commit_is_a_streams_option(extra: dict) -> None:
+    """offsets.storage=kafka turns dual commit on (the legacy default), for streams; batch reads and
+    the ingest job (streaming=False) read and commit ZooKeeper offsets only, and say so."""
+    assert parse_options({**BASE, "offsets.storage": "kafka", **extra}, streaming=True).dual_commit
+    with pytest.raises(OptionError, match=r"applies to streaming reads \(spark.readStream\) only"):
+        parse_options({**BASE, "offsets.storage": "kafka", **extra}, streaming=False)
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_dual_commit_enabled_without_kafka_storage_is_refused_not_ignored(streaming: bool) -> None:
+    with pytest.raises(OptionError, match="option 'dual.commit.enabled': true takes effect only with offsets.storage"):
+        parse_options({**BASE, "dual.commit.enabled": "true"}, streaming=streaming)
+    assert not parse_options({**BASE, "dual.commit.enabled": "false"}, streaming=streaming).dual_commit
 
 
 def test_executor_reads_use_the_fetch_properties_the_connector_maps() -> None:

@@ -40,10 +40,21 @@ class PartitionFetcher(Protocol):
 
 
 class NoFetcher:
-    """fetch=False: own partitions without reading them (e.g. a Spark driver whose executors read)."""
+    """fetch=False: own partitions without reading them (e.g. a Spark driver whose executors read).
 
-    consumer = None
-    settings = None
+    With `commits` (a started Fetcher that is never given a partition, so it fetches nothing), the
+    offset store commits and reads Kafka-side offsets (offsets.storage=kafka, dual commit) through
+    that fetcher's Consumer, bounded by its deadline as a reading member's are: one Kafka-side
+    commit path for both kinds of member. Without it the member has no broker connection."""
+
+    _commits: PartitionFetcher | None = None
+    consumer: object | None = None
+    settings: FetchSettings | None = None
+
+    def __init__(self, commits: PartitionFetcher | None = None) -> None:
+        self._commits = commits
+        if commits is not None:
+            self.consumer, self.settings = commits.consumer, commits.settings  # it is started: both are set
 
     def assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
         pass
@@ -61,7 +72,9 @@ class NoFetcher:
         return None  # nothing to compare with
 
     def close(self, timeout: float = 10.0) -> None:
-        pass
+        if self._commits is not None:
+            self._commits.close(timeout)
 
     def set_deadline(self, deadline: Deadline) -> None:
-        pass  # no Kafka calls to bound
+        if self._commits is not None:  # a shutdown's final Kafka-side commit goes through it
+            self._commits.set_deadline(deadline)

@@ -211,6 +211,12 @@ class SourceOptions:
         """The librdkafka.* connection settings (TLS, SASL, ...) the driver's admin client needs too."""
         return {k: v for k, v in self.config.librdkafka_overrides.items() if k.startswith(_CONNECTION_SETTINGS)}
 
+    @property
+    def dual_commit(self) -> bool:
+        """offsets.storage=kafka with dual commit (streams only): the member commits to ZooKeeper, then
+        the full owned map to the brokers."""
+        return self.config.offsets_storage == "kafka" and self.config.dual_commit_enabled
+
     def isolation_committed(self) -> bool:
         """Plan ends the way executors read (librdkafka's default isolation is read_committed)."""
         return self.config.librdkafka_overrides.get("isolation.level", "read_committed") != "read_uncommitted"
@@ -240,13 +246,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         if required not in consumer:
             raise OptionError(f"option {required!r} is required")
     config = ConsumerConfig.from_mapping(consumer)  # validates every legacy property now, on the driver
-    if config.offsets_storage == "kafka":
-        # Reads start at ZooKeeper offsets and commits go there: a group that keeps its offsets in
-        # Kafka would be read from stale positions, and its members would not see our commits.
-        raise OptionError(
-            "offsets.storage=kafka: the zkconsumer source reads and commits the group's ZooKeeper "
-            "offsets only; use Spark's kafka source for a group that keeps its offsets in Kafka"
-        )
+    _check_offsets_storage(config, streaming)
     chosen = [k for k in ("topics", "whitelist", "blacklist") if opts.get(k, "").strip()]
     if len(chosen) != 1:
         raise OptionError(
@@ -328,6 +328,33 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         fetch_offset_attempts=_int(opts, "fetchoffset.numretries", 3, 1) or 3,
         fetch_offset_interval_ms=_int(opts, "fetchoffset.retryintervalms", 1000, 0) or 0,
     )
+
+
+def _check_offsets_storage(config: ConsumerConfig, streaming: bool) -> None:
+    """ZooKeeper offsets, or dual commit (offsets.storage=kafka, dual.commit.enabled=true) for a
+    stream, whose member commits to ZooKeeper and then to the brokers as the connector does."""
+    if config.offsets_storage != "kafka":
+        if config.dual_commit_enabled:  # set on its own: the connector (and Scala) would ignore it
+            raise OptionError(
+                "option 'dual.commit.enabled': true takes effect only with offsets.storage=kafka, as in the "
+                "ConsumerConnector and Scala's consumer; add offsets.storage=kafka to commit to ZooKeeper "
+                "and to the brokers (docs/migration.md)"
+            )
+        return
+    if not config.dual_commit_enabled:
+        # Reads start at ZooKeeper offsets and commits go there: a group that keeps its offsets in
+        # Kafka only would be read from stale positions, and its members would not see our commits.
+        raise OptionError(
+            "offsets.storage=kafka with dual.commit.enabled=false: the zkconsumer source reads and commits "
+            "the group's ZooKeeper offsets; use Spark's kafka source for a group that keeps its offsets in "
+            "Kafka only"
+        )
+    if not streaming:
+        raise OptionError(
+            "offsets.storage=kafka (dual commit) applies to streaming reads (spark.readStream) only: batch "
+            "reads and the ingest job read and commit the group's ZooKeeper offsets; remove offsets.storage "
+            "and dual.commit.enabled here"
+        )
 
 
 def _times(raw: str | None, key: str) -> dict[tuple[str, int], int]:

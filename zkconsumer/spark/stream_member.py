@@ -7,11 +7,12 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from zkconsumer.errors import ZkConsumerError, is_retriable
 from zkconsumer.errors import describe as describe_error
+from zkconsumer.offsets.store import KafkaSideFailed
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, last_completed
 from zkconsumer.spark.log_offsets import LogOffsets
@@ -195,7 +196,12 @@ class StreamMember:
         Also writes again every owned partition whose recorded position has not landed (a write
         that failed before: the member records a position before writing it, so the planner would
         otherwise never see it as due again), so a failed commit is retried at the next trigger,
-        at Spark's commit(end) and at stop()."""
+        at Spark's commit(end) and at stop().
+
+        With dual commit (offsets.storage=kafka) the member's offset store writes ZooKeeper, then the
+        brokers; each commit hands it every owned position (ZooKeeper gets only what changed), so
+        the brokers receive the full map the connector's commits send, and a Kafka-side failure is
+        made good by the next commit (OffsetStore, "Dual commit during a migration" in docs/design.md)."""
         member = member if member is not None else self._connector()
         infos = member.assignment.owned_infos()
         unwritten = {
@@ -209,10 +215,14 @@ class StreamMember:
         todo = {**{k: o for k, o in unwritten.items() if epochs.get(k[0]) == infos[k].epoch}, **positions}
         if not todo:
             return
+        if self.opts.dual_commit:
+            todo = {**full_map(infos, epochs), **todo}
         try:
             # The member checks, under its rebalance lock, that each partition is still claimed in
             # the incarnation the positions count in: a re-claim in between must not receive them.
             written = member.commit_positions(todo, epochs=epochs)
+        except KafkaSideFailed:
+            raise  # ZooKeeper was written; a bug on the Kafka side ends the query, as it ends a member
         except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: the next trigger commits again
             log.warning(
                 "committing offsets of group %s failed (%s); will retry at the next trigger",
@@ -290,3 +300,14 @@ class StreamMember:
                 self.opts.group_id,
                 STOP_COMMIT_TIMEOUT_S,
             )
+
+
+def full_map(infos: Mapping[Key, Any], epochs: dict[str, int | None]) -> dict[Key, int]:
+    """Dual commit: every owned partition's recorded position (claim records `infos`), those of a
+    topic incarnation other than the one `epochs` names left out; `epochs` gains the topics it
+    lacked (their claim's incarnation)."""
+    out = {}
+    for (topic, partition), info in infos.items():
+        if info.active and info.consumed_offset >= 0 and epochs.setdefault(topic, info.epoch) == info.epoch:
+            out[(topic, partition)] = info.consumed_offset
+    return out
