@@ -1,4 +1,4 @@
-"""`groups rebalance` on a mixed group whose Scala 1.1.1 member gave up: every partition owned again, no member restarted."""
+"""`groups rebalance` on a mixed group whose Scala member (1.1.1, 0.8.2.2) gave up: every partition owned again, no member restarted."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from harness.members import expected_assignment, owner_table
+from harness.scala import COMPAT_VERSION
 from zkconsumer.cli.main import cli
 from zkconsumer.testing.kafka import add_partitions
 from zkconsumer.zookeeper import znodes
@@ -72,17 +73,18 @@ def test_unknown_group_is_refused_naming_the_node(cluster) -> None:  # type: ign
     )
 
 
+@pytest.mark.parametrize("release", ["1.1.1", "0.8.2.2"])
 def test_a_scala_member_that_gave_up_owns_again_after_the_nudge_without_a_restart(  # type: ignore[no-untyped-def]
-    mixed, cluster, zk, topic_factory
+    release: str, mixed, cluster, zk, topic_factory
 ) -> None:
     topic, g = topic_factory(partitions=6), mixed.group
     # c-scala sorts last, so the partitions it takes at each join are ones it held: its two tries
     # never meet a peer's node there, only at the growth below.
-    mixed.add_scala("c-scala", {topic: 1}, rebalance_max_retries=2, rebalance_backoff_ms=200)
+    mixed.add_scala("c-scala", {topic: 1}, release=release, rebalance_max_retries=2, rebalance_backoff_ms=200)
     mixed.scala["c-scala"].wait_ready()
-    mixed.add_scala("a-scala", {topic: 1})
+    mixed.add_scala("a-scala", {topic: 1}, release=release)
     mixed.scala["a-scala"].wait_ready()
-    mixed.add_py("b-py", {topic: 1})
+    mixed.add_py("b-py", {topic: 1}, zkconsumer_compat_version=COMPAT_VERSION[release])
     mixed.balanced([topic])
     pids = {name: m.process.pid for name, m in mixed.scala.items()}
 
@@ -139,13 +141,15 @@ def test_a_scala_member_that_gave_up_owns_again_after_the_nudge_without_a_restar
     assert {name: m.process.pid for name, m in mixed.scala.items()} == pids
     assert all(m.running for m in mixed.scala.values())
     assert ids_facts(zk, g)[2] == facts[2]
-    print(f"\nun-stick: every partition owned {owned_after:.2f} s after the nudge; command {command_s:.2f} s")
+    print(
+        f"\nun-stick ({release}): every partition owned {owned_after:.2f} s after the nudge; command {command_s:.2f} s"
+    )
     with RECORD.open("a") as out:
         out.write(
             json.dumps(
                 {
                     "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                    "case": "unstick-scala-gave-up",
+                    "case": f"unstick-scala-{release}-gave-up",
                     "owned_after_s": owned_after,
                     "command_s": round(command_s, 3),
                 }
