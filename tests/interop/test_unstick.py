@@ -141,9 +141,8 @@ def test_a_scala_member_that_gave_up_owns_again_after_the_nudge_without_a_restar
     assert {name: m.process.pid for name, m in mixed.scala.items()} == pids
     assert all(m.running for m in mixed.scala.values())
     assert ids_facts(zk, g)[2] == facts[2]
-    print(
-        f"\nun-stick ({release}): every partition owned {owned_after:.2f} s after the nudge; command {command_s:.2f} s"
-    )
+    print(f"\n{refused.output}{planned.output}{done.output}")
+    print(f"un-stick ({release}): every partition owned {owned_after:.2f} s after the nudge; command {command_s:.2f} s")
     with RECORD.open("a") as out:
         out.write(
             json.dumps(
