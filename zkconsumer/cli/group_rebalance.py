@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from zkconsumer.admin.unstick import UnknownGroup, UnstickResult, read_plan, unstick
-from zkconsumer.admin.unstick_plan import UnstickPlan
 from zkconsumer.cli.common import (
     CliError,
     emit_json,
@@ -20,6 +20,10 @@ from zkconsumer.cli.render import TextTable, show
 from zkconsumer.cli.write_options import execute_options
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zookeeper.client import ZkIO
+
+if TYPE_CHECKING:
+    from zkconsumer.admin.unstick import UnstickResult
+    from zkconsumer.admin.unstick_plan import UnstickPlan
 
 
 @click.command("rebalance")
@@ -66,6 +70,9 @@ def rebalance(
       zkconsumer groups rebalance --zookeeper zk:2181/kafka --group billing            # the plan
       zkconsumer groups rebalance --zookeeper zk:2181/kafka --group billing --execute  # nudge, wait
     """
+    # Imported here: the other `groups` commands (and `zkconsumer --help`) do not pay for it.
+    from zkconsumer.admin.unstick import UnknownGroup, read_plan, unstick
+
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         require_group(client, group, zookeeper)
         io = ZkIO(client, timeout_s=zk_timeout, identity=f"this command at {zookeeper}")
