@@ -126,7 +126,10 @@ def test_a_scala_member_that_gave_up_owns_again_after_the_nudge_without_a_restar
     assert f"No owner: {topic}-6, {topic}-7\nOwning nothing: {g}_c-scala\n" in planned.stdout
     assert f"would nudge /consumers/{g}/ids: create and delete one child in one transaction\n" in planned.stdout
     assert planned.stderr == "Nothing was written. Re-run with --execute to make every member rebalance.\n"
-    assert ids_facts(zk, g) == facts  # the dry run wrote nothing
+    as_json = json.loads(rebalance(cluster.zookeeper_connect, g, "--json").stdout)
+    assert as_json["result"] is None and as_json["plan"]["unowned"] == [f"{topic}-6", f"{topic}-7"]
+    assert as_json["plan"]["idle_members"] == [f"{g}_c-scala"] and as_json["plan"]["blockers"] == []
+    assert ids_facts(zk, g) == facts  # the dry runs wrote nothing
     assert set(owner_table(zk, g, [topic])) == {(topic, p) for p in range(6)}
 
     began = time.monotonic()
