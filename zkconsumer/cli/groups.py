@@ -24,6 +24,7 @@ from zkconsumer.cli.common import (
 )
 from zkconsumer.cli.formats import InputError, parse_topic_specs
 from zkconsumer.cli.group_delete_cmd import delete
+from zkconsumer.cli.group_rebalance import rebalance
 from zkconsumer.cli.render import TextTable, show
 from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.zookeeper import znodes
@@ -33,13 +34,14 @@ R = TypeVar("R")
 
 @click.group("groups")
 def groups() -> None:
-    """List, describe and delete consumer groups kept in ZooKeeper (/consumers/<group>).
+    """List, describe, delete and rebalance consumer groups kept in ZooKeeper (/consumers/<group>).
 
     \b
     Examples:
       zkconsumer groups list --zookeeper zk:2181/kafka
       zkconsumer groups describe --zookeeper zk:2181/kafka --group billing --members
       zkconsumer groups delete --zookeeper zk:2181/kafka --group old-billing --execute
+      zkconsumer groups rebalance --zookeeper zk:2181/kafka --group billing --execute
     """
 
 
@@ -229,3 +231,4 @@ def describe_tables(snapshot: GroupSnapshot, show_members: bool) -> list[TextTab
 
 
 groups.add_command(delete)
+groups.add_command(rebalance)

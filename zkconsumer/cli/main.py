@@ -47,6 +47,7 @@ def cli(verbose: int) -> None:
       groups list      kafka-consumer-groups --zookeeper --list
       groups describe  kafka-consumer-groups --zookeeper --describe, ConsumerOffsetChecker
       groups delete    kafka-consumer-groups --zookeeper --delete (plan first; deletes with --execute)
+      groups rebalance every member rebalances, Scala ones too, none restarted (plan first; --execute)
       offsets export   ExportZkOffsets
       offsets import   ImportZkOffsets (plan first; writes with --execute)
       offsets reset    UpdateOffsetsInZK and more (plan first; writes with --execute)
