@@ -121,7 +121,7 @@ def _one_sample(verdict: PartitionVerdict) -> PartitionVerdict:
     """Without a window nothing says whether waiting messages are being consumed, nor for how long
     they have waited (lag_age of one sample is "at least 0 s")."""
     if verdict.status is LagStatus.OK and verdict.lag:
-        reason = f"owned; {verdict.lag} messages wait (one sample: --watch judges whether they are being consumed)"
+        reason = f"owned; {verdict.lag} messages wait (--watch judges whether they are being consumed)"
         return replace(verdict, reason=reason, age=None)
     if verdict.lag:
         return replace(verdict, age=None)

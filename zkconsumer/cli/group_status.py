@@ -111,7 +111,7 @@ def status_text(group: str, verdict: GroupVerdict, samples: Sequence[Sample], in
     how = (
         f"Burrow's rules over {len(samples)} samples {interval:g} s apart"
         if len(samples) > 1
-        else "one sample: owner nodes and lag now, --watch SECONDS judges progress"
+        else "one sample: owner nodes and lag now; --watch SECONDS judges progress"
     )
     table = TextTable(
         ["TOPIC", "PARTITION", "STATUS", "LAG", "LAG-S", "OWNER", "REASON"],
