@@ -48,7 +48,9 @@ def test_status_of_a_live_group_caught_up_stopped_and_with_broken_owners(  # typ
         # Caught up: one look and a window agree.
         text = run("groups", "status", "--group", group_id)
         assert text.exit_code == 0, text.output
-        header, columns, *rows, last = text.stdout.splitlines()
+        header, columns, *rows, last = [
+            line for line in text.stdout.splitlines() if line
+        ]  # a blank line after the table
         assert header.startswith(f"Group {group_id}: 1 members, total lag 0 (one sample")
         assert columns.split() == ["TOPIC", "PARTITION", "STATUS", "LAG", "LAG-S", "OWNER", "REASON"]
         assert sorted(r.split()[:6] for r in rows) == [
@@ -75,7 +77,7 @@ def test_status_of_a_live_group_caught_up_stopped_and_with_broken_owners(  # typ
             assert (row["status"], row["lag"], row["commits_seen"]) == ("STOP", 5, 1)
             assert row["reason"].startswith("no commit for ") and row["reason"].endswith(" s while 5 messages wait")
             age = row["lag_seconds"]
-            assert age["at_least"] and 3.0 <= age["seconds"] < 10.0, age  # waiting since before the first sample
+            assert age["at_least"] and 2.5 <= age["seconds"] < 10.0, age  # waiting since before the first sample, 3 s ago
 
         # Owner nodes broken behind the member's back (its rebalance lock held, so it mends nothing).
         with conn.rebalancer._lock:
