@@ -26,9 +26,9 @@ from zkconsumer.zookeeper import znodes
 pytestmark = [pytest.mark.cluster, pytest.mark.ecosystem]
 
 ZKCONSUMER = os.path.join(os.path.dirname(sys.executable), "zkconsumer")
-PERIOD = 2.5  # between a scenario's steps: each step produces, waits, then commits
+PERIOD = 3.0  # between a scenario's steps: each step produces, waits, then commits
 SETTLE = 1.2  # produce -> commit: more than Burrow's offset refresh, so its lag counts what was produced
-WATCH, INTERVAL = 12.5, 0.5
+WATCH, INTERVAL = 15.0, 1.0
 
 
 class Scripted:
@@ -66,61 +66,67 @@ class Scripted:
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    setup: Callable[[Scripted], None]
+    initial: int  # messages in the log before the group's nodes are written
+    setup: Callable[[Scripted], None]  # the group's nodes
     commit_at: Callable[[Scripted, int], int | None]  # step k -> the offset to commit then (None: no commit)
     produce: int  # per step, before the commit
     ours: tuple[str, str]  # expected (partition, group) statuses
     burrow: tuple[str, str]
 
 
-def member_owning(s: Scripted, produced: int, committed: int) -> None:
-    s.produce(produced)
-    s.register("a")
-    s.own("a")
-    s.commit(committed)
+def member_owning(committed: int) -> Callable[[Scripted], None]:
+    def setup(s: Scripted) -> None:
+        s.register("a")
+        s.own("a")
+        s.commit(committed)
+
+    return setup
 
 
-def foreign_session_owner(s: Scripted, other) -> None:  # type: ignore[no-untyped-def]
-    s.produce(20)
-    s.register("a")
-    s.own("a", client=other)
-    s.commit(20)
+def foreign_session_owner(other) -> Callable[[Scripted], None]:  # type: ignore[no-untyped-def]
+    def setup(s: Scripted) -> None:
+        s.register("a")
+        s.own("a", client=other)
+        s.commit(20)
+
+    return setup
 
 
 def gave_up(s: Scripted) -> None:
-    s.produce(20)
     s.register("a")
     s.register("b")
     s.commit(10)
 
 
 def owner_gone(s: Scripted) -> None:
-    s.produce(20)
     s.own("ghost")
     s.commit(20)
 
 
 def unowned_caught_up(s: Scripted) -> None:
-    s.produce(20)
     s.commit(20)
 
 
 def rewinding(_s: Scripted, k: int) -> int:
-    """20, 30, then back to 15, and on from there."""
-    return [20, 30][k] if k < 2 else 13 + k
+    """20, 30, 40, back to 25, 35, 45, back to 30...: every window of three commits holds a rewind."""
+    return 20 + 10 * (k % 3) + 5 * (k // 3)
+
+
+def to_log_end(s: Scripted, _k: int) -> int:
+    return s.produced
 
 
 def scenarios(other) -> list[Scenario]:  # type: ignore[no-untyped-def]
     return [
-        Scenario("caught up", lambda s: member_owning(s, 20, 20), lambda s, k: s.produced, 5, ("OK", "OK"), ("OK", "OK")),
-        Scenario("slow", lambda s: member_owning(s, 20, 10), lambda s, k: 15 + 5 * k, 10, ("WARN", "WARN"), ("WARN", "WARN")),
-        Scenario("stopped", lambda s: member_owning(s, 20, 10), lambda s, k: None, 5, ("STOP", "ERR"), ("STOP", "ERR")),
-        Scenario("stalled", lambda s: member_owning(s, 20, 10), lambda s, k: 10, 2, ("STALL", "ERR"), ("STALL", "ERR")),
-        Scenario("rewound", lambda s: member_owning(s, 100, 10), rewinding, 0, ("REWIND", "ERR"), ("REWIND", "ERR")),
-        Scenario("owner not registered", owner_gone, lambda s, k: s.produced, 5, ("ERR", "ERR"), ("OK", "OK")),
-        Scenario("owner node of another session", lambda s: foreign_session_owner(s, other), lambda s, k: s.produced, 5, ("ERR", "ERR"), ("OK", "OK")),
-        Scenario("nobody owns it, caught up", unowned_caught_up, lambda s, k: None, 0, ("WARN", "WARN"), ("OK", "OK")),
-        Scenario("members own nothing, lag", gave_up, lambda s, k: None, 0, ("ERR", "ERR"), ("STOP", "ERR")),
+        Scenario("caught up", 20, member_owning(20), to_log_end, 5, ("OK", "OK"), ("OK", "OK")),
+        Scenario("slow", 20, member_owning(10), lambda s, k: 15 + 5 * k, 10, ("WARN", "WARN"), ("WARN", "WARN")),
+        Scenario("stopped", 20, member_owning(10), lambda s, k: None, 5, ("STOP", "ERR"), ("STOP", "ERR")),
+        Scenario("stalled", 20, member_owning(10), lambda s, k: 10, 2, ("STALL", "ERR"), ("STALL", "ERR")),
+        Scenario("rewound", 100, member_owning(10), rewinding, 0, ("REWIND", "ERR"), ("REWIND", "ERR")),
+        Scenario("owner not registered", 20, owner_gone, to_log_end, 5, ("ERR", "ERR"), ("OK", "OK")),
+        Scenario("owner node of another session", 20, foreign_session_owner(other), to_log_end, 5, ("ERR", "ERR"), ("OK", "OK")),
+        Scenario("nobody owns it, caught up", 20, unowned_caught_up, lambda s, k: None, 0, ("WARN", "WARN"), ("OK", "OK")),
+        Scenario("members own nothing, lag", 20, gave_up, lambda s, k: None, 0, ("ERR", "ERR"), ("STOP", "ERR")),
     ]  # fmt: skip
 
 
@@ -141,8 +147,16 @@ def test_verdicts_beside_burrow(cluster, zk, burrow, topic_factory, group_id) ->
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
     cases = scenarios(other)
     groups = [Scripted(zk, producer, f"{group_id}-{i}", topic_factory(partitions=1)) for i in range(len(cases))]
-    for s in groups:
+    for case, s in zip(cases, groups):
         burrow.wait_for_topic(s.topic, 1)  # Burrow drops commits of topics it does not know yet
+        s.produce(case.initial)
+    # Burrow's lag of a commit is against the log end it last fetched (clamped at 0): a commit read
+    # before it fetched the initial messages would count as caught up (rule 1: OK) for 10 commits.
+    deadline = time.monotonic() + 30
+    for case, s in zip(cases, groups):
+        while burrow.get(f"/v3/kafka/local/topic/{s.topic}").get("offsets") != [case.initial]:
+            assert time.monotonic() < deadline, f"Burrow never saw the log end {case.initial} of {s.topic}"
+            time.sleep(0.2)
     for case, s in zip(cases, groups):
         case.setup(s)
     deadline = time.monotonic() + 60
@@ -199,6 +213,7 @@ def test_verdicts_beside_burrow(cluster, zk, burrow, topic_factory, group_id) ->
             assert out, err
             ours.append(json.loads(out))
         theirs = [burrow.group_lag(s.group) for s in groups]
+        windows = {s.group: burrow.get(f"/v3/kafka/local/consumer/{s.group}") for s in groups}  # Burrow's commits
     finally:
         stop.set()
         for thread in drivers:
@@ -223,4 +238,6 @@ def test_verdicts_beside_burrow(cluster, zk, burrow, topic_factory, group_id) ->
         for case, got, _, _ in rows
         if got != (case.ours, case.burrow)
     ]
+    for case, s in zip(cases, groups):
+        print(f"{case.name}: Burrow's window {json.dumps(windows[s.group].get('topics'))}")
     assert not wrong, "\n".join(wrong)

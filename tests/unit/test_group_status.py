@@ -84,6 +84,15 @@ def test_each_new_write_of_the_offset_node_is_one_commit_with_the_lag_its_sample
     assert [end for _, end in facts.log_ends] == [120, 125, 130, 131]
 
 
+def test_the_commit_standing_at_the_first_sample_counts_as_not_shrinking_to_the_next() -> None:
+    # Offset 10 was committed 20 s before sampling began; the 30 the first sample shows is only an upper bound.
+    rows = [seen(0, 10, 1, 40, mtime_s=-20), seen(1, 15, 2, 40), seen(2, 20, 3, 50)]
+    assert [c.lag for c in partition_facts(rows).window] == [25, 25, 30]
+    assert status_of(*rows) is LagStatus.WARN  # slower than the producers over what the window measured
+    caught_up_then = [seen(0, 40, 1, 40, mtime_s=-20), seen(1, 45, 2, 50)]
+    assert [c.lag for c in partition_facts(caught_up_then).window] == [0, 5]
+
+
 def test_a_write_seen_while_no_broker_answered_is_no_commit_later_either() -> None:
     facts = partition_facts([seen(0, 100, 7, None), seen(1, 100, 7, 120)])
     assert facts.window == () and facts.log_ends == ((T0 + 1000, 120),)

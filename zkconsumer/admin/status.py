@@ -77,15 +77,22 @@ def partition_facts(seen: Sequence[Seen]) -> PartitionFacts:
     """The commits a partition's samples show (oldest first), its state in the last, its log ends.
 
     A write seen while no broker answered is no commit of the window (Burrow drops a commit whose
-    lag it cannot compute, and reads the node again only when it changes)."""
+    lag it cannot compute, and reads the node again only when it changes). The commit standing at
+    the first sample was made before it, however long: its lag then is at most what that sample
+    shows, so it is taken as not shrinking to the next commit's (0 stays 0: caught up then too)."""
     commits: list[Commit] = []
     last_write: int | None = None
+    standing = seen[0].written[0] if seen[0].written is not None else None
+    first_write: int | None = None
     for s in seen:
         if s.written is None or s.committed is None or s.written[0] == last_write:
             continue
         last_write = s.written[0]
         if s.log_end is not None:
             commits.append(Commit(s.committed, s.written[1], max(0, s.log_end - s.committed)))
+            first_write = s.written[0] if first_write is None else first_write
+    if len(commits) > 1 and first_write == standing:
+        commits[0] = replace(commits[0], lag=min(commits[0].lag, commits[1].lag))
     last = seen[-1]
     return PartitionFacts(
         window=tuple(commits),
