@@ -77,7 +77,8 @@ def test_status_of_a_live_group_caught_up_stopped_and_with_broken_owners(  # typ
             assert (row["status"], row["lag"], row["commits_seen"]) == ("STOP", 5, 1)
             assert row["reason"].startswith("no commit for ") and row["reason"].endswith(" s while 5 messages wait")
             age = row["lag_seconds"]
-            assert age["at_least"] and 2.5 <= age["seconds"] < 10.0, age  # waiting since before the first sample, 3 s ago
+            # Waiting since before the first sample, 3 s before the last.
+            assert age["at_least"] and 2.5 <= age["seconds"] < 10.0, age
 
         # Owner nodes broken behind the member's back (its rebalance lock held, so it mends nothing).
         with conn.rebalancer._lock:
