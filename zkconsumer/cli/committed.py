@@ -25,6 +25,8 @@ class ZkOffsets:
     valid: dict[TopicPartition, int] = field(default_factory=dict)
     garbled: dict[TopicPartition, str] = field(default_factory=dict)
     stale: dict[TopicPartition, int] = field(default_factory=dict)
+    # valid key -> its node's (mzxid, mtime ms): a new mzxid is a new commit, mtime when it was made
+    written: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
 
     def stale_note(self, key: TopicPartition) -> str:
         return (
@@ -61,4 +63,5 @@ def read_offsets(client: KazooClient, group: str, topics: Iterable[str]) -> ZkOf
             out.stale[key] = value
         else:
             out.valid[key] = value
+            out.written[key] = (stat.mzxid, stat.mtime)
     return out

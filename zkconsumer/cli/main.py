@@ -8,6 +8,7 @@ import sys
 import click
 
 from zkconsumer.cli.consume import consume
+from zkconsumer.cli.group_status import status as group_status
 from zkconsumer.cli.groups import groups
 from zkconsumer.cli.migrate import migrate
 from zkconsumer.cli.offsets import offsets
@@ -48,6 +49,7 @@ def cli(verbose: int) -> None:
       groups describe  kafka-consumer-groups --zookeeper --describe, ConsumerOffsetChecker
       groups delete    kafka-consumer-groups --zookeeper --delete (plan first; deletes with --execute)
       groups rebalance every member rebalances, Scala ones too, none restarted (plan first; --execute)
+      groups status    lag verdicts per partition and group (Burrow's rules over a --watch window)
       offsets export   ExportZkOffsets
       offsets import   ImportZkOffsets (plan first; writes with --execute)
       offsets reset    UpdateOffsetsInZK and more (plan first; writes with --execute)
@@ -78,6 +80,7 @@ def cli(verbose: int) -> None:
 
 cli.add_command(consume)
 cli.add_command(groups)
+groups.add_command(group_status)
 cli.add_command(offsets)
 cli.add_command(migrate)
 cli.add_command(verify)

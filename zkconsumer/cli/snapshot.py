@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -38,6 +38,7 @@ class GroupSnapshot:
     problems: list[Problem]  # group-level ones (registrations); partition ones live on each PartitionState
     taken_at: float
     log_offsets_reason: str | None = None
+    offsets_written: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)  # see ZkOffsets.written
 
     def all_problems(self) -> list[Problem]:
         return self.problems + [p for row in self.partitions for p in row.problems]
@@ -177,4 +178,4 @@ def take_snapshot(
         log_offsets_known=reason is None,
     )
     problems = member_problems(members, duplicates) + [p for p in owner_problems if p.partition is None]
-    return GroupSnapshot(group, members, rows, problems, taken_at, reason)
+    return GroupSnapshot(group, members, rows, problems, taken_at, reason, found.written)
