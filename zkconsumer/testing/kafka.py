@@ -101,20 +101,25 @@ def add_partitions(bootstrap: str, name: str, total: int, timeout: float = 60.0,
     """Grow a topic to `total` partitions. Brokers before 1.0 have no CreatePartitions: with `zk`
     (a kazoo client in the brokers' chroot) the topic node is rewritten instead, as
     `kafka-topics --alter --zookeeper` did, and the controller creates the new partitions."""
-    client = admin(bootstrap)
-    try:
-        _result(client, client.create_partitions([NewPartitions(name, total)])[name], timeout)
-    except KafkaException as exc:
-        if zk is None or exc.args[0].code() != KafkaError._UNSUPPORTED_FEATURE:
-            raise
-        path = f"/brokers/topics/{name}"
-        data, stat = zk.get(path)
-        doc = json.loads(data)
-        layout = doc["partitions"]
-        replicas = [layout[str(p)] for p in sorted(map(int, layout))]
-        for p in range(len(layout), total):  # new partitions copy the existing replica lists in turn
-            layout[str(p)] = replicas[p % len(replicas)]
-        zk.set(path, json.dumps(doc).encode(), version=stat.version)
+    # A pre-0.10 broker (one whose clients are told its version) would never answer: librdkafka
+    # waits for a controller that Metadata v0 does not name. ZooKeeper at once, then.
+    if zk is None or not client_settings(bootstrap):
+        client = admin(bootstrap)
+        try:
+            _result(client, client.create_partitions([NewPartitions(name, total)])[name], timeout)
+            wait_for_leaders(bootstrap, name, total, timeout)
+            return
+        except KafkaException as exc:
+            if zk is None or exc.args[0].code() != KafkaError._UNSUPPORTED_FEATURE:
+                raise
+    path = f"/brokers/topics/{name}"
+    data, stat = zk.get(path)
+    doc = json.loads(data)
+    layout = doc["partitions"]
+    replicas = [layout[str(p)] for p in sorted(map(int, layout))]
+    for p in range(len(layout), total):  # new partitions copy the existing replica lists in turn
+        layout[str(p)] = replicas[p % len(replicas)]
+    zk.set(path, json.dumps(doc).encode(), version=stat.version)
     wait_for_leaders(bootstrap, name, total, timeout)
 
 
