@@ -230,7 +230,8 @@ class GroupMember:
         for key in sorted(_RESERVED_LIBRDKAFKA & overrides.keys()):
             log.warning("ignoring librdkafka.%s: zkconsumer manages it", key)
             overrides.pop(key)
-        settings = FetchSettings.from_config(cfg, bootstrap, overrides)
+        # what pre-0.10 brokers need (broker_nodes.client_settings), unless the user's overrides say otherwise
+        settings = FetchSettings.from_config(cfg, bootstrap, {**self.fetchers.broker_settings, **overrides})
         fetcher = Fetcher(settings, name=self.consumer_id, on_error=self._on_failure, reader_turns=cfg.fetch_in_reader)
         fetcher.start()
         return fetcher

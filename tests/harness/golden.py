@@ -101,14 +101,13 @@ def differences(live: dict[str, bytes], golden: dict[str, bytes]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """(Re)capture the goldens from real brokers, one release at a time (each with its bundled ZooKeeper)."""
     from zkconsumer.testing.cluster import LocalCluster
-    from zkconsumer.testing.kafka import create_topic
 
     parser = argparse.ArgumentParser(prog="python -m harness.golden", description=main.__doc__)
     parser.add_argument("versions", nargs="*", default=list(KAFKA), help="Kafka versions (default: all)")
     args = parser.parse_args(argv)
     for version in args.versions:
         with LocalCluster(brokers=1, chroot="/golden", kafka_version=version) as cluster:
-            create_topic(cluster.bootstrap_servers, "golden", TOPIC_PARTITIONS)
+            cluster.create_topic("golden", TOPIC_PARTITIONS)  # before 0.10 a topic node written as kafka-topics did
             client = cluster.zk_client()
             try:
                 nodes = capture(client, "golden")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from zkconsumer.cluster.broker_nodes import BrokerInfo, decode_broker
+from zkconsumer.cluster.broker_nodes import BrokerInfo, client_settings, decode_broker
 from zkconsumer.cluster.metadata import bootstrap_servers, no_endpoint_message
 
 
@@ -92,3 +92,21 @@ def test_an_unreadable_registration_is_named_or_reported() -> None:
     assert bootstrap_servers([bad, *MIXED], on_unreadable=reported.append) == "10.0.0.1:9091,10.0.0.2:9091"
     assert reported == ["/brokers/ids/5: no security protocol defined for listener WEIRD"]
     assert "broker 5: unreadable" in no_endpoint_message([bad])
+
+
+# As a 0.8.2.2 and a 0.9.0.1 broker registered themselves (LocalCluster, 2026-11-29).
+KAFKA_0822 = b'{"jmx_port":-1,"timestamp":"1795948166019","host":"127.0.0.1","version":1,"port":36951}'
+KAFKA_0901 = (
+    b'{"jmx_port":-1,"timestamp":"1795947941292","endpoints":["PLAINTEXT://127.0.0.1:41387"],'
+    b'"host":"127.0.0.1","version":2,"port":41387}'
+)
+
+
+def test_brokers_before_0_10_are_named_to_librdkafka_by_their_registration_version() -> None:
+    b0822, b0901 = decode_broker(0, KAFKA_0822, "/brokers/ids/0"), decode_broker(1, KAFKA_0901, "/brokers/ids/1")
+    assert bootstrap_servers([b0822, b0901]) == "127.0.0.1:36951,127.0.0.1:41387"
+    legacy = {"api.version.request": "false"}
+    assert client_settings([b0901]) == {**legacy, "broker.version.fallback": "0.9.0.1"}
+    assert client_settings([b0901, b0822]) == {**legacy, "broker.version.fallback": "0.8.2.2"}  # the oldest
+    assert client_settings(MIXED) == {}  # v4: librdkafka asks the broker (ApiVersions)
+    assert client_settings([]) == {}

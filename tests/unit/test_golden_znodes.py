@@ -50,10 +50,13 @@ def test_broker_registration_decodes(release: KafkaRelease) -> None:
     path = znodes.broker_path(0)
     info = broker_nodes.decode_broker(0, goldens(release)["broker.json"], path)
     assert info.version == release.broker_registration
-    assert info.endpoints == ("PLAINTEXT://broker-0:9092",)
+    # v1 (0.8.2) is host and port only; v2 (0.9) adds endpoints; the protocol map comes with v4 (0.10.2)
+    assert info.endpoints == (() if info.version == 1 else ("PLAINTEXT://broker-0:9092",))
     assert info.end_points() == (broker_nodes.EndPoint("PLAINTEXT", "broker-0", 9092, "PLAINTEXT"),)
     assert info.plaintext_address() == ("broker-0", 9092)
-    assert info.listener_security_protocol_map == (("PLAINTEXT", "PLAINTEXT"),)
+    protocol_map = (("PLAINTEXT", "PLAINTEXT"),) if info.version >= 4 else None
+    assert info.listener_security_protocol_map == protocol_map
+    assert broker_nodes.client_settings([info]) == release.client_settings()  # what librdkafka must be told
     assert (info.host, info.port, info.rack, info.jmx_port, info.timestamp) == (
         "broker-0",
         9092,
@@ -144,7 +147,12 @@ def test_version_lookup() -> None:
     assert zookeeper_release(None, kafka_release("3.9.1")).version == "3.8.4"  # the default cluster
     assert zookeeper_release(None, kafka_release("1.1.1")) == ZooKeeperRelease("3.4.10", None)  # broker's jars
     assert zookeeper_release("3.8", kafka_release("0.10.2.2")).jar_set == "kafka39"
-    with pytest.raises(ValueError, match="unsupported kafka_version '0.9.0.1'"):
-        kafka_release("0.9.0.1")
+    with pytest.raises(ValueError, match="unsupported kafka_version '0.8.1.1'"):
+        kafka_release("0.8.1.1")
+    assert kafka_release("0.9.0.1").client_settings() == {
+        "api.version.request": "false",
+        "broker.version.fallback": "0.9.0.1",
+    }
+    assert kafka_release("0.10.2.2").client_settings() == {}  # from 0.10 librdkafka asks the broker
     with pytest.raises(ValueError, match="unsupported zookeeper_version '3.6.4'"):
         zookeeper_release("3.6.4", kafka_release("2.8.2"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from zkconsumer.config.checks import SECURITY_PROTOCOLS
@@ -141,6 +141,21 @@ def decode_broker(broker_id: int, data: bytes, path: str) -> BrokerInfo:
     except ValueError as exc:
         raise ZkDataError(path, str(exc)) from None
     return info
+
+
+# Brokers before 0.10 answer no ApiVersions request (a 0.9 broker drops the connection; KIP-35), so a
+# librdkafka client must be told the protocol they speak. Registration v1 is written only by 0.8.x,
+# v2 only by 0.9.0.x; from v3 (0.10.0) librdkafka asks the broker itself.
+_PRE_API_VERSIONS = {1: "0.8.2.2", 2: "0.9.0.1"}
+
+
+def client_settings(brokers: Iterable[BrokerInfo]) -> dict[str, str]:
+    """The librdkafka settings a client of these brokers needs: with a pre-0.10 broker among them,
+    api.version.request=false and broker.version.fallback naming the oldest; else none."""
+    versions = [b.version for b in brokers if b.version in _PRE_API_VERSIONS]
+    if not versions:
+        return {}
+    return {"api.version.request": "false", "broker.version.fallback": _PRE_API_VERSIONS[min(versions)]}
 
 
 # Key orders real brokers write (Scala map iteration order): v1 0.8.x, v2 0.9, v3 0.10.0, v4 1.1, v5 3.9.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from zkconsumer.consumer.partition_fetcher import PartitionFetcher
 
@@ -19,15 +19,19 @@ class CurrentFetcher:
     def __init__(self, factory: Callable[[str], PartitionFetcher]) -> None:
         self._factory = factory
         self._fetcher: PartitionFetcher | None = None
+        # librdkafka settings the brokers' registrations call for (broker_nodes.client_settings), for the factory
+        self.broker_settings: dict[str, str] = {}
 
     def get(self) -> PartitionFetcher | None:
         """The fetcher, or None before the first rebalance found brokers."""
         return self._fetcher
 
-    def make(self, bootstrap: str) -> PartitionFetcher:
-        """Make (and start) the fetcher for brokers reached at `bootstrap`; on the rebalance thread only."""
+    def make(self, bootstrap: str, broker_settings: Mapping[str, str] | None = None) -> PartitionFetcher:
+        """Make (and start) the fetcher for brokers reached at `bootstrap` (needing `broker_settings`);
+        on the rebalance thread only."""
         if self._fetcher is not None:
             raise RuntimeError("the fetcher is made once per member")
+        self.broker_settings = dict(broker_settings or {})
         self._fetcher = self._factory(bootstrap)
         return self._fetcher
 

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from zkconsumer.cluster.broker_nodes import BrokerInfo
+from zkconsumer.cluster.broker_nodes import BrokerInfo, client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.current_fetcher import CurrentFetcher
@@ -301,7 +301,7 @@ class Rebalancer:
             bootstrap = bootstrap_servers(brokers, security_protocol=protocol, listener=listener)
             if not bootstrap:
                 raise BrokersUnavailable(no_endpoint_message(brokers, security_protocol=protocol, listener=listener))
-            self.fetchers.make(bootstrap)
+            self.fetchers.make(bootstrap, client_settings(brokers))
 
     # ---- health --------------------------------------------------------------------------------
     def health_problems(self) -> list[str]:

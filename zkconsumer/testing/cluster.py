@@ -212,7 +212,10 @@ class LocalCluster:
     def start(self, timeout: float = 120.0, *, detach: bool = False) -> LocalCluster:
         """Start ZooKeeper (every server, until each serves), then the brokers; return once
         clients can use every broker."""
+        from zkconsumer.testing.kafka import register_brokers
+
         began = time.monotonic()
+        register_brokers([b.address for b in self.brokers], self.kafka.client_settings())
         try:
             self.ensemble.start(timeout, detach=detach)
             for broker in self.brokers:
@@ -238,10 +241,13 @@ class LocalCluster:
 
     def stop(self, *, keep_logs: bool | None = None) -> None:
         """Brokers first (without ZooKeeper their shutdown hangs), then ZooKeeper."""
+        from zkconsumer.testing.kafka import register_brokers
+
         quorum = self.ensemble.quorum_running()
         for broker in self.brokers:
             broker.kill() if not quorum else broker.stop()
         self.ensemble.stop()
+        register_brokers([b.address for b in self.brokers], {})
         keep = self.keep_logs if keep_logs is None else keep_logs
         if self._own_workdir and not keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -280,18 +286,25 @@ class LocalCluster:
 
     def wait_metadata(self, timeout: float = 60.0) -> None:
         """Until a client sees every running broker and a controller (registration precedes listening)."""
+        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import AdminClient
 
         quiet = logging.getLogger("zkconsumer.testing.librdkafka")  # refused connects are expected here
         config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "logger": quiet}  # hints omit Logger
-        client = AdminClient(config)
+        client = AdminClient({**config, **self.kafka.client_settings()})
         expected = {b.broker_id for b in self.brokers if b.process.running}
 
         def ready() -> bool:
             try:
                 meta = client.list_topics(timeout=5)
+            except KafkaException as exc:
+                # 0.8.2 before its first topic: an answer naming no broker (librdkafka: _PARTIAL) is all it gives
+                answered = exc.args[0].code() == KafkaError._PARTIAL and not self.kafka.brokers_before_topics
+                return answered and self._zk_exists("/controller")
             except Exception:  # noqa: BLE001 - any failure just means "not yet"
                 return False
+            if not self.kafka.controller_in_metadata:  # Metadata v0: the controller is only in ZooKeeper
+                return set(meta.brokers) >= expected and self._zk_exists("/controller")
             return set(meta.brokers) >= expected and meta.controller_id >= 0
 
         wait_until(ready, timeout, "serving metadata with a controller", self.brokers[0].process)
@@ -386,8 +399,17 @@ class LocalCluster:
     ) -> None:
         """Create a topic (replicated as the cluster's default when `replication_factor` is None) and
         wait until every partition has a leader and, when replicated, min.insync.replicas in sync."""
-        from zkconsumer.testing.kafka import create_topic
+        from zkconsumer.testing.kafka import create_topic, wait_for_leaders, write_topic
 
         factor = replication_factor or self.replication_factor
         min_isr = min(factor, self.min_insync_replicas)
-        create_topic(self.bootstrap_servers, name, partitions, factor, timeout, min_isr=min_isr)
+        if self.kafka.admin_requests:
+            create_topic(self.bootstrap_servers, name, partitions, factor, timeout, min_isr=min_isr)
+            return
+        client = self.zk_client()
+        try:
+            write_topic(client, name, partitions, [b.broker_id for b in self.brokers], factor)
+        finally:
+            client.stop()
+            client.close()
+        wait_for_leaders(self.bootstrap_servers, name, partitions, timeout, min_isr=min_isr)

@@ -20,7 +20,8 @@ from zkconsumer.errors import ZkConsumerError
 # and, fetched only when LocalCluster first runs that version (versions.py maps versions to sets):
 #   kafka0102 kafka0113 kafka241 kafka282  ZooKeeper-era brokers, each with the ZooKeeper it bundles
 #   zk3414 zk3510                           standalone ZooKeeper servers
-#   kafka0822 kafka0901 kafka102            the legacy Scala clients of 0.8.2.2, 0.9.0.1 and 1.0.2 (mixed groups)
+#   kafka0822 kafka0901 kafka102            the legacy Scala clients of 0.8.2.2, 0.9.0.1 and 1.0.2 (mixed groups);
+#                                           the first two are the 0.8.2.2 and 0.9.0.1 brokers too
 MATRIX = ("kafka0102", "kafka0113", "kafka241", "kafka282", "zk3414", "zk3510")
 SCALA_CLIENTS = ("kafka0822", "kafka0901", "kafka102")
 KNOWN = ("kafka39", "kafka11", "spark-kafka", *MATRIX, *SCALA_CLIENTS)

@@ -254,10 +254,8 @@ class KafkaBroker:
         self.log_dir = workdir / f"kafka-{broker_id}-data"
         props = workdir / f"server-{broker_id}.properties"
         extra = "".join(f"{k}={v}\n" for k, v in extra_properties.items())
-        listeners = ",".join(f"{name}://{place.address}:{port}" for name, port in self.listener_ports.items())
         props.write_text(
-            BROKER_PROPERTIES + extra + f"broker.id={broker_id}\n"
-            f"listeners={listeners}\nlog.dirs={self.log_dir}\n"
+            BROKER_PROPERTIES + extra + f"broker.id={broker_id}\n{self._listener_lines()}log.dirs={self.log_dir}\n"
             f"zookeeper.connect={zookeeper_connect}\n"
         )
         self.process = java_process(
@@ -274,6 +272,20 @@ class KafkaBroker:
             workdir / f"kafka-{broker_id}.log",
             place,
         )
+
+    def _listener_lines(self) -> str:
+        """`listeners=` (0.9 on), or 0.8.2's single PLAINTEXT endpoint: bound as host.name/port and
+        registered as advertised.host.name/advertised.port (else it registers the machine's hostname)."""
+        if self.release.listeners:
+            listeners = ",".join(f"{name}://{self.place.address}:{port}" for name, port in self.listener_ports.items())
+            return f"listeners={listeners}\n"
+        others = [name for name in self.listener_ports if name != "PLAINTEXT"]
+        if others:
+            raise ValueError(
+                f"Kafka {self.release.version} has one PLAINTEXT endpoint: no {', '.join(others)} listener"
+            )
+        host = self.place.address
+        return f"host.name={host}\nport={self.port}\nadvertised.host.name={host}\nadvertised.port={self.port}\n"
 
     @property
     def address(self) -> str:

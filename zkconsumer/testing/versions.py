@@ -19,6 +19,21 @@ class KafkaRelease:
     broker_registration: int  # "version" of /brokers/ids/<id>
     topic_registration: int  # "version" of /brokers/topics/<t>
     idempotent_producer: bool = True  # 0.10 has no InitProducerId: librdkafka refuses enable.idempotence
+    # Before 0.10 a broker answers no ApiVersions request (key 18: it drops the connection), so a
+    # librdkafka client is told what it speaks: api.version.request=false + broker.version.fallback.
+    librdkafka_fallback: str | None = None
+    listeners: bool = True  # 0.8.2 has no `listeners`: host.name + port, advertised.host.name + advertised.port
+    admin_requests: bool = True  # CreateTopics/DeleteTopics (0.10.1): before, topics are written in ZooKeeper
+    controller_in_metadata: bool = True  # Metadata v1 (0.10.0) names the controller; v0 does not
+    # A 0.8.2 broker learns the live brokers only from the controller's UpdateMetadata, which it sends
+    # with partition states: before the first topic its metadata answer lists no broker at all.
+    brokers_before_topics: bool = True
+
+    def client_settings(self) -> dict[str, str]:
+        """The librdkafka settings every client of this broker needs (none from 0.10 on)."""
+        if self.librdkafka_fallback is None:
+            return {}
+        return {"api.version.request": "false", "broker.version.fallback": self.librdkafka_fallback}
 
 
 @dataclass(frozen=True)
@@ -31,10 +46,35 @@ class ZooKeeperRelease:
 
 # cluster.BROKER_PROPERTIES suits every release: settings a broker does not know (transaction.*,
 # group.initial.rebalance.delay.ms before 0.11, log.initial.task.delay.ms before 3.x) are ignored
-# without a word, and every release accepts `listeners=PLAINTEXT://host:port`.
+# (0.8.2 and 0.9 log a WARN per setting), and every release from 0.9 accepts
+# `listeners=PLAINTEXT://host:port`. The pre-0.10 ones share their jar sets with their Scala clients.
 KAFKA: dict[str, KafkaRelease] = {
     r.version: r
     for r in (
+        KafkaRelease(
+            "0.8.2.2",
+            "kafka0822",
+            "3.4.6",
+            1,
+            1,
+            idempotent_producer=False,
+            librdkafka_fallback="0.8.2.2",
+            listeners=False,
+            admin_requests=False,
+            controller_in_metadata=False,
+            brokers_before_topics=False,
+        ),
+        KafkaRelease(
+            "0.9.0.1",
+            "kafka0901",
+            "3.4.6",
+            2,
+            1,
+            idempotent_producer=False,
+            librdkafka_fallback="0.9.0.1",
+            admin_requests=False,
+            controller_in_metadata=False,
+        ),
         KafkaRelease("0.10.2.2", "kafka0102", "3.4.9", 4, 1, idempotent_producer=False),
         KafkaRelease("0.11.0.3", "kafka0113", "3.4.10", 4, 1),
         KafkaRelease("1.1.1", "kafka11", "3.4.10", 4, 1),  # the Scala-client jar set is the 1.1.1 broker too
