@@ -8,7 +8,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper
+from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper, legacy_settings
 from zkconsumer.cli.common import CliError
 from zkconsumer.migration.sides import KafkaMember, KafkaSide
 from zkconsumer.offsets.broker_group import state_name
@@ -163,4 +163,4 @@ def open_broker_group(client: KazooClient, access: BrokerAccess, group: str) -> 
             f"no broker to ask about group {group}'s broker-side state and offsets; pass "
             "--bootstrap-server (and --command-config for TLS/SASL brokers)"
         )
-    return BrokerGroup(bootstrap, group, access.settings)
+    return BrokerGroup(bootstrap, group, {**legacy_settings(client), **access.settings})

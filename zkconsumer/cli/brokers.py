@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from kazoo.client import KazooClient
 
 from zkconsumer.cli.common import EXIT_USAGE, CliError, warn
+from zkconsumer.cluster.broker_nodes import client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.checks import SECURITY_PROTOCOLS
 from zkconsumer.config.properties import parse_properties
@@ -204,10 +205,18 @@ class Watermarks:
         return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None}
 
 
+def legacy_settings(client: KazooClient) -> dict[str, str]:
+    """What librdkafka must be told of the pre-0.10 brokers under /brokers/ids (broker_nodes.client_settings)."""
+    try:
+        return client_settings(ClusterMetadata(client).brokers())
+    except ZkDataError:
+        return {}
+
+
 def open_watermarks(client: KazooClient, access: BrokerAccess, *, quiet: bool = False) -> Watermarks:
     """Watermarks bootstrapped from --bootstrap-server or /brokers/ids (a warning if neither works)."""
     bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access)
-    marks = Watermarks(bootstrap, quiet=quiet, settings=access.settings)
+    marks = Watermarks(bootstrap, quiet=quiet, settings={**legacy_settings(client), **access.settings})
     if marks.reason and not quiet:
         warn(f"log offsets unavailable: {marks.reason}")
     return marks

@@ -10,7 +10,13 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper, open_watermarks
+from zkconsumer.cli.brokers import (
+    LIBRDKAFKA_LOG,
+    BrokerAccess,
+    bootstrap_from_zookeeper,
+    legacy_settings,
+    open_watermarks,
+)
 from zkconsumer.cli.common import EXIT_USAGE, CliError, warn
 from zkconsumer.cli.offsets_plan import describe_partitions, topic_layout
 from zkconsumer.cli.targets import range_problem
@@ -91,6 +97,7 @@ def read_partition(
         raise CliError("no broker endpoint under /brokers/ids to read from")
     consumer = Consumer(
         {
+            **legacy_settings(client),
             **access.settings,
             "bootstrap.servers": bootstrap,
             "group.id": f"zkconsumer-console-{uuid.uuid4().hex[:12]}",  # never joined, nothing committed

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper
+from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper, legacy_settings
 from zkconsumer.cli.common import CliError
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
@@ -138,4 +138,4 @@ def open_kafka_commits(client: KazooClient, access: BrokerAccess, group: str) ->
             f"no broker to ask whether group {group} also commits offsets to Kafka (then its members "
             f"would ignore a ZooKeeper-only write); {ZOOKEEPER_ONLY_HINT}"
         )
-    return KafkaCommits(bootstrap, group, access.settings)
+    return KafkaCommits(bootstrap, group, {**legacy_settings(client), **access.settings})
