@@ -158,3 +158,19 @@ def test_every_declared_family_is_exposed() -> None:
     assert isinstance(state.groups[GROUP].last, GroupSample) and state.groups[GROUP].last.problems == (
         "/consumers/g/offsets/t/1: offset 'x' is not a 64-bit decimal integer",
     )
+
+
+# Quotes, backslashes and newlines must be escaped; other control characters and edge whitespace
+# are not the format's business (the parser strips a help text's).
+TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from(["\\", "\n", '"']), max_size=30)
+
+
+@given(TEXT.filter(bool), TEXT.map(str.strip))
+def test_label_values_and_help_survive_the_exposition(value: str, help_text: str) -> None:
+    from prometheus_client.core import GaugeMetricFamily
+
+    family = GaugeMetricFamily("zkconsumer_test", help_text or "x", labels=["owner"])
+    family.add_metric([value], 2.5)
+    (parsed,) = text_string_to_metric_families(render([family]).decode())
+    assert parsed.documentation == (help_text or "x")
+    assert [(s.labels, s.value) for s in parsed.samples] == [({"owner": value}, 2.5)]

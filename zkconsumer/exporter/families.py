@@ -6,11 +6,11 @@ it and docs/operating.md's reference table is generated from it, so the two cann
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import generate_latest
+from prometheus_client.utils import floatToGoString
 
 from zkconsumer.admin.status import OWNERSHIP_NAMES, group_why
 from zkconsumer.admin.verdicts import Ownership
@@ -161,19 +161,29 @@ def health_families(health: Health) -> list[Metric]:
     return list(out.values())
 
 
-class _Families:
-    """What generate_latest wants: something whose collect() yields families."""
-
-    def __init__(self, families: Sequence[Metric]) -> None:
-        self._families = families
-
-    def collect(self) -> Iterator[Metric]:
-        yield from self._families
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def render(families: Sequence[Metric]) -> bytes:
-    """The Prometheus text exposition (version 0.0.4) of these families."""
-    return generate_latest(_Families(families))  # any object with collect() will do
+    """The Prometheus text exposition (version 0.0.4) of these families.
+
+    Written here rather than by prometheus_client's generate_latest, which validates every label
+    name of every sample again: at 100 groups of 100 partitions (61,000 series) it took 0.57 s a
+    refresh where this takes a third of it. Names and label names are FAMILIES' (valid by
+    construction); label values and help are escaped as the format says."""
+    out: list[str] = []
+    for family in families:
+        exposed = family.name + ("_total" if family.type == "counter" else "")
+        help_text = family.documentation.replace("\\", "\\\\").replace("\n", "\\n")
+        out.append(f"# HELP {exposed} {help_text}\n# TYPE {exposed} {family.type}\n")
+        for sample in family.samples:
+            if sample.labels:
+                labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels.items())
+                out.append(f"{sample.name}{{{labels}}} {floatToGoString(sample.value)}\n")
+            else:
+                out.append(f"{sample.name} {floatToGoString(sample.value)}\n")
+    return "".join(out).encode()
 
 
 def reference_table() -> str:
