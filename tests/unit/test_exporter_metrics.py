@@ -165,12 +165,12 @@ def test_every_declared_family_is_exposed() -> None:
 TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from(["\\", "\n", '"']), max_size=30)
 
 
-@given(TEXT.filter(bool), TEXT.map(str.strip))
-def test_label_values_and_help_survive_the_exposition(value: str, help_text: str) -> None:
+@given(TEXT.filter(bool), TEXT.map(str.strip), st.floats(allow_nan=False) | st.integers(-(2**63), 2**63))
+def test_label_values_help_and_numbers_survive_the_exposition(value: str, help_text: str, number: float) -> None:
     from prometheus_client.core import GaugeMetricFamily
 
     family = GaugeMetricFamily("zkconsumer_test", help_text or "x", labels=["owner"])
-    family.add_metric([value], 2.5)
+    family.add_metric([value], number)
     (parsed,) = text_string_to_metric_families(render([family]).decode())
     assert parsed.documentation == (help_text or "x")
-    assert [(s.labels, s.value) for s in parsed.samples] == [({"owner": value}, 2.5)]
+    assert [(s.labels, s.value) for s in parsed.samples] == [({"owner": value}, float(number))]

@@ -6,11 +6,11 @@ it and docs/operating.md's reference table is generated from it, so the two cann
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.utils import floatToGoString
 
 from zkconsumer.admin.status import OWNERSHIP_NAMES, group_why
 from zkconsumer.admin.verdicts import Ownership
@@ -161,6 +161,15 @@ def health_families(health: Health) -> list[Metric]:
     return list(out.values())
 
 
+def _number(value: float) -> str:
+    """As Go's strconv formats a float64, which Prometheus reads: 3.0, 1e+20, +Inf, NaN."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
@@ -180,9 +189,9 @@ def render(families: Sequence[Metric]) -> bytes:
         for sample in family.samples:
             if sample.labels:
                 labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels.items())
-                out.append(f"{sample.name}{{{labels}}} {floatToGoString(sample.value)}\n")
+                out.append(f"{sample.name}{{{labels}}} {_number(sample.value)}\n")
             else:
-                out.append(f"{sample.name} {floatToGoString(sample.value)}\n")
+                out.append(f"{sample.name} {_number(sample.value)}\n")
     return "".join(out).encode()
 
 
