@@ -10,7 +10,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from zkconsumer.admin.status import group_status
 from zkconsumer.admin.verdicts import Ownership
-from zkconsumer.exporter.families import FAMILIES, Health, health_families, reference_table, render, view_families
+from zkconsumer.exporter.families import (
+    FAMILIES,
+    Health,
+    health_families,
+    reference_table,
+    render,
+    render_view,
+    view_families,
+)
 from zkconsumer.exporter.group_watch import GroupNodes
 from zkconsumer.exporter.sampling import GroupSample, Topic, group_sample
 from zkconsumer.exporter.view import GroupState, ViewState
@@ -94,7 +102,9 @@ def _parsed(text: bytes) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
 def test_the_exposition_says_what_the_verdicts_say(world: tuple[GroupNodes, dict[str, Topic], dict]) -> None:  # type: ignore[type-arg]
     state = _state(world)
     group = state.groups[GROUP]
-    metrics = _parsed(render(view_families(state)))
+    text = render_view(state)
+    assert text == render(view_families(state))  # the exporter's direct rendering is the families'
+    metrics = _parsed(text)
     verdict = group.verdict
     assert metrics["zkconsumer_group_lag"] == {(("group", GROUP),): verdict.total_lag}
     assert metrics["zkconsumer_group_status"] == {(("group", GROUP),): int(verdict.status)}

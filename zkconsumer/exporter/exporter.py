@@ -119,7 +119,7 @@ class Exporter:
         began = time.monotonic()
         try:
             state = self.view.refresh()
-            rendered = families.render(families.view_families(state))
+            rendered = families.render_view(state)
         except Exception as exc:  # noqa: BLE001 - any failure of one refresh: the next one tries again
             self._failed += 1
             self.last_error = f"{type(exc).__name__}: {exc}"

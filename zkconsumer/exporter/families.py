@@ -6,8 +6,9 @@ it and docs/operating.md's reference table is generated from it, so the two cann
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -99,15 +100,37 @@ def _family(name: str) -> Family:
     return GaugeMetricFamily(spec.name, spec.help, labels=list(spec.labels))
 
 
+VIEW_FAMILIES = tuple(spec for spec in FAMILIES if not spec.name.startswith("zkconsumer_exporter_"))
+Add = Callable[[str, Sequence[str], float], None]  # (family, label values in the spec's order, value)
+
+
 def view_families(state: ViewState) -> list[Metric]:
-    """Every group and partition family of the view (the exporter renders them once per refresh)."""
-    out: dict[str, Family] = {
-        spec.name: _family(spec.name) for spec in FAMILIES if not spec.name.startswith("zkconsumer_exporter_")
-    }
+    """Every group and partition family of the view, as prometheus_client families."""
+    out: dict[str, Family] = {spec.name: _family(spec.name) for spec in VIEW_FAMILIES}
 
     def add(name: str, labels: Sequence[str], value: float) -> None:
         out[name].add_metric(list(labels), value)
 
+    _walk(state, add)
+    return list(out.values())
+
+
+def render_view(state: ViewState) -> bytes:
+    """The exposition of `view_families(state)`, written line by line without building the families:
+    the exporter renders it once per refresh, and at 1,000 groups of 100 partitions (611,000
+    series) the families alone held more memory than the view they were made of."""
+    lines: dict[str, list[str]] = {spec.name: [_header(spec.name, spec.kind, spec.help)] for spec in VIEW_FAMILIES}
+    names = {spec.name: spec.labels for spec in VIEW_FAMILIES}
+
+    def add(name: str, labels: Sequence[str], value: float) -> None:
+        pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in zip(names[name], labels))
+        lines[name].append(f"{name}{{{pairs}}} {_number(value)}\n")
+
+    _walk(state, add)
+    return "".join(line for family in lines.values() for line in family).encode()
+
+
+def _walk(state: ViewState, add: Add) -> None:
     for name, group in sorted(state.groups.items()):
         verdict, last = group.verdict, group.last
         add("zkconsumer_group_status", [name], int(verdict.status))
@@ -141,7 +164,6 @@ def view_families(state: ViewState) -> list[Metric]:
             if v.age is not None:
                 add("zkconsumer_partition_lag_seconds", labels, v.age.seconds)
             add("zkconsumer_partition_owner_info", [*labels, seen.owner or "", OWNERSHIP_NAMES[v.ownership]], 1)
-    return list(out.values())
 
 
 def health_families(health: Health) -> list[Metric]:
@@ -170,8 +192,14 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
+@functools.lru_cache(maxsize=1 << 16)  # group, topic and partition values repeat on every line
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _header(exposed: str, kind: str, help_text: str) -> str:
+    escaped = help_text.replace("\\", "\\\\").replace("\n", "\\n")
+    return f"# HELP {exposed} {escaped}\n# TYPE {exposed} {kind}\n"
 
 
 def render(families: Sequence[Metric]) -> bytes:
@@ -184,8 +212,7 @@ def render(families: Sequence[Metric]) -> bytes:
     out: list[str] = []
     for family in families:
         exposed = family.name + ("_total" if family.type == "counter" else "")
-        help_text = family.documentation.replace("\\", "\\\\").replace("\n", "\\n")
-        out.append(f"# HELP {exposed} {help_text}\n# TYPE {exposed} {family.type}\n")
+        out.append(_header(exposed, family.type, family.documentation))
         for sample in family.samples:
             if sample.labels:
                 labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels.items())
