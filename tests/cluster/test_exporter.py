@@ -1,4 +1,4 @@
-"""`zkconsumer exporter` scraped by a real Prometheus: PromQL and the JSON API give each group's true lag and ownership."""
+"""`zkconsumer exporter` scraped by a real Prometheus: PromQL and the JSON API give the true lag and ownership of zkconsumer, Scala-only, mixed and member-less groups."""
 
 from __future__ import annotations
 
@@ -103,55 +103,58 @@ def test_prometheus_and_the_json_api_give_the_true_lag_and_ownership(  # type: i
 ) -> None:
     topic = topic_factory(partitions=2)
     produce(topic, 20, partitions=2)  # 10 per partition
-    live, stopped, scala = f"{group_id}-live", f"{group_id}-stopped", f"{group_id}-scala"
+    live, stopped, scala, mixed = (f"{group_id}-{kind}" for kind in ("live", "stopped", "scala", "mixed"))
 
     # A group with committed offsets and no live member: 4 and 7 of 10 consumed.
     for partition, offset in ((0, 4), (1, 7)):
         zk.create(znodes.offset_path(stopped, topic, partition), str(offset).encode(), makepath=True)
-    # A Scala-only group: one 1.1.1 member, auto-committing.
-    scala_member = ScalaMember(
-        cluster.zookeeper_connect,
-        scala,
-        "s1",
-        workdir=tmp_path / "scala",
-        topics={topic: 1},
-        properties={"auto.commit.enable": "true", "auto.commit.interval.ms": 500},
-    )
-    scala_member.start()
+    # A Scala-only group (one 1.1.1 member) and a mixed one (a Scala member and a zkconsumer
+    # member, one partition each), all auto-committing every 0.5 s.
+    committing = {"auto.commit.enable": "true", "auto.commit.interval.ms": 500}
+    scala_members = [
+        ScalaMember(cluster.zookeeper_connect, group, name, workdir=tmp_path / name, topics={topic: 1},
+                    properties=committing)
+        for group, name in ((scala, "s1"), (mixed, "s2"))
+    ]  # fmt: skip
+    for member in scala_members:
+        member.start()
     recorder = Recorder()
-    settings = {
-        "zookeeper.connect": cluster.zookeeper_connect,
-        "group.id": live,
-        "consumer.id": "a",
-        **members.FAST,
-        "auto.commit.enable": False,
-    }
+    base = {"zookeeper.connect": cluster.zookeeper_connect, **members.FAST}
+    live_settings = {**base, "group.id": live, "consumer.id": "a", "auto.commit.enable": False}
+    mixed_settings = {**base, "group.id": mixed, "consumer.id": "z", "auto.commit.enable": True}
+    mixed_settings["auto.commit.interval.ms"] = 500
     try:
-        scala_member.wait_ready()
-        with ConsumerConnector(settings) as conn:
+        for member in scala_members:
+            member.wait_ready()
+        with ConsumerConnector(live_settings) as conn, ConsumerConnector(mixed_settings) as mixed_conn:
             drain("a", conn.create_message_streams({topic: 1})[topic], recorder)
+            drain("z", mixed_conn.create_message_streams({topic: 1})[topic], Recorder())
             recorder.wait_for({(topic, p, o) for p in (0, 1) for o in range(10)}, timeout=60)
             conn.commit_offsets()  # at 10 and 10
             owners = wait_for_balanced(zk, live, [topic], members=1)
+            wait_for_balanced(zk, mixed, [topic], members=2)
             # 6 more (13 per partition): the live member reads them but commits nothing: lag 3 + 3.
             recorder.wait_for(keys_of(produce(topic, 6, partitions=2, start=20)), timeout=60)
-            eventually(lambda: len(scala_member.deliveries()) == 26, "the Scala member read all 26")
+            eventually(lambda: len(scala_members[0].deliveries()) == 26, "the Scala member read all 26")
             truth = {
                 (live, "0"): 3.0, (live, "1"): 3.0,
                 (stopped, "0"): 9.0, (stopped, "1"): 6.0,
                 (scala, "0"): 0.0, (scala, "1"): 0.0,
+                (mixed, "0"): 0.0, (mixed, "1"): 0.0,
             }  # fmt: skip
-            _check_prometheus_and_api(cluster, exporter, tmp_path, topic, truth, owners, (live, stopped, scala))
+            groups = (live, stopped, scala, mixed)
+            _check_prometheus_and_api(cluster, exporter, tmp_path, topic, truth, owners, groups)
     finally:
-        scala_member.stop()
+        for member in scala_members:
+            member.stop()
     assert exporter.stop() == 0, exporter.log_tail()
     assert "Traceback" not in exporter.log_path.read_text()
 
 
 def _check_prometheus_and_api(  # type: ignore[no-untyped-def]
-    cluster, exporter: ExporterProcess, tmp_path: Path, topic: str, truth, owners, groups: tuple[str, str, str]
+    cluster, exporter: ExporterProcess, tmp_path: Path, topic: str, truth, owners, groups: tuple[str, ...]
 ) -> None:
-    live, stopped, scala = groups
+    live, stopped, scala, mixed = groups
     exporter.wait_healthy()
     try:
         prom = Prometheus(f"127.0.0.1:{exporter.port}", tmp_path / "prometheus", rules=ALERTS).start()
@@ -159,7 +162,7 @@ def _check_prometheus_and_api(  # type: ignore[no-untyped-def]
         pytest.fail(f"Prometheus did not start:\n{exc}", pytrace=False)
     try:
         prom.wait_for_target_up()
-        selector = f'group=~"{live}|{stopped}|{scala}", topic="{topic}"'
+        selector = f'group=~"{"|".join(groups)}", topic="{topic}"'
 
         def lags() -> dict[tuple[str, ...], float] | None:
             found = prom.values(f"zkconsumer_partition_lag{{{selector}}}", "group", "partition")
@@ -170,10 +173,15 @@ def _check_prometheus_and_api(  # type: ignore[no-untyped-def]
         except BaseException:
             print(exporter.get(f"/v1/groups/{stopped}/partitions"), exporter.log_tail(), prom.log_tail())
             raise
-        unowned = prom.values(f'zkconsumer_group_unowned_partitions{{group=~"{live}|{stopped}|{scala}"}}', "group")
-        assert unowned == {(live,): 0.0, (stopped,): 2.0, (scala,): 0.0}
-        kinds = prom.values(f'zkconsumer_group_members{{group=~"{live}|{scala}"}} > 0', "group", "kind")
-        assert kinds == {(live, "zkconsumer"): 1.0, (scala, "scala"): 1.0}
+        unowned = prom.values(f'zkconsumer_group_unowned_partitions{{group=~"{"|".join(groups)}"}}', "group")
+        assert unowned == {(live,): 0.0, (stopped,): 2.0, (scala,): 0.0, (mixed,): 0.0}
+        kinds = prom.values(f'zkconsumer_group_members{{group=~"{"|".join(groups)}"}} > 0', "group", "kind")
+        assert kinds == {
+            (live, "zkconsumer"): 1.0,
+            (scala, "scala"): 1.0,
+            (mixed, "scala"): 1.0,
+            (mixed, "zkconsumer"): 1.0,
+        }
         owner_rows = prom.query(f'zkconsumer_partition_owner_info{{group="{live}"}}')
         assert {(r["metric"]["partition"], r["metric"]["owner"]) for r in owner_rows} == {
             (str(p), owners[(topic, p)]) for p in (0, 1)
@@ -202,10 +210,10 @@ def _check_prometheus_and_api(  # type: ignore[no-untyped-def]
 
         # The JSON API says the same.
         code, doc = exporter.get("/v1/groups")
-        assert code == 200 and {live, stopped, scala} <= {g["group"] for g in doc["groups"]}
+        assert code == 200 and set(groups) <= {g["group"] for g in doc["groups"]}
         summary = {g["group"]: g for g in doc["groups"]}
         assert (summary[stopped]["unowned_partitions"], summary[stopped]["total_lag"]) == (2, 15)
-        for group in (live, stopped, scala):
+        for group in groups:
             code, doc = exporter.get(f"/v1/groups/{group}/partitions")
             assert code == 200
             got = {(group, str(row["partition"])): float(row["lag"]) for row in doc["partitions"]}
