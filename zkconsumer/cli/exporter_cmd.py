@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import threading
@@ -109,7 +110,7 @@ def exporter(
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
         stop.set()
 
-    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
+    with zk_session(zookeeper, zk_digest, zk_timeout) as client, contextlib.ExitStack() as stack:
         bootstrap = bootstrap_server or bootstrap_servers(
             ClusterMetadata(client).brokers(),
             security_protocol=settings.get("security.protocol", "PLAINTEXT"),
@@ -117,9 +118,9 @@ def exporter(
         )
         if not bootstrap:
             warn("no broker endpoint under /brokers/ids: serving without log ends (no lag)")
-        log_ends = LogEnds(bootstrap, timeout_s=zk_timeout, settings=settings) if bootstrap else None
-        if log_ends is not None:
-            log_ends.__enter__()
+        log_ends = (
+            stack.enter_context(LogEnds(bootstrap, timeout_s=zk_timeout, settings=settings)) if bootstrap else None
+        )
         try:
             served = Exporter(
                 client,
@@ -145,5 +146,3 @@ def exporter(
                 signal.signal(sig, handler)
             if not served.stop(timeout_s=10.0):
                 warn("the exporter's threads did not stop within 10 s")
-            if log_ends is not None:
-                log_ends.__exit__(None, None, None)

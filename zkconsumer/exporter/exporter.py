@@ -72,6 +72,7 @@ class Exporter:
         self._refresh_seconds = 0.0
         self._requests = 0  # the view's count after the last refresh (the view is the refresh thread's)
         self._connected = client.connected
+        self._lost = threading.Event()  # set on kazoo's thread; the refresh thread re-reads everything
         self._thread = threading.Thread(target=self._run, name="zkconsumer-exporter-refresh", daemon=True)
         client.add_listener(self._on_state)
 
@@ -87,7 +88,8 @@ class Exporter:
         """Stop refreshing and serving; False if a thread had not ended within `timeout_s` each."""
         self._stop.set()
         self.client.remove_listener(self._on_state)
-        self._thread.join(timeout_s)
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout_s)
         served = self.http.stop(timeout_s)
         return served and not self._thread.is_alive()
 
@@ -106,7 +108,7 @@ class Exporter:
         """kazoo's thread: connected or not; a lost session took its watches, so everything is re-read."""
         self._connected = state == KazooState.CONNECTED
         if state == KazooState.LOST:
-            self.view.invalidate()
+            self._lost.set()  # the view is the refresh thread's alone: it invalidates it there
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -118,6 +120,9 @@ class Exporter:
         """One refresh: read, judge, render; a failure is logged and counted, never raised."""
         began = time.monotonic()
         try:
+            if self._lost.is_set():
+                self._lost.clear()
+                self.view.invalidate()
             state = self.view.refresh()
             rendered = families.render_view(state)
         except Exception as exc:  # noqa: BLE001 - any failure of one refresh: the next one tries again

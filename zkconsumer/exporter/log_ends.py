@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -83,7 +84,7 @@ class LogEnds:
                 out[key] = future.result(timeout=self.timeout_s + 1.0).offset
             except KafkaException as exc:
                 failed[key] = _text(exc)
-            except TimeoutError:
+            except concurrent.futures.TimeoutError:  # not yet the builtin TimeoutError on Python 3.10
                 failed[key] = f"no answer within {self.timeout_s + 1.0:g} s"
         if failed:
             (first, why), more = next(iter(sorted(failed.items()))), len(failed) - 1

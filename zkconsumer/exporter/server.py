@@ -76,6 +76,9 @@ class HttpServer:
 
     def stop(self, timeout_s: float) -> bool:
         """Stop serving and close the socket; False if the serving thread had not ended within `timeout_s`."""
+        if self._thread.ident is None:  # never started: shutdown() would wait for a loop that never ran
+            self._server.server_close()
+            return True
         stopped = run_bounded(self._server.shutdown, timeout_s, "zkconsumer-exporter-http-shutdown")
         self._server.server_close()
         self._thread.join(timeout_s)
