@@ -6,6 +6,7 @@ A page that contains a marker line gets it replaced at build time:
                                        checked against KNOWN_PROPERTIES and the real defaults
     <!-- generated: config-notes -->   the paragraphs after that table
     <!-- generated: metrics-table -->  every metric family zkconsumer.metrics exports
+    <!-- generated: exporter-metrics-table -->  every family `zkconsumer exporter` serves
 
 A property missing from the table (or a table row naming no property), and a literal default
 that differs from what ConsumerConfig really uses, fail the build.
@@ -141,7 +142,18 @@ def metrics_table() -> str:
     return "\n".join(out)
 
 
-GENERATORS = {"config-table": config_table, "config-notes": config_notes, "metrics-table": metrics_table}
+def exporter_metrics_table() -> str:
+    from zkconsumer.exporter.families import reference_table
+
+    return reference_table()
+
+
+GENERATORS = {
+    "config-table": config_table,
+    "config-notes": config_notes,
+    "metrics-table": metrics_table,
+    "exporter-metrics-table": exporter_metrics_table,
+}
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from zkconsumer.cli.consume import consume
+from zkconsumer.cli.exporter_cmd import exporter
 from zkconsumer.cli.group_status import status as group_status
 from zkconsumer.cli.groups import groups
 from zkconsumer.cli.migrate import migrate
@@ -85,6 +86,7 @@ cli.add_command(offsets)
 cli.add_command(migrate)
 cli.add_command(verify)
 cli.add_command(top)
+cli.add_command(exporter)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,166 @@
+"""The running exporter: owns the ZooKeeper session, the log-end reader, the refresh thread and the HTTP server."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import asdict
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
+
+from zkconsumer.exporter import api, families
+from zkconsumer.exporter.families import Health
+from zkconsumer.exporter.log_ends import LogEnds
+from zkconsumer.exporter.server import HttpServer
+from zkconsumer.exporter.view import ClusterView, ViewState
+from zkconsumer.zookeeper.client import ZkIO
+
+log = logging.getLogger(__name__)
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class Exporter:
+    """Refreshes a ClusterView every `interval_s` on a thread named "zkconsumer-exporter-refresh"
+    and serves it over HTTP: /metrics (the group families rendered once per refresh, the
+    exporter's own at every scrape) and the JSON API under /v1.
+
+    The caller owns `client` (made by zookeeper.client.connect) and `log_ends` (entered): the
+    exporter only reads through them. A refresh that fails (ZooKeeper unreachable, a timeout) is
+    logged, counted in zkconsumer_exporter_refreshes_total{result="failed"} and kept in
+    `last_error`; the last good view is served meanwhile and the next interval tries again.
+
+    Example::
+
+        exporter = Exporter(client, log_ends, host="0.0.0.0", port=9308, interval_s=5, window_s=600)
+        exporter.start()
+        ...
+        exporter.stop(timeout_s=10)
+    """
+
+    def __init__(
+        self,
+        client: KazooClient,
+        log_ends: LogEnds | None,
+        *,
+        host: str,
+        port: int,
+        interval_s: float,
+        window_s: float,
+        groups: re.Pattern[str] | None = None,
+        zk_timeout_s: float = 10.0,
+    ) -> None:
+        self.client = client
+        self.log_ends = log_ends
+        self.interval_s = interval_s
+        self.view = ClusterView(
+            ZkIO(client, zk_timeout_s, "the exporter"),
+            log_ends,
+            window_s=window_s,
+            interval_s=interval_s,
+            groups=groups,
+        )
+        self.http = HttpServer(host, port, self.route)
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._refreshed = threading.Condition()
+        self._rendered = b""
+        self._ok = self._failed = 0
+        self._refresh_seconds = 0.0
+        self._requests = 0  # the view's count after the last refresh (the view is the refresh thread's)
+        self._connected = client.connected
+        self._lost = threading.Event()  # set on kazoo's thread; the refresh thread re-reads everything
+        self._thread = threading.Thread(target=self._run, name="zkconsumer-exporter-refresh", daemon=True)
+        client.add_listener(self._on_state)
+
+    @property
+    def port(self) -> int:
+        return self.http.port
+
+    def start(self) -> None:
+        self._thread.start()
+        self.http.start()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Stop refreshing and serving; False if a thread had not ended within `timeout_s` each."""
+        self._stop.set()
+        self.client.remove_listener(self._on_state)
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout_s)
+        served = self.http.stop(timeout_s)
+        return served and not self._thread.is_alive()
+
+    def wait_for_refresh(self, after_ms: int, timeout_s: float) -> ViewState:
+        """The first state published after `after_ms` (TimeoutError naming the last error if none comes)."""
+        deadline = time.monotonic() + timeout_s
+        with self._refreshed:
+            while self.view.state.at_ms <= after_ms:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no refresh within {timeout_s:g} s (last error: {self.last_error})")
+                self._refreshed.wait(left)
+            return self.view.state
+
+    def _on_state(self, state: KazooState) -> None:
+        """kazoo's thread: connected or not; a lost session took its watches, so everything is re-read."""
+        self._connected = state == KazooState.CONNECTED
+        if state == KazooState.LOST:
+            self._lost.set()  # the view is the refresh thread's alone: it invalidates it there
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            began = time.monotonic()
+            self.refresh_once()
+            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
+
+    def refresh_once(self) -> None:
+        """One refresh: read, judge, render; a failure is logged and counted, never raised."""
+        began = time.monotonic()
+        try:
+            if self._lost.is_set():
+                self._lost.clear()
+                self.view.invalidate()
+            state = self.view.refresh()
+            rendered = families.render_view(state)
+        except Exception as exc:  # noqa: BLE001 - any failure of one refresh: the next one tries again
+            self._failed += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            log.warning("refresh failed (serving the last good view): %s", self.last_error)
+            return
+        finally:
+            self._refresh_seconds = time.monotonic() - began
+        with self._refreshed:
+            self._rendered = rendered
+            self._requests = self.view.requests
+            self._ok += 1
+            self.last_error = None
+            self._refreshed.notify_all()
+
+    def health(self) -> Health:
+        return Health(
+            connected=self._connected,
+            last_refresh_ms=self.view.state.at_ms,
+            refresh_seconds=self._refresh_seconds,
+            refreshes_ok=self._ok,
+            refreshes_failed=self._failed,
+            zookeeper_requests=self._requests,
+            log_end_reads=0 if self.log_ends is None else self.log_ends.batches,
+            groups=len(self.view.state.groups),
+        )
+
+    def health_doc(self) -> dict[str, Any]:
+        return {**asdict(self.health()), "last_error": self.last_error, "thread_alive": self._thread.is_alive()}
+
+    def route(self, path: str) -> tuple[int, str, bytes] | None:
+        """The HTTP server's pages (its threads call this; everything read here is published state)."""
+        if path.split("?", 1)[0] == "/metrics":
+            with self._refreshed:
+                rendered = self._rendered
+            return 200, METRICS_TYPE, rendered + families.render(families.health_families(self.health()))
+        if path.split("?", 1)[0] in ("/", "/healthz"):
+            ok = self._thread.is_alive() and self.view.state.at_ms > 0
+            return (200 if ok else 503), "text/plain; charset=utf-8", (b"ok\n" if ok else b"not refreshed yet\n")
+        return api.answer(path, self.view.state, self.health_doc())

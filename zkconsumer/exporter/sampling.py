@@ -1,0 +1,109 @@
+"""A group's nodes and the log ends into one sample of admin.status (pure): what `groups status` would have seen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from zkconsumer.admin.status import Sample, Seen, ownership_of
+from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
+from zkconsumer.exporter.group_watch import GroupNodes
+from zkconsumer.partitions import TopicPartition
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.znodes import Registration, ZkDataError
+
+ZKCONSUMER = "zkconsumer"
+SCALA = "scala"
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic as /brokers/topics/<topic> says: its partitions and its node's czxid (None: no node)."""
+
+    partitions: tuple[int, ...]
+    epoch: int | None
+
+
+@dataclass(frozen=True)
+class GroupSample:
+    """One sample of a group, with what the exporter shows beside admin.status's Sample."""
+
+    sample: Sample
+    member_kinds: Mapping[str, str]  # consumer id -> "zkconsumer" | "scala"
+    last_commit_ms: int | None  # the newest offset node write (ZooKeeper's clock)
+    problems: tuple[str, ...]  # nodes that could not be decoded, each named
+
+
+def subscribed_topics(
+    group: str, members: Mapping[str, tuple[bytes, int]], all_topics: Iterable[str], problems: list[str]
+) -> set[str]:
+    """The topics the registrations subscribe to (a wildcard's matched against every topic)."""
+    topics: set[str] = set()
+    listed = list(all_topics)
+    for cid, (data, _session) in sorted(members.items()):
+        path = znodes.member_path(group, cid)
+        try:
+            subscription = from_registration(Registration.decode(data, path))
+            topics.update(thread_ids_for(cid, subscription, listed))
+        except (ZkDataError, ValueError) as exc:
+            problems.append(f"{path}: {exc}")
+    return topics
+
+
+def group_sample(
+    group: str,
+    nodes: GroupNodes,
+    topics: Mapping[str, Topic],
+    wanted: Iterable[str],
+    log_ends: Mapping[TopicPartition, int],
+    at_ms: int,
+    problems: Iterable[str] = (),
+) -> GroupSample:
+    """The sample `GroupSampler.sample` would take of these nodes: every partition of a topic the
+    group has offset or owner nodes for or subscribes to (`wanted`: `interesting_topics`; one
+    missing from `topics` has no node), each with its committed offset, its offset node's last write, log end
+    and owner. An offset written before its topic's node was created belongs to a deleted
+    incarnation of the topic: no committed offset (as members read it)."""
+    problems = [*problems, *(f"{path}: not a partition number" for path in nodes.stray)]
+    sessions = {cid: session for cid, (_data, session) in nodes.members.items()}
+    keys = {(t, p) for t in wanted if t in topics for p in topics[t].partitions}
+    keys |= set(nodes.offsets) | set(nodes.owners)
+    partitions: dict[TopicPartition, Seen] = {}
+    last_commit: int | None = None
+    for key in sorted(keys):
+        committed, written = None, None
+        if key in nodes.offsets:
+            data, mzxid, mtime = nodes.offsets[key]
+            path = znodes.offset_path(group, *key)
+            topic = topics.get(key[0])
+            try:
+                value = znodes.decode_offset(data, path)
+            except ZkDataError as exc:
+                problems.append(str(exc))
+            else:
+                if value >= 0 and not (topic is not None and topic.epoch is not None and mzxid < topic.epoch):
+                    committed, written = value, (mzxid, mtime)
+                    last_commit = mtime if last_commit is None else max(last_commit, mtime)
+        owner, owner_session = None, None
+        if key in nodes.owners:
+            data, owner_session = nodes.owners[key]
+            try:
+                owner = znodes.decode_owner(data, znodes.owner_path(group, *key))
+            except ZkDataError as exc:
+                problems.append(str(exc))
+                owner_session = None
+        partitions[key] = Seen(
+            at_ms=at_ms,
+            committed=committed,
+            written=written,
+            log_end=log_ends.get(key),
+            owner=owner,
+            ownership=ownership_of(owner, owner_session, sessions),
+        )
+    kinds = {cid: ZKCONSUMER if cid in nodes.marked else SCALA for cid in sorted(nodes.members)}
+    return GroupSample(Sample(at_ms, partitions, tuple(sorted(nodes.members))), kinds, last_commit, tuple(problems))
+
+
+def interesting_topics(group: str, nodes: GroupNodes, all_topics: Iterable[str], problems: list[str]) -> set[str]:
+    """The topics whose partitions the group's sample covers: those it has nodes for or subscribes to."""
+    return set(nodes.topics) | subscribed_topics(group, nodes.members, all_topics, problems)

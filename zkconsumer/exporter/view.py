@@ -1,0 +1,169 @@
+"""Every group under the chroot, kept current by watches, with a bounded window of samples each and their verdicts."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from zkconsumer.admin.status import group_status
+from zkconsumer.admin.verdicts import GroupVerdict
+from zkconsumer.cluster import broker_nodes
+from zkconsumer.exporter.group_watch import GroupWatch
+from zkconsumer.exporter.sampling import GroupSample, Topic, group_sample, interesting_topics
+from zkconsumer.partitions import TopicPartition
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.client import ZkIO
+from zkconsumer.zookeeper.watched import WatchedFolder, WatchedNodes
+from zkconsumer.zookeeper.znodes import ZkDataError
+
+CONSUMERS = "/consumers"
+log = logging.getLogger(__name__)
+
+
+class LogEndSource(Protocol):
+    """Where log ends come from (exporter.log_ends.LogEnds): `reason` says why some were missing."""
+
+    reason: str | None
+
+    def read(self, keys: Iterable[TopicPartition]) -> Mapping[TopicPartition, int]: ...
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """One group at the last refresh: its samples in the window (oldest first) and their verdict."""
+
+    name: str
+    samples: tuple[GroupSample, ...]
+    verdict: GroupVerdict
+
+    @property
+    def last(self) -> GroupSample:
+        return self.samples[-1]
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """What a refresh published: scrapes and API requests read it, never ZooKeeper."""
+
+    at_ms: int  # when the last refresh ended (0: none yet)
+    groups: Mapping[str, GroupState] = field(default_factory=dict)
+    interval_s: float = 0.0
+    log_ends_reason: str | None = None  # why some log ends are missing, None when all answered
+
+
+class ClusterView:
+    """The groups under `/consumers` (those `groups` fully matches, or all), refreshed on demand.
+
+    A refresh reads each group through its GroupWatch (only what changed since the last: a watch
+    fired), the topics' partitions from /brokers/topics (watched too), every log end in one batch,
+    then appends one sample per group to its window (at most `window_s / interval_s + 1` samples)
+    and judges it with admin.status.group_status, Burrow's rules over the window.
+
+    Example::
+
+        view = ClusterView(ZkIO(client, 10.0), log_ends, window_s=60, interval_s=5)
+        state = view.refresh()
+        print(state.groups["billing"].verdict.status)
+    """
+
+    def __init__(
+        self,
+        io: ZkIO,
+        log_ends: LogEndSource | None,
+        *,
+        window_s: float,
+        interval_s: float,
+        groups: re.Pattern[str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.io = io
+        self.log_ends = log_ends
+        self.pattern = groups
+        self.interval_s = interval_s
+        self.max_samples = int(window_s // interval_s) + 1
+        self._clock = clock
+        self._group_list = WatchedFolder(io, CONSUMERS)
+        self._topic_list = WatchedFolder(io, znodes.BROKER_TOPICS)
+        self._topic_nodes = WatchedNodes(io, "read topic nodes")
+        self._decoded: dict[str, tuple[tuple[int, int], tuple[int, ...]]] = {}  # topic -> (czxid, mzxid), parts
+        self._watches: dict[str, GroupWatch] = {}
+        self._samples: dict[str, deque[GroupSample]] = {}
+        self._forgotten_requests = 0
+        self.state = ViewState(0, {}, interval_s)
+
+    @property
+    def requests(self) -> int:
+        """ZooKeeper requests sent so far by every read of the view."""
+        own = self._group_list.requests + self._topic_list.requests + self._topic_nodes.requests
+        return own + self._forgotten_requests + sum(w.requests for w in self._watches.values())
+
+    def invalidate(self) -> None:
+        """Re-read everything at the next refresh (the session was lost, and its watches with it)."""
+        self._group_list.invalidate()
+        self._topic_list.invalidate()
+        self._topic_nodes.invalidate()
+        for watch in self._watches.values():
+            watch.invalidate()
+
+    def group_names(self) -> list[str]:
+        return [g for g in self._group_list.names() if self.pattern is None or self.pattern.fullmatch(g)]
+
+    def refresh(self) -> ViewState:
+        """Read what changed, take one sample of every group, judge each; publish and return the state."""
+        names = self.group_names()
+        for gone in [g for g in self._watches if g not in names]:
+            self._forgotten_requests += self._watches.pop(gone).requests
+            self._samples.pop(gone, None)
+        all_topics = self._topic_list.names()
+        read = {}
+        wanted: dict[str, tuple[set[str], list[str]]] = {}
+        for group in names:
+            watch = self._watches.get(group)
+            if watch is None:
+                watch = self._watches[group] = GroupWatch(self.io, group)
+            nodes = read[group] = watch.read()
+            problems: list[str] = []
+            wanted[group] = (interesting_topics(group, nodes, all_topics, problems), problems)
+        topics = self._topics({t for topic_set, _ in wanted.values() for t in topic_set})
+        keys = {(t, p) for t, topic in topics.items() for p in topic.partitions}
+        keys |= {k for nodes in read.values() for k in (*nodes.offsets, *nodes.owners)}
+        ends = dict(self.log_ends.read(keys)) if self.log_ends is not None and keys else {}
+        at_ms = int(self._clock() * 1000)  # after the log ends: every commit seen was made before
+        groups = {}
+        for group in names:
+            topic_set, problems = wanted[group]
+            taken = group_sample(group, read[group], topics, topic_set, ends, at_ms, problems)
+            window = self._samples.setdefault(group, deque(maxlen=self.max_samples))
+            window.append(taken)
+            samples = tuple(window)
+            groups[group] = GroupState(group, samples, group_status([s.sample for s in samples]))
+        reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
+        self.state = ViewState(at_ms, groups, self.interval_s, reason)
+        return self.state
+
+    def _topics(self, wanted: set[str]) -> dict[str, Topic]:
+        """topic -> its partitions and epoch, for each wanted topic that has a node (watched)."""
+        paths = {t: znodes.topic_path(t) for t in sorted(wanted)}
+        found = self._topic_nodes.read(list(paths.values()))
+        out = {}
+        for topic, path in paths.items():
+            entry = found[path]
+            if entry is None:
+                continue
+            data, stat = entry
+            known = self._decoded.get(topic)
+            if known is None or known[0] != (stat.czxid, stat.mzxid):
+                try:
+                    partitions = tuple(sorted(broker_nodes.decode_topic_partitions(data, path)))
+                except ZkDataError as exc:
+                    log.warning("no partitions for topic %s: %s", topic, exc)
+                    partitions = ()
+                known = (stat.czxid, stat.mzxid), partitions
+                self._decoded[topic] = known
+            out[topic] = Topic(known[1], stat.czxid)
+        return out
