@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (
     EXIT_USAGE,
@@ -26,7 +27,6 @@ from zkconsumer.cli.formats import InputError, parse_topic_specs
 from zkconsumer.cli.group_delete_cmd import delete
 from zkconsumer.cli.group_rebalance import rebalance
 from zkconsumer.cli.render import TextTable, show
-from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.zookeeper import znodes
 
 R = TypeVar("R")

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cli.broker_group import BrokerGroup, is_membership_refusal, membership_refusal, open_broker_group
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
-from zkconsumer.cli.committed import read_offsets
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children
-from zkconsumer.cli.snapshot import read_owners
 from zkconsumer.cli.writer import PlannedWrite
 from zkconsumer.cli.writer import execute as write_zookeeper_guarded
 from zkconsumer.cluster.metadata import ClusterMetadata

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer.cli.committed import read_offsets
+from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.snapshot import read_partitions
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
     EXIT_USAGE,
@@ -26,7 +27,6 @@ from zkconsumer.cli.common import (
 from zkconsumer.cli.formats import InputError, OffsetEntry, export_json, format_csv, format_export, parse_topic_specs
 from zkconsumer.cli.offsets_import import import_
 from zkconsumer.cli.offsets_reset import reset
-from zkconsumer.cli.snapshot import read_partitions
 from zkconsumer.migration.plan import spark_starting_offsets
 from zkconsumer.zookeeper import znodes
 

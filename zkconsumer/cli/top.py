@@ -9,6 +9,7 @@ import click
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (
     emit_json,
@@ -21,7 +22,6 @@ from zkconsumer.cli.common import (
 )
 from zkconsumer.cli.groups import bootstrap_option
 from zkconsumer.cli.render import TextTable, console, show, stdout_is_tty
-from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.partitions import TopicPartition
 
 

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from zkconsumer.cli.analysis import REBALANCE_PROBLEMS, Problem
+from zkconsumer.admin.problems import REBALANCE_PROBLEMS, Problem
+from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
@@ -19,7 +20,6 @@ from zkconsumer.cli.common import (
     zk_session,
 )
 from zkconsumer.cli.groups import bootstrap_option
-from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
 
 
 def rebalance_problems(snapshot: GroupSnapshot) -> list[Problem]:

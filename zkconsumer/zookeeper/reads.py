@@ -1,0 +1,49 @@
+"""Plain reads on a KazooClient for the ops library: children of a node that may be gone, many gets at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import ZnodeStat
+
+__all__ = ["children", "exists", "get", "get_many"]
+
+K = TypeVar("K")
+
+
+def children(client: KazooClient, path: str) -> list[str]:
+    """Children of a node that may not exist (then none)."""
+    try:
+        names: list[str] = client.get_children(path)
+        return names
+    except NoNodeError:
+        return []
+
+
+def exists(client: KazooClient, path: str) -> ZnodeStat | None:
+    """The node's stat, or None when there is no such node."""
+    stat: ZnodeStat | None = client.exists(path)
+    return stat
+
+
+def get(client: KazooClient, path: str) -> tuple[bytes, ZnodeStat]:
+    """The node's data and stat (NoNodeError when it is gone)."""
+    data, stat = client.get(path)
+    return data, stat
+
+
+def get_many(client: KazooClient, paths: Mapping[K, str] | Iterable[tuple[K, str]]) -> dict[K, tuple[bytes, ZnodeStat]]:
+    """key -> (data, stat) for every path read at once (pipelined); a node gone meanwhile is left out."""
+    pairs = paths.items() if isinstance(paths, Mapping) else paths
+    asyncs = {key: client.get_async(path) for key, path in pairs}
+    out: dict[K, tuple[bytes, ZnodeStat]] = {}
+    for key, result in asyncs.items():
+        try:
+            data, stat = result.get()
+        except NoNodeError:
+            continue
+        out[key] = (data, stat)
+    return out
