@@ -198,7 +198,7 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.offsets.store.KafkaSideFailed": False,
     "zkconsumer.cli.common.CliError": False,
     "zkconsumer.cli.formats.InputError": False,
-    "zkconsumer.cli.group_delete.MemberJoined": False,
+    "zkconsumer.admin.group_delete.DeleteRefused": False,
     "zkconsumer.admin.unstick.UnknownGroup": False,
     "zkconsumer.spark.kafka_read.FetchTimeoutError": True,  # the task fails; Spark retries it
     "zkconsumer.spark.offsets.DataLossError": False,

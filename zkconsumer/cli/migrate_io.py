@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.offsets_write import PlannedWrite
 from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cli.broker_group import BrokerGroup, is_membership_refusal, membership_refusal, open_broker_group
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children
-from zkconsumer.cli.writer import PlannedWrite
-from zkconsumer.cli.writer import execute as write_zookeeper_guarded
+from zkconsumer.cli.write_options import execute_plan as write_zookeeper_guarded
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.migration.plan import TO_KAFKA, DirectionPlan, mismatches
 from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide, in_scope

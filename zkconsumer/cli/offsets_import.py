@@ -13,8 +13,7 @@ from zkconsumer.cli.formats import FILE_FORMATS, InputError, decode_input, parse
 from zkconsumer.cli.groups import bootstrap_option
 from zkconsumer.cli.kafka_offsets import zookeeper_only_option
 from zkconsumer.cli.offsets_plan import Wanted, plan_writes
-from zkconsumer.cli.write_options import clamp_option, execute_options, finish
-from zkconsumer.cli.writer import execute as execute_plan
+from zkconsumer.cli.write_options import clamp_option, execute_options, execute_plan, finish
 from zkconsumer.zookeeper import znodes
 
 

@@ -25,8 +25,7 @@ from zkconsumer.cli.groups import bootstrap_option
 from zkconsumer.cli.kafka_offsets import zookeeper_only_option
 from zkconsumer.cli.offsets_plan import Wanted, plan_writes, topic_layout
 from zkconsumer.cli.targets import Target, parse_datetime, parse_duration
-from zkconsumer.cli.write_options import clamp_option, execute_options, finish
-from zkconsumer.cli.writer import execute as execute_plan
+from zkconsumer.cli.write_options import clamp_option, execute_options, execute_plan, finish
 from zkconsumer.zookeeper import znodes
 
 TARGETS = "--to-earliest, --to-latest, --to-current, --to-offset, --to-datetime, --by-duration, --shift-by"

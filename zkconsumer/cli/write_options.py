@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import click
+from kazoo.client import KazooClient
 
-from zkconsumer.cli.common import EXIT_PROBLEM, EXIT_USAGE, CliError, emit_json
+from zkconsumer.admin.offsets_write import KafkaCommitter, PlannedWrite, execute, summary
+from zkconsumer.cli.common import EXIT_PROBLEM, EXIT_USAGE, CliError, emit_json, expected_error_message, progress
 from zkconsumer.cli.formats import OffsetEntry, format_csv
-from zkconsumer.cli.render import show
-from zkconsumer.cli.writer import PlannedWrite, echo_summary, plan_table
+from zkconsumer.cli.render import TextTable, show
 from zkconsumer.zookeeper import znodes
 
 R = TypeVar("R")
@@ -90,3 +91,44 @@ def finish(
         )
     if any(row.refused for row in plan):
         sys.exit(EXIT_PROBLEM)
+
+
+def plan_table(plan: Iterable[PlannedWrite], *, with_group: bool) -> TextTable:
+    columns = (["GROUP"] if with_group else []) + [
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "NEW-OFFSET",
+        "LOG-START",
+        "LOG-END",
+        "STATUS",
+    ]
+    table = TextTable(
+        columns, right_aligned=frozenset({"PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "LOG-START", "LOG-END"})
+    )
+    for row in plan:
+        status = row.status + (f" ({row.note})" if row.note else "")
+        style = "red" if row.refused or row.failed else ("green" if row.written else None)
+        table.add(
+            ([row.group] if with_group else [])
+            + [row.topic, row.partition, row.current, row.new, row.log_start, row.log_end, status],
+            style=style,
+        )
+    return table
+
+
+def echo_summary(plan: list[PlannedWrite], executed: bool) -> None:
+    click.echo(summary(plan, executed), err=True)
+
+
+def execute_plan(
+    client: KazooClient,
+    plan: list[PlannedWrite],
+    *,
+    description: str,
+    kafka: Mapping[str, KafkaCommitter] | None = None,
+) -> str | None:
+    """admin.offsets_write.execute with the command line's progress bar and one-line error messages."""
+    return execute(
+        client, plan, description=description, kafka=kafka, explain=expected_error_message, progress=progress
+    )
