@@ -16,10 +16,14 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkconsumer.admin.groups import group_exists
+from zkconsumer.admin.groups import member_count as member_count  # the commands' import
 from zkconsumer.errors import ZkConsumerError, ZooKeeperAccessDenied, ZooKeeperUnavailable
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.auth import JaasError, ZkAuth, zk_auth
 from zkconsumer.zookeeper.client import close_quietly, connect
+from zkconsumer.zookeeper.reads import children as children  # the commands' import
+from zkconsumer.zookeeper.reads import exists, get_children_strict
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -206,14 +210,14 @@ def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[K
 
 def require_brokers(client: KazooClient, zookeeper: str) -> None:
     """CliError (exit 2) unless the chroot holds /brokers; names a child of it that has one."""
-    if client.exists(BROKERS) is not None:
+    if exists(client, BROKERS) is not None:
         return
     hosts, _, chroot = zookeeper.partition("/")
     where = f"/{chroot}" if chroot else "the root"
     hint = ""
     try:
-        for child in sorted(client.get_children("/"))[:50]:
-            if child != "zookeeper" and client.exists(f"/{child}{BROKERS}") is not None:
+        for child in sorted(get_children_strict(client, "/"))[:50]:
+            if child != "zookeeper" and exists(client, f"/{child}{BROKERS}") is not None:
                 found = f"/{chroot}/{child}" if chroot else f"/{child}"
                 hint = f" ({found}{BROKERS} exists: --zookeeper {hosts}{found})"
                 break
@@ -258,24 +262,11 @@ def _close(client: KazooClient) -> None:
 def require_group(client: KazooClient, group: str, zookeeper: str) -> None:
     """CliError naming the group unless /consumers/<group> exists (zk_session already refused a wrong chroot)."""
     try:
-        path = znodes.group_path(group)
+        known = group_exists(client, group)
     except ValueError:
         raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
-    if client.exists(path) is None:
-        raise CliError(f"unknown group {group!r}: no {path} in ZooKeeper at {zookeeper}")
-
-
-def children(client: KazooClient, path: str) -> list[str]:
-    """Children of a node that may not exist (then none)."""
-    try:
-        names: list[str] = client.get_children(path)
-        return names
-    except NoNodeError:
-        return []
-
-
-def member_count(client: KazooClient, group: str) -> int:
-    return len(children(client, znodes.ids_path(group)))
+    if not known:
+        raise CliError(f"unknown group {group!r}: no {znodes.group_path(group)} in ZooKeeper at {zookeeper}")
 
 
 # ---------------------------------------------------------------- output

@@ -8,12 +8,12 @@ from typing import Any, TypeVar
 
 import click
 
+from zkconsumer.admin.groups import list_groups as group_names
 from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (
     EXIT_USAGE,
     CliError,
-    children,
     emit_json,
     expected_errors,
     json_option,
@@ -27,7 +27,6 @@ from zkconsumer.cli.formats import InputError, parse_topic_specs
 from zkconsumer.cli.group_delete_cmd import delete
 from zkconsumer.cli.group_rebalance import rebalance
 from zkconsumer.cli.render import TextTable, show
-from zkconsumer.zookeeper import znodes
 
 R = TypeVar("R")
 
@@ -60,7 +59,7 @@ def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_jso
       zkconsumer groups list --zookeeper zk:2181/kafka --json
     """
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        names = sorted(children(client, znodes.CONSUMERS))
+        names = group_names(client)
         counts = {}
         for name in names:
             try:
@@ -160,7 +159,7 @@ def describe(
         raise CliError(str(exc), EXIT_USAGE) from None
     snapshots = []
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        names = sorted(children(client, znodes.CONSUMERS)) if all_groups else sorted(set(groups))
+        names = group_names(client) if all_groups else sorted(set(groups))
         for group in [] if all_groups else names:
             require_group(client, group, zookeeper)
         with open_watermarks(client, brokers) as marks:

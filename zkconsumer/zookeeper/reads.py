@@ -9,7 +9,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-__all__ = ["children", "exists", "get", "get_many"]
+__all__ = ["children", "exists", "get", "get_children_strict", "get_many"]
 
 K = TypeVar("K")
 
@@ -21,6 +21,12 @@ def children(client: KazooClient, path: str) -> list[str]:
         return names
     except NoNodeError:
         return []
+
+
+def get_children_strict(client: KazooClient, path: str) -> list[str]:
+    """Children of a node (NoNodeError when it does not exist)."""
+    names: list[str] = client.get_children(path)
+    return names
 
 
 def exists(client: KazooClient, path: str) -> ZnodeStat | None:
