@@ -16,10 +16,9 @@ from zkconsumer.cli.common import (
     member_count,
     require_group,
     warn,
-    zk_options,
     zk_session,
 )
-from zkconsumer.cli.write_options import execute_options
+from zkconsumer.cli.options import execute_options, zk_options
 from zkconsumer.zookeeper import znodes
 
 P = ParamSpec("P")

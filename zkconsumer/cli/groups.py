@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import click
 
@@ -16,16 +14,15 @@ from zkconsumer.cli.common import (
     CliError,
     emit_json,
     expected_errors,
-    json_option,
     member_count,
     require_group,
     warn,
-    zk_options,
     zk_session,
 )
 from zkconsumer.cli.formats import InputError, parse_topic_specs
 from zkconsumer.cli.group_delete_cmd import delete
 from zkconsumer.cli.group_rebalance import rebalance
+from zkconsumer.cli.options import bootstrap_option, json_option, zk_options
 from zkconsumer.cli.render import TextTable, show
 
 R = TypeVar("R")
@@ -73,36 +70,6 @@ def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_jso
     for name in names:
         table.add([name, counts[name]])
     show(table)
-
-
-def bootstrap_option(fn: Callable[..., R]) -> Callable[..., R]:
-    """--bootstrap-server, --command-config and --broker-listener, handed to the command as one
-    `brokers` (a BrokerAccess)."""
-
-    @functools.wraps(fn)
-    def command(
-        *args: Any, bootstrap_server: str | None, command_config: str | None, broker_listener: str | None, **kwargs: Any
-    ) -> R:
-        return fn(*args, brokers=BrokerAccess.from_options(bootstrap_server, command_config, broker_listener), **kwargs)
-
-    decorated = click.option(
-        "--broker-listener",
-        metavar="NAME",
-        help="Reach brokers through this listener of theirs (default: the first endpoint "
-        "speaking the --command-config security.protocol, PLAINTEXT).",
-    )(command)
-    decorated = click.option(
-        "--command-config",
-        type=click.Path(exists=True, dir_okay=False),
-        metavar="FILE",
-        help="librdkafka settings for the broker connections (security.protocol, ssl.*, "
-        "sasl.*), one name=value per line.",
-    )(decorated)
-    return click.option(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,...]",
-        help="Brokers for log offsets (default: their endpoints under /brokers/ids).",
-    )(decorated)
 
 
 @groups.command("describe")

@@ -8,18 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from zkconsumer.cli.brokers import BrokerAccess
-from zkconsumer.cli.common import (
-    EXIT_USAGE,
-    CliError,
-    emit_json,
-    expected_errors,
-    group_option,
-    json_option,
-    warn,
-    zk_options,
-    zk_session,
-)
-from zkconsumer.cli.groups import bootstrap_option
+from zkconsumer.cli.common import EXIT_USAGE, CliError, emit_json, expected_errors, warn, zk_session
 from zkconsumer.cli.migrate_io import Evidence, gather
 from zkconsumer.cli.migrate_io import execute as copy_offsets
 from zkconsumer.cli.migrate_render import (
@@ -30,8 +19,15 @@ from zkconsumer.cli.migrate_render import (
     plan_report,
     summary,
 )
+from zkconsumer.cli.options import (
+    bootstrap_option,
+    execute_options,
+    group_option,
+    json_option,
+    topic_option,
+    zk_options,
+)
 from zkconsumer.cli.render import show
-from zkconsumer.cli.write_options import execute_options
 from zkconsumer.migration.plan import (
     DIRECTIONS,
     TO_KAFKA,
@@ -109,17 +105,6 @@ The guide, with the duplicate bound measured for each path: docs/migration.md.
 @click.group("migrate", help=HELP)
 def migrate() -> None:
     """Move a group between ZooKeeper and broker coordination (the help is HELP)."""
-
-
-def topic_option(fn: F) -> F:
-    return click.option(
-        "--topic",
-        "-t",
-        "topics",
-        multiple=True,
-        metavar="TOPIC",
-        help="Only this topic (repeatable). Default: every topic either side has offsets for.",
-    )(fn)
 
 
 def _topics(topics: tuple[str, ...]) -> list[str] | None:

@@ -17,16 +17,15 @@ from zkconsumer.cli.common import (
     CliError,
     children,
     expected_errors,
-    json_option,
     progress,
     require_group,
     warn,
-    zk_options,
     zk_session,
 )
 from zkconsumer.cli.formats import InputError, OffsetEntry, export_json, format_csv, format_export, parse_topic_specs
 from zkconsumer.cli.offsets_import import import_
 from zkconsumer.cli.offsets_reset import reset
+from zkconsumer.cli.options import json_option, zk_options
 from zkconsumer.migration.plan import spark_starting_offsets
 from zkconsumer.zookeeper import znodes
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -11,46 +10,13 @@ import click
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.offsets_write import KafkaCommitter, PlannedWrite, execute, summary
-from zkconsumer.cli.common import EXIT_PROBLEM, EXIT_USAGE, CliError, emit_json, expected_error_message, progress
+from zkconsumer.cli.common import EXIT_PROBLEM, CliError, emit_json, expected_error_message, progress
 from zkconsumer.cli.formats import OffsetEntry, format_csv
 from zkconsumer.cli.render import TextTable, show
 from zkconsumer.zookeeper import znodes
 
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def execute_options(what: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
-    """--dry-run and --execute (kafka-consumer-groups' pair); the command gets `execute` only.
-    `what`: what --execute does ("Write the offsets")."""
-
-    def decorate(fn: Callable[..., R]) -> Callable[..., R]:
-        @functools.wraps(fn)
-        def command(*args: Any, dry_run: bool, execute: bool, **kwargs: Any) -> R:
-            if dry_run and execute:
-                raise CliError("--dry-run and --execute contradict each other: give one", EXIT_USAGE)
-            return fn(*args, execute=execute, **kwargs)
-
-        decorated = click.option(
-            "--execute", is_flag=True, help=f"{what}. Without it only the plan is printed and nothing is written."
-        )(command)
-        return click.option(
-            "--dry-run",
-            is_flag=True,
-            help="Only print the plan and write nothing: the default, accepted as kafka-consumer-groups takes it.",
-        )(decorated)
-
-    return decorate
-
-
-def clamp_option(fn: F) -> F:
-    return click.option(
-        "--clamp",
-        "clamp_offsets",
-        is_flag=True,
-        help="Move a new offset that lies outside [log start, log end] to the nearer end (the table says "
-        "which), instead of refusing the whole command.",
-    )(fn)
 
 
 def finish(
