@@ -21,7 +21,7 @@ from zkconsumer.cli.formats import (
     parse_partitions,
     parse_topic_specs,
 )
-from zkconsumer.cli.render import TextTable
+from zkconsumer.cli.output.render import TextTable
 
 
 def test_export_lines_are_the_legacy_format_and_sorted() -> None:

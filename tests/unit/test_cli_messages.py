@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 from zkconsumer.cli.formats import InputError
-from zkconsumer.cli.messages import PrintOptions, format_message, message_json
+from zkconsumer.cli.output.messages import PrintOptions, format_message, message_json
 from zkconsumer.consumer.stream import Message
 
 

@@ -12,8 +12,8 @@ from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_error
 from zkconsumer.cli.consume_partition import parse_offset, read_partition
 from zkconsumer.cli.consume_run import Stop, count_until_stopped, delete_group, run_member, writer
 from zkconsumer.cli.formats import InputError, parse_key_value
-from zkconsumer.cli.messages import PrintOptions
 from zkconsumer.cli.options import zk_options
+from zkconsumer.cli.output.messages import PrintOptions
 from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig, merge
 from zkconsumer.config.properties import parse_properties
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist

@@ -12,7 +12,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from zkconsumer.cli.common import CliError, member_count, warn
-from zkconsumer.cli.messages import PrintOptions, format_message, message_json
+from zkconsumer.cli.output.messages import PrintOptions, format_message, message_json
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout
 from zkconsumer.coordinator.subscription import TopicFilter

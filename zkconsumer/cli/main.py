@@ -8,7 +8,6 @@ import sys
 import click
 
 from zkconsumer.cli.consume import consume
-from zkconsumer.cli.group_status import status as group_status
 from zkconsumer.cli.groups import groups
 from zkconsumer.cli.migrate import migrate
 from zkconsumer.cli.offsets import offsets
@@ -80,7 +79,6 @@ def cli(verbose: int) -> None:
 
 cli.add_command(consume)
 cli.add_command(groups)
-groups.add_command(group_status)
 cli.add_command(offsets)
 cli.add_command(migrate)
 cli.add_command(verify)

@@ -19,7 +19,7 @@ from zkconsumer.cli.options import (
     zk_options,
     zookeeper_only_option,
 )
-from zkconsumer.cli.write_options import execute_plan, finish
+from zkconsumer.cli.output.plans import execute_plan, finish
 from zkconsumer.zookeeper import znodes
 
 

@@ -12,9 +12,9 @@ from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cli.broker_group import BrokerGroup, is_membership_refusal, membership_refusal, open_broker_group
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children
-from zkconsumer.cli.write_options import execute_plan as write_zookeeper_guarded
+from zkconsumer.cli.output.plans import execute_plan as write_zookeeper_guarded
 from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.migration.plan import TO_KAFKA, DirectionPlan, mismatches
+from zkconsumer.migration.plan import DIRECTIONS, TO_KAFKA, DirectionPlan, Overrides, mismatches, plan_direction
 from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide, in_scope
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
@@ -186,3 +186,24 @@ def read_target(client: KazooClient, broker: BrokerGroup, plan: DirectionPlan) -
     if plan.target == TO_KAFKA:
         return broker.committed()
     return read_offsets(client, plan.group, sorted({m.topic for m in plan.moves})).valid
+
+
+EXIT_BLOCKED = 3  # a blocker for the asked direction: nothing was written
+
+
+def checked_topics(topics: tuple[str, ...]) -> list[str] | None:
+    for topic in topics:
+        try:
+            znodes.topic_path(topic)
+        except ValueError:
+            raise CliError(f"invalid topic name {topic!r}", EXIT_USAGE) from None
+    return sorted(set(topics)) if topics else None
+
+
+def direction_plans(evidence: Evidence, overrides: Overrides, topics: list[str] | None) -> dict[str, DirectionPlan]:
+    return {
+        target: plan_direction(
+            evidence.zk, evidence.kafka, evidence.log, target, overrides, topics, evidence.partitions
+        )
+        for target in DIRECTIONS
+    }

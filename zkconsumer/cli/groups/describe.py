@@ -1,4 +1,4 @@
-"""`zkconsumer groups list|describe|delete`: ConsumerGroupCommand --zookeeper and ConsumerOffsetChecker."""
+"""`zkconsumer groups describe`: kafka-consumer-groups --zookeeper --describe and ConsumerOffsetChecker."""
 
 from __future__ import annotations
 
@@ -14,65 +14,18 @@ from zkconsumer.cli.common import (
     CliError,
     emit_json,
     expected_errors,
-    member_count,
     require_group,
     warn,
     zk_session,
 )
 from zkconsumer.cli.formats import InputError, parse_topic_specs
-from zkconsumer.cli.group_delete_cmd import delete
-from zkconsumer.cli.group_rebalance import rebalance
 from zkconsumer.cli.options import bootstrap_option, json_option, zk_options
-from zkconsumer.cli.render import TextTable, show
+from zkconsumer.cli.output.render import TextTable, show
 
 R = TypeVar("R")
 
 
-@click.group("groups")
-def groups() -> None:
-    """List, describe, delete and rebalance consumer groups kept in ZooKeeper (/consumers/<group>).
-
-    \b
-    Examples:
-      zkconsumer groups list --zookeeper zk:2181/kafka
-      zkconsumer groups describe --zookeeper zk:2181/kafka --group billing --members
-      zkconsumer groups delete --zookeeper zk:2181/kafka --group old-billing --execute
-      zkconsumer groups rebalance --zookeeper zk:2181/kafka --group billing --execute
-    """
-
-
-@groups.command("list")
-@zk_options
-@json_option
-@expected_errors
-def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_json: bool) -> None:
-    """List every group under /consumers with its number of live members.
-
-    A group stays listed after its members are gone (its offsets are persistent); `groups delete`
-    removes it.
-
-    \b
-    Example:
-      zkconsumer groups list --zookeeper zk:2181/kafka --json
-    """
-    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        names = group_names(client)
-        counts = {}
-        for name in names:
-            try:
-                counts[name] = member_count(client, name)
-            except ValueError:  # a child name that is no valid group segment cannot happen in ZK; be safe
-                counts[name] = 0
-    if as_json:
-        emit_json([{"group": g, "members": counts[g]} for g in names])
-        return
-    table = TextTable(["GROUP", "MEMBERS"], right_aligned=frozenset({"MEMBERS"}))
-    for name in names:
-        table.add([name, counts[name]])
-    show(table)
-
-
-@groups.command("describe")
+@click.command("describe")
 @zk_options
 @click.option("--group", "-g", "groups", multiple=True, metavar="GROUP", help="Consumer group (repeatable).")
 @click.option("--all-groups", is_flag=True, help="Describe every group under /consumers.")
@@ -194,7 +147,3 @@ def describe_tables(snapshot: GroupSnapshot, show_members: bool) -> list[TextTab
     if group_problems:
         out.append("\n".join(f"PROBLEM {p.kind}: {p.detail}" for p in group_problems))
     return out
-
-
-groups.add_command(delete)
-groups.add_command(rebalance)

@@ -8,7 +8,7 @@ import click
 
 from zkconsumer.cli.common import CliError, emit_json, expected_errors, require_group, zk_session
 from zkconsumer.cli.options import execute_options, group_option, json_option, zk_options
-from zkconsumer.cli.render import TextTable, show
+from zkconsumer.cli.output.render import TextTable, show
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zookeeper.client import ZkIO
 

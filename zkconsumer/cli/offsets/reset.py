@@ -20,8 +20,8 @@ from zkconsumer.cli.options import (
     zk_options,
     zookeeper_only_option,
 )
+from zkconsumer.cli.output.plans import execute_plan, finish
 from zkconsumer.cli.targets import Target, parse_datetime, parse_duration
-from zkconsumer.cli.write_options import execute_plan, finish
 from zkconsumer.zookeeper import znodes
 
 TARGETS = "--to-earliest, --to-latest, --to-current, --to-offset, --to-datetime, --by-duration, --shift-by"

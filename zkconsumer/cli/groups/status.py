@@ -21,7 +21,7 @@ from zkconsumer.cli.common import (
     zk_session,
 )
 from zkconsumer.cli.options import bootstrap_option, group_option, json_option, zk_options
-from zkconsumer.cli.render import TextTable, show
+from zkconsumer.cli.output.render import TextTable, show
 
 STYLES = {LagStatus.OK: None, LagStatus.WARN: "yellow", LagStatus.NOTFOUND: "yellow"}
 
