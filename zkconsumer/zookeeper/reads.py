@@ -1,4 +1,4 @@
-"""Plain reads on a KazooClient for the ops library: children of a node that may be gone, many gets at once."""
+"""Plain calls on a KazooClient for the ops library and the CLI: children of a node that may be gone, pipelined reads, a tree delete."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-__all__ = ["children", "exists", "get", "get_children_strict", "get_many"]
+__all__ = ["children", "delete_tree", "exists", "exists_many", "get", "get_children_strict", "get_many"]
 
 K = TypeVar("K")
 
@@ -53,3 +53,18 @@ def get_many(client: KazooClient, paths: Mapping[K, str] | Iterable[tuple[K, str
             continue
         out[key] = (data, stat)
     return out
+
+
+def exists_many(client: KazooClient, paths: Mapping[K, str]) -> dict[K, ZnodeStat | None]:
+    """key -> the node's stat, or None when there is no such node; every path asked at once (pipelined)."""
+    asyncs = {key: client.exists_async(path) for key, path in paths.items()}
+    out: dict[K, ZnodeStat | None] = {}
+    for key, result in asyncs.items():
+        stat: ZnodeStat | None = result.get()
+        out[key] = stat
+    return out
+
+
+def delete_tree(client: KazooClient, path: str) -> None:
+    """Delete a node and everything below it (unfenced: for a group known to have no members)."""
+    client.delete(path, recursive=True)
