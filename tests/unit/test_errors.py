@@ -199,6 +199,7 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.cli.common.CliError": False,
     "zkconsumer.cli.formats.InputError": False,
     "zkconsumer.admin.group_delete.DeleteRefused": False,
+    "zkconsumer.zookeeper.fenced_delete.MemberJoined": False,
     "zkconsumer.admin.unstick.UnknownGroup": False,
     "zkconsumer.spark.kafka_read.FetchTimeoutError": True,  # the task fails; Spark retries it
     "zkconsumer.spark.offsets.DataLossError": False,

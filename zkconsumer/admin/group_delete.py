@@ -12,18 +12,13 @@ them stops the rest, and what was deleted before it registered stays deleted.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError, RolledBackError, RuntimeInconsistency
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zookeeper import transactions, znodes
+from zkconsumer.zookeeper.fenced_delete import MemberJoined, commit_deletes, read_ids
 from zkconsumer.zookeeper.reads import children, exists
-
-if TYPE_CHECKING:
-    from kazoo.security import ACL
 
 # A delete inside a multi besides its path: op header, length prefix and version (generous).
 DELETE_OVERHEAD = 64
@@ -38,27 +33,13 @@ class DeleteRefused(ZkConsumerError):
     """A group delete that stopped, or found nothing to delete; the message says why and what was deleted."""
 
 
-class _MemberJoined(ZkConsumerError):
-    """A transaction's fence failed or a node appeared: look whether a member registered."""
-
-
-@dataclass(frozen=True)
-class _Ids:
-    """ids/ as found before the deletes: recreated with its data and ACL between transactions."""
-
-    path: str
-    exists: bool
-    data: bytes = b""
-    acl: tuple[ACL, ...] = ()
-
-
 def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str]:
     """Delete every root (the group node, or a topic's owners/ and offsets/ folders) with all below
     it; returns the roots that existed. DeleteRefused naming the member if one registers meanwhile
     (its nodes are left as they are)."""
     deleted_batches = 0
     for _ in range(ATTEMPTS):
-        ids = _read_ids(client, group)
+        ids = read_ids(client, group)
         _stop_if_members(client, group, deleted_batches)
         found = [r for r in roots if exists(client, r) is not None]
         if not found:
@@ -67,10 +48,10 @@ def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str
         whole_group = znodes.group_path(group) in found
         try:
             for batch, last in _batches(nodes):
-                _commit(client, ids, batch, final=last and whole_group)
+                commit_deletes(client, ids, batch, final=last and whole_group)
                 deleted_batches += 1
             return found
-        except _MemberJoined:
+        except MemberJoined:
             continue  # a member, or only a node that appeared: look again
     _stop_if_members(client, group, deleted_batches)
     raise DeleteRefused(f"could not delete {', '.join(roots)}: nodes keep appearing under it (a consumer joining?)")
@@ -90,16 +71,6 @@ def paths_to_delete(client: KazooClient, group: str, topic: str | None) -> list[
 def has_topic_offsets(client: KazooClient, group: str, topic: str) -> bool:
     """Whether the group has an offsets/<topic> folder."""
     return exists(client, znodes.offsets_path(group, topic)) is not None
-
-
-def _read_ids(client: KazooClient, group: str) -> _Ids:
-    path = znodes.ids_path(group)
-    try:
-        data, _ = client.get(path)
-        acl, _ = client.get_acls(path)
-    except NoNodeError:
-        return _Ids(path, False)
-    return _Ids(path, True, data or b"", tuple(acl))
 
 
 def _stop_if_members(client: KazooClient, group: str, deleted_batches: int) -> None:
@@ -137,23 +108,3 @@ def _batches(nodes: list[str]) -> Iterator[tuple[list[str], bool]]:
     groups = list(transactions.batches(((p, DELETE_OVERHEAD + len(p.encode())) for p in nodes), BUDGET)) or [[]]
     for index, batch in enumerate(groups):
         yield batch, index == len(groups) - 1
-
-
-def _commit(client: KazooClient, ids: _Ids, paths: list[str], *, final: bool) -> None:
-    txn = client.transaction()
-    if ids.exists:
-        txn.delete(ids.path)  # fails while a member is registered
-        if not final:
-            txn.create(ids.path, ids.data, acl=list(ids.acl) or None)
-    else:
-        txn.create(ids.path, b"")  # fails if a member created ids/ meanwhile
-        txn.delete(ids.path)
-    for path in paths:
-        txn.delete(path)
-    results = txn.commit()
-    failures = [r for r in results if isinstance(r, Exception)]
-    if not failures:
-        return
-    if any(isinstance(r, (NotEmptyError, NodeExistsError, NoNodeError)) for r in failures):
-        raise _MemberJoined()
-    raise next((r for r in failures if not isinstance(r, (RolledBackError, RuntimeInconsistency))), failures[0])
