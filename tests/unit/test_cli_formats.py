@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from zkconsumer.cli.formats import (
+from zkconsumer.admin.offset_files import (
     InputError,
     OffsetEntry,
     decode_input,
@@ -16,11 +16,9 @@ from zkconsumer.cli.formats import (
     parse_csv,
     parse_export_json,
     parse_export_lines,
-    parse_key_value,
     parse_offsets_file,
-    parse_partitions,
-    parse_topic_specs,
 )
+from zkconsumer.cli.formats import parse_key_value, parse_partitions, parse_topic_specs
 from zkconsumer.cli.output.render import TextTable
 
 

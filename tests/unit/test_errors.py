@@ -197,7 +197,7 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.zookeeper.kafkajson.ZkDataError": True,
     "zkconsumer.offsets.store.KafkaSideFailed": False,
     "zkconsumer.cli.common.CliError": False,
-    "zkconsumer.cli.formats.InputError": False,
+    "zkconsumer.admin.offset_files.InputError": False,
     "zkconsumer.admin.group_delete.DeleteRefused": False,
     "zkconsumer.zookeeper.fenced_delete.MemberJoined": False,
     "zkconsumer.admin.unstick.UnknownGroup": False,

@@ -9,10 +9,11 @@ import click
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.groups import group_exists
+from zkconsumer.admin.offset_files import InputError
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_errors, member_count, warn, zk_session
 from zkconsumer.cli.consume_partition import parse_offset, read_partition
 from zkconsumer.cli.consume_run import Stop, count_until_stopped, delete_group, run_member, writer
-from zkconsumer.cli.formats import InputError, parse_key_value
+from zkconsumer.cli.formats import parse_key_value
 from zkconsumer.cli.options import zk_options
 from zkconsumer.cli.output.messages import PrintOptions
 from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig, merge

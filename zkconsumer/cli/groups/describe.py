@@ -7,6 +7,7 @@ from typing import TypeVar
 import click
 
 from zkconsumer.admin.groups import list_groups as group_names
+from zkconsumer.admin.offset_files import InputError
 from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (
@@ -18,7 +19,7 @@ from zkconsumer.cli.common import (
     warn,
     zk_session,
 )
-from zkconsumer.cli.formats import InputError, parse_topic_specs
+from zkconsumer.cli.formats import parse_topic_specs
 from zkconsumer.cli.options import bootstrap_option, json_option, zk_options
 from zkconsumer.cli.output.render import TextTable, show
 

@@ -10,6 +10,7 @@ import click
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.offset_files import InputError, OffsetEntry, export_json, format_csv, format_export
 from zkconsumer.admin.snapshot import read_partitions
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
@@ -22,7 +23,7 @@ from zkconsumer.cli.common import (
     warn,
     zk_session,
 )
-from zkconsumer.cli.formats import InputError, OffsetEntry, export_json, format_csv, format_export, parse_topic_specs
+from zkconsumer.cli.formats import parse_topic_specs
 from zkconsumer.cli.options import json_option, zk_options
 from zkconsumer.migration.plan import spark_starting_offsets
 from zkconsumer.zookeeper import znodes

@@ -7,9 +7,9 @@ import sys
 
 import click
 
+from zkconsumer.admin.offset_files import FILE_FORMATS, InputError, decode_input, parse_offsets_file
 from zkconsumer.cli.brokers import BrokerAccess
 from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, warn, zk_session
-from zkconsumer.cli.formats import FILE_FORMATS, InputError, decode_input, parse_offsets_file
 from zkconsumer.cli.offsets_plan import Wanted, plan_writes
 from zkconsumer.cli.options import (
     bootstrap_option,
