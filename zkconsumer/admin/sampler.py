@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.log_offsets import Watermarks
 from zkconsumer.admin.snapshot import take_snapshot
 from zkconsumer.admin.status import Sample, Seen, group_status, ownership_of
 from zkconsumer.admin.verdicts import GroupVerdict
-from zkconsumer.cli.brokers import Watermarks
 from zkconsumer.partitions import TopicPartition
 
 

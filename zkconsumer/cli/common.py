@@ -18,6 +18,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.groups import member_count as member_count  # the commands' import
+from zkconsumer.admin.log_offsets import LogOffsetsUnavailable
 from zkconsumer.errors import ZkConsumerError, ZooKeeperAccessDenied, ZooKeeperUnavailable
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.auth import JaasError, ZkAuth, zk_auth
@@ -62,6 +63,8 @@ def expected_error_message(exc: BaseException) -> str | None:
     znodes, an unreadable file, a Kafka error); None for anything else (a bug)."""
     if isinstance(exc, CliError):
         return exc.format_message()
+    if isinstance(exc, LogOffsetsUnavailable):
+        return str(exc)
     if isinstance(exc, NoAuthError):
         return (
             f"ZooKeeper refused access ({type(exc).__name__}); pass --zk-jaas FILE (SASL, as the group's "

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from zkconsumer.cli.brokers import BrokerAccess
+from zkconsumer.cli.brokers import broker_access
 from zkconsumer.cli.common import _JAAS_FILE, ENV_DIGEST, ENV_JAAS, ENV_ZOOKEEPER, EXIT_USAGE, CliError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -96,7 +96,7 @@ def bootstrap_option(fn: Callable[..., R]) -> Callable[..., R]:
     def command(
         *args: Any, bootstrap_server: str | None, command_config: str | None, broker_listener: str | None, **kwargs: Any
     ) -> R:
-        return fn(*args, brokers=BrokerAccess.from_options(bootstrap_server, command_config, broker_listener), **kwargs)
+        return fn(*args, brokers=broker_access(bootstrap_server, command_config, broker_listener), **kwargs)
 
     decorated = click.option(
         "--broker-listener",
