@@ -2,20 +2,44 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
-from zkconsumer.cli.consume import consume
-from zkconsumer.cli.groups import groups
-from zkconsumer.cli.migrate import migrate
-from zkconsumer.cli.offsets import offsets
-from zkconsumer.cli.top import top
-from zkconsumer.cli.verify import verify
 from zkconsumer.version import __version__
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+# command -> "module:attribute", imported only when that command runs (or a listing shows its help):
+# `zkconsumer offsets reset` loads the offsets commands, not consume's or migrate's.
+NOUNS = {
+    "consume": "zkconsumer.cli.consume:consume",
+    "groups": "zkconsumer.cli.groups:groups",
+    "migrate": "zkconsumer.cli.migrate:migrate",
+    "offsets": "zkconsumer.cli.offsets:offsets",
+    "top": "zkconsumer.cli.top:top",
+    "verify": "zkconsumer.cli.verify:verify",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands named in `lazy` are imported the first time they are looked up."""
+
+    def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, _, attribute = self.lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
 
 def _setup_logging(verbose: int) -> None:
@@ -33,7 +57,7 @@ def _setup_logging(verbose: int) -> None:
     logging.getLogger("kazoo").setLevel(logging.CRITICAL if verbose < 2 else logging.DEBUG)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=LazyGroup, lazy=NOUNS, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="zkconsumer")
 @click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv: debug, including kazoo).")
 def cli(verbose: int) -> None:
@@ -75,14 +99,6 @@ def cli(verbose: int) -> None:
       zkconsumer consume --topic orders --from-beginning --max-messages 5
     """
     _setup_logging(verbose)
-
-
-cli.add_command(consume)
-cli.add_command(groups)
-cli.add_command(offsets)
-cli.add_command(migrate)
-cli.add_command(verify)
-cli.add_command(top)
 
 
 def main(argv: list[str] | None = None) -> None:
