@@ -18,7 +18,7 @@ class GroupSampler:
     """Takes samples of `group`: per partition its committed offset and offset node's last write,
     its log end (through `marks`), its owner and what the registrations say of it.
 
-    Each sample is one read of the group as `groups describe` reads it (cli/snapshot.take_snapshot),
+    Each sample is one read of the group as `groups describe` reads it (admin/snapshot.take_snapshot),
     timed when its log ends have been read. Example::
 
         with zk_session(...) as client, open_watermarks(client, BrokerAccess()) as marks:
