@@ -56,7 +56,8 @@ def test_delete_stops_when_a_member_registers_during_it(cluster, zk, run, topic_
             join()
             return super().transaction()
 
-    monkeypatch.setattr("zkconsumer.cli.common.KazooClient", JoinsBeforeTheFirstWrite)
+    # zookeeper.client.connect, the one session factory, imports KazooClient when it is called.
+    monkeypatch.setattr("kazoo.client.KazooClient", JoinsBeforeTheFirstWrite)
     result = run("groups", "delete", "--group", group_id, "--execute")
     assert joined, "the delete never wrote"
     assert result.exit_code == 1, result.output

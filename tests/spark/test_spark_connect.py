@@ -14,7 +14,7 @@ from spark_helpers import FAST, describe, sink_rows, source_end, wait_until
 
 from harness.members import committed_offsets
 from harness.spark_connect import SparkConnectServer
-from zkconsumer.cli.writer import write_offset_guarded
+from zkconsumer.admin.offsets_write import write_offset_guarded
 from zkconsumer.spark import ZkConsumerDataSource
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zkconsumer.cli.analysis import (
+from zkconsumer.admin.problems import (
     AFTER_END,
     BAD_OFFSET,
     BAD_OWNER,
@@ -21,7 +21,7 @@ from zkconsumer.cli.analysis import (
     duplicate_subscription_keys,
     member_problems,
 )
-from zkconsumer.cli.snapshot import GroupSnapshot
+from zkconsumer.admin.snapshot import GroupSnapshot
 from zkconsumer.cli.top import RateTracker
 from zkconsumer.zookeeper.znodes import Registration
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from zkconsumer.cli.formats import (
+from zkconsumer.admin.offset_files import (
     InputError,
     OffsetEntry,
     decode_input,
@@ -16,12 +16,10 @@ from zkconsumer.cli.formats import (
     parse_csv,
     parse_export_json,
     parse_export_lines,
-    parse_key_value,
     parse_offsets_file,
-    parse_partitions,
-    parse_topic_specs,
 )
-from zkconsumer.cli.render import TextTable
+from zkconsumer.cli.formats import parse_key_value, parse_partitions, parse_topic_specs
+from zkconsumer.cli.output.render import TextTable
 
 
 def test_export_lines_are_the_legacy_format_and_sorted() -> None:

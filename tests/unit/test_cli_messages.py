@@ -9,8 +9,8 @@ import warnings
 
 import pytest
 
-from zkconsumer.cli.formats import InputError
-from zkconsumer.cli.messages import PrintOptions, format_message, message_json
+from zkconsumer.admin.offset_files import InputError
+from zkconsumer.cli.output.messages import PrintOptions, format_message, message_json
 from zkconsumer.consumer.stream import Message
 
 

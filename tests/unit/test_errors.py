@@ -197,8 +197,10 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.zookeeper.kafkajson.ZkDataError": True,
     "zkconsumer.offsets.store.KafkaSideFailed": False,
     "zkconsumer.cli.common.CliError": False,
-    "zkconsumer.cli.formats.InputError": False,
-    "zkconsumer.cli.group_delete.MemberJoined": False,
+    "zkconsumer.admin.offset_files.InputError": False,
+    "zkconsumer.admin.group_delete.DeleteRefused": False,
+    "zkconsumer.zookeeper.fenced_delete.MemberJoined": False,
+    "zkconsumer.admin.log_offsets.LogOffsetsUnavailable": False,
     "zkconsumer.admin.unstick.UnknownGroup": False,
     "zkconsumer.spark.kafka_read.FetchTimeoutError": True,  # the task fails; Spark retries it
     "zkconsumer.spark.offsets.DataLossError": False,

@@ -16,10 +16,15 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkconsumer.admin.groups import group_exists
+from zkconsumer.admin.groups import member_count as member_count  # the commands' import
+from zkconsumer.admin.log_offsets import LogOffsetsUnavailable
 from zkconsumer.errors import ZkConsumerError, ZooKeeperAccessDenied, ZooKeeperUnavailable
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.auth import JaasError, ZkAuth, zk_auth
 from zkconsumer.zookeeper.client import close_quietly, connect
+from zkconsumer.zookeeper.reads import children as children  # the commands' import
+from zkconsumer.zookeeper.reads import exists, get_children_strict
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -58,6 +63,8 @@ def expected_error_message(exc: BaseException) -> str | None:
     znodes, an unreadable file, a Kafka error); None for anything else (a bug)."""
     if isinstance(exc, CliError):
         return exc.format_message()
+    if isinstance(exc, LogOffsetsUnavailable):
+        return str(exc)
     if isinstance(exc, NoAuthError):
         return (
             f"ZooKeeper refused access ({type(exc).__name__}); pass --zk-jaas FILE (SASL, as the group's "
@@ -98,79 +105,6 @@ def expected_errors(fn: Callable[P, R]) -> Callable[P, R]:
 # ---------------------------------------------------------------- options
 
 
-def _check_connect(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    hosts, _, chroot = value.partition("/")
-    if not hosts or any(not h.strip() for h in hosts.split(",")):
-        raise click.BadParameter(f"{value!r}: expected host:port[,host:port...][/chroot]")
-    if chroot and (chroot.endswith("/") or "//" in chroot):
-        raise click.BadParameter(f"{value!r}: bad chroot")
-    return value
-
-
-def _check_digest(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and (":" not in value or value.startswith(":")):
-        raise click.BadParameter("expected user:password")
-    return value
-
-
-def zk_options(fn: Callable[..., R]) -> Callable[..., R]:
-    """--zookeeper, --zk-digest, --zk-jaas and --zk-timeout, with their environment variables.
-
-    The command gets all but --zk-jaas, which zk_session reads: it takes one parameter fewer."""
-
-    @functools.wraps(fn)
-    def command(*args: Any, zk_jaas: str | None, **kwargs: Any) -> R:
-        token = _JAAS_FILE.set(zk_jaas)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _JAAS_FILE.reset(token)
-
-    decorated = click.option(
-        "--zk-jaas",
-        envvar=ENV_JAAS,
-        type=click.Path(exists=True, dir_okay=False),
-        metavar="FILE",
-        help=f"Log in to ZooKeeper with SASL as the JAAS file's Client section says, as a Scala "
-        f"member does; nodes the command creates get the secured ACL (env {ENV_JAAS}).",
-    )(command)
-    decorated = click.option(
-        "--zk-timeout",
-        type=click.FloatRange(min=0.1),
-        default=10.0,
-        show_default=True,
-        metavar="SECONDS",
-        help="Give up connecting to ZooKeeper after this long.",
-    )(decorated)
-    decorated = click.option(
-        "--zk-digest",
-        envvar=ENV_DIGEST,
-        callback=_check_digest,
-        metavar="USER:PASSWORD",
-        help=f"ZooKeeper digest authentication (env {ENV_DIGEST}).",
-    )(decorated)
-    decorated = click.option(
-        "--zookeeper",
-        "zookeeper",
-        envvar=ENV_ZOOKEEPER,
-        required=True,
-        callback=_check_connect,
-        metavar="HOST:PORT[/CHROOT]",
-        help=f"ZooKeeper connect string, as zookeeper.connect (env {ENV_ZOOKEEPER}).",
-    )(decorated)
-    return decorated
-
-
-def json_option(fn: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(fn)
-
-
-def group_option(fn: F) -> F:
-    return click.option("--group", "-g", required=True, metavar="GROUP", help="Consumer group (group.id).")(fn)
-
-
 # ---------------------------------------------------------------- ZooKeeper
 
 
@@ -206,14 +140,14 @@ def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[K
 
 def require_brokers(client: KazooClient, zookeeper: str) -> None:
     """CliError (exit 2) unless the chroot holds /brokers; names a child of it that has one."""
-    if client.exists(BROKERS) is not None:
+    if exists(client, BROKERS) is not None:
         return
     hosts, _, chroot = zookeeper.partition("/")
     where = f"/{chroot}" if chroot else "the root"
     hint = ""
     try:
-        for child in sorted(client.get_children("/"))[:50]:
-            if child != "zookeeper" and client.exists(f"/{child}{BROKERS}") is not None:
+        for child in sorted(get_children_strict(client, "/"))[:50]:
+            if child != "zookeeper" and exists(client, f"/{child}{BROKERS}") is not None:
                 found = f"/{chroot}/{child}" if chroot else f"/{child}"
                 hint = f" ({found}{BROKERS} exists: --zookeeper {hosts}{found})"
                 break
@@ -258,24 +192,11 @@ def _close(client: KazooClient) -> None:
 def require_group(client: KazooClient, group: str, zookeeper: str) -> None:
     """CliError naming the group unless /consumers/<group> exists (zk_session already refused a wrong chroot)."""
     try:
-        path = znodes.group_path(group)
+        known = group_exists(client, group)
     except ValueError:
         raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
-    if client.exists(path) is None:
-        raise CliError(f"unknown group {group!r}: no {path} in ZooKeeper at {zookeeper}")
-
-
-def children(client: KazooClient, path: str) -> list[str]:
-    """Children of a node that may not exist (then none)."""
-    try:
-        names: list[str] = client.get_children(path)
-        return names
-    except NoNodeError:
-        return []
-
-
-def member_count(client: KazooClient, group: str) -> int:
-    return len(children(client, znodes.ids_path(group)))
+    if not known:
+        raise CliError(f"unknown group {group!r}: no {znodes.group_path(group)} in ZooKeeper at {zookeeper}")
 
 
 # ---------------------------------------------------------------- output

@@ -8,24 +8,19 @@ import warnings
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer.cli.common import (
-    EXIT_USAGE,
-    CliError,
-    children,
-    expected_errors,
-    member_count,
-    warn,
-    zk_options,
-    zk_session,
-)
+from zkconsumer.admin.groups import group_exists
+from zkconsumer.admin.offset_files import InputError
+from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_errors, member_count, warn, zk_session
 from zkconsumer.cli.consume_partition import parse_offset, read_partition
 from zkconsumer.cli.consume_run import Stop, count_until_stopped, delete_group, run_member, writer
-from zkconsumer.cli.formats import InputError, parse_key_value
-from zkconsumer.cli.messages import PrintOptions
+from zkconsumer.cli.formats import parse_key_value
+from zkconsumer.cli.options import zk_options
+from zkconsumer.cli.output.messages import PrintOptions
 from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig, merge
 from zkconsumer.config.properties import parse_properties
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.reads import delete_tree
 
 RESET_ALIASES = {"earliest": "smallest", "latest": "largest"}
 PREVIOUS_OFFSETS = (
@@ -235,10 +230,10 @@ def consume(
                 )
             click.echo(f"Processed a total of {count} messages", err=True)
             return
-        if delete_consumer_offsets and client.exists(znodes.group_path(group)):
+        if delete_consumer_offsets and group_exists(client, group):
             if member_count(client, group):
                 raise CliError(f"cannot delete the offsets of group {group!r}: it has live members")
-            client.delete(znodes.group_path(group), recursive=True)
+            delete_tree(client, znodes.group_path(group))
         elif from_beginning and not temporary and _has_offsets(client, group):
             raise CliError(PREVIOUS_OFFSETS.format(group=group))
         _warn_if_nothing_matches(client, topic_filter)

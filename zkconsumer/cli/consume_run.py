@@ -12,11 +12,12 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from zkconsumer.cli.common import CliError, member_count, warn
-from zkconsumer.cli.messages import PrintOptions, format_message, message_json
+from zkconsumer.cli.output.messages import PrintOptions, format_message, message_json
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout
 from zkconsumer.coordinator.subscription import TopicFilter
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.reads import delete_tree
 
 
 class Stop:
@@ -133,6 +134,6 @@ def delete_group(client: KazooClient, group: str) -> None:
         warn(f"not deleting /consumers/{group}: other members joined it")
         return
     try:
-        client.delete(znodes.group_path(group), recursive=True)
+        delete_tree(client, znodes.group_path(group))
     except Exception as exc:  # noqa: BLE001 - best effort, like the original shutdown hook
         warn(f"could not delete /consumers/{group}: {exc}")

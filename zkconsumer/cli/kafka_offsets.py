@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-import click
 from kazoo.client import KazooClient
 
 from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper, legacy_settings
@@ -114,15 +113,6 @@ class KafkaCommits:
             if tp.error is not None:
                 out[(tp.topic, tp.partition)] = tp.error.str()
         return out
-
-
-def zookeeper_only_option(fn: F) -> F:
-    return click.option(
-        "--zookeeper-only",
-        is_flag=True,
-        help="Do not ask the brokers whether the group also commits offsets to Kafka; write "
-        "ZooKeeper only (right only for members with offsets.storage=zookeeper).",
-    )(fn)
 
 
 def _text(exc: Exception) -> str:

@@ -2,22 +2,55 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
-from zkconsumer.cli.consume import consume
-from zkconsumer.cli.exporter_cmd import exporter
-from zkconsumer.cli.group_status import status as group_status
-from zkconsumer.cli.groups import groups
-from zkconsumer.cli.migrate import migrate
-from zkconsumer.cli.offsets import offsets
-from zkconsumer.cli.top import top
-from zkconsumer.cli.verify import verify
 from zkconsumer.version import __version__
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+# command -> "module:attribute", imported only when that command runs (or a listing shows its help):
+# `zkconsumer offsets reset` loads the offsets commands, not consume's or migrate's.
+NOUNS = {
+    "consume": "zkconsumer.cli.consume:consume",
+    "exporter": "zkconsumer.cli.exporter:exporter",
+    "groups": "zkconsumer.cli.groups:groups",
+    "migrate": "zkconsumer.cli.migrate:migrate",
+    "offsets": "zkconsumer.cli.offsets:offsets",
+    "top": "zkconsumer.cli.top:top",
+    "verify": "zkconsumer.cli.verify:verify",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands named in `lazy` are imported the first time they are looked up."""
+
+    def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, _, attribute = self.lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:  # "Did you mean": among the commands not imported too
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
 
 
 def _setup_logging(verbose: int) -> None:
@@ -35,7 +68,7 @@ def _setup_logging(verbose: int) -> None:
     logging.getLogger("kazoo").setLevel(logging.CRITICAL if verbose < 2 else logging.DEBUG)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=LazyGroup, lazy=NOUNS, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="zkconsumer")
 @click.option("-v", "--verbose", count=True, help="Log more to stderr (-vv: debug, including kazoo).")
 def cli(verbose: int) -> None:
@@ -58,6 +91,7 @@ def cli(verbose: int) -> None:
       migrate offsets  copy offsets ZooKeeper <-> brokers (plan first; writes with --execute)
       verify           VerifyConsumerRebalance, plus zombie and duplicate checks
       top              a live view of members, lag and throughput
+      exporter         every group's lag and ownership for Prometheus, and a JSON API (runs until stopped)
 
     Every command takes --zookeeper HOST:PORT[/CHROOT] (or env ZKCONSUMER_ZOOKEEPER), --zk-digest
     USER:PASSWORD (or env ZKCONSUMER_ZK_DIGEST) and --zk-timeout SECONDS (default 10), and refuses
@@ -77,16 +111,6 @@ def cli(verbose: int) -> None:
       zkconsumer consume --topic orders --from-beginning --max-messages 5
     """
     _setup_logging(verbose)
-
-
-cli.add_command(consume)
-cli.add_command(groups)
-groups.add_command(group_status)
-cli.add_command(offsets)
-cli.add_command(migrate)
-cli.add_command(verify)
-cli.add_command(top)
-cli.add_command(exporter)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import click
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.committed import ZkOffsets, read_offsets
+from zkconsumer.admin.offset_targets import Target, clamp, range_problem, reset_offset
+from zkconsumer.admin.offsets_write import PlannedWrite
+from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
-from zkconsumer.cli.committed import ZkOffsets, read_offsets
 from zkconsumer.cli.common import EXIT_USAGE, CliError, member_count, warn
 from zkconsumer.cli.kafka_offsets import KafkaCommits, open_kafka_commits
-from zkconsumer.cli.snapshot import read_owners
-from zkconsumer.cli.targets import Target, clamp, range_problem, reset_offset
-from zkconsumer.cli.writer import PlannedWrite
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes

@@ -9,19 +9,11 @@ import click
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
-from zkconsumer.cli.common import (
-    emit_json,
-    expected_errors,
-    group_option,
-    json_option,
-    require_group,
-    zk_options,
-    zk_session,
-)
-from zkconsumer.cli.groups import bootstrap_option
-from zkconsumer.cli.render import TextTable, console, show, stdout_is_tty
-from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
+from zkconsumer.cli.common import emit_json, expected_errors, require_group, zk_session
+from zkconsumer.cli.options import bootstrap_option, group_option, json_option, zk_options
+from zkconsumer.cli.output.render import TextTable, console, show, stdout_is_tty
 from zkconsumer.partitions import TopicPartition
 
 

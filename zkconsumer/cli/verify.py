@@ -6,20 +6,11 @@ import sys
 
 import click
 
-from zkconsumer.cli.analysis import REBALANCE_PROBLEMS, Problem
+from zkconsumer.admin.problems import REBALANCE_PROBLEMS, Problem
+from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
-from zkconsumer.cli.common import (
-    EXIT_PROBLEM,
-    emit_json,
-    expected_errors,
-    group_option,
-    json_option,
-    require_group,
-    zk_options,
-    zk_session,
-)
-from zkconsumer.cli.groups import bootstrap_option
-from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
+from zkconsumer.cli.common import EXIT_PROBLEM, emit_json, expected_errors, require_group, zk_session
+from zkconsumer.cli.options import bootstrap_option, group_option, json_option, zk_options
 
 
 def rebalance_problems(snapshot: GroupSnapshot) -> list[Problem]:

@@ -6,6 +6,7 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 
+from zkconsumer.admin.problems import ownership_problems
 from zkconsumer.consumer.partition_fetcher import PartitionFetcher
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.group_assignment import GroupAssignment
@@ -26,7 +27,8 @@ def find_problems(
     fetched_here: set[TopicPartition] | None,
     expected: Mapping[str, Mapping[int, str]] | None = None,
 ) -> list[str]:
-    """What a rebalance should repair, as sorted one-line descriptions (pure).
+    """What a rebalance should repair, as sorted one-line descriptions (pure): the details of
+    admin.problems.ownership_problems, the problem analysis the CLI's describe and verify share.
 
     partitions: topic -> partition ids we subscribe to; owners: topic -> partition -> owner
     thread id as found in ZooKeeper; members: live consumer ids; owned_here / fetched_here:
@@ -34,30 +36,8 @@ def find_problems(
     topic -> partition -> the thread the last assignment gave it (a live member holding a
     partition assigned to another thread blocks that thread's claim).
     """
-    problems = []
-    for topic, ids in sorted(partitions.items()):
-        found = owners.get(topic, {})
-        for partition in sorted(ids):
-            thread = found.get(partition)
-            if thread is None:
-                problems.append(f"{topic}-{partition} has no owner")
-                continue
-            try:
-                owner = consumer_id_of_thread(thread)
-            except ValueError:
-                problems.append(f"{topic}-{partition} is owned by {thread!r}, which is not a thread id")
-                continue
-            wanted = (expected or {}).get(topic, {}).get(partition)
-            if owner not in members:
-                problems.append(f"{topic}-{partition} is owned by {thread}, which is not a group member (zombie)")
-            elif wanted is not None and wanted != thread:
-                problems.append(f"{topic}-{partition} is held by {thread} but assigned to {wanted}")
-    if fetched_here is not None and fetched_here != owned_here:
-        for topic, partition in sorted(owned_here - fetched_here):
-            problems.append(f"{topic}-{partition} is owned here but not fetched")
-        for topic, partition in sorted(fetched_here - owned_here):
-            problems.append(f"{topic}-{partition} is fetched here but not owned")
-    return problems
+    found = ownership_problems(partitions, owners, members, owned_here, fetched_here, expected)
+    return [problem.detail for problem in found]
 
 
 def partitions_to_check(

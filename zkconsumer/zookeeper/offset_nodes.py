@@ -76,7 +76,7 @@ class OffsetNodes:
         self, keys: Iterable[TopicPartition], topic_epochs: Mapping[str, int | None]
     ) -> dict[TopicPartition, tuple[int, int | None]]:
         """key -> (committed offset as `read` gives it, the offset node's version; None: no node),
-        both from one read: what a later compare-and-set write (cli/writer.py) expects to find."""
+        both from one read: what a later compare-and-set write (zookeeper/guarded_write.py) expects to find."""
         keys = list(keys)
         found = self.io.many(
             ((k, self.client.get_async(znodes.offset_path(self.group_id, *k))) for k in keys), "read offsets"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from zkconsumer.cli.render import TextTable
+from zkconsumer.cli.output.render import TextTable
 from zkconsumer.migration.plan import (
     EQUAL,
     NO_OFFSET,

@@ -1,112 +1,32 @@
-"""`zkconsumer groups list|describe|delete`: ConsumerGroupCommand --zookeeper and ConsumerOffsetChecker."""
+"""`zkconsumer groups describe`: kafka-consumer-groups --zookeeper --describe and ConsumerOffsetChecker."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import click
 
+from zkconsumer.admin.groups import list_groups as group_names
+from zkconsumer.admin.offset_files import InputError
+from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import (
     EXIT_USAGE,
     CliError,
-    children,
     emit_json,
     expected_errors,
-    json_option,
-    member_count,
     require_group,
     warn,
-    zk_options,
     zk_session,
 )
-from zkconsumer.cli.formats import InputError, parse_topic_specs
-from zkconsumer.cli.group_delete_cmd import delete
-from zkconsumer.cli.group_rebalance import rebalance
-from zkconsumer.cli.render import TextTable, show
-from zkconsumer.cli.snapshot import GroupSnapshot, take_snapshot
-from zkconsumer.zookeeper import znodes
+from zkconsumer.cli.formats import parse_topic_specs
+from zkconsumer.cli.options import bootstrap_option, json_option, zk_options
+from zkconsumer.cli.output.render import TextTable, show
 
 R = TypeVar("R")
 
 
-@click.group("groups")
-def groups() -> None:
-    """List, describe, delete and rebalance consumer groups kept in ZooKeeper (/consumers/<group>).
-
-    \b
-    Examples:
-      zkconsumer groups list --zookeeper zk:2181/kafka
-      zkconsumer groups describe --zookeeper zk:2181/kafka --group billing --members
-      zkconsumer groups delete --zookeeper zk:2181/kafka --group old-billing --execute
-      zkconsumer groups rebalance --zookeeper zk:2181/kafka --group billing --execute
-    """
-
-
-@groups.command("list")
-@zk_options
-@json_option
-@expected_errors
-def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_json: bool) -> None:
-    """List every group under /consumers with its number of live members.
-
-    A group stays listed after its members are gone (its offsets are persistent); `groups delete`
-    removes it.
-
-    \b
-    Example:
-      zkconsumer groups list --zookeeper zk:2181/kafka --json
-    """
-    with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        names = sorted(children(client, znodes.CONSUMERS))
-        counts = {}
-        for name in names:
-            try:
-                counts[name] = member_count(client, name)
-            except ValueError:  # a child name that is no valid group segment cannot happen in ZK; be safe
-                counts[name] = 0
-    if as_json:
-        emit_json([{"group": g, "members": counts[g]} for g in names])
-        return
-    table = TextTable(["GROUP", "MEMBERS"], right_aligned=frozenset({"MEMBERS"}))
-    for name in names:
-        table.add([name, counts[name]])
-    show(table)
-
-
-def bootstrap_option(fn: Callable[..., R]) -> Callable[..., R]:
-    """--bootstrap-server, --command-config and --broker-listener, handed to the command as one
-    `brokers` (a BrokerAccess)."""
-
-    @functools.wraps(fn)
-    def command(
-        *args: Any, bootstrap_server: str | None, command_config: str | None, broker_listener: str | None, **kwargs: Any
-    ) -> R:
-        return fn(*args, brokers=BrokerAccess.from_options(bootstrap_server, command_config, broker_listener), **kwargs)
-
-    decorated = click.option(
-        "--broker-listener",
-        metavar="NAME",
-        help="Reach brokers through this listener of theirs (default: the first endpoint "
-        "speaking the --command-config security.protocol, PLAINTEXT).",
-    )(command)
-    decorated = click.option(
-        "--command-config",
-        type=click.Path(exists=True, dir_okay=False),
-        metavar="FILE",
-        help="librdkafka settings for the broker connections (security.protocol, ssl.*, "
-        "sasl.*), one name=value per line.",
-    )(decorated)
-    return click.option(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,...]",
-        help="Brokers for log offsets (default: their endpoints under /brokers/ids).",
-    )(decorated)
-
-
-@groups.command("describe")
+@click.command("describe")
 @zk_options
 @click.option("--group", "-g", "groups", multiple=True, metavar="GROUP", help="Consumer group (repeatable).")
 @click.option("--all-groups", is_flag=True, help="Describe every group under /consumers.")
@@ -160,7 +80,7 @@ def describe(
         raise CliError(str(exc), EXIT_USAGE) from None
     snapshots = []
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        names = sorted(children(client, znodes.CONSUMERS)) if all_groups else sorted(set(groups))
+        names = group_names(client) if all_groups else sorted(set(groups))
         for group in [] if all_groups else names:
             require_group(client, group, zookeeper)
         with open_watermarks(client, brokers) as marks:
@@ -228,7 +148,3 @@ def describe_tables(snapshot: GroupSnapshot, show_members: bool) -> list[TextTab
     if group_problems:
         out.append("\n".join(f"PROBLEM {p.kind}: {p.detail}" for p in group_problems))
     return out
-
-
-groups.add_command(delete)
-groups.add_command(rebalance)

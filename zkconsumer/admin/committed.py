@@ -6,13 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
-from zkconsumer.cli.common import children
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.offset_nodes import offset_predates_topic
+from zkconsumer.zookeeper.reads import children, get_many
 from zkconsumer.zookeeper.znodes import ZkDataError
 
 
@@ -39,21 +38,18 @@ class ZkOffsets:
 def read_offsets(client: KazooClient, group: str, topics: Iterable[str]) -> ZkOffsets:
     """Every offset node under offsets/<topic>, sorted as valid, garbled or stale."""
     topics = sorted(set(topics))
-    asyncs = {}
+    paths: dict[TopicPartition, str] = {}
     for topic in topics:
         folder = znodes.offsets_path(group, topic)
         for child in children(client, folder):
             if child.lstrip("-").isdigit():
-                asyncs[(topic, int(child))] = client.get_async(f"{folder}/{child}")
+                paths[(topic, int(child))] = f"{folder}/{child}"
+    found = get_many(client, paths)
     # Read after the offset nodes: a topic re-created in between then makes them stale, never the
     # other way round (an old node taken for current).
-    epochs = ClusterMetadata(client).topic_epochs(topics) if asyncs else {}
+    epochs = ClusterMetadata(client).topic_epochs(topics) if paths else {}
     out = ZkOffsets()
-    for key, result in asyncs.items():
-        try:
-            data, stat = result.get()
-        except NoNodeError:
-            continue
+    for key, (data, stat) in found.items():
         try:
             value = znodes.decode_offset(data, znodes.offset_path(group, *key))
         except ZkDataError as exc:

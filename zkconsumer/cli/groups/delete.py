@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import click
-from kazoo.client import KazooClient
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
+import click
+
+from zkconsumer.admin.group_delete import DeleteRefused, delete_fenced, has_topic_offsets, paths_to_delete
 from zkconsumer.cli.common import (
     EXIT_USAGE,
     CliError,
@@ -13,12 +16,13 @@ from zkconsumer.cli.common import (
     member_count,
     require_group,
     warn,
-    zk_options,
     zk_session,
 )
-from zkconsumer.cli.group_delete import delete_fenced
-from zkconsumer.cli.write_options import execute_options
+from zkconsumer.cli.options import execute_options, zk_options
 from zkconsumer.zookeeper import znodes
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @click.command("delete")
@@ -90,16 +94,16 @@ def delete(
                     raise CliError(
                         f"Delete for group '{group}' failed because its consumers are still active. Nothing was deleted."
                     )
-            planned = [(g, _paths_to_delete(client, g, topic)) for g in sorted(set(groups))]
+            planned = [(g, _refused_as_cli_error(paths_to_delete, client, g, topic)) for g in sorted(set(groups))]
         else:
             for name in sorted(children(client, znodes.CONSUMERS)):
-                if topic is not None and client.exists(znodes.offsets_path(name, topic)) is None:
+                if topic is not None and not has_topic_offsets(client, name, topic):
                     continue
                 if member_count(client, name):
                     what = f"group '{name}'" + (f" topic '{topic}'" if topic else "")
                     warn(f"Delete for {what} skipped because its consumers are still active.")
                     continue
-                planned.append((name, _paths_to_delete(client, name, topic)))
+                planned.append((name, _refused_as_cli_error(paths_to_delete, client, name, topic)))
             if not planned:
                 raise CliError(
                     f"no inactive group has offsets for topic {topic!r}" if topic else "no inactive group to delete"
@@ -111,14 +115,12 @@ def delete(
             click.echo("Nothing was deleted. Re-run with --execute to delete.", err=True)
             return
         for group, paths in planned:
-            for path in delete_fenced(client, group, paths):
+            for path in _refused_as_cli_error(delete_fenced, client, group, paths):
                 click.echo(f"deleted {path}")
 
 
-def _paths_to_delete(client: KazooClient, group: str, topic: str | None) -> list[str]:
-    if topic is None or children(client, znodes.owners_path(group)) == [topic]:
-        return [znodes.group_path(group)]
-    paths = [znodes.owners_path(group, topic), znodes.offsets_path(group, topic)]
-    if not any(client.exists(p) for p in paths):
-        raise CliError(f"group {group!r} has no information for topic {topic!r}")
-    return paths
+def _refused_as_cli_error(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    try:
+        return fn(*args, **kwargs)
+    except DeleteRefused as exc:
+        raise CliError(str(exc)) from None

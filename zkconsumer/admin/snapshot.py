@@ -1,4 +1,4 @@
-"""Read one group's whole ZooKeeper state into a GroupSnapshot; its problems are found by cli/analysis.py."""
+"""A consistent snapshot of one group: members and registrations, owners with their sessions, committed offsets, log offsets."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
-from zkconsumer.cli.analysis import (
+from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.problems import (
     BAD_OWNER,
     Member,
     Owner,
@@ -20,13 +20,12 @@ from zkconsumer.cli.analysis import (
     duplicate_subscription_keys,
     member_problems,
 )
-from zkconsumer.cli.committed import read_offsets
-from zkconsumer.cli.common import children
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.reads import children, get_many
 from zkconsumer.zookeeper.znodes import Registration, ZkDataError
 
 
@@ -78,14 +77,10 @@ def read_members(
 ) -> tuple[dict[str, Member], dict[str, list[str]]]:
     """consumer id -> Member, and consumer id -> duplicated subscription keys."""
     ids = children(client, znodes.ids_path(group))
-    asyncs = {cid: client.get_async(znodes.member_path(group, cid)) for cid in ids}
+    found = get_many(client, {cid: znodes.member_path(group, cid) for cid in ids})
     members: dict[str, Member] = {}
     duplicates: dict[str, list[str]] = {}
-    for cid, result in sorted(asyncs.items()):
-        try:
-            data, stat = result.get()
-        except NoNodeError:
-            continue
+    for cid, (data, stat) in sorted(found.items()):
         path = znodes.member_path(group, cid)
         try:
             registration = Registration.decode(data, path)
@@ -101,7 +96,7 @@ def read_members(
 def read_owners(
     client: KazooClient, group: str, topics: Iterable[str]
 ) -> tuple[dict[TopicPartition, Owner], list[Problem]]:
-    asyncs = {}
+    paths: dict[TopicPartition, str] = {}
     problems = []
     for topic in topics:
         folder = znodes.owners_path(group, topic)
@@ -109,13 +104,9 @@ def read_owners(
             if not child.lstrip("-").isdigit():
                 problems.append(Problem(BAD_OWNER, f"stray node {folder}/{child}", topic, None))
                 continue
-            asyncs[(topic, int(child))] = client.get_async(f"{folder}/{child}")
+            paths[(topic, int(child))] = f"{folder}/{child}"
     owners = {}
-    for key, result in asyncs.items():
-        try:
-            data, stat = result.get()
-        except NoNodeError:
-            continue
+    for key, (data, stat) in get_many(client, paths).items():
         try:
             owners[key] = Owner(znodes.decode_owner(data, znodes.owner_path(group, *key)), stat.ephemeralOwner)
         except ZkDataError as exc:
@@ -125,13 +116,14 @@ def read_owners(
 
 def read_partitions(client: KazooClient, topics: Iterable[str]) -> dict[str, list[int]]:
     """topic -> partitions listed in /brokers/topics/T (none for a missing or garbled topic node)."""
-    asyncs = {t: client.get_async(znodes.topic_path(t)) for t in set(topics)}
+    wanted = set(topics)
+    found = get_many(client, {t: znodes.topic_path(t) for t in wanted})
     out = {}
-    for topic, result in sorted(asyncs.items()):
+    for topic in sorted(wanted):
         try:
-            data, _ = result.get()
+            data, _ = found[topic]
             out[topic] = sorted(broker_nodes.decode_topic_partitions(data, znodes.topic_path(topic)))
-        except (NoNodeError, ZkDataError):
+        except (KeyError, ZkDataError):
             out[topic] = []
     return out
 

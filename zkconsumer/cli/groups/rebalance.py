@@ -6,18 +6,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from zkconsumer.cli.common import (
-    CliError,
-    emit_json,
-    expected_errors,
-    group_option,
-    json_option,
-    require_group,
-    zk_options,
-    zk_session,
-)
-from zkconsumer.cli.render import TextTable, show
-from zkconsumer.cli.write_options import execute_options
+from zkconsumer.cli.common import CliError, emit_json, expected_errors, require_group, zk_session
+from zkconsumer.cli.options import execute_options, group_option, json_option, zk_options
+from zkconsumer.cli.output.render import TextTable, show
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zookeeper.client import ZkIO
 

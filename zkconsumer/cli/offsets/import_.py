@@ -7,14 +7,19 @@ import sys
 
 import click
 
+from zkconsumer.admin.offset_files import FILE_FORMATS, InputError, decode_input, parse_offsets_file
 from zkconsumer.cli.brokers import BrokerAccess
-from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, json_option, warn, zk_options, zk_session
-from zkconsumer.cli.formats import FILE_FORMATS, InputError, decode_input, parse_offsets_file
-from zkconsumer.cli.groups import bootstrap_option
-from zkconsumer.cli.kafka_offsets import zookeeper_only_option
+from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, warn, zk_session
 from zkconsumer.cli.offsets_plan import Wanted, plan_writes
-from zkconsumer.cli.write_options import clamp_option, execute_options, finish
-from zkconsumer.cli.writer import execute as execute_plan
+from zkconsumer.cli.options import (
+    bootstrap_option,
+    clamp_option,
+    execute_options,
+    json_option,
+    zk_options,
+    zookeeper_only_option,
+)
+from zkconsumer.cli.output.plans import execute_plan, finish
 from zkconsumer.zookeeper import znodes
 
 

@@ -10,7 +10,8 @@ from types import FrameType
 
 import click
 
-from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, warn, zk_options, zk_session
+from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, warn, zk_session
+from zkconsumer.cli.options import zk_options
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers
 from zkconsumer.config.properties import parse_properties
 from zkconsumer.exporter.exporter import Exporter

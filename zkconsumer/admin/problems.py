@@ -1,10 +1,10 @@
-"""Pure problem finding on one group's state: members, owner nodes and offsets against the log (no ZooKeeper)."""
+"""The one problem analysis (pure): members, owner nodes and offsets against the log; the CLI and the watchdog use it."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,11 @@ BAD_OFFSET = "bad-offset"
 STALE_OFFSET = "offset-older-than-topic"
 NO_PARTITION = "unknown-partition"
 NEGATIVE_OFFSET = "negative-offset"
+# Kinds only a member sees (its watchdog, ownership_problems): what it owns against what it fetches,
+# and a partition held by another thread than the one the last assignment gave it to.
+NOT_ASSIGNED = "owner-not-assigned"
+OWNED_NOT_FETCHED = "owned-not-fetched"
+FETCHED_NOT_OWNED = "fetched-not-owned"
 REBALANCE_PROBLEMS = frozenset(
     {
         UNOWNED,
@@ -269,4 +274,53 @@ def member_problems(members: Mapping[str, Member], duplicate_keys: Mapping[str, 
                     f"one ZooKeeper session 0x{session:x} registered {len(cids)} members: {', '.join(cids)}",
                 )
             )
+    return problems
+
+
+def ownership_problems(
+    partitions: Mapping[str, Iterable[int]],
+    owners: Mapping[str, Mapping[int, str]],
+    members: Collection[str],
+    owned_here: Set[TopicPartition],
+    fetched_here: Set[TopicPartition] | None,
+    expected: Mapping[str, Mapping[int, str]] | None = None,
+) -> list[Problem]:
+    """What a rebalance should repair, as a member's watchdog sees it (coordinator/watchdog.find_problems).
+
+    partitions: topic -> partition ids checked; owners: topic -> partition -> owner thread id as found
+    in ZooKeeper; members: live consumer ids; owned_here / fetched_here: what this member believes it
+    owns and what its fetcher has assigned (None: no fetcher); expected: topic -> partition -> the thread
+    the last assignment gave it. The same kinds as `analyse` where they mean the same (UNOWNED, ZOMBIE,
+    BAD_OWNER), and the member-local ones (NOT_ASSIGNED, OWNED_NOT_FETCHED, FETCHED_NOT_OWNED).
+    """
+    problems = []
+    for topic, ids in sorted(partitions.items()):
+        found = owners.get(topic, {})
+        for partition in sorted(ids):
+            thread = found.get(partition)
+            name = f"{topic}-{partition}"
+            if thread is None:
+                problems.append(Problem(UNOWNED, f"{name} has no owner", topic, partition))
+                continue
+            try:
+                owner = znodes.consumer_id_of_thread(thread)
+            except ValueError:
+                problems.append(
+                    Problem(BAD_OWNER, f"{name} is owned by {thread!r}, which is not a thread id", topic, partition)
+                )
+                continue
+            wanted = (expected or {}).get(topic, {}).get(partition)
+            if owner not in members:
+                detail = f"{name} is owned by {thread}, which is not a group member (zombie)"
+                problems.append(Problem(ZOMBIE, detail, topic, partition))
+            elif wanted is not None and wanted != thread:
+                detail = f"{name} is held by {thread} but assigned to {wanted}"
+                problems.append(Problem(NOT_ASSIGNED, detail, topic, partition))
+    if fetched_here is not None and fetched_here != owned_here:
+        for topic, partition in sorted(owned_here - fetched_here):
+            detail = f"{topic}-{partition} is owned here but not fetched"
+            problems.append(Problem(OWNED_NOT_FETCHED, detail, topic, partition))
+        for topic, partition in sorted(fetched_here - owned_here):
+            detail = f"{topic}-{partition} is fetched here but not owned"
+            problems.append(Problem(FETCHED_NOT_OWNED, detail, topic, partition))
     return problems

@@ -1,4 +1,4 @@
-"""The `zkconsumer offsets` group and `offsets export` (ExportZkOffsets, safer); import and reset: offsets_import.py, offsets_reset.py."""
+"""`zkconsumer offsets export`: ExportZkOffsets, safer (a group's committed offsets as a file, CSV or JSON)."""
 
 from __future__ import annotations
 
@@ -9,55 +9,27 @@ from collections.abc import Iterable
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer.cli.committed import read_offsets
+from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.offset_files import InputError, OffsetEntry, export_json, format_csv, format_export
+from zkconsumer.admin.snapshot import read_partitions
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
     EXIT_USAGE,
     CliError,
     children,
     expected_errors,
-    json_option,
     progress,
     require_group,
     warn,
-    zk_options,
     zk_session,
 )
-from zkconsumer.cli.formats import InputError, OffsetEntry, export_json, format_csv, format_export, parse_topic_specs
-from zkconsumer.cli.offsets_import import import_
-from zkconsumer.cli.offsets_reset import reset
-from zkconsumer.cli.snapshot import read_partitions
+from zkconsumer.cli.formats import parse_topic_specs
+from zkconsumer.cli.options import json_option, zk_options
 from zkconsumer.migration.plan import spark_starting_offsets
 from zkconsumer.zookeeper import znodes
 
 
-@click.group("offsets")
-def offsets() -> None:
-    """Export, import and reset committed offsets (/consumers/<group>/offsets/<topic>/<partition>).
-
-    Import and reset check every row against the cluster first (the topic and partition exist, the
-    new offset lies in [log start, log end]; --clamp moves it into the log instead) and write
-    nothing if one is bad. They only print their plan unless given --execute, refuse groups with
-    live members unless given --force, and never overwrite the offset of a partition that has an
-    owner node.
-
-    \b
-    KAFKA-SIDE OFFSETS: members with offsets.storage=kafka (dual commit by default) resume from
-    the larger of their ZooKeeper and Kafka offsets, so a ZooKeeper-only write would be ignored.
-    Import and reset therefore ask the brokers whether the group holds offsets in Kafka for the
-    topic; if it does, every new offset is written to ZooKeeper (guarded) and then to Kafka.
-    When the brokers cannot be asked, they stop; --zookeeper-only skips the question for groups
-    known to keep offsets in ZooKeeper only.
-
-    \b
-    Examples:
-      zkconsumer offsets export --zookeeper zk:2181/kafka --group billing --output billing.offsets
-      zkconsumer offsets import --zookeeper zk:2181/kafka --input billing.offsets --execute
-      zkconsumer offsets reset --zookeeper zk:2181/kafka --group billing --topic orders --to-earliest
-    """
-
-
-@offsets.command("export")
+@click.command("export")
 @zk_options
 @click.option(
     "--group",
@@ -205,7 +177,3 @@ def _read_all(
                 warn(f"not exported {znodes.offset_path(group, *key)}: {found.stale_note(key)}")
             bar.advance(len(found.valid) + len(found.garbled) + len(found.stale))
     return sorted(entries), bad
-
-
-offsets.add_command(import_)
-offsets.add_command(reset)

@@ -1,4 +1,4 @@
-"""Delete an inactive group's nodes in transactions that fail as a whole if a member registers meanwhile.
+"""Group delete: an inactive group's nodes, in transactions that fail as a whole if a member registers meanwhile.
 
 A member registers by creating /consumers/<group>/ids/<consumer-id>; ZooKeeper cannot compare a
 node's children in a transaction, but it refuses to delete a node that has any. So every
@@ -12,18 +12,13 @@ them stops the rest, and what was deleted before it registered stays deleted.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError, RolledBackError, RuntimeInconsistency
 
-from zkconsumer.cli.common import CliError, children
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zookeeper import transactions, znodes
-
-if TYPE_CHECKING:
-    from kazoo.security import ACL
+from zkconsumer.zookeeper.fenced_delete import MemberJoined, commit_deletes, read_ids
+from zkconsumer.zookeeper.reads import children, exists
 
 # A delete inside a multi besides its path: op header, length prefix and version (generous).
 DELETE_OVERHEAD = 64
@@ -31,58 +26,57 @@ BUDGET = 0xFFFFF // 2  # half of the server's default jute.maxbuffer, as the cor
 ATTEMPTS = 3
 
 
-class MemberJoined(ZkConsumerError):
-    """A transaction's fence failed or a node appeared: look whether a member registered."""
+__all__ = ["DeleteRefused", "delete_fenced", "has_topic_offsets", "paths_to_delete"]
 
 
-@dataclass(frozen=True)
-class _Ids:
-    """ids/ as found before the deletes: recreated with its data and ACL between transactions."""
-
-    path: str
-    exists: bool
-    data: bytes = b""
-    acl: tuple[ACL, ...] = ()
+class DeleteRefused(ZkConsumerError):
+    """A group delete that stopped, or found nothing to delete; the message says why and what was deleted."""
 
 
 def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str]:
     """Delete every root (the group node, or a topic's owners/ and offsets/ folders) with all below
-    it; returns the roots that existed. CliError naming the member if one registers meanwhile
+    it; returns the roots that existed. DeleteRefused naming the member if one registers meanwhile
     (its nodes are left as they are)."""
     deleted_batches = 0
     for _ in range(ATTEMPTS):
-        ids = _read_ids(client, group)
+        ids = read_ids(client, group)
         _stop_if_members(client, group, deleted_batches)
-        found = [r for r in roots if client.exists(r) is not None]
+        found = [r for r in roots if exists(client, r) is not None]
         if not found:
             return []
         nodes = [path for root in found for path in _post_order(client, root, skip=ids.path)]
         whole_group = znodes.group_path(group) in found
         try:
             for batch, last in _batches(nodes):
-                _commit(client, ids, batch, final=last and whole_group)
+                commit_deletes(client, ids, batch, final=last and whole_group)
                 deleted_batches += 1
             return found
         except MemberJoined:
             continue  # a member, or only a node that appeared: look again
     _stop_if_members(client, group, deleted_batches)
-    raise CliError(f"could not delete {', '.join(roots)}: nodes keep appearing under it (a consumer joining?)")
+    raise DeleteRefused(f"could not delete {', '.join(roots)}: nodes keep appearing under it (a consumer joining?)")
 
 
-def _read_ids(client: KazooClient, group: str) -> _Ids:
-    path = znodes.ids_path(group)
-    try:
-        data, _ = client.get(path)
-        acl, _ = client.get_acls(path)
-    except NoNodeError:
-        return _Ids(path, False)
-    return _Ids(path, True, data or b"", tuple(acl))
+def paths_to_delete(client: KazooClient, group: str, topic: str | None) -> list[str]:
+    """The roots a delete of `group` (or of its `topic` only) removes: the group node when the topic
+    is its only one under owners/; DeleteRefused when the group has nothing of the topic."""
+    if topic is None or children(client, znodes.owners_path(group)) == [topic]:
+        return [znodes.group_path(group)]
+    paths = [znodes.owners_path(group, topic), znodes.offsets_path(group, topic)]
+    if not any(exists(client, p) for p in paths):
+        raise DeleteRefused(f"group {group!r} has no information for topic {topic!r}")
+    return paths
+
+
+def has_topic_offsets(client: KazooClient, group: str, topic: str) -> bool:
+    """Whether the group has an offsets/<topic> folder."""
+    return exists(client, znodes.offsets_path(group, topic)) is not None
 
 
 def _stop_if_members(client: KazooClient, group: str, deleted_batches: int) -> None:
     ingests = sorted(children(client, znodes.ingest_locks_path(group)))
     if ingests:  # not a member, but it commits the offsets a delete would remove
-        raise CliError(
+        raise DeleteRefused(
             f"Delete for group '{group}' stopped: a Spark ingest job runs for topic {', '.join(ingests)} "
             f"(lock under {znodes.ingest_locks_path(group)}); let it finish first."
             + ("" if not deleted_batches else f" {deleted_batches} transaction(s) of the delete went through.")
@@ -95,7 +89,7 @@ def _stop_if_members(client: KazooClient, group: str, deleted_batches: int) -> N
         if not deleted_batches
         else f" {deleted_batches} earlier transaction(s) of the delete had gone through before it registered."
     )
-    raise CliError(
+    raise DeleteRefused(
         f"Delete for group '{group}' stopped: consumer {', '.join(members)} registered under "
         f"{znodes.ids_path(group)} while the group was being deleted; its nodes were left in place." + done
     )
@@ -114,23 +108,3 @@ def _batches(nodes: list[str]) -> Iterator[tuple[list[str], bool]]:
     groups = list(transactions.batches(((p, DELETE_OVERHEAD + len(p.encode())) for p in nodes), BUDGET)) or [[]]
     for index, batch in enumerate(groups):
         yield batch, index == len(groups) - 1
-
-
-def _commit(client: KazooClient, ids: _Ids, paths: list[str], *, final: bool) -> None:
-    txn = client.transaction()
-    if ids.exists:
-        txn.delete(ids.path)  # fails while a member is registered
-        if not final:
-            txn.create(ids.path, ids.data, acl=list(ids.acl) or None)
-    else:
-        txn.create(ids.path, b"")  # fails if a member created ids/ meanwhile
-        txn.delete(ids.path)
-    for path in paths:
-        txn.delete(path)
-    results = txn.commit()
-    failures = [r for r in results if isinstance(r, Exception)]
-    if not failures:
-        return
-    if any(isinstance(r, (NotEmptyError, NodeExistsError, NoNodeError)) for r in failures):
-        raise MemberJoined()
-    raise next((r for r in failures if not isinstance(r, (RolledBackError, RuntimeInconsistency))), failures[0])

@@ -17,14 +17,11 @@ from zkconsumer.cli.common import (
     CliError,
     emit_json,
     expected_errors,
-    group_option,
-    json_option,
     require_group,
-    zk_options,
     zk_session,
 )
-from zkconsumer.cli.groups import bootstrap_option
-from zkconsumer.cli.render import TextTable, show
+from zkconsumer.cli.options import bootstrap_option, group_option, json_option, zk_options
+from zkconsumer.cli.output.render import TextTable, show
 
 STYLES = {LagStatus.OK: None, LagStatus.WARN: "yellow", LagStatus.NOTFOUND: "yellow"}
 

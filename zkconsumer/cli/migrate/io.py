@@ -6,18 +6,20 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.groups import group_exists
+from zkconsumer.admin.offsets_write import PlannedWrite
+from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cli.broker_group import BrokerGroup, is_membership_refusal, membership_refusal, open_broker_group
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
-from zkconsumer.cli.committed import read_offsets
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children
-from zkconsumer.cli.snapshot import read_owners
-from zkconsumer.cli.writer import PlannedWrite
-from zkconsumer.cli.writer import execute as write_zookeeper_guarded
+from zkconsumer.cli.output.plans import execute_plan as write_zookeeper_guarded
 from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.migration.plan import TO_KAFKA, DirectionPlan, mismatches
+from zkconsumer.migration.plan import DIRECTIONS, TO_KAFKA, DirectionPlan, Overrides, mismatches, plan_direction
 from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide, in_scope
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.reads import exists_many
 
 
 @dataclass
@@ -40,14 +42,13 @@ def member_kinds(client: KazooClient, group: str) -> dict[str, str]:
     SCALA otherwise (a Scala member, or another library that writes no marker)."""
     ids = children(client, znodes.ids_path(group))
     marked = set(children(client, znodes.zkconsumer_members_path(group)))
-    member_stats = {cid: client.exists_async(znodes.member_path(group, cid)) for cid in ids}
-    marker_stats = {cid: client.exists_async(znodes.zkconsumer_member_path(group, cid)) for cid in ids if cid in marked}
+    member_stats = exists_many(client, {cid: znodes.member_path(group, cid) for cid in ids})
+    marker_stats = exists_many(client, {cid: znodes.zkconsumer_member_path(group, cid) for cid in ids if cid in marked})
     kinds = {}
-    for cid, pending in member_stats.items():
-        stat = pending.get()
+    for cid, stat in member_stats.items():
         if stat is None:  # left between the listing and the read
             continue
-        marker = marker_stats[cid].get() if cid in marker_stats else None
+        marker = marker_stats.get(cid)
         kinds[cid] = ZKCONSUMER if marker is not None and marker.ephemeralOwner == stat.ephemeralOwner else SCALA
     return kinds
 
@@ -82,7 +83,7 @@ def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[s
     """Read ZooKeeper, the broker group (state, members, offsets) and the log offsets of every
     partition either side knows; CliError when the group is on neither side or the brokers fail."""
     try:
-        zk_group_exists = client.exists(znodes.group_path(group)) is not None
+        zk_group_exists = group_exists(client, group)
     except ValueError:
         raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
     zk, notes, garbled = read_zk_side(client, group, topics) if zk_group_exists else (ZkSide(group), [], [])
@@ -186,3 +187,24 @@ def read_target(client: KazooClient, broker: BrokerGroup, plan: DirectionPlan) -
     if plan.target == TO_KAFKA:
         return broker.committed()
     return read_offsets(client, plan.group, sorted({m.topic for m in plan.moves})).valid
+
+
+EXIT_BLOCKED = 3  # a blocker for the asked direction: nothing was written
+
+
+def checked_topics(topics: tuple[str, ...]) -> list[str] | None:
+    for topic in topics:
+        try:
+            znodes.topic_path(topic)
+        except ValueError:
+            raise CliError(f"invalid topic name {topic!r}", EXIT_USAGE) from None
+    return sorted(set(topics)) if topics else None
+
+
+def direction_plans(evidence: Evidence, overrides: Overrides, topics: list[str] | None) -> dict[str, DirectionPlan]:
+    return {
+        target: plan_direction(
+            evidence.zk, evidence.kafka, evidence.log, target, overrides, topics, evidence.partitions
+        )
+        for target in DIRECTIONS
+    }

@@ -8,25 +8,21 @@ import time
 import click
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.offset_files import InputError
+from zkconsumer.admin.offset_targets import Target, parse_datetime, parse_duration
 from zkconsumer.cli.brokers import BrokerAccess
-from zkconsumer.cli.common import (
-    EXIT_USAGE,
-    CliError,
-    children,
-    expected_errors,
-    json_option,
-    require_group,
-    warn,
-    zk_options,
-    zk_session,
-)
-from zkconsumer.cli.formats import InputError, parse_partitions, parse_topic_specs
-from zkconsumer.cli.groups import bootstrap_option
-from zkconsumer.cli.kafka_offsets import zookeeper_only_option
+from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_errors, require_group, warn, zk_session
+from zkconsumer.cli.formats import parse_partitions, parse_topic_specs
 from zkconsumer.cli.offsets_plan import Wanted, plan_writes, topic_layout
-from zkconsumer.cli.targets import Target, parse_datetime, parse_duration
-from zkconsumer.cli.write_options import clamp_option, execute_options, finish
-from zkconsumer.cli.writer import execute as execute_plan
+from zkconsumer.cli.options import (
+    bootstrap_option,
+    clamp_option,
+    execute_options,
+    json_option,
+    zk_options,
+    zookeeper_only_option,
+)
+from zkconsumer.cli.output.plans import execute_plan, finish
 from zkconsumer.zookeeper import znodes
 
 TARGETS = "--to-earliest, --to-latest, --to-current, --to-offset, --to-datetime, --by-duration, --shift-by"

@@ -1,0 +1,25 @@
+"""The groups under /consumers: list them, count a group's registered members, tell whether one exists."""
+
+from __future__ import annotations
+
+from kazoo.client import KazooClient
+
+from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.reads import children, exists
+
+__all__ = ["group_exists", "list_groups", "member_count"]
+
+
+def list_groups(client: KazooClient) -> list[str]:
+    """Every group with a node under /consumers, sorted (a group stays after its members are gone)."""
+    return sorted(children(client, znodes.CONSUMERS))
+
+
+def member_count(client: KazooClient, group: str) -> int:
+    """How many members are registered under the group's ids/ (0 for an unknown group)."""
+    return len(children(client, znodes.ids_path(group)))
+
+
+def group_exists(client: KazooClient, group: str) -> bool:
+    """Whether /consumers/<group> exists (ValueError for a name that is no valid group)."""
+    return exists(client, znodes.group_path(group)) is not None

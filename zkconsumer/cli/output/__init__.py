@@ -1,0 +1,1 @@
+"""The commands' output, apart from what they compute: tables (render.py), write plans, migrate reports, messages."""
