@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from zkconsumer.testing.cluster import ClusterStartError, free_port, wait_until
+from zkconsumer.testing.probes import start_until
 from zkconsumer.testing.process import JavaProcess
 
 CLUSTER_NAME = "local"
@@ -115,12 +116,7 @@ class Burrow:
 
     def start(self, timeout: float = 60.0) -> Burrow:
         """Start Burrow; return once it answers HTTP and knows the cluster's topics."""
-        self.process.start()
-        try:
-            wait_until(self._knows_topics, timeout, "listing the cluster's topics over HTTP", self.process)
-        except BaseException:
-            self.stop()
-            raise
+        start_until(self.process, self._knows_topics, timeout, "listing the cluster's topics over HTTP")
         return self
 
     def stop(self) -> None:

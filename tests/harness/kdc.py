@@ -9,7 +9,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from zkconsumer.testing.cluster import ClusterStartError, free_port, wait_until
+from zkconsumer.testing.cluster import ClusterStartError, free_port
+from zkconsumer.testing.probes import start_until
 from zkconsumer.testing.process import JavaProcess
 from zkconsumer.testing.secure import SASL_PROVIDER
 
@@ -95,12 +96,7 @@ class Kdc:
         )
 
     def start(self, timeout: float = 30.0) -> Kdc:
-        self.process.start()
-        try:
-            wait_until(self._listening, timeout, f"listening on port {self.port}", self.process)
-        except BaseException:
-            self.stop()
-            raise
+        start_until(self.process, self._listening, timeout, f"listening on port {self.port}")
         return self
 
     def stop(self) -> None:

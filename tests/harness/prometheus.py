@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from zkconsumer.testing.cluster import ClusterStartError, free_port, wait_until
+from zkconsumer.testing.probes import start_until
 from zkconsumer.testing.process import JavaProcess
 
 INSTALL_HINT = "install Debian's package prometheus (apt-get install prometheus; scripts/setup-env.sh does it)"
@@ -81,12 +82,7 @@ class Prometheus:
 
     def start(self, timeout: float = 60.0) -> Prometheus:
         """Start Prometheus; return once it says it is ready."""
-        self.process.start()
-        try:
-            wait_until(self._ready, timeout, "answering /-/ready", self.process)
-        except BaseException:
-            self.stop()
-            raise
+        start_until(self.process, self._ready, timeout, "answering /-/ready")
         return self
 
     def stop(self) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.spark_cluster import spark_home
-from zkconsumer.testing.cluster import free_port, wait_until
+from zkconsumer.testing.cluster import free_port
+from zkconsumer.testing.probes import start_until
 from zkconsumer.testing.process import JavaProcess
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -127,12 +128,7 @@ class SparkConnectServer:
     def start(self, timeout: float = 120.0) -> SparkConnectServer:
         """Launch the JVM; return once it logged that it serves
         and its gRPC port accepts connections. Raises ClusterStartError with the log tail otherwise."""
-        self.process.start()
-        try:
-            wait_until(self._ready, timeout, f"serving on {self.url}", self.process)
-        except BaseException:
-            self.stop()
-            raise
+        start_until(self.process, self._ready, timeout, f"serving on {self.url}", stop_timeout=20.0)
         return self
 
     def _ready(self) -> bool:

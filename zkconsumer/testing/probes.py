@@ -77,6 +77,19 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, proc: JavaP
     )
 
 
+def start_until(
+    proc: JavaProcess, check: Callable[[], bool], timeout: float, what: str, *, stop_timeout: float = 10.0
+) -> None:
+    """Start proc and wait_until check(); on any failure (or an interrupt) stop proc before raising,
+    so a server that never got ready leaves no process behind."""
+    proc.start()
+    try:
+        wait_until(check, timeout, what, proc)
+    except BaseException:
+        proc.stop(timeout=stop_timeout)
+        raise
+
+
 def connect_zk(hosts: str, **kwargs: object) -> KazooClient:
     """A started kazoo client with bounded retries (kazoo's defaults retry forever)."""
     from kazoo.client import KazooClient
