@@ -10,10 +10,9 @@ from types import FrameType
 
 import click
 
+from zkconsumer.cli.brokers import BrokerAccess, bootstrap_from_zookeeper, legacy_settings
 from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, warn, zk_session
-from zkconsumer.cli.options import zk_options
-from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers
-from zkconsumer.config.properties import parse_properties
+from zkconsumer.cli.options import bootstrap_option, zk_options
 from zkconsumer.exporter.exporter import Exporter
 from zkconsumer.exporter.log_ends import LogEnds
 
@@ -59,13 +58,7 @@ def _listen(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
     help="Judge each partition's commits over this long (Burrow's rules), keeping a sample per interval.",
 )
 @click.option("--groups", "pattern", callback=_regex, metavar="REGEX", help="Only the groups this fully matches.")
-@click.option("--bootstrap-server", metavar="HOST:PORT[,...]", help="Brokers for log ends (default: /brokers/ids).")
-@click.option(
-    "--command-config",
-    type=click.Path(exists=True, dir_okay=False),
-    metavar="FILE",
-    help="librdkafka settings for the broker connections (security.protocol, ssl.*, sasl.*).",
-)
+@bootstrap_option
 @expected_errors
 def exporter(
     zookeeper: str,
@@ -75,8 +68,7 @@ def exporter(
     interval: float,
     window: float,
     pattern: re.Pattern[str] | None,
-    bootstrap_server: str | None,
-    command_config: str | None,
+    brokers: BrokerAccess,
 ) -> None:
     """Serve every group's lag, ownership and verdict until stopped (SIGTERM or Ctrl-C).
 
@@ -102,23 +94,16 @@ def exporter(
     """
     if window < interval:
         raise CliError(f"--window {window:g} is shorter than --interval {interval:g}: no window to judge", EXIT_USAGE)
-    settings: dict[str, str] = {}
-    if command_config is not None:
-        with open(command_config, encoding="iso-8859-1") as handle:
-            settings = {k: v.strip() for k, v in parse_properties(handle.read()).items()}
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
         stop.set()
 
     with zk_session(zookeeper, zk_digest, zk_timeout) as client, contextlib.ExitStack() as stack:
-        bootstrap = bootstrap_server or bootstrap_servers(
-            ClusterMetadata(client).brokers(),
-            security_protocol=settings.get("security.protocol", "PLAINTEXT"),
-            on_unreadable=warn,
-        )
+        bootstrap = brokers.bootstrap_override or bootstrap_from_zookeeper(client, brokers)
         if not bootstrap:
-            warn("no broker endpoint under /brokers/ids: serving without log ends (no lag)")
+            warn("serving without log ends (no lag)")
+        settings = {**legacy_settings(client), **brokers.settings}
         log_ends = (
             stack.enter_context(LogEnds(bootstrap, timeout_s=zk_timeout, settings=settings)) if bootstrap else None
         )
