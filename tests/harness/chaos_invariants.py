@@ -107,13 +107,15 @@ def _in_forced_close(windows: dict[str, list[tuple[float, float]]], member: str,
     return any(lo <= first and last <= hi for lo, hi in windows.get(member, []))
 
 
+def _forced_close_stray(iv: Interval, windows: dict[str, list[tuple[float, float]]]) -> bool:
+    return not iv.owned and _in_forced_close(windows, iv.member, iv.first, iv.last)
+
+
 def forced_close_strays(h: History) -> list[Interval]:
     """Stray intervals a member delivered after the driver closed its session from outside and
     before it could hear of it: outside the lease's model, so reported, not judged."""
     windows = forced_close_windows(h)
-    return [
-        iv for iv in delivery_intervals(h) if not iv.owned and _in_forced_close(windows, iv.member, iv.first, iv.last)
-    ]
+    return [iv for iv in delivery_intervals(h) if _forced_close_stray(iv, windows)]
 
 
 def overlaps(h: History, eps: float = 0.02) -> list[Overlap]:
@@ -124,10 +126,10 @@ def overlaps(h: History, eps: float = 0.02) -> list[Overlap]:
     and its timestamp. Strays of a session closed from outside (`forced_close_strays`) are left
     out; any later one counts.
     """
-    exempt = set(forced_close_strays(h))
+    windows = forced_close_windows(h)
     by_partition: dict[TopicPartition, list[Interval]] = collections.defaultdict(list)
     for iv in delivery_intervals(h):
-        if iv not in exempt:
+        if not _forced_close_stray(iv, windows):
             by_partition[(iv.topic, iv.partition)].append(iv)
     found = []
     for ivs in by_partition.values():
@@ -161,20 +163,21 @@ def duplicates(h: History) -> list[Duplicate]:
     by_key: dict[MessageKey, list[Delivery]] = collections.defaultdict(list)
     for d in h.deliveries:
         by_key[d.key].append(d)
+    windows = forced_close_windows(h)
     out = []
     for ds in by_key.values():
         if len(ds) < 2:
             continue
         ds.sort(key=lambda d: d.at)
         for previous, again in zip(ds, ds[1:]):
-            out.append(_judge(h, previous, again))
+            out.append(_judge(h, previous, again, windows))
     return out
 
 
-def _judge(h: History, previous: Delivery, again: Delivery) -> Duplicate:
+def _judge(h: History, previous: Delivery, again: Delivery, windows: dict[str, list[tuple[float, float]]]) -> Duplicate:
     topic, epoch, partition, offset = previous.key
     stray_again = h.span_at(again.member, topic, partition, again.at, before=SPAN_BEFORE, after=SPAN_AFTER) is None
-    if stray_again and _in_forced_close(forced_close_windows(h), again.member, again.at, again.at):
+    if stray_again and _in_forced_close(windows, again.member, again.at, again.at):
         return Duplicate(
             previous, again, True, f"{again.member}'s session was closed from outside; it had not heard yet"
         )
