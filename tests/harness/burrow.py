@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from zkconsumer.testing.cluster import ClusterStartError, free_port, wait_until
-from zkconsumer.testing.probes import start_until
+from zkconsumer.testing.probes import get_json, start_until
 from zkconsumer.testing.process import JavaProcess
 
 CLUSTER_NAME = "local"
@@ -133,11 +130,7 @@ class Burrow:
 
     def get(self, path: str) -> dict[str, Any]:
         """GET one of Burrow's JSON endpoints (e.g. "/v3/kafka/local/consumer"); its answer, errors included."""
-        try:
-            with urllib.request.urlopen(self.url + path, timeout=5.0) as answer:
-                return json.load(answer)
-        except urllib.error.HTTPError as error:  # 404 for an unknown group carries a JSON body too
-            return json.load(error)
+        return dict(get_json(self.url + path, 5.0))
 
     def groups(self) -> list[str]:
         """The consumer groups Burrow has seen offsets for."""

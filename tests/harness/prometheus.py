@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import urllib.error
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from zkconsumer.testing.cluster import ClusterStartError, free_port, wait_until
-from zkconsumer.testing.probes import start_until
+from zkconsumer.testing.probes import get_json, start_until
 from zkconsumer.testing.process import JavaProcess
 
 INSTALL_HINT = "install Debian's package prometheus (apt-get install prometheus; scripts/setup-env.sh does it)"
@@ -100,11 +99,7 @@ class Prometheus:
     def get(self, path: str, **params: str) -> dict[str, Any]:
         """GET one of Prometheus's API endpoints; its JSON answer (errors included)."""
         query = f"?{urllib.parse.urlencode(params)}" if params else ""
-        try:
-            with urllib.request.urlopen(self.url + path + query, timeout=10.0) as answer:
-                return json.load(answer)  # type: ignore[no-any-return]
-        except urllib.error.HTTPError as error:  # a bad query answers 400 with a JSON body
-            return json.load(error)  # type: ignore[no-any-return]
+        return dict(get_json(self.url + path + query, 10.0))
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         """The instant vector `promql` evaluates to now: [{"metric": {...}, "value": [t, "v"]}, ...]."""

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
+import urllib.error
+import urllib.request
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.testing.process import JavaProcess
@@ -88,6 +91,16 @@ def start_until(
     except BaseException:
         proc.stop(timeout=stop_timeout)
         raise
+
+
+def get_json(url: str, timeout: float) -> Any:
+    """GET a JSON endpoint; its decoded body, that of an error answer included (Burrow's 404 for an
+    unknown group and Prometheus's 400 for a bad query carry JSON too)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            return json.load(answer)
+    except urllib.error.HTTPError as error:
+        return json.load(error)
 
 
 def connect_zk(hosts: str, **kwargs: object) -> KazooClient:
