@@ -27,7 +27,7 @@ def nudge_children(io: ZkIO, parent: str, child: str, data: bytes) -> ZnodeStat:
     txn = io.client.transaction()
     txn.create(path, data, ephemeral=True)
     txn.delete(path)
-    results = io.commit(txn, f"create and delete {path}")
+    results = io.commit(txn, f"the nudge of {parent}")  # a refusal adds the child's path
     for result in results:
         if isinstance(result, Exception) and not isinstance(result, RolledBackError):
             raise result
