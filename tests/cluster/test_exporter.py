@@ -1,4 +1,4 @@
-"""`zkconsumer exporter` scraped by a real Prometheus: PromQL and the JSON API give the true lag and ownership of zkconsumer, Scala-only, mixed and member-less groups."""
+"""`zkconsumer exporter` scraped by a real Prometheus: PromQL and the JSON API give the true lag and ownership of zkconsumer, Scala-only, mixed and member-less groups, and every query of the Grafana dashboard returns their series."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness import members
+from harness import grafana_dashboard, members
 from harness.members import Recorder, drain, keys_of, wait_for_balanced
 from harness.prometheus import Prometheus
 from harness.scala import ScalaMember
@@ -223,5 +223,40 @@ def _check_prometheus_and_api(  # type: ignore[no-untyped-def]
         assert [r["ownership"] for r in doc["partitions"]] == ["unowned", "unowned"]
         code, doc = exporter.get("/v1/groups/no-such-group/status")
         assert code == 404 and doc["error"] is True and "no-such-group" in doc["message"]
+
+        _check_dashboard(prom, f"127.0.0.1:{exporter.port}", groups)
     finally:
         prom.stop()
+
+
+def _check_dashboard(prom: Prometheus, instance: str, groups: tuple[str, ...]) -> None:
+    """Every query of the Grafana dashboard (Grafana itself is not in Debian) as Grafana would send it
+    to this Prometheus: the variables' label_values over the series API, then each panel's targets
+    with the variables set to this exporter and these groups (range queries over the last 30 s for
+    graphs, instant ones for stats and tables). Each returns series, and only of the chosen groups."""
+    began, dashboard = time.monotonic(), grafana_dashboard.load()
+    values: dict[str, list[str]] = {}
+    for variable in grafana_dashboard.variables(dashboard):
+        selector = grafana_dashboard.substitute(variable.selector, values, "5s")
+        answer = prom.get("/api/v1/series", **{"match[]": selector, "start": str(time.time() - 300)})
+        assert answer.get("status") == "success", (variable.name, selector, answer)
+        found = {series.get(variable.label, "") for series in answer["data"]}
+        assert found, f"the dashboard's variable {variable.name} ({selector}) finds no {variable.label}"
+        wanted = {"instance": [instance], "group": list(groups)}[variable.name]
+        assert set(wanted) <= found, (variable.name, wanted, found)
+        values[variable.name] = wanted
+    now, series = time.time(), 0
+    for query in grafana_dashboard.queries(dashboard):
+        expr = grafana_dashboard.substitute(query.expr, values, "5s")
+        if query.instant:
+            answer = prom.get("/api/v1/query", query=expr)
+        else:
+            answer = prom.get("/api/v1/query_range", query=expr, start=str(now - 30), end=str(now), step="2")
+        assert answer.get("status") == "success", (query.where, expr, answer)
+        result = answer["data"]["result"]
+        assert result, f"the dashboard's panel {query.where} finds no series: {expr}"
+        assert {r["metric"].get("group", groups[0]) for r in result} <= set(groups), (query.where, result)
+        series += len(result)
+    print(
+        f"the dashboard's {len(grafana_dashboard.queries(dashboard))} queries: {series} series, {time.monotonic() - began:.2f} s"
+    )
