@@ -116,11 +116,14 @@
   // carries its scale (data-ymax, data-plot, data-t0/t1) so a reader can turn points back into values.
   function chart(h, key, unit, cls) {
     const W = 900, H = 150, L = 56, R = 10, T = 10, B = 22, w = W - L - R, hgt = H - T - B;
-    const t1 = h.at_ms.length ? h.at_ms[h.at_ms.length - 1] : Date.now(), t0 = t1 - HOUR_MS;
+    // The last hour, or since the exporter's first point when it has run for less (a minute at least).
+    const t1 = h.at_ms.length ? h.at_ms[h.at_ms.length - 1] : Date.now();
+    const span = Math.min(HOUR_MS, Math.max(60000, t1 - (h.at_ms.length ? h.at_ms[0] : t1)));
+    const t0 = t1 - span;
     const values = h[key];
     const known = values.filter((v) => v !== null);
     const ymax = niceMax(Math.max(0, ...known));
-    const x = (t) => L + ((t - t0) / HOUR_MS) * w;
+    const x = (t) => L + ((t - t0) / span) * w;
     const y = (v) => T + hgt * (1 - v / ymax);
     const lines = [];
     let run = [];
@@ -130,13 +133,15 @@
     if (run.length) lines.push(run);
     const grid = [0, 0.5, 1].map((f) => `<line class="axis" x1="${L}" x2="${W - R}" y1="${y(ymax * f)}" y2="${y(ymax * f)}"/>`
       + `<text x="${L - 4}" y="${y(ymax * f) + 3}" text-anchor="end">${num(ymax * f)}</text>`).join("");
-    const ticks = [60, 45, 30, 15, 0].map((m) => `<text x="${x(t1 - m * 60000)}" y="${H - 6}" text-anchor="middle">${m ? `−${m} min` : "now"}</text>`).join("");
+    const ago = (ms) => (ms === 0 ? "now" : span >= 600000 ? `−${Math.round(ms / 60000)} min` : `−${Math.round(ms / 1000)} s`);
+    const ticks = [1, 0.75, 0.5, 0.25, 0].map((f) => `<text x="${x(t1 - f * span)}" y="${H - 6}" text-anchor="middle">${ago(f * span)}</text>`).join("");
     const polylines = lines.map((pts) => `<polyline class="line ${cls}" points="${pts.join(" ")}"/>`).join("");
     const last = known.length ? values[values.length - 1] : null;
     return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(unit)} over the last hour" data-ymax="${ymax}"`
       + ` data-plot="${L} ${T} ${w} ${hgt}" data-t0="${t0}" data-t1="${t1}">${grid}${ticks}${polylines}</svg>`
       + `<div class="muted">${esc(unit)}: now <b class="now">${last === null ? "unknown" : num(last)}</b>, `
-      + `highest in the hour ${num(known.length ? Math.max(...known) : null)} · ${h.at_ms.length} points, one per ${h.step_s} s</div>`;
+      + `highest ${num(known.length ? Math.max(...known) : null)} · ${h.at_ms.length} points, one per ${h.step_s} s`
+      + `${h.at_ms.length && t1 - h.at_ms[0] < HOUR_MS ? ` · the exporter's first sample: ${when(h.at_ms[0])}` : ""}</div>`;
   }
 
   function niceMax(v) {
