@@ -18,8 +18,8 @@ start to the first render's DOM and layout; then one refresh: both JSON fetches,
 its layout). Medians over --rounds.
 
 Starts ZooKeeper (a LocalCluster: ZooKeeper and one broker, which never sees the group) unless
-given --zookeeper HOST:PORT. Last line: partitions= members= rounds= overview_bytes= history_bytes=
-history_points= first_render_ms= (median) first_render_max_ms= refresh_ms= (median) refresh_max_ms=
+given --zookeeper HOST:PORT. Last line: partitions= members= rounds= overview_bytes= overview_ms=
+history_bytes= history_ms= (each the median of 5 GETs by this script) history_points= first_render_ms= (median) first_render_max_ms= refresh_ms= (median) refresh_max_ms=
 dom_cells= load1= (the machine's 1-minute load average at the end)
 """
 
@@ -110,9 +110,15 @@ def fill_history(exporter: Exporter) -> None:
     exporter.history = history
 
 
-def fetch_size(url: str) -> int:
-    with urllib.request.urlopen(url, timeout=30) as answer:
-        return len(answer.read())
+def fetch(url: str, times: int = 5) -> tuple[int, float]:
+    """(size in bytes, median ms) of `times` GETs of `url`: the exporter's side of a page refresh."""
+    took, size = [], 0
+    for _ in range(times):
+        began = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            size = len(answer.read())
+        took.append((time.perf_counter() - began) * 1000)
+    return size, statistics.median(took)
 
 
 def measure(browser: Chromium, url: str, rounds: int, interval_s: float) -> tuple[list[float], list[float], int]:
@@ -170,8 +176,8 @@ def main() -> None:
         exporter.wait_for_refresh(0, timeout_s=120)
         fill_history(exporter)
         base = f"http://127.0.0.1:{exporter.port}"
-        overview = fetch_size(f"{base}/v1/groups/{GROUP}/overview")
-        history = fetch_size(f"{base}/v1/groups/{GROUP}/history")
+        overview, overview_ms = fetch(f"{base}/v1/groups/{GROUP}/overview")
+        history, history_ms = fetch(f"{base}/v1/groups/{GROUP}/history")
         points = exporter.history.points(GROUP)
         browser = stack.enter_context(Chromium(tmp / "chromium"))
         first, refresh, cells = measure(browser, f"{base}/#group={GROUP}", args.rounds, args.interval)
@@ -182,7 +188,7 @@ def main() -> None:
     print(f"refresh ms per round: {' '.join(f'{v:.0f}' for v in refresh)}")
     print(
         f"partitions={args.partitions} members={args.members} rounds={args.rounds} overview_bytes={overview} "
-        f"history_bytes={history} history_points={len(points['at_ms']) if points else 0} "
+        f"overview_ms={overview_ms:.0f} history_bytes={history} history_ms={history_ms:.0f} history_points={len(points['at_ms']) if points else 0} "
         f"first_render_ms={statistics.median(first):.0f} first_render_max_ms={max(first):.0f} "
         f"refresh_ms={statistics.median(refresh):.0f} refresh_max_ms={max(refresh):.0f} dom_cells={cells} "
         f"load1={os.getloadavg()[0]:.2f}"
