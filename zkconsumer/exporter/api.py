@@ -125,6 +125,7 @@ def overview_doc(state: ViewState, group: GroupState, members: Members | None) -
     }
 
 
+_NO_POINTS: dict[str, Any] = {"at_ms": [], "lag": [], "max_lag_seconds": [], "status": []}
 _COLUMNS = ("partition", "owner", "lag", "committed", "log_end", "status", "ownership", "lag_seconds")
 
 
@@ -155,9 +156,11 @@ def answer(
     if parts[3] == "overview":
         return _ok(overview_doc(state, group, members))
     if parts[3] == "history":
+        # A group the view just found has no point until its refresh has been recorded: no columns yet.
         points = history.points(group.name) if history is not None else None
         if points is None:
-            return _error(404, f"no history of group {group.name!r} yet")
+            step = history.step_s if history is not None else state.interval_s
+            points = {**_NO_POINTS, "span_s": history.span_s if history is not None else 0.0, "step_s": step}
         return _ok(history_doc(group.name, points))
     return _ok(status_doc(state, group) if parts[3] == "status" else partitions_doc(state, group))
 

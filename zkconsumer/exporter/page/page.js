@@ -34,6 +34,10 @@
 
   async function refresh() {
     clearTimeout(page.timer);
+    if (document.hidden && page.renders > 0) { // a tab nobody looks at asks the exporter nothing
+      page.timer = setTimeout(refresh, page.intervalMs);
+      return;
+    }
     const generation = ++page.generation;
     const began = performance.now();
     try {
@@ -63,10 +67,10 @@
   async function groupsPage() {
     const doc = await getJSON("/v1/groups");
     setInterval_(doc.interval_s, doc.refreshed_at_ms);
-    const groups = doc.groups.slice().sort((a, b) => SEVERITY[b.status] - SEVERITY[a.status] || a.group.localeCompare(b.group));
+    const groups = doc.groups.slice().sort((a, b) => SEVERITY[b.status] - SEVERITY[a.status] || a.group.localeCompare(b.group, undefined, { numeric: true }));
     const rows = groups.map((g) => `<tr data-group="${esc(g.group)}"><td><a href="#group=${encodeURIComponent(g.group)}">${esc(g.group)}</a></td>`
       + `<td>${badge(g.status)}</td><td class="num">${g.members}</td><td class="num">${g.partitions}</td>`
-      + `<td class="num">${g.unowned_partitions}</td><td class="num">${num(g.total_lag)}</td><td class="why">${esc(g.why)}</td></tr>`);
+      + `<td class="num">${g.unowned_partitions}</td><td class="num">${num(g.total_lag)}</td><td class="why" title="${esc(g.why)}">${esc(clip(g.why, 300))}</td></tr>`);
     const health = doc.exporter;
     const warn = [!health.connected ? "ZooKeeper session not connected" : null, health.last_error,
       doc.log_ends_unavailable ? `some log ends unknown: ${doc.log_ends_unavailable}` : null].filter(Boolean);
@@ -239,5 +243,6 @@
   });
 
   window.addEventListener("hashchange", route);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
   route();
 })();
