@@ -12,9 +12,11 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from zkconsumer.exporter import api, families
+from zkconsumer.exporter import api, families, page
 from zkconsumer.exporter.families import Health
+from zkconsumer.exporter.history import LagHistory
 from zkconsumer.exporter.log_ends import LogEnds
+from zkconsumer.exporter.registrations import Registrations
 from zkconsumer.exporter.server import HttpServer
 from zkconsumer.exporter.view import ClusterView, ViewState
 from zkconsumer.zookeeper.client import ZkIO
@@ -63,6 +65,8 @@ class Exporter:
             interval_s=interval_s,
             groups=groups,
         )
+        self.history = LagHistory(interval_s)  # the web page's chart: each group's lag over the last hour
+        self.registrations = Registrations(self.view.io)  # the web page's members
         self.http = HttpServer(host, port, self.route)
         self.last_error: str | None = None
         self._stop = threading.Event()
@@ -123,8 +127,11 @@ class Exporter:
             if self._lost.is_set():
                 self._lost.clear()
                 self.view.invalidate()
+                self.registrations.invalidate()
             state = self.view.refresh()
+            self.registrations.update(state.groups)
             rendered = families.render_view(state)
+            self.history.record(state.at_ms, {name: group.verdict for name, group in state.groups.items()})
         except Exception as exc:  # noqa: BLE001 - any failure of one refresh: the next one tries again
             self._failed += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
@@ -134,7 +141,7 @@ class Exporter:
             self._refresh_seconds = time.monotonic() - began
         with self._refreshed:
             self._rendered = rendered
-            self._requests = self.view.requests
+            self._requests = self.view.requests + self.registrations.requests
             self._ok += 1
             self.last_error = None
             self._refreshed.notify_all()
@@ -155,12 +162,16 @@ class Exporter:
         return {**asdict(self.health()), "last_error": self.last_error, "thread_alive": self._thread.is_alive()}
 
     def route(self, path: str) -> tuple[int, str, bytes] | None:
-        """The HTTP server's pages (its threads call this; everything read here is published state)."""
+        """The HTTP server's pages (its threads call this; everything read here is published state):
+        /metrics, /healthz, the web page at / (with its script and style) and the JSON API."""
         if path.split("?", 1)[0] == "/metrics":
             with self._refreshed:
                 rendered = self._rendered
             return 200, METRICS_TYPE, rendered + families.render(families.health_families(self.health()))
-        if path.split("?", 1)[0] in ("/", "/healthz"):
+        if path.split("?", 1)[0] == "/healthz":
             ok = self._thread.is_alive() and self.view.state.at_ms > 0
             return (200 if ok else 503), "text/plain; charset=utf-8", (b"ok\n" if ok else b"not refreshed yet\n")
-        return api.answer(path, self.view.state, self.health_doc())
+        asset = page.asset(path.split("?", 1)[0])
+        if asset is not None:
+            return asset
+        return api.answer(path, self.view.state, self.health_doc(), self.history, self.registrations.members)
