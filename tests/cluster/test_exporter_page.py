@@ -113,9 +113,11 @@ def test_the_page_shows_the_true_ownership_lag_and_history(  # type: ignore[no-u
     cluster, zk, topic_factory, produce, group_id, tmp_path
 ) -> None:
     exporter = ExporterProcess(cluster.zookeeper_connect, tmp_path / "exporter.log")
-    topic = topic_factory(partitions=PARTITIONS)
+    # Short names, unique in this run: the screenshot in the docs shows them whole.
+    tag = "-".join(group_id.rsplit("-", 2)[-2:])  # the process and a counter
+    topic = topic_factory(partitions=PARTITIONS, name=f"orders-{tag}")
     produce(topic, PARTITIONS * PER_PARTITION, partitions=PARTITIONS)
-    live, stopped, mixed = (f"{group_id}-{kind}" for kind in ("live", "stopped", "mixed"))
+    live, stopped, mixed = (f"billing-{tag}-{kind}" for kind in ("live", "stopped", "mixed"))
     for partition in range(PARTITIONS):  # no member: 4, 5, 6, 7 of 10 consumed
         zk.create(znodes.offset_path(stopped, topic, partition), str(4 + partition).encode(), makepath=True)
     # The mixed group: a Scala member committing every 0.5 s beside a zkconsumer member that commits
