@@ -16,7 +16,6 @@ live member owning the topic.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import os
@@ -32,7 +31,7 @@ from typing import Any
 from zkconsumer.spark.offsets import Key
 from zkconsumer.spark.options import parse_options
 from zkconsumer.spark.planning import BatchPlan, plan_batch, zookeeper
-from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper import ephemeral_lock, znodes
 
 MARKER = "_ZKCONSUMER_RANGES.json"
 FAIL_ENV = "ZKCONSUMER_INGEST_FAIL_AFTER_WRITE"  # tests: die after the write, before the commit
@@ -184,19 +183,8 @@ class Progress:
 def take_lock(client: Any, group: str, topic: str) -> str | None:
     """Create the group and topic's ingest lock (ephemeral: it goes with this job's session);
     None when taken, else what the running job wrote into it."""
-    from kazoo.exceptions import NodeExistsError
-
-    path = znodes.ingest_lock_path(group, topic)
     me = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": int(time.time() * 1000)})
-    try:
-        client.create(path, me.encode(), ephemeral=True, makepath=True)
-        return None
-    except NodeExistsError:
-        try:
-            data: bytes = client.get(path)[0]
-            return data.decode(errors="replace")
-        except Exception:  # noqa: BLE001 - it ended between the two requests: report it as it was
-            return "a run that just ended"
+    return ephemeral_lock.take(client, znodes.ingest_lock_path(group, topic), me.encode())
 
 
 def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[str, str]) -> int:
@@ -221,7 +209,7 @@ def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[s
         lock = znodes.ingest_lock_path(args.group, topic)
 
         def check_lock(before: str) -> None:
-            if not holds_lock(client, lock):
+            if not ephemeral_lock.holds(client, lock):
                 raise RuntimeError(
                     f"lost the ingest lock {lock} (our ZooKeeper session ended) {before}: "
                     "another run may have started; nothing of this run was committed, rerun it"
@@ -235,18 +223,7 @@ def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[s
         try:
             return _ingest_locked(spark, args, topic, options, opts, check_lock, current_epoch)
         finally:
-            if holds_lock(client, lock):  # never another run's: ours went with a lost session
-                with contextlib.suppress(Exception):
-                    client.delete(lock)
-
-
-def holds_lock(client: Any, path: str) -> bool:
-    """Is the lock node there and held by this client's session?"""
-    try:
-        stat = client.exists(path)
-    except Exception:  # noqa: BLE001 - no answer: not known to be ours
-        return False
-    return stat is not None and client.client_id is not None and stat.ephemeralOwner == client.client_id[0]
+            ephemeral_lock.release(client, lock)
 
 
 def _ingest_locked(
