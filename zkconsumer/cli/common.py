@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.groups import member_count as member_count  # the commands' import
 from zkconsumer.admin.log_offsets import LogOffsetsUnavailable
@@ -63,7 +64,7 @@ def expected_error_message(exc: BaseException) -> str | None:
     znodes, an unreadable file, a Kafka error); None for anything else (a bug)."""
     if isinstance(exc, CliError):
         return exc.format_message()
-    if isinstance(exc, LogOffsetsUnavailable):
+    if isinstance(exc, (LogOffsetsUnavailable, AdminError)):
         return str(exc)
     if isinstance(exc, NoAuthError):
         return (
@@ -93,6 +94,8 @@ def expected_errors(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except CliError:
             raise
+        except AdminError as exc:
+            raise cli_error(exc) from None
         except Exception as exc:
             message = expected_error_message(exc)
             if message is None:
@@ -102,7 +105,12 @@ def expected_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-# ---------------------------------------------------------------- options
+def cli_error(exc: AdminError) -> CliError:
+    """The command line's form of an ops-library error: its rows on stderr first, then the one line
+    (exit 2 for a request that cannot be carried out as given, 1 otherwise)."""
+    for line in exc.details:
+        click.echo(f"zkconsumer: error: {line}", err=True)
+    return CliError(str(exc), EXIT_USAGE if exc.bad_request else EXIT_PROBLEM)
 
 
 # ---------------------------------------------------------------- ZooKeeper

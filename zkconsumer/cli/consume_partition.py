@@ -10,6 +10,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.offset_plan import describe_partitions, topic_layout
 from zkconsumer.admin.offset_targets import range_problem
 from zkconsumer.cli.brokers import (
     LIBRDKAFKA_LOG,
@@ -19,7 +20,6 @@ from zkconsumer.cli.brokers import (
     open_watermarks,
 )
 from zkconsumer.cli.common import EXIT_USAGE, CliError, warn
-from zkconsumer.cli.offsets_plan import describe_partitions, topic_layout
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import run_bounded

@@ -1,4 +1,4 @@
-"""`zkconsumer migrate`: one module per verb (plan, offsets); the reads and writes in io.py."""
+"""`zkconsumer migrate`: one module per verb (plan, offsets); the reads and writes in zkconsumer.migration (evidence, copy)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import click
 
 from zkconsumer.cli.brokers import BrokerAccess
 from zkconsumer.cli.common import CliError, emit_json, expected_errors, warn, zk_session
-from zkconsumer.cli.migrate.io import EXIT_BLOCKED, checked_topics, direction_plans, gather
+from zkconsumer.cli.migrate.checks import EXIT_BLOCKED, checked_topics
 from zkconsumer.cli.options import (
     bootstrap_option,
     group_option,
@@ -20,6 +20,7 @@ from zkconsumer.cli.output.migrate import (
     plan_report,
 )
 from zkconsumer.cli.output.render import show
+from zkconsumer.migration.evidence import direction_plans, gather
 from zkconsumer.migration.plan import (
     DIRECTIONS,
     TO_KAFKA,
@@ -74,7 +75,7 @@ def plan(
     """
     wanted = checked_topics(topics)
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        evidence = gather(client, brokers, group, wanted)
+        evidence = gather(client, brokers, group, wanted, warn=warn)
     for note in evidence.notes:
         warn(note)
     plans = direction_plans(evidence, Overrides(), wanted)
