@@ -9,9 +9,9 @@ from typing import Protocol, cast
 
 
 class ProgressBar(Protocol):
-    """One step of a run of writes done (the command line's rich bar is one)."""
+    """`n` steps of a run of writes done (the command line's rich bar is one)."""
 
-    def advance(self) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
 
 
 # (total, description) -> a bar to advance once per step, for the length of the run.
@@ -19,7 +19,7 @@ Progress = Callable[[int, str], contextlib.AbstractContextManager[ProgressBar]]
 # An error an operator can cause, worded in one line; None: a bug, to be raised.
 Explain = Callable[[BaseException], str | None]
 
-_SILENT = cast(ProgressBar, types.SimpleNamespace(advance=lambda: None))
+_SILENT = cast(ProgressBar, types.SimpleNamespace(advance=lambda n=1: None))
 
 
 @contextlib.contextmanager

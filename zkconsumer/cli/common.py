@@ -7,7 +7,6 @@ import contextvars
 import functools
 import json
 import logging
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
@@ -212,46 +211,3 @@ def require_group(client: KazooClient, group: str, zookeeper: str) -> None:
 
 def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=None, sort_keys=False, default=str))
-
-
-def stderr_is_tty() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-class _NoProgress:
-    def advance(self, _n: int = 1) -> None:
-        pass
-
-
-class _RichProgress:
-    def __init__(self, progress: Any, task: Any) -> None:
-        self._progress, self._task = progress, task
-
-    def advance(self, n: int = 1) -> None:
-        self._progress.advance(self._task, n)
-
-
-PROGRESS_THRESHOLD = 50
-
-
-@contextlib.contextmanager
-def progress(total: int, description: str) -> Iterator[_NoProgress | _RichProgress]:
-    """A rich progress bar on stderr for `total` steps, only when stderr is a terminal and total is large."""
-    if total < PROGRESS_THRESHOLD or not stderr_is_tty():
-        yield _NoProgress()
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        yield _RichProgress(bar, bar.add_task(description, total=total))

@@ -10,7 +10,6 @@ from zkconsumer.cli.common import (
     emit_json,
     expected_error_message,
     expected_errors,
-    progress,
     warn,
     zk_session,
 )
@@ -29,6 +28,7 @@ from zkconsumer.cli.output.migrate import (
     offsets_report,
     summary,
 )
+from zkconsumer.cli.output.progress import progress
 from zkconsumer.cli.output.render import show
 from zkconsumer.migration.copy import copy_offsets
 from zkconsumer.migration.evidence import gather

@@ -18,13 +18,13 @@ from zkconsumer.cli.common import (
     CliError,
     children,
     expected_errors,
-    progress,
     require_group,
     warn,
     zk_session,
 )
 from zkconsumer.cli.formats import parse_topic_specs
 from zkconsumer.cli.options import json_option, zk_options
+from zkconsumer.cli.output.progress import progress
 from zkconsumer.migration.plan import spark_starting_offsets
 from zkconsumer.zookeeper import znodes
 
