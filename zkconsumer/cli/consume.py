@@ -10,8 +10,8 @@ from kazoo.client import KazooClient
 
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.offset_files import InputError
+from zkconsumer.admin.partition_read import read_partition
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_errors, member_count, warn, zk_session
-from zkconsumer.cli.consume_partition import parse_offset, read_partition
 from zkconsumer.cli.consume_run import Stop, count_until_stopped, delete_group, run_member, writer
 from zkconsumer.cli.formats import parse_key_value
 from zkconsumer.cli.options import zk_options
@@ -61,6 +61,18 @@ def _properties(config_file: str | None, consumer_properties: tuple[str, ...]) -
     if reset in RESET_ALIASES:  # the new consumer's names, as kafka-console-consumer takes them
         merged["auto.offset.reset"] = RESET_ALIASES[reset]
     return merged
+
+
+def parse_offset(text: str | None) -> int | str | None:
+    """--offset: a non-negative number, earliest or latest (None: not given)."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    if value in ("earliest", "latest"):
+        return value
+    if value.isdigit():
+        return int(value)
+    raise CliError(f"--offset {text!r}: expected a non-negative number, earliest or latest", EXIT_USAGE)
 
 
 def _has_offsets(client: KazooClient, group: str) -> bool:
@@ -225,6 +237,7 @@ def consume(
                         max_messages,
                         timeout_ms,
                         counted,
+                        warn=warn,
                     ),
                     write,
                 )
