@@ -13,9 +13,8 @@ from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
     Warn,
-    bootstrap_from_zookeeper,
-    legacy_settings,
     log_warning,
+    reach,
 )
 from zkconsumer.migration.sides import KafkaMember, KafkaSide
 from zkconsumer.offsets.broker_group import state_name
@@ -166,10 +165,10 @@ def open_broker_group(
     client: KazooClient, access: BrokerAccess, group: str, *, warn: Warn = log_warning
 ) -> BrokerGroup:
     """BrokerGroup bootstrapped from --bootstrap-server or /brokers/ids; AdminError without brokers."""
-    bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access, warn=warn)
+    bootstrap, settings = reach(client, access, warn=warn)
     if not bootstrap:
         raise AdminError(
             f"no broker to ask about group {group}'s broker-side state and offsets; pass "
             "--bootstrap-server (and --command-config for TLS/SASL brokers)"
         )
-    return BrokerGroup(bootstrap, group, {**legacy_settings(client), **access.settings})
+    return BrokerGroup(bootstrap, group, settings)

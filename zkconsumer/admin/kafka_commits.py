@@ -18,9 +18,8 @@ from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
     Warn,
-    bootstrap_from_zookeeper,
-    legacy_settings,
     log_warning,
+    reach,
 )
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
@@ -129,10 +128,10 @@ def open_kafka_commits(
     client: KazooClient, access: BrokerAccess, group: str, *, warn: Warn = log_warning
 ) -> KafkaCommits:
     """KafkaCommits for `group`, bootstrapped as the log-offset reads are; AdminError without brokers."""
-    bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access, warn=warn)
+    bootstrap, settings = reach(client, access, warn=warn)
     if not bootstrap:
         raise AdminError(
             f"no broker to ask whether group {group} also commits offsets to Kafka (then its members "
             f"would ignore a ZooKeeper-only write); {ZOOKEEPER_ONLY_HINT}"
         )
-    return KafkaCommits(bootstrap, group, {**legacy_settings(client), **access.settings})
+    return KafkaCommits(bootstrap, group, settings)

@@ -190,12 +190,19 @@ def legacy_settings(client: KazooClient) -> dict[str, str]:
         return {}
 
 
+def reach(client: KazooClient, access: BrokerAccess, *, warn: Warn = log_warning) -> tuple[str | None, dict[str, str]]:
+    """How to reach the brokers: the bootstrap servers (the access's own, else the endpoints under
+    /brokers/ids; None: neither) and the librdkafka settings (the access's own laid over what
+    pre-0.10 brokers need)."""
+    bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access, warn=warn)
+    return bootstrap, {**legacy_settings(client), **access.settings}
+
+
 def open_watermarks(
     client: KazooClient, access: BrokerAccess, *, quiet: bool = False, warn: Warn = log_warning
 ) -> Watermarks:
     """Watermarks bootstrapped from the access's bootstrap servers or /brokers/ids (a warning if neither works)."""
-    bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access, warn=warn)
-    settings = {**legacy_settings(client), **access.settings}
+    bootstrap, settings = reach(client, access, warn=warn)
     marks = Watermarks(bootstrap, quiet=quiet, settings=settings, warn=warn)
     if marks.reason and not quiet:
         warn(f"log offsets unavailable: {marks.reason}")

@@ -15,10 +15,9 @@ from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
     Warn,
-    bootstrap_from_zookeeper,
-    legacy_settings,
     log_warning,
     open_watermarks,
+    reach,
 )
 from zkconsumer.admin.offset_plan import describe_partitions, topic_layout
 from zkconsumer.admin.offset_targets import range_problem
@@ -90,13 +89,12 @@ def read_partition(
 
     access = BrokerAccess(None, config.librdkafka_overrides, config.broker_listener)
     begin = start_offset(client, access, topic, partition, offset, warn)
-    bootstrap = bootstrap_from_zookeeper(client, access, warn=warn)
+    bootstrap, settings = reach(client, access, warn=warn)
     if not bootstrap:
         raise AdminError("no broker endpoint under /brokers/ids to read from")
     consumer = Consumer(
         {
-            **legacy_settings(client),
-            **access.settings,
+            **settings,
             "bootstrap.servers": bootstrap,
             "group.id": f"zkconsumer-console-{uuid.uuid4().hex[:12]}",  # never joined, nothing committed
             "enable.auto.commit": False,
