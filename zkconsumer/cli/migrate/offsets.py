@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from zkconsumer.admin.migration_copy import copy_offsets
+from zkconsumer.admin.migration_evidence import gather
 from zkconsumer.cli.brokers import BrokerAccess
 from zkconsumer.cli.common import (
     CliError,
@@ -30,8 +32,6 @@ from zkconsumer.cli.output.migrate import (
 )
 from zkconsumer.cli.output.progress import progress
 from zkconsumer.cli.output.render import show
-from zkconsumer.migration.copy import copy_offsets
-from zkconsumer.migration.evidence import gather
 from zkconsumer.migration.plan import (
     DIRECTIONS,
     TO_KAFKA,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from zkconsumer.admin.migration_evidence import direction_plans, gather
 from zkconsumer.cli.brokers import BrokerAccess
 from zkconsumer.cli.common import CliError, emit_json, expected_errors, warn, zk_session
 from zkconsumer.cli.migrate.checks import EXIT_BLOCKED, checked_topics
@@ -20,7 +21,6 @@ from zkconsumer.cli.output.migrate import (
     plan_report,
 )
 from zkconsumer.cli.output.render import show
-from zkconsumer.migration.evidence import direction_plans, gather
 from zkconsumer.migration.plan import (
     DIRECTIONS,
     TO_KAFKA,

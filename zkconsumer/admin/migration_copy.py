@@ -9,10 +9,10 @@ from kazoo.client import KazooClient
 from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.broker_group import BrokerGroup, is_membership_refusal, membership_refusal
 from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.migration_evidence import Evidence
 from zkconsumer.admin.offsets_write import execute
 from zkconsumer.admin.planned_write import PlannedWrite
 from zkconsumer.admin.progress import Explain, Progress, no_progress
-from zkconsumer.migration.evidence import Evidence
 from zkconsumer.migration.plan import TO_KAFKA, DirectionPlan, mismatches
 from zkconsumer.partitions import TopicPartition
 
