@@ -7,6 +7,8 @@ Starts a local cluster (ZooKeeper + one Kafka broker, from the jars), creates on
 group `bench` (no members). Then, in rounds that alternate the checkouts' order, for each checkout
 (a NAME=PATH pair: the command runs with PYTHONPATH=PATH) and each of the two commands:
 
+Each runs in its checkout's folder (`python -c` puts the working directory first on sys.path).
+
 - import: `python -X importtime -c 'import zkconsumer.cli.offsets.reset'` (or groups.describe),
   the sum of every module's self time, and how many modules it loads;
 - help: wall time of `zkconsumer offsets reset --help` (or groups describe), start to exit;
@@ -55,6 +57,7 @@ def import_cost(tree: str, module: str) -> tuple[int, int]:
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", f"import {module}"],
         env=_env(tree),
+        cwd=tree,  # `-c` puts the working directory first on sys.path
         capture_output=True,
         text=True,
         check=True,
@@ -67,7 +70,9 @@ def timed(tree: str, args: list[str]) -> tuple[float, float, int]:
     """(wall ms, CPU ms, exit status) of one CLI run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", CLI, *args], env=_env(tree), capture_output=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", CLI, *args], env=_env(tree), cwd=tree, capture_output=True, check=False
+    )
     wall = (time.perf_counter() - start) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
