@@ -8,11 +8,12 @@ import warnings
 import click
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.console_member import delete_console_group, run_console_member
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.offset_files import InputError
 from zkconsumer.admin.partition_read import read_partition
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_errors, member_count, warn, zk_session
-from zkconsumer.cli.consume_run import Stop, count_until_stopped, delete_group, run_member, writer
+from zkconsumer.cli.consume_run import Stop, count_until_stopped, writer
 from zkconsumer.cli.formats import parse_key_value
 from zkconsumer.cli.options import zk_options
 from zkconsumer.cli.output.messages import PrintOptions
@@ -250,11 +251,22 @@ def consume(
         elif from_beginning and not temporary and _has_offsets(client, group):
             raise CliError(PREVIOUS_OFFSETS.format(group=group))
         _warn_if_nothing_matches(client, topic_filter)
+        stop = Stop()
         try:
-            count = run_member(config, topic_filter, max_messages, write)
+            with stop:
+                count = run_console_member(
+                    config,
+                    topic_filter,
+                    max_messages,
+                    write,
+                    ends=(KeyboardInterrupt, BrokenPipeError),
+                    on_end=stop.after,
+                    on_leaving=stop.cleanup_begins,
+                    warn=warn,
+                )
         finally:
             if temporary:
-                delete_group(client, group)
+                delete_console_group(client, group, warn=warn)
     click.echo(f"Processed a total of {count} messages", err=True)
 
 
