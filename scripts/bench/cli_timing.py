@@ -10,7 +10,9 @@ group `bench` (no members). Then, in rounds that alternate the checkouts' order,
 Each runs in its checkout's folder (`python -c` puts the working directory first on sys.path).
 
 - import: `python -X importtime -c 'import zkconsumer.cli.offsets.reset'` (or groups.describe),
-  the sum of every module's self time, and how many modules it loads;
+  the sum of every module's self time, that of zkconsumer's own modules (own_import_ms: what a
+  change to the package moves; the rest is confluent-kafka, kazoo, click and the standard
+  library), and how many modules it loads;
 - help: wall time of `zkconsumer offsets reset --help` (or groups describe), start to exit;
 - run: wall and CPU time (user + system) of the command itself against the cluster:
   `offsets reset -g bench -t bench --to-earliest` (a plan: nothing written) and
@@ -52,8 +54,9 @@ def _env(tree: str) -> dict[str, str]:
     return env
 
 
-def import_cost(tree: str, module: str) -> tuple[int, int]:
-    """(sum of the modules' self times in µs, modules loaded) for importing `module`."""
+def import_cost(tree: str, module: str) -> tuple[int, int, int]:
+    """(sum of the modules' self times in µs, that of zkconsumer's own modules, modules loaded) for
+    importing `module`."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", f"import {module}"],
         env=_env(tree),
@@ -63,7 +66,9 @@ def import_cost(tree: str, module: str) -> tuple[int, int]:
         check=True,
     )
     lines = [line for line in done.stderr.splitlines() if line.startswith("import time:") and "self [us]" not in line]
-    return sum(int(line.split(":")[1].split("|")[0]) for line in lines), len(lines)
+    selves = [(int(line.split(":")[1].split("|")[0]), line.split("|")[2].strip()) for line in lines]
+    own = sum(us for us, name in selves if name.startswith("zkconsumer"))
+    return sum(us for us, _ in selves), own, len(lines)
 
 
 def timed(tree: str, args: list[str]) -> tuple[float, float, int]:
@@ -108,8 +113,9 @@ def main() -> None:
             order = list(trees.items()) if number % 2 == 0 else list(reversed(trees.items()))
             for name, tree in order:
                 for command, module in MODULES.items():
-                    import_us, modules = import_cost(tree, module)
+                    import_us, own_us, modules = import_cost(tree, module)
                     figures.setdefault((name, command, "import_ms"), []).append(import_us / 1000)
+                    figures.setdefault((name, command, "own_import_ms"), []).append(own_us / 1000)
                     figures.setdefault((name, command, "modules"), []).append(modules)
                     help_ms, _, _ = timed(tree, [*VERBS[command], "--help"])
                     figures.setdefault((name, command, "help_ms"), []).append(help_ms)
