@@ -21,8 +21,8 @@ from zkconsumer.admin.problems import (
     duplicate_subscription_keys,
     member_problems,
 )
+from zkconsumer.admin.rate_tracker import RateTracker
 from zkconsumer.admin.snapshot import GroupSnapshot
-from zkconsumer.cli.top import RateTracker
 from zkconsumer.zookeeper.znodes import Registration
 
 

@@ -102,16 +102,16 @@ def test_plain_tables_align_without_truncating() -> None:
 
 
 def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from zkconsumer.cli import common
+    from zkconsumer.cli.output import progress
 
-    with common.progress(1000, "x") as bar:
-        assert type(bar).__name__ == "_NoProgress"  # pytest's stderr is no terminal
-    monkeypatch.setattr(common, "stderr_is_tty", lambda: True)
-    with common.progress(10, "x") as bar:
-        assert type(bar).__name__ == "_NoProgress"  # too few steps to bother
-    with common.progress(100, "x") as bar:
-        assert type(bar).__name__ == "_RichProgress"
-        bar.advance(100)
+    with progress.progress(1000, "x") as bar:
+        assert not isinstance(bar, progress.RichBar)  # pytest's stderr is no terminal
+    monkeypatch.setattr(progress, "stderr_is_tty", lambda: True)
+    with progress.progress(10, "x") as bar:
+        assert not isinstance(bar, progress.RichBar)  # too few steps to bother
+    with progress.progress(100, "x") as bar:
+        assert isinstance(bar, progress.RichBar)
+        bar.advance()
 
 
 def test_input_bytes_must_be_utf8_and_the_error_names_the_byte() -> None:

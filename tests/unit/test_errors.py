@@ -193,15 +193,16 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.coordinator.assignors.AssignmentError": True,  # Scala fails the attempt: retried
     "zkconsumer.coordinator.peers.OwnRegistrationError": False,  # per instance: a missing one is retriable
     "zkconsumer.config.checks.ConfigError": False,
-    "zkconsumer.zookeeper.auth.JaasError": False,
-    "zkconsumer.zookeeper.kafkajson.ZkDataError": True,
+    "zkconsumer.zookeeper.jaas_error.JaasError": False,
+    "zkconsumer.zookeeper.zk_data_error.ZkDataError": True,
     "zkconsumer.offsets.store.KafkaSideFailed": False,
     "zkconsumer.cli.common.CliError": False,
-    "zkconsumer.admin.offset_files.InputError": False,
+    "zkconsumer.admin.input_error.InputError": False,
     "zkconsumer.admin.group_delete.DeleteRefused": False,
-    "zkconsumer.zookeeper.fenced_delete.MemberJoined": False,
-    "zkconsumer.admin.log_offsets.LogOffsetsUnavailable": False,
-    "zkconsumer.admin.unstick.UnknownGroup": False,
+    "zkconsumer.admin.admin_error.AdminError": False,  # asking again unchanged fails again
+    "zkconsumer.zookeeper.member_joined.MemberJoined": False,
+    "zkconsumer.admin.log_offsets_unavailable.LogOffsetsUnavailable": False,
+    "zkconsumer.admin.unknown_group.UnknownGroup": False,
     "zkconsumer.spark.kafka_read.FetchTimeoutError": True,  # the task fails; Spark retries it
     "zkconsumer.spark.offsets.DataLossError": False,
     "zkconsumer.spark.checkpoint.CheckpointError": False,

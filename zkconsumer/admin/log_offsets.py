@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.broker_access import BrokerAccess as BrokerAccess
+from zkconsumer.admin.log_offsets_unavailable import LogOffsetsUnavailable as LogOffsetsUnavailable
 from zkconsumer.cluster.broker_nodes import client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
-from zkconsumer.errors import ZkConsumerError
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
 from zkconsumer.zookeeper.znodes import ZkDataError
@@ -34,27 +34,11 @@ def log_warning(message: str) -> None:
     _log.warning("%s", message)
 
 
-class LogOffsetsUnavailable(ZkConsumerError):
-    """The brokers could not be asked for offsets by time; the message says why."""
-
-
-@dataclass(frozen=True)
-class BrokerAccess:
-    """How a command reaches the brokers: --bootstrap-server, or the endpoints under /brokers/ids
-    of --broker-listener or of the security.protocol in --command-config (PLAINTEXT), with the
-    file's librdkafka settings (TLS, SASL) on the connection."""
-
-    bootstrap_override: str | None = None
-    settings: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold passwords
-    listener: str | None = None
-
-    @property
-    def security_protocol(self) -> str:
-        return self.settings.get("security.protocol", "PLAINTEXT").upper()
+_PLAINTEXT = BrokerAccess()  # PLAINTEXT endpoints, no settings
 
 
 def bootstrap_from_zookeeper(
-    client: KazooClient, access: BrokerAccess = BrokerAccess(), *, warn: Warn = log_warning
+    client: KazooClient, access: BrokerAccess = _PLAINTEXT, *, warn: Warn = log_warning
 ) -> str | None:
     """host:port,... of every registered broker's endpoint for the access's listener or protocol
     (PLAINTEXT, as ClientUtils did); None (with a warning saying what the brokers offer) if none."""
@@ -206,12 +190,19 @@ def legacy_settings(client: KazooClient) -> dict[str, str]:
         return {}
 
 
+def reach(client: KazooClient, access: BrokerAccess, *, warn: Warn = log_warning) -> tuple[str | None, dict[str, str]]:
+    """How to reach the brokers: the bootstrap servers (the access's own, else the endpoints under
+    /brokers/ids; None: neither) and the librdkafka settings (the access's own laid over what
+    pre-0.10 brokers need)."""
+    bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access, warn=warn)
+    return bootstrap, {**legacy_settings(client), **access.settings}
+
+
 def open_watermarks(
     client: KazooClient, access: BrokerAccess, *, quiet: bool = False, warn: Warn = log_warning
 ) -> Watermarks:
     """Watermarks bootstrapped from the access's bootstrap servers or /brokers/ids (a warning if neither works)."""
-    bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access, warn=warn)
-    settings = {**legacy_settings(client), **access.settings}
+    bootstrap, settings = reach(client, access, warn=warn)
     marks = Watermarks(bootstrap, quiet=quiet, settings=settings, warn=warn)
     if marks.reason and not quiet:
         warn(f"log offsets unavailable: {marks.reason}")

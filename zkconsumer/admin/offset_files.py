@@ -8,15 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.admin.input_error import InputError as InputError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.znodes import ZkDataError
 
 FILE_FORMATS = ("lines", "json", "csv")
-
-
-class InputError(ZkConsumerError, ValueError):
-    """User-supplied text (a file line, an option value) that cannot be used; the message says where."""
 
 
 @dataclass(frozen=True, order=True)

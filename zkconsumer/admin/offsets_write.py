@@ -2,120 +2,29 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Mapping
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.kafka_committer import KafkaCommitter
+from zkconsumer.admin.planned_write import PlannedWrite
+from zkconsumer.admin.progress import Explain, Progress, no_progress
 from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.guarded_write import ANY_VERSION, AnyVersion, write_offset_guarded
 
 __all__ = [
     "ANY_VERSION",
     "AnyVersion",
+    "Explain",
     "KafkaCommitter",
     "PlannedWrite",
+    "Progress",
     "execute",
+    "no_progress",
     "summary",
     "write_offset_guarded",
 ]
-
-
-class KafkaCommitter(Protocol):
-    """The Kafka side of a group that commits there (cli/kafka_offsets.KafkaCommits)."""
-
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, str | None]: ...
-
-
-class _Bar(Protocol):
-    def advance(self) -> None: ...
-
-
-@contextlib.contextmanager
-def _no_progress(_total: int, _description: str) -> Iterator[_Bar]:
-    yield _Silent()
-
-
-class _Silent:
-    def advance(self) -> None:
-        pass
-
-
-@dataclass
-class PlannedWrite:
-    """One partition's offset change; `new` None (or `refused`) means it will not be written.
-
-    `current` is the valid ZooKeeper offset (None: none, or one older than the topic). With
-    `to_kafka` the group also commits to Kafka (`kafka`: its offset there), and the new offset
-    is written to both, as its members read the larger of the two.
-    """
-
-    group: str
-    topic: str
-    partition: int
-    current: int | None
-    new: int | None
-    log_start: int | None = None
-    log_end: int | None = None
-    note: str = ""
-    refused: str | None = None
-    written: bool = False
-    kafka: int | None = None
-    to_kafka: bool = False
-    failed: str | None = None  # why it was not written although planned (the command stopped)
-    epoch: int | None = None  # the topic's incarnation (czxid) the plan counted in; None: read at the write
-
-    @property
-    def effective(self) -> int | None:
-        """The offset a member resumes from: the larger of ZooKeeper's and Kafka's."""
-        found = [o for o in (self.current, self.kafka if self.to_kafka else None) if o is not None and o >= 0]
-        return max(found) if found else None
-
-    @property
-    def target(self) -> int:
-        """`new`, of a row that needs_write (or was written)."""
-        assert self.new is not None
-        return self.new
-
-    @property
-    def needs_write(self) -> bool:
-        if self.new is None or self.refused or self.failed:
-            return False
-        return self.new != self.current or (self.to_kafka and self.new != self.kafka)
-
-    @property
-    def status(self) -> str:
-        if self.failed:
-            return f"not written: {self.failed}"
-        if self.written:
-            return f"partly written: {self.refused}" if self.refused else "written"
-        if self.refused:
-            return f"refused: {self.refused}"
-        if self.new is None:
-            return "skipped"
-        return "planned" if self.needs_write else "unchanged"
-
-    def add_note(self, text: str) -> None:
-        if text:
-            self.note = f"{self.note}; {text}" if self.note else text
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "topic": self.topic,
-            "partition": self.partition,
-            "current_offset": self.current,
-            "kafka_offset": self.kafka if self.to_kafka else None,
-            "new_offset": self.new,
-            "log_start_offset": self.log_start,
-            "log_end_offset": self.log_end,
-            "note": self.note,
-            "status": self.status,
-        }
 
 
 def execute(
@@ -124,8 +33,8 @@ def execute(
     *,
     description: str,
     kafka: Mapping[str, KafkaCommitter] | None = None,
-    explain: Callable[[BaseException], str | None] = lambda _exc: None,
-    progress: Callable[[int, str], contextlib.AbstractContextManager[_Bar]] = _no_progress,
+    explain: Explain = lambda _exc: None,
+    progress: Progress = no_progress,
 ) -> str | None:
     """Write every planned change (guarded), then the Kafka side of groups that commit there; marks
     rows written, refused or failed. Returns None, or the error that stopped the writes midway

@@ -12,6 +12,7 @@ from kazoo.client import KazooClient
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.problems import (
     BAD_OWNER,
+    REBALANCE_PROBLEMS,
     Member,
     Owner,
     PartitionState,
@@ -41,6 +42,10 @@ class GroupSnapshot:
 
     def all_problems(self) -> list[Problem]:
         return self.problems + [p for row in self.partitions for p in row.problems]
+
+    def rebalance_problems(self) -> list[Problem]:
+        """The problems that mean the group is not correctly balanced right now (verify fails on them)."""
+        return [p for p in self.all_problems() if p.kind in REBALANCE_PROBLEMS]
 
     def owned_by(self, consumer_id: str) -> list[PartitionState]:
         return [row for row in self.partitions if row.consumer_id == consumer_id]

@@ -23,6 +23,7 @@ from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from zkconsumer.admin.unknown_group import UnknownGroup as UnknownGroup
 from zkconsumer.admin.unstick_plan import (
     MemberFacts,
     OwnerFacts,
@@ -35,7 +36,6 @@ from zkconsumer.admin.unstick_plan import (
 from zkconsumer.cluster.broker_nodes import decode_topic_partitions
 from zkconsumer.coordinator.peers import registration_problem
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
-from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.nudge import nudge_children
@@ -44,10 +44,6 @@ from zkconsumer.zookeeper.znodes import Registration, ZkDataError
 
 SETTLE_S = 2.0  # owners unchanged this long after every partition has one: the members are done
 POLL_S = 0.05
-
-
-class UnknownGroup(ZkConsumerError, LookupError):
-    """No /consumers/<group>: the message names the node."""
 
 
 @dataclass

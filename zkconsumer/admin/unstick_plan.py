@@ -23,6 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkconsumer.admin.member_facts import MemberFacts as MemberFacts
+from zkconsumer.admin.owner_facts import OwnerFacts as OwnerFacts
+from zkconsumer.admin.unstick_blocker import Blocker as Blocker
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.znodes import Registration
 
@@ -37,38 +40,6 @@ def trigger_child(group: str, now_ms: int, nonce: int) -> str:
 def trigger_data(now_ms: int) -> bytes:
     """A registration with no subscription: {"version":1,"subscription":{},"pattern":"static","timestamp":"<ms>"}."""
     return Registration((), "static", str(now_ms)).encode()
-
-
-@dataclass(frozen=True)
-class MemberFacts:
-    """A registered member: the session holding its node, its threads per topic, why Scala cannot read it."""
-
-    consumer_id: str
-    session: int
-    threads: Mapping[str, int]  # topic -> thread count
-    zkconsumer: bool = False  # marked itself under /consumers/<g>/zkconsumer/members
-    problem: str | None = None  # its registration cannot be read, or makes Scala's assignors throw
-
-
-@dataclass(frozen=True)
-class OwnerFacts:
-    """An owner node: the thread id it holds (None: not one) and the session holding it."""
-
-    thread_id: str | None
-    session: int
-    czxid: int = 0
-
-
-@dataclass(frozen=True)
-class Blocker:
-    """A node that would make the members' rebalance fail again; never deleted here (a live session holds it)."""
-
-    node: str
-    reason: str
-    remedy: str
-
-    def line(self) -> str:
-        return f"{self.node}: {self.reason}; {self.remedy}"
 
 
 @dataclass

@@ -7,7 +7,6 @@ import contextvars
 import functools
 import json
 import logging
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
@@ -16,6 +15,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.groups import member_count as member_count  # the commands' import
 from zkconsumer.admin.log_offsets import LogOffsetsUnavailable
@@ -63,7 +63,7 @@ def expected_error_message(exc: BaseException) -> str | None:
     znodes, an unreadable file, a Kafka error); None for anything else (a bug)."""
     if isinstance(exc, CliError):
         return exc.format_message()
-    if isinstance(exc, LogOffsetsUnavailable):
+    if isinstance(exc, (LogOffsetsUnavailable, AdminError)):
         return str(exc)
     if isinstance(exc, NoAuthError):
         return (
@@ -93,6 +93,8 @@ def expected_errors(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except CliError:
             raise
+        except AdminError as exc:
+            raise cli_error(exc) from None
         except Exception as exc:
             message = expected_error_message(exc)
             if message is None:
@@ -102,7 +104,12 @@ def expected_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-# ---------------------------------------------------------------- options
+def cli_error(exc: AdminError) -> CliError:
+    """The command line's form of an ops-library error: its rows on stderr first, then the one line
+    (exit 2 for a request that cannot be carried out as given, 1 otherwise)."""
+    for line in exc.details:
+        click.echo(f"zkconsumer: error: {line}", err=True)
+    return CliError(str(exc), EXIT_USAGE if exc.bad_request else EXIT_PROBLEM)
 
 
 # ---------------------------------------------------------------- ZooKeeper
@@ -204,46 +211,3 @@ def require_group(client: KazooClient, group: str, zookeeper: str) -> None:
 
 def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=None, sort_keys=False, default=str))
-
-
-def stderr_is_tty() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-class _NoProgress:
-    def advance(self, _n: int = 1) -> None:
-        pass
-
-
-class _RichProgress:
-    def __init__(self, progress: Any, task: Any) -> None:
-        self._progress, self._task = progress, task
-
-    def advance(self, n: int = 1) -> None:
-        self._progress.advance(self._task, n)
-
-
-PROGRESS_THRESHOLD = 50
-
-
-@contextlib.contextmanager
-def progress(total: int, description: str) -> Iterator[_NoProgress | _RichProgress]:
-    """A rich progress bar on stderr for `total` steps, only when stderr is a terminal and total is large."""
-    if total < PROGRESS_THRESHOLD or not stderr_is_tty():
-        yield _NoProgress()
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        yield _RichProgress(bar, bar.add_task(description, total=total))

@@ -8,11 +8,12 @@ import warnings
 import click
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.console_member import delete_console_group, run_console_member
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.offset_files import InputError
+from zkconsumer.admin.partition_read import read_partition
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_errors, member_count, warn, zk_session
-from zkconsumer.cli.consume_partition import parse_offset, read_partition
-from zkconsumer.cli.consume_run import Stop, count_until_stopped, delete_group, run_member, writer
+from zkconsumer.cli.consume_run import Stop, count_until_stopped, writer
 from zkconsumer.cli.formats import parse_key_value
 from zkconsumer.cli.options import zk_options
 from zkconsumer.cli.output.messages import PrintOptions
@@ -61,6 +62,18 @@ def _properties(config_file: str | None, consumer_properties: tuple[str, ...]) -
     if reset in RESET_ALIASES:  # the new consumer's names, as kafka-console-consumer takes them
         merged["auto.offset.reset"] = RESET_ALIASES[reset]
     return merged
+
+
+def parse_offset(text: str | None) -> int | str | None:
+    """--offset: a non-negative number, earliest or latest (None: not given)."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    if value in ("earliest", "latest"):
+        return value
+    if value.isdigit():
+        return int(value)
+    raise CliError(f"--offset {text!r}: expected a non-negative number, earliest or latest", EXIT_USAGE)
 
 
 def _has_offsets(client: KazooClient, group: str) -> bool:
@@ -225,6 +238,7 @@ def consume(
                         max_messages,
                         timeout_ms,
                         counted,
+                        warn=warn,
                     ),
                     write,
                 )
@@ -237,11 +251,22 @@ def consume(
         elif from_beginning and not temporary and _has_offsets(client, group):
             raise CliError(PREVIOUS_OFFSETS.format(group=group))
         _warn_if_nothing_matches(client, topic_filter)
+        stop = Stop()
         try:
-            count = run_member(config, topic_filter, max_messages, write)
+            with stop:
+                count = run_console_member(
+                    config,
+                    topic_filter,
+                    max_messages,
+                    write,
+                    ends=(KeyboardInterrupt, BrokenPipeError),
+                    on_end=stop.after,
+                    on_leaving=stop.cleanup_begins,
+                    warn=warn,
+                )
         finally:
             if temporary:
-                delete_group(client, group)
+                delete_console_group(client, group, warn=warn)
     click.echo(f"Processed a total of {count} messages", err=True)
 
 

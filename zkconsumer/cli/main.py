@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
-from collections.abc import Mapping
-from typing import Any
 
 import click
 
+from zkconsumer.cli.lazy_group import LazyGroup
 from zkconsumer.version import __version__
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -24,33 +22,6 @@ NOUNS = {
     "top": "zkconsumer.cli.top:top",
     "verify": "zkconsumer.cli.verify:verify",
 }
-
-
-class LazyGroup(click.Group):
-    """A click group whose commands named in `lazy` are imported the first time they are looked up."""
-
-    def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lazy = dict(lazy)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self.lazy})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self.lazy and cmd_name not in self.commands:
-            module, _, attribute = self.lazy[cmd_name].partition(":")
-            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
-        return super().get_command(ctx, cmd_name)
-
-    def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
-        try:
-            return super().resolve_command(ctx, args)
-        except click.exceptions.NoSuchCommand as exc:  # "Did you mean": among the commands not imported too
-            raise click.exceptions.NoSuchCommand(
-                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
-            ) from None
 
 
 def _setup_logging(verbose: int) -> None:

@@ -13,6 +13,7 @@ from zkconsumer.cli.common import _JAAS_FILE, ENV_DIGEST, ENV_JAAS, ENV_ZOOKEEPE
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
+Q = TypeVar("Q")
 
 
 def _check_connect(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -169,3 +170,17 @@ def topic_option(fn: F) -> F:
         metavar="TOPIC",
         help="Only this topic (repeatable). Default: every topic either side has offsets for.",
     )(fn)
+
+
+def as_request(kind: Callable[..., Q]) -> Callable[[Callable[[Q], R]], Callable[..., R]]:
+    """Hand the command its options as one typed request (`kind`, a frozen dataclass whose fields
+    are the options' parameter names) instead of one parameter each."""
+
+    def decorate(fn: Callable[[Q], R]) -> Callable[..., R]:
+        @functools.wraps(fn)
+        def command(**options: Any) -> R:
+            return fn(kind(**options))
+
+        return command
+
+    return decorate

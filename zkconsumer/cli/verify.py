@@ -6,16 +6,10 @@ import sys
 
 import click
 
-from zkconsumer.admin.problems import REBALANCE_PROBLEMS, Problem
-from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
+from zkconsumer.admin.snapshot import take_snapshot
 from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
 from zkconsumer.cli.common import EXIT_PROBLEM, emit_json, expected_errors, require_group, zk_session
 from zkconsumer.cli.options import bootstrap_option, group_option, json_option, zk_options
-
-
-def rebalance_problems(snapshot: GroupSnapshot) -> list[Problem]:
-    """Problems that mean the group is not correctly balanced right now."""
-    return [p for p in snapshot.all_problems() if p.kind in REBALANCE_PROBLEMS]
 
 
 @click.command("verify")
@@ -89,7 +83,7 @@ def verify(
             {
                 "group": group,
                 "ok": not problems,
-                "rebalanced": not rebalance_problems(snapshot),
+                "rebalanced": not snapshot.rebalance_problems(),
                 "members": len(snapshot.members),
                 "partitions": len(snapshot.partitions),
                 "owned_partitions": owned,
@@ -108,7 +102,7 @@ def verify(
                 )
             )
             click.echo(f"{problem.kind}: {where}{problem.detail}")
-        verdict = "failed" if rebalance_problems(snapshot) else "successful"
+        verdict = "failed" if snapshot.rebalance_problems() else "successful"
         click.echo(
             f"Rebalance operation {verdict} ! (group {group}: {len(snapshot.members)} members, "
             f"{owned} of {len(snapshot.partitions)} partitions owned, {len(problems)} problems)"

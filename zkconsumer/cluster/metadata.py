@@ -43,9 +43,7 @@ class ClusterMetadata:
                 log.warning("ignoring %s/%s: not a broker id", znodes.BROKER_IDS, raw)
                 continue
             ids.append(int(raw))
-        found = self.io.many(
-            ((b, self.io.client.get_async(znodes.broker_path(b))) for b in sorted(ids)), "read brokers"
-        )
+        found = self.io.get_many(((b, znodes.broker_path(b)) for b in sorted(ids)), "read brokers")
         for broker_id, answer in found.items():
             if answer is not None:
                 out.append(broker_nodes.decode_broker(broker_id, answer[0], znodes.broker_path(broker_id)))
@@ -62,9 +60,7 @@ class ClusterMetadata:
         watch, a missing topic's node gets an existence watch, so its creation is seen too.
         """
         wanted = sorted(set(topics))
-        found = self.io.many(
-            ((t, self.io.client.get_async(znodes.topic_path(t), watch=watch)) for t in wanted), "read topics"
-        )
+        found = self.io.get_many(((t, znodes.topic_path(t)) for t in wanted), "read topics", watch=watch)
         out: dict[str, tuple[list[int], int | None]] = {}
         for topic in wanted:
             answer = found[topic]
@@ -100,9 +96,7 @@ class ClusterMetadata:
     def topic_stats(self, topics: Iterable[str]) -> dict[str, ZnodeStat | None]:
         """topic -> the stat of its node now (czxid: the incarnation; ctime: when it was created)."""
         wanted = sorted(set(topics))
-        return self.io.many(
-            ((t, self.io.client.exists_async(znodes.topic_path(t))) for t in wanted), "read topic nodes"
-        )
+        return self.io.exists_many(((t, znodes.topic_path(t)) for t in wanted), "read topic nodes")
 
 
 def bootstrap_servers(

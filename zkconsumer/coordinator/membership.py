@@ -243,7 +243,7 @@ class Membership:
             return
         if self._renewal == "check":
             fence = self.group.require_fence()
-            txn = self.group.client.transaction()
+            txn = self.group.io.transaction()
             fence.guard(txn)
             results = self.group.io.commit(txn, "check the session's fence node (lease)")
             if not fence.refused(results):

@@ -6,103 +6,34 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from zkconsumer.migration.actions import CLAMP as CLAMP
+from zkconsumer.migration.actions import COPY as COPY
+from zkconsumer.migration.actions import DIRECTIONS as DIRECTIONS
+from zkconsumer.migration.actions import EQUAL as EQUAL
+from zkconsumer.migration.actions import NO_OFFSET as NO_OFFSET
+from zkconsumer.migration.actions import REFUSE_OUT_OF_RANGE as REFUSE_OUT_OF_RANGE
+from zkconsumer.migration.actions import REFUSE_OWNED as REFUSE_OWNED
+from zkconsumer.migration.actions import REFUSE_REWIND as REFUSE_REWIND
+from zkconsumer.migration.actions import REWIND as REWIND
+from zkconsumer.migration.actions import SOURCE_ONLY as SOURCE_ONLY
+from zkconsumer.migration.actions import TARGET_ONLY as TARGET_ONLY
+from zkconsumer.migration.actions import TO_KAFKA as TO_KAFKA
+from zkconsumer.migration.actions import TO_ZOOKEEPER as TO_ZOOKEEPER
+from zkconsumer.migration.actions import UNKNOWN_PARTITION as UNKNOWN_PARTITION
+from zkconsumer.migration.actions import WRITING as WRITING
+from zkconsumer.migration.blocker import Blocker as Blocker
+from zkconsumer.migration.move import Move as Move
+from zkconsumer.migration.overrides import ALLOW_REWIND as ALLOW_REWIND
+from zkconsumer.migration.overrides import CLAMP_TO_LOG_END as CLAMP_TO_LOG_END
+from zkconsumer.migration.overrides import FORCE_LIVE_SOURCE as FORCE_LIVE_SOURCE
+from zkconsumer.migration.overrides import FORCE_LIVE_TARGET as FORCE_LIVE_TARGET
+from zkconsumer.migration.overrides import Overrides as Overrides
 from zkconsumer.migration.sides import (
     KafkaSide,
     ZkSide,
     in_scope,
 )
 from zkconsumer.partitions import TopicPartition
-
-TO_KAFKA, TO_ZOOKEEPER = "kafka", "zookeeper"
-DIRECTIONS = (TO_KAFKA, TO_ZOOKEEPER)
-
-# Per-partition actions. WRITING ones put `new` into the target store.
-COPY = "copy"  # source ahead of target
-SOURCE_ONLY = "source-only"  # target has no offset: copied
-CLAMP = "clamp"  # source outside the log: the clamped value is copied
-REWIND = "rewind"  # source behind target, --allow-rewind given
-EQUAL = "already-equal"
-TARGET_ONLY = "target-only-keep"  # nothing to copy: the target's offset stays, reported
-REFUSE_REWIND = "refuse-rewind"  # source behind target: never without --allow-rewind
-REFUSE_OUT_OF_RANGE = "refuse-out-of-range"  # source beyond the log end, no --clamp-to-log-end
-REFUSE_OWNED = "refuse-owned"  # ZooKeeper target partition has an owner node: never raced
-UNKNOWN_PARTITION = "skip-unknown-partition"  # the brokers have no such partition (topic deleted?)
-NO_OFFSET = "no-offset-either-side"  # a partition of the topics with no offset in either store
-WRITING = frozenset({COPY, SOURCE_ONLY, CLAMP, REWIND})
-
-# Overrides, by the CLI flag that gives them.
-FORCE_LIVE_TARGET, FORCE_LIVE_SOURCE = "--force-live-target", "--force-live-source"
-ALLOW_REWIND, CLAMP_TO_LOG_END = "--allow-rewind", "--clamp-to-log-end"
-
-
-@dataclass(frozen=True)
-class Overrides:
-    allow_rewind: bool = False
-    force_live_target: bool = False
-    force_live_source: bool = False
-    clamp_to_log_end: bool = False
-
-    def given(self, flag: str | None) -> bool:
-        return {
-            ALLOW_REWIND: self.allow_rewind,
-            FORCE_LIVE_TARGET: self.force_live_target,
-            FORCE_LIVE_SOURCE: self.force_live_source,
-            CLAMP_TO_LOG_END: self.clamp_to_log_end,
-        }.get(flag or "", False)
-
-
-@dataclass(frozen=True)
-class Blocker:
-    """Why the copy must not run. `override`: the flag that allows it anyway (None: nothing does)."""
-
-    code: str
-    message: str
-    override: str | None = None
-    partitions: tuple[TopicPartition, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "override": self.override,
-            "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
-        }
-
-
-@dataclass(frozen=True)
-class Move:
-    """One partition in one direction: `new` is the offset written to the target (None: nothing)."""
-
-    topic: str
-    partition: int
-    source: int | None
-    target: int | None
-    action: str
-    new: int | None = None
-    log_start: int | None = None
-    log_end: int | None = None
-    note: str = ""
-
-    @property
-    def key(self) -> TopicPartition:
-        return (self.topic, self.partition)
-
-    @property
-    def writes(self) -> bool:
-        return self.action in WRITING
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "partition": self.partition,
-            "source_offset": self.source,
-            "target_offset": self.target,
-            "new_offset": self.new,
-            "action": self.action,
-            "log_start_offset": self.log_start,
-            "log_end_offset": self.log_end,
-            "note": self.note,
-        }
 
 
 @dataclass(frozen=True)
@@ -161,6 +92,9 @@ class DirectionPlan:
         }
 
 
+_NO_OVERRIDES = Overrides()  # frozen: one shared default
+
+
 def plan_move(
     key: TopicPartition,
     source: int | None,
@@ -209,7 +143,7 @@ def plan_direction(
     kafka: KafkaSide,
     log: Mapping[TopicPartition, tuple[int, int]],
     target: str,
-    overrides: Overrides = Overrides(),
+    overrides: Overrides = _NO_OVERRIDES,
     topics: Iterable[str] | None = None,
     partitions: Iterable[TopicPartition] = (),
 ) -> DirectionPlan:

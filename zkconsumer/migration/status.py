@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkconsumer.migration.sides import KafkaSide, ZkSide, in_scope
+from zkconsumer.migration.step import Step as Step
 from zkconsumer.partitions import TopicPartition
 
 
@@ -76,18 +77,6 @@ def partition_rows(
             )
         )
     return rows
-
-
-@dataclass(frozen=True)
-class Step:
-    """Where the group appears to be in the migration, judged from what both sides show now."""
-
-    name: str
-    detail: str
-    next: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"name": self.name, "detail": self.detail, "next": self.next}
 
 
 def _zk_live_text(zk: ZkSide) -> str:

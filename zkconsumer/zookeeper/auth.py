@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zookeeper.jaas_error import JaasError as JaasError
+from zkconsumer.zookeeper.login_module import LoginModule as LoginModule
 
 __all__ = ["JaasError", "ZkAuth", "parse_jaas", "parse_login_module", "zk_auth", "zookeeper_auth"]
 
@@ -18,17 +19,6 @@ KERBEROS_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 CLIENT_KEYTAB_ENV = "KRB5_CLIENT_KTNAME"  # MIT Kerberos: the keytab a client logs in from by itself
 _FLAGS = ("required", "requisite", "sufficient", "optional")
 _TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|"(?:[^"\\]|\\.)*"|[{};=]|[^\s{};="]+', re.DOTALL)
-
-
-class JaasError(ZkConsumerError, ValueError):
-    """A JAAS text that cannot be read, or one without the login section or options we need. A setting to fix."""
-
-
-@dataclass(frozen=True)
-class LoginModule:
-    name: str
-    flag: str
-    options: Mapping[str, str]
 
 
 def _tokens(text: str) -> list[str]:

@@ -17,27 +17,13 @@ from kazoo.protocol.states import KeeperState, WatchedEvent, ZnodeStat
 
 from zkconsumer.errors import ZooKeeperAccessDenied, ZooKeeperUnavailable
 from zkconsumer.zookeeper.auth import ZkAuth
+from zkconsumer.zookeeper.deadline import Deadline as Deadline  # where the consumer and the tests import it
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
 T = TypeVar("T")
 Watch = Callable[[WatchedEvent], object]
-
-
-class Deadline:
-    """A point in time by which a sequence of calls must be done (shutdown(timeout) uses one)."""
-
-    def __init__(self, seconds: float | None) -> None:
-        self._end = None if seconds is None else time.monotonic() + max(0.0, seconds)
-
-    def remaining(self, cap: float) -> float:
-        if self._end is None:
-            return cap
-        return max(0.0, min(cap, self._end - time.monotonic()))
-
-    def expired(self) -> bool:
-        return self._end is not None and time.monotonic() >= self._end
 
 
 class ZkIO:
@@ -129,6 +115,20 @@ class ZkIO:
         paths = [p[len(chroot) :] if chroot and p.startswith(chroot + "/") else p for p in paths]  # as elsewhere
         results: list[Any] = self.wait(txn.commit_async(), what, paths)  # per operation: its answer or error
         return results
+
+    def transaction(self) -> Any:
+        """A new kazoo transaction, to fill and then hand to `commit`."""
+        return self.client.transaction()
+
+    def get_many(
+        self, paths: Iterable[tuple[T, str]], what: str, watch: Watch | None = None
+    ) -> dict[T, tuple[bytes, ZnodeStat] | None]:
+        """key -> (data, stat) of each node, or None for a node that does not exist; all asked at once."""
+        return self.many(((key, self.client.get_async(path, watch=watch)) for key, path in paths), what)
+
+    def exists_many(self, paths: Iterable[tuple[T, str]], what: str) -> dict[T, ZnodeStat | None]:
+        """key -> the node's stat, or None for a node that does not exist; all asked at once."""
+        return self.many(((key, self.client.exists_async(path)) for key, path in paths), what)
 
     def many(self, calls: Iterable[tuple[T, Any]], what: str) -> dict[T, Any]:
         """Wait for several requests sent at once: key -> result, or None for a node that does not

@@ -7,27 +7,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zookeeper.zk_data_error import ZkDataError as ZkDataError
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
-
-
-class ZkDataError(ZkConsumerError, ValueError):
-    """A znode held data that a Scala reader would also reject (or that is not UTF-8).
-
-    Retriable: a foreign writer's node may be rewritten or removed, so a later attempt may succeed.
-    """
-
-    retriable = True
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-    def __reduce__(self) -> tuple[Any, ...]:  # picklable despite the two-argument __init__
-        return (type(self), (self.path, self.reason))
 
 
 class _TooBig:

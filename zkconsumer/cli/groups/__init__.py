@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import click
 
-from zkconsumer.cli.groups.delete import delete
-from zkconsumer.cli.groups.describe import describe
-from zkconsumer.cli.groups.list import list_groups
-from zkconsumer.cli.groups.rebalance import rebalance
-from zkconsumer.cli.groups.status import status
+from zkconsumer.cli.lazy_group import LazyGroup
+
+# verb -> "module:attribute": `groups describe` imports describe's module, not the other verbs'.
+VERBS = {
+    "delete": "zkconsumer.cli.groups.delete:delete",
+    "describe": "zkconsumer.cli.groups.describe:describe",
+    "list": "zkconsumer.cli.groups.list:list_groups",
+    "rebalance": "zkconsumer.cli.groups.rebalance:rebalance",
+    "status": "zkconsumer.cli.groups.status:status",
+}
 
 
-@click.group("groups")
+@click.group("groups", cls=LazyGroup, lazy=VERBS)
 def groups() -> None:
     """List, describe, delete and rebalance consumer groups kept in ZooKeeper (/consumers/<group>).
 
@@ -22,7 +27,3 @@ def groups() -> None:
       zkconsumer groups delete --zookeeper zk:2181/kafka --group old-billing --execute
       zkconsumer groups rebalance --zookeeper zk:2181/kafka --group billing --execute
     """
-
-
-for _command in (list_groups, describe, delete, rebalance, status):
-    groups.add_command(_command)

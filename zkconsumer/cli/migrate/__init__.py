@@ -1,11 +1,10 @@
-"""`zkconsumer migrate`: one module per verb (plan, offsets); the reads and writes in io.py."""
+"""`zkconsumer migrate`: one module per verb (plan, offsets); the reads and writes in zkconsumer.migration (evidence, copy)."""
 
 from __future__ import annotations
 
 import click
 
-from zkconsumer.cli.migrate.offsets import offsets
-from zkconsumer.cli.migrate.plan import plan
+from zkconsumer.cli.lazy_group import LazyGroup
 
 HELP = """Move a group off ZooKeeper coordination onto the brokers' (or back), offsets included.
 
@@ -68,10 +67,10 @@ The guide, with the duplicate bound measured for each path: docs/migration.md.
 """
 
 
-@click.group("migrate", help=HELP)
+# verb -> "module:attribute", imported only when that verb runs (or a listing shows its help).
+VERBS = {"offsets": "zkconsumer.cli.migrate.offsets:offsets", "plan": "zkconsumer.cli.migrate.plan:plan"}
+
+
+@click.group("migrate", help=HELP, cls=LazyGroup, lazy=VERBS)
 def migrate() -> None:
     """Move a group between ZooKeeper and broker coordination (the help is HELP)."""
-
-
-for _command in (plan, offsets):
-    migrate.add_command(_command)

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import click
 
+from zkconsumer.admin.migration_copy import copy_offsets
+from zkconsumer.admin.migration_evidence import gather
 from zkconsumer.cli.brokers import BrokerAccess
-from zkconsumer.cli.common import CliError, emit_json, expected_errors, warn, zk_session
-from zkconsumer.cli.migrate.io import EXIT_BLOCKED, checked_topics, gather
-from zkconsumer.cli.migrate.io import execute as copy_offsets
+from zkconsumer.cli.common import (
+    CliError,
+    emit_json,
+    expected_error_message,
+    expected_errors,
+    warn,
+    zk_session,
+)
+from zkconsumer.cli.migrate.checks import EXIT_BLOCKED, checked_topics
 from zkconsumer.cli.options import (
     bootstrap_option,
     execute_options,
@@ -22,6 +30,7 @@ from zkconsumer.cli.output.migrate import (
     offsets_report,
     summary,
 )
+from zkconsumer.cli.output.progress import progress
 from zkconsumer.cli.output.render import show
 from zkconsumer.migration.plan import (
     DIRECTIONS,
@@ -128,7 +137,7 @@ def offsets(
         clamp_to_log_end=clamp_to_log_end,
     )
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        evidence = gather(client, brokers, group, wanted)
+        evidence = gather(client, brokers, group, wanted, warn=warn)
         for note in evidence.notes:
             warn(note)
         if target == TO_KAFKA and evidence.garbled:  # their partitions would silently start elsewhere
@@ -143,7 +152,9 @@ def offsets(
         step = migration_step(evidence.zk, evidence.kafka, wanted)
         for blocker in chosen.overridden:
             warn(f"{blocker.code} overridden by {blocker.override}: {blocker.message}")
-        outcome = copy_offsets(client, evidence, chosen) if execute and not chosen.blocked else None
+        outcome = None
+        if execute and not chosen.blocked:
+            outcome = copy_offsets(client, evidence, chosen, explain=expected_error_message, progress=progress)
     executed = outcome is not None
     statuses = outcome.statuses if outcome is not None else {}
     error = outcome.error if outcome is not None else None

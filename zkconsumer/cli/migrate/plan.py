@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
+from zkconsumer.admin.migration_evidence import direction_plans, gather
 from zkconsumer.cli.brokers import BrokerAccess
 from zkconsumer.cli.common import CliError, emit_json, expected_errors, warn, zk_session
-from zkconsumer.cli.migrate.io import EXIT_BLOCKED, checked_topics, direction_plans, gather
+from zkconsumer.cli.migrate.checks import EXIT_BLOCKED, checked_topics
 from zkconsumer.cli.options import (
     bootstrap_option,
     group_option,
@@ -74,7 +75,7 @@ def plan(
     """
     wanted = checked_topics(topics)
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
-        evidence = gather(client, brokers, group, wanted)
+        evidence = gather(client, brokers, group, wanted, warn=warn)
     for note in evidence.notes:
         warn(note)
     plans = direction_plans(evidence, Overrides(), wanted)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import click
 
-from zkconsumer.cli.offsets.export import export
-from zkconsumer.cli.offsets.import_ import import_
-from zkconsumer.cli.offsets.reset import reset
+from zkconsumer.cli.lazy_group import LazyGroup
+
+# verb -> "module:attribute": `offsets reset` imports reset's module, not export's or import's.
+VERBS = {
+    "export": "zkconsumer.cli.offsets.export:export",
+    "import": "zkconsumer.cli.offsets.import_:import_",
+    "reset": "zkconsumer.cli.offsets.reset:reset",
+}
 
 
-@click.group("offsets")
+@click.group("offsets", cls=LazyGroup, lazy=VERBS)
 def offsets() -> None:
     """Export, import and reset committed offsets (/consumers/<group>/offsets/<topic>/<partition>).
 
@@ -33,7 +38,3 @@ def offsets() -> None:
       zkconsumer offsets import --zookeeper zk:2181/kafka --input billing.offsets --execute
       zkconsumer offsets reset --zookeeper zk:2181/kafka --group billing --topic orders --to-earliest
     """
-
-
-for _command in (export, import_, reset):
-    offsets.add_command(_command)

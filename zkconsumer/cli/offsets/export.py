@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Iterable
 
 import click
-from kazoo.client import KazooClient
 
-from zkconsumer.admin.committed import read_offsets
-from zkconsumer.admin.offset_files import InputError, OffsetEntry, export_json, format_csv, format_export
-from zkconsumer.admin.snapshot import read_partitions
+from zkconsumer.admin.offset_export import read_export, spark_starting_offsets_of
+from zkconsumer.admin.offset_files import InputError, export_json, format_csv, format_export
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
     EXIT_USAGE,
     CliError,
     children,
     expected_errors,
-    progress,
     require_group,
     warn,
     zk_session,
 )
 from zkconsumer.cli.formats import parse_topic_specs
 from zkconsumer.cli.options import json_option, zk_options
-from zkconsumer.migration.plan import spark_starting_offsets
+from zkconsumer.cli.output.progress import progress
 from zkconsumer.zookeeper import znodes
 
 
@@ -121,10 +116,10 @@ def export(
             require_group(client, group, zookeeper)
         names = sorted(set(groups)) if groups else sorted(children(client, znodes.CONSUMERS))
         if fmt == "spark":
-            text, bad = _spark_offsets(client, names[0], sorted(set(topics)) or None)
+            text, bad = spark_starting_offsets_of(client, names[0], sorted(set(topics)) or None, warn=warn)
             done = f"exported group {names[0]}'s startingOffsets to {output}"
         else:
-            entries, bad = _read_all(client, names, set(topics) or None)
+            entries, bad = read_export(client, names, set(topics) or None, progress=progress, warn=warn)
             if fmt == "csv":
                 text = format_csv(entries, with_group=len(names) > 1)
             else:
@@ -138,42 +133,3 @@ def export(
         warn(f"skipped {key}: {reason}")
     if bad:
         sys.exit(EXIT_PROBLEM)
-
-
-def _spark_offsets(client: KazooClient, group: str, topics: list[str] | None) -> tuple[str, list[tuple[str, str]]]:
-    """startingOffsets JSON for the group's topics (or `topics`), and the unreadable offset nodes."""
-    wanted = topics or sorted(
-        set(children(client, znodes.offsets_path(group))) | set(children(client, znodes.owners_path(group)))
-    )
-    found = read_offsets(client, group, wanted)
-    partitions = read_partitions(client, wanted)
-    for topic in [t for t in wanted if not partitions.get(t)]:
-        if topics is not None:
-            raise CliError(f"no such topic {topic!r} (no partitions under /brokers/topics/{topic})")
-        warn(f"left out topic {topic}: it has no partitions under /brokers/topics (deleted?)")
-    doc, missing = spark_starting_offsets({t: ps for t, ps in partitions.items() if ps}, found.valid)
-    if missing:
-        warn(
-            f"no valid committed offset of group {group} for "
-            + ", ".join(f"{t}-{p}" for t, p in missing)
-            + ": -2 (earliest) in startingOffsets"
-        )
-    bad = [(znodes.offset_path(group, *k), r) for k, r in sorted(found.garbled.items())]
-    return json.dumps(doc, sort_keys=True) + "\n", bad
-
-
-def _read_all(
-    client: KazooClient, groups: Iterable[str], only: set[str] | None = None
-) -> tuple[list[OffsetEntry], list[tuple[str, str]]]:
-    topics = {g: [t for t in children(client, znodes.offsets_path(g)) if only is None or t in only] for g in groups}
-    total = sum(len(children(client, znodes.offsets_path(g, t))) for g, ts in topics.items() for t in ts)
-    entries, bad = [], []
-    with progress(total, "exporting offsets") as bar:
-        for group, group_topics in topics.items():
-            found = read_offsets(client, group, group_topics)
-            entries += [OffsetEntry(group, t, p, o) for (t, p), o in found.valid.items()]
-            bad += [(znodes.offset_path(group, *k), r) for k, r in found.garbled.items()]
-            for key in sorted(found.stale):  # importing it later would make it current again
-                warn(f"not exported {znodes.offset_path(group, *key)}: {found.stale_note(key)}")
-            bar.advance(len(found.valid) + len(found.garbled) + len(found.stale))
-    return sorted(entries), bad

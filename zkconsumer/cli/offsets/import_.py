@@ -8,9 +8,10 @@ import sys
 import click
 
 from zkconsumer.admin.offset_files import FILE_FORMATS, InputError, decode_input, parse_offsets_file
+from zkconsumer.admin.offset_plan import plan_writes
+from zkconsumer.admin.wanted_offset import WantedOffset
 from zkconsumer.cli.brokers import BrokerAccess
 from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, warn, zk_session
-from zkconsumer.cli.offsets_plan import Wanted, plan_writes
 from zkconsumer.cli.options import (
     bootstrap_option,
     clamp_option,
@@ -120,11 +121,18 @@ def import_(
             warn(f"{name}: importing group {group}'s rows only; left out those of {', '.join(others)}")
     if not entries:
         raise CliError(f"{name}: holds no offsets" + (f" of group {group}" if group is not None else ""), EXIT_USAGE)
-    wanted = [Wanted(e.group, e.topic, e.partition, e.offset, e.source) for e in entries]
+    wanted = [WantedOffset(e.group, e.topic, e.partition, e.offset, e.source) for e in entries]
     error = None
     with zk_session(zookeeper, zk_digest, zk_timeout) as client, contextlib.ExitStack() as stack:
         plan = plan_writes(
-            client, brokers, stack, wanted, clamp_offsets=clamp_offsets, force=force, zookeeper_only=zookeeper_only
+            client,
+            brokers,
+            stack,
+            wanted,
+            clamp_offsets=clamp_offsets,
+            force=force,
+            zookeeper_only=zookeeper_only,
+            warn=warn,
         )
         if execute:
             error = execute_plan(client, plan.rows, description="importing offsets", kafka=plan.kafka)

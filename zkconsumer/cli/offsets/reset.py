@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import time
 
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.offset_files import InputError
-from zkconsumer.admin.offset_targets import Target, parse_datetime, parse_duration
-from zkconsumer.cli.brokers import BrokerAccess
+from zkconsumer.admin.offset_plan import plan_writes
+from zkconsumer.admin.reset_scope import reset_scope
 from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_errors, require_group, warn, zk_session
-from zkconsumer.cli.formats import parse_partitions, parse_topic_specs
-from zkconsumer.cli.offsets_plan import Wanted, plan_writes, topic_layout
+from zkconsumer.cli.offsets.reset_request import ResetRequest
 from zkconsumer.cli.options import (
+    as_request,
     bootstrap_option,
     clamp_option,
     execute_options,
@@ -24,51 +22,6 @@ from zkconsumer.cli.options import (
 )
 from zkconsumer.cli.output.plans import execute_plan, finish
 from zkconsumer.zookeeper import znodes
-
-TARGETS = "--to-earliest, --to-latest, --to-current, --to-offset, --to-datetime, --by-duration, --shift-by"
-
-
-def _target(
-    to_earliest: bool,
-    to_latest: bool,
-    to_current: bool,
-    to_offset: int | None,
-    to_datetime: str | None,
-    by_duration: str | None,
-    shift_by: int | None,
-) -> tuple[Target, int | None]:
-    """The one reset target given, and the moment in epoch ms of a time target."""
-    chosen = [
-        name
-        for name, given in (
-            ("--to-earliest", to_earliest),
-            ("--to-latest", to_latest),
-            ("--to-current", to_current),
-            ("--to-offset", to_offset is not None),
-            ("--to-datetime", to_datetime is not None),
-            ("--by-duration", by_duration is not None),
-            ("--shift-by", shift_by is not None),
-        )
-        if given
-    ]
-    if len(chosen) != 1:
-        raise CliError(f"give exactly one of {TARGETS}" + (f" (got {', '.join(chosen)})" if chosen else ""), EXIT_USAGE)
-    simple = {"--to-earliest": "earliest", "--to-latest": "latest", "--to-current": "current"}
-    if chosen[0] in simple:
-        return Target(simple[chosen[0]]), None
-    if to_offset is not None:
-        if to_offset < 0:
-            raise CliError(f"--to-offset {to_offset}: an offset is >= 0", EXIT_USAGE)
-        return Target("offset", to_offset), None
-    if shift_by is not None:
-        return Target("shift", shift_by), None
-    try:
-        if by_duration is not None:
-            return Target("datetime"), int(time.time() * 1000) - parse_duration(by_duration)
-        assert to_datetime is not None  # the one chosen
-        return Target("datetime"), parse_datetime(to_datetime)
-    except InputError as exc:
-        raise CliError(f"{chosen[0]}: {exc}", EXIT_USAGE) from None
 
 
 def _groups(client: KazooClient, zookeeper: str, groups: tuple[str, ...], all_groups: bool) -> list[str]:
@@ -82,44 +35,6 @@ def _groups(client: KazooClient, zookeeper: str, groups: tuple[str, ...], all_gr
     for group in groups:
         require_group(client, group, zookeeper)
     return sorted(set(groups))
-
-
-def _group_topics(client: KazooClient, group: str) -> set[str]:
-    return set(children(client, znodes.offsets_path(group))) | set(children(client, znodes.owners_path(group)))
-
-
-def _wanted(
-    client: KazooClient, groups: list[str], specs: list[tuple[str, list[int] | None]] | None, all_groups: bool
-) -> list[Wanted]:
-    """The partitions to reset: the --topic specs of every group (with --all-groups: of the groups
-    that have them), or with --all-topics each group's topics that exist."""
-    mine = {g: _group_topics(client, g) for g in groups}
-    topics = {t for t, _ in specs} if specs is not None else set().union(*mine.values())
-    layout = topic_layout(client, topics)
-    if specs is not None:
-        for topic, _ in specs:
-            if layout[topic][1] is None:
-                raise CliError(
-                    f"no such topic {topic!r} (no {znodes.topic_path(topic)}); nothing was written", EXIT_USAGE
-                )
-    wanted = []
-    for group in groups:
-        if specs is None:
-            gone = sorted(t for t in mine[group] if layout[t][1] is None)
-            if gone:
-                warn(f"--all-topics: left out {', '.join(gone)} of group {group}: no such topic under /brokers/topics")
-            chosen: list[tuple[str, list[int] | None]] = [(t, None) for t in sorted(mine[group]) if t not in gone]
-        else:
-            chosen = [(t, ps) for t, ps in specs if not all_groups or t in mine[group]]
-        for topic, partitions in chosen:
-            for partition in partitions if partitions is not None else layout[topic][0]:
-                wanted.append(Wanted(group, topic, partition))
-    if not wanted:
-        raise CliError(
-            "no partition to reset: "
-            + ("no group has offsets of those topics" if specs else "the groups have no topics")
-        )
-    return wanted
 
 
 @click.command("reset")
@@ -167,30 +82,8 @@ def _wanted(
 @bootstrap_option
 @json_option
 @expected_errors
-def reset(
-    zookeeper: str,
-    zk_digest: str | None,
-    zk_timeout: float,
-    groups: tuple[str, ...],
-    all_groups: bool,
-    topics: tuple[str, ...],
-    all_topics: bool,
-    partitions: str | None,
-    to_earliest: bool,
-    to_latest: bool,
-    to_current: bool,
-    to_offset: int | None,
-    to_datetime: str | None,
-    by_duration: str | None,
-    shift_by: int | None,
-    execute: bool,
-    export_csv: bool,
-    clamp_offsets: bool,
-    force: bool,
-    zookeeper_only: bool,
-    brokers: BrokerAccess,
-    as_json: bool,
-) -> None:
+@as_request(ResetRequest)
+def reset(request: ResetRequest) -> None:
     """Reset committed offsets (kafka-consumer-groups --reset-offsets). THIS WRITES, but only with --execute.
 
     Prints the plan (old -> new per partition, with the log start and end the brokers report).
@@ -217,35 +110,28 @@ def reset(
       zkconsumer offsets reset --zookeeper zk:2181/kafka -g billing --all-topics --by-duration PT1H --execute
       zkconsumer offsets reset --zookeeper zk:2181/kafka -g billing -t orders --to-current --export > billing.csv
     """
-    target, timestamp_ms = _target(to_earliest, to_latest, to_current, to_offset, to_datetime, by_duration, shift_by)
-    if export_csv and as_json:
-        raise CliError("--export and --json are two outputs: give one", EXIT_USAGE)
-    if all_topics == bool(topics):
-        raise CliError("give --topic (repeatable) or --all-topics", EXIT_USAGE)
-    try:
-        specs = parse_topic_specs(topics) if topics else None
-        if partitions is not None:
-            if specs is None or len(specs) != 1 or specs[0][1] is not None:
-                raise InputError("--partitions goes with exactly one --topic that lists no partitions (or use t:0,1)")
-            specs = [(specs[0][0], parse_partitions(partitions))]
-    except InputError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
+    target, timestamp_ms = request.target()
+    specs = request.topic_specs()
     error = None
-    with zk_session(zookeeper, zk_digest, zk_timeout) as client, contextlib.ExitStack() as stack:
-        names = _groups(client, zookeeper, groups, all_groups)
-        wanted = _wanted(client, names, specs, all_groups)
+    with (
+        zk_session(request.zookeeper, request.zk_digest, request.zk_timeout) as client,
+        contextlib.ExitStack() as stack,
+    ):
+        names = _groups(client, request.zookeeper, request.groups, request.all_groups)
+        wanted = reset_scope(client, names, specs, request.all_groups, warn=warn)
         plan = plan_writes(
             client,
-            brokers,
+            request.brokers,
             stack,
             wanted,
             target=target,
             timestamp_ms=timestamp_ms,
-            clamp_offsets=clamp_offsets,
-            force=force,
-            zookeeper_only=zookeeper_only,
+            clamp_offsets=request.clamp_offsets,
+            force=request.force,
+            zookeeper_only=request.zookeeper_only,
+            warn=warn,
         )
-        if execute:
+        if request.execute:
             error = execute_plan(client, plan.rows, description="resetting offsets", kafka=plan.kafka)
     planned = sorted({r.topic for r in plan.rows})
     extra: dict[str, object] = {"groups": plan.groups, "topics": planned}
@@ -255,10 +141,10 @@ def reset(
         extra["topic"] = planned[0]
     finish(
         plan.rows,
-        execute,
+        request.execute,
         with_group=len(plan.groups) > 1,
-        as_json=as_json,
-        export_csv=export_csv,
+        as_json=request.as_json,
+        export_csv=request.export_csv,
         extra=extra,
         error=error,
     )

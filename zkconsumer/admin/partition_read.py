@@ -1,5 +1,5 @@
-"""`consume --partition`: one partition read from the brokers directly (assign(), as kafka-console-consumer
---partition does): no group, nothing committed, nothing written to ZooKeeper."""
+"""One partition read from the brokers directly (assign(), as kafka-console-consumer --partition does):
+no group, nothing committed, nothing written to ZooKeeper (`zkconsumer consume --partition`)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,17 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.offset_targets import range_problem
-from zkconsumer.cli.brokers import (
+from zkconsumer.admin.admin_error import AdminError
+from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
-    bootstrap_from_zookeeper,
-    legacy_settings,
+    Warn,
+    log_warning,
     open_watermarks,
+    reach,
 )
-from zkconsumer.cli.common import EXIT_USAGE, CliError, warn
-from zkconsumer.cli.offsets_plan import describe_partitions, topic_layout
+from zkconsumer.admin.offset_plan import describe_partitions, topic_layout
+from zkconsumer.admin.offset_targets import range_problem
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import run_bounded
@@ -34,37 +35,30 @@ def _give_up_codes() -> frozenset[int]:
 _GIVE_UP = _give_up_codes()
 
 
-def parse_offset(text: str | None) -> int | str | None:
-    """--offset: a non-negative number, earliest or latest (None: not given)."""
-    if text is None:
-        return None
-    value = text.strip().lower()
-    if value in ("earliest", "latest"):
-        return value
-    if value.isdigit():
-        return int(value)
-    raise CliError(f"--offset {text!r}: expected a non-negative number, earliest or latest", EXIT_USAGE)
-
-
-def start_offset(client: KazooClient, access: BrokerAccess, topic: str, partition: int, offset: int | str) -> int:
-    """Where to start reading: the partition must exist and a numeric offset lie in its log."""
+def start_offset(
+    client: KazooClient, access: BrokerAccess, topic: str, partition: int, offset: int | str, warn: Warn = log_warning
+) -> int:
+    """Where to start reading: the partition must exist and a numeric offset lie in its log (else
+    AdminError, a bad request; or AdminError when the brokers give no log offsets)."""
     try:
         znodes.topic_path(topic)
     except ValueError:
-        raise CliError(f"invalid topic name {topic!r} (--partition takes one topic, not a regex)", EXIT_USAGE) from None
+        raise AdminError(
+            f"invalid topic name {topic!r} (--partition takes one topic, not a regex)", bad_request=True
+        ) from None
     partitions, epoch = topic_layout(client, [topic])[topic]
     if epoch is None:
-        raise CliError(f"no such topic {topic!r} (no {znodes.topic_path(topic)})", EXIT_USAGE)
+        raise AdminError(f"no such topic {topic!r} (no {znodes.topic_path(topic)})", bad_request=True)
     if partition not in partitions:
-        raise CliError(
+        raise AdminError(
             f"topic {topic} has no partition {partition} (its partitions: {describe_partitions(partitions)})",
-            EXIT_USAGE,
+            bad_request=True,
         )
-    with open_watermarks(client, access, quiet=True) as marks:
+    with open_watermarks(client, access, quiet=True, warn=warn) as marks:
         log = marks.offsets([(topic, partition)])
         if (topic, partition) not in log:
             reason = marks.reason or marks.unanswered.get((topic, partition), "no answer")
-            raise CliError(f"cannot read the log offsets of {topic}-{partition}: {reason}")
+            raise AdminError(f"cannot read the log offsets of {topic}-{partition}: {reason}")
     low, high = log[(topic, partition)]
     if offset == "earliest":
         return low
@@ -73,7 +67,7 @@ def start_offset(client: KazooClient, access: BrokerAccess, topic: str, partitio
     assert isinstance(offset, int)
     problem = range_problem(offset, low, high)
     if problem is not None:
-        raise CliError(f"--offset: {topic}-{partition}: {problem}", EXIT_USAGE)
+        raise AdminError(f"--offset: {topic}-{partition}: {problem}", bad_request=True)
     return offset
 
 
@@ -86,19 +80,21 @@ def read_partition(
     max_messages: int | None,
     timeout_ms: int | None,
     write: Callable[[Any], None],
+    warn: Warn = log_warning,
 ) -> int:
-    """Print messages of one partition from `offset` on; returns how many were printed."""
+    """Hand each message of one partition from `offset` on to `write` (up to `max_messages`, or until
+    none came for `timeout_ms`); returns how many. A broker error that may pass is warned of once;
+    one that will not ends the read with AdminError."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     access = BrokerAccess(None, config.librdkafka_overrides, config.broker_listener)
-    begin = start_offset(client, access, topic, partition, offset)
-    bootstrap = bootstrap_from_zookeeper(client, access)
+    begin = start_offset(client, access, topic, partition, offset, warn)
+    bootstrap, settings = reach(client, access, warn=warn)
     if not bootstrap:
-        raise CliError("no broker endpoint under /brokers/ids to read from")
+        raise AdminError("no broker endpoint under /brokers/ids to read from")
     consumer = Consumer(
         {
-            **legacy_settings(client),
-            **access.settings,
+            **settings,
             "bootstrap.servers": bootstrap,
             "group.id": f"zkconsumer-console-{uuid.uuid4().hex[:12]}",  # never joined, nothing committed
             "enable.auto.commit": False,
@@ -121,7 +117,7 @@ def read_partition(
             error = msg.error()
             if error is not None:
                 if error.fatal() or error.code() in _GIVE_UP:
-                    raise CliError(f"reading {topic}-{partition} failed: {error.str()}")
+                    raise AdminError(f"reading {topic}-{partition} failed: {error.str()}")
                 if error.str() not in reported:  # a broker going away and coming back: say it once
                     reported.add(error.str())
                     warn(f"reading {topic}-{partition}: {error.str()}")
@@ -130,7 +126,7 @@ def read_partition(
             count += 1
             last = time.monotonic()
     except KafkaException as exc:
-        raise CliError(f"reading {topic}-{partition} failed: {exc}") from None
+        raise AdminError(f"reading {topic}-{partition} failed: {exc}") from None
     finally:
         run_bounded(consumer.close, 10.0, "zkconsumer-close-console")
     return count

@@ -1,4 +1,4 @@
-"""The I/O of `zkconsumer migrate`: read both sides of a group, write the target store, read it back."""
+"""What a migration is planned on: both sides of one group as read now, and the log offsets of their partitions."""
 
 from __future__ import annotations
 
@@ -6,20 +6,18 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.admin_error import AdminError
+from zkconsumer.admin.broker_group import BrokerGroup, open_broker_group
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.groups import group_exists
-from zkconsumer.admin.offsets_write import PlannedWrite
+from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
 from zkconsumer.admin.snapshot import read_owners
-from zkconsumer.cli.broker_group import BrokerGroup, is_membership_refusal, membership_refusal, open_broker_group
-from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
-from zkconsumer.cli.common import EXIT_USAGE, CliError, children
-from zkconsumer.cli.output.plans import execute_plan as write_zookeeper_guarded
 from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.migration.plan import DIRECTIONS, TO_KAFKA, DirectionPlan, Overrides, mismatches, plan_direction
+from zkconsumer.migration.plan import DIRECTIONS, DirectionPlan, Overrides, plan_direction
 from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide, in_scope
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.reads import exists_many
+from zkconsumer.zookeeper.reads import children, exists_many
 
 
 @dataclass
@@ -79,18 +77,20 @@ def read_zk_side(client: KazooClient, group: str, topics: list[str] | None) -> t
     return side, notes, [znodes.offset_path(group, *key) for key in sorted(found.garbled)]
 
 
-def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[str] | None) -> Evidence:
+def gather(
+    client: KazooClient, access: BrokerAccess, group: str, topics: list[str] | None, *, warn: Warn = log_warning
+) -> Evidence:
     """Read ZooKeeper, the broker group (state, members, offsets) and the log offsets of every
-    partition either side knows; CliError when the group is on neither side or the brokers fail."""
+    partition either side knows; AdminError when the group is on neither side or the brokers fail."""
     try:
         zk_group_exists = group_exists(client, group)
     except ValueError:
-        raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
+        raise AdminError(f"invalid group name {group!r}", bad_request=True) from None
     zk, notes, garbled = read_zk_side(client, group, topics) if zk_group_exists else (ZkSide(group), [], [])
-    broker = open_broker_group(client, access, group)
+    broker = open_broker_group(client, access, group, warn=warn)
     kafka = broker.describe(broker.committed())
     if not zk_group_exists and not kafka.offsets and not kafka.members:
-        raise CliError(
+        raise AdminError(
             f"unknown group {group!r}: no {znodes.group_path(group)} in ZooKeeper and no offsets or "
             f"members on the brokers at {broker.bootstrap}"
         )
@@ -105,103 +105,21 @@ def gather(client: KazooClient, access: BrokerAccess, group: str, topics: list[s
     keys = sorted(set(known) | set(partitions))
     log: dict[TopicPartition, tuple[int, int]] = {}
     if keys:
-        with open_watermarks(client, access, quiet=True) as marks:
+        with open_watermarks(client, access, quiet=True, warn=warn) as marks:
             log = marks.offsets(keys)
             if not marks.available:
-                raise CliError(f"cannot plan group {group}'s offsets without the log offsets: {marks.reason}")
+                raise AdminError(f"cannot plan group {group}'s offsets without the log offsets: {marks.reason}")
             if marks.unanswered:  # a partition left out of the plan would start wherever auto.offset.reset says
                 listed = "; ".join(f"{t}-{p}: {why}" for (t, p), why in sorted(marks.unanswered.items())[:10])
-                raise CliError(
+                raise AdminError(
                     f"cannot plan group {group}'s offsets: the brokers at {marks.bootstrap} gave no log "
                     f"offsets for {len(marks.unanswered)} partition(s) they have ({listed})"
                 )
     return Evidence(zk, kafka, log, broker, zk_group_exists, notes, garbled, partitions)
 
 
-@dataclass
-class Outcome:
-    """What --execute did: key -> status per planned write, and the error line (None: all verified)."""
-
-    statuses: dict[TopicPartition, str]
-    error: str | None
-
-
-def execute(client: KazooClient, evidence: Evidence, plan: DirectionPlan) -> Outcome:
-    """Write every planned offset to the target store, then read them back.
-
-    Kafka: one alter_consumer_group_offsets request, per-partition errors checked; an error that
-    means "the group has members" is explained with the group's state and members, described
-    again. ZooKeeper: the guarded writer (one transaction per partition that fails if an owner
-    node exists), stopping at the first ZooKeeper error.
-    """
-    group = plan.group
-    todo = {m.key: m.new for m in plan.writes if m.new is not None}
-    if not todo:
-        return Outcome({}, None)
-    refusal = None
-    if plan.target == TO_KAFKA:
-        answers = evidence.broker.alter(todo)
-        if is_membership_refusal(answers):
-            try:
-                refusal = membership_refusal(group, answers, evidence.broker.describe())
-            except CliError as exc:  # the per-partition report below must survive a failed describe
-                refusal = (
-                    f"the brokers refused offset changes of group {group} as a group with members "
-                    f"(describing it failed: {exc})"
-                )
-        answers = {k: None if e is None else f"refused by the broker: {e}" for k, e in answers.items()}
-    else:
-        rows = [PlannedWrite(group, m.topic, m.partition, m.target, m.new) for m in plan.writes]
-        stopped = write_zookeeper_guarded(client, rows, description="copying offsets to ZooKeeper")
-        answers = {
-            (r.topic, r.partition): None
-            if r.written
-            else (f"refused: {r.refused}" if r.refused else f"not written: {r.failed}")
-            for r in rows
-        }
-        if stopped is not None:
-            refusal = f"writing group {group}'s offsets to ZooKeeper stopped: {stopped}"
-    written = [m for m in plan.writes if answers[m.key] is None]
-    statuses = {key: answer for key, answer in answers.items() if answer is not None}
-    try:
-        read_back = read_target(client, evidence.broker, plan) if written else {}
-    except CliError as exc:  # written, but not verified: say so per partition instead of losing the report
-        statuses.update({m.key: f"written, not verified: {exc}" for m in written})
-        read_back = None
-    for move, got in mismatches(written, read_back) if read_back is not None else ():
-        statuses[move.key] = f"mismatch: wrote {move.new}, read back {'nothing' if got is None else got}"
-    statuses.update({m.key: "written" for m in written if m.key not in statuses})
-    bad = [m for m in plan.writes if statuses[m.key] != "written"]
-    if not bad:
-        return Outcome(statuses, None)
-    listed = "; ".join(f"{m.topic}-{m.partition} {statuses[m.key]}" for m in bad)
-    error = (
-        f"{len(bad)} of group {group}'s {len(plan.writes)} partitions did not read back from {plan.target} "
-        f"as written: {listed}"
-    )
-    return Outcome(statuses, f"{refusal}. {error}" if refusal else error)
-
-
-def read_target(client: KazooClient, broker: BrokerGroup, plan: DirectionPlan) -> dict[TopicPartition, int]:
-    """The target store's committed offsets of the plan's partitions, read afresh."""
-    if plan.target == TO_KAFKA:
-        return broker.committed()
-    return read_offsets(client, plan.group, sorted({m.topic for m in plan.moves})).valid
-
-
-EXIT_BLOCKED = 3  # a blocker for the asked direction: nothing was written
-
-
-def checked_topics(topics: tuple[str, ...]) -> list[str] | None:
-    for topic in topics:
-        try:
-            znodes.topic_path(topic)
-        except ValueError:
-            raise CliError(f"invalid topic name {topic!r}", EXIT_USAGE) from None
-    return sorted(set(topics)) if topics else None
-
-
 def direction_plans(evidence: Evidence, overrides: Overrides, topics: list[str] | None) -> dict[str, DirectionPlan]:
+    """The plan of each direction (to Kafka, to ZooKeeper) over the same evidence."""
     return {
         target: plan_direction(
             evidence.zk, evidence.kafka, evidence.log, target, overrides, topics, evidence.partitions

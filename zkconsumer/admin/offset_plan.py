@@ -3,7 +3,7 @@
 A row is refused when its topic or partition does not exist, or its new offset lies outside
 [log start, log end] of the partition as the brokers report it (a negative one included); with
 --clamp such an offset is moved to the nearer end instead, and the row says so. Any refused row
-stops the command before the first write (exit 2), naming every bad row.
+stops the plan before the first write (AdminError, a bad request), naming every bad row.
 """
 
 from __future__ import annotations
@@ -12,42 +12,26 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import click
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.committed import ZkOffsets, read_offsets
+from zkconsumer.admin.groups import member_count
+from zkconsumer.admin.kafka_commits import KafkaCommits, open_kafka_commits
+from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
 from zkconsumer.admin.offset_targets import Target, clamp, range_problem, reset_offset
-from zkconsumer.admin.offsets_write import PlannedWrite
+from zkconsumer.admin.planned_write import PlannedWrite
 from zkconsumer.admin.snapshot import read_owners
-from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
-from zkconsumer.cli.common import EXIT_USAGE, CliError, member_count, warn
-from zkconsumer.cli.kafka_offsets import KafkaCommits, open_kafka_commits
+from zkconsumer.admin.wanted_offset import WantedOffset
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 
 
-@dataclass(frozen=True)
-class Wanted:
-    """A partition a command wants to write: `offset` from a file (import), or None for the reset target's."""
-
-    group: str
-    topic: str
-    partition: int
-    offset: int | None = None
-    source: str = ""  # where it came from ("line 3"), for messages
-
-    @property
-    def key(self) -> TopicPartition:
-        return (self.topic, self.partition)
-
-    def name(self) -> str:
-        where = f"{self.source}: " if self.source else ""
-        return f"{where}group {self.group}, topic {self.topic}, partition {self.partition}"
-
-
 @dataclass
-class Plan:
+class OffsetPlan:
+    """The checked rows of a plan (refused ones marked), and the Kafka side of each group that commits there."""
+
     rows: list[PlannedWrite]
     kafka: dict[str, KafkaCommits]  # group -> its Kafka side, for groups that commit there
 
@@ -69,21 +53,20 @@ def describe_partitions(partitions: list[int]) -> str:
     return ",".join(map(str, partitions))
 
 
-def refuse(bad: list[str], total: int, *, clampable: bool, exit_code: int = EXIT_USAGE) -> None:
-    """Print each bad row on stderr, then stop with the summary: nothing was written."""
-    for line in bad:
-        click.echo(f"zkconsumer: error: {line}", err=True)
+def refusal(bad: list[str], total: int, *, clampable: bool) -> AdminError:
+    """The plan refused: each bad row a detail, then the summary; nothing was written."""
     hint = " Fix them, or pass --clamp to move the offsets into the log." if clampable else ""
-    raise CliError(
+    return AdminError(
         f"refusing to write: {len(bad)} of {total} offsets are invalid (listed above); nothing was written.{hint}",
-        exit_code,
+        bad_request=True,
+        details=bad,
     )
 
 
-def structural_problems(wanted: list[Wanted], layout: Mapping[str, tuple[list[int], int | None]]) -> list[str]:
+def structural_problems(wanted: list[WantedOffset], layout: Mapping[str, tuple[list[int], int | None]]) -> list[str]:
     """Rows whose topic or partition does not exist, and partitions given twice with different offsets."""
     bad = []
-    seen: dict[tuple[str, str, int], Wanted] = {}
+    seen: dict[tuple[str, str, int], WantedOffset] = {}
     for row in wanted:
         partitions, epoch = layout.get(row.topic, ([], None))
         if epoch is None:
@@ -101,12 +84,12 @@ def structural_problems(wanted: list[Wanted], layout: Mapping[str, tuple[list[in
     return bad
 
 
-def refuse_live_groups(client: KazooClient, groups: Iterable[str], force: bool) -> None:
+def refuse_live_groups(client: KazooClient, groups: Iterable[str], force: bool, warn: Warn = log_warning) -> None:
     live = {g: member_count(client, g) for g in groups}
     live = {g: n for g, n in live.items() if n}
     if live and not force:
         names = ", ".join(f"{g} ({n} members)" for g, n in sorted(live.items()))
-        raise CliError(
+        raise AdminError(
             f"refusing to change offsets of groups with live members: {names}; stop the consumers "
             "first, or pass --force (partitions they own are still refused)"
         )
@@ -121,12 +104,13 @@ def kafka_side(
     layout: Mapping[str, tuple[list[int], int | None]],
     zookeeper_only: bool,
     stack: contextlib.ExitStack,
+    warn: Warn = log_warning,
 ) -> tuple[dict[TopicPartition, int], KafkaCommits | None]:
     """The group's Kafka-committed offsets for every partition of the topics in `layout` (empty: the
     group does not commit to Kafka, or --zookeeper-only), and the KafkaCommits to write them with."""
     if zookeeper_only:
         return {}, None
-    commits = stack.enter_context(open_kafka_commits(client, brokers, group))
+    commits = stack.enter_context(open_kafka_commits(client, brokers, group, warn=warn))
     keys = {(t, p) for t, (ps, _) in layout.items() for p in ps}
     return commits.committed(keys), commits
 
@@ -145,26 +129,27 @@ def plan_writes(
     client: KazooClient,
     brokers: BrokerAccess,
     stack: contextlib.ExitStack,
-    wanted: list[Wanted],
+    wanted: list[WantedOffset],
     *,
     target: Target | None = None,
     timestamp_ms: int | None = None,
     clamp_offsets: bool = False,
     force: bool = False,
     zookeeper_only: bool = False,
-) -> Plan:
-    """Check every wanted row against the cluster and plan it; CliError (nothing written) if any is bad.
+    warn: Warn = log_warning,
+) -> OffsetPlan:
+    """Check every wanted row against the cluster and plan it; AdminError (nothing written) if any is bad.
 
     `target` None: each row's own `offset` (import); else the reset target, computed per partition
     from the offset members resume from and the log (a --to-datetime/--by-duration: `timestamp_ms`).
-    Order: rows that name no partition or hold a bad offset (exit 2), then live groups (exit 1),
-    then the reset targets against the log (exit 2)."""
+    Order: rows that name no partition or hold a bad offset (a bad request), then live groups,
+    then the reset targets against the log (a bad request). Warnings go to `warn`."""
     layout = topic_layout(client, {w.topic for w in wanted})
     unique = list({(w.group, w.topic, w.partition): w for w in reversed(wanted)}.values())[::-1]
     bad = structural_problems(wanted, layout)
     structural = bool(bad)
     checkable = [w for w in unique if w.partition in layout[w.topic][0]]
-    log, times = _log_offsets(client, brokers, checkable, timestamp_ms, bad, len(unique))
+    log, times = _log_offsets(client, brokers, checkable, timestamp_ms, bad, len(unique), warn)
     found = {
         g: read_offsets(client, g, sorted({w.topic for w in checkable if w.group == g}))
         for g in sorted({w.group for w in checkable})
@@ -181,9 +166,9 @@ def plan_writes(
         for w, row in zip(checkable, rows):
             _settle(row, w, w.offset, None, clamp_offsets, bad, clamped)
     if bad:
-        refuse(bad, len(unique), clampable=not structural)
-    refuse_live_groups(client, sorted(found), force)
-    plan = _with_owners_and_kafka(client, brokers, stack, rows, found, layout, zookeeper_only)
+        raise refusal(bad, len(unique), clampable=not structural)
+    refuse_live_groups(client, sorted(found), force, warn)
+    plan = _with_owners_and_kafka(client, brokers, stack, rows, found, layout, zookeeper_only, warn)
     if target is not None:
         for w, row in zip(checkable, rows):
             assert row.log_start is not None and row.log_end is not None
@@ -193,7 +178,7 @@ def plan_writes(
             if row.new is None:
                 row.refused = None  # nothing to write: not refused either
         if bad:
-            refuse(bad, len(unique), clampable=True)
+            raise refusal(bad, len(unique), clampable=True)
     if clamped:
         warn(f"--clamp moved {len(clamped)} offsets into the log: {', '.join(clamped)} (see STATUS)")
     return plan
@@ -202,28 +187,31 @@ def plan_writes(
 def _log_offsets(
     client: KazooClient,
     brokers: BrokerAccess,
-    checkable: list[Wanted],
+    checkable: list[WantedOffset],
     timestamp_ms: int | None,
     bad: list[str],
     total: int,
+    warn: Warn,
 ) -> tuple[dict[TopicPartition, tuple[int, int]], dict[TopicPartition, int]]:
-    """(log start, log end) of every checkable partition, and the offsets at `timestamp_ms`; CliError
+    """(log start, log end) of every checkable partition, and the offsets at `timestamp_ms`; AdminError
     when the brokers cannot answer for all of them (after the rows in `bad`, if any)."""
     keys = sorted({w.key for w in checkable})
     if not keys:
         return {}, {}
-    with open_watermarks(client, brokers, quiet=True) as marks:
+    with open_watermarks(client, brokers, quiet=True, warn=warn) as marks:
         log = marks.offsets(keys)
         if not marks.available:
             if bad:
-                refuse(bad, total, clampable=False)
-            raise CliError(f"cannot check the offsets against the log: {marks.reason}; nothing was written")
+                raise refusal(bad, total, clampable=False)
+            raise AdminError(f"cannot check the offsets against the log: {marks.reason}; nothing was written")
         unanswered = [k for k in keys if k not in log]
         if unanswered:
             reasons = [f"{t}-{p} ({marks.unanswered.get((t, p), 'no answer')})" for t, p in unanswered]
             if bad:
-                refuse(bad + [f"no log offsets from the brokers for {r}" for r in reasons], total, clampable=False)
-            raise CliError(
+                raise refusal(
+                    bad + [f"no log offsets from the brokers for {r}" for r in reasons], total, clampable=False
+                )
+            raise AdminError(
                 f"cannot check {len(unanswered)} offsets against the log: the brokers did not answer for "
                 f"{', '.join(reasons[:10])}; nothing was written"
             )
@@ -233,7 +221,7 @@ def _log_offsets(
 
 def _settle(
     row: PlannedWrite,
-    w: Wanted,
+    w: WantedOffset,
     new: int | None,
     target: Target | None,
     clamp_offsets: bool,
@@ -267,14 +255,17 @@ def _with_owners_and_kafka(
     found: Mapping[str, ZkOffsets],
     layout: Mapping[str, tuple[list[int], int | None]],
     zookeeper_only: bool,
-) -> Plan:
+    warn: Warn,
+) -> OffsetPlan:
     """Owner nodes refuse their partitions; a group that commits to Kafka gets both stores written."""
     kafka: dict[str, KafkaCommits] = {}
     for group in sorted({r.group for r in rows}):
         mine = [r for r in rows if r.group == group]
         topics = sorted({r.topic for r in mine})
         owners, _ = read_owners(client, group, topics)
-        in_kafka, commits = kafka_side(client, brokers, group, {t: layout[t] for t in topics}, zookeeper_only, stack)
+        in_kafka, commits = kafka_side(
+            client, brokers, group, {t: layout[t] for t in topics}, zookeeper_only, stack, warn
+        )
         if in_kafka and commits is not None:
             kafka[group] = commits
         for row in mine:
@@ -283,4 +274,4 @@ def _with_owners_and_kafka(
             describe_current(row, found[group])
             if key in owners:
                 row.refused = f"owned by {owners[key].thread_id}"
-    return Plan(rows, kafka)
+    return OffsetPlan(rows, kafka)

@@ -8,17 +8,21 @@ tells, and is asked of the brokers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.cli.brokers import LIBRDKAFKA_LOG, BrokerAccess, bootstrap_from_zookeeper, legacy_settings
-from zkconsumer.cli.common import CliError
+from zkconsumer.admin.admin_error import AdminError
+from zkconsumer.admin.log_offsets import (
+    LIBRDKAFKA_LOG,
+    BrokerAccess,
+    Warn,
+    log_warning,
+    reach,
+)
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 ZOOKEEPER_ONLY_HINT = (
     "fix the broker connection (--bootstrap-server, --command-config), or pass --zookeeper-only "
@@ -58,7 +62,7 @@ class KafkaCommits:
         run_bounded(self._consumer.close, 10.0, "zkconsumer-close-kafka-commits")
 
     def committed(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """key -> the group's Kafka-committed offset, for the keys that have one; CliError when the
+        """key -> the group's Kafka-committed offset, for the keys that have one; AdminError when the
         brokers cannot say (the caller cannot then know whether a ZooKeeper write takes effect)."""
         from confluent_kafka import KafkaException
         from confluent_kafka import TopicPartition as KafkaTP
@@ -69,14 +73,14 @@ class KafkaCommits:
         try:
             found = self._consumer.committed([KafkaTP(t, p) for t, p in keys], timeout=self.timeout)
         except KafkaException as exc:
-            raise CliError(
+            raise AdminError(
                 f"cannot read group {self.group}'s Kafka-committed offsets from {self.bootstrap} "
                 f"({_text(exc)}), so cannot tell whether its members would ignore a ZooKeeper-only "
                 f"write; {ZOOKEEPER_ONLY_HINT}"
             ) from None
         refused = [(tp, tp.error) for tp in found if tp.error is not None]
         if refused:  # TOPIC_AUTHORIZATION_FAILED and the like: "no Kafka offset" would be a guess
-            raise CliError(
+            raise AdminError(
                 f"cannot read group {self.group}'s Kafka-committed offsets of "
                 + ", ".join(f"{tp.topic}-{tp.partition} ({error.str()})" for tp, error in refused)
                 + f" from {self.bootstrap}; {ZOOKEEPER_ONLY_HINT}"
@@ -120,12 +124,14 @@ def _text(exc: Exception) -> str:
     return error.str() if hasattr(error, "str") else str(error)
 
 
-def open_kafka_commits(client: KazooClient, access: BrokerAccess, group: str) -> KafkaCommits:
-    """KafkaCommits for `group`, bootstrapped as the log-offset reads are; CliError without brokers."""
-    bootstrap = access.bootstrap_override or bootstrap_from_zookeeper(client, access)
+def open_kafka_commits(
+    client: KazooClient, access: BrokerAccess, group: str, *, warn: Warn = log_warning
+) -> KafkaCommits:
+    """KafkaCommits for `group`, bootstrapped as the log-offset reads are; AdminError without brokers."""
+    bootstrap, settings = reach(client, access, warn=warn)
     if not bootstrap:
-        raise CliError(
+        raise AdminError(
             f"no broker to ask whether group {group} also commits offsets to Kafka (then its members "
             f"would ignore a ZooKeeper-only write); {ZOOKEEPER_ONLY_HINT}"
         )
-    return KafkaCommits(bootstrap, group, {**legacy_settings(client), **access.settings})
+    return KafkaCommits(bootstrap, group, settings)

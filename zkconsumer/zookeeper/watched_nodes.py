@@ -1,0 +1,143 @@
+"""WatchedNodes: a set of znodes read once and kept while their data watches say they are unchanged."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+
+from kazoo.protocol.states import WatchedEvent, ZnodeStat
+
+from zkconsumer.zookeeper.client import ZkIO
+
+Entry = tuple[bytes, ZnodeStat]  # a node's data and stat
+
+
+class WatchedNodes:
+    """(data, stat) of chosen nodes, each read once and then only after its data watch fired.
+
+    For a member's own owner nodes: asking "are these still ours?" every attempt costs nothing
+    while they are unchanged. A missing node is not cached (it is asked about again next time).
+
+    `on_change(path, event)` (optional, kazoo's thread) hears the watch of a node we still vouch
+    for fire: the newest watch a read armed on a path that was neither `forget()`-ten (we deleted it
+    ourselves) nor left out of a later read. `invalidate()` does not silence it: a change whose event
+    was already queued when the link dropped is still a change.
+
+    Example::
+
+        mine = WatchedNodes(io)
+        found = mine.read(["/consumers/g/owners/t/0", "/consumers/g/owners/t/1"])  # path -> entry or None
+    """
+
+    def __init__(
+        self,
+        io: ZkIO,
+        what: str = "read watched nodes",
+        on_change: Callable[[str, WatchedEvent], None] | None = None,
+    ) -> None:
+        self.io = io
+        self.what = what  # names the batch in a timeout's message
+        self.on_change = on_change
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._entries: dict[str, Entry] = {}
+        # Generations and watch tokens come from one counter, never reused: a watch armed before a
+        # path was forgotten can never pass for one armed after.
+        self._counter = itertools.count(1)
+        self._generations: dict[str, int] = {}
+        self._armed: dict[str, int] = {}  # path -> token of the newest watch on a node we vouch for
+        self._listeners: dict[str, list[Callable[[WatchedEvent], None]]] = {}
+
+    def invalidate(self, *, disarm: bool = False) -> None:
+        """Forget everything: the next read asks ZooKeeper for all of it again, and an answer
+        already on the wire (a read in progress) is not kept either. `disarm`: the watches armed so
+        far no longer reach `on_change` either (the session that held the nodes ended)."""
+        with self._lock:
+            for path in self._generations:
+                self._generations[path] = next(self._counter)
+            self._entries.clear()
+            if disarm:
+                self._armed.clear()
+
+    def cached(self, paths: list[str]) -> dict[str, Entry]:
+        """The entries among `paths` whose watch has not fired since they were read (no request;
+        nothing is forgotten). A node missing here may still exist: it is just not known."""
+        with self._lock:
+            return {p: self._entries[p] for p in paths if p in self._entries}
+
+    def forget(self, paths: list[str]) -> None:
+        """Drop these entries now, before their watches' events arrive (we deleted the nodes
+        ourselves); a read of them already on the wire is not cached either, and their watches no
+        longer reach `on_change`."""
+        with self._lock:
+            for path in paths:
+                self._entries.pop(path, None)
+                self._armed.pop(path, None)
+                if path in self._generations:
+                    self._generations[path] = next(self._counter)
+
+    def when_changed(self, path: str, listener: Callable[[WatchedEvent], None]) -> bool:
+        """Call `listener(event)` (once, on kazoo's thread) when the watch on `path` fires; False,
+        and nothing registered, if no current entry holds a watch there (the caller sets its own)."""
+        with self._lock:
+            if path not in self._entries:
+                return False
+            self._listeners.setdefault(path, []).append(listener)
+            return True
+
+    def read(self, paths: list[str]) -> dict[str, Entry | None]:
+        """path -> (data, stat), None where there is no node. Forgets every path not asked for.
+
+        The answer is the cache as the read began plus what it asked for: an entry whose watch fires
+        while the rest is on the wire is still given (it is what the read began from; the next read
+        asks again), never taken for a node that is gone."""
+        return self._read(paths, forget_others=True)
+
+    def _read(self, paths: list[str], *, forget_others: bool) -> dict[str, Entry | None]:
+        with self._lock:
+            wanted = set(paths) if forget_others else set(self._generations) | set(self._entries) | set(paths)
+            for path in [p for p in self._entries if p not in wanted]:
+                del self._entries[path]
+            for path in [p for p in self._generations if p not in wanted]:
+                del self._generations[path]
+            for path in [p for p in self._armed if p not in wanted]:
+                del self._armed[path]
+            known = {p: self._entries[p] for p in paths if p in self._entries}
+            todo = {p: self._generations.setdefault(p, next(self._counter)) for p in paths if p not in known}
+            tokens = {p: next(self._counter) for p in todo}
+            self._armed.update(tokens)
+        client = self.io.client
+        answers = (
+            self.io.many(((p, client.get_async(p, watch=self._watch(p, tokens[p]))) for p in todo), self.what)
+            if todo
+            else {}
+        )
+        self.requests += len(todo)
+        with self._lock:
+            for path, answer in answers.items():
+                if answer is not None and self._generations.get(path, 0) == todo[path]:
+                    self._entries[path] = answer
+            return {p: answers[p] if p in answers else known[p] for p in paths}  # in the order asked
+
+    def add(self, paths: list[str]) -> dict[str, Entry | None]:
+        """Read and watch these too, keeping every other entry (`read` forgets what it is not asked
+        for): a claim's new nodes join the set we vouch for at once, not at the next full read."""
+        return self._read(paths, forget_others=False)
+
+    def _watch(self, path: str, token: int) -> Callable[[WatchedEvent], None]:
+        def fired(event: WatchedEvent) -> None:
+            with self._lock:
+                if path in self._generations or path in self._entries:
+                    self._generations[path] = next(self._counter)
+                    self._entries.pop(path, None)
+                listeners = self._listeners.pop(path, [])
+                vouched = self._armed.get(path) == token
+                if vouched:
+                    del self._armed[path]
+            for listener in listeners:
+                listener(event)
+            if vouched and self.on_change is not None:
+                self.on_change(path, event)
+
+        return fired
