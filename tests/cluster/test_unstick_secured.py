@@ -138,7 +138,11 @@ def test_a_locked_ids_folder_needs_the_groups_credentials(  # type: ignore[no-un
             f"zkconsumer: error: ZooKeeper refused the nudge of /consumers/{g}/ids (/consumers/{g}/ids/"
             f"{g}_zkconsumer-rebalance-"
         ), refused.stderr
-        assert f"to this command at {cluster.zookeeper_connect}: NoAuth (the ACL of the node" in refused.stderr
+        assert (
+            f"to this command (an unauthenticated client) at {cluster.zookeeper_connect}: NoAuth (the ACL of the node"
+            in refused.stderr
+        )
+        assert "pass --zk-digest user:password (or --zk-jaas FILE, SASL)" in refused.stderr
         assert refused.stderr.count("\n") == 1, refused.stderr  # one line: no traceback
         time.sleep(1.0)  # a nudge, had one been written, would have made the members rebalance by now
         assert ids_facts(zk, g) == facts  # nothing written under ids

@@ -167,6 +167,11 @@ def require_brokers(client: KazooClient, zookeeper: str) -> None:
     )
 
 
+def session_identity(digest: str | None) -> str:
+    """Who this command is to ZooKeeper (`digest:ops`, `sasl:...`, an unauthenticated client), for errors."""
+    return _auth(digest, _JAAS_FILE.get()).identity
+
+
 def _auth(digest: str | None, jaas_file: str | None) -> ZkAuth:
     text = None
     if jaas_file is not None:

@@ -6,10 +6,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from zkconsumer.cli.common import CliError, emit_json, expected_errors, require_group, zk_session
+from zkconsumer.cli.common import (
+    CliError,
+    emit_json,
+    expected_errors,
+    require_group,
+    session_identity,
+    zk_session,
+)
 from zkconsumer.cli.options import execute_options, group_option, json_option, zk_options
 from zkconsumer.cli.output.render import TextTable, show
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import ZkConsumerError, ZooKeeperAccessDenied
 from zkconsumer.zookeeper.client import ZkIO
 
 if TYPE_CHECKING:
@@ -66,7 +73,8 @@ def rebalance(
 
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         require_group(client, group, zookeeper)
-        io = ZkIO(client, timeout_s=zk_timeout, identity=f"this command at {zookeeper}")
+        identity = f"this command ({session_identity(zk_digest)}) at {zookeeper}"
+        io = ZkIO(client, timeout_s=zk_timeout, identity=identity)
         try:
             plan = read_plan(io, group)
             if plan.blockers or not execute:
@@ -77,6 +85,11 @@ def rebalance(
             result = unstick(io, plan, timeout_s=timeout)
         except UnknownGroup as exc:
             raise CliError(f"{exc} in ZooKeeper at {zookeeper}") from None
+        except ZooKeeperAccessDenied as exc:
+            raise CliError(
+                f"{exc}; pass --zk-digest user:password (or --zk-jaas FILE, SASL) as an identity the "
+                "ACL of the group's ids folder allows; nothing was written"
+            ) from None
         except ZkConsumerError as exc:
             raise CliError(str(exc)) from None
     _finish(plan, result, as_json, shown=True)
