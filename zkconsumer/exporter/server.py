@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from zkconsumer.zookeeper.client import run_bounded
 
 log = logging.getLogger(__name__)
-Route = Callable[[str], "tuple[int, str, bytes] | None"]  # path -> (status, content type, body), None: 404
+Body = bytes | tuple[bytes, ...]  # a body in parts is written part by part, never joined
+Route = Callable[[str], "tuple[int, str, Body] | None"]  # path -> (status, content type, body), None: 404
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -26,11 +27,13 @@ class _Handler(BaseHTTPRequestHandler):
         if found is None:
             found = 404, "text/plain; charset=utf-8", f"no such page: {self.path}\n".encode()
         status, content_type, body = found
+        parts = (body,) if isinstance(body, bytes) else body
         self.send_response(status)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(sum(len(part) for part in parts)))
         self.end_headers()
-        self.wfile.write(body)
+        for part in parts:
+            self.wfile.write(part)
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
         log.debug("%s %s", self.address_string(), format % args)
