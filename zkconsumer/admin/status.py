@@ -37,7 +37,7 @@ OWNERSHIP_NAMES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Seen:
     """One partition in one sample."""
 
@@ -49,7 +49,7 @@ class Seen:
     ownership: Ownership
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One look at the group: every partition of interest, and the registered members."""
 
