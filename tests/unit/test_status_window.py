@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.admin.status import Sample, Seen, group_status, judge_group, partition_facts
+from zkconsumer.admin.status import Judged, Sample, Seen, group_status, judge_group, judge_runs, partition_facts
 from zkconsumer.admin.verdicts import Ownership
 from zkconsumer.exporter.sampling import GroupSample
 from zkconsumer.exporter.window import GroupWindow
@@ -49,6 +49,7 @@ def histories(draw: st.DrawFn) -> tuple[list[GroupSample], int]:
 def test_the_runs_judge_as_the_samples_do(history: tuple[list[GroupSample], int]) -> None:
     samples, size = history
     window = GroupWindow(size)
+    previous: dict[tuple[str, int], Judged] = {}
     for count, taken in enumerate(samples, 1):
         window.append(*_split(taken))
         kept = [s.sample for s in samples[max(0, count - size) : count]]
@@ -63,6 +64,8 @@ def test_the_runs_judge_as_the_samples_do(history: tuple[list[GroupSample], int]
         verdict = judge_group(facts, len(kept) > 1, last.members, last.at_ms + 7_000)
         later = replace(last, at_ms=last.at_ms + 7_000)  # the time rules (STOP, lag seconds) at a later now
         assert verdict == group_status([*kept[:-1], later])
+        again, previous = judge_runs(snapshot.runs, snapshot.times, snapshot.first, last.members, previous)
+        assert again == group_status(kept)  # judged again only where runs or time could change it
         assert len(snapshot.runs) <= len({k for s in kept for k in s.partitions})
 
 

@@ -178,6 +178,59 @@ def judge_group(
     return group_verdict(verdicts, members, {cid for cid in owning if cid is not None})
 
 
+Judged = tuple[tuple[Run, ...], bool, PartitionVerdict]
+"""A partition's runs when it was judged, whether the window was judged (two samples or more), the verdict."""
+
+
+def judge_runs(
+    runs_of: Mapping[TopicPartition, tuple[Run, ...]],
+    times: Sequence[int],
+    first: int,
+    members: Sequence[str],
+    previous: Mapping[TopicPartition, Judged],
+) -> tuple[GroupVerdict, dict[TopicPartition, Judged]]:
+    """judge_group of a window kept as runs (run_facts; now is the last sample's time), and what
+    to pass as `previous` next time.
+
+    A partition is judged again only when its runs changed or its verdict could change with time
+    alone: one run (the same thing seen all window long) with no message waiting or no log end
+    known has the same commits, lag and age (0 or none) at any time and wherever the window
+    starts; Burrow's STOP and the lag in seconds need waiting messages. Of one run with messages
+    waiting and no owner (or one that is not a member), only the age moves: it counts from the
+    run's first sample in the window, a lower bound (lag_age of a log end that never moved)."""
+    judged = len(times) > 1
+    now_ms = times[-1]
+    verdicts: dict[TopicPartition, PartitionVerdict] = {}
+    kept: dict[TopicPartition, Judged] = {}
+    owning: set[str] = set()
+    for key in sorted(k for k, runs in runs_of.items() if runs[-1][1] is not None):
+        runs = runs_of[key]
+        known = previous.get(key)
+        if known is not None and known[0] is runs and known[1] == judged and len(runs) == 1 and not known[2].lag:
+            verdict = known[2]
+        elif known is not None and known[0] is runs and judged and len(runs) == 1 and _only_age_moves(known[2]):
+            # Nobody owns it (or not a member): status and reason are the lag's and the owner's;
+            # the first waiting message has waited since the run's first sample in the window.
+            since = times[max(runs[0][0], first) - first]
+            was = known[2]
+            age = LagAge(max(0.0, (now_ms - since) / 1000.0), True, 0.0)
+            verdict = PartitionVerdict(was.status, was.reason, was.lag, age, was.ownership)
+        else:
+            verdict = judge_partition(run_facts(runs, times, first), judged, now_ms)
+        verdicts[key] = verdict
+        kept[key] = (runs, judged, verdict)
+        record = runs[-1][1]
+        if verdict.ownership is Ownership.OWNED and record is not None:
+            cid = _consumer_id(record[3])
+            if cid is not None:
+                owning.add(cid)
+    return group_verdict(verdicts, members, owning), kept
+
+
+def _only_age_moves(verdict: PartitionVerdict) -> bool:
+    return verdict.ownership is not Ownership.OWNED and verdict.age is not None and verdict.age.at_least
+
+
 def judge_partition(facts: PartitionFacts, judged: bool, now_ms: int) -> PartitionVerdict:
     """One partition's verdict as judge_group gives it."""
     if judged:

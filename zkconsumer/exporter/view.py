@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from zkconsumer.admin.status import judge_group
+from zkconsumer.admin.status import Judged, judge_runs
 from zkconsumer.admin.verdicts import GroupVerdict
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.exporter.group_watch import GroupWatch
@@ -101,6 +101,7 @@ class ClusterView:
         self._decoded: dict[str, tuple[tuple[int, int], tuple[int, ...]]] = {}  # topic -> (czxid, mzxid), parts
         self._watches: dict[str, GroupWatch] = {}
         self._windows: dict[str, GroupWindow] = {}
+        self._judged: dict[str, dict[TopicPartition, Judged]] = {}  # a group's last verdicts, by partition
         self._forgotten_requests = 0
         self.state = ViewState(0, {}, interval_s)
 
@@ -127,6 +128,7 @@ class ClusterView:
         for gone in [g for g in self._watches if g not in names]:
             self._forgotten_requests += self._watches.pop(gone).requests
             self._windows.pop(gone, None)
+            self._judged.pop(gone, None)
         all_topics = self._topic_list.names()
         read = {}
         wanted: dict[str, tuple[set[str], list[str]]] = {}
@@ -151,8 +153,9 @@ class ClusterView:
                 window = self._windows[group] = GroupWindow(self.max_samples)
             window.append(meta, records)
             snapshot = window.snapshot()
-            facts = {key: snapshot.facts(key) for key in records}
-            verdict = judge_group(facts, len(snapshot.metas) > 1, meta.members, at_ms)
+            verdict, self._judged[group] = judge_runs(
+                snapshot.runs, snapshot.times, snapshot.first, meta.members, self._judged.get(group, {})
+            )
             groups[group] = GroupState(group, snapshot, verdict)
         reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
         self.state = ViewState(at_ms, groups, self.interval_s, reason)
