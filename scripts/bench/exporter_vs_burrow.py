@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from exporter_load import TOPIC, write_offsets  # noqa: E402
-from harness.burrow import CLUSTER_NAME, Burrow  # noqa: E402
 
+from harness.burrow import Burrow  # noqa: E402
 from zkconsumer.testing.cluster import LocalCluster, free_port  # noqa: E402
 from zkconsumer.testing.kafka import produce_bulk  # noqa: E402
 from zkconsumer.zookeeper import znodes  # noqa: E402
@@ -101,7 +101,9 @@ def burrow_offset(burrow: Burrow, group: str, partition: int) -> int | None:
     return None
 
 
-def commit_to_lag(writer: Any, read: Callable[[str, int], int | None], groups: int, partitions: int, rng: random.Random) -> float:
+def commit_to_lag(
+    writer: Any, read: Callable[[str, int], int | None], groups: int, partitions: int, rng: random.Random
+) -> float:
     """Commit a new offset to a random partition and time until `read` shows it (seconds)."""
     group, partition = f"load-{rng.randrange(groups)}", rng.randrange(partitions)
     path = znodes.offset_path(group, TOPIC, partition)
@@ -133,12 +135,17 @@ def main() -> None:
         LocalCluster(brokers=1, chroot="/bench", workdir=Path(tmp) / "cluster") as cluster,
     ):
         zk_host, zk_port = cluster.zookeeper_hosts.split(",")[0].rsplit(":", 1)
-        sids = lambda: set(received(zk_host, int(zk_port)))  # noqa: E731
+
+        def sids() -> set[str]:
+            return set(received(zk_host, int(zk_port)))
+
         cluster.create_topic(TOPIC, args.partitions)
         produce_bulk(cluster.bootstrap_servers, TOPIC, 10 * args.partitions, 100, args.partitions)
         writer = connect(cluster.zookeeper_connect, session_timeout_s=30.0, connect_timeout_s=10.0)
         before = sids()
-        burrow = Burrow(cluster.zookeeper_connect, cluster.bootstrap_servers, Path(tmp) / "burrow", offset_refresh=args.freshness)
+        burrow = Burrow(
+            cluster.zookeeper_connect, cluster.bootstrap_servers, Path(tmp) / "burrow", offset_refresh=args.freshness
+        )
         burrow.start()
         exporter: subprocess.Popen[bytes] | None = None
         try:
@@ -159,7 +166,7 @@ def main() -> None:
 
             def exporter_ready() -> bool:
                 try:
-                    return len(get_json(f"http://127.0.0.1:{port}/v1/groups")["groups"]) >= args.groups
+                    return bool(len(get_json(f"http://127.0.0.1:{port}/v1/groups")["groups"]) >= args.groups)
                 except OSError:
                     return False
 
@@ -225,9 +232,7 @@ def requests_per_s(
     last, spent = received(host, port), time.monotonic() - began
     stop.set()
     committer.join(10)
-    return {
-        name: sum(last.get(sid, 0) - first.get(sid, 0) for sid in sids) / spent for name, sids in tools.items()
-    }
+    return {name: sum(last.get(sid, 0) - first.get(sid, 0) for sid in sids) / spent for name, sids in tools.items()}
 
 
 if __name__ == "__main__":

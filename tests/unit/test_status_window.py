@@ -30,7 +30,7 @@ def seens(draw: st.DrawFn, at_ms: int) -> Seen:
 def histories(draw: st.DrawFn) -> tuple[list[GroupSample], int]:
     """Samples a second apart, each partition in some of them, and the window's size."""
     count = draw(st.integers(1, 12))
-    samples = []
+    samples: list[GroupSample] = []
     for i in range(count):
         at_ms = 10_000 + 1_000 * i + draw(st.integers(0, 300))
         present = draw(st.sets(st.sampled_from(KEYS)))
@@ -81,4 +81,6 @@ def test_a_partition_seen_the_same_holds_one_run_however_many_samples() -> None:
 
 def _split(taken: GroupSample) -> tuple:  # type: ignore[type-arg]
     meta = GroupWindow.of([taken]).snapshot().last_meta
-    return meta, {key: (s.committed, s.written, s.log_end, s.owner, s.ownership) for key, s in taken.sample.partitions.items()}
+    return meta, {
+        key: (s.committed, s.written, s.log_end, s.owner, s.ownership) for key, s in taken.sample.partitions.items()
+    }

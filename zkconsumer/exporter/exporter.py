@@ -13,6 +13,7 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
 from zkconsumer.exporter import api, families
+from zkconsumer.exporter.exposition import Exposition
 from zkconsumer.exporter.families import Health
 from zkconsumer.exporter.log_ends import LogEnds
 from zkconsumer.exporter.server import Body, HttpServer
@@ -67,7 +68,7 @@ class Exporter:
         self.last_error: str | None = None
         self._stop = threading.Event()
         self._refreshed = threading.Condition()
-        self._rendered: tuple[bytes, ...] = ()  # render_view's parts, served as they are
+        self._rendered = Exposition()  # the view's families, kept compressed
         self._ok = self._failed = 0
         self._refresh_seconds = 0.0
         self._requests = 0  # the view's count after the last refresh (the view is the refresh thread's)
@@ -124,7 +125,7 @@ class Exporter:
                 self._lost.clear()
                 self.view.invalidate()
             state = self.view.refresh()
-            rendered = families.render_view(state)
+            rendered = Exposition(families.render_view(state))
         except Exception as exc:  # noqa: BLE001 - any failure of one refresh: the next one tries again
             self._failed += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
@@ -159,7 +160,7 @@ class Exporter:
         if path.split("?", 1)[0] == "/metrics":
             with self._refreshed:
                 rendered = self._rendered
-            return 200, METRICS_TYPE, (*rendered, families.render(families.health_families(self.health())))
+            return 200, METRICS_TYPE, rendered.with_tail(families.render(families.health_families(self.health())))
         if path.split("?", 1)[0] in ("/", "/healthz"):
             ok = self._thread.is_alive() and self.view.state.at_ms > 0
             return (200 if ok else 503), "text/plain; charset=utf-8", (b"ok\n" if ok else b"not refreshed yet\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -117,21 +117,21 @@ def view_families(state: ViewState) -> list[Metric]:
     return list(out.values())
 
 
-def render_view(state: ViewState) -> tuple[bytes, ...]:
+def render_view(state: ViewState) -> Iterator[bytes]:
     """The exposition of `view_families(state)` in parts, a family each, written without building
-    the families: the exporter renders it once per refresh and serves the parts as they are. At
+    the families: the exporter compresses each as it comes (exposition.Exposition). At
     1,000 groups of 100 partitions (611,000 series) the families alone held more memory than the
     view, and one string of every line about as much again: here one family's lines live at a time."""
-    groups = [(group, _escape(name), sorted(group.verdict.partitions.items())) for name, group in sorted(state.groups.items())]
-    parts: list[bytes] = []
+    groups = [
+        (group, _escape(name), sorted(group.verdict.partitions.items())) for name, group in sorted(state.groups.items())
+    ]
     for spec in VIEW_FAMILIES:
         lines = [_header(spec.name, spec.kind, spec.help)]
         if spec.labels[-1] == "partition" or spec.name == "zkconsumer_partition_owner_info":
             _partition_lines(spec.name, groups, lines)
         else:
             _group_lines(spec.name, groups, lines)
-        parts.append("".join(lines).encode())
-    return tuple(parts)
+        yield "".join(lines).encode()
 
 
 Rows = list[tuple[GroupState, str, list[tuple[TopicPartition, PartitionVerdict]]]]

@@ -47,7 +47,9 @@ class WindowSnapshot:
             record = runs[at][1] if at >= 0 else None
             if record is not None:
                 partitions[key] = Seen(meta.at_ms, *record)
-        return GroupSample(Sample(meta.at_ms, partitions, meta.members), meta.member_kinds, meta.last_commit_ms, meta.problems)
+        return GroupSample(
+            Sample(meta.at_ms, partitions, meta.members), meta.member_kinds, meta.last_commit_ms, meta.problems
+        )
 
     def samples(self) -> tuple[GroupSample, ...]:
         return tuple(self.sample(i) for i in range(len(self.metas)))
