@@ -122,9 +122,11 @@ def render_view(state: ViewState) -> Iterator[bytes]:
     the families: the exporter compresses each as it comes (exposition.Exposition). At
     1,000 groups of 100 partitions (611,000 series) the families alone held more memory than the
     view, and one string of every line about as much again: here one family's lines live at a time."""
-    groups = [
-        (group, _escape(name), sorted(group.verdict.partitions.items())) for name, group in sorted(state.groups.items())
-    ]
+    groups: Rows = []
+    for name, group in sorted(state.groups.items()):
+        g = _escape(name)  # each partition's labels once per rendering, for its six families (not kept after)
+        rows = [(key, v, _partition_labels(g, *key)) for key, v in sorted(group.verdict.partitions.items())]
+        groups.append((group, g, rows))
     for spec in VIEW_FAMILIES:
         lines = [_header(spec.name, spec.kind, spec.help)]
         if spec.labels[-1] == "partition" or spec.name == "zkconsumer_partition_owner_info":
@@ -134,7 +136,7 @@ def render_view(state: ViewState) -> Iterator[bytes]:
         yield "".join(lines).encode()
 
 
-Rows = list[tuple[GroupState, str, list[tuple[TopicPartition, PartitionVerdict]]]]
+Rows = list[tuple[GroupState, str, list[tuple[TopicPartition, PartitionVerdict, str]]]]
 
 
 def _group_lines(name: str, groups: Rows, lines: list[str]) -> None:
@@ -181,10 +183,9 @@ def _group_value(name: str, group: GroupState) -> float | None:
 def _partition_lines(name: str, groups: Rows, lines: list[str]) -> None:
     """One partition family's lines, as _walk adds them."""
     add = lines.append
-    for group, g, partitions in groups:
+    for group, _g, partitions in groups:
         runs = group.window.runs
-        for key, v in partitions:
-            labels = _partition_labels(g, key[0], key[1])
+        for key, v, labels in partitions:
             if name == "zkconsumer_partition_status":
                 add(f"{name}{{{labels}}} {_number(int(v.status))}\n")
             elif name == "zkconsumer_partition_committed_offset":
@@ -206,7 +207,6 @@ def _partition_lines(name: str, groups: Rows, lines: list[str]) -> None:
                 add(f'{name}{{{labels},owner="{owner}",ownership="{OWNERSHIP_NAMES[v.ownership]}"}} 1.0\n')
 
 
-@functools.lru_cache(maxsize=1 << 18)  # every partition of 1,000 groups of 100, and room to spare
 def _partition_labels(group: str, topic: str, partition: int) -> str:
     return f'group="{group}",topic="{_escape(topic)}",partition="{partition}"'
 
