@@ -59,8 +59,9 @@ class GroupWindow:
     """The last `max_samples` samples of one group: per sample its time and group-level facts,
     per partition a run for each change of what was seen (its time aside).
 
-    At 1,000 groups of 100 partitions and a window of 61 samples, a Seen per partition per sample
-    held 1.8 GB; a partition whose offset node, owner and log end stay put holds one run.
+    At 1,000 groups of 100 partitions and a window of 61 samples (the CLI's defaults), a Seen per
+    partition per sample (about 290 B) comes to 1.8 GB; a partition whose offset node, owner and
+    log end stay put holds one run.
 
     Example::
 
