@@ -96,7 +96,7 @@ def group_records(
     keys |= set(nodes.offsets) | set(nodes.owners)
     records: dict[TopicPartition, Record] = {}
     last_commit: int | None = None
-    for key in keys:
+    for key in sorted(keys):  # problems named in partition order
         committed, written = None, None
         if key in nodes.offsets:
             data, mzxid, mtime = nodes.offsets[key]
