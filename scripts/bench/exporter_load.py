@@ -11,16 +11,22 @@ then measures:
 - the first refresh (everything read once), then the refreshes' duration at steady state;
 - ZooKeeper requests per second the exporter makes (its own counter) for --seconds while nothing
   changes, then while a writer commits --commits-per-s offsets a second to random partitions;
-- GET /metrics: wall time over --scrapes scrapes (median and max), size and series;
-- this process's peak RSS.
+- GET /metrics: wall time over --scrapes scrapes (median and max), size and series; then as
+  Prometheus asks for it (Accept-Encoding: gzip), median and size;
+- this process's peak RSS (rss_mb; the offsets' writer and the scrapes' client included) and its
+  RSS after the scrapes (rss_now_mb).
 
-Last line: groups= partitions= series= first_refresh_s= refresh_s= idle_zk_rps= commits_per_s=
-(made, at most --commits-per-s) busy_zk_rps= scrape_median_s= scrape_max_s= metrics_bytes= rss_mb=
+Last line: groups= partitions= series= first_refresh_s= refresh_s= (the last refresh's duration)
+refresh_max_s= (the longer of the refreshes after each steady-state measurement) idle_zk_rps= commits_per_s=
+(made, at most --commits-per-s) busy_zk_rps= scrape_median_s= scrape_max_s= metrics_bytes=
+gzip_scrape_median_s= gzip_bytes= rss_mb=
+rss_now_mb= loadavg=
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import statistics
@@ -94,6 +100,7 @@ def main() -> None:
                 first = time.monotonic() - began
                 time.sleep(args.interval)  # the watches of the first read are armed
                 idle = requests_per_s(exporter, args.seconds)
+                refreshes = [exporter.health().refresh_seconds]
                 stop = threading.Event()
                 made = [0]
 
@@ -112,6 +119,7 @@ def main() -> None:
                 commits_made = made[0] / (time.monotonic() - busy_began)
                 committer.join(10)
                 refresh = exporter.health().refresh_seconds
+                refreshes.append(refresh)
                 times, size = [], 0
                 for _ in range(args.scrapes):
                     t0 = time.perf_counter()
@@ -119,17 +127,29 @@ def main() -> None:
                         body = r.read()
                     times.append(time.perf_counter() - t0)
                     size = len(body)
+                zipped = []
+                for _ in range(args.scrapes):
+                    request = urllib.request.Request(
+                        f"http://127.0.0.1:{exporter.port}/metrics", headers={"Accept-Encoding": "gzip"}
+                    )
+                    t0 = time.perf_counter()
+                    with urllib.request.urlopen(request, timeout=60) as r:
+                        gzip_size = len(r.read())
+                    zipped.append(time.perf_counter() - t0)
                 series = sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
+                del body
+                rss_now = int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) / 1024
+                rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the cluster's teardown
             finally:
                 exporter.stop(timeout_s=30)
                 close_quietly(client, 10)
                 close_quietly(writer, 10)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"groups={args.groups} partitions={args.partitions} series={series} first_refresh_s={first:.2f} "
-        f"refresh_s={refresh:.2f} idle_zk_rps={idle:.2f} commits_per_s={commits_made:.1f} busy_zk_rps={busy:.1f} "
+        f"refresh_s={refresh:.2f} refresh_max_s={max(refreshes):.2f} idle_zk_rps={idle:.2f} commits_per_s={commits_made:.1f} busy_zk_rps={busy:.1f} "
         f"scrape_median_s={statistics.median(times):.4f} scrape_max_s={max(times):.4f} metrics_bytes={size} "
-        f"rss_mb={rss_mb:.0f}"
+        f"gzip_scrape_median_s={statistics.median(zipped):.4f} gzip_bytes={gzip_size} "
+        f"rss_mb={rss_mb:.0f} rss_now_mb={rss_now:.0f} loadavg={os.getloadavg()[0]:.2f}"
     )
 
 

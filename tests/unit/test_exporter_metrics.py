@@ -22,6 +22,7 @@ from zkconsumer.exporter.families import (
 from zkconsumer.exporter.group_watch import GroupNodes
 from zkconsumer.exporter.sampling import GroupSample, Topic, group_sample
 from zkconsumer.exporter.view import GroupState, ViewState
+from zkconsumer.exporter.window import GroupWindow
 
 GROUP = "g"
 REGISTRATION = b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}'
@@ -84,7 +85,7 @@ def test_an_offset_older_than_its_topic_is_no_committed_offset() -> None:
 def _state(world: tuple[GroupNodes, dict[str, Topic], dict]) -> ViewState:  # type: ignore[type-arg]
     nodes, topics, ends = world
     samples = tuple(group_sample(GROUP, nodes, topics, {"t"}, ends, at) for at in (1_000, 2_000))
-    state = GroupState(GROUP, samples, group_status([s.sample for s in samples]))
+    state = GroupState(GROUP, GroupWindow.of(samples).snapshot(), group_status([s.sample for s in samples]))
     return ViewState(2_000, {GROUP: state}, 1.0)
 
 
@@ -102,7 +103,7 @@ def _parsed(text: bytes) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
 def test_the_exposition_says_what_the_verdicts_say(world: tuple[GroupNodes, dict[str, Topic], dict]) -> None:  # type: ignore[type-arg]
     state = _state(world)
     group = state.groups[GROUP]
-    text = render_view(state)
+    text = b"".join(render_view(state))
     assert text == render(view_families(state))  # the exporter's direct rendering is the families'
     metrics = _parsed(text)
     verdict = group.verdict

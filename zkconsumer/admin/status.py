@@ -37,7 +37,7 @@ OWNERSHIP_NAMES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Seen:
     """One partition in one sample."""
 
@@ -49,7 +49,7 @@ class Seen:
     ownership: Ownership
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One look at the group: every partition of interest, and the registered members."""
 
@@ -104,24 +104,138 @@ def partition_facts(seen: Sequence[Seen]) -> PartitionFacts:
     )
 
 
+Record = tuple[int | None, tuple[int, int] | None, int | None, str | None, Ownership]
+"""A Seen without its time: (committed, written, log_end, owner, ownership)."""
+Run = tuple[int, Record | None]
+"""From this sample number on (until the next run), the partition was seen so (None: absent)."""
+
+
+def seen_record(seen: Seen) -> Record:
+    return (seen.committed, seen.written, seen.log_end, seen.owner, seen.ownership)
+
+
+def run_facts(runs: Sequence[Run], times: Sequence[int], first: int) -> PartitionFacts:
+    """partition_facts of the samples numbered first .. first + len(times) - 1 (taken at `times`)
+    when the partition was seen as `runs` say: each run holds from its number to the next run's,
+    the last to the last sample; runs before `first` are out of the window.
+
+    Equal to partition_facts of the expanded samples but for `log_ends`, which keeps only each
+    run's first and last sample: lag_age reads the same answer from it (the first sample past the
+    committed offset opens a run, the sample before it closes the previous one)."""
+    last_number = first + len(times) - 1
+    spans: list[tuple[int, int, Record]] = []
+    for i, (number, record) in enumerate(runs):
+        end = runs[i + 1][0] - 1 if i + 1 < len(runs) else last_number
+        start = max(number, first)
+        if record is not None and start <= end:
+            spans.append((start, end, record))
+    if not spans:
+        raise ValueError("the partition is in no sample of the window")
+    commits: list[Commit] = []
+    ends: list[tuple[int, int]] = []
+    last_write: int | None = None
+    first_written = spans[0][2][1]
+    standing = first_written[0] if first_written is not None else None
+    first_write: int | None = None
+    for start, end, (committed, written, log_end, _owner, _ownership) in spans:
+        if log_end is not None:
+            ends.append((times[start - first], log_end))
+            if end > start:
+                ends.append((times[end - first], log_end))
+        if written is None or committed is None or written[0] == last_write:
+            continue
+        last_write = written[0]
+        if log_end is not None:
+            commits.append(Commit(committed, written[1], max(0, log_end - committed)))
+            first_write = written[0] if first_write is None else first_write
+    if len(commits) > 1 and first_write == standing:
+        commits[0] = replace(commits[0], lag=min(commits[0].lag, commits[1].lag))
+    committed, _written, log_end, owner, ownership = spans[-1][2]
+    return PartitionFacts(tuple(commits), committed, log_end, tuple(ends), owner, ownership)
+
+
 def group_status(samples: Sequence[Sample]) -> GroupVerdict:
     """The group's verdict from its samples, oldest first: Burrow's rules over the window when
     there are two samples or more, the owner nodes and the lag now from one."""
     if not samples:
         raise ValueError("no sample of the group")
     last = samples[-1]
-    judged = len(samples) > 1
+    facts = {
+        key: partition_facts([s.partitions[key] for s in samples if key in s.partitions]) for key in last.partitions
+    }
+    return judge_group(facts, len(samples) > 1, last.members, last.at_ms)
+
+
+def judge_group(
+    facts: Mapping[TopicPartition, PartitionFacts], judged: bool, members: Sequence[str], now_ms: int
+) -> GroupVerdict:
+    """The verdict of a group whose partitions in the last sample have these facts: Burrow's rules
+    when `judged` (two samples or more), the owner nodes and the lag now otherwise."""
     verdicts: dict[TopicPartition, PartitionVerdict] = {}
-    for key in sorted(last.partitions):
-        facts = partition_facts([s.partitions[key] for s in samples if key in s.partitions])
-        if not judged:
-            facts = replace(facts, window=())
-        verdict = partition_verdict(facts, last.at_ms)
-        if not judged:
-            verdict = _one_sample(verdict)
+    for key in sorted(facts):
+        verdicts[key] = judge_partition(facts[key], judged, now_ms)
+    owning = {_consumer_id(f.owner) for f in facts.values() if f.ownership is Ownership.OWNED}
+    return group_verdict(verdicts, members, {cid for cid in owning if cid is not None})
+
+
+Judged = tuple[tuple[Run, ...], bool, PartitionVerdict]
+"""A partition's runs when it was judged, whether the window was judged (two samples or more), the verdict."""
+
+
+def judge_runs(
+    runs_of: Mapping[TopicPartition, tuple[Run, ...]],
+    times: Sequence[int],
+    first: int,
+    members: Sequence[str],
+    previous: Mapping[TopicPartition, Judged],
+) -> tuple[GroupVerdict, dict[TopicPartition, Judged]]:
+    """judge_group of a window kept as runs (run_facts; now is the last sample's time), and what
+    to pass as `previous` next time.
+
+    A partition is judged again only when its runs changed or its verdict could change with time
+    alone: one run (the same thing seen all window long) with no message waiting or no log end
+    known has the same commits, lag and age (0 or none) at any time and wherever the window
+    starts; Burrow's STOP and the lag in seconds need waiting messages. Of one run with messages
+    waiting and no owner (or one that is not a member), only the age moves: it counts from the
+    run's first sample in the window, a lower bound (lag_age of a log end that never moved)."""
+    judged = len(times) > 1
+    now_ms = times[-1]
+    verdicts: dict[TopicPartition, PartitionVerdict] = {}
+    kept: dict[TopicPartition, Judged] = {}
+    owning: set[str] = set()
+    for key in sorted(k for k, runs in runs_of.items() if runs[-1][1] is not None):
+        runs = runs_of[key]
+        known = previous.get(key)
+        if known is not None and known[0] is runs and known[1] == judged and len(runs) == 1 and not known[2].lag:
+            verdict = known[2]
+        elif known is not None and known[0] is runs and judged and len(runs) == 1 and _only_age_moves(known[2]):
+            # Nobody owns it (or not a member): status and reason are the lag's and the owner's;
+            # the first waiting message has waited since the run's first sample in the window.
+            since = times[max(runs[0][0], first) - first]
+            was = known[2]
+            age = LagAge(max(0.0, (now_ms - since) / 1000.0), True, 0.0)
+            verdict = PartitionVerdict(was.status, was.reason, was.lag, age, was.ownership)
+        else:
+            verdict = judge_partition(run_facts(runs, times, first), judged, now_ms)
         verdicts[key] = verdict
-    owning = {_consumer_id(seen.owner) for seen in last.partitions.values() if seen.ownership is Ownership.OWNED}
-    return group_verdict(verdicts, last.members, {cid for cid in owning if cid is not None})
+        kept[key] = (runs, judged, verdict)
+        record = runs[-1][1]
+        if verdict.ownership is Ownership.OWNED and record is not None:
+            cid = _consumer_id(record[3])
+            if cid is not None:
+                owning.add(cid)
+    return group_verdict(verdicts, members, owning), kept
+
+
+def _only_age_moves(verdict: PartitionVerdict) -> bool:
+    return verdict.ownership is not Ownership.OWNED and verdict.age is not None and verdict.age.at_least
+
+
+def judge_partition(facts: PartitionFacts, judged: bool, now_ms: int) -> PartitionVerdict:
+    """One partition's verdict as judge_group gives it."""
+    if judged:
+        return partition_verdict(facts, now_ms)
+    return _one_sample(partition_verdict(replace(facts, window=()), now_ms))
 
 
 def _one_sample(verdict: PartitionVerdict) -> PartitionVerdict:

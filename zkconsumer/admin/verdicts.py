@@ -29,7 +29,7 @@ class LagStatus(enum.IntEnum):
     REWIND = 6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Commit:
     """One commit seen of a partition: its offset, when it was made (ms), and its lag then."""
 
@@ -54,7 +54,7 @@ def lag_status(window: Sequence[Commit], current_lag: int, now_ms: int) -> LagSt
     return LagStatus.OK
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LagAge:
     """How long the first message not yet consumed has waited, from samples of the log end."""
 
@@ -90,7 +90,7 @@ class Ownership(enum.Enum):
     FOREIGN_SESSION = "owner node held by another session than its member's registration"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PartitionFacts:
     """What a sampler gathered of one partition: its commits in the window and its owner node."""
 
@@ -102,7 +102,7 @@ class PartitionFacts:
     ownership: Ownership
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PartitionVerdict:
     status: LagStatus
     reason: str
@@ -144,7 +144,7 @@ def _reason(status: LagStatus, facts: PartitionFacts, lag: int, now_ms: int) -> 
     return f"slower than the producers: the lag never shrank over {len(window)} commits (now {lag})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupVerdict:
     status: LagStatus
     reasons: tuple[str, ...]

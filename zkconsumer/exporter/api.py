@@ -35,12 +35,12 @@ def groups_doc(state: ViewState, health: dict[str, Any]) -> dict[str, Any]:
 
 
 def _summary(group: GroupState) -> dict[str, Any]:
-    verdict, last = group.verdict, group.last
+    verdict = group.verdict
     return {
         "group": group.name,
         "status": verdict.status.name,
         "why": group_why(verdict),
-        "members": len(last.member_kinds),
+        "members": len(group.window.last_meta.member_kinds),  # not group.last: that rebuilds a whole sample
         "partitions": len(verdict.partitions),
         "unowned_partitions": sum(1 for v in verdict.partitions.values() if v.ownership is Ownership.UNOWNED),
         "total_lag": verdict.total_lag,
@@ -113,7 +113,7 @@ def overview_doc(state: ViewState, group: GroupState, members: Members | None) -
         "problems": list(last.problems),
         "refreshed_at_ms": state.at_ms,
         "interval_s": state.interval_s,
-        "samples": len(group.samples),
+        "samples": len(group.window.metas),  # not group.samples: that rebuilds every sample of the window
         "total_lag": verdict.total_lag,
         "last_commit_ms": last.last_commit_ms,
         "log_ends_unavailable": state.log_ends_reason,

@@ -13,11 +13,12 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
 from zkconsumer.exporter import api, families, page
+from zkconsumer.exporter.exposition import Exposition
 from zkconsumer.exporter.families import Health
 from zkconsumer.exporter.history import LagHistory
 from zkconsumer.exporter.log_ends import LogEnds
 from zkconsumer.exporter.registrations import Registrations
-from zkconsumer.exporter.server import HttpServer
+from zkconsumer.exporter.server import Body, HttpServer
 from zkconsumer.exporter.view import ClusterView, ViewState
 from zkconsumer.zookeeper.client import ZkIO
 
@@ -71,7 +72,7 @@ class Exporter:
         self.last_error: str | None = None
         self._stop = threading.Event()
         self._refreshed = threading.Condition()
-        self._rendered = b""
+        self._rendered = Exposition()  # the view's families, kept compressed
         self._ok = self._failed = 0
         self._refresh_seconds = 0.0
         self._requests = 0  # the view's count after the last refresh (the view is the refresh thread's)
@@ -130,7 +131,7 @@ class Exporter:
                 self.registrations.invalidate()
             state = self.view.refresh()
             self.registrations.update(state.groups)
-            rendered = families.render_view(state)
+            rendered = Exposition(families.render_view(state))
             self.history.record(state.at_ms, {name: group.verdict for name, group in state.groups.items()})
         except Exception as exc:  # noqa: BLE001 - any failure of one refresh: the next one tries again
             self._failed += 1
@@ -161,13 +162,13 @@ class Exporter:
     def health_doc(self) -> dict[str, Any]:
         return {**asdict(self.health()), "last_error": self.last_error, "thread_alive": self._thread.is_alive()}
 
-    def route(self, path: str) -> tuple[int, str, bytes] | None:
+    def route(self, path: str) -> tuple[int, str, Body] | None:
         """The HTTP server's pages (its threads call this; everything read here is published state):
         /metrics, /healthz, the web page at / (with its script and style) and the JSON API."""
         if path.split("?", 1)[0] == "/metrics":
             with self._refreshed:
                 rendered = self._rendered
-            return 200, METRICS_TYPE, rendered + families.render(families.health_families(self.health()))
+            return 200, METRICS_TYPE, rendered.with_tail(families.render(families.health_families(self.health())))
         if path.split("?", 1)[0] == "/healthz":
             ok = self._thread.is_alive() and self.view.state.at_ms > 0
             return (200 if ok else 503), "text/plain; charset=utf-8", (b"ok\n" if ok else b"not refreshed yet\n")

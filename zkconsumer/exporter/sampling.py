@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from zkconsumer.admin.status import Sample, Seen, ownership_of
+from zkconsumer.admin.status import Record, Sample, Seen, ownership_of
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
 from zkconsumer.exporter.group_watch import GroupNodes
 from zkconsumer.partitions import TopicPartition
@@ -34,6 +34,17 @@ class GroupSample:
     problems: tuple[str, ...]  # nodes that could not be decoded, each named
 
 
+@dataclass(frozen=True)
+class SampleMeta:
+    """A sample's group-level part: what a GroupSample holds beside its partitions."""
+
+    at_ms: int
+    members: tuple[str, ...]
+    member_kinds: Mapping[str, str]
+    last_commit_ms: int | None
+    problems: tuple[str, ...]
+
+
 def subscribed_topics(
     group: str, members: Mapping[str, tuple[bytes, int]], all_topics: Iterable[str], problems: list[str]
 ) -> set[str]:
@@ -59,31 +70,45 @@ def group_sample(
     at_ms: int,
     problems: Iterable[str] = (),
 ) -> GroupSample:
-    """The sample `GroupSampler.sample` would take of these nodes: every partition of a topic the
+    """The sample `GroupSampler.sample` would take of these nodes (group_records, with its time)."""
+    meta, records = group_records(group, nodes, topics, wanted, log_ends, at_ms, problems)
+    partitions = {key: Seen(at_ms, *record) for key, record in sorted(records.items())}
+    return GroupSample(Sample(at_ms, partitions, meta.members), meta.member_kinds, meta.last_commit_ms, meta.problems)
+
+
+def group_records(
+    group: str,
+    nodes: GroupNodes,
+    topics: Mapping[str, Topic],
+    wanted: Iterable[str],
+    log_ends: Mapping[TopicPartition, int],
+    at_ms: int,
+    problems: Iterable[str] = (),
+) -> tuple[SampleMeta, dict[TopicPartition, Record]]:
+    """What `GroupSampler.sample` would see of these nodes: every partition of a topic the
     group has offset or owner nodes for or subscribes to (`wanted`: `interesting_topics`; one
-    missing from `topics` has no node), each with its committed offset, its offset node's last write, log end
-    and owner. An offset written before its topic's node was created belongs to a deleted
-    incarnation of the topic: no committed offset (as members read it)."""
+    missing from `topics` has no node), each with its committed offset, its offset node's last
+    write, log end and owner. An offset written before its topic's node was created belongs to a
+    deleted incarnation of the topic: no committed offset (as members read it)."""
     problems = [*problems, *(f"{path}: not a partition number" for path in nodes.stray)]
     sessions = {cid: session for cid, (_data, session) in nodes.members.items()}
     keys = {(t, p) for t in wanted if t in topics for p in topics[t].partitions}
     keys |= set(nodes.offsets) | set(nodes.owners)
-    partitions: dict[TopicPartition, Seen] = {}
+    records: dict[TopicPartition, Record] = {}
     last_commit: int | None = None
-    for key in sorted(keys):
+    for key in sorted(keys):  # problems named in partition order
         committed, written = None, None
         if key in nodes.offsets:
             data, mzxid, mtime = nodes.offsets[key]
-            path = znodes.offset_path(group, *key)
             topic = topics.get(key[0])
             try:
-                value = znodes.decode_offset(data, path)
+                value = _offset(data, group, key)
             except ZkDataError as exc:
                 problems.append(str(exc))
-            else:
-                if value >= 0 and not (topic is not None and topic.epoch is not None and mzxid < topic.epoch):
-                    committed, written = value, (mzxid, mtime)
-                    last_commit = mtime if last_commit is None else max(last_commit, mtime)
+                value = -1
+            if value >= 0 and not (topic is not None and topic.epoch is not None and mzxid < topic.epoch):
+                committed, written = value, (mzxid, mtime)
+                last_commit = mtime if last_commit is None else max(last_commit, mtime)
         owner, owner_session = None, None
         if key in nodes.owners:
             data, owner_session = nodes.owners[key]
@@ -92,16 +117,17 @@ def group_sample(
             except ZkDataError as exc:
                 problems.append(str(exc))
                 owner_session = None
-        partitions[key] = Seen(
-            at_ms=at_ms,
-            committed=committed,
-            written=written,
-            log_end=log_ends.get(key),
-            owner=owner,
-            ownership=ownership_of(owner, owner_session, sessions),
-        )
+        records[key] = (committed, written, log_ends.get(key), owner, ownership_of(owner, owner_session, sessions))
     kinds = {cid: ZKCONSUMER if cid in nodes.marked else SCALA for cid in sorted(nodes.members)}
-    return GroupSample(Sample(at_ms, partitions, tuple(sorted(nodes.members))), kinds, last_commit, tuple(problems))
+    return SampleMeta(at_ms, tuple(sorted(nodes.members)), kinds, last_commit, tuple(problems)), records
+
+
+def _offset(data: bytes, group: str, key: TopicPartition) -> int:
+    """An offset node's value: plain ASCII digits read here, anything else judged (and named) by
+    znodes.decode_offset, whose path is built only then."""
+    if data.isdigit() and len(data) < 19:
+        return int(data)
+    return znodes.decode_offset(data, znodes.offset_path(group, *key))
 
 
 def interesting_topics(group: str, nodes: GroupNodes, all_topics: Iterable[str], problems: list[str]) -> set[str]:

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
 
 from zkconsumer.zookeeper.client import run_bounded
 
 log = logging.getLogger(__name__)
-Route = Callable[[str], "tuple[int, str, bytes] | None"]  # path -> (status, content type, body), None: 404
+
+
+class Negotiated(Protocol):
+    """A body that depends on the request's Accept-Encoding (exposition.ScrapeBody)."""
+
+    def negotiate(self, accept_encoding: str) -> tuple[str | None, int, Iterable[bytes]]: ...
+
+
+Body = bytes | tuple[bytes, ...] | Negotiated  # a body in parts is written part by part, never joined
+Route = Callable[[str], "tuple[int, str, Body] | None"]  # path -> (status, content type, body), None: 404
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -26,11 +36,20 @@ class _Handler(BaseHTTPRequestHandler):
         if found is None:
             found = 404, "text/plain; charset=utf-8", f"no such page: {self.path}\n".encode()
         status, content_type, body = found
+        encoding: str | None = None
+        if isinstance(body, bytes | tuple):
+            parts: Iterable[bytes] = (body,) if isinstance(body, bytes) else body
+            length = sum(len(part) for part in parts)
+        else:
+            encoding, length, parts = body.negotiate(self.headers.get("Accept-Encoding", ""))
         self.send_response(status)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        if encoding is not None:
+            self.send_header("Content-Encoding", encoding)
+        self.send_header("Content-Length", str(length))
         self.end_headers()
-        self.wfile.write(body)
+        for part in parts:
+            self.wfile.write(part)
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
         log.debug("%s %s", self.address_string(), format % args)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
-from zkconsumer.admin.status import group_status
+from zkconsumer.admin.status import Judged, judge_runs
 from zkconsumer.admin.verdicts import GroupVerdict
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.exporter.group_watch import GroupWatch
-from zkconsumer.exporter.sampling import GroupSample, Topic, group_sample, interesting_topics
+from zkconsumer.exporter.sampling import GroupSample, Topic, group_records, interesting_topics
+from zkconsumer.exporter.window import GroupWindow, WindowSnapshot
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
@@ -35,15 +36,22 @@ class LogEndSource(Protocol):
 
 @dataclass(frozen=True)
 class GroupState:
-    """One group at the last refresh: its samples in the window (oldest first) and their verdict."""
+    """One group at the last refresh: its window of samples (oldest first) and their verdict.
+
+    `samples` and `last` are built from the window when asked for (an API request of one group);
+    the metrics read `window` directly."""
 
     name: str
-    samples: tuple[GroupSample, ...]
+    window: WindowSnapshot
     verdict: GroupVerdict
 
-    @property
+    @cached_property
+    def samples(self) -> tuple[GroupSample, ...]:
+        return self.window.samples()
+
+    @cached_property
     def last(self) -> GroupSample:
-        return self.samples[-1]
+        return self.window.sample(-1)
 
 
 @dataclass(frozen=True)
@@ -61,8 +69,9 @@ class ClusterView:
 
     A refresh reads each group through its GroupWatch (only what changed since the last: a watch
     fired), the topics' partitions from /brokers/topics (watched too), every log end in one batch,
-    then appends one sample per group to its window (at most `window_s / interval_s + 1` samples)
-    and judges it with admin.status.group_status, Burrow's rules over the window.
+    then appends one sample per group to its window (at most `window_s / interval_s + 1` samples,
+    kept as runs: exporter.window) and judges it with admin.status.judge_runs, Burrow's rules over
+    the window as `groups status` applies them, partitions whose verdict cannot have changed kept.
 
     Example::
 
@@ -92,7 +101,8 @@ class ClusterView:
         self._topic_nodes = WatchedNodes(io, "read topic nodes")
         self._decoded: dict[str, tuple[tuple[int, int], tuple[int, ...]]] = {}  # topic -> (czxid, mzxid), parts
         self._watches: dict[str, GroupWatch] = {}
-        self._samples: dict[str, deque[GroupSample]] = {}
+        self._windows: dict[str, GroupWindow] = {}
+        self._judged: dict[str, dict[TopicPartition, Judged]] = {}  # a group's last verdicts, by partition
         self._forgotten_requests = 0
         self.state = ViewState(0, {}, interval_s)
 
@@ -118,7 +128,8 @@ class ClusterView:
         names = self.group_names()
         for gone in [g for g in self._watches if g not in names]:
             self._forgotten_requests += self._watches.pop(gone).requests
-            self._samples.pop(gone, None)
+            self._windows.pop(gone, None)
+            self._judged.pop(gone, None)
         all_topics = self._topic_list.names()
         read = {}
         wanted: dict[str, tuple[set[str], list[str]]] = {}
@@ -137,11 +148,16 @@ class ClusterView:
         groups = {}
         for group in names:
             topic_set, problems = wanted[group]
-            taken = group_sample(group, read[group], topics, topic_set, ends, at_ms, problems)
-            window = self._samples.setdefault(group, deque(maxlen=self.max_samples))
-            window.append(taken)
-            samples = tuple(window)
-            groups[group] = GroupState(group, samples, group_status([s.sample for s in samples]))
+            meta, records = group_records(group, read[group], topics, topic_set, ends, at_ms, problems)
+            window = self._windows.get(group)
+            if window is None:
+                window = self._windows[group] = GroupWindow(self.max_samples)
+            window.append(meta, records)
+            snapshot = window.snapshot()
+            verdict, self._judged[group] = judge_runs(
+                snapshot.runs, snapshot.times, snapshot.first, meta.members, self._judged.get(group, {})
+            )
+            groups[group] = GroupState(group, snapshot, verdict)
         reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
         self.state = ViewState(at_ms, groups, self.interval_s, reason)
         return self.state
