@@ -17,6 +17,7 @@ from zkconsumer.exporter.group_watch import GroupNodes
 from zkconsumer.exporter.history import LagHistory
 from zkconsumer.exporter.sampling import Topic, group_sample
 from zkconsumer.exporter.view import GroupState, ViewState
+from zkconsumer.exporter.window import GroupWindow
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRATION = b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1"}'
@@ -69,7 +70,9 @@ def _state() -> ViewState:
     offsets = {("t", p): (str(p).encode(), 10 + p, 1_000 + p) for p in range(4)}
     nodes = GroupNodes(members, offsets, owners, frozenset({"g_zk"}), frozenset({"t"}))
     taken = group_sample("g", nodes, {"t": Topic((0, 1, 2, 3), 1)}, {"t"}, {("t", p): 10 for p in range(4)}, 5_000)
-    return ViewState(5_000, {"g": GroupState("g", (taken,), group_status([taken.sample]))}, 10.0)
+    return ViewState(
+        5_000, {"g": GroupState("g", GroupWindow.of([taken]).snapshot(), group_status([taken.sample]))}, 10.0
+    )
 
 
 def test_the_overview_holds_every_partition_in_columns_with_owners_kinds_and_what_to_do() -> None:
