@@ -18,9 +18,6 @@ need() {  # need <command> <debian package> <what for>
 need java openjdk-17-jre-headless "runs ZooKeeper and Kafka"
 need mvn maven "fetches the Kafka jars"
 need krb5-config libkrb5-dev "builds the kerberos package (ZooKeeper GSSAPI logins)"
-need prometheus prometheus "scrapes zkconsumer exporter in tests/cluster/test_exporter.py"
-need promtool prometheus "checks and unit-tests the exporter's alert rules (tests/unit/test_exporter_alerts.py)"
-need chromium chromium "renders the exporter's web page headless (tests/cluster/test_exporter_page.py, scripts/bench/page_load.py)"
 PYTHON="${PYTHON:-python3}"
 "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 10)' 2>/dev/null || {
   echo "zkconsumer: Python >= 3.10 is required (found: $("$PYTHON" --version 2>&1))" >&2; exit 1; }

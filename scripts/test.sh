@@ -13,6 +13,10 @@ need kadmin.local krb5-admin-server "creates the KDC's test principals"
 # (iproute2, on the base machine); faults are nftables rules, and the lab's tests ping across it.
 need nft nftables "the network lab's firewall rules: cuts, one-way drops, delays"
 need ping iputils-ping "the network lab's reachability checks"
+# The exporter's surfaces: a real Prometheus scrapes it and runs its rules; a headless Chromium renders its page.
+need prometheus prometheus "scrapes zkconsumer exporter in tests/cluster/test_exporter.py"
+need promtool prometheus "checks and unit-tests the exporter's alert rules (tests/unit/test_exporter_alerts.py)"
+need chromium chromium "renders the exporter's web page headless (tests/cluster/test_exporter_page.py, scripts/bench/page_load.py)"
 # Every process of the run records the system programs it starts; the last step checks each one is on
 # the base list or installed above (scripts/check_programs.py: a fresh machine would fail there).
 export ZKCONSUMER_PROGRAM_LOG="${ZKCONSUMER_PROGRAM_LOG:-$(mktemp -t zkconsumer-programs.XXXXXX)}"
