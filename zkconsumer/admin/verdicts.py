@@ -147,9 +147,20 @@ def _reason(status: LagStatus, facts: PartitionFacts, lag: int, now_ms: int) -> 
 @dataclass(frozen=True, slots=True)
 class GroupVerdict:
     status: LagStatus
-    reasons: tuple[str, ...]
+    group_reasons: tuple[str, ...]  # the group's own (a rebalance that gave up); `reasons` adds the partitions'
     partitions: Mapping[TopicPartition, PartitionVerdict]
     total_lag: int
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """The group's own reasons, then a line per partition neither OK nor NOTFOUND, in partition
+        order: built when asked (an exporter's 100,000 partitions would hold 100,000 such lines)."""
+        flagged = (
+            f"{t}-{p}: {v.status.name} {v.reason}"
+            for (t, p), v in sorted(self.partitions.items())
+            if v.status not in (LagStatus.OK, LagStatus.NOTFOUND)
+        )
+        return (*self.group_reasons, *flagged)
 
 
 def group_verdict(
@@ -160,19 +171,14 @@ def group_verdict(
     up: Scala's ConsumerRebalanceFailedException leaves a member so until the group changes)."""
     status = max((v.status for v in partitions.values()), default=LagStatus.NOTFOUND)
     status = min(status, LagStatus.ERR)
-    reasons = [
-        f"{t}-{p}: {v.status.name} {v.reason}"
-        for (t, p), v in sorted(partitions.items())
-        if v.status not in (LagStatus.OK, LagStatus.NOTFOUND)
-    ]
     idle = sorted(set(members) - set(owning))
     unowned = [tp for tp, v in partitions.items() if v.ownership is Ownership.UNOWNED]
+    reasons: tuple[str, ...] = ()
     if idle and unowned:
         status = LagStatus.ERR
-        reasons.insert(
-            0,
+        reasons = (
             f"{len(idle)} registered members own nothing ({', '.join(idle)}) while {partitions_text(unowned)} "
             "have no owner: a rebalance gave up",
         )
     total = sum(v.lag or 0 for v in partitions.values())
-    return GroupVerdict(status, tuple(reasons), dict(partitions), total)
+    return GroupVerdict(status, reasons, dict(partitions), total)
