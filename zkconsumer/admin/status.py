@@ -216,7 +216,7 @@ def judge_runs(
             # the first waiting message has waited since the run's first sample in the window.
             since = times[max(runs[0][0], first) - first]
             age = LagAge(max(0.0, (now_ms - since) / 1000.0), True, 0.0)
-            verdict = PartitionVerdict(was.status, was.reason, was.lag, age, was.ownership)
+            verdict = PartitionVerdict(was.status, was.why, was.lag, age, was.ownership)
         else:
             verdict = judge_partition(run_facts(runs, times, first), judged, now_ms)
         verdicts[key] = verdict
@@ -245,7 +245,7 @@ def _one_sample(verdict: PartitionVerdict) -> PartitionVerdict:
     they have waited (lag_age of one sample is "at least 0 s")."""
     if verdict.status is LagStatus.OK and verdict.lag:
         reason = f"owned; {verdict.lag} messages wait (--watch judges whether they are being consumed)"
-        return replace(verdict, reason=reason, age=None)
+        return replace(verdict, why=reason, age=None)
     if verdict.lag:
         return replace(verdict, age=None)
     return verdict

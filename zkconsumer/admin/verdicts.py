@@ -105,10 +105,16 @@ class PartitionFacts:
 @dataclass(frozen=True, slots=True)
 class PartitionVerdict:
     status: LagStatus
-    reason: str
+    why: str | None  # the reason; None: nobody owns it and `lag` messages wait (`reason` says so when asked)
     lag: int | None
     age: LagAge | None
     ownership: Ownership
+
+    @property
+    def reason(self) -> str:
+        """Why the partition has its status. The commonest reason, of a partition without owner
+        whose messages wait, is built when asked: ZooKeeper-era clusters hold 100,000s of those."""
+        return f"nobody owns it and {self.lag} messages wait" if self.why is None else self.why
 
 
 def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
@@ -117,7 +123,7 @@ def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
     age = None if facts.committed is None or not facts.log_ends else lag_age(facts.committed, facts.log_ends, now_ms)
     if facts.ownership is Ownership.UNOWNED:
         if lag:
-            return PartitionVerdict(LagStatus.ERR, f"nobody owns it and {lag} messages wait", lag, age, facts.ownership)
+            return PartitionVerdict(LagStatus.ERR, None, lag, age, facts.ownership)
         reason = "nobody owns it (caught up so far: new messages will wait)"
         return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
     if facts.ownership is not Ownership.OWNED:
