@@ -13,14 +13,15 @@ then measures:
   changes, then while a writer commits --commits-per-s offsets a second to random partitions;
 - GET /metrics: wall time over --scrapes scrapes (median and max), size and series; then as
   Prometheus asks for it (Accept-Encoding: gzip), median and size;
-- this process's peak RSS (rss_mb; the offsets' writer and the scrapes' client included) and its
-  RSS after the scrapes (rss_now_mb).
+- this process's peak RSS (rss_mb; the offsets' writer and the scrapes' client included), its
+  RSS once the offsets are written, before the exporter starts (rss_writer_mb: the interpreter,
+  its libraries and the writer, not the exporter's), and its RSS after the scrapes (rss_now_mb).
 
 Last line: groups= partitions= series= first_refresh_s= refresh_s= (the last refresh's duration)
 refresh_max_s= (the longer of the refreshes after each steady-state measurement) idle_zk_rps= commits_per_s=
 (made, at most --commits-per-s) busy_zk_rps= scrape_median_s= scrape_max_s= metrics_bytes=
 gzip_scrape_median_s= gzip_bytes= rss_mb=
-rss_now_mb= loadavg=
+rss_writer_mb= rss_now_mb= loadavg=
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ def write_offsets(client: object, groups: int, partitions: int) -> None:
         result.get(timeout=60)
 
 
+def _rss_now_mb() -> float:
+    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) / 1024
+
+
 def requests_per_s(exporter: Exporter, seconds: float) -> float:
     before, began = exporter.health().zookeeper_requests, time.monotonic()
     time.sleep(seconds)
@@ -91,6 +96,7 @@ def main() -> None:
         writer = connect(cluster.zookeeper_connect, session_timeout_s=30.0, connect_timeout_s=10.0)
         client = connect(cluster.zookeeper_connect, session_timeout_s=30.0, connect_timeout_s=10.0)
         write_offsets(writer, args.groups, args.partitions)
+        rss_writer = _rss_now_mb()
         with LogEnds(cluster.bootstrap_servers) as ends:
             exporter = Exporter(client, ends, host="127.0.0.1", port=0, interval_s=args.interval, window_s=args.window)
             began = time.monotonic()
@@ -138,7 +144,7 @@ def main() -> None:
                     zipped.append(time.perf_counter() - t0)
                 series = sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
                 del body
-                rss_now = int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) / 1024
+                rss_now = _rss_now_mb()
                 rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the cluster's teardown
             finally:
                 exporter.stop(timeout_s=30)
@@ -149,7 +155,7 @@ def main() -> None:
         f"refresh_s={refresh:.2f} refresh_max_s={max(refreshes):.2f} idle_zk_rps={idle:.2f} commits_per_s={commits_made:.1f} busy_zk_rps={busy:.1f} "
         f"scrape_median_s={statistics.median(times):.4f} scrape_max_s={max(times):.4f} metrics_bytes={size} "
         f"gzip_scrape_median_s={statistics.median(zipped):.4f} gzip_bytes={gzip_size} "
-        f"rss_mb={rss_mb:.0f} rss_now_mb={rss_now:.0f} loadavg={os.getloadavg()[0]:.2f}"
+        f"rss_mb={rss_mb:.0f} rss_writer_mb={rss_writer:.0f} rss_now_mb={rss_now:.0f} loadavg={os.getloadavg()[0]:.2f}"
     )
 
 

@@ -47,4 +47,6 @@ def test_exporter_load_smoke() -> None:
         *("--seconds", "2", "--commits-per-s", "5", "--scrapes", "2"),
         timeout=180,
     )
-    assert re.fullmatch(r"groups=3 partitions=2 series=\d+ .* rss_mb=\d+ rss_now_mb=\d+ loadavg=\d+\.\d+", last), last
+    assert re.fullmatch(
+        r"groups=3 partitions=2 series=\d+ .* rss_mb=\d+ rss_writer_mb=\d+ rss_now_mb=\d+ loadavg=\d+\.\d+", last
+    ), last

@@ -8,7 +8,7 @@ from kazoo.protocol.states import EventType, WatchedEvent
 
 from harness.zkmodel import ZkModel
 from zkconsumer.zookeeper.client import ZkIO
-from zkconsumer.zookeeper.watched import WatchedFolder, WatchedNodes
+from zkconsumer.zookeeper.watched import KeptFolder, WatchedFolder, WatchedNodes
 
 FOLDER = "/f"
 
@@ -43,6 +43,18 @@ def test_an_unchanged_folder_is_read_once() -> None:
         assert folder.names() == ["c0", "c1", "c2"]
     assert len(_calls(model)) == first
     assert folder.requests == first
+
+
+def test_a_kept_folder_keeps_what_it_is_told_and_reads_only_what_changed() -> None:
+    model, admin, me, _folder = _world()
+    kept = KeptFolder(ZkIO(me, 0.0), FOLDER, keep=lambda data, stat: (data, stat.version))
+    assert kept.read() == {"c0": (b"v0", 0), "c1": (b"v1", 0), "c2": (b"v2", 0)}
+    model.deliver()
+    before = len(_calls(model))
+    admin.set(f"{FOLDER}/c1", b"changed")
+    model.deliver()
+    assert kept.read() == {"c0": (b"v0", 0), "c1": (b"changed", 1), "c2": (b"v2", 0)}
+    assert _calls(model)[before:] == [("get", f"{FOLDER}/c1")]
 
 
 def test_a_new_child_costs_the_list_and_that_child() -> None:

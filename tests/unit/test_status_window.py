@@ -7,7 +7,16 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.admin.status import Judged, Sample, Seen, group_status, judge_group, judge_runs, partition_facts
+from zkconsumer.admin.status import (
+    NOT_JUDGED,
+    Judged,
+    Sample,
+    Seen,
+    group_status,
+    judge_group,
+    judge_runs,
+    partition_facts,
+)
 from zkconsumer.admin.verdicts import Ownership
 from zkconsumer.exporter.sampling import GroupSample
 from zkconsumer.exporter.window import GroupWindow
@@ -49,7 +58,7 @@ def histories(draw: st.DrawFn) -> tuple[list[GroupSample], int]:
 def test_the_runs_judge_as_the_samples_do(history: tuple[list[GroupSample], int]) -> None:
     samples, size = history
     window = GroupWindow(size)
-    previous: dict[tuple[str, int], Judged] = {}
+    previous: Judged = NOT_JUDGED
     for count, taken in enumerate(samples, 1):
         window.append(*_split(taken))
         kept = [s.sample for s in samples[max(0, count - size) : count]]

@@ -133,3 +133,15 @@ def test_members_owning_nothing_beside_unowned_partitions_is_a_rebalance_that_ga
     group = group_verdict(verdicts, members=["g_a", "g_b"], owning=["g_a"])
     assert group.status is LagStatus.ERR
     assert group.reasons[0].startswith("1 registered members own nothing (g_b) while t-1 have no owner")
+
+
+def test_reasons_built_when_asked_read_as_stored_ones() -> None:
+    waiting = partition_verdict(facts(Ownership.UNOWNED), NOW)
+    assert waiting.why is None and waiting.reason == "nobody owns it and 10 messages wait"
+    gone = partition_verdict(facts(Ownership.OWNER_GONE), NOW)
+    group = group_verdict({("t", 1): gone, ("t", 0): waiting}, members=["g_a"], owning=["g_a"])
+    assert group.group_reasons == ()
+    assert group.reasons == (
+        "t-0: ERR nobody owns it and 10 messages wait",
+        f"t-1: ERR {gone.reason}",
+    )

@@ -178,8 +178,11 @@ def judge_group(
     return group_verdict(verdicts, members, {cid for cid in owning if cid is not None})
 
 
-Judged = tuple[tuple[Run, ...], bool, PartitionVerdict]
-"""A partition's runs when it was judged, whether the window was judged (two samples or more), the verdict."""
+Judged = tuple[Mapping[TopicPartition, tuple[Run, ...]], bool, Mapping[TopicPartition, PartitionVerdict]]
+"""A group's runs when it was last judged, whether that window was judged (two samples or more),
+and the verdicts: what the window and the verdict already hold, nothing per partition of its own."""
+
+NOT_JUDGED: Judged = ({}, False, {})
 
 
 def judge_runs(
@@ -187,10 +190,10 @@ def judge_runs(
     times: Sequence[int],
     first: int,
     members: Sequence[str],
-    previous: Mapping[TopicPartition, Judged],
-) -> tuple[GroupVerdict, dict[TopicPartition, Judged]]:
+    previous: Judged = NOT_JUDGED,
+) -> tuple[GroupVerdict, Judged]:
     """judge_group of a window kept as runs (run_facts; now is the last sample's time), and what
-    to pass as `previous` next time.
+    to pass as `previous` next time (`runs_of` is kept in it: it must not change afterwards).
 
     A partition is judged again only when its runs changed or its verdict could change with time
     alone: one run (the same thing seen all window long) with no message waiting or no log end
@@ -201,30 +204,29 @@ def judge_runs(
     judged = len(times) > 1
     now_ms = times[-1]
     verdicts: dict[TopicPartition, PartitionVerdict] = {}
-    kept: dict[TopicPartition, Judged] = {}
     owning: set[str] = set()
+    was_runs, was_judged, was_verdicts = previous
     for key in sorted(k for k, runs in runs_of.items() if runs[-1][1] is not None):
         runs = runs_of[key]
-        known = previous.get(key)
-        if known is not None and known[0] is runs and known[1] == judged and len(runs) == 1 and not known[2].lag:
-            verdict = known[2]
-        elif known is not None and known[0] is runs and judged and len(runs) == 1 and _only_age_moves(known[2]):
+        was = was_verdicts.get(key) if was_runs.get(key) is runs else None
+        if was is not None and was_judged == judged and len(runs) == 1 and not was.lag:
+            verdict = was
+        elif was is not None and judged and len(runs) == 1 and _only_age_moves(was):
             # Nobody owns it (or not a member): status and reason are the lag's and the owner's;
             # the first waiting message has waited since the run's first sample in the window.
             since = times[max(runs[0][0], first) - first]
-            was = known[2]
             age = LagAge(max(0.0, (now_ms - since) / 1000.0), True, 0.0)
-            verdict = PartitionVerdict(was.status, was.reason, was.lag, age, was.ownership)
+            verdict = PartitionVerdict(was.status, was.why, was.lag, age, was.ownership)
         else:
             verdict = judge_partition(run_facts(runs, times, first), judged, now_ms)
         verdicts[key] = verdict
-        kept[key] = (runs, judged, verdict)
         record = runs[-1][1]
         if verdict.ownership is Ownership.OWNED and record is not None:
             cid = _consumer_id(record[3])
             if cid is not None:
                 owning.add(cid)
-    return group_verdict(verdicts, members, owning), kept
+    group = group_verdict(verdicts, members, owning)
+    return group, (runs_of, judged, group.partitions)
 
 
 def _only_age_moves(verdict: PartitionVerdict) -> bool:
@@ -243,7 +245,7 @@ def _one_sample(verdict: PartitionVerdict) -> PartitionVerdict:
     they have waited (lag_age of one sample is "at least 0 s")."""
     if verdict.status is LagStatus.OK and verdict.lag:
         reason = f"owned; {verdict.lag} messages wait (--watch judges whether they are being consumed)"
-        return replace(verdict, reason=reason, age=None)
+        return replace(verdict, why=reason, age=None)
     if verdict.lag:
         return replace(verdict, age=None)
     return verdict

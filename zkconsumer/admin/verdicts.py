@@ -105,10 +105,16 @@ class PartitionFacts:
 @dataclass(frozen=True, slots=True)
 class PartitionVerdict:
     status: LagStatus
-    reason: str
+    why: str | None  # the reason; None: nobody owns it and `lag` messages wait (`reason` says so when asked)
     lag: int | None
     age: LagAge | None
     ownership: Ownership
+
+    @property
+    def reason(self) -> str:
+        """Why the partition has its status. The commonest reason, of a partition without owner
+        whose messages wait, is built when asked: ZooKeeper-era clusters hold 100,000s of those."""
+        return f"nobody owns it and {self.lag} messages wait" if self.why is None else self.why
 
 
 def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
@@ -117,7 +123,7 @@ def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
     age = None if facts.committed is None or not facts.log_ends else lag_age(facts.committed, facts.log_ends, now_ms)
     if facts.ownership is Ownership.UNOWNED:
         if lag:
-            return PartitionVerdict(LagStatus.ERR, f"nobody owns it and {lag} messages wait", lag, age, facts.ownership)
+            return PartitionVerdict(LagStatus.ERR, None, lag, age, facts.ownership)
         reason = "nobody owns it (caught up so far: new messages will wait)"
         return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
     if facts.ownership is not Ownership.OWNED:
@@ -147,9 +153,20 @@ def _reason(status: LagStatus, facts: PartitionFacts, lag: int, now_ms: int) -> 
 @dataclass(frozen=True, slots=True)
 class GroupVerdict:
     status: LagStatus
-    reasons: tuple[str, ...]
+    group_reasons: tuple[str, ...]  # the group's own (a rebalance that gave up); `reasons` adds the partitions'
     partitions: Mapping[TopicPartition, PartitionVerdict]
     total_lag: int
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """The group's own reasons, then a line per partition neither OK nor NOTFOUND, in partition
+        order: built when asked (an exporter's 100,000 partitions would hold 100,000 such lines)."""
+        flagged = (
+            f"{t}-{p}: {v.status.name} {v.reason}"
+            for (t, p), v in sorted(self.partitions.items())
+            if v.status not in (LagStatus.OK, LagStatus.NOTFOUND)
+        )
+        return (*self.group_reasons, *flagged)
 
 
 def group_verdict(
@@ -160,19 +177,14 @@ def group_verdict(
     up: Scala's ConsumerRebalanceFailedException leaves a member so until the group changes)."""
     status = max((v.status for v in partitions.values()), default=LagStatus.NOTFOUND)
     status = min(status, LagStatus.ERR)
-    reasons = [
-        f"{t}-{p}: {v.status.name} {v.reason}"
-        for (t, p), v in sorted(partitions.items())
-        if v.status not in (LagStatus.OK, LagStatus.NOTFOUND)
-    ]
     idle = sorted(set(members) - set(owning))
     unowned = [tp for tp, v in partitions.items() if v.ownership is Ownership.UNOWNED]
+    reasons: tuple[str, ...] = ()
     if idle and unowned:
         status = LagStatus.ERR
-        reasons.insert(
-            0,
+        reasons = (
             f"{len(idle)} registered members own nothing ({', '.join(idle)}) while {partitions_text(unowned)} "
             "have no owner: a rebalance gave up",
         )
     total = sum(v.lag or 0 for v in partitions.values())
-    return GroupVerdict(status, tuple(reasons), dict(partitions), total)
+    return GroupVerdict(status, reasons, dict(partitions), total)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from zkconsumer.admin.status import Judged, judge_runs
+from zkconsumer.admin.status import NOT_JUDGED, Judged, judge_runs
 from zkconsumer.admin.verdicts import GroupVerdict
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.exporter.group_watch import GroupWatch
@@ -102,7 +102,7 @@ class ClusterView:
         self._decoded: dict[str, tuple[tuple[int, int], tuple[int, ...]]] = {}  # topic -> (czxid, mzxid), parts
         self._watches: dict[str, GroupWatch] = {}
         self._windows: dict[str, GroupWindow] = {}
-        self._judged: dict[str, dict[TopicPartition, Judged]] = {}  # a group's last verdicts, by partition
+        self._judged: dict[str, Judged] = {}  # a group's last runs and verdicts
         self._forgotten_requests = 0
         self.state = ViewState(0, {}, interval_s)
 
@@ -155,7 +155,7 @@ class ClusterView:
             window.append(meta, records)
             snapshot = window.snapshot()
             verdict, self._judged[group] = judge_runs(
-                snapshot.runs, snapshot.times, snapshot.first, meta.members, self._judged.get(group, {})
+                snapshot.runs, snapshot.times, snapshot.first, meta.members, self._judged.get(group, NOT_JUDGED)
             )
             groups[group] = GroupState(group, snapshot, verdict)
         reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason

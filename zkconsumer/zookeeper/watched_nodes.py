@@ -5,16 +5,23 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable
+from typing import Generic, TypeVar, overload
 
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 
 from zkconsumer.zookeeper.client import ZkIO
+from zkconsumer.zookeeper.watched_watcher import Watcher
 
 Entry = tuple[bytes, ZnodeStat]  # a node's data and stat
+T = TypeVar("T")
 
 
-class WatchedNodes:
+class WatchedNodes(Generic[T]):
     """(data, stat) of chosen nodes, each read once and then only after its data watch fired.
+
+    `keep(data, stat)` (optional) is what is cached and given of each node instead of (data, stat):
+    a cache of 100,000 nodes that needs two fields of the stat keeps just those (a ZnodeStat and
+    its eleven ints are about 400 bytes).
 
     For a member's own owner nodes: asking "are these still ours?" every attempt costs nothing
     while they are unchanged. A missing node is not cached (it is asked about again next time).
@@ -30,24 +37,46 @@ class WatchedNodes:
         found = mine.read(["/consumers/g/owners/t/0", "/consumers/g/owners/t/1"])  # path -> entry or None
     """
 
+    @overload
+    def __init__(
+        self: WatchedNodes[Entry],
+        io: ZkIO,
+        what: str = ...,
+        on_change: Callable[[str, WatchedEvent], None] | None = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        io: ZkIO,
+        what: str = ...,
+        on_change: Callable[[str, WatchedEvent], None] | None = ...,
+        *,
+        keep: Callable[[bytes, ZnodeStat], T],
+    ) -> None: ...
+
     def __init__(
         self,
         io: ZkIO,
         what: str = "read watched nodes",
         on_change: Callable[[str, WatchedEvent], None] | None = None,
+        *,
+        keep: Callable[[bytes, ZnodeStat], T] | None = None,
     ) -> None:
         self.io = io
+        self._keep = keep
         self.what = what  # names the batch in a timeout's message
         self.on_change = on_change
         self.requests = 0
         self._lock = threading.Lock()
-        self._entries: dict[str, Entry] = {}
+        self._entries: dict[str, T] = {}
         # Generations and watch tokens come from one counter, never reused: a watch armed before a
         # path was forgotten can never pass for one armed after.
         self._counter = itertools.count(1)
         self._generations: dict[str, int] = {}
         self._armed: dict[str, int] = {}  # path -> token of the newest watch on a node we vouch for
         self._listeners: dict[str, list[Callable[[WatchedEvent], None]]] = {}
+        self._fired_once = self._fired  # one bound method shared by every Watcher
 
     def invalidate(self, *, disarm: bool = False) -> None:
         """Forget everything: the next read asks ZooKeeper for all of it again, and an answer
@@ -60,7 +89,7 @@ class WatchedNodes:
             if disarm:
                 self._armed.clear()
 
-    def cached(self, paths: list[str]) -> dict[str, Entry]:
+    def cached(self, paths: list[str]) -> dict[str, T]:
         """The entries among `paths` whose watch has not fired since they were read (no request;
         nothing is forgotten). A node missing here may still exist: it is just not known."""
         with self._lock:
@@ -86,7 +115,7 @@ class WatchedNodes:
             self._listeners.setdefault(path, []).append(listener)
             return True
 
-    def read(self, paths: list[str]) -> dict[str, Entry | None]:
+    def read(self, paths: list[str]) -> dict[str, T | None]:
         """path -> (data, stat), None where there is no node. Forgets every path not asked for.
 
         The answer is the cache as the read began plus what it asked for: an entry whose watch fires
@@ -94,7 +123,7 @@ class WatchedNodes:
         asks again), never taken for a node that is gone."""
         return self._read(paths, forget_others=True)
 
-    def _read(self, paths: list[str], *, forget_others: bool) -> dict[str, Entry | None]:
+    def _read(self, paths: list[str], *, forget_others: bool) -> dict[str, T | None]:
         with self._lock:
             wanted = set(paths) if forget_others else set(self._generations) | set(self._entries) | set(paths)
             for path in [p for p in self._entries if p not in wanted]:
@@ -107,37 +136,41 @@ class WatchedNodes:
             todo = {p: self._generations.setdefault(p, next(self._counter)) for p in paths if p not in known}
             tokens = {p: next(self._counter) for p in todo}
             self._armed.update(tokens)
-        client = self.io.client
-        answers = (
-            self.io.many(((p, client.get_async(p, watch=self._watch(p, tokens[p]))) for p in todo), self.what)
+        client, fired = self.io.client, self._fired_once
+        answers: dict[str, Entry | None] = (
+            self.io.many(((p, client.get_async(p, watch=Watcher(fired, p, tokens[p]))) for p in todo), self.what)
             if todo
             else {}
         )
         self.requests += len(todo)
+        kept: dict[str, T | None] = {p: None if a is None else self._kept(a) for p, a in answers.items()}
         with self._lock:
-            for path, answer in answers.items():
-                if answer is not None and self._generations.get(path, 0) == todo[path]:
-                    self._entries[path] = answer
-            return {p: answers[p] if p in answers else known[p] for p in paths}  # in the order asked
+            for path, value in kept.items():
+                if value is not None and self._generations.get(path, 0) == todo[path]:
+                    self._entries[path] = value
+            return {p: kept[p] if p in kept else known[p] for p in paths}  # in the order asked
 
-    def add(self, paths: list[str]) -> dict[str, Entry | None]:
+    def _kept(self, answer: Entry) -> T:
+        if self._keep is None:
+            return answer  # type: ignore[return-value]  # T is Entry without `keep` (the overloads)
+        return self._keep(*answer)
+
+    def add(self, paths: list[str]) -> dict[str, T | None]:
         """Read and watch these too, keeping every other entry (`read` forgets what it is not asked
         for): a claim's new nodes join the set we vouch for at once, not at the next full read."""
         return self._read(paths, forget_others=False)
 
-    def _watch(self, path: str, token: int) -> Callable[[WatchedEvent], None]:
-        def fired(event: WatchedEvent) -> None:
-            with self._lock:
-                if path in self._generations or path in self._entries:
-                    self._generations[path] = next(self._counter)
-                    self._entries.pop(path, None)
-                listeners = self._listeners.pop(path, [])
-                vouched = self._armed.get(path) == token
-                if vouched:
-                    del self._armed[path]
-            for listener in listeners:
-                listener(event)
-            if vouched and self.on_change is not None:
-                self.on_change(path, event)
-
-        return fired
+    def _fired(self, path: str, token: int, event: WatchedEvent) -> None:
+        """The watch armed on `path` by the read that drew `token` fired."""
+        with self._lock:
+            if path in self._generations or path in self._entries:
+                self._generations[path] = next(self._counter)
+                self._entries.pop(path, None)
+            listeners = self._listeners.pop(path, [])
+            vouched = self._armed.get(path) == token
+            if vouched:
+                del self._armed[path]
+        for listener in listeners:
+            listener(event)
+        if vouched and self.on_change is not None:
+            self.on_change(path, event)
