@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -208,8 +209,42 @@ def _check_the_page(zk, exporter: ExporterProcess, tmp_path: Path, topic: str, l
             want = truth(zk, mixed, topic, log_end)
             eventually(lambda: (seen := shows(page, mixed, want)) and len(seen["chart"]) >= 4, "4 points", 40)
             page.screenshot(SCREENSHOT)
+            _check_hostile_names_and_gone_groups(zk, page, base, topic, stopped)
     finally:
         browser.stop()
+
+
+SHOWN = """[document.getElementById('error').hidden ? null : document.getElementById('error').textContent,
+  document.getElementById('main').innerText, window.pwned === undefined]"""
+
+
+def _check_hostile_names_and_gone_groups(zk, page: DevTools, base: str, topic: str, stopped: str) -> None:  # type: ignore[no-untyped-def]
+    """Names are text, never markup; a hand-typed "%" in the address is a name (the page once stayed
+    at "Loading…"); an unknown or deleted group leaves an error and no view of a group (the page once
+    kept showing the group it showed before, or the deleted group's last lag and members)."""
+    hostile = f'<img src=x onerror="window.pwned=1">{stopped}'
+    zk.create(znodes.offset_path(hostile, topic, 0), b"1", makepath=True)
+    try:
+        page.navigate(f"{base}/")
+        eventually(lambda: hostile in [r[0] for r in page.evaluate(ROWS)], "the hostile group listed", timeout=30)
+        page.navigate(f"{base}/#group={quote(hostile, safe='')}")
+        eventually(
+            lambda: page.evaluate("window.zkPage.overview && window.zkPage.overview.group") == hostile, "its page"
+        )
+        assert page.evaluate("document.getElementById('group-name').textContent").startswith(hostile)
+        assert page.evaluate("window.pwned === undefined"), "a group name ran as markup"
+    finally:
+        zk.delete(znodes.group_path(hostile), recursive=True)
+    page.navigate(f"{base}/#group={stopped}")
+    eventually(lambda: read_page(page, stopped), "the stopped group's page", timeout=30)
+    page.evaluate("location.hash = '#group=100%'")
+    error, main, safe = eventually(lambda: (seen := page.evaluate(SHOWN))[0] and seen, "an error for 100%", 30)
+    assert "unknown group '100%'" in error and main == "Nothing to show for group 100%." and safe, (error, main)
+    page.evaluate(f"location.hash = {json.dumps('#group=' + stopped)}")
+    eventually(lambda: read_page(page, stopped), "the stopped group's page again", timeout=30)
+    zk.delete(znodes.group_path(stopped), recursive=True)
+    error, main, _ = eventually(lambda: (seen := page.evaluate(SHOWN))[0] and seen, "the deleted group's error", 30)
+    assert f"unknown group {stopped!r}" in error and main == f"Nothing to show for group {stopped}.", (error, main)
 
 
 def test_page_load_bench_smoke(cluster, tmp_path) -> None:  # type: ignore[no-untyped-def]

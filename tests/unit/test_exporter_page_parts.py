@@ -107,6 +107,9 @@ def test_what_to_do_names_the_command_for_each_problem() -> None:
     assert len(stopped) == 1 and "zkconsumer groups delete --group g" in stopped[0]
     assert "look at those members" in what_to_do("g", _verdict(5, LagStatus.STOP), ["m"], [])[0]
     assert "decoded" in what_to_do("g", _verdict(0), ["m"], ["/consumers/g/offsets/t/x: bad"])[0]
+    # A group name is one shell word in the commands the page shows (it was pasted as several).
+    gone = what_to_do("a b;rm -rf ~", _verdict(5, LagStatus.OK), [], [])[0]
+    assert "zkconsumer groups delete --group 'a b;rm -rf ~')" in gone
 
 
 def test_the_page_ships_in_the_package_and_loads_nothing_from_elsewhere() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from zkconsumer.admin.verdicts import GroupVerdict, LagStatus, Ownership
@@ -9,6 +10,7 @@ from zkconsumer.admin.verdicts import GroupVerdict, LagStatus, Ownership
 
 def what_to_do(group: str, verdict: GroupVerdict, members: Sequence[str], problems: Sequence[str]) -> list[str]:
     """The steps that mend what the verdict flags, most urgent first (empty when all is well)."""
+    name = shlex.quote(group)  # the commands are copied into a shell: "sp ace" or "a;b" stay one argument
     statuses = {v.status for v in verdict.partitions.values()}
     ownership = {v.ownership for v in verdict.partitions.values()}
     waiting = verdict.total_lag > 0
@@ -16,19 +18,19 @@ def what_to_do(group: str, verdict: GroupVerdict, members: Sequence[str], proble
     if not members and waiting:
         steps.append(
             "No member is registered while messages wait: start the group's consumers, or, if the group is "
-            f"retired, delete its nodes (zkconsumer groups delete --group {group})."
+            f"retired, delete its nodes (zkconsumer groups delete --group {name})."
         )
     elif Ownership.UNOWNED in ownership and members:
         steps.append(
             "Partitions have no owner while members are registered: a rebalance gave up (Scala's "
             "ConsumerRebalanceFailedException). Make every member rebalance: "
-            f"zkconsumer groups rebalance --group {group} --execute."
+            f"zkconsumer groups rebalance --group {name} --execute."
         )
     if ownership & {Ownership.OWNER_GONE, Ownership.FOREIGN_SESSION}:
         steps.append(
             "Owner nodes are held by a consumer that is not registered, or by another session than its "
             "registration's: a member's old session still holds them (it ends within the session timeout), "
-            f"or a stuck member does; zkconsumer groups rebalance --group {group} shows what blocks the group."
+            f"or a stuck member does; zkconsumer groups rebalance --group {name} shows what blocks the group."
         )
     if LagStatus.STOP in statuses:
         steps.append(

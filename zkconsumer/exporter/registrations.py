@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from zkconsumer.errors import ZooKeeperAccessDenied
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.watched import WatchedFolder
@@ -52,9 +53,17 @@ class Registrations:
             folder = self._folders.get(group)
             if folder is None:
                 folder = self._folders[group] = WatchedFolder(self.io, znodes.ids_path(group))
+            try:
+                entries = folder.read()
+            except ZooKeeperAccessDenied:
+                # One group's ids/ locked against the exporter's identity: that group's registrations
+                # are unknown (its members show without them), never a failed refresh of every group.
+                folder.invalidate()
+                found[group] = []
+                continue
             found[group] = [
                 _member(group, cid, data, stat.ephemeralOwner, stat.ctime)
-                for cid, (data, stat) in sorted(folder.read().items())
+                for cid, (data, stat) in sorted(entries.items())
             ]
         with self._lock:
             self._members = found

@@ -9,7 +9,7 @@
   const SEVERITY = { NOTFOUND: 0, OK: 1, WARN: 2, ERR: 3, STOP: 4, STALL: 5, REWIND: 6 };
   const MAX_ROWS = 25; // the partition table lists the most lagging; the grids show every partition
   const page = { group: null, timer: null, intervalMs: 5000, renders: 0, firstRenderMs: null,
-    lastRefreshMs: null, generation: 0, overview: null, history: null };
+    lastRefreshMs: null, generation: 0, overview: null, history: null, shown: undefined };
   window.zkPage = page; // read by tests and scripts/bench/page_load.py
 
   const $ = (id) => document.getElementById(id);
@@ -22,13 +22,16 @@
   async function getJSON(url) {
     const answer = await fetch(url, { cache: "no-store" });
     const doc = await answer.json();
-    if (!answer.ok || doc.error) throw new Error(`${url}: ${doc.message || answer.status}`);
+    if (!answer.ok || doc.error) throw Object.assign(new Error(`${url}: ${doc.message || answer.status}`), { status: answer.status });
     return doc;
   }
 
   function route() {
     const m = location.hash.match(/^#group=(.+)$/);
-    page.group = m ? decodeURIComponent(m[1]) : null;
+    // A hand-typed "#group=50%" is no valid escape: the name as typed, rather than a page stuck loading.
+    let name = null;
+    if (m) try { name = decodeURIComponent(m[1]); } catch (error) { name = m[1]; }
+    page.group = name;
     refresh();
   }
 
@@ -46,9 +49,18 @@
       $("main").innerHTML = html;
       void $("main").offsetHeight; // lay it out now: the time measured below includes the layout
       $("error").hidden = true;
+      page.shown = page.group;
     } catch (error) {
       if (generation !== page.generation) return;
-      $("error").textContent = `Could not refresh: ${error.message} (the last good view stays)`;
+      // The last good view stays through a failed refresh of the same page, not when it shows
+      // another group (the hash changed) or a group the exporter no longer knows (404).
+      const keep = page.shown === page.group && error.status !== 404;
+      if (!keep) {
+        $("main").innerHTML = `<p class="muted" id="nothing">Nothing to show for ${page.group === null ? "the groups" : `group ${esc(page.group)}`}.</p>`;
+        page.shown = undefined;
+        page.overview = null;
+      }
+      $("error").textContent = `Could not refresh: ${error.message}${keep ? " (the last good view stays)" : ""}`;
       $("error").hidden = false;
     }
     page.lastRefreshMs = performance.now() - began;
