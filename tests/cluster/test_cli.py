@@ -393,8 +393,9 @@ def test_digest_protected_group_needs_zk_digest(cluster, run, group_id) -> None:
         denied = run("groups", "describe", "--group", group_id)
         assert denied.exit_code == 1
         assert denied.stderr == (
-            "zkconsumer: error: ZooKeeper refused access (NoAuthError); pass --zk-jaas FILE "
-            "(SASL, as the group's Scala members log in) or --zk-digest user:password\n"
+            f"zkconsumer: error: ZooKeeper refused to read {znodes.group_path(group_id)}: NoAuth (its ACL does "
+            "not allow this client's identity); pass --zk-jaas FILE (SASL, as the group's Scala members log in) "
+            "or --zk-digest user:password\n"
         )
         allowed = run("groups", "describe", "--group", group_id, "--zk-digest", "ops:s3cret", "--json")
         assert allowed.exit_code == 0, allowed.stderr

@@ -1,4 +1,4 @@
-"""The exporter page's member registrations (Registrations): one group's ids folder the exporter may not read leaves that group's registrations unknown and every other group's read."""
+"""A group's ids folder the exporter may not read (NoAuth) leaves that group out, named, and every other group served: the view's refresh and the page's registrations."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 
 from zkconsumer.exporter.registrations import Registrations
+from zkconsumer.exporter.view import ClusterView
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
 
@@ -31,6 +32,11 @@ def test_a_locked_ids_folder_hides_its_group_only(cluster, zk, group_id) -> None
         registrations.update([locked, open_])
         assert registrations.members(locked) == []
         assert [(m["id"], m["subscription"]) for m in registrations.members(open_)] == [("a", {"t": 1})]
+        # The view: one refresh failing on that group once failed for all of them.
+        view = ClusterView(ZkIO(zk, 10.0, identity="the exporter"), None, window_s=10, interval_s=1)
+        state = view.refresh()
+        assert open_ in state.groups and locked not in state.groups
+        assert f"/consumers/{locked}/ids" in state.unreadable[locked] and "NoAuth" in state.unreadable[locked]
         # Readable again (the ACL opened): read on the next update.
         owner.set_acls(
             znodes.ids_path(locked),
@@ -38,6 +44,8 @@ def test_a_locked_ids_folder_hides_its_group_only(cluster, zk, group_id) -> None
         )
         registrations.update([locked, open_])
         assert [m["id"] for m in registrations.members(locked)] == ["m"]
+        state = view.refresh()
+        assert locked in state.groups and locked not in state.unreadable
     finally:
         for group in (locked, open_):
             owner.delete(znodes.group_path(group), recursive=True)

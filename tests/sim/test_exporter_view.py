@@ -158,3 +158,16 @@ def test_a_new_group_and_a_deleted_group() -> None:
     model.deliver()
     clock.tick()
     assert sorted(view.refresh().groups) == ["later", "live"]
+
+
+def test_log_ends_are_asked_only_for_partitions_the_brokers_list() -> None:
+    """A group that once committed to a since-deleted topic (or past a topic's partition count):
+    asking the brokers for those made librdkafka fail the whole batch, every group's lag unknown."""
+    _model, admin, _member, view, ends, _clock = _world()
+    admin.create(znodes.offset_path("idle", "gone", 0), b"5", makepath=True)
+    admin.create(znodes.offset_path("idle", "orders", 7), b"5", makepath=True)
+    state = view.refresh()
+    assert ends.asked[-1] == {("orders", 0), ("orders", 1)}
+    assert state.groups["live"].verdict.total_lag == 2  # the other groups' lag is still known
+    idle = state.groups["idle"].verdict.partitions
+    assert idle[("gone", 0)].lag is None and idle[("orders", 7)].lag is None

@@ -65,6 +65,8 @@ def expected_error_message(exc: BaseException) -> str | None:
         return exc.format_message()
     if isinstance(exc, (LogOffsetsUnavailable, AdminError)):
         return str(exc)
+    if isinstance(exc, ZooKeeperAccessDenied) and "NoAuth" in str(exc):
+        return f"{exc}; pass --zk-jaas FILE (SASL, as the group's Scala members log in) or --zk-digest user:password"
     if isinstance(exc, NoAuthError):
         return (
             f"ZooKeeper refused access ({type(exc).__name__}); pass --zk-jaas FILE (SASL, as the group's "

@@ -157,6 +157,7 @@ class Exporter:
             zookeeper_requests=self._requests,
             log_end_reads=0 if self.log_ends is None else self.log_ends.batches,
             groups=len(self.view.state.groups),
+            unreadable_groups=len(self.view.state.unreadable),
         )
 
     def health_doc(self) -> dict[str, Any]:

@@ -74,6 +74,8 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_exporter_log_end_reads_total", "counter", (), "Batched log-end reads (ListOffsets, one "
          "request per partition leader each)"),
     Spec("zkconsumer_exporter_groups", "gauge", (), "Groups the exporter watches"),
+    Spec("zkconsumer_exporter_unreadable_groups", "gauge", (), "Groups whose nodes ZooKeeper refused to "
+         "the exporter at the last refresh (NoAuth: their ACL; /v1/groups names each and why)"),
 )  # fmt: skip
 _BY_NAME = {spec.name: spec for spec in FAMILIES}
 
@@ -90,6 +92,7 @@ class Health:
     zookeeper_requests: int
     log_end_reads: int
     groups: int
+    unreadable_groups: int = 0
 
 
 Family = GaugeMetricFamily | CounterMetricFamily
@@ -262,6 +265,7 @@ def health_families(health: Health) -> list[Metric]:
     out["zkconsumer_exporter_zookeeper_requests_total"].add_metric([], health.zookeeper_requests)
     out["zkconsumer_exporter_log_end_reads_total"].add_metric([], health.log_end_reads)
     out["zkconsumer_exporter_groups"].add_metric([], health.groups)
+    out["zkconsumer_exporter_unreadable_groups"].add_metric([], health.unreadable_groups)
     return list(out.values())
 
 

@@ -13,6 +13,7 @@ from typing import Protocol
 from zkconsumer.admin.status import NOT_JUDGED, Judged, judge_runs
 from zkconsumer.admin.verdicts import GroupVerdict
 from zkconsumer.cluster import broker_nodes
+from zkconsumer.errors import ZooKeeperAccessDenied
 from zkconsumer.exporter.group_watch import GroupWatch
 from zkconsumer.exporter.sampling import GroupSample, Topic, group_records, interesting_topics
 from zkconsumer.exporter.window import GroupWindow, WindowSnapshot
@@ -62,6 +63,7 @@ class ViewState:
     groups: Mapping[str, GroupState] = field(default_factory=dict)
     interval_s: float = 0.0
     log_ends_reason: str | None = None  # why some log ends are missing, None when all answered
+    unreadable: Mapping[str, str] = field(default_factory=dict)  # group -> why ZooKeeper refused its nodes
 
 
 class ClusterView:
@@ -133,20 +135,26 @@ class ClusterView:
         all_topics = self._topic_list.names()
         read = {}
         wanted: dict[str, tuple[set[str], list[str]]] = {}
+        unreadable: dict[str, str] = {}
         for group in names:
             watch = self._watches.get(group)
             if watch is None:
                 watch = self._watches[group] = GroupWatch(self.io, group)
-            nodes = read[group] = watch.read()
+            try:
+                nodes = read[group] = watch.read()
+            except ZooKeeperAccessDenied as exc:  # one group's ACL: the others are still served
+                unreadable[group] = str(exc)
+                continue
             problems: list[str] = []
             wanted[group] = (interesting_topics(group, nodes, all_topics, problems), problems)
         topics = self._topics({t for topic_set, _ in wanted.values() for t in topic_set})
+        # Only partitions /brokers/topics lists: librdkafka fails a whole ListOffsets batch whose
+        # leader lookup times out, which one offset node of a deleted topic would cause.
         keys = {(t, p) for t, topic in topics.items() for p in topic.partitions}
-        keys |= {k for nodes in read.values() for k in (*nodes.offsets, *nodes.owners)}
         ends = dict(self.log_ends.read(keys)) if self.log_ends is not None and keys else {}
         at_ms = int(self._clock() * 1000)  # after the log ends: every commit seen was made before
         groups = {}
-        for group in names:
+        for group in read:
             topic_set, problems = wanted[group]
             meta, records = group_records(group, read[group], topics, topic_set, ends, at_ms, problems)
             window = self._windows.get(group)
@@ -159,7 +167,7 @@ class ClusterView:
             )
             groups[group] = GroupState(group, snapshot, verdict)
         reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
-        self.state = ViewState(at_ms, groups, self.interval_s, reason)
+        self.state = ViewState(at_ms, groups, self.interval_s, reason, unreadable)
         return self.state
 
     def _topics(self, wanted: set[str]) -> dict[str, Topic]:

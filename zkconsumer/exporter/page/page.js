@@ -85,7 +85,8 @@
       + `<td class="num">${g.unowned_partitions}</td><td class="num">${num(g.total_lag)}</td><td class="why" title="${esc(g.why)}">${esc(clip(g.why, 300))}</td></tr>`);
     const health = doc.exporter;
     const warn = [!health.connected ? "ZooKeeper session not connected" : null, health.last_error,
-      doc.log_ends_unavailable ? `some log ends unknown: ${doc.log_ends_unavailable}` : null].filter(Boolean);
+      doc.log_ends_unavailable ? `some log ends unknown: ${doc.log_ends_unavailable}` : null,
+      ...(doc.unreadable_groups || []).map((u) => `group ${u.group} not shown: ${u.error}`)].filter(Boolean);
     return `<h1>Groups <span class="muted">(${groups.length})</span></h1>`
       + (warn.length ? `<p class="error">${warn.map(esc).join("<br>")}</p>` : "")
       + `<table id="groups"><thead><tr><th>Group</th><th>Status</th><th class="num">Members</th><th class="num">Partitions</th>`
