@@ -90,6 +90,13 @@ def test_the_variables_are_label_values_queries() -> None:
     }
 
 
+def test_all_is_one_short_regex_not_every_name_joined() -> None:
+    """Without allValue, Grafana's "All" sends every group's name in one alternation: thousands of
+    groups make a query Prometheus may refuse for its length."""
+    listed = load()["templating"]["list"]
+    assert {v["name"]: v.get("allValue") for v in listed if v.get("includeAll")} == {"instance": ".*", "group": ".*"}
+
+
 def test_metric_names_reads_promql() -> None:
     assert metric_names('sum by (group) (rate(a_total{x=~"b|c"}[5m])) > 0 and on (group) b') == {"a_total", "b"}
     assert metric_names("time() - zkconsumer_exporter_last_refresh_timestamp_seconds") == {

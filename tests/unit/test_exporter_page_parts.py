@@ -123,3 +123,12 @@ def test_the_page_ships_in_the_package_and_loads_nothing_from_elsewhere() -> Non
         assert not re.search(rb"https?://", found[2]), path  # nothing from a CDN or any other host
     assert page.asset("/favicon.ico") is None
     assert "zkconsumer.exporter.page = *.html, *.js, *.css" in (ROOT / "setup.cfg").read_text()
+
+
+def test_an_unreadable_registration_is_named_once() -> None:
+    """The decoder's error already names the node: the problem line once read "<path>: <path>: ..."."""
+    from zkconsumer.exporter.sampling import subscribed_topics
+
+    problems: list[str] = []
+    assert subscribed_topics("g", {"x": (b"not json", 1)}, ["orders"], problems) == set()
+    assert len(problems) == 1 and problems[0].count("/consumers/g/ids/x") == 1, problems

@@ -57,7 +57,7 @@ def subscribed_topics(
             subscription = from_registration(Registration.decode(data, path))
             topics.update(thread_ids_for(cid, subscription, listed))
         except (ZkDataError, ValueError) as exc:
-            problems.append(f"{path}: {exc}")
+            problems.append(str(exc) if path in str(exc) else f"{path}: {exc}")  # ZkDataError names it
     return topics
 
 
