@@ -117,7 +117,6 @@ def test_the_page_shows_the_true_ownership_lag_and_history(  # type: ignore[no-u
     # Short names, unique in this run: the screenshot in the docs shows them whole.
     tag = "-".join(group_id.rsplit("-", 2)[-2:])  # the process and a counter
     topic = topic_factory(partitions=PARTITIONS, name=f"orders-{tag}")
-    produce(topic, PARTITIONS * PER_PARTITION, partitions=PARTITIONS)
     live, stopped, mixed = (f"billing-{tag}-{kind}" for kind in ("live", "stopped", "mixed"))
     for partition in range(PARTITIONS):  # no member: 4, 5, 6, 7 of 10 consumed
         zk.create(znodes.offset_path(stopped, topic, partition), str(4 + partition).encode(), makepath=True)
@@ -139,6 +138,9 @@ def test_the_page_shows_the_true_ownership_lag_and_history(  # type: ignore[no-u
             wait_for_balanced(zk, live, [topic], members=1)
             owners = wait_for_balanced(zk, mixed, [topic], members=2)
             mine = [p for (_, p), thread in owners.items() if thread.startswith(f"{mixed}_z-")]
+            # Produced once both groups are balanced: a Scala member alone in the group before would
+            # read and commit every partition, leaving the zkconsumer member nothing to deliver.
+            produce(topic, PARTITIONS * PER_PARTITION, partitions=PARTITIONS)
             recorder.wait_for({(topic, p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}, timeout=60)
             mixed_recorder.wait_for({(topic, p, o) for p in mine for o in range(PER_PARTITION)}, timeout=60)
             conn.commit_offsets()  # at 10 each
