@@ -71,6 +71,14 @@ def test_log_offsets_are_tried_num_retries_times_interval_apart_on_broker_troubl
     assert raised.value.retriable
 
 
+def test_no_leader_found_during_a_restart_is_broker_trouble_that_passes() -> None:
+    """librdkafka's _NOENT ("Failed to query partition leaders: No leaders found") failed a query
+    under a rolling restart of every broker (the suite, 2026-11-29): it is retried like the others."""
+    offsets, admin = lookups({T0: (3, 40)}, [KafkaError._NOENT] * 2, attempts=3, sleep=lambda s: None)
+    assert offsets.spans([T0]) == {T0: (3, 40)}
+    assert admin.started == 3
+
+
 def test_an_error_no_retry_fixes_fails_at_once_naming_the_partitions() -> None:
     slept: list[float] = []
     offsets, admin = lookups({T0: (0, 5)}, [KafkaError.TOPIC_AUTHORIZATION_FAILED], sleep=slept.append)

@@ -19,9 +19,10 @@ log = logging.getLogger(__name__)
 # What a broker answers for a while when it restarts, a leader moves or a topic is new: the
 # executor reader's transient codes plus UNKNOWN_TOPIC_OR_PART (leader not known yet),
 # BROKER_NOT_AVAILABLE, REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR, OFFSET_NOT_AVAILABLE (a
-# leader election still running), FENCED/UNKNOWN_LEADER_EPOCH, librdkafka's _MSG_TIMED_OUT and
-# _UNKNOWN_PARTITION/_UNKNOWN_TOPIC (its metadata not refreshed yet).
-OFFSET_FETCH_TRANSIENT = TRANSIENT_CODES | frozenset({3, 8, 9, 56, 78, 74, 75, -192, -190, -188})
+# leader election still running), FENCED/UNKNOWN_LEADER_EPOCH, librdkafka's _MSG_TIMED_OUT,
+# _UNKNOWN_PARTITION/_UNKNOWN_TOPIC (its metadata not refreshed yet) and _NOENT ("Failed to query
+# partition leaders: No leaders found", while the restarted broker led every partition asked for).
+OFFSET_FETCH_TRANSIENT = TRANSIENT_CODES | frozenset({3, 8, 9, 56, 78, 74, 75, -192, -190, -188, -156})
 
 
 class OffsetsUnavailable(ZkConsumerError, ConnectionError):
