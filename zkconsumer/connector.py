@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig
+from zkconsumer.config.checks import ConfigError
+from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.stream import KafkaStream, StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
@@ -33,7 +34,8 @@ from zkconsumer.errors import (
 from zkconsumer.group_member import GroupMember
 from zkconsumer.metrics import ConnectorCollector, Snapshot
 from zkconsumer.zookeeper.auth import ZkAuth, zookeeper_auth
-from zkconsumer.zookeeper.client import Deadline, close_quietly, connect
+from zkconsumer.zookeeper.client import close_quietly, connect
+from zkconsumer.zookeeper.deadline import Deadline
 from zkconsumer.zookeeper.group import GroupZk
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from zkconsumer.offsets.store import OffsetStore
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.version import __version__
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger("zkconsumer.connector")  # the connector's logger: these lines are the connector's

@@ -96,7 +96,8 @@ def _same_default(written: str, real: str) -> bool:
 
 def config_table() -> str:
     import zkconsumer.config.consumer_config as config_module
-    from zkconsumer.config.consumer_config import KNOWN_PROPERTIES, ConsumerConfig
+    from zkconsumer.config.checks import KNOWN_PROPERTIES
+    from zkconsumer.config.consumer_config import ConsumerConfig
 
     header, rows, _ = _rst_table(config_module.__doc__ or "")
     names = [row[0] for row in rows if row[0] != PASSTHROUGH_ROW]

@@ -29,8 +29,8 @@ from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.assignors import assign
 from zkconsumer.coordinator.plan import GroupView, assignment_input, member_threads
+from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.znodes import ZkDataError
 
 log = logging.getLogger(__name__)
 

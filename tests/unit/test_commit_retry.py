@@ -12,7 +12,7 @@ from zkconsumer.consumer.partition_fetcher import NoFetcher
 from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
 from zkconsumer.offsets import store as store_module
 from zkconsumer.offsets.store import OffsetStore
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 
 
 class FlakyGroup:

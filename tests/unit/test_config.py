@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zkconsumer.config.consumer_config as config_module
+from zkconsumer.config.checks import KNOWN_PROPERTIES, ConfigError
 from zkconsumer.config.compat import Compat
-from zkconsumer.config.consumer_config import KNOWN_PROPERTIES, ConfigError, ConsumerConfig, merge
+from zkconsumer.config.consumer_config import ConsumerConfig, merge
 from zkconsumer.config.properties import dump_properties, parse_properties
 
 BASE = {"zookeeper.connect": "zk1:2181,zk2:2181/kafka", "group.id": "my-group"}

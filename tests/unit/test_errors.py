@@ -18,7 +18,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer import errors
-from zkconsumer.config.consumer_config import ConfigError
+from zkconsumer.config.checks import ConfigError
 from zkconsumer.errors import (
     BrokersUnavailable,
     CommitFailed,
@@ -29,12 +29,12 @@ from zkconsumer.errors import (
     SessionLost,
     ShutdownIncomplete,
     ZkConsumerError,
+    ZkDataError,
     ZooKeeperAccessDenied,
     ZooKeeperClosed,
     ZooKeeperUnavailable,
     is_retriable,
 )
-from zkconsumer.zookeeper.kafkajson import ZkDataError
 
 # ---- third-party errors ----------------------------------------------------------------------------
 
@@ -193,14 +193,13 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.coordinator.assignors.AssignmentError": True,  # Scala fails the attempt: retried
     "zkconsumer.coordinator.peers.OwnRegistrationError": False,  # per instance: a missing one is retriable
     "zkconsumer.config.checks.ConfigError": False,
-    "zkconsumer.zookeeper.jaas_error.JaasError": False,
-    "zkconsumer.zookeeper.zk_data_error.ZkDataError": True,
+    "zkconsumer.zookeeper.auth.JaasError": False,
     "zkconsumer.offsets.store.KafkaSideFailed": False,
     "zkconsumer.cli.common.CliError": False,
     "zkconsumer.admin.input_error.InputError": False,
     "zkconsumer.admin.group_delete.DeleteRefused": False,
     "zkconsumer.admin.admin_error.AdminError": False,  # asking again unchanged fails again
-    "zkconsumer.zookeeper.member_joined.MemberJoined": False,
+    "zkconsumer.zookeeper.fenced_delete.MemberJoined": False,
     "zkconsumer.admin.log_offsets_unavailable.LogOffsetsUnavailable": False,
     "zkconsumer.admin.unknown_group.UnknownGroup": False,
     "zkconsumer.spark.kafka_read.FetchTimeoutError": True,  # the task fails; Spark retries it

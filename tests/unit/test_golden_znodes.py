@@ -83,9 +83,9 @@ def test_topic_and_partition_state_decode(release: KafkaRelease) -> None:
     assert json.loads(nodes["topic.json"])["version"] == release.topic_registration
     assert broker_nodes.decode_topic_partitions(nodes["topic.json"], topic_path) == {0: [0], 1: [0]}
     state_path = znodes.partition_state_path("golden", 0)
-    assert broker_nodes.decode_partition_state(
-        nodes["partition-state.json"], state_path
-    ) == broker_nodes.PartitionState(leader=0, leader_epoch=0, isr=(0,), controller_epoch=1, version=1)
+    assert broker_nodes.decode_partition_state(nodes["partition-state.json"], state_path) == broker_nodes.LeaderAndIsr(
+        leader=0, leader_epoch=0, isr=(0,), controller_epoch=1, version=1
+    )
 
 
 @pytest.mark.parametrize("release", RELEASES)

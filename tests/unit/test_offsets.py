@@ -15,7 +15,7 @@ from zkconsumer.errors import BrokersUnavailable
 from zkconsumer.offsets import store as store_module
 from zkconsumer.offsets.dual_commit import BrokerGroupView, BrokerMember
 from zkconsumer.offsets.store import KafkaSideFailed, OffsetStore
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 from zkconsumer.zookeeper.signals import OwnershipSignals
 
 

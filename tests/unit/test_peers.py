@@ -19,7 +19,7 @@ from zkconsumer.coordinator.peers import (
 )
 from zkconsumer.coordinator.plan import GroupView, member_threads
 from zkconsumer.coordinator.subscription import MAX_STREAMS
-from zkconsumer.zookeeper.kafkajson import ZkDataError
+from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper.znodes import Registration, member_path
 
 V1_1 = Compat.parse("1.1")

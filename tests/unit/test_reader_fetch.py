@@ -19,7 +19,7 @@ from zkconsumer.consumer.delivery import ConsumerIterator
 from zkconsumer.consumer.fetcher import Fetcher, FetchSettings
 from zkconsumer.consumer.turn import Turn
 from zkconsumer.errors import ConsumerTimeout
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 
 KEY = ("t", 0)
 LAST = 100

@@ -18,7 +18,7 @@ from zkconsumer.offsets.store import KafkaSideFailed, OffsetStore
 from zkconsumer.spark.offsets import decode_offsets
 from zkconsumer.spark.stream_member import full_map
 from zkconsumer.spark.stream_reader import ReadAllAvailable
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 
 DUAL = {"offsets.storage": "kafka"}  # dual.commit.enabled follows it (true), as in the connector
 
@@ -177,7 +177,7 @@ def test_a_fetch_false_member_commits_through_its_idle_fetcher_or_has_no_broker_
 
 def test_a_fetch_false_member_may_dual_commit_but_not_keep_offsets_in_kafka_only() -> None:
     from zkconsumer import ConsumerConnector
-    from zkconsumer.config.consumer_config import ConfigError
+    from zkconsumer.config.checks import ConfigError
 
     props = {"zookeeper.connect": "127.0.0.1:1", "group.id": "g", "offsets.storage": "kafka"}
     with pytest.raises(ConfigError, match="dual.commit.enabled=false needs fetch=True"):

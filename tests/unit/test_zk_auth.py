@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from kazoo.exceptions import NoAuthError, RolledBackError
 from kazoo.security import ACL, Id, Permissions
 
-from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig
+from zkconsumer.config.checks import ConfigError
+from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.errors import ZooKeeperAccessDenied, is_retriable
 from zkconsumer.zookeeper.auth import (
     CLIENT_KEYTAB_ENV,

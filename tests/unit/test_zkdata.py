@@ -11,16 +11,17 @@ from hypothesis import strategies as st
 from zkconsumer.cluster.broker_nodes import (
     BrokerInfo,
     EndPoint,
-    PartitionState,
+    LeaderAndIsr,
     decode_broker,
     decode_partition_state,
     decode_topic_partitions,
     encode_broker,
     encode_topic_partitions,
 )
+from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.kafkajson import coreutils_json_escape
-from zkconsumer.zookeeper.znodes import Registration, ZkDataError, decode_offset, encode_offset
+from zkconsumer.zookeeper.znodes import Registration, decode_offset, encode_offset
 
 TOPIC = st.from_regex(r"[A-Za-z0-9._-]{1,249}", fullmatch=True)
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -466,7 +467,7 @@ def test_encode_topic_partitions_golden() -> None:
 
 def test_partition_state() -> None:
     state = decode_partition_state(b'{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":3,"isr":[0,2]}', "/s")
-    assert state == PartitionState(leader=0, leader_epoch=3, isr=(0, 2), controller_epoch=1, version=1)
+    assert state == LeaderAndIsr(leader=0, leader_epoch=3, isr=(0, 2), controller_epoch=1, version=1)
     newer = b'{"controller_epoch":1,"leader":-1,"leader_recovery_state":0,"leader_epoch":3,"isr":[]}'
     assert decode_partition_state(newer, "/s").version is None
     for bad in (b"", b"{}", b'{"leader":0,"leader_epoch":0,"isr":"0","controller_epoch":1}', b"\xff"):

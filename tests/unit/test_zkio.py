@@ -8,7 +8,7 @@ import time
 import pytest
 
 from zkconsumer import ConsumerConnector
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 
 
 def closed_port() -> int:

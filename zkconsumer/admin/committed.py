@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 
 from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.errors import ZkDataError
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.offset_nodes import offset_predates_topic
 from zkconsumer.zookeeper.reads import children, get_many
-from zkconsumer.zookeeper.znodes import ZkDataError
 
 
 @dataclass

@@ -13,9 +13,9 @@ from zkconsumer.admin.broker_access import BrokerAccess as BrokerAccess
 from zkconsumer.admin.log_offsets_unavailable import LogOffsetsUnavailable as LogOffsetsUnavailable
 from zkconsumer.cluster.broker_nodes import client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
+from zkconsumer.errors import ZkDataError
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
-from zkconsumer.zookeeper.znodes import ZkDataError
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkconsumer.admin.input_error import InputError as InputError
+from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.znodes import ZkDataError
 
 FILE_FORMATS = ("lines", "json", "csv")
 

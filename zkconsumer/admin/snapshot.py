@@ -24,10 +24,11 @@ from zkconsumer.admin.problems import (
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
+from zkconsumer.errors import ZkDataError
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children, get_many
-from zkconsumer.zookeeper.znodes import Registration, ZkDataError
+from zkconsumer.zookeeper.znodes import Registration
 
 
 @dataclass

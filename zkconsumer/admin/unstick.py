@@ -36,11 +36,12 @@ from zkconsumer.admin.unstick_plan import (
 from zkconsumer.cluster.broker_nodes import decode_topic_partitions
 from zkconsumer.coordinator.peers import registration_problem
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
+from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.nudge import nudge_children
 from zkconsumer.zookeeper.watched import Entry, WatchedFolder
-from zkconsumer.zookeeper.znodes import Registration, ZkDataError
+from zkconsumer.zookeeper.znodes import Registration
 
 SETTLE_S = 2.0  # owners unchanged this long after every partition has one: the members are done
 POLL_S = 0.05

@@ -19,7 +19,7 @@ from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.groups import member_count as member_count  # the commands' import
 from zkconsumer.admin.log_offsets import LogOffsetsUnavailable
-from zkconsumer.errors import ZkConsumerError, ZooKeeperAccessDenied, ZooKeeperUnavailable
+from zkconsumer.errors import ZkConsumerError, ZkDataError, ZooKeeperAccessDenied, ZooKeeperUnavailable
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.auth import JaasError, ZkAuth, zk_auth
 from zkconsumer.zookeeper.client import close_quietly, connect
@@ -74,7 +74,7 @@ def expected_error_message(exc: BaseException) -> str | None:
         )
     if isinstance(exc, (KazooTimeoutError, KazooException)):
         return f"ZooKeeper request failed: {str(exc) or type(exc).__name__}"
-    if isinstance(exc, znodes.ZkDataError):
+    if isinstance(exc, ZkDataError):
         return f"unreadable znode {exc}"
     if isinstance(exc, OSError):  # a file that cannot be opened or written, mostly
         return str(exc)

@@ -17,7 +17,8 @@ from zkconsumer.cli.consume_run import Stop, count_until_stopped, writer
 from zkconsumer.cli.formats import parse_key_value
 from zkconsumer.cli.options import zk_options
 from zkconsumer.cli.output.messages import PrintOptions
-from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig, merge
+from zkconsumer.config.checks import ConfigError
+from zkconsumer.config.consumer_config import ConsumerConfig, merge
 from zkconsumer.config.properties import parse_properties
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist
 from zkconsumer.zookeeper import znodes

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from zkconsumer.config.checks import SECURITY_PROTOCOLS
+from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper.kafkajson import (
     _INT32,
-    ZkDataError,
     _int_field,
     _is_int32,
     _jackson_quote,
@@ -238,7 +238,10 @@ def encode_topic_partitions(partitions: Mapping[int, Sequence[int]]) -> bytes:
 
 
 @dataclass(frozen=True)
-class PartitionState:
+class LeaderAndIsr:
+    """A partition's /brokers/topics/<t>/partitions/<p>/state node: its leader and in-sync replicas,
+    as the controller last wrote them (Kafka's LeaderIsrAndControllerEpoch)."""
+
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
@@ -246,7 +249,7 @@ class PartitionState:
     version: int | None
 
 
-def decode_partition_state(data: bytes, path: str) -> PartitionState:
+def decode_partition_state(data: bytes, path: str) -> LeaderAndIsr:
     """.../partitions/<p>/state as the ops tools read it; fields newer brokers add are ignored."""
     try:
         doc = _parse_json(_utf8(data, path))
@@ -257,7 +260,7 @@ def decode_partition_state(data: bytes, path: str) -> PartitionState:
     isr = doc.get("isr")
     if not isinstance(isr, list) or not all(map(_is_int32, isr)):
         raise ZkDataError(path, "field 'isr' must be an array of ints")
-    return PartitionState(
+    return LeaderAndIsr(
         _int_field(doc, "leader", path),
         _int_field(doc, "leader_epoch", path),
         tuple(isr),

@@ -2,6 +2,7 @@
 
 `ConsumerConfig` and `ConfigError` are re-exported here (and from `zkconsumer`)."""
 
-from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig
+from zkconsumer.config.checks import ConfigError
+from zkconsumer.config.consumer_config import ConsumerConfig
 
 __all__ = ["ConfigError", "ConsumerConfig"]

@@ -102,7 +102,7 @@ from zkconsumer.config.checks import (
 from zkconsumer.config.compat import Compat
 from zkconsumer.config.properties import parse_properties
 
-__all__ = ["ConfigError", "ConsumerConfig", "KNOWN_PROPERTIES", "LIBRDKAFKA_PREFIX", "merge", "parse_properties"]
+__all__ = ["ConsumerConfig", "LIBRDKAFKA_PREFIX", "merge"]
 
 LIBRDKAFKA_PREFIX = "librdkafka."
 V = TypeVar("V")

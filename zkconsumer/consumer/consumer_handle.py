@@ -14,7 +14,7 @@ from zkconsumer.consumer.fetch_errors import FetchErrors
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.consumer.log_throttle import throttled_logger
 from zkconsumer.consumer.turn import Turn
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 
 log = logging.getLogger("zkconsumer.consumer.fetcher")  # the fetcher's logger: these lines are the fetcher's
 

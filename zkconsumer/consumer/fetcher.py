@@ -20,7 +20,7 @@ from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.consumer.fetch_turns import BUSY_WAIT, IDLE_WAIT, POLL_TIMEOUT, READER_GRACE, ReaderTurns
 from zkconsumer.consumer.offset_reset import OffsetResets
 from zkconsumer.errors import ConsumerError
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 
 __all__ = ["ConsumerProxy", "FetchSettings", "Fetcher"]
 

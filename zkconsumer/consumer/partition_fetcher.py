@@ -8,7 +8,7 @@ from typing import Protocol
 from zkconsumer.consumer.chunks import PartitionTopicInfo
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.partitions import TopicPartition
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 
 
 class PartitionFetcher(Protocol):

@@ -30,7 +30,7 @@ from zkconsumer.errors import (
 )
 from zkconsumer.offsets.store import OffsetStore
 from zkconsumer.partitions import TopicPartition, by_topic, partitions_text
-from zkconsumer.zookeeper.client import Deadline
+from zkconsumer.zookeeper.deadline import Deadline
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)

@@ -6,11 +6,11 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from zkconsumer.errors import ZooKeeperAccessDenied
+from zkconsumer.errors import ZkDataError, ZooKeeperAccessDenied
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.watched import WatchedFolder
-from zkconsumer.zookeeper.znodes import Registration, ZkDataError
+from zkconsumer.zookeeper.znodes import Registration
 
 
 class Registrations:

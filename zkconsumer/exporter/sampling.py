@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 from zkconsumer.admin.status import Record, Sample, Seen, ownership_of
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
+from zkconsumer.errors import ZkDataError
 from zkconsumer.exporter.group_watch import GroupNodes
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.znodes import Registration, ZkDataError
+from zkconsumer.zookeeper.znodes import Registration
 
 ZKCONSUMER = "zkconsumer"
 SCALA = "scala"

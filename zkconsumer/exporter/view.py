@@ -13,7 +13,7 @@ from typing import Protocol
 from zkconsumer.admin.status import NOT_JUDGED, Judged, judge_runs
 from zkconsumer.admin.verdicts import GroupVerdict
 from zkconsumer.cluster import broker_nodes
-from zkconsumer.errors import ZooKeeperAccessDenied
+from zkconsumer.errors import ZkDataError, ZooKeeperAccessDenied
 from zkconsumer.exporter.group_watch import GroupWatch
 from zkconsumer.exporter.sampling import GroupSample, Topic, group_records, interesting_topics
 from zkconsumer.exporter.window import GroupWindow, WindowSnapshot
@@ -21,7 +21,6 @@ from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.watched import WatchedFolder, WatchedNodes
-from zkconsumer.zookeeper.znodes import ZkDataError
 
 CONSUMERS = "/consumers"
 log = logging.getLogger(__name__)

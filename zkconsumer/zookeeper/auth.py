@@ -9,16 +9,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zkconsumer.zookeeper.jaas_error import JaasError as JaasError
-from zkconsumer.zookeeper.login_module import LoginModule as LoginModule
+from zkconsumer.errors import ZkConsumerError
 
-__all__ = ["JaasError", "ZkAuth", "parse_jaas", "parse_login_module", "zk_auth", "zookeeper_auth"]
+__all__ = ["JaasError", "LoginModule", "ZkAuth", "parse_jaas", "parse_login_module", "zk_auth", "zookeeper_auth"]
 
 DIGEST_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
 KERBEROS_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 CLIENT_KEYTAB_ENV = "KRB5_CLIENT_KTNAME"  # MIT Kerberos: the keytab a client logs in from by itself
 _FLAGS = ("required", "requisite", "sufficient", "optional")
 _TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|"(?:[^"\\]|\\.)*"|[{};=]|[^\s{};="]+', re.DOTALL)
+
+
+class JaasError(ZkConsumerError, ValueError):
+    """A JAAS text that cannot be read, or one without the login section or options we need. A setting to fix."""
+
+
+@dataclass(frozen=True)
+class LoginModule:
+    """One login module entry of a JAAS section: its class, flag and options."""
+
+    name: str
+    flag: str
+    options: Mapping[str, str]
 
 
 def _tokens(text: str) -> list[str]:
@@ -235,7 +247,7 @@ def zk_auth(
 
 def zookeeper_auth(config: Any) -> ZkAuth:
     """The ZkAuth of a ConsumerConfig, reading the JAAS file it names; ConfigError names the property."""
-    from zkconsumer.config.consumer_config import ConfigError
+    from zkconsumer.config.checks import ConfigError
 
     path = config.java_security_auth_login_config
     file_text = None

@@ -17,7 +17,7 @@ from kazoo.protocol.states import KeeperState, WatchedEvent, ZnodeStat
 
 from zkconsumer.errors import ZooKeeperAccessDenied, ZooKeeperUnavailable
 from zkconsumer.zookeeper.auth import ZkAuth
-from zkconsumer.zookeeper.deadline import Deadline as Deadline  # where the consumer and the tests import it
+from zkconsumer.zookeeper.deadline import Deadline
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient

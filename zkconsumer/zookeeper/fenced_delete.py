@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError, RolledBackError, RuntimeInconsistency
 
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.ids_node import IdsNode as IdsNode
-from zkconsumer.zookeeper.member_joined import MemberJoined as MemberJoined
+
+if TYPE_CHECKING:
+    from kazoo.security import ACL
 
 __all__ = ["IdsNode", "MemberJoined", "commit_deletes", "read_ids"]
+
+
+class MemberJoined(ZkConsumerError):
+    """A transaction's fence failed or a node appeared: look whether a member registered."""
+
+
+@dataclass(frozen=True)
+class IdsNode:
+    """ids/ as found before the deletes: recreated with its data and ACL between transactions."""
+
+    path: str
+    exists: bool
+    data: bytes = b""
+    acl: tuple[ACL, ...] = ()
 
 
 def read_ids(client: KazooClient, group: str) -> IdsNode:

@@ -20,7 +20,7 @@ from typing import Any
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
-from zkconsumer.errors import ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZooKeeperUnavailable
+from zkconsumer.errors import ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZkDataError, ZooKeeperUnavailable
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.client import Watch, ZkIO
@@ -29,12 +29,12 @@ from zkconsumer.zookeeper.group_reads import GroupReads, decode_owners
 from zkconsumer.zookeeper.offset_nodes import OffsetNodes
 from zkconsumer.zookeeper.owner_nodes import OwnerNodes
 from zkconsumer.zookeeper.signals import OwnershipSignals
-from zkconsumer.zookeeper.znodes import Registration, ZkDataError
+from zkconsumer.zookeeper.znodes import Registration
 
 log = logging.getLogger(__name__)
 
 
-__all__ = ["GroupZk", "RegistrationConflict"]
+__all__ = ["GroupZk"]
 
 
 class GroupZk:

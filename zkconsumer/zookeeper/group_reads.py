@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterable, Mapping
 
 from kazoo.protocol.states import ZnodeStat
 
+from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import Watch, ZkIO
 from zkconsumer.zookeeper.watched import WatchedFolder, WatchedNodes
-from zkconsumer.zookeeper.znodes import Registration, ZkDataError
+from zkconsumer.zookeeper.znodes import Registration
 
 log = logging.getLogger(__name__)
 

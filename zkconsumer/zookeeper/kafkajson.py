@@ -1,4 +1,4 @@
-"""JSON as Kafka's Scala code reads and writes it (Jackson and CoreUtils quirks), and ZkDataError."""
+"""JSON as Kafka's Scala code reads and writes it (Jackson and CoreUtils quirks)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from zkconsumer.zookeeper.zk_data_error import ZkDataError as ZkDataError
+from zkconsumer.errors import ZkDataError
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)

@@ -6,6 +6,7 @@ import functools
 import re
 from dataclasses import dataclass
 
+from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper.kafkajson import (
     _INT32,
     _INT64,
@@ -19,9 +20,6 @@ from zkconsumer.zookeeper.kafkajson import (
     _show,
     _to_bytes,
     _utf8,
-)
-from zkconsumer.zookeeper.kafkajson import (
-    ZkDataError as ZkDataError,  # re-exported: the error of every codec here
 )
 
 CONSUMERS = "/consumers"
