@@ -97,7 +97,7 @@ class ShutdownIncomplete(ZkConsumerError):
 
 
 class ZkDataError(ZkConsumerError, ValueError):
-    """A znode held data that a Scala reader would also reject (or that is not UTF-8); the message names the node.
+    """A znode held data that a Scala reader would also reject (or that is not UTF-8).
 
     Retriable: a foreign writer's node may be rewritten or removed, so a later attempt may succeed.
     """
