@@ -1,7 +1,7 @@
 """Print the layout figures of zkconsumer/ from its code (AST only: the package is never imported).
 
     .venv/bin/python scripts/layout_report.py                       # this checkout
-    .venv/bin/python scripts/layout_report.py --root /path/to/checkout
+    .venv/bin/python scripts/layout_report.py --root /path/to/checkout --details   # and what they count
 
 The figures: files, small modules, import arrows between modules and between folders, the layers
 and the arrows that go up them, `import X as X` re-exports, `__all__` lists of foreign names, and
@@ -29,11 +29,12 @@ SMALL = 30  # lines: a module shorter than this is a fragment worth a look, not 
 # zkconsumer/__init__.py, the package face). A new module or package there fails test_layout until it
 # is added to the layer it belongs to.
 LAYERS: list[set[str]] = [
-    # Pure and self-contained; the group problem analysis (leaving admin/problems.py) belongs here too.
-    {"errors", "clock", "partitions", "version", "metrics"},
+    {"errors", "clock", "partitions", "version", "metrics"},  # they import nothing of zkconsumer
     {"config"},
     {"migration"},  # the migration model: pure, no I/O
     {"zookeeper"},
+    # The group problem analysis leaving admin/problems.py reads zookeeper/znodes.py's records and is
+    # read by coordinator/watchdog.py: its place is from zookeeper's layer to coordinator's, e.g. here.
     {"cluster"},
     {"consumer"},
     {"offsets"},
@@ -245,7 +246,8 @@ def folder(name: str, layout: Layout) -> str:
     return str(layout.files[name].parent.relative_to(layout.package.parent))
 
 
-def report(root: Path) -> list[str]:
+def report(root: Path, details: bool = False) -> list[str]:
+    """The figures of root/zkconsumer, a line each (with what they count under them with `details`), then key=value pairs."""
     layout = Layout.of(root / PACKAGE)
     lines = {name: len(path.read_text().splitlines()) for name, path in layout.files.items()}
     faces = set(layout.faces())
@@ -262,26 +264,34 @@ def report(root: Path) -> list[str]:
     reexports = layout.reexports()
     foreign = layout.foreign_all()
     duplicates = layout.duplicate_classes()
+    listed = {
+        f"modules under {SMALL} lines: {len(small)} (and {len(small_faces)} __init__.py)": [
+            f"{lines[name]:3d} {layout.where(name)}" for name in small
+        ],
+        f"import arrows: {len(module_arrows)} distinct module -> module": [],
+        f"folder arrows: {len(folder_arrows)} distinct folder -> folder": [
+            f"{s} -> {t}" for s, t in sorted(folder_arrows)
+        ],
+        f"arrows up: {len(up_arrows)}": [f"{s} -> {t}" for s, t in up_arrows],
+        f"import X as X outside __init__.py: {sum(map(len, reexports.values()))}": [
+            f"{where}:{line}" for where, found in sorted(reexports.items()) for line in found
+        ],
+        f"__all__ with foreign names outside __init__.py: {len(foreign)} modules": [
+            f"{where}: {' '.join(names)}" for where, names in sorted(foreign.items())
+        ],
+        f"class names defined more than once: {len(duplicates)}": [
+            f"{name}: {' '.join(where)}" for name, where in duplicates.items()
+        ],
+    }
     out = [
         f"layout of {layout.package}",
         f"files: {len(layout.files)} .py ({len(faces)} __init__.py)",
-        f"modules under {SMALL} lines: {len(small)} (and {len(small_faces)} __init__.py)",
-        *(f"  {lines[name]:3d} {layout.where(name)}" for name in small),
-        f"import arrows: {len(module_arrows)} distinct module -> module",
-        f"folder arrows: {len(folder_arrows)} distinct folder -> folder",
-        *(f"  {s} -> {t}" for s, t in sorted(folder_arrows)),
         f"layers: {len(LAYERS)}, bottom first",
         *(f"  {index}: {' '.join(sorted(layer))}" for index, layer in enumerate(LAYERS)),
         f"not in a layer: {' '.join(unplaced) or 'none'}",
-        f"arrows up: {len(up_arrows)}",
-        *(f"  {s} -> {t}" for s, t in up_arrows),
-        f"import X as X outside __init__.py: {sum(map(len, reexports.values()))}",
-        *(f"  {where}:{line}" for where, found in sorted(reexports.items()) for line in found),
-        f"__all__ with foreign names outside __init__.py: {len(foreign)}",
-        *(f"  {where}: {' '.join(names)}" for where, names in sorted(foreign.items())),
-        f"class names defined more than once: {len(duplicates)}",
-        *(f"  {name}: {' '.join(where)}" for name, where in duplicates.items()),
     ]
+    for heading, items in listed.items():
+        out += [heading, *(f"  {item}" for item in items if details)]
     figures = {
         "files": len(layout.files),
         "inits": len(faces),
@@ -302,8 +312,9 @@ def report(root: Path) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout holding zkconsumer/ (default: this one)")
+    parser.add_argument("--details", action="store_true", help="list what each figure counts under it")
     args = parser.parse_args()
-    print("\n".join(report(args.root)))
+    print("\n".join(report(args.root, args.details)))
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ layout = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = layout
 _spec.loader.exec_module(layout)
 
-# pytest's default python_files: a file it collects is imported by its basename (rootdir-relative
-# "prepend" import mode), so two of one name in two folders fail collection with "import file mismatch".
+# pytest's default python_files. A test file in a folder without __init__.py (most of tests/) is
+# imported by its basename, so two of one name fail collection with "import file mismatch"; tests/sim
+# is a package and would get away with it, but one name per test file holds wherever a file moves.
 COLLECTED = ("test_*.py", "*_test.py")
 
 
