@@ -121,7 +121,7 @@ def arrows(name: str, path: Path, known: set[str], tree: ast.Module | None = Non
             module = _known(target, known)
             if module is not None and module != name:
                 found.append(Arrow(name, module, node.lineno))
-    return found
+    return list(dict.fromkeys(found))  # `from m import a, b` is one arrow
 
 
 def reexports(path: Path, tree: ast.Module | None = None) -> list[str]:
