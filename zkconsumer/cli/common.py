@@ -1,4 +1,4 @@
-"""Shared CLI plumbing: ZooKeeper connection options, one-line errors, JSON output, progress bars."""
+"""What every command shares: exit statuses, CliError (an expected failure as one line), the ZooKeeper session and group check, JSON output."""
 
 from __future__ import annotations
 

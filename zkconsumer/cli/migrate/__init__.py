@@ -1,4 +1,4 @@
-"""`zkconsumer migrate`: one module per verb (plan, offsets); the reads and writes in zkconsumer.migration (evidence, copy)."""
+"""`zkconsumer migrate`: the command group and its help (the sequences, the safety rules, exit statuses); one module per verb (plan, offsets)."""
 
 from __future__ import annotations
 

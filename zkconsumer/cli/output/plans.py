@@ -1,4 +1,4 @@
-"""Options every writing command shares: --dry-run (the default) or --execute, and --clamp; the plan's output."""
+"""A write plan on the command line: its output (a table, one JSON line or kafka-consumer-groups' CSV, then the summary) and its execution with a progress bar."""
 
 from __future__ import annotations
 
