@@ -32,6 +32,8 @@ ALLOW_REWIND, CLAMP_TO_LOG_END = "--allow-rewind", "--clamp-to-log-end"
 
 @dataclass(frozen=True)
 class Overrides:
+    """The blockers the operator chose to pass, one field per override flag."""
+
     allow_rewind: bool = False
     force_live_target: bool = False
     force_live_source: bool = False
@@ -68,12 +70,15 @@ class ZkSide:
 
 
 def in_scope(keys: Iterable[TopicPartition], topics: Iterable[str] | None) -> list[TopicPartition]:
+    """The keys of `topics` (None: every key), sorted once each."""
     wanted = None if topics is None else set(topics)
     return sorted(k for k in set(keys) if wanted is None or k[0] in wanted)
 
 
 @dataclass(frozen=True)
 class KafkaMember:
+    """One member of the broker-coordinated group as the brokers describe it."""
+
     member_id: str
     client_id: str
     host: str

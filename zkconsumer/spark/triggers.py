@@ -14,6 +14,8 @@ from zkconsumer.spark.offsets import Key
 
 PAUSE_S = 1.0  # between two planning attempts of a trigger that could not plan yet
 MIN_WAIT_S = 60.0
+
+# Spark's duration units (minOffsetsPerTrigger's maxTriggerDelay), in milliseconds
 _UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60_000  # Spark's "15m"
 
