@@ -203,13 +203,15 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.admin.log_offsets_unavailable.LogOffsetsUnavailable": False,
     "zkconsumer.admin.unknown_group.UnknownGroup": False,
     "zkconsumer.spark.kafka_read.FetchTimeoutError": True,  # the task fails; Spark retries it
+    "zkconsumer.spark.kafka_read.KafkaReadFailed": False,  # a fatal Kafka error: the task fails
     "zkconsumer.spark.offsets.DataLossError": False,
     "zkconsumer.spark.checkpoint.CheckpointError": False,
     "zkconsumer.spark.options.OptionError": False,
     "zkconsumer.spark.stream_member.MemberLeft": False,
-    "zkconsumer.spark.log_offsets.OffsetsUnavailable": True,  # broker trouble: the trigger plans nothing
-    "zkconsumer.spark.log_offsets.OffsetLookupFailed": False,
-    "zkconsumer.spark.available_now.AvailableNowIncomplete": True,  # a later run may own the partitions
+    "zkconsumer.spark.broker_offsets.OffsetsUnavailable": True,  # broker trouble: the trigger plans nothing
+    "zkconsumer.spark.broker_offsets.OffsetLookupFailed": False,
+    "zkconsumer.spark.triggers.AvailableNowIncomplete": True,  # a later run may own the partitions
+    "zkconsumer.spark.ingest.IngestLockLost": True,  # nothing committed: a rerun resumes
     "zkconsumer.testing.probes.ClusterStartError": True,  # a broker that lost its session is started again
     "zkconsumer.testing.jars.JarsMissingError": False,
     "zkconsumer.testing.netlab.LabError": False,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.migration.plan import (
+from zkconsumer.migration import (
     ALLOW_REWIND,
     CLAMP,
     CLAMP_TO_LOG_END,
@@ -21,21 +21,26 @@ from zkconsumer.migration.plan import (
     REFUSE_OWNED,
     REFUSE_REWIND,
     REWIND,
+    SCALA,
     SOURCE_ONLY,
     TARGET_ONLY,
     TO_KAFKA,
     TO_ZOOKEEPER,
     UNKNOWN_PARTITION,
     WRITING,
+    ZKCONSUMER,
     DirectionPlan,
+    KafkaMember,
+    KafkaSide,
     Overrides,
+    ZkSide,
+    migration_step,
     mismatches,
+    partition_rows,
     plan_direction,
     plan_move,
     spark_starting_offsets,
 )
-from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaMember, KafkaSide, ZkSide
-from zkconsumer.migration.status import migration_step, partition_rows
 
 TP = tuple[str, int]
 Offsets = dict[TP, int]

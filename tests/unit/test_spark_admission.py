@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from test_spark_stream_reader import T0, FakeMember, Reader
 
 from zkconsumer.spark import stream_reader
-from zkconsumer.spark.admission import TriggerAdmission, duration_ms
 from zkconsumer.spark.offsets import batch_ranges
 from zkconsumer.spark.options import OptionError, parse_options
 from zkconsumer.spark.stream_reader import ReadAllAvailable
+from zkconsumer.spark.triggers import TriggerAdmission, duration_ms
 
 BASE = {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t"}
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_spark_stream_reader import T0, T1, FakeMember, Reader
 
-from zkconsumer.spark import time_lookup
+from zkconsumer.spark import broker_offsets
 from zkconsumer.spark.by_time import NOT_FOUND, explicit_ends, explicit_starts, times_for
 from zkconsumer.spark.offsets import LATEST, DataLossError, Key, batch_ranges
 from zkconsumer.spark.options import OptionError, parse_options
@@ -101,7 +101,7 @@ def test_a_new_stream_starts_its_partitions_at_the_time_over_their_committed_off
         asked.append(dict(times))
         return {T0: 17}
 
-    monkeypatch.setattr(time_lookup, "offsets_for_times", brokers)
+    monkeypatch.setattr(broker_offsets, "offsets_for_times", brokers)
     member = FakeMember()
     member.claim(T0, 5, epoch=100)
     member.claim(T1, 8, epoch=100)

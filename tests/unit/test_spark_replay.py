@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from test_spark_stream_reader import T0, T1, FakeMember, Reader
 
 from zkconsumer.spark.offsets import DataLossError, ReadTask
-from zkconsumer.spark.replay import split_stale
+from zkconsumer.spark.reconcile import split_stale
 from zkconsumer.spark.stream_reader import ReadAllAvailable
 
 U0 = ("u", 0)

@@ -16,7 +16,7 @@ from zkconsumer.admin.log_offsets import (
     log_warning,
     reach,
 )
-from zkconsumer.migration.sides import KafkaMember, KafkaSide
+from zkconsumer.migration import KafkaMember, KafkaSide
 from zkconsumer.offsets.broker_group import state_name
 from zkconsumer.partitions import TopicPartition
 

@@ -13,7 +13,7 @@ from zkconsumer.admin.migration_evidence import Evidence
 from zkconsumer.admin.offsets_write import execute
 from zkconsumer.admin.planned_write import PlannedWrite
 from zkconsumer.admin.progress import Explain, Progress, no_progress
-from zkconsumer.migration.plan import TO_KAFKA, DirectionPlan, mismatches
+from zkconsumer.migration import TO_KAFKA, DirectionPlan, mismatches
 from zkconsumer.partitions import TopicPartition
 
 

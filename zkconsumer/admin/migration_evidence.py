@@ -13,8 +13,17 @@ from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
 from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.migration.plan import DIRECTIONS, DirectionPlan, Overrides, plan_direction
-from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide, in_scope
+from zkconsumer.migration import (
+    DIRECTIONS,
+    SCALA,
+    ZKCONSUMER,
+    DirectionPlan,
+    KafkaSide,
+    Overrides,
+    ZkSide,
+    in_scope,
+    plan_direction,
+)
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children, exists_many

@@ -14,7 +14,7 @@ from zkconsumer.admin.offset_files import OffsetEntry
 from zkconsumer.admin.progress import Progress, no_progress
 from zkconsumer.admin.reset_scope import group_topics
 from zkconsumer.admin.snapshot import read_partitions
-from zkconsumer.migration.plan import spark_starting_offsets
+from zkconsumer.migration import spark_starting_offsets
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children
 

@@ -21,14 +21,14 @@ import json
 import os
 import re
 import socket
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from zkconsumer.spark.hadoop_fs import HadoopFs as HadoopFs
-from zkconsumer.spark.ingest_progress import Progress as Progress
-from zkconsumer.spark.ingest_progress import log
-from zkconsumer.spark.ingest_run import Run as Run
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.spark.offsets import Key
 from zkconsumer.spark.options import parse_options
 from zkconsumer.spark.planning import BatchPlan, plan_batch, zookeeper
@@ -37,6 +37,97 @@ from zkconsumer.zookeeper import ephemeral_lock, znodes
 MARKER = "_ZKCONSUMER_RANGES.json"
 FAIL_ENV = "ZKCONSUMER_INGEST_FAIL_AFTER_WRITE"  # tests: die after the write, before the commit
 EXIT_OK, EXIT_FAILED, EXIT_OWNED, EXIT_COMMIT_REFUSED, EXIT_LOCKED = 0, 1, 2, 3, 4
+
+
+class IngestLockLost(ZkConsumerError, RuntimeError):
+    """The job's ZooKeeper session ended while it held the group and topic's ingest lock: another run
+    may have started, so this one commits nothing; rerun it."""
+
+    retriable = True
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run directory: its name and (once complete) what its marker records."""
+
+    name: str
+    ranges: dict[int, tuple[int, int]] | None  # partition -> [start, end); None: no marker
+    group: str | None = None
+    epoch: int | None = None  # the topic's incarnation (its node's czxid) the ranges belong to
+    written_at: int | None = None  # ms; markers from before epochs were recorded have only this
+
+
+class HadoopFs:
+    """The few file operations the job needs, through Hadoop's FileSystem (local, HDFS, S3...)."""
+
+    def __init__(self, spark: Any, root: str) -> None:
+        self._jvm = spark._jvm
+        self._path = self._jvm.org.apache.hadoop.fs.Path
+        self._fs = self._path(root).getFileSystem(spark._jsc.hadoopConfiguration())
+        self.root = root.rstrip("/")
+
+    def children(self, pattern: str) -> list[str]:
+        found = self._fs.globStatus(self._path(f"{self.root}/{pattern}")) or []
+        return sorted(status.getPath().getName() for status in found if status.isDirectory())
+
+    def read(self, path: str) -> str | None:
+        p = self._path(path)
+        if not self._fs.exists(p):
+            return None
+        stream = self._fs.open(p)
+        try:
+            text: str = self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")  # py4j: a Java String
+            return text
+        finally:
+            stream.close()
+
+    def write(self, path: str, text: str) -> None:
+        out = self._fs.create(self._path(path), True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+
+    def delete(self, path: str) -> None:
+        self._fs.delete(self._path(path), True)
+
+
+def log(message: str) -> None:
+    """One line of the job's own output on stderr."""
+    print(f"[zkconsumer-ingest] {message}", file=sys.stderr, flush=True)
+
+
+class Progress:
+    """Prints the running stage's task counts to stderr every few seconds (SparkStatusTracker)."""
+
+    def __init__(self, spark: Any, label: str, every_s: float = 2.0) -> None:
+        self._tracker = spark.sparkContext.statusTracker()
+        self._label, self._every = label, every_s
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ingest-progress", daemon=True)
+        self._began = time.monotonic()
+
+    def __enter__(self) -> Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(5)
+
+    def _loop(self) -> None:
+        last = None
+        while not self._done.wait(self._every):
+            stages = [self._tracker.getStageInfo(s) for s in self._tracker.getActiveStageIds()]
+            line = (
+                ", ".join(
+                    f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks" for s in stages if s is not None
+                )
+                or "planning"
+            )
+            if line != last:
+                log(f"{self._label}: {line} ({time.monotonic() - self._began:.0f}s)")
+                last = line
 
 
 def find_runs(fs: HadoopFs, topic: str) -> list[Run]:
@@ -128,7 +219,7 @@ def ingest_topic(spark: Any, args: argparse.Namespace, topic: str, props: dict[s
 
         def check_lock(before: str) -> None:
             if not ephemeral_lock.holds(client, lock):
-                raise RuntimeError(
+                raise IngestLockLost(
                     f"lost the ingest lock {lock} (our ZooKeeper session ended) {before}: "
                     "another run may have started; nothing of this run was committed, rerun it"
                 )

@@ -1,4 +1,4 @@
-"""Kafka I/O on executors: reads of exact offset ranges into Arrow batches (driver-side lookups: log_offsets)."""
+"""Kafka I/O on executors: reads of exact offset ranges into Arrow batches (driver-side lookups: broker_offsets)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
@@ -26,7 +27,8 @@ from pyspark.sql.types import (
 from zkconsumer.consumer.log_throttle import throttled_logger
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.spark import phase_timings
-from zkconsumer.spark.offsets import DataLossError, Key, OffsetRange
+from zkconsumer.spark.offsets import DataLossError, Key, OffsetRange, ReadTask, pack, split
+from zkconsumer.spark.options import SourceOptions
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
@@ -71,6 +73,11 @@ class FetchTimeoutError(ZkConsumerError, RuntimeError):
     unavailable. The task fails (Spark retries it) whatever failOnDataLoss says: nothing is lost."""
 
     retriable = True
+
+
+class KafkaReadFailed(ZkConsumerError, RuntimeError):
+    """Reading a range met a Kafka error no wait fixes (fatal, or not one librdkafka recovers from by
+    itself); the message names the ranges and the error. The task fails."""
 
 
 def to_record_batch(msgs: list[Any], topic: str, partition: int, *, headers: bool = False) -> pa.RecordBatch:
@@ -224,7 +231,7 @@ def read_task(
                     )
                 finish(key)
     except KafkaException as exc:
-        raise RuntimeError(f"reading {_describe(ranges)} from {ranges[0].bootstrap}: {exc}") from exc
+        raise KafkaReadFailed(f"reading {_describe(ranges)} from {ranges[0].bootstrap}: {exc}") from exc
     finally:
         consumer.close()
         if phase_timings.enabled():
@@ -300,7 +307,7 @@ def _transient_or_raise(event: Any, where: str) -> None:
 
     code = event.error().code()
     if event.error().fatal() or not (event.error().retriable() or code in TRANSIENT_CODES):
-        raise RuntimeError(f"reading {where}: {event.error()}") from KafkaException(event.error())
+        raise KafkaReadFailed(f"reading {where}: {event.error()}") from KafkaException(event.error())
     log.warning("%s: %s (retrying)", where, event.error())
 
 
@@ -328,3 +335,30 @@ def _log_ends_before(
         raise DataLossError(message + ". Set failOnDataLoss=false to skip them.")
     log.warning("%s; skipping the rest of the range (failOnDataLoss=false)", message)
     return True
+
+
+class RangeReading:
+    """Executor side, shared by both readers: a pickled copy reads one ReadTask per Spark task."""
+
+    opts: SourceOptions
+    _reader_conf: dict[str, object]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if not isinstance(partition, ReadTask):
+            return iter(())  # Spark's single placeholder task when there is nothing to read
+        return read_task(
+            partition.ranges,
+            self._reader_conf,
+            batch_size=self.opts.batch_size,
+            fail_on_data_loss=self.opts.fail_on_data_loss,
+            poll_timeout_s=self.opts.poll_timeout_ms / 1000.0,
+            include_headers=self.opts.include_headers,
+        )
+
+    def _tasks(
+        self, ranges: list[tuple[Key, int, int]], bootstrap: str, epochs: dict[str, int | None]
+    ) -> list[ReadTask]:
+        cap = self.opts.max_records_per_partition
+        parts = split(ranges, bootstrap, self.opts.min_partitions, epochs, cap)
+        # maxRecordsPerPartition caps a task's rows, as in Spark's source: no packing of ranges then
+        return pack(parts, 0 if cap else self.opts.rows_per_task, self.opts.min_partitions)

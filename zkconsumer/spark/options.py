@@ -11,9 +11,9 @@ from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetch_settings import FetchSettings
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.spark.admission import DEFAULT_MAX_TRIGGER_DELAY_MS, duration_ms
 from zkconsumer.spark.offsets import EARLIEST, Key, parse_key
-from zkconsumer.spark.spark_names import refusals
+from zkconsumer.spark.refused_options import refusals
+from zkconsumer.spark.triggers import DEFAULT_MAX_TRIGGER_DELAY_MS, duration_ms
 
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
 SOURCE_OPTIONS = frozenset(

@@ -11,11 +11,10 @@ from kazoo.client import KazooClient
 from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.errors import ZooKeeperAccessDenied
-from zkconsumer.spark.log_offsets import LogOffsets
+from zkconsumer.errors import BrokersUnavailable, ZooKeeperAccessDenied, ZooKeeperUnavailable
+from zkconsumer.spark.broker_offsets import LogOffsets, explicit_ends_for, explicit_starts_for
 from zkconsumer.spark.offsets import Key, initial_position, settle
 from zkconsumer.spark.options import OptionError, SourceOptions
-from zkconsumer.spark.time_lookup import explicit_ends_for, explicit_starts_for
 from zkconsumer.zookeeper.auth import zookeeper_auth
 from zkconsumer.zookeeper.client import close_quietly, connect
 from zkconsumer.zookeeper.group import GroupZk
@@ -40,7 +39,7 @@ def zookeeper(opts: SourceOptions) -> Iterator[KazooClient]:
     except ZooKeeperAccessDenied:
         raise  # a Kerberos or digest refusal as itself, not as a timeout
     except Exception as exc:
-        raise ConnectionError(f"cannot reach ZooKeeper at {cfg.zookeeper_connect}: {exc}") from exc
+        raise ZooKeeperUnavailable(f"cannot reach ZooKeeper at {cfg.zookeeper_connect}: {exc}") from exc
     try:
         yield client
     finally:
@@ -52,7 +51,7 @@ def bootstrap_of(brokers: list[BrokerInfo], config: ConsumerConfig) -> str:
     protocol, listener = config.broker_security_protocol, config.broker_listener
     bootstrap = bootstrap_servers(brokers, security_protocol=protocol, listener=listener)
     if not bootstrap:
-        raise ConnectionError(no_endpoint_message(brokers, security_protocol=protocol, listener=listener))
+        raise BrokersUnavailable(no_endpoint_message(brokers, security_protocol=protocol, listener=listener))
     return bootstrap
 
 

@@ -7,10 +7,9 @@ import logging
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from zkconsumer.spark.kafka_read import SCHEMA, SCHEMA_WITH_HEADERS
+from zkconsumer.spark.kafka_read import SCHEMA, SCHEMA_WITH_HEADERS, RangeReading
 from zkconsumer.spark.options import OptionError, SourceOptions, parse_options, wants_headers
 from zkconsumer.spark.planning import plan_batch
-from zkconsumer.spark.range_reading import RangeReading
 from zkconsumer.spark.stream_reader import STREAM_API, ZkStreamReader
 
 log = logging.getLogger("zkconsumer.spark.source")

@@ -14,8 +14,8 @@ from zkconsumer.errors import ZkConsumerError, is_retriable
 from zkconsumer.errors import describe as describe_error
 from zkconsumer.offsets.store import KafkaSideFailed
 from zkconsumer.spark import phase_timings
+from zkconsumer.spark.broker_offsets import LogOffsets
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, last_completed
-from zkconsumer.spark.log_offsets import LogOffsets
 from zkconsumer.spark.offsets import Key
 from zkconsumer.spark.options import SourceOptions
 from zkconsumer.spark.planning import bootstrap_of
@@ -177,7 +177,7 @@ class StreamMember:
 
     @phase_timings.timed("planner.spans")
     def spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
-        """Each partition's log (start, end), from the brokers; raises log_offsets.OffsetsUnavailable
+        """Each partition's log (start, end), from the brokers; raises broker_offsets.OffsetsUnavailable
         when they do not answer within fetchOffset.numRetries attempts (the caller plans nothing)."""
         if self._log_offsets is None:
             self._log_offsets = LogOffsets(

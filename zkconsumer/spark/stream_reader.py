@@ -12,10 +12,9 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from zkconsumer.errors import ZOOKEEPER_FAILURES
 from zkconsumer.errors import describe as describe_error
 from zkconsumer.spark import phase_timings
-from zkconsumer.spark.admission import TriggerAdmission
-from zkconsumer.spark.available_now import PAUSE_S, AvailableNowIncomplete, AvailableNowRun, wait_bound_s
+from zkconsumer.spark.broker_offsets import OffsetsUnavailable, explicit_starts_for
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
-from zkconsumer.spark.log_offsets import OffsetsUnavailable
+from zkconsumer.spark.kafka_read import RangeReading
 from zkconsumer.spark.offsets import (
     DataLossError,
     Key,
@@ -29,11 +28,9 @@ from zkconsumer.spark.offsets import (
     settle,
 )
 from zkconsumer.spark.options import SourceOptions
-from zkconsumer.spark.range_reading import RangeReading
-from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
-from zkconsumer.spark.replay import split_stale
+from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_stale, split_trailing
 from zkconsumer.spark.stream_member import StreamMember
-from zkconsumer.spark.time_lookup import explicit_starts_for
+from zkconsumer.spark.triggers import PAUSE_S, AvailableNowIncomplete, AvailableNowRun, TriggerAdmission, wait_bound_s
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -278,7 +275,7 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         return self._last_end
 
     def _waits_for_more(self, backlog: dict[Key, int]) -> bool:
-        """minOffsetsPerTrigger (admission.TriggerAdmission); never under Trigger.AvailableNow, whose
+        """minOffsetsPerTrigger (triggers.TriggerAdmission); never under Trigger.AvailableNow, whose
         run must reach its targets rather than wait for more."""
         if self._admission is None or self._run is not None:
             return False

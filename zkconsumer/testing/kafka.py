@@ -62,7 +62,7 @@ def admin(bootstrap: str) -> AdminClient:
 
 def _result(client: AdminClient, future: Any, timeout: float) -> Any:
     """future.result(timeout), then poll `client` so librdkafka's queued log lines reach the logger
-    (as zkconsumer.spark.log_offsets.LogOffsets does for its planner client)."""
+    (as zkconsumer.spark.broker_offsets.LogOffsets does for its planner client)."""
     try:
         return future.result(timeout)
     finally:

@@ -32,13 +32,7 @@ from zkconsumer.cli.output.migrate import (
 )
 from zkconsumer.cli.output.progress import progress
 from zkconsumer.cli.output.render import show
-from zkconsumer.migration.plan import (
-    DIRECTIONS,
-    TO_KAFKA,
-    Overrides,
-    plan_direction,
-)
-from zkconsumer.migration.status import migration_step
+from zkconsumer.migration import DIRECTIONS, TO_KAFKA, Overrides, migration_step, plan_direction
 
 
 @click.command("offsets")

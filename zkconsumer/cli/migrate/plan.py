@@ -21,12 +21,7 @@ from zkconsumer.cli.output.migrate import (
     plan_report,
 )
 from zkconsumer.cli.output.render import show
-from zkconsumer.migration.plan import (
-    DIRECTIONS,
-    TO_KAFKA,
-    Overrides,
-)
-from zkconsumer.migration.status import migration_step, partition_rows
+from zkconsumer.migration import DIRECTIONS, TO_KAFKA, Overrides, migration_step, partition_rows
 
 
 @click.command("plan")

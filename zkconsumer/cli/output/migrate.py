@@ -6,19 +6,23 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from zkconsumer.cli.output.render import TextTable
-from zkconsumer.migration.plan import (
+from zkconsumer.migration import (
     EQUAL,
     NO_OFFSET,
     REFUSE_OUT_OF_RANGE,
     REFUSE_OWNED,
     REFUSE_REWIND,
+    SCALA,
     TARGET_ONLY,
     UNKNOWN_PARTITION,
+    ZKCONSUMER,
     DirectionPlan,
+    KafkaSide,
     Move,
+    PartitionRow,
+    Step,
+    ZkSide,
 )
-from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide
-from zkconsumer.migration.status import PartitionRow, Step
 from zkconsumer.partitions import TopicPartition
 
 STORE = {"kafka": "Kafka", "zookeeper": "ZooKeeper"}

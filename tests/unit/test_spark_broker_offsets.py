@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from test_spark_stream_reader import T0, FakeMember, Key, Reader, StandInMember
 
-from zkconsumer.spark.log_offsets import LogOffsets, OffsetLookupFailed, OffsetsUnavailable
+from zkconsumer.spark.broker_offsets import LogOffsets, OffsetLookupFailed, OffsetsUnavailable
 from zkconsumer.spark.offsets import batch_ranges, decode_offsets
 from zkconsumer.spark.options import OptionError, parse_options
 from zkconsumer.spark.stream_member import StreamMember

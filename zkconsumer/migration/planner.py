@@ -1,96 +1,39 @@
-"""Pure planning of a group's offsets copied between ZooKeeper and the brokers: per-partition actions, blockers."""
+"""Pure planning of a migration: per-partition moves and blockers of a direction, the step a group has reached."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
-from zkconsumer.migration.actions import CLAMP as CLAMP
-from zkconsumer.migration.actions import COPY as COPY
-from zkconsumer.migration.actions import DIRECTIONS as DIRECTIONS
-from zkconsumer.migration.actions import EQUAL as EQUAL
-from zkconsumer.migration.actions import NO_OFFSET as NO_OFFSET
-from zkconsumer.migration.actions import REFUSE_OUT_OF_RANGE as REFUSE_OUT_OF_RANGE
-from zkconsumer.migration.actions import REFUSE_OWNED as REFUSE_OWNED
-from zkconsumer.migration.actions import REFUSE_REWIND as REFUSE_REWIND
-from zkconsumer.migration.actions import REWIND as REWIND
-from zkconsumer.migration.actions import SOURCE_ONLY as SOURCE_ONLY
-from zkconsumer.migration.actions import TARGET_ONLY as TARGET_ONLY
-from zkconsumer.migration.actions import TO_KAFKA as TO_KAFKA
-from zkconsumer.migration.actions import TO_ZOOKEEPER as TO_ZOOKEEPER
-from zkconsumer.migration.actions import UNKNOWN_PARTITION as UNKNOWN_PARTITION
-from zkconsumer.migration.actions import WRITING as WRITING
-from zkconsumer.migration.blocker import Blocker as Blocker
-from zkconsumer.migration.move import Move as Move
-from zkconsumer.migration.overrides import ALLOW_REWIND as ALLOW_REWIND
-from zkconsumer.migration.overrides import CLAMP_TO_LOG_END as CLAMP_TO_LOG_END
-from zkconsumer.migration.overrides import FORCE_LIVE_SOURCE as FORCE_LIVE_SOURCE
-from zkconsumer.migration.overrides import FORCE_LIVE_TARGET as FORCE_LIVE_TARGET
-from zkconsumer.migration.overrides import Overrides as Overrides
-from zkconsumer.migration.sides import (
+from zkconsumer.migration.model import (
+    ALLOW_REWIND,
+    CLAMP,
+    CLAMP_TO_LOG_END,
+    COPY,
+    DIRECTIONS,
+    EQUAL,
+    FORCE_LIVE_SOURCE,
+    FORCE_LIVE_TARGET,
+    NO_OFFSET,
+    REFUSE_OUT_OF_RANGE,
+    REFUSE_OWNED,
+    REFUSE_REWIND,
+    REWIND,
+    SOURCE_ONLY,
+    TARGET_ONLY,
+    TO_KAFKA,
+    TO_ZOOKEEPER,
+    UNKNOWN_PARTITION,
+    Blocker,
+    DirectionPlan,
     KafkaSide,
+    Move,
+    Overrides,
+    PartitionRow,
+    Step,
     ZkSide,
     in_scope,
 )
 from zkconsumer.partitions import TopicPartition
-
-
-@dataclass(frozen=True)
-class DirectionPlan:
-    """Everything `migrate offsets --to <target>` would do; `blockers` are the ones not overridden."""
-
-    group: str
-    target: str
-    moves: tuple[Move, ...]
-    blockers: tuple[Blocker, ...]
-    overridden: tuple[Blocker, ...]
-
-    @property
-    def source(self) -> str:
-        return TO_ZOOKEEPER if self.target == TO_KAFKA else TO_KAFKA
-
-    @property
-    def blocked(self) -> bool:
-        return bool(self.blockers)
-
-    @property
-    def writes(self) -> list[Move]:
-        return [m for m in self.moves if m.writes]
-
-    @property
-    def unstarted(self) -> list[Move]:
-        """Partitions with no offset in either store: the new consumers start them where their
-        auto.offset.reset says (see start_advice)."""
-        return [m for m in self.moves if m.action == NO_OFFSET]
-
-    def start_advice(self) -> str | None:
-        """What the consumers that take over must set for the partitions no store holds an offset
-        of, so they do not skip what is produced to them before those consumers start."""
-        unstarted = self.unstarted
-        if not unstarted:
-            return None
-        names = ", ".join(f"{m.topic}-{m.partition}" for m in unstarted[:8]) + (", ..." if len(unstarted) > 8 else "")
-        setting = "auto.offset.reset=earliest" if self.target == TO_KAFKA else "auto.offset.reset=smallest"
-        return (
-            f"{len(unstarted)} partition(s) have no committed offset in either store ({names}): the "
-            f"consumers that take over start them where auto.offset.reset says. Set {setting} on them, "
-            "or they skip what is produced to these partitions between the stop and their start (the "
-            "default, latest/largest, starts at the log end)"
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "target": self.target,
-            "blocked": self.blocked,
-            "blockers": [b.as_dict() for b in self.blockers],
-            "overridden": [b.as_dict() for b in self.overridden],
-            "writes": len(self.writes),
-            "start_advice": self.start_advice(),
-            "partitions": [m.as_dict() for m in self.moves],
-        }
-
 
 _NO_OVERRIDES = Overrides()  # frozen: one shared default
 
@@ -321,3 +264,93 @@ def spark_starting_offsets(
                 offset = -2
             out[topic][str(partition)] = offset
     return out, missing
+
+
+def partition_rows(
+    zk: ZkSide,
+    kafka: KafkaSide,
+    log: Mapping[TopicPartition, tuple[int, int]],
+    topics: Iterable[str] | None = None,
+    partitions: Iterable[TopicPartition] = (),
+) -> list[PartitionRow]:
+    """One row per partition either side knows (offset, owner or assignment), and per partition of
+    those topics that neither has an offset of (`partitions`: as the brokers have them), with lag
+    on both sides."""
+    assigned = {k: m.label() for m in kafka.members for k in m.assignment}
+    keys = in_scope(set(zk.offsets) | set(kafka.offsets) | set(zk.owners) | set(assigned) | set(partitions), topics)
+    rows = []
+    for key in keys:
+        start, end = log.get(key, (None, None))
+        rows.append(
+            PartitionRow(
+                key[0],
+                key[1],
+                zk.offsets.get(key),
+                kafka.offsets.get(key),
+                start,
+                end,
+                zk.owners.get(key),
+                assigned.get(key),
+            )
+        )
+    return rows
+
+
+def _zk_live_text(zk: ZkSide) -> str:
+    parts = [f"{len(zk.members)} ZooKeeper members"] if zk.members else []
+    parts += [f"owners of {len(zk.owners)} partitions"] if zk.owners and not zk.members else []
+    parts += ["a Spark ingest job"] if zk.ingest_topics else []
+    return " and ".join(parts)
+
+
+def migration_step(zk: ZkSide, kafka: KafkaSide, topics: Iterable[str] | None = None) -> Step:
+    """Best effort: zookeeper-live, dual-commit-live, mixed, stopped, copied, kafka-live or no-offsets.
+
+    Nothing records how members store offsets; a dual-commit member commits to the broker group
+    with no generation, leaving it Empty, so "ZooKeeper live and Kafka holding an offset for every
+    partition ZooKeeper holds one for" is read as dual commit. "copied" means both stores agree on
+    every partition and nothing runs; it looks the same after a rollback.
+    """
+    zk_keys, kafka_keys = set(in_scope(zk.offsets, topics)), set(in_scope(kafka.offsets, topics))
+    if zk.live and kafka.live:
+        return Step(
+            "mixed",
+            f"{_zk_live_text(zk)} and {kafka.describe(zk.group)} run at once: both "
+            "consume the same partitions, and dual-commit members' Kafka commits fail with "
+            "UNKNOWN_MEMBER_ID",
+            "stop one side",
+        )
+    if zk.live:
+        if zk_keys and zk_keys <= kafka_keys:
+            return Step(
+                "dual-commit-live",
+                "ZooKeeper members run and the broker group holds an offset for every "
+                "partition ZooKeeper does (dual commit, it seems)",
+                "stop the ZooKeeper group (each member makes a final commit), then `migrate offsets --to "
+                "kafka --execute`",
+            )
+        return Step(
+            "zookeeper-live",
+            f"{_zk_live_text(zk)} run; the broker group holds offsets "
+            f"of {len(zk_keys & kafka_keys)} of their {len(zk_keys)} partitions",
+            "switch members to dual commit (offsets.storage=kafka, dual.commit.enabled=true) or stop them",
+        )
+    if kafka.live:
+        return Step(
+            "kafka-live",
+            f"{kafka.describe(zk.group)}; no ZooKeeper member runs",
+            "done; to roll back, stop them and `migrate offsets --to zookeeper --execute`",
+        )
+    if not zk_keys and not kafka_keys:
+        return Step("no-offsets", "nothing runs and neither store holds an offset", "nothing to copy")
+    if zk_keys == kafka_keys and all(zk.offsets[k] == kafka.offsets[k] for k in zk_keys):
+        return Step(
+            "copied",
+            "nothing runs and both stores hold the same offsets",
+            "start the broker-coordinated consumers (or, to roll back, the ZooKeeper ones)",
+        )
+    return Step(
+        "stopped",
+        "nothing runs; the stores differ",
+        "`migrate offsets --to kafka --execute` (or --to zookeeper to roll back)",
+    )
