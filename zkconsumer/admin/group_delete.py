@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from kazoo.client import KazooClient
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import DeleteRefused
 from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.fenced_delete import MemberJoined, commit_deletes, read_ids
 from zkconsumer.zookeeper.reads import children, exists
@@ -24,13 +24,6 @@ from zkconsumer.zookeeper.reads import children, exists
 DELETE_OVERHEAD = 64
 BUDGET = 0xFFFFF // 2  # half of the server's default jute.maxbuffer, as the core's claims use
 ATTEMPTS = 3
-
-
-__all__ = ["DeleteRefused", "delete_fenced", "has_topic_offsets", "paths_to_delete"]
-
-
-class DeleteRefused(ZkConsumerError):
-    """A group delete that stopped, or found nothing to delete; the message says why and what was deleted."""
 
 
 def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kazoo.client import KazooClient
 
+from zkconsumer.errors import AdminUsageError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children, exists
-
-__all__ = ["group_exists", "list_groups", "member_count"]
 
 
 def list_groups(client: KazooClient) -> list[str]:
@@ -16,10 +17,18 @@ def list_groups(client: KazooClient) -> list[str]:
 
 
 def member_count(client: KazooClient, group: str) -> int:
-    """How many members are registered under the group's ids/ (0 for an unknown group)."""
-    return len(children(client, znodes.ids_path(group)))
+    """How many members are registered under the group's ids/ (0 for an unknown group; AdminUsageError
+    for a name that is no valid group)."""
+    return len(children(client, _checked(znodes.ids_path, group)))
 
 
 def group_exists(client: KazooClient, group: str) -> bool:
-    """Whether /consumers/<group> exists (ValueError for a name that is no valid group)."""
-    return exists(client, znodes.group_path(group)) is not None
+    """Whether /consumers/<group> exists (AdminUsageError for a name that is no valid group)."""
+    return exists(client, _checked(znodes.group_path, group)) is not None
+
+
+def _checked(path_of: Callable[[str], str], group: str) -> str:
+    try:
+        return path_of(group)
+    except ValueError:
+        raise AdminUsageError(f"invalid group name {group!r}") from None

@@ -1,18 +1,18 @@
-"""Log start/end offsets from the brokers (a throwaway confluent-kafka Consumer), reached as BrokerAccess says."""
+"""The way to the brokers (BrokerAccess, reach) and log start/end offsets from them (a throwaway confluent-kafka Consumer)."""
 
 from __future__ import annotations
 
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.broker_access import BrokerAccess as BrokerAccess
-from zkconsumer.admin.log_offsets_unavailable import LogOffsetsUnavailable as LogOffsetsUnavailable
 from zkconsumer.cluster.broker_nodes import client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
+from zkconsumer.errors import LogOffsetsUnavailable
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
 from zkconsumer.zookeeper.znodes import ZkDataError
@@ -32,6 +32,21 @@ _log = logging.getLogger(__name__)
 def log_warning(message: str) -> None:
     """The default warning sink: this module's logger (the CLI passes its one-line stderr warning)."""
     _log.warning("%s", message)
+
+
+@dataclass(frozen=True)
+class BrokerAccess:
+    """How a command reaches the brokers: --bootstrap-server, or the endpoints under /brokers/ids
+    of --broker-listener or of the security.protocol in --command-config (PLAINTEXT), with the
+    file's librdkafka settings (TLS, SASL) on the connection."""
+
+    bootstrap_override: str | None = None
+    settings: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold passwords
+    listener: str | None = None
+
+    @property
+    def security_protocol(self) -> str:
+        return self.settings.get("security.protocol", "PLAINTEXT").upper()
 
 
 _PLAINTEXT = BrokerAccess()  # PLAINTEXT endpoints, no settings

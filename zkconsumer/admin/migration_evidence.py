@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.broker_group import BrokerGroup, open_broker_group
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
 from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.errors import AdminError, AdminUnavailable
 from zkconsumer.migration.plan import DIRECTIONS, DirectionPlan, Overrides, plan_direction
 from zkconsumer.migration.sides import SCALA, ZKCONSUMER, KafkaSide, ZkSide, in_scope
 from zkconsumer.partitions import TopicPartition
@@ -82,10 +82,7 @@ def gather(
 ) -> Evidence:
     """Read ZooKeeper, the broker group (state, members, offsets) and the log offsets of every
     partition either side knows; AdminError when the group is on neither side or the brokers fail."""
-    try:
-        zk_group_exists = group_exists(client, group)
-    except ValueError:
-        raise AdminError(f"invalid group name {group!r}", bad_request=True) from None
+    zk_group_exists = group_exists(client, group)  # AdminUsageError for an invalid name
     zk, notes, garbled = read_zk_side(client, group, topics) if zk_group_exists else (ZkSide(group), [], [])
     broker = open_broker_group(client, access, group, warn=warn)
     kafka = broker.describe(broker.committed())
@@ -108,10 +105,10 @@ def gather(
         with open_watermarks(client, access, quiet=True, warn=warn) as marks:
             log = marks.offsets(keys)
             if not marks.available:
-                raise AdminError(f"cannot plan group {group}'s offsets without the log offsets: {marks.reason}")
+                raise AdminUnavailable(f"cannot plan group {group}'s offsets without the log offsets: {marks.reason}")
             if marks.unanswered:  # a partition left out of the plan would start wherever auto.offset.reset says
                 listed = "; ".join(f"{t}-{p}: {why}" for (t, p), why in sorted(marks.unanswered.items())[:10])
-                raise AdminError(
+                raise AdminUnavailable(
                     f"cannot plan group {group}'s offsets: the brokers at {marks.bootstrap} gave no log "
                     f"offsets for {len(marks.unanswered)} partition(s) they have ({listed})"
                 )

@@ -7,13 +7,13 @@ from collections.abc import Iterable
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.log_offsets import Warn, log_warning
 from zkconsumer.admin.offset_files import OffsetEntry
-from zkconsumer.admin.progress import Progress, no_progress
+from zkconsumer.admin.offsets_write import Progress, no_progress
 from zkconsumer.admin.reset_scope import group_topics
 from zkconsumer.admin.snapshot import read_partitions
+from zkconsumer.errors import AdminError
 from zkconsumer.migration.plan import spark_starting_offsets
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from zkconsumer.admin.input_error import InputError as InputError
+from zkconsumer.errors import InputError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.znodes import ZkDataError
 

@@ -6,7 +6,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from zkconsumer.admin.offset_files import InputError
+from zkconsumer.errors import InputError
 
 
 @dataclass(frozen=True)

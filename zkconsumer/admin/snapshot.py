@@ -10,7 +10,10 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.committed import read_offsets
-from zkconsumer.admin.problems import (
+from zkconsumer.cluster import broker_nodes
+from zkconsumer.config.compat import DEFAULT
+from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
+from zkconsumer.group_problems import (
     BAD_OWNER,
     REBALANCE_PROBLEMS,
     Member,
@@ -21,9 +24,6 @@ from zkconsumer.admin.problems import (
     duplicate_subscription_keys,
     member_problems,
 )
-from zkconsumer.cluster import broker_nodes
-from zkconsumer.config.compat import DEFAULT
-from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children, get_many

@@ -9,9 +9,8 @@ import click
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer.admin.rate_tracker import RateTracker
-from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
-from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
+from zkconsumer.admin import BrokerAccess, GroupSnapshot, RateTracker, take_snapshot
+from zkconsumer.cli.brokers import open_watermarks
 from zkconsumer.cli.common import emit_json, expected_errors, require_group, zk_session
 from zkconsumer.cli.options import bootstrap_option, group_option, json_option, zk_options
 from zkconsumer.cli.output.render import TextTable, console, show, stdout_is_tty
