@@ -54,6 +54,7 @@ from zkconsumer.admin.offset_files import (
 from zkconsumer.admin.offset_plan import OffsetPlan, WantedOffset, plan_writes
 from zkconsumer.admin.offset_targets import Target, clamp, parse_datetime, parse_duration, range_problem, reset_offset
 from zkconsumer.admin.offsets_write import (
+    ExecuteResult,
     Explain,
     KafkaCommitter,
     OffsetWrite,
@@ -120,6 +121,7 @@ __all__ = [
     "CopyOutcome",
     "DeleteRefused",
     "Evidence",
+    "ExecuteResult",
     "Explain",
     "GroupSampler",
     "GroupSnapshot",

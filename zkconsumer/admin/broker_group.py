@@ -15,6 +15,7 @@ from zkconsumer.admin.log_offsets import (
     log_warning,
     reach,
 )
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.errors import AdminUnavailable
 from zkconsumer.migration.sides import KafkaMember, KafkaSide
 from zkconsumer.offsets.broker_group import state_name
@@ -161,6 +162,7 @@ def membership_refusal(group: str, errors: Mapping[TopicPartition, str | None], 
     )
 
 
+@admin_errors
 def open_broker_group(
     client: KazooClient, access: BrokerAccess, group: str, *, warn: Warn = log_warning
 ) -> BrokerGroup:

@@ -20,6 +20,7 @@ from zkconsumer.admin.log_offsets import (
     log_warning,
     reach,
 )
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.errors import AdminUnavailable
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
@@ -124,6 +125,7 @@ def _text(exc: Exception) -> str:
     return error.str() if hasattr(error, "str") else str(error)
 
 
+@admin_errors
 def open_kafka_commits(
     client: KazooClient, access: BrokerAccess, group: str, *, warn: Warn = log_warning
 ) -> KafkaCommits:

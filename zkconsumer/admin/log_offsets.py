@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.cluster.broker_nodes import client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.errors import LogOffsetsUnavailable
@@ -52,6 +53,7 @@ class BrokerAccess:
 _PLAINTEXT = BrokerAccess()  # PLAINTEXT endpoints, no settings
 
 
+@admin_errors
 def bootstrap_from_zookeeper(
     client: KazooClient, access: BrokerAccess = _PLAINTEXT, *, warn: Warn = log_warning
 ) -> str | None:
@@ -196,6 +198,7 @@ class Watermarks:
         return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None}
 
 
+@admin_errors
 def legacy_settings(client: KazooClient) -> dict[str, str]:
     """What librdkafka must be told of the pre-0.10 brokers under /brokers/ids (no ApiVersions:
     broker_nodes.client_settings); the access's own settings are laid over these."""
@@ -205,6 +208,7 @@ def legacy_settings(client: KazooClient) -> dict[str, str]:
         return {}
 
 
+@admin_errors
 def reach(client: KazooClient, access: BrokerAccess, *, warn: Warn = log_warning) -> tuple[str | None, dict[str, str]]:
     """How to reach the brokers: the bootstrap servers (the access's own, else the endpoints under
     /brokers/ids; None: neither) and the librdkafka settings (the access's own laid over what
@@ -213,6 +217,7 @@ def reach(client: KazooClient, access: BrokerAccess, *, warn: Warn = log_warning
     return bootstrap, {**legacy_settings(client), **access.settings}
 
 
+@admin_errors
 def open_watermarks(
     client: KazooClient, access: BrokerAccess, *, quiet: bool = False, warn: Warn = log_warning
 ) -> Watermarks:

@@ -10,6 +10,7 @@ from zkconsumer.admin.broker_group import BrokerGroup, is_membership_refusal, me
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.migration_evidence import Evidence
 from zkconsumer.admin.offsets_write import Explain, PlannedWrite, Progress, execute, no_progress
+from zkconsumer.admin.public_errors import admin_errors, from_zookeeper
 from zkconsumer.errors import AdminError
 from zkconsumer.migration.plan import TO_KAFKA, DirectionPlan, mismatches
 from zkconsumer.partitions import TopicPartition
@@ -23,6 +24,7 @@ class CopyOutcome:
     error: str | None
 
 
+@admin_errors
 def copy_offsets(
     client: KazooClient,
     evidence: Evidence,
@@ -56,7 +58,9 @@ def copy_offsets(
         answers = {k: None if e is None else f"refused by the broker: {e}" for k, e in answers.items()}
     else:
         rows = [PlannedWrite(group, m.topic, m.partition, m.target, m.new) for m in plan.writes]
-        stopped = execute(client, rows, description="copying offsets to ZooKeeper", explain=explain, progress=progress)
+        stopped = execute(
+            client, rows, description="copying offsets to ZooKeeper", explain=explain, progress=progress
+        ).stopped
         answers = {
             (r.topic, r.partition): None
             if r.written
@@ -70,6 +74,8 @@ def copy_offsets(
     try:
         read_back = read_target(client, evidence.broker, plan) if written else {}
     except AdminError as exc:  # written, but not verified: say so per partition instead of losing the report
+        if from_zookeeper(exc):
+            raise  # ZooKeeper failing ends the command, as any other ZooKeeper failure does
         statuses.update({m.key: f"written, not verified: {exc}" for m in written})
         read_back = None
     for move, got in mismatches(written, read_back) if read_back is not None else ():

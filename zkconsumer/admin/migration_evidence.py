@@ -10,6 +10,7 @@ from zkconsumer.admin.broker_group import BrokerGroup, open_broker_group
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.errors import AdminError, AdminUnavailable
@@ -77,6 +78,7 @@ def read_zk_side(client: KazooClient, group: str, topics: list[str] | None) -> t
     return side, notes, [znodes.offset_path(group, *key) for key in sorted(found.garbled)]
 
 
+@admin_errors
 def gather(
     client: KazooClient, access: BrokerAccess, group: str, topics: list[str] | None, *, warn: Warn = log_warning
 ) -> Evidence:

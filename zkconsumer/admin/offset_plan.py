@@ -20,6 +20,7 @@ from zkconsumer.admin.kafka_commits import KafkaCommits, open_kafka_commits
 from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
 from zkconsumer.admin.offset_targets import Target, clamp, range_problem, reset_offset
 from zkconsumer.admin.offsets_write import PlannedWrite
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.errors import AdminRefused, AdminUnavailable, AdminUsageError
@@ -142,6 +143,7 @@ def describe_current(row: PlannedWrite, found: ZkOffsets) -> None:
         row.add_note("group commits to Kafka: written to both")
 
 
+@admin_errors
 def plan_writes(
     client: KazooClient,
     brokers: BrokerAccess,

@@ -10,6 +10,7 @@ from typing import Any, Protocol, cast
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import guarded_write, znodes
@@ -126,6 +127,7 @@ class OffsetWrite:
         return self.refusal is None
 
 
+@admin_errors
 def write_offset(
     client: KazooClient,
     group: str,
@@ -150,6 +152,15 @@ def write_offset(
     )
 
 
+@dataclass(frozen=True)
+class ExecuteResult:
+    """What execute did beyond marking the rows: `stopped`, the error that stopped the writes midway
+    (None: every row that needed a write was tried)."""
+
+    stopped: str | None = None
+
+
+@admin_errors
 def execute(
     client: KazooClient,
     plan: list[PlannedWrite],
@@ -158,10 +169,11 @@ def execute(
     kafka: Mapping[str, KafkaCommitter] | None = None,
     explain: Explain = lambda _exc: None,
     progress: Progress = no_progress,
-) -> str | None:
+) -> ExecuteResult:
     """Write every planned change (guarded), then the Kafka side of groups that commit there; marks
-    rows written, refused or failed. Returns None, or the error that stopped the writes midway
-    (rows from there on are marked failed, so the table shows what was written and what was not).
+    rows written, refused or failed. The result's `stopped` is the error that stopped the writes
+    midway, if one did (rows from there on are marked failed, so the table shows what was written
+    and what was not).
     `explain` words an error an operator can cause (None: a bug, raised); `progress` shows the writes."""
     todo = [row for row in plan if row.needs_write]
     unread = {row.topic for row in todo if row.epoch is None}
@@ -200,7 +212,7 @@ def execute(
                     f"written to ZooKeeper only, Kafka refused: {refusal} (the group's members "
                     "read the larger of the two)"
                 )
-    return error
+    return ExecuteResult(error)
 
 
 def summary(plan: list[PlannedWrite], executed: bool) -> str:

@@ -20,6 +20,7 @@ from zkconsumer.admin.log_offsets import (
 )
 from zkconsumer.admin.offset_plan import describe_partitions, topic_layout
 from zkconsumer.admin.offset_targets import range_problem
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.errors import AdminUnavailable, AdminUsageError
 from zkconsumer.zookeeper import znodes
@@ -35,6 +36,7 @@ def _give_up_codes() -> frozenset[int]:
 _GIVE_UP = _give_up_codes()
 
 
+@admin_errors  # not on read_partition: what its `write` raises is the caller's own
 def start_offset(
     client: KazooClient, access: BrokerAccess, topic: str, partition: int, offset: int | str, warn: Warn = log_warning
 ) -> int:

@@ -6,6 +6,7 @@ from kazoo.client import KazooClient
 
 from zkconsumer.admin.log_offsets import Warn, log_warning
 from zkconsumer.admin.offset_plan import WantedOffset, topic_layout
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.errors import AdminError, AdminUsageError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children
@@ -18,6 +19,7 @@ def group_topics(client: KazooClient, group: str) -> set[str]:
     return set(children(client, znodes.offsets_path(group))) | set(children(client, znodes.owners_path(group)))
 
 
+@admin_errors
 def reset_scope(
     client: KazooClient,
     groups: list[str],

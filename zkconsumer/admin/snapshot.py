@@ -10,6 +10,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
@@ -141,6 +142,7 @@ def group_topics(client: KazooClient, group: str, members: Mapping[str, Member])
     return sorted(topics)
 
 
+@admin_errors
 def take_snapshot(
     client: KazooClient,
     group: str,

@@ -24,6 +24,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.admin.unstick_plan import (
     MemberFacts,
     OwnerFacts,
@@ -70,6 +71,7 @@ class UnstickResult:
         }
 
 
+@admin_errors
 def read_plan(
     client: KazooClient,
     group: str,
@@ -96,6 +98,7 @@ def read_plan(
     return plan_unstick(group, members, partitions, owners)
 
 
+@admin_errors
 def unstick(
     client: KazooClient,
     plan: UnstickPlan,

@@ -94,7 +94,8 @@ def execute_plan(
     description: str,
     kafka: Mapping[str, KafkaCommitter] | None = None,
 ) -> str | None:
-    """admin.offsets_write.execute with the command line's progress bar and one-line error messages."""
+    """zkconsumer.admin.execute with the command line's progress bar and one-line error messages;
+    the error that stopped the writes midway, if one did."""
     return execute(
         client, plan, description=description, kafka=kafka, explain=expected_error_message, progress=progress
-    )
+    ).stopped
