@@ -33,9 +33,9 @@ LAYERS: list[set[str]] = [
     {"config"},
     {"migration"},  # the migration model: pure, no I/O
     {"zookeeper"},
-    # The group problem analysis leaving admin/problems.py reads zookeeper/znodes.py's records and is
-    # read by coordinator/watchdog.py: its place is from zookeeper's layer to coordinator's, e.g. here.
-    {"cluster"},
+    # group_problems: the one problem analysis (pure), over zookeeper/znodes.py's records; the member's
+    # watchdog (coordinator/) and the ops library (admin/) both word their findings with it.
+    {"cluster", "group_problems"},
     {"consumer"},
     {"offsets"},
     {"coordinator"},

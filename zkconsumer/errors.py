@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -142,3 +143,56 @@ def describe(exc: BaseException) -> str:
 # What a best-effort ZooKeeper step (a marker, a linger's look at the group) may raise and log
 # instead of failing: kazoo's errors (NoAuth included), its timeouts, and our own wrappers of them.
 ZOOKEEPER_FAILURES: tuple[type[BaseException], ...] = (KazooException, KazooTimeoutError, ZkConsumerError)
+
+
+# ---------------------------------------------------------------- the ops library (zkconsumer.admin)
+
+
+class AdminError(ZkConsumerError):
+    """An ops-library call (zkconsumer.admin) that could not, or would not, do what it was asked; the
+    message is one line that names the group, topic or node.
+
+    The subclasses say which: AdminUsageError (the request itself is wrong), AdminRefused (it would
+    not: doing it is unsafe now), AdminUnavailable (it could not: ZooKeeper or the brokers did not
+    answer). `bad_request` is True for a usage error only: asking again unchanged fails again, and
+    the command line exits 2 for it, 1 otherwise. `details`: one line per offending row, said
+    before the message.
+    """
+
+    bad_request: bool = False
+
+    def __init__(self, message: str, *, details: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.details = tuple(details)
+
+
+class AdminUsageError(AdminError):
+    """The request cannot be carried out as given (a partition that does not exist, an offset
+    outside the log, a name that is no valid group or topic)."""
+
+    bad_request = True
+
+
+class AdminRefused(AdminError):
+    """The call would not do it: the group has live members, an owner or a joining member is in
+    the way; the message says what to do first."""
+
+
+class AdminUnavailable(AdminError):
+    """The call could not do it: ZooKeeper or the brokers gave no (usable) answer."""
+
+
+class InputError(AdminUsageError, ValueError):
+    """User-supplied text (a file line, an option value) that cannot be used; the message says where."""
+
+
+class UnknownGroup(AdminError, LookupError):
+    """No /consumers/<group>: the message names the node. Not a usage error: the group may yet appear."""
+
+
+class DeleteRefused(AdminRefused):
+    """A group delete that stopped, or found nothing to delete; the message says why and what was deleted."""
+
+
+class LogOffsetsUnavailable(AdminUnavailable):
+    """The brokers could not be asked for offsets by time; the message says why."""

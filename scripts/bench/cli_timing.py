@@ -37,10 +37,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from zkconsumer.admin.offsets_write import write_offset_guarded  # noqa: E402
 from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
 from zkconsumer.testing.kafka import produce_bulk  # noqa: E402
 from zkconsumer.zookeeper.client import close_quietly, connect  # noqa: E402
+from zkconsumer.zookeeper.guarded_write import write_offset_guarded  # noqa: E402
 
 TOPIC, GROUP = "bench", "bench"
 MODULES = {"reset": "zkconsumer.cli.offsets.reset", "describe": "zkconsumer.cli.groups.describe"}

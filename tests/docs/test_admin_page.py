@@ -1,4 +1,4 @@
-"""docs/admin.md's Python examples run as written against a real group: the read prints the group's true partitions, offsets and owners, the guarded write writes 75 or refuses naming the owner."""
+"""docs/admin.md's Python examples run as written against a real group: the read prints the group's true partitions, offsets and owners, the owner-fenced write writes 75 or refuses naming the owner."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_the_admin_page_examples_run_against_a_real_group(  # type: ignore[no-un
         substitutions={ZOOKEEPER: cluster.zookeeper_connect, GROUP: f'"{group_id}"', TOPIC: f'"{topic}"'},
         timeout=60,
     )
-    read, write = the_block(found, "take_snapshot"), the_block(found, "write_offset_guarded")
+    read, write = the_block(found, "take_snapshot"), the_block(found, "write_offset")
     produce(topic, 200, partitions=2)  # 100 per partition: 75 lies in the log
     zk.create(znodes.offset_path(group_id, topic, 1), b"7", makepath=True)
 

@@ -402,8 +402,8 @@ def test_the_cli_writes_a_secured_group_with_zk_jaas(
 def test_a_cli_write_into_a_new_group_leaves_the_group_node_open(cluster, zk, tmp_path: Path) -> None:
     """The CLI's guarded write with --zk-jaas creates a missing group the way a secured Scala member
     does: the group node open (others must register under it), owners/ and offsets/ secured."""
-    from zkconsumer.admin.offsets_write import write_offset_guarded
     from zkconsumer.cli import common
+    from zkconsumer.zookeeper.guarded_write import write_offset_guarded
 
     jaas = tmp_path / "client.jaas"
     jaas.write_text(client_jaas(*ALICE))

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.zkmodel import ZkModel
-from zkconsumer.admin.verdicts import LagStatus, Ownership
+from zkconsumer.admin import LagStatus, Ownership
 from zkconsumer.exporter.view import ClusterView
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes

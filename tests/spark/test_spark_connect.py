@@ -14,10 +14,10 @@ from spark_helpers import FAST, describe, sink_rows, source_end, wait_until
 
 from harness.members import committed_offsets
 from harness.spark_connect import SparkConnectServer
-from zkconsumer.admin.offsets_write import write_offset_guarded
 from zkconsumer.spark import ZkConsumerDataSource
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import ClusterStartError
+from zkconsumer.zookeeper.guarded_write import write_offset_guarded
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(420)]
 HIDDEN = ("zkconsumer",)  # the venv's editable install of the checkout: invisible to the server

@@ -15,10 +15,10 @@ from spark_helpers import ROOT, sink_rows
 
 from harness.members import committed_offsets, wait_for_balanced
 from zkconsumer import ConsumerConnector
-from zkconsumer.admin.offsets_write import write_offset_guarded
 from zkconsumer.spark import ingest, ingest_job
 from zkconsumer.testing import kafka
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.guarded_write import write_offset_guarded
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 

@@ -1,8 +1,9 @@
-"""One problem analysis: the watchdog's findings are admin.problems' kinds, worded as before."""
+"""One problem analysis: the watchdog's findings are zkconsumer.group_problems' kinds, worded as before."""
 
 from __future__ import annotations
 
-from zkconsumer.admin.problems import (
+from zkconsumer.coordinator.watchdog import find_problems
+from zkconsumer.group_problems import (
     BAD_OWNER,
     FETCHED_NOT_OWNED,
     NOT_ASSIGNED,
@@ -12,7 +13,6 @@ from zkconsumer.admin.problems import (
     ZOMBIE,
     ownership_problems,
 )
-from zkconsumer.coordinator.watchdog import find_problems
 
 ME = "g_host-1-aaaa"
 GONE = "g_host-2-bbbb"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from zkconsumer.admin.problems import (
+from zkconsumer.admin import GroupSnapshot, RateTracker
+from zkconsumer.group_problems import (
     AFTER_END,
     BAD_OFFSET,
     BAD_OWNER,
@@ -21,8 +22,6 @@ from zkconsumer.admin.problems import (
     duplicate_subscription_keys,
     member_problems,
 )
-from zkconsumer.admin.rate_tracker import RateTracker
-from zkconsumer.admin.snapshot import GroupSnapshot
 from zkconsumer.zookeeper.znodes import Registration
 
 

@@ -6,18 +6,16 @@ import json
 
 import pytest
 
-from zkconsumer.admin.offset_files import (
+from zkconsumer.admin import (
     InputError,
     OffsetEntry,
     decode_input,
     export_json,
     format_csv,
     format_export,
-    parse_csv,
-    parse_export_json,
-    parse_export_lines,
     parse_offsets_file,
 )
+from zkconsumer.admin.offset_files import parse_csv, parse_export_json, parse_export_lines
 from zkconsumer.cli.formats import parse_key_value, parse_partitions, parse_topic_specs
 from zkconsumer.cli.output.render import TextTable
 

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from zkconsumer.admin.offset_files import InputError
+from zkconsumer.admin import InputError
 from zkconsumer.cli.output.messages import PrintOptions, format_message, message_json
 from zkconsumer.consumer.stream import Message
 

@@ -6,8 +6,7 @@ import datetime as dt
 
 import pytest
 
-from zkconsumer.admin.offset_files import InputError
-from zkconsumer.admin.offset_targets import Target, clamp, parse_datetime, parse_duration, range_problem, reset_offset
+from zkconsumer.admin import InputError, Target, clamp, parse_datetime, parse_duration, range_problem, reset_offset
 
 
 def test_datetimes() -> None:

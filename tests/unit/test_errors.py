@@ -20,14 +20,22 @@ from kazoo.handlers.threading import KazooTimeoutError
 from zkconsumer import errors
 from zkconsumer.config.checks import ConfigError
 from zkconsumer.errors import (
+    AdminError,
+    AdminRefused,
+    AdminUnavailable,
+    AdminUsageError,
     BrokersUnavailable,
     CommitFailed,
     ConsumerError,
     ConsumerRebalanceFailed,
     ConsumerTimeout,
+    DeleteRefused,
+    InputError,
+    LogOffsetsUnavailable,
     RegistrationConflict,
     SessionLost,
     ShutdownIncomplete,
+    UnknownGroup,
     ZkConsumerError,
     ZkDataError,
     ZooKeeperAccessDenied,
@@ -137,6 +145,15 @@ EXPECTED_FLAGS: dict[type[ZkConsumerError], bool] = {
     ShutdownIncomplete: False,
     ZkDataError: True,
     ConfigError: False,
+    # The ops library's: asking again unchanged fails again (an unavailable broker is the caller's to retry).
+    AdminError: False,
+    AdminUsageError: False,
+    AdminRefused: False,
+    AdminUnavailable: False,
+    InputError: False,
+    UnknownGroup: False,
+    DeleteRefused: False,
+    LogOffsetsUnavailable: False,
 }
 
 
@@ -196,12 +213,7 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.zookeeper.auth.JaasError": False,
     "zkconsumer.offsets.store.KafkaSideFailed": False,
     "zkconsumer.cli.common.CliError": False,
-    "zkconsumer.admin.input_error.InputError": False,
-    "zkconsumer.admin.group_delete.DeleteRefused": False,
-    "zkconsumer.admin.admin_error.AdminError": False,  # asking again unchanged fails again
     "zkconsumer.zookeeper.fenced_delete.MemberJoined": False,
-    "zkconsumer.admin.log_offsets_unavailable.LogOffsetsUnavailable": False,
-    "zkconsumer.admin.unknown_group.UnknownGroup": False,
     "zkconsumer.spark.kafka_read.FetchTimeoutError": True,  # the task fails; Spark retries it
     "zkconsumer.spark.kafka_read.KafkaReadFailed": False,  # a fatal Kafka error: the task fails
     "zkconsumer.spark.offsets.DataLossError": False,
@@ -251,6 +263,20 @@ def test_every_exception_the_package_defines_is_under_the_root_with_its_flag() -
         if name in ELSEWHERE:
             exc = cls.__new__(cls)
             assert is_retriable(exc) is ELSEWHERE[name], name
+
+
+def test_the_ops_library_errors_are_one_family_and_only_usage_errors_are_bad_requests() -> None:
+    for cls in (AdminUsageError, AdminRefused, AdminUnavailable, InputError, UnknownGroup, DeleteRefused):
+        assert issubclass(cls, AdminError)
+    assert issubclass(LogOffsetsUnavailable, AdminUnavailable) and issubclass(DeleteRefused, AdminRefused)
+    assert [cls("x").bad_request for cls in (AdminError, AdminUsageError, AdminRefused, AdminUnavailable)] == [
+        False,
+        True,
+        False,
+        False,
+    ]
+    assert AdminUsageError("x", details=["row 1"]).details == ("row 1",)
+    assert isinstance(InputError("x"), ValueError) and isinstance(UnknownGroup("x"), LookupError)
 
 
 def test_the_root_keeps_the_builtin_bases_callers_catch() -> None:

@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from zkconsumer.admin.status import group_status
-from zkconsumer.admin.verdicts import Ownership
+from zkconsumer.admin import Ownership, group_status
 from zkconsumer.exporter.families import (
     FAMILIES,
     Health,

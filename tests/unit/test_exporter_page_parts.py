@@ -9,8 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.admin.status import group_status
-from zkconsumer.admin.verdicts import GroupVerdict, LagStatus, Ownership, PartitionVerdict
+from zkconsumer.admin import GroupVerdict, LagStatus, Ownership, PartitionVerdict, group_status
 from zkconsumer.exporter import api, page
 from zkconsumer.exporter.advice import what_to_do
 from zkconsumer.exporter.group_watch import GroupNodes

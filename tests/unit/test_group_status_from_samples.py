@@ -1,4 +1,4 @@
-"""zkconsumer.admin.status and `groups status` without a cluster: samples into commits and verdicts, the report, usage."""
+"""zkconsumer.admin's lag status and `groups status` without a cluster: samples into commits and verdicts, the report, usage."""
 
 from __future__ import annotations
 
@@ -9,18 +9,20 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.admin.sampler import GroupSampler
-from zkconsumer.admin.status import (
+from zkconsumer.admin import (
+    GroupSampler,
+    LagAge,
+    LagStatus,
+    Ownership,
     Sample,
     Seen,
     age_text,
     group_status,
     group_why,
     ownership_of,
-    partition_facts,
     status_report,
 )
-from zkconsumer.admin.verdicts import LagAge, LagStatus, Ownership
+from zkconsumer.admin.lag_status import partition_facts
 from zkconsumer.cli.main import cli
 
 T0 = 1_700_000_000_000

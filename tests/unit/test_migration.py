@@ -306,7 +306,7 @@ def test_copied_is_the_step_once_a_full_copy_ran(source: Offsets, other: Offsets
 
 
 def test_a_write_rejected_for_membership_is_explained_with_state_and_members() -> None:
-    from zkconsumer.admin.broker_group import membership_refusal
+    from zkconsumer.admin import membership_refusal
 
     errors = {
         ("t", 0): "UNKNOWN_MEMBER_ID (Broker: Unknown member)",

@@ -1,4 +1,4 @@
-"""The exporter's window kept as runs judges as admin.status does over the same samples, and gives them back whole."""
+"""The exporter's window kept as runs judges as admin.lag_status does over the same samples, and gives them back whole."""
 
 from __future__ import annotations
 
@@ -7,17 +7,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.admin.status import (
-    NOT_JUDGED,
-    Judged,
-    Sample,
-    Seen,
-    group_status,
-    judge_group,
-    judge_runs,
-    partition_facts,
-)
-from zkconsumer.admin.verdicts import Ownership
+from zkconsumer.admin import NOT_JUDGED, Judged, Ownership, Sample, Seen, group_status, judge_runs
+from zkconsumer.admin.lag_status import judge_group, partition_facts
 from zkconsumer.exporter.sampling import GroupSample
 from zkconsumer.exporter.window import GroupWindow
 

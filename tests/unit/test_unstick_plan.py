@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from zkconsumer.admin.unstick_plan import (
-    MemberFacts,
-    OwnerFacts,
-    plan_unstick,
-    trigger_child,
-    trigger_data,
-)
+from zkconsumer.admin import MemberFacts, OwnerFacts, plan_unstick
+from zkconsumer.admin.unstick_plan import trigger_child, trigger_data
 from zkconsumer.cli.main import cli
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.assignors import AssignmentInput, assign

@@ -5,16 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.admin.verdicts import (
-    Commit,
-    LagStatus,
-    Ownership,
-    PartitionFacts,
-    group_verdict,
-    lag_age,
-    lag_status,
-    partition_verdict,
-)
+from zkconsumer.admin import Commit, LagStatus, Ownership, PartitionFacts, group_verdict, lag_status, partition_verdict
+from zkconsumer.admin.verdicts import lag_age
 
 NOW = 1_000_000
 

@@ -1,10 +1,223 @@
 """zkconsumer.admin: the operator's library over /consumers groups, what the CLI stands on (docs/admin.md).
 
-groups (list, count members), snapshot and committed (one group's state), problems (the one problem
-analysis, the watchdog's too), log_offsets (the brokers' log start/end), offset_files and
-offset_targets (pure), offset_plan and reset_scope (offset plans checked before any write),
-offsets_write (owner-fenced writes), offset_export, kafka_commits and broker_group (the Kafka side),
-migration_evidence and migration_copy (`migrate`), partition_read and console_member (`consume`),
-group_delete (fenced deletes), verdicts, status and sampler (lag verdicts), unstick and
-unstick_plan (make a group rebalance). Errors: AdminError (admin_error), DeleteRefused, UnknownGroup.
+Import every name from here: the modules under admin/ are its private layout. Every function that
+talks to ZooKeeper takes a started KazooClient from zkconsumer.zookeeper.client.connect, and every
+error it raises on purpose is an AdminError (zkconsumer.errors): AdminUsageError, AdminRefused or
+AdminUnavailable.
 """
+
+from zkconsumer.admin.broker_group import BrokerGroup, membership_refusal, open_broker_group
+from zkconsumer.admin.committed import ZkOffsets, read_offsets
+from zkconsumer.admin.console_member import delete_console_group, run_console_member
+from zkconsumer.admin.group_delete import delete_fenced, has_topic_offsets, paths_to_delete
+from zkconsumer.admin.groups import group_exists, list_groups, member_count
+from zkconsumer.admin.kafka_commits import KafkaCommits, open_kafka_commits
+from zkconsumer.admin.lag_status import (
+    NOT_JUDGED,
+    OWNERSHIP_NAMES,
+    Judged,
+    Record,
+    Run,
+    Sample,
+    Seen,
+    age_text,
+    group_status,
+    group_why,
+    judge_runs,
+    ownership_of,
+    run_facts,
+    seen_record,
+    status_report,
+)
+from zkconsumer.admin.log_offsets import (
+    BrokerAccess,
+    Warn,
+    Watermarks,
+    bootstrap_from_zookeeper,
+    legacy_settings,
+    log_warning,
+    open_watermarks,
+    reach,
+)
+from zkconsumer.admin.migration_copy import CopyOutcome, copy_offsets
+from zkconsumer.admin.migration_evidence import Evidence, direction_plans, gather
+from zkconsumer.admin.offset_export import read_export, spark_starting_offsets_of
+from zkconsumer.admin.offset_files import (
+    FILE_FORMATS,
+    OffsetEntry,
+    decode_input,
+    export_json,
+    format_csv,
+    format_export,
+    parse_offsets_file,
+)
+from zkconsumer.admin.offset_plan import OffsetPlan, WantedOffset, plan_writes
+from zkconsumer.admin.offset_targets import Target, clamp, parse_datetime, parse_duration, range_problem, reset_offset
+from zkconsumer.admin.offsets_write import (
+    ExecuteResult,
+    Explain,
+    KafkaCommitter,
+    OffsetWrite,
+    PlannedWrite,
+    Progress,
+    ProgressBar,
+    execute,
+    no_progress,
+    summary,
+    write_offset,
+)
+from zkconsumer.admin.partition_read import read_partition
+from zkconsumer.admin.rate_tracker import RateTracker
+from zkconsumer.admin.reset_scope import TopicSpec, reset_scope
+from zkconsumer.admin.sampler import GroupSampler
+from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
+from zkconsumer.admin.unstick import UnstickResult, read_plan, unstick
+from zkconsumer.admin.unstick_plan import MemberFacts, OwnerFacts, UnstickBlocker, UnstickPlan, plan_unstick
+from zkconsumer.admin.verdicts import (
+    Commit,
+    GroupVerdict,
+    LagAge,
+    LagStatus,
+    Ownership,
+    PartitionFacts,
+    PartitionVerdict,
+    group_verdict,
+    lag_status,
+    partition_verdict,
+)
+from zkconsumer.errors import (
+    AdminError,
+    AdminRefused,
+    AdminUnavailable,
+    AdminUsageError,
+    DeleteRefused,
+    InputError,
+    LogOffsetsUnavailable,
+    UnknownGroup,
+)
+from zkconsumer.group_problems import (
+    REBALANCE_PROBLEMS,
+    Member,
+    Owner,
+    PartitionState,
+    Problem,
+    analyse,
+    member_problems,
+    ownership_problems,
+)
+
+__all__ = [
+    "FILE_FORMATS",
+    "NOT_JUDGED",
+    "OWNERSHIP_NAMES",
+    "REBALANCE_PROBLEMS",
+    "AdminError",
+    "AdminRefused",
+    "AdminUnavailable",
+    "AdminUsageError",
+    "BrokerAccess",
+    "BrokerGroup",
+    "Commit",
+    "CopyOutcome",
+    "DeleteRefused",
+    "Evidence",
+    "ExecuteResult",
+    "Explain",
+    "GroupSampler",
+    "GroupSnapshot",
+    "GroupVerdict",
+    "InputError",
+    "Judged",
+    "KafkaCommits",
+    "KafkaCommitter",
+    "LagAge",
+    "LagStatus",
+    "LogOffsetsUnavailable",
+    "Member",
+    "MemberFacts",
+    "OffsetEntry",
+    "OffsetPlan",
+    "OffsetWrite",
+    "Owner",
+    "OwnerFacts",
+    "Ownership",
+    "PartitionFacts",
+    "PartitionState",
+    "PartitionVerdict",
+    "PlannedWrite",
+    "Problem",
+    "Progress",
+    "ProgressBar",
+    "RateTracker",
+    "Record",
+    "Run",
+    "Sample",
+    "Seen",
+    "Target",
+    "TopicSpec",
+    "UnknownGroup",
+    "UnstickBlocker",
+    "UnstickPlan",
+    "UnstickResult",
+    "WantedOffset",
+    "Warn",
+    "Watermarks",
+    "ZkOffsets",
+    "age_text",
+    "analyse",
+    "bootstrap_from_zookeeper",
+    "clamp",
+    "copy_offsets",
+    "decode_input",
+    "delete_console_group",
+    "delete_fenced",
+    "direction_plans",
+    "execute",
+    "export_json",
+    "format_csv",
+    "format_export",
+    "gather",
+    "group_exists",
+    "group_status",
+    "group_verdict",
+    "group_why",
+    "has_topic_offsets",
+    "judge_runs",
+    "lag_status",
+    "legacy_settings",
+    "list_groups",
+    "log_warning",
+    "member_count",
+    "member_problems",
+    "membership_refusal",
+    "no_progress",
+    "open_broker_group",
+    "open_kafka_commits",
+    "open_watermarks",
+    "ownership_of",
+    "ownership_problems",
+    "parse_datetime",
+    "parse_duration",
+    "parse_offsets_file",
+    "partition_verdict",
+    "paths_to_delete",
+    "plan_unstick",
+    "plan_writes",
+    "range_problem",
+    "reach",
+    "read_export",
+    "read_offsets",
+    "read_partition",
+    "read_plan",
+    "reset_offset",
+    "reset_scope",
+    "run_console_member",
+    "run_facts",
+    "seen_record",
+    "spark_starting_offsets_of",
+    "status_report",
+    "summary",
+    "take_snapshot",
+    "unstick",
+    "write_offset",
+]

@@ -8,7 +8,6 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
@@ -16,6 +15,8 @@ from zkconsumer.admin.log_offsets import (
     log_warning,
     reach,
 )
+from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.errors import AdminUnavailable
 from zkconsumer.migration import KafkaMember, KafkaSide
 from zkconsumer.offsets.broker_group import state_name
 from zkconsumer.partitions import TopicPartition
@@ -66,7 +67,7 @@ class BrokerGroup:
         try:
             return futures[self.group].result(timeout=self.timeout + 5.0)
         except concurrent.futures.TimeoutError:
-            raise AdminError(
+            raise AdminUnavailable(
                 f"no answer from the brokers at {self.bootstrap} within {self.timeout:g} s while "
                 f"{what} of group {self.group}"
             ) from None
@@ -74,7 +75,7 @@ class BrokerGroup:
             error = exc.args[0] if exc.args else exc
             if what == "describing" and getattr(error, "name", lambda: "")() == "GROUP_ID_NOT_FOUND":
                 return None
-            raise AdminError(
+            raise AdminUnavailable(
                 f"the brokers at {self.bootstrap} failed {what} group {self.group}: {_error_text(error)}"
             ) from None
 
@@ -100,7 +101,7 @@ class BrokerGroup:
         return KafkaSide(state, members, dict(offsets or {}))
 
     def committed(self) -> dict[TopicPartition, int]:
-        """Every partition the group has a committed offset for; AdminError if the brokers refuse any."""
+        """Every partition the group has a committed offset for; AdminUnavailable if the brokers refuse any."""
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         found = self._result(
@@ -112,7 +113,7 @@ class BrokerGroup:
         partitions = list(found.topic_partitions or [])
         refused = [tp for tp in partitions if tp.error is not None]
         if refused:
-            raise AdminError(
+            raise AdminUnavailable(
                 f"the brokers at {self.bootstrap} refused to read group {self.group}'s offsets of "
                 + ", ".join(f"{tp.topic}-{tp.partition} ({_error_text(tp.error)})" for tp in refused)
             )
@@ -161,13 +162,14 @@ def membership_refusal(group: str, errors: Mapping[TopicPartition, str | None], 
     )
 
 
+@admin_errors
 def open_broker_group(
     client: KazooClient, access: BrokerAccess, group: str, *, warn: Warn = log_warning
 ) -> BrokerGroup:
-    """BrokerGroup bootstrapped from --bootstrap-server or /brokers/ids; AdminError without brokers."""
+    """BrokerGroup bootstrapped from --bootstrap-server or /brokers/ids; AdminUnavailable without brokers."""
     bootstrap, settings = reach(client, access, warn=warn)
     if not bootstrap:
-        raise AdminError(
+        raise AdminUnavailable(
             f"no broker to ask about group {group}'s broker-side state and offsets; pass "
             "--bootstrap-server (and --command-config for TLS/SASL brokers)"
         )

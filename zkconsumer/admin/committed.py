@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.errors import ZkDataError
 from zkconsumer.partitions import TopicPartition
@@ -35,6 +36,7 @@ class ZkOffsets:
         )
 
 
+@admin_errors
 def read_offsets(client: KazooClient, group: str, topics: Iterable[str]) -> ZkOffsets:
     """Every offset node under offsets/<topic>, sorted as valid, garbled or stale."""
     topics = sorted(set(topics))

@@ -7,12 +7,12 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.groups import member_count
 from zkconsumer.admin.log_offsets import Warn, log_warning
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout
 from zkconsumer.coordinator.subscription import TopicFilter
+from zkconsumer.errors import AdminError, AdminUnavailable
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import delete_tree
 
@@ -45,14 +45,14 @@ def run_console_member(
     `write` or meanwhile: Ctrl-C, a closed stdout), which ends the read as if the messages had run
     out (`on_end` is told which). Then, with auto-commit on, commit: every message handed on counts
     as consumed; then leave the group (`on_leaving` first). Returns how many were handed on.
-    AdminError when the member cannot start or fails."""
+    AdminUnavailable when the member cannot start, AdminError when it fails."""
     from zkconsumer.connector import ConsumerConnector
     from zkconsumer.coordinator.listener import ConsumerRebalanceFailed
 
     try:
         connector = ConsumerConnector(config)
     except ConnectionError as exc:
-        raise AdminError(str(exc)) from None
+        raise AdminUnavailable(str(exc)) from None
     count = 0
     started = False
     try:

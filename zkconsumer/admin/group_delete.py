@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from kazoo.client import KazooClient
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.errors import DeleteRefused
 from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.fenced_delete import MemberJoined, commit_deletes, read_ids
 from zkconsumer.zookeeper.reads import children, exists
@@ -26,13 +27,7 @@ BUDGET = 0xFFFFF // 2  # half of the server's default jute.maxbuffer, as the cor
 ATTEMPTS = 3
 
 
-__all__ = ["DeleteRefused", "delete_fenced", "has_topic_offsets", "paths_to_delete"]
-
-
-class DeleteRefused(ZkConsumerError):
-    """A group delete that stopped, or found nothing to delete; the message says why and what was deleted."""
-
-
+@admin_errors
 def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str]:
     """Delete every root (the group node, or a topic's owners/ and offsets/ folders) with all below
     it; returns the roots that existed. DeleteRefused naming the member if one registers meanwhile
@@ -57,6 +52,7 @@ def delete_fenced(client: KazooClient, group: str, roots: list[str]) -> list[str
     raise DeleteRefused(f"could not delete {', '.join(roots)}: nodes keep appearing under it (a consumer joining?)")
 
 
+@admin_errors
 def paths_to_delete(client: KazooClient, group: str, topic: str | None) -> list[str]:
     """The roots a delete of `group` (or of its `topic` only) removes: the group node when the topic
     is its only one under owners/; DeleteRefused when the group has nothing of the topic."""
@@ -68,6 +64,7 @@ def paths_to_delete(client: KazooClient, group: str, topic: str | None) -> list[
     return paths
 
 
+@admin_errors
 def has_topic_offsets(client: KazooClient, group: str, topic: str) -> bool:
     """Whether the group has an offsets/<topic> folder."""
     return exists(client, znodes.offsets_path(group, topic)) is not None

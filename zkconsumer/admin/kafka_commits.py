@@ -13,7 +13,6 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
@@ -21,6 +20,8 @@ from zkconsumer.admin.log_offsets import (
     log_warning,
     reach,
 )
+from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.errors import AdminUnavailable
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
 
@@ -62,7 +63,7 @@ class KafkaCommits:
         run_bounded(self._consumer.close, 10.0, "zkconsumer-close-kafka-commits")
 
     def committed(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """key -> the group's Kafka-committed offset, for the keys that have one; AdminError when the
+        """key -> the group's Kafka-committed offset, for the keys that have one; AdminUnavailable when the
         brokers cannot say (the caller cannot then know whether a ZooKeeper write takes effect)."""
         from confluent_kafka import KafkaException
         from confluent_kafka import TopicPartition as KafkaTP
@@ -73,14 +74,14 @@ class KafkaCommits:
         try:
             found = self._consumer.committed([KafkaTP(t, p) for t, p in keys], timeout=self.timeout)
         except KafkaException as exc:
-            raise AdminError(
+            raise AdminUnavailable(
                 f"cannot read group {self.group}'s Kafka-committed offsets from {self.bootstrap} "
                 f"({_text(exc)}), so cannot tell whether its members would ignore a ZooKeeper-only "
                 f"write; {ZOOKEEPER_ONLY_HINT}"
             ) from None
         refused = [(tp, tp.error) for tp in found if tp.error is not None]
         if refused:  # TOPIC_AUTHORIZATION_FAILED and the like: "no Kafka offset" would be a guess
-            raise AdminError(
+            raise AdminUnavailable(
                 f"cannot read group {self.group}'s Kafka-committed offsets of "
                 + ", ".join(f"{tp.topic}-{tp.partition} ({error.str()})" for tp, error in refused)
                 + f" from {self.bootstrap}; {ZOOKEEPER_ONLY_HINT}"
@@ -124,13 +125,14 @@ def _text(exc: Exception) -> str:
     return error.str() if hasattr(error, "str") else str(error)
 
 
+@admin_errors
 def open_kafka_commits(
     client: KazooClient, access: BrokerAccess, group: str, *, warn: Warn = log_warning
 ) -> KafkaCommits:
-    """KafkaCommits for `group`, bootstrapped as the log-offset reads are; AdminError without brokers."""
+    """KafkaCommits for `group`, bootstrapped as the log-offset reads are; AdminUnavailable without brokers."""
     bootstrap, settings = reach(client, access, warn=warn)
     if not bootstrap:
-        raise AdminError(
+        raise AdminUnavailable(
             f"no broker to ask whether group {group} also commits offsets to Kafka (then its members "
             f"would ignore a ZooKeeper-only write); {ZOOKEEPER_ONLY_HINT}"
         )

@@ -1,19 +1,19 @@
-"""Log start/end offsets from the brokers (a throwaway confluent-kafka Consumer), reached as BrokerAccess says."""
+"""The way to the brokers (BrokerAccess, reach) and log start/end offsets from them (a throwaway confluent-kafka Consumer)."""
 
 from __future__ import annotations
 
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.broker_access import BrokerAccess as BrokerAccess
-from zkconsumer.admin.log_offsets_unavailable import LogOffsetsUnavailable as LogOffsetsUnavailable
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.cluster.broker_nodes import client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
-from zkconsumer.errors import ZkDataError
+from zkconsumer.errors import LogOffsetsUnavailable, ZkDataError
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded
 
@@ -34,9 +34,25 @@ def log_warning(message: str) -> None:
     _log.warning("%s", message)
 
 
+@dataclass(frozen=True)
+class BrokerAccess:
+    """How a command reaches the brokers: --bootstrap-server, or the endpoints under /brokers/ids
+    of --broker-listener or of the security.protocol in --command-config (PLAINTEXT), with the
+    file's librdkafka settings (TLS, SASL) on the connection."""
+
+    bootstrap_override: str | None = None
+    settings: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold passwords
+    listener: str | None = None
+
+    @property
+    def security_protocol(self) -> str:
+        return self.settings.get("security.protocol", "PLAINTEXT").upper()
+
+
 _PLAINTEXT = BrokerAccess()  # PLAINTEXT endpoints, no settings
 
 
+@admin_errors
 def bootstrap_from_zookeeper(
     client: KazooClient, access: BrokerAccess = _PLAINTEXT, *, warn: Warn = log_warning
 ) -> str | None:
@@ -181,6 +197,7 @@ class Watermarks:
         return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None}
 
 
+@admin_errors
 def legacy_settings(client: KazooClient) -> dict[str, str]:
     """What librdkafka must be told of the pre-0.10 brokers under /brokers/ids (no ApiVersions:
     broker_nodes.client_settings); the access's own settings are laid over these."""
@@ -190,6 +207,7 @@ def legacy_settings(client: KazooClient) -> dict[str, str]:
         return {}
 
 
+@admin_errors
 def reach(client: KazooClient, access: BrokerAccess, *, warn: Warn = log_warning) -> tuple[str | None, dict[str, str]]:
     """How to reach the brokers: the bootstrap servers (the access's own, else the endpoints under
     /brokers/ids; None: neither) and the librdkafka settings (the access's own laid over what
@@ -198,6 +216,7 @@ def reach(client: KazooClient, access: BrokerAccess, *, warn: Warn = log_warning
     return bootstrap, {**legacy_settings(client), **access.settings}
 
 
+@admin_errors
 def open_watermarks(
     client: KazooClient, access: BrokerAccess, *, quiet: bool = False, warn: Warn = log_warning
 ) -> Watermarks:

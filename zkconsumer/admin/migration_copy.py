@@ -6,25 +6,25 @@ from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.broker_group import BrokerGroup, is_membership_refusal, membership_refusal
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.migration_evidence import Evidence
-from zkconsumer.admin.offsets_write import execute
-from zkconsumer.admin.planned_write import PlannedWrite
-from zkconsumer.admin.progress import Explain, Progress, no_progress
+from zkconsumer.admin.offsets_write import Explain, PlannedWrite, Progress, execute, no_progress
+from zkconsumer.admin.public_errors import admin_errors, from_zookeeper
+from zkconsumer.errors import AdminError
 from zkconsumer.migration import TO_KAFKA, DirectionPlan, mismatches
 from zkconsumer.partitions import TopicPartition
 
 
 @dataclass
-class Outcome:
+class CopyOutcome:
     """What --execute did: key -> status per planned write, and the error line (None: all verified)."""
 
     statuses: dict[TopicPartition, str]
     error: str | None
 
 
+@admin_errors
 def copy_offsets(
     client: KazooClient,
     evidence: Evidence,
@@ -32,7 +32,7 @@ def copy_offsets(
     *,
     explain: Explain = str,
     progress: Progress = no_progress,
-) -> Outcome:
+) -> CopyOutcome:
     """Write every planned offset to the target store, then read them back.
 
     Kafka: one alter_consumer_group_offsets request, per-partition errors checked; an error that
@@ -43,7 +43,7 @@ def copy_offsets(
     group = plan.group
     todo = {m.key: m.new for m in plan.writes if m.new is not None}
     if not todo:
-        return Outcome({}, None)
+        return CopyOutcome({}, None)
     refusal = None
     if plan.target == TO_KAFKA:
         answers = evidence.broker.alter(todo)
@@ -58,7 +58,9 @@ def copy_offsets(
         answers = {k: None if e is None else f"refused by the broker: {e}" for k, e in answers.items()}
     else:
         rows = [PlannedWrite(group, m.topic, m.partition, m.target, m.new) for m in plan.writes]
-        stopped = execute(client, rows, description="copying offsets to ZooKeeper", explain=explain, progress=progress)
+        stopped = execute(
+            client, rows, description="copying offsets to ZooKeeper", explain=explain, progress=progress
+        ).stopped
         answers = {
             (r.topic, r.partition): None
             if r.written
@@ -72,6 +74,8 @@ def copy_offsets(
     try:
         read_back = read_target(client, evidence.broker, plan) if written else {}
     except AdminError as exc:  # written, but not verified: say so per partition instead of losing the report
+        if from_zookeeper(exc):
+            raise  # ZooKeeper failing ends the command, as any other ZooKeeper failure does
         statuses.update({m.key: f"written, not verified: {exc}" for m in written})
         read_back = None
     for move, got in mismatches(written, read_back) if read_back is not None else ():
@@ -79,13 +83,13 @@ def copy_offsets(
     statuses.update({m.key: "written" for m in written if m.key not in statuses})
     bad = [m for m in plan.writes if statuses[m.key] != "written"]
     if not bad:
-        return Outcome(statuses, None)
+        return CopyOutcome(statuses, None)
     listed = "; ".join(f"{m.topic}-{m.partition} {statuses[m.key]}" for m in bad)
     error = (
         f"{len(bad)} of group {group}'s {len(plan.writes)} partitions did not read back from {plan.target} "
         f"as written: {listed}"
     )
-    return Outcome(statuses, f"{refusal}. {error}" if refusal else error)
+    return CopyOutcome(statuses, f"{refusal}. {error}" if refusal else error)
 
 
 def read_target(client: KazooClient, broker: BrokerGroup, plan: DirectionPlan) -> dict[TopicPartition, int]:

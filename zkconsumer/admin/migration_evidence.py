@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.broker_group import BrokerGroup, open_broker_group
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.errors import AdminError, AdminUnavailable
 from zkconsumer.migration import (
     DIRECTIONS,
     SCALA,
@@ -86,15 +87,13 @@ def read_zk_side(client: KazooClient, group: str, topics: list[str] | None) -> t
     return side, notes, [znodes.offset_path(group, *key) for key in sorted(found.garbled)]
 
 
+@admin_errors
 def gather(
     client: KazooClient, access: BrokerAccess, group: str, topics: list[str] | None, *, warn: Warn = log_warning
 ) -> Evidence:
     """Read ZooKeeper, the broker group (state, members, offsets) and the log offsets of every
     partition either side knows; AdminError when the group is on neither side or the brokers fail."""
-    try:
-        zk_group_exists = group_exists(client, group)
-    except ValueError:
-        raise AdminError(f"invalid group name {group!r}", bad_request=True) from None
+    zk_group_exists = group_exists(client, group)  # AdminUsageError for an invalid name
     zk, notes, garbled = read_zk_side(client, group, topics) if zk_group_exists else (ZkSide(group), [], [])
     broker = open_broker_group(client, access, group, warn=warn)
     kafka = broker.describe(broker.committed())
@@ -117,10 +116,10 @@ def gather(
         with open_watermarks(client, access, quiet=True, warn=warn) as marks:
             log = marks.offsets(keys)
             if not marks.available:
-                raise AdminError(f"cannot plan group {group}'s offsets without the log offsets: {marks.reason}")
+                raise AdminUnavailable(f"cannot plan group {group}'s offsets without the log offsets: {marks.reason}")
             if marks.unanswered:  # a partition left out of the plan would start wherever auto.offset.reset says
                 listed = "; ".join(f"{t}-{p}: {why}" for (t, p), why in sorted(marks.unanswered.items())[:10])
-                raise AdminError(
+                raise AdminUnavailable(
                     f"cannot plan group {group}'s offsets: the brokers at {marks.bootstrap} gave no log "
                     f"offsets for {len(marks.unanswered)} partition(s) they have ({listed})"
                 )

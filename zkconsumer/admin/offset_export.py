@@ -7,18 +7,20 @@ from collections.abc import Iterable
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.log_offsets import Warn, log_warning
 from zkconsumer.admin.offset_files import OffsetEntry
-from zkconsumer.admin.progress import Progress, no_progress
+from zkconsumer.admin.offsets_write import Progress, no_progress
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.admin.reset_scope import group_topics
 from zkconsumer.admin.snapshot import read_partitions
+from zkconsumer.errors import AdminError
 from zkconsumer.migration import spark_starting_offsets
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children
 
 
+@admin_errors
 def spark_starting_offsets_of(
     client: KazooClient, group: str, topics: list[str] | None, *, warn: Warn = log_warning
 ) -> tuple[str, list[tuple[str, str]]]:
@@ -43,6 +45,7 @@ def spark_starting_offsets_of(
     return json.dumps(doc, sort_keys=True) + "\n", bad
 
 
+@admin_errors
 def read_export(
     client: KazooClient,
     groups: Iterable[str],

@@ -8,8 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from zkconsumer.admin.input_error import InputError as InputError
-from zkconsumer.errors import ZkDataError
+from zkconsumer.errors import InputError, ZkDataError
 from zkconsumer.zookeeper import znodes
 
 FILE_FORMATS = ("lines", "json", "csv")

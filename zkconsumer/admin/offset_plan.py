@@ -3,7 +3,7 @@
 A row is refused when its topic or partition does not exist, or its new offset lies outside
 [log start, log end] of the partition as the brokers report it (a negative one included); with
 --clamp such an offset is moved to the nearer end instead, and the row says so. Any refused row
-stops the plan before the first write (AdminError, a bad request), naming every bad row.
+stops the plan before the first write (AdminUsageError, a bad request), naming every bad row.
 """
 
 from __future__ import annotations
@@ -14,18 +14,37 @@ from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.committed import ZkOffsets, read_offsets
 from zkconsumer.admin.groups import member_count
 from zkconsumer.admin.kafka_commits import KafkaCommits, open_kafka_commits
 from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
 from zkconsumer.admin.offset_targets import Target, clamp, range_problem, reset_offset
-from zkconsumer.admin.planned_write import PlannedWrite
+from zkconsumer.admin.offsets_write import PlannedWrite
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.admin.snapshot import read_owners
-from zkconsumer.admin.wanted_offset import WantedOffset
 from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.errors import AdminRefused, AdminUnavailable, AdminUsageError
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
+
+
+@dataclass(frozen=True)
+class WantedOffset:
+    """A partition a command wants to write: `offset` from a file (import), or None for the reset target's."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int | None = None
+    source: str = ""  # where it came from ("line 3"), for messages
+
+    @property
+    def key(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+    def name(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        return f"{where}group {self.group}, topic {self.topic}, partition {self.partition}"
 
 
 @dataclass
@@ -53,12 +72,11 @@ def describe_partitions(partitions: list[int]) -> str:
     return ",".join(map(str, partitions))
 
 
-def refusal(bad: list[str], total: int, *, clampable: bool) -> AdminError:
+def refusal(bad: list[str], total: int, *, clampable: bool) -> AdminUsageError:
     """The plan refused: each bad row a detail, then the summary; nothing was written."""
     hint = " Fix them, or pass --clamp to move the offsets into the log." if clampable else ""
-    return AdminError(
+    return AdminUsageError(
         f"refusing to write: {len(bad)} of {total} offsets are invalid (listed above); nothing was written.{hint}",
-        bad_request=True,
         details=bad,
     )
 
@@ -89,7 +107,7 @@ def refuse_live_groups(client: KazooClient, groups: Iterable[str], force: bool, 
     live = {g: n for g, n in live.items() if n}
     if live and not force:
         names = ", ".join(f"{g} ({n} members)" for g, n in sorted(live.items()))
-        raise AdminError(
+        raise AdminRefused(
             f"refusing to change offsets of groups with live members: {names}; stop the consumers "
             "first, or pass --force (partitions they own are still refused)"
         )
@@ -125,6 +143,7 @@ def describe_current(row: PlannedWrite, found: ZkOffsets) -> None:
         row.add_note("group commits to Kafka: written to both")
 
 
+@admin_errors
 def plan_writes(
     client: KazooClient,
     brokers: BrokerAccess,
@@ -203,7 +222,7 @@ def _log_offsets(
         if not marks.available:
             if bad:
                 raise refusal(bad, total, clampable=False)
-            raise AdminError(f"cannot check the offsets against the log: {marks.reason}; nothing was written")
+            raise AdminUnavailable(f"cannot check the offsets against the log: {marks.reason}; nothing was written")
         unanswered = [k for k in keys if k not in log]
         if unanswered:
             reasons = [f"{t}-{p} ({marks.unanswered.get((t, p), 'no answer')})" for t, p in unanswered]
@@ -211,7 +230,7 @@ def _log_offsets(
                 raise refusal(
                     bad + [f"no log offsets from the brokers for {r}" for r in reasons], total, clampable=False
                 )
-            raise AdminError(
+            raise AdminUnavailable(
                 f"cannot check {len(unanswered)} offsets against the log: the brokers did not answer for "
                 f"{', '.join(reasons[:10])}; nothing was written"
             )

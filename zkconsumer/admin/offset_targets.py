@@ -6,7 +6,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from zkconsumer.admin.offset_files import InputError
+from zkconsumer.errors import AdminUsageError, InputError
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def reset_offset(
         if not has_current:
             return log_end, "no committed offset: the log end, as kafka-consumer-groups --to-current"
         return current, ""
-    raise ValueError(f"unknown reset target {target.kind!r}")
+    raise AdminUsageError(f"unknown reset target {target.kind!r}")
 
 
 def range_problem(offset: int, log_start: int, log_end: int) -> str | None:

@@ -10,7 +10,6 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
@@ -21,7 +20,9 @@ from zkconsumer.admin.log_offsets import (
 )
 from zkconsumer.admin.offset_plan import describe_partitions, topic_layout
 from zkconsumer.admin.offset_targets import range_problem
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.errors import AdminUnavailable, AdminUsageError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import run_bounded
 
@@ -35,30 +36,28 @@ def _give_up_codes() -> frozenset[int]:
 _GIVE_UP = _give_up_codes()
 
 
+@admin_errors  # not on read_partition: what its `write` raises is the caller's own
 def start_offset(
     client: KazooClient, access: BrokerAccess, topic: str, partition: int, offset: int | str, warn: Warn = log_warning
 ) -> int:
     """Where to start reading: the partition must exist and a numeric offset lie in its log (else
-    AdminError, a bad request; or AdminError when the brokers give no log offsets)."""
+    AdminUsageError; AdminUnavailable when the brokers give no log offsets)."""
     try:
         znodes.topic_path(topic)
     except ValueError:
-        raise AdminError(
-            f"invalid topic name {topic!r} (--partition takes one topic, not a regex)", bad_request=True
-        ) from None
+        raise AdminUsageError(f"invalid topic name {topic!r} (--partition takes one topic, not a regex)") from None
     partitions, epoch = topic_layout(client, [topic])[topic]
     if epoch is None:
-        raise AdminError(f"no such topic {topic!r} (no {znodes.topic_path(topic)})", bad_request=True)
+        raise AdminUsageError(f"no such topic {topic!r} (no {znodes.topic_path(topic)})")
     if partition not in partitions:
-        raise AdminError(
-            f"topic {topic} has no partition {partition} (its partitions: {describe_partitions(partitions)})",
-            bad_request=True,
+        raise AdminUsageError(
+            f"topic {topic} has no partition {partition} (its partitions: {describe_partitions(partitions)})"
         )
     with open_watermarks(client, access, quiet=True, warn=warn) as marks:
         log = marks.offsets([(topic, partition)])
         if (topic, partition) not in log:
             reason = marks.reason or marks.unanswered.get((topic, partition), "no answer")
-            raise AdminError(f"cannot read the log offsets of {topic}-{partition}: {reason}")
+            raise AdminUnavailable(f"cannot read the log offsets of {topic}-{partition}: {reason}")
     low, high = log[(topic, partition)]
     if offset == "earliest":
         return low
@@ -67,7 +66,7 @@ def start_offset(
     assert isinstance(offset, int)
     problem = range_problem(offset, low, high)
     if problem is not None:
-        raise AdminError(f"--offset: {topic}-{partition}: {problem}", bad_request=True)
+        raise AdminUsageError(f"--offset: {topic}-{partition}: {problem}")
     return offset
 
 
@@ -84,14 +83,14 @@ def read_partition(
 ) -> int:
     """Hand each message of one partition from `offset` on to `write` (up to `max_messages`, or until
     none came for `timeout_ms`); returns how many. A broker error that may pass is warned of once;
-    one that will not ends the read with AdminError."""
+    one that will not ends the read with AdminUnavailable."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     access = BrokerAccess(None, config.librdkafka_overrides, config.broker_listener)
     begin = start_offset(client, access, topic, partition, offset, warn)
     bootstrap, settings = reach(client, access, warn=warn)
     if not bootstrap:
-        raise AdminError("no broker endpoint under /brokers/ids to read from")
+        raise AdminUnavailable("no broker endpoint under /brokers/ids to read from")
     consumer = Consumer(
         {
             **settings,
@@ -117,7 +116,7 @@ def read_partition(
             error = msg.error()
             if error is not None:
                 if error.fatal() or error.code() in _GIVE_UP:
-                    raise AdminError(f"reading {topic}-{partition} failed: {error.str()}")
+                    raise AdminUnavailable(f"reading {topic}-{partition} failed: {error.str()}")
                 if error.str() not in reported:  # a broker going away and coming back: say it once
                     reported.add(error.str())
                     warn(f"reading {topic}-{partition}: {error.str()}")
@@ -126,7 +125,7 @@ def read_partition(
             count += 1
             last = time.monotonic()
     except KafkaException as exc:
-        raise AdminError(f"reading {topic}-{partition} failed: {exc}") from None
+        raise AdminUnavailable(f"reading {topic}-{partition} failed: {exc}") from None
     finally:
         run_bounded(consumer.close, 10.0, "zkconsumer-close-console")
     return count

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.log_offsets import Warn, log_warning
-from zkconsumer.admin.offset_plan import topic_layout
-from zkconsumer.admin.wanted_offset import WantedOffset
+from zkconsumer.admin.offset_plan import WantedOffset, topic_layout
+from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.errors import AdminError, AdminUsageError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children
 
@@ -19,6 +19,7 @@ def group_topics(client: KazooClient, group: str) -> set[str]:
     return set(children(client, znodes.offsets_path(group))) | set(children(client, znodes.owners_path(group)))
 
 
+@admin_errors
 def reset_scope(
     client: KazooClient,
     groups: list[str],
@@ -28,17 +29,15 @@ def reset_scope(
     warn: Warn = log_warning,
 ) -> list[WantedOffset]:
     """The partitions to reset: the `specs` of every group (with `all_groups`: of the groups that
-    have them), or with `specs` None (--all-topics) each group's topics that exist. AdminError
-    for a topic asked for that does not exist (a bad request) or when nothing is left to reset."""
+    have them), or with `specs` None (--all-topics) each group's topics that exist. AdminUsageError
+    for a topic asked for that does not exist, AdminError when nothing is left to reset."""
     mine = {g: group_topics(client, g) for g in groups}
     topics = {t for t, _ in specs} if specs is not None else set().union(*mine.values())
     layout = topic_layout(client, topics)
     if specs is not None:
         for topic, _ in specs:
             if layout[topic][1] is None:
-                raise AdminError(
-                    f"no such topic {topic!r} (no {znodes.topic_path(topic)}); nothing was written", bad_request=True
-                )
+                raise AdminUsageError(f"no such topic {topic!r} (no {znodes.topic_path(topic)}); nothing was written")
     wanted = []
     for group in groups:
         if specs is None:

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.lag_status import Sample, Seen, group_status, ownership_of
 from zkconsumer.admin.log_offsets import Watermarks
 from zkconsumer.admin.snapshot import take_snapshot
-from zkconsumer.admin.status import Sample, Seen, group_status, ownership_of
 from zkconsumer.admin.verdicts import GroupVerdict
 from zkconsumer.partitions import TopicPartition
 
@@ -18,7 +18,7 @@ class GroupSampler:
     """Takes samples of `group`: per partition its committed offset and offset node's last write,
     its log end (through `marks`), its owner and what the registrations say of it.
 
-    Each sample is one read of the group as `groups describe` reads it (admin/snapshot.take_snapshot),
+    Each sample is one read of the group as `groups describe` reads it (take_snapshot),
     timed when its log ends have been read. Example::
 
         with zk_session(...) as client, open_watermarks(client, BrokerAccess()) as marks:

@@ -10,7 +10,12 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.committed import read_offsets
-from zkconsumer.admin.problems import (
+from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.cluster import broker_nodes
+from zkconsumer.config.compat import DEFAULT
+from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
+from zkconsumer.errors import ZkDataError
+from zkconsumer.group_problems import (
     BAD_OWNER,
     REBALANCE_PROBLEMS,
     Member,
@@ -21,10 +26,6 @@ from zkconsumer.admin.problems import (
     duplicate_subscription_keys,
     member_problems,
 )
-from zkconsumer.cluster import broker_nodes
-from zkconsumer.config.compat import DEFAULT
-from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
-from zkconsumer.errors import ZkDataError
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children, get_many
@@ -142,6 +143,7 @@ def group_topics(client: KazooClient, group: str, members: Mapping[str, Member])
     return sorted(topics)
 
 
+@admin_errors
 def take_snapshot(
     client: KazooClient,
     group: str,

@@ -1,15 +1,15 @@
 """Un-stick a group: read its plan from ZooKeeper, nudge its ids folder so every member (Scala ones too) rebalances, wait for every partition to have an owner.
 
-The plan and why the nudge works: unstick_plan.py. Nothing here deletes or changes a node that
+Why the nudge works: the plan's module. Nothing here deletes or changes a node that
 exists: the one write is a transaction that creates a child of `/consumers/<group>/ids` and
 deletes it again, which no reader ever sees.
 
 Example::
 
-    io = ZkIO(connect("zk:2181/kafka", session_timeout_s=10, connect_timeout_s=10), timeout_s=10)
-    plan = read_plan(io, "billing")
+    client = connect("zk:2181/kafka", session_timeout_s=10, connect_timeout_s=10)
+    plan = read_plan(client, "billing")
     if not plan.blockers:
-        result = unstick(io, plan, timeout_s=60)
+        result = unstick(client, plan, timeout_s=60)
         print(result.owned_after_s)   # seconds from the nudge until every partition had an owner
 """
 
@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from zkconsumer.admin.unknown_group import UnknownGroup as UnknownGroup
+from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.admin.unstick_plan import (
     MemberFacts,
     OwnerFacts,
@@ -36,7 +37,7 @@ from zkconsumer.admin.unstick_plan import (
 from zkconsumer.cluster.broker_nodes import decode_topic_partitions
 from zkconsumer.coordinator.peers import registration_problem
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
-from zkconsumer.errors import ZkDataError
+from zkconsumer.errors import AdminRefused, AdminUnavailable, UnknownGroup, ZkDataError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.nudge import nudge_children
@@ -70,9 +71,19 @@ class UnstickResult:
         }
 
 
-def read_plan(io: ZkIO, group: str, *, exclude_internal: bool = True) -> UnstickPlan:
+@admin_errors
+def read_plan(
+    client: KazooClient,
+    group: str,
+    *,
+    exclude_internal: bool = True,
+    request_timeout_s: float = 10.0,
+    identity: str = "this client",
+) -> UnstickPlan:
     """The group's members, subscribed partitions and their owner nodes, and the plan over them
-    (UnknownGroup if /consumers/<group> does not exist)."""
+    (UnknownGroup if /consumers/<group> does not exist). Every ZooKeeper request waits at most
+    `request_timeout_s`; `identity` is who we are to ZooKeeper, named if it refuses us."""
+    io = ZkIO(client, timeout_s=request_timeout_s, identity=identity)
     if io.exists(znodes.group_path(group)) is None:
         raise UnknownGroup(f"unknown group {group!r}: no {znodes.group_path(group)}")
     all_topics = _children(io, znodes.BROKER_TOPICS)
@@ -87,20 +98,25 @@ def read_plan(io: ZkIO, group: str, *, exclude_internal: bool = True) -> Unstick
     return plan_unstick(group, members, partitions, owners)
 
 
+@admin_errors
 def unstick(
-    io: ZkIO,
+    client: KazooClient,
     plan: UnstickPlan,
     *,
     timeout_s: float = 60.0,
     settle_s: float = SETTLE_S,
+    request_timeout_s: float = 10.0,
+    identity: str = "this client",
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> UnstickResult:
     """Nudge the group's ids folder, then wait until every subscribed partition has an owner and
     the owner nodes stayed unchanged for `settle_s` (or `timeout_s` passed). Refuses a plan with
-    blockers (ValueError): the members would only fail their claims again."""
+    blockers (AdminRefused): the members would only fail their claims again. ZooKeeper requests
+    as read_plan's."""
     if plan.blockers:
-        raise ValueError(f"the plan has {len(plan.blockers)} blockers: {plan.blockers[0].line()}")
+        raise AdminRefused(f"the plan has {len(plan.blockers)} blockers: {plan.blockers[0].line()}")
+    io = ZkIO(client, timeout_s=request_timeout_s, identity=identity)
     folders = {t: WatchedFolder(io, znodes.owners_path(plan.group, t)) for t in plan.partitions}
     for folder in folders.values():
         folder.read()  # watches armed before the nudge: the first reads after it cost only changes
@@ -131,7 +147,8 @@ def _nudge(io: ZkIO, plan: UnstickPlan) -> tuple[str, Any]:
             return f"{plan.nudge_parent}/{child}", nudge_children(io, plan.nudge_parent, child, trigger_data(now_ms))
         except NodeExistsError:
             continue
-    raise NodeExistsError(f"{plan.nudge_parent}: three nudge names in a row were taken")
+    # The text the command line gives any kazoo error it did not expect.
+    raise AdminUnavailable(f"ZooKeeper request failed: {plan.nudge_parent}: three nudge names in a row were taken")
 
 
 def _result(

@@ -23,13 +23,42 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zkconsumer.admin.member_facts import MemberFacts as MemberFacts
-from zkconsumer.admin.owner_facts import OwnerFacts as OwnerFacts
-from zkconsumer.admin.unstick_blocker import Blocker as Blocker
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.znodes import Registration
 
 TRIGGER_PREFIX = "zkconsumer-rebalance"  # after "<group>_": a consumer id no Scala member generates
+
+
+@dataclass(frozen=True)
+class MemberFacts:
+    """A registered member: the session holding its node, its threads per topic, why Scala cannot read it."""
+
+    consumer_id: str
+    session: int
+    threads: Mapping[str, int]  # topic -> thread count
+    zkconsumer: bool = False  # marked itself under /consumers/<g>/zkconsumer/members
+    problem: str | None = None  # its registration cannot be read, or makes Scala's assignors throw
+
+
+@dataclass(frozen=True)
+class OwnerFacts:
+    """An owner node: the thread id it holds (None: not one) and the session holding it."""
+
+    thread_id: str | None
+    session: int
+    czxid: int = 0
+
+
+@dataclass(frozen=True)
+class UnstickBlocker:
+    """A node that would make the members' rebalance fail again; never deleted here (a live session holds it)."""
+
+    node: str
+    reason: str
+    remedy: str
+
+    def line(self) -> str:
+        return f"{self.node}: {self.reason}; {self.remedy}"
 
 
 def trigger_child(group: str, now_ms: int, nonce: int) -> str:
@@ -50,7 +79,7 @@ class UnstickPlan:
     members: dict[str, MemberFacts]
     partitions: dict[str, list[int]]  # subscribed topic -> partitions
     owners: dict[tuple[str, int], OwnerFacts]
-    blockers: list[Blocker] = field(default_factory=list)
+    blockers: list[UnstickBlocker] = field(default_factory=list)
     nudge_parent: str = ""
 
     @property
@@ -120,7 +149,7 @@ def plan_unstick(
     )
     if not members:
         plan.blockers.append(
-            Blocker(
+            UnstickBlocker(
                 znodes.ids_path(group),
                 "has no children: the group has no registered member to rebalance",
                 "start the group's consumers (their first rebalance claims the partitions)",
@@ -129,7 +158,7 @@ def plan_unstick(
     for cid, member in sorted(members.items()):
         if member.problem is not None:
             plan.blockers.append(
-                Blocker(
+                UnstickBlocker(
                     znodes.member_path(group, cid),
                     f"{member.problem}: every Scala member's rebalance fails while it is registered",
                     f"not deleted (session 0x{member.session:x} holds it): stop or fix the consumer {cid}",
@@ -153,7 +182,7 @@ def plan_unstick(
         else:
             why = f"owned by {owner.thread_id}, no registered member, in session 0x{owner.session:x}"
         plan.blockers.append(
-            Blocker(
+            UnstickBlocker(
                 znodes.owner_path(group, topic, partition),
                 f"{why}; the member assigned {topic}-{partition} cannot claim it",
                 f"not deleted (a live session holds it): stop the process of session 0x{owner.session:x}, "

@@ -1,14 +1,11 @@
-"""The command line's way to the brokers: admin.log_offsets with one-line warnings on stderr."""
+"""The command line's way to the brokers: zkconsumer.admin's, with one-line warnings on stderr."""
 
 from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin import log_offsets
-from zkconsumer.admin.log_offsets import LIBRDKAFKA_LOG as LIBRDKAFKA_LOG
-from zkconsumer.admin.log_offsets import BrokerAccess as BrokerAccess
-from zkconsumer.admin.log_offsets import Watermarks as Watermarks
-from zkconsumer.admin.log_offsets import legacy_settings as legacy_settings
+from zkconsumer import admin
+from zkconsumer.admin import BrokerAccess, Watermarks
 from zkconsumer.cli.common import EXIT_USAGE, CliError, warn
 from zkconsumer.config.checks import SECURITY_PROTOCOLS
 from zkconsumer.config.properties import parse_properties
@@ -17,13 +14,13 @@ _PLAINTEXT = BrokerAccess()  # PLAINTEXT endpoints, no settings
 
 
 def bootstrap_from_zookeeper(client: KazooClient, access: BrokerAccess = _PLAINTEXT) -> str | None:
-    """admin.log_offsets.bootstrap_from_zookeeper, warning on stderr."""
-    return log_offsets.bootstrap_from_zookeeper(client, access, warn=warn)
+    """admin.bootstrap_from_zookeeper, warning on stderr."""
+    return admin.bootstrap_from_zookeeper(client, access, warn=warn)
 
 
 def open_watermarks(client: KazooClient, access: BrokerAccess, *, quiet: bool = False) -> Watermarks:
-    """admin.log_offsets.open_watermarks, warning on stderr."""
-    return log_offsets.open_watermarks(client, access, quiet=quiet, warn=warn)
+    """admin.open_watermarks, warning on stderr."""
+    return admin.open_watermarks(client, access, quiet=quiet, warn=warn)
 
 
 def broker_access(bootstrap: str | None, command_config: str | None, listener: str | None) -> BrokerAccess:

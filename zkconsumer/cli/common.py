@@ -15,15 +15,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer.admin.admin_error import AdminError
-from zkconsumer.admin.groups import group_exists
-from zkconsumer.admin.groups import member_count as member_count  # the commands' import
-from zkconsumer.admin.log_offsets import LogOffsetsUnavailable
+from zkconsumer.admin import AdminError, AdminUsageError, LogOffsetsUnavailable, group_exists
 from zkconsumer.errors import ZkConsumerError, ZkDataError, ZooKeeperAccessDenied, ZooKeeperUnavailable
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.auth import JaasError, ZkAuth, zk_auth
 from zkconsumer.zookeeper.client import close_quietly, connect
-from zkconsumer.zookeeper.reads import children as children  # the commands' import
 from zkconsumer.zookeeper.reads import exists, get_children_strict
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -207,8 +203,8 @@ def require_group(client: KazooClient, group: str, zookeeper: str) -> None:
     """CliError naming the group unless /consumers/<group> exists (zk_session already refused a wrong chroot)."""
     try:
         known = group_exists(client, group)
-    except ValueError:
-        raise CliError(f"invalid group name {group!r}", EXIT_USAGE) from None
+    except AdminUsageError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
     if not known:
         raise CliError(f"unknown group {group!r}: no {znodes.group_path(group)} in ZooKeeper at {zookeeper}")
 

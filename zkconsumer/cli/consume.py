@@ -8,11 +8,15 @@ import warnings
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.console_member import delete_console_group, run_console_member
-from zkconsumer.admin.groups import group_exists
-from zkconsumer.admin.offset_files import InputError
-from zkconsumer.admin.partition_read import read_partition
-from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_errors, member_count, warn, zk_session
+from zkconsumer.admin import (
+    InputError,
+    delete_console_group,
+    group_exists,
+    member_count,
+    read_partition,
+    run_console_member,
+)
+from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, warn, zk_session
 from zkconsumer.cli.consume_run import Stop, count_until_stopped, writer
 from zkconsumer.cli.formats import parse_key_value
 from zkconsumer.cli.options import zk_options
@@ -22,7 +26,7 @@ from zkconsumer.config.consumer_config import ConsumerConfig, merge
 from zkconsumer.config.properties import parse_properties
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.reads import delete_tree
+from zkconsumer.zookeeper.reads import children, delete_tree
 
 RESET_ALIASES = {"earliest": "smallest", "latest": "largest"}
 PREVIOUS_OFFSETS = (

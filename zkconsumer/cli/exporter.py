@@ -10,7 +10,8 @@ from types import FrameType
 
 import click
 
-from zkconsumer.cli.brokers import BrokerAccess, bootstrap_from_zookeeper, legacy_settings
+from zkconsumer.admin import BrokerAccess, legacy_settings
+from zkconsumer.cli.brokers import bootstrap_from_zookeeper
 from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, warn, zk_session
 from zkconsumer.cli.options import bootstrap_option, zk_options
 from zkconsumer.exporter.exporter import Exporter

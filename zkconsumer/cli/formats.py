@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from zkconsumer.admin.offset_files import InputError
+from zkconsumer.admin import InputError
 from zkconsumer.zookeeper import znodes
 
 

@@ -9,9 +9,8 @@ import click
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer.admin.rate_tracker import RateTracker
-from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
-from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
+from zkconsumer.admin import AdminUnavailable, BrokerAccess, GroupSnapshot, RateTracker, take_snapshot
+from zkconsumer.cli.brokers import open_watermarks
 from zkconsumer.cli.common import emit_json, expected_errors, require_group, zk_session
 from zkconsumer.cli.options import bootstrap_option, group_option, json_option, zk_options
 from zkconsumer.cli.output.render import TextTable, console, show, stdout_is_tty
@@ -167,8 +166,15 @@ def _live_loop(frame: Any, interval: float) -> None:
             try:
                 _, items = frame()
                 live.update(_renderable(items), refresh=True)
-            except (KazooException, KazooTimeoutError) as exc:  # keep watching through a ZooKeeper blip
+            except (
+                AdminUnavailable,
+                KazooException,
+                KazooTimeoutError,
+            ) as exc:  # keep watching through a ZooKeeper blip
+                failure = exc.__cause__ if isinstance(exc, AdminUnavailable) else exc
+                if not isinstance(failure, (KazooException, KazooTimeoutError)):
+                    raise
                 live.update(
-                    _renderable([f"ZooKeeper read failed ({exc or type(exc).__name__}); retrying"] + items[1:]),
+                    _renderable([f"ZooKeeper read failed ({failure or type(failure).__name__}); retrying"] + items[1:]),
                     refresh=True,
                 )

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from zkconsumer.admin.snapshot import take_snapshot
-from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
+from zkconsumer.admin import BrokerAccess, take_snapshot
+from zkconsumer.cli.brokers import open_watermarks
 from zkconsumer.cli.common import EXIT_PROBLEM, emit_json, expected_errors, require_group, zk_session
 from zkconsumer.cli.options import bootstrap_option, group_option, json_option, zk_options
 

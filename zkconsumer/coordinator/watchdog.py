@@ -6,12 +6,12 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from zkconsumer.admin.problems import ownership_problems
 from zkconsumer.consumer.partition_fetcher import PartitionFetcher
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.group_assignment import GroupAssignment
 from zkconsumer.coordinator.membership import Membership
 from zkconsumer.coordinator.periodic import PeriodicTask
+from zkconsumer.group_problems import ownership_problems
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.group import GroupZk
 from zkconsumer.zookeeper.znodes import consumer_id_of_thread
@@ -28,7 +28,7 @@ def find_problems(
     expected: Mapping[str, Mapping[int, str]] | None = None,
 ) -> list[str]:
     """What a rebalance should repair, as sorted one-line descriptions (pure): the details of
-    admin.problems.ownership_problems, the problem analysis the CLI's describe and verify share.
+    group_problems.ownership_problems, the problem analysis the CLI's describe and verify share.
 
     partitions: topic -> partition ids we subscribe to; owners: topic -> partition -> owner
     thread id as found in ZooKeeper; members: live consumer ids; owned_here / fetched_here:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from zkconsumer.admin.verdicts import GroupVerdict, LagStatus, Ownership
+from zkconsumer.admin import GroupVerdict, LagStatus, Ownership
 
 
 def what_to_do(group: str, verdict: GroupVerdict, members: Sequence[str], problems: Sequence[str]) -> list[str]:

@@ -7,8 +7,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from zkconsumer.admin.status import OWNERSHIP_NAMES, age_text, group_why, status_report
-from zkconsumer.admin.verdicts import LagStatus, Ownership
+from zkconsumer.admin import OWNERSHIP_NAMES, LagStatus, Ownership, age_text, group_why, status_report
 from zkconsumer.exporter.advice import what_to_do
 from zkconsumer.exporter.history import LagHistory
 from zkconsumer.exporter.view import GroupState, ViewState

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zkconsumer.admin.verdicts import GroupVerdict
+from zkconsumer.admin import GroupVerdict
 
 SPAN_S = 3600.0
 MAX_POINTS = 720  # at most one point per 5 s over an hour: 721 points x 21 bytes = 15 KB per group

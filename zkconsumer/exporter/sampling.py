@@ -1,11 +1,11 @@
-"""A group's nodes and the log ends into one sample of admin.status (pure): what `groups status` would have seen."""
+"""A group's nodes and the log ends into one sample of admin.lag_status (pure): what `groups status` would have seen."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from zkconsumer.admin.status import Record, Sample, Seen, ownership_of
+from zkconsumer.admin import Record, Sample, Seen, ownership_of
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
 from zkconsumer.errors import ZkDataError
 from zkconsumer.exporter.group_watch import GroupNodes
@@ -27,7 +27,7 @@ class Topic:
 
 @dataclass(frozen=True)
 class GroupSample:
-    """One sample of a group, with what the exporter shows beside admin.status's Sample."""
+    """One sample of a group, with what the exporter shows beside admin.lag_status's Sample."""
 
     sample: Sample
     member_kinds: Mapping[str, str]  # consumer id -> "zkconsumer" | "scala"

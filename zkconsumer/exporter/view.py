@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from zkconsumer.admin.status import NOT_JUDGED, Judged, judge_runs
-from zkconsumer.admin.verdicts import GroupVerdict
+from zkconsumer.admin import NOT_JUDGED, GroupVerdict, Judged, judge_runs
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.errors import ZkDataError, ZooKeeperAccessDenied
 from zkconsumer.exporter.group_watch import GroupWatch
@@ -71,7 +70,7 @@ class ClusterView:
     A refresh reads each group through its GroupWatch (only what changed since the last: a watch
     fired), the topics' partitions from /brokers/topics (watched too), every log end in one batch,
     then appends one sample per group to its window (at most `window_s / interval_s + 1` samples,
-    kept as runs: exporter.window) and judges it with admin.status.judge_runs, Burrow's rules over
+    kept as runs: exporter.window) and judges it with admin.lag_status.judge_runs, Burrow's rules over
     the window as `groups status` applies them, partitions whose verdict cannot have changed kept.
 
     Example::

@@ -7,8 +7,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from zkconsumer.admin.status import Record, Run, Sample, Seen, run_facts, seen_record
-from zkconsumer.admin.verdicts import PartitionFacts
+from zkconsumer.admin import PartitionFacts, Record, Run, Sample, Seen, run_facts, seen_record
 from zkconsumer.exporter.sampling import GroupSample, SampleMeta
 from zkconsumer.partitions import TopicPartition
 
@@ -18,7 +17,7 @@ class WindowSnapshot:
     """The window as one refresh left it (immutable: scrapes and API requests read it).
 
     Samples are numbered; `metas` are the samples `first`, `first` + 1, ... (oldest first), and
-    `runs[key]` what each partition was seen as from a sample number on (admin.status.run_facts)."""
+    `runs[key]` what each partition was seen as from a sample number on (admin.lag_status.run_facts)."""
 
     first: int
     metas: tuple[SampleMeta, ...]

@@ -335,7 +335,7 @@ def commit(opts: Any, group: str, commits: dict[Key, int], plan: BatchPlan) -> i
     """Write each offset unless a live member owns the partition, only over the offset node the
     plan read (compare-and-set: a member that committed since keeps its offset) and only into the
     topic incarnation the plan counted in (one guarded transaction each)."""
-    from zkconsumer.admin.offsets_write import write_offset_guarded  # the owner-fenced offset write
+    from zkconsumer.zookeeper.guarded_write import write_offset_guarded  # the owner-fenced offset write
 
     planned = {p.key: p for p in plan.partitions}
     refused = {}

@@ -7,19 +7,18 @@ from typing import ParamSpec, TypeVar
 
 import click
 
-from zkconsumer.admin.group_delete import DeleteRefused, delete_fenced, has_topic_offsets, paths_to_delete
+from zkconsumer.admin import DeleteRefused, delete_fenced, has_topic_offsets, member_count, paths_to_delete
 from zkconsumer.cli.common import (
     EXIT_USAGE,
     CliError,
-    children,
     expected_errors,
-    member_count,
     require_group,
     warn,
     zk_session,
 )
 from zkconsumer.cli.options import execute_options, zk_options
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.reads import children
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -6,10 +6,9 @@ from typing import TypeVar
 
 import click
 
-from zkconsumer.admin.groups import list_groups as group_names
-from zkconsumer.admin.offset_files import InputError
-from zkconsumer.admin.snapshot import GroupSnapshot, take_snapshot
-from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
+from zkconsumer.admin import BrokerAccess, GroupSnapshot, InputError, take_snapshot
+from zkconsumer.admin import list_groups as group_names
+from zkconsumer.cli.brokers import open_watermarks
 from zkconsumer.cli.common import (
     EXIT_USAGE,
     CliError,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from zkconsumer.admin.groups import list_groups as group_names
-from zkconsumer.cli.common import emit_json, expected_errors, member_count, zk_session
+from zkconsumer.admin import AdminUsageError, member_count
+from zkconsumer.admin import list_groups as group_names
+from zkconsumer.cli.common import emit_json, expected_errors, zk_session
 from zkconsumer.cli.options import json_option, zk_options
 from zkconsumer.cli.output.render import TextTable, show
 
@@ -30,7 +31,7 @@ def list_groups(zookeeper: str, zk_digest: str | None, zk_timeout: float, as_jso
         for name in names:
             try:
                 counts[name] = member_count(client, name)
-            except ValueError:  # a child name that is no valid group segment cannot happen in ZK; be safe
+            except AdminUsageError:  # a child name that is no valid group segment cannot happen in ZK; be safe
                 counts[name] = 0
     if as_json:
         emit_json([{"group": g, "members": counts[g]} for g in names])

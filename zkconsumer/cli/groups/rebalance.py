@@ -17,11 +17,9 @@ from zkconsumer.cli.common import (
 from zkconsumer.cli.options import execute_options, group_option, json_option, zk_options
 from zkconsumer.cli.output.render import TextTable, show
 from zkconsumer.errors import ZkConsumerError, ZooKeeperAccessDenied
-from zkconsumer.zookeeper.client import ZkIO
 
 if TYPE_CHECKING:
-    from zkconsumer.admin.unstick import UnstickResult
-    from zkconsumer.admin.unstick_plan import UnstickPlan
+    from zkconsumer.admin import UnstickPlan, UnstickResult
 
 
 @click.command("rebalance")
@@ -69,20 +67,19 @@ def rebalance(
       zkconsumer groups rebalance --zookeeper zk:2181/kafka --group billing --execute  # nudge, wait
     """
     # Imported here: the other `groups` commands (and `zkconsumer --help`) do not pay for it.
-    from zkconsumer.admin.unstick import UnknownGroup, read_plan, unstick
+    from zkconsumer.admin import UnknownGroup, read_plan, unstick
 
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         require_group(client, group, zookeeper)
         identity = f"this command ({session_identity(zk_digest)}) at {zookeeper}"
-        io = ZkIO(client, timeout_s=zk_timeout, identity=identity)
         try:
-            plan = read_plan(io, group)
+            plan = read_plan(client, group, request_timeout_s=zk_timeout, identity=identity)
             if plan.blockers or not execute:
                 _finish(plan, None, as_json)
                 return
             if not as_json:
                 show(*plan_tables(plan))
-            result = unstick(io, plan, timeout_s=timeout)
+            result = unstick(client, plan, timeout_s=timeout, request_timeout_s=zk_timeout, identity=identity)
         except UnknownGroup as exc:
             raise CliError(f"{exc} in ZooKeeper at {zookeeper}") from None
         except ZooKeeperAccessDenied as exc:

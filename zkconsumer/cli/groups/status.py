@@ -7,10 +7,17 @@ from collections.abc import Sequence
 
 import click
 
-from zkconsumer.admin.sampler import GroupSampler
-from zkconsumer.admin.status import Sample, age_text, group_why, status_report
-from zkconsumer.admin.verdicts import GroupVerdict, LagStatus
-from zkconsumer.cli.brokers import BrokerAccess, open_watermarks
+from zkconsumer.admin import (
+    BrokerAccess,
+    GroupSampler,
+    GroupVerdict,
+    LagStatus,
+    Sample,
+    age_text,
+    group_why,
+    status_report,
+)
+from zkconsumer.cli.brokers import open_watermarks
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
     EXIT_USAGE,

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from zkconsumer.admin.migration_copy import copy_offsets
-from zkconsumer.admin.migration_evidence import gather
-from zkconsumer.cli.brokers import BrokerAccess
+from zkconsumer.admin import BrokerAccess, copy_offsets, gather
 from zkconsumer.cli.common import (
     CliError,
     emit_json,

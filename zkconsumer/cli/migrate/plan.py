@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from zkconsumer.admin.migration_evidence import direction_plans, gather
-from zkconsumer.cli.brokers import BrokerAccess
+from zkconsumer.admin import BrokerAccess, direction_plans, gather
 from zkconsumer.cli.common import CliError, emit_json, expected_errors, warn, zk_session
 from zkconsumer.cli.migrate.checks import EXIT_BLOCKED, checked_topics
 from zkconsumer.cli.options import (

@@ -6,13 +6,11 @@ import sys
 
 import click
 
-from zkconsumer.admin.offset_export import read_export, spark_starting_offsets_of
-from zkconsumer.admin.offset_files import InputError, export_json, format_csv, format_export
+from zkconsumer.admin import InputError, export_json, format_csv, format_export, read_export, spark_starting_offsets_of
 from zkconsumer.cli.common import (
     EXIT_PROBLEM,
     EXIT_USAGE,
     CliError,
-    children,
     expected_errors,
     require_group,
     warn,
@@ -22,6 +20,7 @@ from zkconsumer.cli.formats import parse_topic_specs
 from zkconsumer.cli.options import json_option, zk_options
 from zkconsumer.cli.output.progress import progress
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.reads import children
 
 
 @click.command("export")

@@ -7,10 +7,15 @@ import sys
 
 import click
 
-from zkconsumer.admin.offset_files import FILE_FORMATS, InputError, decode_input, parse_offsets_file
-from zkconsumer.admin.offset_plan import plan_writes
-from zkconsumer.admin.wanted_offset import WantedOffset
-from zkconsumer.cli.brokers import BrokerAccess
+from zkconsumer.admin import (
+    FILE_FORMATS,
+    BrokerAccess,
+    InputError,
+    WantedOffset,
+    decode_input,
+    parse_offsets_file,
+    plan_writes,
+)
 from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, warn, zk_session
 from zkconsumer.cli.options import (
     bootstrap_option,

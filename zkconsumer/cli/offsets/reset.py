@@ -7,9 +7,8 @@ import contextlib
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.offset_plan import plan_writes
-from zkconsumer.admin.reset_scope import reset_scope
-from zkconsumer.cli.common import EXIT_USAGE, CliError, children, expected_errors, require_group, warn, zk_session
+from zkconsumer.admin import plan_writes, reset_scope
+from zkconsumer.cli.common import EXIT_USAGE, CliError, expected_errors, require_group, warn, zk_session
 from zkconsumer.cli.offsets.reset_request import ResetRequest
 from zkconsumer.cli.options import (
     as_request,
@@ -22,6 +21,7 @@ from zkconsumer.cli.options import (
 )
 from zkconsumer.cli.output.plans import execute_plan, finish
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.reads import children
 
 
 def _groups(client: KazooClient, zookeeper: str, groups: tuple[str, ...], all_groups: bool) -> list[str]:

@@ -5,10 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from zkconsumer.admin.log_offsets import BrokerAccess
-from zkconsumer.admin.offset_files import InputError
-from zkconsumer.admin.offset_targets import Target, parse_datetime, parse_duration
-from zkconsumer.admin.reset_scope import TopicSpec
+from zkconsumer.admin import BrokerAccess, InputError, Target, TopicSpec, parse_datetime, parse_duration
 from zkconsumer.cli.common import EXIT_USAGE, CliError
 from zkconsumer.cli.formats import parse_partitions, parse_topic_specs
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, TIMESTAMP_NOT_AVAILABLE, Message
 
-from zkconsumer.admin.offset_files import InputError
+from zkconsumer.admin import InputError
 
 FLAGS = ("print.timestamp", "print.partition", "print.offset", "print.headers", "print.key", "print.value")
 SEPARATORS = ("key.separator", "line.separator", "headers.separator", "headers.key.separator", "null.literal")

@@ -9,8 +9,7 @@ from typing import Any, TypeVar
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.offset_files import OffsetEntry, format_csv
-from zkconsumer.admin.offsets_write import KafkaCommitter, PlannedWrite, execute, summary
+from zkconsumer.admin import KafkaCommitter, OffsetEntry, PlannedWrite, execute, format_csv, summary
 from zkconsumer.cli.common import EXIT_PROBLEM, CliError, emit_json, expected_error_message
 from zkconsumer.cli.output.progress import progress
 from zkconsumer.cli.output.render import TextTable, show
@@ -95,7 +94,8 @@ def execute_plan(
     description: str,
     kafka: Mapping[str, KafkaCommitter] | None = None,
 ) -> str | None:
-    """admin.offsets_write.execute with the command line's progress bar and one-line error messages."""
+    """zkconsumer.admin.execute with the command line's progress bar and one-line error messages;
+    the error that stopped the writes midway, if one did."""
     return execute(
         client, plan, description=description, kafka=kafka, explain=expected_error_message, progress=progress
-    )
+    ).stopped

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from zkconsumer.admin.progress import ProgressBar, no_progress
+from zkconsumer.admin import ProgressBar, no_progress
 
 PROGRESS_THRESHOLD = 50
 

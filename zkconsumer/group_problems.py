@@ -1,17 +1,16 @@
-"""The one problem analysis (pure): members, owner nodes and offsets against the log; the CLI and the watchdog use it."""
+"""A consumer group's problems (pure): members, owner nodes and offsets against the log; the CLI and each member's watchdog use it."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Collection, Iterable, Mapping, Set
+from dataclasses import dataclass, field
 from typing import Any
 
-from zkconsumer.admin.member import Member as Member
-from zkconsumer.admin.owner import Owner as Owner
-from zkconsumer.admin.partition_state import PartitionState as PartitionState
-from zkconsumer.admin.problem import Problem as Problem
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
+from zkconsumer.zookeeper.znodes import Registration
 
 # Problem kinds: describe flags each on its row and verify reports (and fails on) every one.
 # REBALANCE_PROBLEMS decide verify's VerifyConsumerRebalance sentence; the others are offset problems.
@@ -46,6 +45,91 @@ REBALANCE_PROBLEMS = frozenset(
         DUPLICATE_MEMBER,
     }
 )
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong: `kind` (one of the constants above), a line naming the node, and the partition if any."""
+
+    kind: str
+    detail: str
+    topic: str | None = None
+    partition: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "topic": self.topic, "partition": self.partition, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Owner:
+    """An owner node: the thread id it holds and the session that created it (its ephemeralOwner)."""
+
+    thread_id: str
+    session: int
+
+
+@dataclass
+class Member:
+    """One registered consumer: its registration (or why it is unreadable) and its threads per topic."""
+
+    consumer_id: str
+    session: int
+    registration: Registration | None
+    threads: dict[str, list[str]] = field(default_factory=dict)
+    error: str | None = None
+
+    def subscription_text(self) -> str:
+        if self.registration is None:
+            return f"unreadable: {self.error}"
+        counts = ",".join(f"{key}:{n}" for key, n in self.registration.subscription)
+        return counts if self.registration.pattern == "static" else f"{self.registration.pattern} {counts}"
+
+    def registered_at(self) -> str | None:
+        stamp = self.registration.timestamp if self.registration else None
+        if stamp is None or not stamp.isdigit():
+            return stamp
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(int(stamp) / 1000))
+
+
+@dataclass
+class PartitionState:
+    """One partition of a group: its committed offset, owner, log start/end and the problems found on it."""
+
+    topic: str
+    partition: int
+    offset: int | None  # None: no offset node (Scala reads -1)
+    owner: Owner | None
+    log_start: int | None = None
+    log_end: int | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def lag(self) -> int | None:
+        if self.offset is None or self.offset < 0 or self.log_end is None:
+            return None
+        return max(0, self.log_end - self.offset)
+
+    @property
+    def consumer_id(self) -> str | None:
+        if self.owner is None:
+            return None
+        try:
+            return znodes.consumer_id_of_thread(self.owner.thread_id)
+        except ValueError:
+            return None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "current_offset": self.offset,
+            "log_start_offset": self.log_start,
+            "log_end_offset": self.log_end,
+            "lag": self.lag,
+            "owner": None if self.owner is None else self.owner.thread_id,
+            "consumer_id": self.consumer_id,
+            "problems": [p.kind for p in self.problems],
+        }
 
 
 def duplicate_subscription_keys(data: bytes) -> list[str]:

@@ -1,4 +1,4 @@
-"""A group's status from samples of it (pure): what a sampler saw of each partition, into verdicts and a report.
+"""A group's lag status from samples of it (pure): what a sampler saw of each partition, into verdicts and a report.
 
 A sample sees each partition's committed offset and its offset node's last write (mzxid, mtime),
 the log end the brokers gave, and the owner node. Over a window of samples, every new mzxid of an
