@@ -2,9 +2,11 @@
 
 from zkconsumer.config.consumer_config import ConfigError, ConsumerConfig
 from zkconsumer.connector import ConsumerConnector
-from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout, KafkaStream, Message
-from zkconsumer.coordinator.listener import ConsumerRebalanceFailed, ConsumerRebalanceListener
+from zkconsumer.consumer.chunks import Message
+from zkconsumer.consumer.stream import KafkaStream
+from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.subscription import Blacklist, Whitelist
+from zkconsumer.errors import ConsumerError, ConsumerRebalanceFailed, ConsumerTimeout
 from zkconsumer.version import __version__
 from zkconsumer.zookeeper.group import RegistrationConflict
 from zkconsumer.zookeeper.znodes import ZkDataError

@@ -9,10 +9,7 @@ from collections.abc import Callable
 
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.fetch_settings import FetchSettings
-from zkconsumer.consumer.fetcher import Fetcher
-from zkconsumer.consumer.partition_fetcher import NoFetcher, PartitionFetcher
+from zkconsumer.consumer.fetcher import CurrentFetcher, Fetcher, FetchSettings, NoFetcher, PartitionFetcher
 from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener

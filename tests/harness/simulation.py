@@ -16,8 +16,9 @@ from typing import Any
 from harness.zkmodel import ZkModel
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
+from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo
+from zkconsumer.consumer.fetcher import CurrentFetcher
+from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership

@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry, generate_latest
 
-from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.consumer.fetcher import FetchSettings
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, ConsumerError
 from zkconsumer.metrics import ConnectorCollector, Snapshot
 from zkconsumer.offsets.broker_group import admin_config

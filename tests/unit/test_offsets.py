@@ -7,10 +7,8 @@ import logging
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.fetch_settings import FetchSettings
-from zkconsumer.consumer.partition_fetcher import NoFetcher
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.fetcher import CurrentFetcher, FetchSettings, NoFetcher
 from zkconsumer.errors import BrokersUnavailable
 from zkconsumer.offsets import store as store_module
 from zkconsumer.offsets.dual_commit import BrokerGroupView, BrokerMember

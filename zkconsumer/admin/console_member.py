@@ -11,8 +11,8 @@ from zkconsumer.admin.admin_error import AdminError
 from zkconsumer.admin.groups import member_count
 from zkconsumer.admin.log_offsets import Warn, log_warning
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout
 from zkconsumer.coordinator.subscription import TopicFilter
+from zkconsumer.errors import ConsumerError, ConsumerTimeout
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import delete_tree
 
@@ -47,7 +47,7 @@ def run_console_member(
     as consumed; then leave the group (`on_leaving` first). Returns how many were handed on.
     AdminError when the member cannot start or fails."""
     from zkconsumer.connector import ConsumerConnector
-    from zkconsumer.coordinator.listener import ConsumerRebalanceFailed
+    from zkconsumer.errors import ConsumerRebalanceFailed
 
     try:
         connector = ConsumerConnector(config)

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from zkconsumer.cluster.broker_nodes import BrokerInfo, client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.partition_fetcher import PartitionFetcher
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamSet
+from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.consumer.fetcher import CurrentFetcher, PartitionFetcher
+from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.commits import Commits, uncommitted
 from zkconsumer.coordinator.decider import Decider

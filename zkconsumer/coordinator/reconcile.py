@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from zkconsumer.consumer.partition_fetcher import PartitionFetcher
+from zkconsumer.consumer.fetcher import PartitionFetcher
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.partitions import partitions_text
 from zkconsumer.zookeeper.group import GroupZk

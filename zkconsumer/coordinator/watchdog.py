@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from zkconsumer.admin.problems import ownership_problems
-from zkconsumer.consumer.partition_fetcher import PartitionFetcher
+from zkconsumer.consumer.fetcher import PartitionFetcher
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.group_assignment import GroupAssignment
 from zkconsumer.coordinator.membership import Membership

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable
 import tenacity
 
 from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.stream import PartitionTopicInfo
+from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.consumer.fetcher import CurrentFetcher
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, SessionLost, ZkConsumerError, describe, is_retriable
 from zkconsumer.offsets import dual_commit
 from zkconsumer.offsets.broker_group import admin_config, describe_broker_group
