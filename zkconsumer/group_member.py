@@ -14,9 +14,9 @@ from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
-from zkconsumer.coordinator.ownership_doubt import follow_ownership_signals
 from zkconsumer.coordinator.periodic import PeriodicTask
 from zkconsumer.coordinator.rebalancer import Rebalancer
+from zkconsumer.coordinator.reconcile import follow_ownership_signals
 from zkconsumer.coordinator.subscription import Subscription, encode_registration
 from zkconsumer.coordinator.watchdog import Watchdog
 from zkconsumer.coordinator.worker import RebalanceWorker

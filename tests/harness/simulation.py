@@ -22,8 +22,8 @@ from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
-from zkconsumer.coordinator.ownership_doubt import follow_ownership_signals
 from zkconsumer.coordinator.rebalancer import Rebalancer
+from zkconsumer.coordinator.reconcile import follow_ownership_signals
 from zkconsumer.coordinator.subscription import StaticSubscription, encode_registration
 from zkconsumer.coordinator.watchdog import Watchdog
 from zkconsumer.errors import ConsumerTimeout, is_retriable

@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from zkconsumer.admin.problems import ownership_problems
 from zkconsumer.consumer.fetcher import PartitionFetcher
 from zkconsumer.coordinator.assignment import Assignment
-from zkconsumer.coordinator.group_assignment import GroupAssignment
+from zkconsumer.coordinator.assignors import GroupAssignment
 from zkconsumer.coordinator.membership import Membership
 from zkconsumer.coordinator.periodic import PeriodicTask
 from zkconsumer.partitions import TopicPartition
