@@ -9,10 +9,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from zkconsumer.consumer.fetcher import FetchSettings
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, ConsumerError
 from zkconsumer.metrics import ConnectorCollector, Snapshot
-from zkconsumer.offsets.broker_group import admin_config
+from zkconsumer.offsets.broker_group_lookup import BrokerGroupView, BrokerMember, admin_config
 from zkconsumer.offsets.dual_commit import (
-    BrokerGroupView,
-    BrokerMember,
     KafkaCommitEpisodes,
     KafkaFailure,
     classify,

@@ -11,7 +11,7 @@ from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.fetcher import CurrentFetcher, FetchSettings, NoFetcher
 from zkconsumer.errors import BrokersUnavailable
 from zkconsumer.offsets import store as store_module
-from zkconsumer.offsets.dual_commit import BrokerGroupView, BrokerMember
+from zkconsumer.offsets.broker_group_lookup import BrokerGroupView, BrokerMember
 from zkconsumer.offsets.store import KafkaSideFailed, OffsetStore
 from zkconsumer.zookeeper.client import Deadline
 from zkconsumer.zookeeper.signals import OwnershipSignals
