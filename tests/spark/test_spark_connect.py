@@ -17,7 +17,7 @@ from harness.spark_connect import SparkConnectServer
 from zkconsumer.admin.offsets_write import write_offset_guarded
 from zkconsumer.spark import ZkConsumerDataSource
 from zkconsumer.testing import kafka
-from zkconsumer.testing.cluster import ClusterStartError
+from zkconsumer.testing.probes import ClusterStartError
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(420)]
 HIDDEN = ("zkconsumer",)  # the venv's editable install of the checkout: invisible to the server
