@@ -29,6 +29,7 @@ from zkconsumer.errors import (
     ConsumerError,
     ZkConsumerError,
     ZooKeeperAccessDenied,
+    ZooKeeperUnavailable,
     is_retriable,
 )
 from zkconsumer.group_member import GroupMember
@@ -288,7 +289,7 @@ def _connect_zookeeper(config: ConsumerConfig, auth: ZkAuth) -> KazooClient:
     except ZooKeeperAccessDenied:
         raise
     except Exception as exc:
-        raise ConnectionError(
+        raise ZooKeeperUnavailable(
             f"cannot reach ZooKeeper at {config.zookeeper_connect} within "
             f"{config.zookeeper_connection_timeout_ms} ms: {exc}"
         ) from exc

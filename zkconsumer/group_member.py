@@ -9,17 +9,14 @@ from collections.abc import Callable
 
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.fetch_settings import FetchSettings
-from zkconsumer.consumer.fetcher import Fetcher
-from zkconsumer.consumer.partition_fetcher import NoFetcher, PartitionFetcher
+from zkconsumer.consumer.fetcher import CurrentFetcher, Fetcher, FetchSettings, NoFetcher, PartitionFetcher
 from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
-from zkconsumer.coordinator.ownership_doubt import follow_ownership_signals
 from zkconsumer.coordinator.periodic import PeriodicTask
 from zkconsumer.coordinator.rebalancer import Rebalancer
+from zkconsumer.coordinator.reconcile import follow_ownership_signals
 from zkconsumer.coordinator.subscription import Subscription, encode_registration
 from zkconsumer.coordinator.watchdog import Watchdog
 from zkconsumer.coordinator.worker import RebalanceWorker

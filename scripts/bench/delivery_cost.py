@@ -41,7 +41,7 @@ from confluent_kafka import Message
 
 from zkconsumer.consumer.chunks import Chunk, PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.delivery import ConsumerIterator, DeliveryGate
-from zkconsumer.consumer.runs import spans, split_runs
+from zkconsumer.consumer.fetcher.runs import spans, split_runs
 from zkconsumer.errors import ConsumerTimeout
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -46,8 +46,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from exporter_load import TOPIC, write_offsets  # noqa: E402
 
 from harness.burrow import Burrow  # noqa: E402
-from zkconsumer.testing.cluster import LocalCluster, free_port  # noqa: E402
+from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
 from zkconsumer.testing.kafka import produce_bulk  # noqa: E402
+from zkconsumer.testing.probes import free_port  # noqa: E402
 from zkconsumer.zookeeper import znodes  # noqa: E402
 from zkconsumer.zookeeper.client import close_quietly, connect  # noqa: E402
 

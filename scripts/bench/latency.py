@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the test harness: tests/harness
 
 from harness.scala import JVM_OPTS, bench_command  # noqa: E402
 from zkconsumer import ConsumerConnector, ConsumerTimeout  # noqa: E402
-from zkconsumer.consumer.fetch_settings import FetchSettings  # noqa: E402
+from zkconsumer.consumer.fetcher import FetchSettings  # noqa: E402
 from zkconsumer.testing import kafka  # noqa: E402
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, LocalCluster  # noqa: E402
 

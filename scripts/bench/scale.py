@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from zkconsumer import ConsumerConnector  # noqa: E402
 from zkconsumer.coordinator.assignors import AssignmentInput, range_assign  # noqa: E402
-from zkconsumer.testing.cluster import LocalCluster, four_letter_word  # noqa: E402
+from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
+from zkconsumer.testing.probes import four_letter_word  # noqa: E402
 from zkconsumer.zookeeper import znodes  # noqa: E402
 
 TOPIC = "scale"

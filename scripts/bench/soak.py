@@ -26,7 +26,7 @@ import uuid
 from confluent_kafka import Producer
 
 from zkconsumer import ConsumerConnector, ConsumerTimeout
-from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.consumer.fetcher import FetchSettings
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster
 

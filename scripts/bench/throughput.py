@@ -12,7 +12,7 @@ our clocks start at the reader's first message, so connection set-up is not coun
                  imposes (fetching in the background, streams read by the application's threads),
                  with none of zkconsumer's code: the bound for (b) and (d) under one GIL
   (a3) caller    one thread, no connector: consume(10000) with the tuned settings in the caller's own
-                 thread, each batch split by zkconsumer.consumer.runs.split_runs into chunks that a real
+                 thread, each batch split by zkconsumer.consumer.fetcher.runs.split_runs into chunks that a real
                  zkconsumer ConsumerIterator hands out (`for msg in it`, touching msg.value()); its
                  queue is a stand-in whose take() calls consume(). The upper bound of a one-stream
                  connector that fetches in the application's thread and keeps today's per-message path
@@ -69,8 +69,8 @@ from harness.scala import run_tool  # noqa: E402
 from zkconsumer import ConsumerConnector, ConsumerTimeout  # noqa: E402
 from zkconsumer.consumer.chunks import Chunk, PartitionTopicInfo  # noqa: E402
 from zkconsumer.consumer.delivery import ConsumerIterator, DeliveryGate  # noqa: E402
-from zkconsumer.consumer.fetch_settings import FetchSettings  # noqa: E402
-from zkconsumer.consumer.runs import spans, split_runs  # noqa: E402
+from zkconsumer.consumer.fetcher import FetchSettings  # noqa: E402
+from zkconsumer.consumer.fetcher.runs import spans, split_runs  # noqa: E402
 from zkconsumer.testing import kafka  # noqa: E402
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, TEST_JVM_OPTS, LocalCluster  # noqa: E402
 

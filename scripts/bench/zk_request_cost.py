@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from zkconsumer.testing.cluster import ZooKeeperNode  # noqa: E402
+from zkconsumer.testing.nodes import ZooKeeperNode  # noqa: E402
 from zkconsumer.zookeeper.client import connect  # noqa: E402
 
 

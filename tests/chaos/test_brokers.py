@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from harness import chaos_scenarios as sc
-from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
+from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.probes import ClusterStartError
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
 

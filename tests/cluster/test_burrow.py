@@ -11,7 +11,7 @@ import pytest
 from harness.burrow import Burrow
 from harness.members import Recorder, committed_offsets, drain, keys_of
 from zkconsumer import ConsumerConnector
-from zkconsumer.testing.cluster import ClusterStartError
+from zkconsumer.testing.probes import ClusterStartError
 
 pytestmark = [pytest.mark.cluster, pytest.mark.ecosystem]
 

@@ -10,7 +10,8 @@ import pytest
 
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.testing import kafka
-from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
+from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.probes import ClusterStartError
 from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster

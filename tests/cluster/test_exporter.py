@@ -19,7 +19,7 @@ from harness.members import Recorder, drain, keys_of, wait_for_balanced
 from harness.prometheus import Prometheus
 from harness.scala import ScalaMember
 from zkconsumer import ConsumerConnector
-from zkconsumer.testing.cluster import ClusterStartError, free_port
+from zkconsumer.testing.probes import ClusterStartError, free_port
 from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.ecosystem]

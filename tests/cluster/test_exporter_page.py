@@ -19,7 +19,7 @@ from harness.members import Recorder, drain, keys_of, wait_for_balanced
 from harness.scala import ScalaMember
 from tests.cluster.test_exporter import ExporterProcess, eventually
 from zkconsumer import ConsumerConnector
-from zkconsumer.testing.cluster import ClusterStartError
+from zkconsumer.testing.probes import ClusterStartError
 from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.ecosystem]

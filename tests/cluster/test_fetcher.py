@@ -12,8 +12,9 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from harness.fetching import assert_nothing_more, drain, infos_for, triples
+from zkconsumer.consumer.chunks import Message, StreamQueue
+from zkconsumer.consumer.delivery import ConsumerIterator
 from zkconsumer.consumer.fetcher import FetchSettings
-from zkconsumer.consumer.stream import ConsumerIterator, Message, StreamQueue
 
 pytestmark = pytest.mark.cluster
 

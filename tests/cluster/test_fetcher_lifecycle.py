@@ -10,8 +10,9 @@ import pytest
 from confluent_kafka import KafkaError
 
 from harness.fetching import infos_for
-from zkconsumer.consumer import consumer_handle
-from zkconsumer.consumer.stream import ConsumerError, StreamQueue
+from zkconsumer.consumer.chunks import StreamQueue
+from zkconsumer.consumer.fetcher import kafka_consumer
+from zkconsumer.errors import ConsumerError
 
 pytestmark = pytest.mark.cluster
 
@@ -44,7 +45,7 @@ def test_close_from_on_error_on_the_fetcher_thread(make_fetcher, topic_factory, 
         def consume(self, *args, **kwargs):  # type: ignore[no-untyped-def]
             raise RuntimeError("injected")
 
-    monkeypatch.setattr(consumer_handle, "Consumer", Exploding)
+    monkeypatch.setattr(kafka_consumer, "Consumer", Exploding)
     f = make_fetcher(start=False)
     seen = []
 
@@ -80,7 +81,7 @@ def test_on_error_may_block_on_a_thread_that_waits_for_the_fetcher(make_fetcher,
                 raise RuntimeError("injected")
             return super().consume(*args, **kwargs)
 
-    monkeypatch.setattr(consumer_handle, "Consumer", FailsWhileACommandWaits)
+    monkeypatch.setattr(kafka_consumer, "Consumer", FailsWhileACommandWaits)
     f = make_fetcher(start=False)
     lock = threading.Lock()
     reported: list[BaseException] = []
@@ -122,7 +123,7 @@ def test_fatal_error_calls_on_error_once_and_stops(make_fetcher, topic_factory, 
                 return [confluent_kafka.Message(topic=topic, partition=0, offset=0, error=err)]
             return super().consume(*args, **kwargs)
 
-    monkeypatch.setattr(consumer_handle, "Consumer", FailingOnce)
+    monkeypatch.setattr(kafka_consumer, "Consumer", FailingOnce)
     f = make_fetcher()
     q = StreamQueue(2, "s")
     f.assign(infos_for(topic, [0], q))

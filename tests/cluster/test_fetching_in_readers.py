@@ -11,9 +11,10 @@ import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
 from harness.fetching import Got, assert_nothing_more, drain, got, infos_for, triples
-from zkconsumer.consumer import consumer_handle
-from zkconsumer.consumer.fetcher import Fetcher
-from zkconsumer.consumer.stream import ConsumerError, ConsumerIterator, ConsumerTimeout, StreamQueue
+from zkconsumer.consumer.chunks import StreamQueue
+from zkconsumer.consumer.delivery import ConsumerIterator
+from zkconsumer.consumer.fetcher import Fetcher, kafka_consumer
+from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
 pytestmark = pytest.mark.cluster
 
@@ -146,7 +147,7 @@ def test_a_fatal_error_in_a_reader_fetch_ends_fetching_once(make_fetcher, topic_
                 raise fatal
             return super().consume(*args, **kwargs)
 
-    monkeypatch.setattr(consumer_handle, "Consumer", FatalInTheReader)
+    monkeypatch.setattr(kafka_consumer, "Consumer", FatalInTheReader)
     q = StreamQueue(2, "s")
     f = make_fetcher(batch_size=100)
     f.assign(infos_for(topic, [0], q))

@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Producer
 
 from harness.burrow import Burrow
-from zkconsumer.testing.cluster import ClusterStartError
+from zkconsumer.testing.probes import ClusterStartError
 from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.ecosystem]

@@ -8,7 +8,8 @@ import pytest
 
 from harness import zk_txnlog
 from harness.chaos_proxy import TcpProxy
-from zkconsumer.testing.cluster import LocalCluster, connect_zk
+from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.probes import connect_zk
 
 pytestmark = pytest.mark.cluster
 

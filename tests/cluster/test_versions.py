@@ -19,8 +19,9 @@ from harness.members import Recorder, drain, keys_of
 from zkconsumer import ConsumerConnector
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.testing import kafka
-from zkconsumer.testing.cluster import ClusterStartError, LocalCluster, zookeeper_version
+from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.jars import JarsMissingError
+from zkconsumer.testing.probes import ClusterStartError, zookeeper_version
 from zkconsumer.zookeeper import znodes
 
 pytestmark = pytest.mark.cluster

@@ -6,8 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from zkconsumer.testing.cluster import ClusterStartError, free_port, wait_until
-from zkconsumer.testing.probes import get_json, start_until
+from zkconsumer.testing.probes import ClusterStartError, free_port, get_json, start_until, wait_until
 from zkconsumer.testing.process import JavaProcess
 
 CLUSTER_NAME = "local"

@@ -28,7 +28,7 @@ from harness.members import owner_table
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.assignors import assign
-from zkconsumer.coordinator.plan import GroupView, assignment_input, member_threads
+from zkconsumer.coordinator.rebalance_plan import GroupView, assignment_input, member_threads
 from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper import znodes
 

@@ -19,7 +19,8 @@ import threading
 
 from harness.chaos_history import now
 from zkconsumer import ConsumerConnector, Whitelist
-from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
+from zkconsumer.consumer.stream import KafkaStream
+from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
 
 def _write_session(path: str, client_id: tuple[int, bytes] | None) -> None:

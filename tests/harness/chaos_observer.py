@@ -12,7 +12,7 @@ from kazoo.recipe.watchers import DataWatch
 
 from harness.chaos_history import Commit, Incarnation, Presence, Span, now, wall_offset
 from zkconsumer.cluster import broker_nodes
-from zkconsumer.testing.cluster import connect_zk
+from zkconsumer.testing.probes import connect_zk
 from zkconsumer.zookeeper import znodes
 
 log = logging.getLogger(__name__)

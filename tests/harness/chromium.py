@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.devtools import DevTools
-from zkconsumer.testing.cluster import ClusterStartError, free_port
-from zkconsumer.testing.probes import get_json, start_until
+from zkconsumer.testing.probes import ClusterStartError, free_port, get_json, start_until
 from zkconsumer.testing.process import JavaProcess
 
 INSTALL_HINT = "install Debian's package chromium (apt-get install chromium; scripts/setup-env.sh does it)"

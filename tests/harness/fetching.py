@@ -8,8 +8,10 @@ from typing import NamedTuple
 
 import pytest
 
+from zkconsumer.consumer.chunks import Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.delivery import ConsumerIterator
 from zkconsumer.consumer.fetcher import Fetcher, FetchSettings
-from zkconsumer.consumer.stream import ConsumerIterator, ConsumerTimeout, Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.errors import ConsumerTimeout
 
 
 def fetcher_factory(bootstrap_servers: str, group_id: str) -> Iterator[Callable[..., Fetcher]]:

@@ -9,8 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from zkconsumer.testing.cluster import ClusterStartError, free_port
-from zkconsumer.testing.probes import start_until
+from zkconsumer.testing.probes import ClusterStartError, free_port, start_until
 from zkconsumer.testing.process import JavaProcess
 from zkconsumer.testing.secure import SASL_PROVIDER
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from zkconsumer import ConsumerConnector, Whitelist
-from zkconsumer.consumer.stream import ConsumerTimeout
+from zkconsumer.errors import ConsumerTimeout
 
 
 def command(

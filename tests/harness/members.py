@@ -12,9 +12,10 @@ from confluent_kafka import Consumer, TopicPartition
 
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT, Compat
-from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout, KafkaStream
+from zkconsumer.consumer.stream import KafkaStream
 from zkconsumer.coordinator.assignors import AssignmentInput, assign
-from zkconsumer.coordinator.plan import GroupView, assignment_input, member_threads
+from zkconsumer.coordinator.rebalance_plan import GroupView, assignment_input, member_threads
+from zkconsumer.errors import ConsumerError, ConsumerTimeout
 from zkconsumer.zookeeper import znodes
 
 

@@ -10,8 +10,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from zkconsumer.testing.cluster import ClusterStartError, free_port, wait_until
-from zkconsumer.testing.probes import get_json, start_until
+from zkconsumer.testing.probes import ClusterStartError, free_port, get_json, start_until, wait_until
 from zkconsumer.testing.process import JavaProcess
 
 INSTALL_HINT = "install Debian's package prometheus (apt-get install prometheus; scripts/setup-env.sh does it)"

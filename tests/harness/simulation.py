@@ -16,13 +16,14 @@ from typing import Any
 from harness.zkmodel import ZkModel
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
+from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo
+from zkconsumer.consumer.fetcher import CurrentFetcher
+from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
-from zkconsumer.coordinator.ownership_doubt import follow_ownership_signals
 from zkconsumer.coordinator.rebalancer import Rebalancer
+from zkconsumer.coordinator.reconcile import follow_ownership_signals
 from zkconsumer.coordinator.subscription import StaticSubscription, encode_registration
 from zkconsumer.coordinator.watchdog import Watchdog
 from zkconsumer.errors import ConsumerTimeout, is_retriable

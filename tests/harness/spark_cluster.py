@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from zkconsumer.testing.cluster import free_port, wait_until
+from zkconsumer.testing.probes import free_port, wait_until
 from zkconsumer.testing.process import JavaProcess
 
 # An executor's log lines that start a task ("Running task 0.0 in stage 3.0 (TID 12)") or end one

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.spark_cluster import spark_home
-from zkconsumer.testing.cluster import free_port
-from zkconsumer.testing.probes import start_until
+from zkconsumer.testing.probes import free_port, start_until
 from zkconsumer.testing.process import JavaProcess
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"

@@ -16,7 +16,8 @@ from harness.kdc import Kdc, KerberosLogin
 from harness.members import keys_of
 from zkconsumer import ConsumerConnector
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.testing.cluster import ClusterStartError, LocalCluster
+from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.probes import ClusterStartError
 from zkconsumer.testing.pytest_plugin import running
 from zkconsumer.testing.versions import versions_from_env
 from zkconsumer.zookeeper import znodes

@@ -24,7 +24,7 @@ from harness.scala import (
 )
 from zkconsumer.config.compat import DEFAULT, Compat
 from zkconsumer.coordinator.assignors import assign
-from zkconsumer.coordinator.plan import assignment_input
+from zkconsumer.coordinator.rebalance_plan import assignment_input
 from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop]

@@ -11,7 +11,8 @@ from kazoo.protocol.states import KazooState
 from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
 from harness.simulation import SimMember, committed, owner_nodes
 from harness.zkmodel import FAIL_AFTER, FAIL_BEFORE
-from zkconsumer.consumer.stream import ConsumerIterator, DeliveryGate, StreamQueue
+from zkconsumer.consumer.chunks import StreamQueue
+from zkconsumer.consumer.delivery import ConsumerIterator, DeliveryGate
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import LEASE_FRACTION
 from zkconsumer.errors import CommitFailed, ZooKeeperUnavailable
@@ -131,7 +132,8 @@ def test_1c_the_watchdog_reports_a_node_of_ours_we_do_not_account_for_and_change
 
 
 def test_2_an_iterator_waiting_on_a_lapsed_lease_ends_at_shutdown() -> None:
-    from zkconsumer.consumer.stream import Chunk, Message, PartitionTopicInfo, StreamSet
+    from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo
+    from zkconsumer.consumer.stream import StreamSet
 
     streams = StreamSet("g_c", static={"t": 1}, consumer_timeout_ms=-1)
     queue = streams.by_topic["t"][0].queue

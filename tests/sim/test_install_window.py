@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from harness.sim_schedule import GROUP, ROUND_MS, TOPIC, Options, Schedule
 from harness.simulation import SimMember
-from zkconsumer.consumer.stream import PartitionTopicInfo
+from zkconsumer.consumer.chunks import PartitionTopicInfo
 from zkconsumer.zookeeper import znodes
 
 KEY = (TOPIC, 0)

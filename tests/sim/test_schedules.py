@@ -34,7 +34,7 @@ def test_a_schedule_is_deterministic() -> None:
 def test_the_checker_catches_a_member_that_delivers_without_owning(monkeypatch: pytest.MonkeyPatch) -> None:
     # Without the delivery gate and the lease, a member cut off from ZooKeeper goes on delivering
     # partitions a peer may already own: the invariant must say so.
-    from zkconsumer.consumer.stream import DeliveryGate
+    from zkconsumer.consumer.delivery import DeliveryGate
     from zkconsumer.coordinator.membership import Membership
 
     monkeypatch.setattr(DeliveryGate, "close", lambda self: None)

@@ -10,7 +10,7 @@ import pytest
 from spark_helpers import FAST, ROOT, spark_environment
 
 from harness.spark_cluster import SparkStandalone, build_wheel
-from zkconsumer.testing.cluster import ClusterStartError
+from zkconsumer.testing.probes import ClusterStartError
 
 
 @pytest.fixture(scope="session")

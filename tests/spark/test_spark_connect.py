@@ -16,7 +16,7 @@ from harness.members import committed_offsets
 from harness.spark_connect import SparkConnectServer
 from zkconsumer.spark import ZkConsumerDataSource
 from zkconsumer.testing import kafka
-from zkconsumer.testing.cluster import ClusterStartError
+from zkconsumer.testing.probes import ClusterStartError
 from zkconsumer.zookeeper.guarded_write import write_offset_guarded
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(420)]

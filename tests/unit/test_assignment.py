@@ -10,7 +10,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
 
 

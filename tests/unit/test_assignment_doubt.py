@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
 
 

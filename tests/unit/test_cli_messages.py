@@ -11,7 +11,7 @@ import pytest
 
 from zkconsumer.admin import InputError
 from zkconsumer.cli.output.messages import PrintOptions, format_message, message_json
-from zkconsumer.consumer.stream import Message
+from zkconsumer.consumer.chunks import Message
 
 
 def test_messages_print_like_the_default_formatter() -> None:

@@ -7,9 +7,8 @@ import logging
 import pytest
 from kazoo.exceptions import ConnectionLoss
 
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.partition_fetcher import NoFetcher
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.fetcher import CurrentFetcher, NoFetcher
 from zkconsumer.offsets import store as store_module
 from zkconsumer.offsets.store import OffsetStore
 from zkconsumer.zookeeper.deadline import Deadline

@@ -6,13 +6,11 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry, generate_latest
 
-from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.consumer.fetcher import FetchSettings
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, ConsumerError
 from zkconsumer.metrics import ConnectorCollector, Snapshot
-from zkconsumer.offsets.broker_group import admin_config
+from zkconsumer.offsets.broker_group_lookup import BrokerGroupView, BrokerMember, admin_config
 from zkconsumer.offsets.dual_commit import (
-    BrokerGroupView,
-    BrokerMember,
     KafkaCommitEpisodes,
     KafkaFailure,
     classify,

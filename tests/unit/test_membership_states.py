@@ -9,7 +9,8 @@ from collections.abc import Callable
 import pytest
 from kazoo.protocol.states import KazooState, KeeperState
 
-from zkconsumer.consumer.stream import DeliveryGate, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.delivery import DeliveryGate
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.membership import LEASE_FRACTION, Event, Membership, State, Transition, transition
 from zkconsumer.errors import SessionLost, ZkConsumerError, ZooKeeperClosed, is_retriable

@@ -7,13 +7,11 @@ import logging
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.fetch_settings import FetchSettings
-from zkconsumer.consumer.partition_fetcher import NoFetcher
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.fetcher import CurrentFetcher, FetchSettings, NoFetcher
 from zkconsumer.errors import BrokersUnavailable
 from zkconsumer.offsets import store as store_module
-from zkconsumer.offsets.dual_commit import BrokerGroupView, BrokerMember
+from zkconsumer.offsets.broker_group_lookup import BrokerGroupView, BrokerMember
 from zkconsumer.offsets.store import KafkaSideFailed, OffsetStore
 from zkconsumer.zookeeper.deadline import Deadline
 from zkconsumer.zookeeper.signals import OwnershipSignals

@@ -17,7 +17,7 @@ from zkconsumer.coordinator.peers import (
     evaluate_peers,
     registration_problem,
 )
-from zkconsumer.coordinator.plan import GroupView, member_threads
+from zkconsumer.coordinator.rebalance_plan import GroupView, member_threads
 from zkconsumer.coordinator.subscription import MAX_STREAMS
 from zkconsumer.errors import ZkDataError
 from zkconsumer.zookeeper.znodes import Registration, member_path

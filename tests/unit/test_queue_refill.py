@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from zkconsumer.consumer.chunks import END, Chunk, PartitionTopicInfo, StreamQueue
-from zkconsumer.consumer.stream import ConsumerIterator, ConsumerTimeout, Message
+from zkconsumer.consumer.chunks import END, Chunk, Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.delivery import ConsumerIterator
+from zkconsumer.errors import ConsumerTimeout
 
 
 def make_chunk(queue: StreamQueue, start: int, count: int) -> Chunk:

@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.delivery import ConsumerIterator
 from zkconsumer.consumer.fetcher import Fetcher, FetchSettings
-from zkconsumer.consumer.turn import Turn
+from zkconsumer.consumer.fetcher.turns import Turn
 from zkconsumer.errors import ConsumerTimeout
 from zkconsumer.zookeeper.deadline import Deadline
 

@@ -12,7 +12,7 @@ from typing import Any
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.coordinator.assignors import AssignmentError
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
-from zkconsumer.coordinator.retries import Outcome, RebalanceStats, run_attempts
+from zkconsumer.coordinator.retries import AttemptOutcome, RebalanceStats, run_attempts
 from zkconsumer.errors import ConsumerRebalanceFailed
 
 KEY = ("t", 0)
@@ -43,12 +43,12 @@ def _run(config: ConsumerConfig, group: Holder, free_after_s: float | None) -> t
     began = time.monotonic()
     calls = 0
 
-    def attempt() -> Outcome:
+    def attempt() -> AttemptOutcome:
         nonlocal calls
         calls += 1
         if free_after_s is not None and time.monotonic() - began >= free_after_s:
-            return Outcome(done=True, claimed=1)
-        return Outcome(done=False, blocked=(KEY,))
+            return AttemptOutcome(done=True, claimed=1)
+        return AttemptOutcome(done=False, blocked=(KEY,))
 
     done = run_attempts(
         attempt,
@@ -105,7 +105,7 @@ def test_a_group_that_cannot_be_assigned_fails_the_attempt_and_the_run_is_retrie
 
     calls = 0
 
-    def attempt() -> Outcome:
+    def attempt() -> AttemptOutcome:
         nonlocal calls
         calls += 1
         raise AssignmentError("roundrobin (Kafka <= 0.10.1) requires all consumers to subscribe to the same topics")

@@ -6,7 +6,7 @@ from confluent_kafka import KafkaError, Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.consumer.runs import spans, split_runs
+from zkconsumer.consumer.fetcher.runs import spans, split_runs
 
 
 def _key(m: Message) -> tuple[str, int] | None:

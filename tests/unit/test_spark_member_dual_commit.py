@@ -10,10 +10,8 @@ from confluent_kafka import KafkaError, KafkaException
 from test_offsets import FakeKafka, RecordingGroup
 from test_spark_stream_reader import T0, T1, FakeMember, Key, Reader
 
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.fetch_settings import FetchSettings
-from zkconsumer.consumer.partition_fetcher import NoFetcher
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.fetcher import CurrentFetcher, FetchSettings, NoFetcher
 from zkconsumer.offsets.store import KafkaSideFailed, OffsetStore
 from zkconsumer.spark.offsets import decode_offsets
 from zkconsumer.spark.stream_member import full_map

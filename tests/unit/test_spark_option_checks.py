@@ -78,7 +78,7 @@ def test_executor_reads_use_the_fetch_properties_the_connector_maps() -> None:
     """One mapping of the legacy fetch properties (FetchSettings.from_config) for the connector's
     fetcher and Spark's executor reads; the reader adds its own forced settings on top."""
     from zkconsumer.config.consumer_config import ConsumerConfig
-    from zkconsumer.consumer.fetch_settings import FetchSettings
+    from zkconsumer.consumer.fetcher import FetchSettings
     from zkconsumer.spark.options import READER_FORCED
 
     props = {"fetch.message.max.bytes": "2097152", "fetch.wait.max.ms": "250", "librdkafka.check.crcs": "true"}

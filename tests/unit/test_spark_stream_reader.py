@@ -10,7 +10,7 @@ import pytest
 from kazoo.exceptions import SessionExpiredError
 
 from zkconsumer.cluster.broker_nodes import BrokerInfo
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.errors import ZooKeeperAccessDenied
 from zkconsumer.spark.offsets import batch_ranges, decode_offsets

@@ -10,16 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.consumer.stream import (
-    Chunk,
-    ConsumerError,
-    ConsumerIterator,
-    ConsumerTimeout,
-    KafkaStream,
-    Message,
-    PartitionTopicInfo,
-    StreamQueue,
-)
+from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.delivery import ConsumerIterator
+from zkconsumer.consumer.stream import KafkaStream
+from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
 
 def make_info(queue: StreamQueue, partition: int = 0, offset: int = 0, topic: str = "t") -> PartitionTopicInfo:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kazoo.exceptions import ConnectionLoss
 
-from zkconsumer.coordinator.group_assignment import GroupAssignment
+from zkconsumer.coordinator.assignors import GroupAssignment
 from zkconsumer.coordinator.periodic import PeriodicTask
 from zkconsumer.coordinator.watchdog import Watchdog, find_problems, partitions_to_check
 

@@ -18,7 +18,7 @@ from zkconsumer.admin.log_offsets import (
 from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.errors import AdminUnavailable
 from zkconsumer.migration import KafkaMember, KafkaSide
-from zkconsumer.offsets.broker_group import state_name
+from zkconsumer.offsets.broker_group_lookup import state_name
 from zkconsumer.partitions import TopicPartition
 
 # Per-partition answers to an offset change that mean "the group has members" (or is getting some).

@@ -10,9 +10,8 @@ from kazoo.client import KazooClient
 from zkconsumer.admin.groups import member_count
 from zkconsumer.admin.log_offsets import Warn, log_warning
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.stream import ConsumerError, ConsumerTimeout
 from zkconsumer.coordinator.subscription import TopicFilter
-from zkconsumer.errors import AdminError, AdminUnavailable
+from zkconsumer.errors import AdminError, AdminUnavailable, ConsumerError, ConsumerTimeout
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import delete_tree
 
@@ -47,7 +46,7 @@ def run_console_member(
     as consumed; then leave the group (`on_leaving` first). Returns how many were handed on.
     AdminUnavailable when the member cannot start, AdminError when it fails."""
     from zkconsumer.connector import ConsumerConnector
-    from zkconsumer.coordinator.listener import ConsumerRebalanceFailed
+    from zkconsumer.errors import ConsumerRebalanceFailed
 
     try:
         connector = ConsumerConnector(config)

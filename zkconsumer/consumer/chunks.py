@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 else:
     from confluent_kafka import Message
 
-__all__ = ["Chunk", "LiveChunk", "Message", "PartitionTopicInfo", "StreamQueue", "END"]
 
 _remaining = operator.length_hint
 

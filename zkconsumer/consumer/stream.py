@@ -1,27 +1,12 @@
-"""What the application holds: KafkaStream and the StreamSet of one subscription (and the public names
-of messages, queues and iterators, which live in chunks.py and delivery.py)."""
+"""What the application holds: KafkaStream and the StreamSet of one subscription."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
 from zkconsumer.clock import lease_clock
-from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
+from zkconsumer.consumer.chunks import Message, StreamQueue
 from zkconsumer.consumer.delivery import _ALWAYS_OPEN, ConsumerIterator, DeliveryGate, LeaseGuard
-from zkconsumer.errors import ConsumerError, ConsumerTimeout
-
-__all__ = [
-    "Chunk",
-    "ConsumerError",
-    "ConsumerIterator",
-    "ConsumerTimeout",
-    "DeliveryGate",
-    "KafkaStream",
-    "Message",
-    "PartitionTopicInfo",
-    "StreamQueue",
-    "StreamSet",
-]
 
 
 class KafkaStream:

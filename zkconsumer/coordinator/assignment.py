@@ -25,7 +25,7 @@ import collections
 import threading
 from collections.abc import Iterable, Mapping
 
-from zkconsumer.consumer.stream import PartitionTopicInfo
+from zkconsumer.consumer.chunks import PartitionTopicInfo
 from zkconsumer.partitions import TopicPartition
 
 

@@ -8,7 +8,8 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamSet
+from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.membership import Membership, State
 from zkconsumer.errors import CommitFailed, describe, is_retriable

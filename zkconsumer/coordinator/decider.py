@@ -10,7 +10,7 @@ from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.coordinator.membership import Membership
 from zkconsumer.coordinator.peers import IgnoredPeerReporter, evaluate_peers
-from zkconsumer.coordinator.plan import Decision, decide, subscribed_topics
+from zkconsumer.coordinator.rebalance_plan import Decision, decide, subscribed_topics
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.group import GroupZk
 
@@ -21,7 +21,7 @@ log = logging.getLogger(
 
 class Decider:
     """Reads what an assignment is computed from, each read arming the watch that guards it (a
-    change after the read triggers a rebalance), and computes the group's assignment (plan.decide).
+    change after the read triggers a rebalance), and computes the group's assignment (rebalance_plan.decide).
 
     It keeps what the other steps and the watchdog's check need of the last decision: the members
     it was computed from (the release linger), the topics this member subscribes to and their

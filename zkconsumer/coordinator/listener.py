@@ -6,8 +6,6 @@ from collections.abc import Mapping
 
 from zkconsumer.errors import ConsumerRebalanceFailed
 
-__all__ = ["ConsumerRebalanceFailed", "ConsumerRebalanceListener"]
-
 
 class ConsumerRebalanceListener:
     """Override what you need. Exceptions raised here fail the rebalance attempt (as in Scala).

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent
 
 from zkconsumer.clock import lease_clock
-from zkconsumer.consumer.stream import DeliveryGate
+from zkconsumer.consumer.delivery import DeliveryGate
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.errors import (
     ZOOKEEPER_FAILURES,

@@ -10,18 +10,18 @@ from collections.abc import Mapping
 from zkconsumer.cluster.broker_nodes import BrokerInfo, client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.partition_fetcher import PartitionFetcher
-from zkconsumer.consumer.stream import PartitionTopicInfo, StreamSet
+from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.consumer.fetcher import CurrentFetcher, PartitionFetcher
+from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.commits import Commits, uncommitted
 from zkconsumer.coordinator.decider import Decider
 from zkconsumer.coordinator.linger import ReleaseLinger
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
-from zkconsumer.coordinator.plan import plan
+from zkconsumer.coordinator.rebalance_plan import plan
 from zkconsumer.coordinator.reconcile import reconcile_owned
-from zkconsumer.coordinator.retries import Outcome, RebalanceStats, run_attempts
+from zkconsumer.coordinator.retries import AttemptOutcome, RebalanceStats, run_attempts
 from zkconsumer.coordinator.watchdog import OwnershipCheck
 from zkconsumer.errors import (
     BrokersUnavailable,
@@ -110,7 +110,7 @@ class Rebalancer:
             stopping=self._stopping,
         )
 
-    def _attempt(self) -> Outcome:
+    def _attempt(self) -> AttemptOutcome:
         """One attempt, always in this order: release what moves away, linger (no lock held), claim,
         start what was claimed. A shutdown between the two steps ends the attempt.
 
@@ -119,31 +119,31 @@ class Rebalancer:
         """
         with self._lock:
             if self._stopping.is_set():
-                return Outcome(done=True)
+                return AttemptOutcome(done=True)
             self.membership.ensure_registered()
             sessions_lost = self.assignment.sessions_lost  # a LOST from here on voids this attempt's claim
             decision = self.decider.decide()
             if decision is None:
                 self._reconcile()  # a link drop took our owner-node watches: re-arm them with no brokers too
-                return Outcome(done=True, waiting_for_brokers=True)
+                return AttemptOutcome(done=True, waiting_for_brokers=True)
             self._reconcile()
             incremental = self.config.rebalance_incremental
             steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
             self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
         if not self.linger.wait():
-            return Outcome(done=True)  # stopping: the nodes go with the session, after the shutdown's linger
+            return AttemptOutcome(done=True)  # stopping: the nodes go with the session, after the shutdown's linger
         with self._lock:
             if self._stopping.is_set():  # the shutdown took over the release while we lingered
-                return Outcome(done=True)
+                return AttemptOutcome(done=True)
             self._finish_releases()
             return self._claim_step(steps.claim, steps.release, len(steps.keep), sessions_lost)
 
     def _claim_step(
         self, claim: Mapping[TopicPartition, str], release: Mapping[TopicPartition, str], kept: int, sessions_lost: int
-    ) -> Outcome:
+    ) -> AttemptOutcome:
         """Claim and start this attempt's new partitions (the lock held); blocked: try again."""
         if self._stopping.is_set():
-            return Outcome(done=True)
+            return AttemptOutcome(done=True)
         incremental = self.config.rebalance_incremental
         # All or nothing as Scala claims; an incremental member takes what is free at once and
         # starts it, waiting only for the partitions others still hold.
@@ -157,7 +157,7 @@ class Rebalancer:
                 *blocked[0],
                 "waiting for them" if incremental else "backing off",
             )
-            return Outcome(done=False, blocked=tuple(blocked), claimed=len(claimed), released=len(release))
+            return AttemptOutcome(done=False, blocked=tuple(blocked), claimed=len(claimed), released=len(release))
         owned = self.assignment.owned()
         self._check_close_size(owned)
         log.info(
@@ -169,7 +169,7 @@ class Rebalancer:
             kept,
             partitions_text(owned) or "none",
         )
-        return Outcome(done=True, claimed=len(claim), released=len(release), kept=kept)
+        return AttemptOutcome(done=True, claimed=len(claim), released=len(release), kept=kept)
 
     def _check_close_size(self, owned: Mapping[TopicPartition, str]) -> None:
         """Warn (once per crossing) when closing our session would write a transaction a ZooKeeper

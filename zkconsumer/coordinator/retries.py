@@ -28,7 +28,7 @@ class RebalanceStats:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class AttemptOutcome:
     """What one rebalance attempt did."""
 
     done: bool  # False: someone else still owns part of our share; try again
@@ -40,7 +40,7 @@ class Outcome:
 
 
 def run_attempts(
-    attempt_once: Callable[[], Outcome],
+    attempt_once: Callable[[], AttemptOutcome],
     reason: str,
     *,
     consumer_id: str,

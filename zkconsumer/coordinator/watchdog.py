@@ -6,9 +6,9 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from zkconsumer.consumer.partition_fetcher import PartitionFetcher
+from zkconsumer.consumer.fetcher import PartitionFetcher
 from zkconsumer.coordinator.assignment import Assignment
-from zkconsumer.coordinator.group_assignment import GroupAssignment
+from zkconsumer.coordinator.assignors import GroupAssignment
 from zkconsumer.coordinator.membership import Membership
 from zkconsumer.coordinator.periodic import PeriodicTask
 from zkconsumer.group_problems import ownership_problems

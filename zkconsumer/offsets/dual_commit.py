@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, KafkaException
 
 from zkconsumer.errors import is_retriable
+from zkconsumer.offsets.broker_group_lookup import BrokerGroupView
 
 # What a simple commit (no member id, generation -1) gets when the broker-side group with our id
 # has members of its own. Kafka 3.9.1 (ZooKeeper mode, classic protocol) answered UNKNOWN_MEMBER_ID
@@ -60,21 +61,6 @@ def error_text(exc: BaseException) -> str:
         return f"{err.name()} ({err.str()})"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-@dataclass(frozen=True)
-class BrokerMember:
-    client_id: str
-    host: str
-    member_id: str
-
-
-@dataclass(frozen=True)
-class BrokerGroupView:
-    """What describe_consumer_groups said about the broker-side group with our id."""
-
-    state: str  # Empty, Stable, PreparingRebalance, ...
-    members: tuple[BrokerMember, ...] = ()
 
 
 @dataclass

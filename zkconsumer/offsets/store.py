@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterable
 import tenacity
 
 from zkconsumer.cluster.metadata import ClusterMetadata
-from zkconsumer.consumer.current_fetcher import CurrentFetcher
-from zkconsumer.consumer.stream import PartitionTopicInfo
+from zkconsumer.consumer.chunks import PartitionTopicInfo
+from zkconsumer.consumer.fetcher import CurrentFetcher
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, SessionLost, ZkConsumerError, describe, is_retriable
 from zkconsumer.offsets import dual_commit
-from zkconsumer.offsets.broker_group import admin_config, describe_broker_group
-from zkconsumer.offsets.dual_commit import BrokerGroupView, KafkaCommitEpisodes, KafkaFailure
+from zkconsumer.offsets.broker_group_lookup import BrokerGroupView, admin_config, describe_broker_group
+from zkconsumer.offsets.dual_commit import KafkaCommitEpisodes, KafkaFailure
 from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.zookeeper.group import GroupZk
 

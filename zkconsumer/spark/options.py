@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.fetch_settings import FetchSettings
+from zkconsumer.consumer.fetcher import FetchSettings
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.spark.offsets import EARLIEST, Key, parse_key

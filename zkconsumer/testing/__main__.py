@@ -12,8 +12,9 @@ from pathlib import Path
 
 import click
 
-from zkconsumer.testing.cluster import ClusterStartError, LocalCluster, zookeeper_ruok
+from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.jars import JarsMissingError, jar_dir
+from zkconsumer.testing.probes import ClusterStartError, zookeeper_ruok
 from zkconsumer.testing.versions import DEFAULT_KAFKA, kafka_release
 
 

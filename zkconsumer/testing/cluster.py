@@ -12,44 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zkconsumer.testing.ensemble import ZooKeeperEnsemble
-from zkconsumer.testing.nodes import BROKER_PROPERTIES, LOOPBACK, KafkaBroker, KerberosServer, Lab, ZooKeeperNode
-from zkconsumer.testing.probes import (
-    ClusterStartError,
-    ExternalCluster,
-    connect_zk,
-    four_letter_word,
-    free_port,
-    wait_until,
-    zookeeper_ruok,
-    zookeeper_version,
-)
+from zkconsumer.testing.nodes import LOOPBACK, KafkaBroker, KerberosServer, Lab, ZooKeeperNode
+from zkconsumer.testing.probes import ClusterStartError, connect_zk, wait_until
 from zkconsumer.testing.secure import BrokerSecurity
 from zkconsumer.testing.versions import DEFAULT_KAFKA, kafka_release, zookeeper_release
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
-
-# The cluster's parts live in nodes.py (the JVMs) and probes.py (readiness checks, kazoo clients);
-# every name is importable from here, as it always was.
-__all__ = [
-    "BROKER_PROPERTIES",
-    "LOG4J",
-    "SERVER_JVM_OPTS",
-    "TEST_JVM_OPTS",
-    "ClusterStartError",
-    "ExternalCluster",
-    "KafkaBroker",
-    "KerberosServer",
-    "LocalCluster",
-    "ZooKeeperEnsemble",
-    "ZooKeeperNode",
-    "connect_zk",
-    "four_letter_word",
-    "free_port",
-    "wait_until",
-    "zookeeper_ruok",
-    "zookeeper_version",
-]
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from zkconsumer.testing.cluster import ExternalCluster
 from zkconsumer.testing.jars import repo_root
+from zkconsumer.testing.probes import ExternalCluster
 
 
 @contextmanager

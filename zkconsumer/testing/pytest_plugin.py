@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from zkconsumer.testing import kafka
-from zkconsumer.testing.cluster import ClusterStartError, ExternalCluster, LocalCluster
+from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.jars import JarsMissingError
+from zkconsumer.testing.probes import ClusterStartError, ExternalCluster
 from zkconsumer.testing.versions import versions_from_env
 
 

@@ -1,7 +1,7 @@
 """What GroupZk learns, on any thread, that the member must act on: an owner node not ours any more, a refused fence.
 
 GroupZk does not own partition state or the rebalance thread; it reports here and whoever built the
-member subscribes (coordinator/ownership_doubt.py: stop delivering the partition at once and
+member subscribes (coordinator/reconcile.py: stop delivering the partition at once and
 trigger a rebalance, which alone releases and claims). Callbacks run on the reporting thread
 (kazoo's event thread for a watch, the committing thread for a commit) and must not block.
 """

@@ -1,4 +1,4 @@
-"""FetchCommands: the calls other threads post for the fetcher thread to run, and their callers' wait."""
+"""Other threads' calls run by the fetcher thread: FetchCommands posts and awaits them, ConsumerProxy makes every Consumer call one."""
 
 from __future__ import annotations
 
@@ -66,3 +66,27 @@ class FetchCommands:
         """Fetching stopped or failed: release the callers waiting for what was posted."""
         while not self._queue.empty():
             self._queue.get()[1].cancel()
+
+
+class ConsumerProxy:
+    """The fetcher's Consumer for other threads: each method call runs as a fetcher command, on the
+    fetcher thread (or inline, by a thread that holds the fetcher's turn on the Consumer).
+
+    confluent-kafka 2.16 serializes the calls on one Consumer behind a gate that consume() holds
+    while it waits, and another thread polling that gate starves (commit() hangs): so post them.
+
+    `consumer()` gives the Consumer (created when the fetcher starts); `run(fn)` runs `fn` as a
+    fetcher command and returns its result (Fetcher._call).
+    """
+
+    __slots__ = ("_consumer", "_run")
+
+    def __init__(self, consumer: Callable[[], Any], run: Callable[[Callable[[], Any]], Any]) -> None:
+        self._consumer = consumer
+        self._run = run
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self._consumer(), name)
+        if not callable(attr):
+            return attr
+        return lambda *args, **kwargs: self._run(lambda: attr(*args, **kwargs))

@@ -1,17 +1,16 @@
-"""OffsetResets: the fetcher's auto.offset.reset policy, where a partition without a valid offset, or out of range, starts."""
+"""OffsetResets: the fetcher's auto.offset.reset policy, where a partition without a valid offset, or out of range, starts (from its log bounds)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from zkconsumer.consumer.chunks import PartitionTopicInfo
-from zkconsumer.consumer.fetch_errors import BROKERS_DOWN
-from zkconsumer.consumer.fetch_routing import ChunkRouter
-from zkconsumer.consumer.fetch_settings import FetchSettings
-from zkconsumer.consumer.watermarks import watermarks
+from zkconsumer.consumer.fetcher.kafka_consumer import BROKERS_DOWN
+from zkconsumer.consumer.fetcher.routing import ChunkRouter
+from zkconsumer.consumer.fetcher.settings import FetchSettings
 
 log = logging.getLogger("zkconsumer.consumer.fetcher")  # the fetcher's logger: these lines are the fetcher's
 
@@ -101,3 +100,18 @@ class OffsetResets:
         # seek() fails with _STATE here (librdkafka stopped the partition): re-add it instead
         consumer.incremental_unassign([TopicPartition(*key)])
         consumer.incremental_assign([TopicPartition(key[0], key[1], new)])
+
+
+def watermarks(consumer: Consumer, key: Key, timeout_s: float) -> tuple[int, int]:
+    """(low, high); raises KafkaException (a timeout included) when the broker does not answer."""
+    try:
+        marks = consumer.get_watermark_offsets(TopicPartition(*key), timeout=timeout_s)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+            raise
+        # A partition added after librdkafka cached the topic: refresh its metadata once.
+        consumer.list_topics(key[0], timeout=timeout_s)
+        marks = consumer.get_watermark_offsets(TopicPartition(*key), timeout=timeout_s)
+    if marks is None:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"watermarks of {key[0]}-{key[1]}"))
+    return marks

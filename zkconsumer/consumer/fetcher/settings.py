@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from zkconsumer.config.consumer_config import ConsumerConfig
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("zkconsumer.consumer.fetcher")  # the package's name: the fetcher's modules share one logger
 
 # Forced whatever the overrides say: we commit and store offsets ourselves, and we must SEE an
 # out-of-range fetch to apply (and log) the legacy auto.offset.reset policy.

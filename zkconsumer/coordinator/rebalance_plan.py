@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from zkconsumer.config.compat import Compat
-from zkconsumer.coordinator.assignors import AssignmentInput, assign_group, hash_ties, owned_by
-from zkconsumer.coordinator.group_assignment import GroupAssignment
+from zkconsumer.coordinator.assignors import AssignmentInput, GroupAssignment, assign_group, hash_ties, owned_by
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.znodes import Registration

@@ -1,4 +1,4 @@
-"""The fetcher: one confluent-kafka Consumer on one thread, routing fetched messages into stream queues."""
+"""The fetcher: one confluent-kafka Consumer on one thread (or a reader's), routing fetched messages into stream queues."""
 
 from __future__ import annotations
 
@@ -11,20 +11,16 @@ from typing import TypeVar
 from confluent_kafka import KafkaException, TopicPartition
 
 from zkconsumer.consumer.chunks import Message, PartitionTopicInfo, StreamQueue
-from zkconsumer.consumer.consumer_handle import ConsumerHandle
-from zkconsumer.consumer.consumer_proxy import ConsumerProxy
-from zkconsumer.consumer.fetch_commands import FetchCommands
-from zkconsumer.consumer.fetch_errors import FetchErrors
-from zkconsumer.consumer.fetch_routing import ChunkRouter
-from zkconsumer.consumer.fetch_settings import FetchSettings
-from zkconsumer.consumer.fetch_turns import BUSY_WAIT, IDLE_WAIT, POLL_TIMEOUT, READER_GRACE, ReaderTurns
-from zkconsumer.consumer.offset_reset import OffsetResets
+from zkconsumer.consumer.fetcher.commands import ConsumerProxy, FetchCommands
+from zkconsumer.consumer.fetcher.kafka_consumer import ConsumerHandle, FetchErrors
+from zkconsumer.consumer.fetcher.offset_reset import OffsetResets
+from zkconsumer.consumer.fetcher.routing import ChunkRouter
+from zkconsumer.consumer.fetcher.settings import FetchSettings
+from zkconsumer.consumer.fetcher.turns import BUSY_WAIT, IDLE_WAIT, POLL_TIMEOUT, READER_GRACE, ReaderTurns
 from zkconsumer.errors import ConsumerError
 from zkconsumer.zookeeper.deadline import Deadline
 
-__all__ = ["ConsumerProxy", "FetchSettings", "Fetcher"]
-
-log = logging.getLogger(__name__)
+log = logging.getLogger("zkconsumer.consumer.fetcher")  # the package's name: its modules share the logger
 
 Key = tuple[str, int]
 T = TypeVar("T")
@@ -48,10 +44,10 @@ class Fetcher:
     partition is paused. A pause costs a re-fetch (librdkafka drops the partition's prefetch), so
     the bounds let a stream that keeps up never pause.
 
-    Its parts, each owning its state: the Consumer (consumer_handle.ConsumerHandle: made, made anew
-    for a re-created topic, closed), the turn (fetch_turns.ReaderTurns), the routing state
-    (fetch_routing.ChunkRouter), auto.offset.reset (offset_reset.OffsetResets) and librdkafka's
-    errors (fetch_errors.FetchErrors), the commands other threads post (fetch_commands.FetchCommands).
+    Its parts, each owning its state: the Consumer (kafka_consumer.ConsumerHandle: made, made anew
+    for a re-created topic, closed), the turn (turns.ReaderTurns), the routing state
+    (routing.ChunkRouter), auto.offset.reset (offset_reset.OffsetResets) and librdkafka's
+    errors (kafka_consumer.FetchErrors), the commands other threads post (commands.FetchCommands).
     This class keeps the fetcher thread, the two fetch loops (`_run`, `fetch_for`), the assignment
     commands and stopping.
     """
@@ -201,7 +197,7 @@ class Fetcher:
                 raise TimeoutError(f"fetcher {self.name}: the consumer stayed busy for {_COMMAND_TIMEOUT:.0f}s")
             return fn()
         finally:
-            if turn.holder == me:  # inline, no call before the release: see turn.Turn
+            if turn.holder == me:  # inline, no call before the release: see turns.Turn
                 lock = turn.lock
                 turn.holder = None
                 lock.release()
@@ -244,7 +240,7 @@ class Fetcher:
             router.mark_stale()
             raise
         finally:
-            if turn.holder == me:  # inline, no call before the release: see turn.Turn
+            if turn.holder == me:  # inline, no call before the release: see turns.Turn
                 lock = turn.lock
                 turn.holder = None
                 lock.release()

@@ -1,14 +1,30 @@
-"""Look up the broker-side consumer group with our id (describe_consumer_groups), bounded by a timeout."""
+"""Look up the broker-side consumer group with our id (describe_consumer_groups), bounded by a timeout: what the brokers say of it (BrokerGroupView)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from zkconsumer.consumer.log_throttle import throttled_logger
-from zkconsumer.offsets.dual_commit import BrokerGroupView, BrokerMember
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BrokerMember:
+    client_id: str
+    host: str
+    member_id: str
+
+
+@dataclass(frozen=True)
+class BrokerGroupView:
+    """What describe_consumer_groups said about the broker-side group with our id."""
+
+    state: str  # Empty, Stable, PreparingRebalance, ...
+    members: tuple[BrokerMember, ...] = ()
+
 
 # Consumer-only librdkafka properties the fetcher sets; an AdminClient (a producer-type handle)
 # would log a configuration warning for each. Connection and security settings pass through.
@@ -59,7 +75,7 @@ def state_name(state: object) -> str:
 def admin_config(consumer_config: Mapping[str, object]) -> dict[str, object]:
     """An AdminClient configuration reaching the same brokers, the same way, as a fetcher's Consumer."""
     conf = {k: v for k, v in consumer_config.items() if k not in _CONSUMER_ONLY}
-    conf["logger"] = throttled_logger(f"{__name__}.librdkafka")
+    conf["logger"] = throttled_logger(f"{log.name}.librdkafka")
     return conf
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from confluent_kafka import Consumer, TopicPartition
 
 from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo
-from zkconsumer.consumer.runs import split_runs
+from zkconsumer.consumer.fetcher.runs import split_runs
 
 Key = tuple[str, int]
 
@@ -17,7 +17,7 @@ Key = tuple[str, int]
 class ChunkRouter:
     """The routing state of the partitions a fetcher fetches, and what moves batches through it.
 
-    Only the holder of the fetcher's turn (fetch_turns.ReaderTurns) calls it, with the Consumer of
+    Only the holder of the fetcher's turn (turns.ReaderTurns) calls it, with the Consumer of
     the moment (the fetcher renews it for a re-created topic). A partition's run that its queue
     refuses is held, and grows behind what came before it; at `hold_messages` held messages or
     `hold_bytes` of values its partition is paused. A queue with room again sets `retry` (a hint),
