@@ -57,6 +57,10 @@ class ZooKeeperUnavailable(ZkConsumerError, ConnectionError):
     retriable = True
 
 
+class ZooKeeperUnreachable(ZooKeeperUnavailable):
+    """No ZooKeeper server of the connect string answered within the connect timeout (`connect`)."""
+
+
 class ZooKeeperClosed(ZkConsumerError, ConnectionError):
     """The kazoo client closed for good while the member was running (its connection thread ended):
     no reconnect will come, so the member leaves. Not retriable."""

@@ -41,6 +41,7 @@ from zkconsumer.errors import (
     ZooKeeperAccessDenied,
     ZooKeeperClosed,
     ZooKeeperUnavailable,
+    ZooKeeperUnreachable,
     is_retriable,
 )
 
@@ -137,6 +138,7 @@ EXPECTED_FLAGS: dict[type[ZkConsumerError], bool] = {
     ConsumerRebalanceFailed: True,
     RegistrationConflict: True,
     ZooKeeperUnavailable: True,
+    ZooKeeperUnreachable: True,
     BrokersUnavailable: True,
     ZooKeeperAccessDenied: False,
     ZooKeeperClosed: False,

@@ -16,7 +16,13 @@ from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer.admin import AdminError, AdminUsageError, LogOffsetsUnavailable, group_exists
-from zkconsumer.errors import ZkConsumerError, ZkDataError, ZooKeeperAccessDenied, ZooKeeperUnavailable
+from zkconsumer.errors import (
+    ZkConsumerError,
+    ZkDataError,
+    ZooKeeperAccessDenied,
+    ZooKeeperUnavailable,
+    ZooKeeperUnreachable,
+)
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.auth import JaasError, ZkAuth, zk_auth
 from zkconsumer.zookeeper.client import close_quietly, connect
@@ -133,8 +139,8 @@ def zk_session(zookeeper: str, digest: str | None, timeout: float) -> Iterator[K
         )
     except ZooKeeperAccessDenied as exc:
         raise CliError(str(exc)) from None
-    except (KazooTimeoutError, KazooException, ZooKeeperUnavailable, OSError) as exc:
-        detail = "" if isinstance(exc, KazooTimeoutError) else f" ({exc})"
+    except (KazooException, ZooKeeperUnavailable, OSError) as exc:
+        detail = "" if isinstance(exc, ZooKeeperUnreachable) else f" ({exc})"
         raise CliError(f"ZooKeeper unreachable at {zookeeper} after {timeout:g} s{detail}") from None
     try:
         require_brokers(client, zookeeper)

@@ -15,7 +15,7 @@ from kazoo.exceptions import AuthFailedError, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState, WatchedEvent, ZnodeStat
 
-from zkconsumer.errors import ZooKeeperAccessDenied, ZooKeeperUnavailable
+from zkconsumer.errors import ZooKeeperAccessDenied, ZooKeeperUnavailable, ZooKeeperUnreachable
 from zkconsumer.zookeeper.auth import ZkAuth
 from zkconsumer.zookeeper.deadline import Deadline
 
@@ -165,7 +165,10 @@ def connect(
     once up, for the session's life. Requests are not retried by kazoo for a member, which decides
     itself what a failed request means; a short-lived reader (`command_deadline_s`) lets kazoo retry a
     request lost to a dropped connection three times within that many seconds. `default_acl`: the
-    ACL of nodes created without one (the command line's writes on a secured cluster)."""
+    ACL of nodes created without one (the command line's writes on a secured cluster).
+
+    Raises ZooKeeperUnreachable when no server answers within `connect_timeout_s`, and
+    ZooKeeperAccessDenied when the servers refuse our credentials."""
     from kazoo.client import KazooClient
 
     from zkconsumer.zookeeper import internals
@@ -197,7 +200,7 @@ def connect(
         if client.client_state == KeeperState.AUTH_FAILED:
             raise ZooKeeperAccessDenied(f"ZooKeeper at {hosts} rejected {auth.identity}: authentication failed")
         if not client.connected:
-            raise KazooTimeoutError(f"no ZooKeeper connection within {connect_timeout_s:g} s")
+            raise ZooKeeperUnreachable(f"no ZooKeeper connection within {connect_timeout_s:g} s")
         if negotiated_timeout_ms(client) is None:  # kazoo reports CONNECTED only after reading the handshake
             raise ZooKeeperUnavailable(
                 f"connected to ZooKeeper at {hosts}, but the session timeout it granted could not be read "
