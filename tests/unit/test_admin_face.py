@@ -12,7 +12,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 import zkconsumer.admin
 from zkconsumer.admin import AdminUnavailable, AdminUsageError, InputError, OffsetWrite
 from zkconsumer.admin.public_errors import admin_errors, from_zookeeper
-from zkconsumer.errors import ZkDataError
+from zkconsumer.cli.common import expected_error_message
+from zkconsumer.errors import ZkDataError, ZooKeeperAccessDenied
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "admin.md"
 
@@ -52,10 +53,22 @@ def test_a_plain_value_error_is_a_usage_error_and_our_own_errors_pass_unchanged(
     with pytest.raises(AdminUsageError, match="invalid group") as caught:
         _raising(ValueError("invalid group"))
     assert caught.value.bad_request is True and not from_zookeeper(caught.value)
-    for own in (InputError("line 1: bad"), ZkDataError("/x", "not JSON"), NoAuthError()):
+    for own in (InputError("line 1: bad"), ZkDataError("/x", "not JSON")):
         with pytest.raises(type(own)) as passed:
             _raising(own)
         assert passed.value is own
+
+
+def test_a_refused_request_is_access_denied_worded_as_the_cli_printed_it() -> None:
+    raised = NoAuthError()
+    with pytest.raises(ZooKeeperAccessDenied) as caught:
+        _raising(raised)
+    assert caught.value.__cause__ is raised
+    assert expected_error_message(caught.value) == (
+        "ZooKeeper refused access (NoAuthError); pass --zk-jaas FILE (SASL, as the group's Scala members "
+        "log in) or --zk-digest user:password"
+    )
+    assert expected_error_message(caught.value) == expected_error_message(raised)
 
 
 def test_an_offset_write_says_whether_it_wrote() -> None:

@@ -1,4 +1,4 @@
-"""How failures leave the ops library: at each public function, kazoo's errors become AdminUnavailable and a bad value AdminUsageError."""
+"""How failures leave the ops library: at each public function, kazoo's errors become the package's (AdminUnavailable, ZooKeeperAccessDenied) and a bad value AdminUsageError."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import ParamSpec, TypeVar
 from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer.errors import AdminError, AdminUnavailable, AdminUsageError, ZkConsumerError
+from zkconsumer.errors import AdminError, AdminUnavailable, AdminUsageError, ZkConsumerError, ZooKeeperAccessDenied
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -19,16 +19,18 @@ def admin_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """`fn`, raising AdminUnavailable where kazoo raised and AdminUsageError where a plain ValueError
     left it (a name that is no valid group or topic, mostly), the original chained as the cause.
 
-    The ZooKeeper message is the line the command line always printed for such an error. NoAuthError
-    is left as it is: the command line words it with what to pass to be let in. zkconsumer's own
-    errors (a garbled znode's ZkDataError among them) pass unchanged."""
+    The ZooKeeper message is the line the command line always printed for such an error. kazoo's
+    NoAuthError becomes ZooKeeperAccessDenied, as the reads that name their node already raise it.
+    zkconsumer's own errors (a garbled znode's ZkDataError among them) pass unchanged."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except (NoAuthError, ZkConsumerError):
+        except ZkConsumerError:
             raise
+        except NoAuthError as exc:
+            raise ZooKeeperAccessDenied(f"ZooKeeper refused access ({type(exc).__name__})") from exc
         except (KazooException, KazooTimeoutError) as exc:
             raise AdminUnavailable(f"ZooKeeper request failed: {str(exc) or type(exc).__name__}") from exc
         except ValueError as exc:
