@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cli_compare_cases import COMMITTED, MESSAGES, TOPICS, Case, live_cases, write_import_files  # noqa: E402
+from cli_compare_cases import COMMITTED, MESSAGES, SCRATCH, TOPICS, Case, live_cases, write_import_files  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
@@ -162,6 +162,7 @@ class Seeder:
             self.cluster.create_topic(topic, partitions)
             self.produce(topic, partitions, 0, MESSAGES)
         self.offsets("settled", COMMITTED)
+        self.reseed_scratch(SCRATCH)
         self.offsets("multi", {"orders": [1, 2, 3, 4], "events": [6, 7, 8]})
         self.offsets("held", {"orders": [3, 3, 3, 3]})
         self.put("/consumers/held/ids", "")
@@ -189,10 +190,12 @@ class Seeder:
             sys.exit("the live member did not commit")
         self.produce("orders", TOPICS["orders"], MESSAGES, 5)  # lag 5 per partition for `live`
 
-    def reseed_scratch(self, group: str, *, kafka: bool) -> None:
-        """Give `group` the same ZooKeeper offsets as before every run (and no Kafka offsets)."""
+    def reseed_scratch(self, group: str, *, kafka: bool = False) -> None:
+        """Put `group` back as seeded: SCRATCH with `settled`'s offsets of orders, any other gone
+        (and, with `kafka`, no Kafka-committed offsets)."""
         self.zk.delete(f"/consumers/{group}", recursive=True)
-        self.offsets(group, {"orders": COMMITTED["orders"]})
+        if group == SCRATCH:
+            self.offsets(group, {"orders": COMMITTED["orders"]})
         if kafka:
             admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers})
             for future in admin.delete_consumer_groups([group]).values():
@@ -260,6 +263,7 @@ def run(tree: Path, case: Case, zookeeper: str, work: Path, seeder: Seeder) -> s
         record += [f"--- ZooKeeper after the run: {group}\n", seeder.zookeeper_state(group)]
         if case.kafka_scratch:
             record += [f"--- Kafka after the run: {group}\n", seeder.kafka_state(group)]
+        seeder.reseed_scratch(group)  # as seeded again for the read-only commands that follow
     for name in case.files:
         path = work / name
         record += [f"--- file {name}\n", path.read_text() if path.exists() else "(not written)\n"]

@@ -11,6 +11,7 @@ TOPICS = {"orders": 4, "events": 3, "single": 1}
 MESSAGES = 30  # per partition; the live group's member reads them all, then 5 more arrive per partition
 COMMITTED = {"orders": [10, 20, 30, 0], "events": [5, 5, 5]}  # group `settled`, no members
 SCRATCH = "scratch"  # offsets as `settled`'s, for orders only
+PEEK = "peek"  # a scratch group that `consume` joins: none before each run
 UNREACHABLE = "127.0.0.1:1"  # nothing listens on port 1
 
 
@@ -52,8 +53,8 @@ IMPORT_FILES = {
 }
 
 
-def _each(base: tuple[str, ...], variants: list[tuple[str, ...]], label: str) -> list[Case]:
-    return [Case(f"{label} {' '.join(v)}".strip(), (*base, *v)) for v in variants]
+def _each(base: tuple[str, ...], variants: list[tuple[str, ...]]) -> list[Case]:
+    return [Case(" ".join((*base, *v)), (*base, *v)) for v in variants]
 
 
 def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
@@ -66,7 +67,7 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
         formats: list[tuple[str, ...]] = (
             [(), ("--members",), ("--json",)] if group in ("settled", "live", "odd") else [()]
         )
-        cases += _each(("groups", "describe", "-g", group), formats, "groups describe")
+        cases += _each(("groups", "describe", "-g", group), formats)
     cases += _each(
         ("groups", "describe"),
         [
@@ -80,20 +81,15 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
             ("-g", "settled", "-t", "missing-topic"),
             ("-g", "settled", "--bootstrap-server", bootstrap),
         ],
-        "groups describe",
     )
     for group in ["settled", "live", "held", "odd", "nosuchgroup"]:
-        cases += _each(
-            ("groups", "status", "-g", group), [(), ("--json",)] if group == "odd" else [()], "groups status"
-        )
+        cases += _each(("groups", "status", "-g", group), [(), ("--json",)] if group == "odd" else [()])
     cases += [Case("groups status --watch", ("groups", "status", "-g", "settled", "--watch", "1", "--interval", "0.5"))]
     for group in ["settled", "live", "held", "odd", "empty", "nosuchgroup"]:
-        cases += _each(("verify", "-g", group), [(), ("--json",)] if group in ("live", "odd") else [()], "verify")
+        cases += _each(("verify", "-g", group), [(), ("--json",)] if group in ("live", "odd") else [()])
     cases += [Case("verify --include-internal-topics", ("verify", "-g", "live", "--include-internal-topics"))]
     for group in ["live", "settled", "held", "nosuchgroup"]:
-        cases += _each(
-            ("groups", "rebalance", "-g", group), [(), ("--json",)] if group == "live" else [()], "groups rebalance"
-        )
+        cases += _each(("groups", "rebalance", "-g", group), [(), ("--json",)] if group == "live" else [()])
     cases += [
         Case(
             "groups rebalance --execute live",
@@ -104,7 +100,6 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
     cases += _each(
         ("groups", "delete"),
         [("-g", "settled"), ("-g", "live"), ("-g", "held"), ("-g", "nosuchgroup"), ("--all-groups",), ("-t", "events")],
-        "groups delete",
     )
     cases += [
         Case("groups delete --execute scratch", ("groups", "delete", "-g", SCRATCH, "--execute"), scratch=(SCRATCH,)),
@@ -131,7 +126,6 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
             ("-g", "settled", "-t", "events"),
             ("-g", "nosuchgroup"),
         ],
-        "offsets export",
     )
     cases += [
         Case(
@@ -163,7 +157,7 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
         ("-i", "live.lines"),
         ("-i", "no-such-file.lines"),
     ]
-    cases += _each(("offsets", "import"), imports, "offsets import")
+    cases += _each(("offsets", "import"), imports)
     cases += [
         Case("offsets import --execute", ("offsets", "import", "-i", "good.lines", "--execute"), scratch=(SCRATCH,)),
         Case(
@@ -193,7 +187,7 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
         ("--to-datetime", "yesterday"),
         ("--by-duration", "an hour"),
     ]
-    cases += _each(("offsets", "reset", "-g", "settled", "-t", "orders"), resets, "offsets reset settled orders")
+    cases += _each(("offsets", "reset", "-g", "settled", "-t", "orders"), resets)
     cases += _each(
         ("offsets", "reset"),
         [
@@ -211,7 +205,6 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
             ("-g", "kafkagroup", "-t", "orders", "--to-earliest"),
             ("-g", "nosuchgroup", "-t", "orders", "--to-earliest"),
         ],
-        "offsets reset",
     )
     scratch_resets: list[tuple[str, ...]] = [
         ("--to-earliest",),
@@ -235,7 +228,6 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
             ("-g", "odd"),
             ("-g", "nosuchgroup"),
         ],
-        "migrate plan",
     )
     cases += _each(
         ("migrate", "offsets"),
@@ -245,7 +237,6 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
             ("-g", "kafkagroup", "--to", "zookeeper"),
             ("-g", "live", "--to", "kafka"),
         ],
-        "migrate offsets",
     )
     cases += [
         Case(
@@ -265,7 +256,6 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
             ("--partition", "1", "--offset", "100000", "--max-messages", "1"),
             ("--from-beginning", "--max-messages", "3", "--timeout-ms", "10000", "--partition", "0"),
         ],
-        "consume",
     )
     cases += [
         Case(
@@ -275,7 +265,7 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
                 "-t",
                 "single",
                 "-g",
-                SCRATCH,
+                PEEK,
                 "--from-beginning",
                 "--max-messages",
                 "3",
@@ -286,7 +276,7 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
                 "--property",
                 "print.key=true",
             ),  # fmt: skip
-            scratch=(SCRATCH,),
+            scratch=(PEEK,),
         ),
         Case(
             "consume live group",
@@ -294,7 +284,7 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
             writes=True,  # refused (the group has a member), unless a change broke that
         ),
     ]
-    cases += _each(("top", "-g", "settled"), [("--once",), ("--once", "--json")], "top")
+    cases += _each(("top", "-g", "settled"), [("--once",), ("--once", "--json")])
     cases += [Case("top nosuchgroup", ("top", "-g", "nosuchgroup", "--once"))]
     errors: list[tuple[str, ...]] = [
         ("groups", "list", "--zookeeper", f"{UNREACHABLE}/x", "--zk-timeout", "0.5"),
