@@ -13,20 +13,23 @@ seeds it (scripts/cli_compare_cases.py lists the command lines):
 - `odd`: offset nodes that are garbled, negative, beyond the log, of a partition or topic that
   does not exist, and a registration nobody can parse; `empty`: a group node only;
 - `kafkagroup`: offsets committed to Kafka (and others in ZooKeeper);
-- `scratch`: seeded again before each checkout's run of a command that writes, whose ZooKeeper
-  data (and, for `migrate offsets`, Kafka-committed offsets) after the run is compared too.
+- `scratch` (and `peek`, which `consume` joins): seeded again before each checkout's run of a
+  command that writes them, whose ZooKeeper data (and, for `migrate offsets`, Kafka-committed
+  offsets) after the run is compared too.
 
-Each command runs as `python -c <main()>` with PYTHONPATH=<checkout>, first under --before then
-under --after, in one work folder (so paths in the output are the same). Exit status, stdout and
-stderr are compared after the normalisations in NORMALISE, the only things that differ between two
-runs of the same code. One line per command, a unified diff per difference, a summary, and last a
-line of key=value pairs. Exit status 1 when anything differs.
+Each command runs as `python -c <main()>` with PYTHONPATH=<checkout>, in one work folder (so
+paths in the output are the same): a command that only reads runs under both checkouts at once, one
+that writes (Case.alone) under --before, then under --after, each from the same seeded state. Exit
+status, stdout and stderr are compared after the normalisations in NORMALISE, the only things that
+differ between two runs of the same code. One line per command, a unified diff per difference, a
+summary, and last a line of key=value pairs. Exit status 1 when anything differs.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import logging
 import os
 import re
 import subprocess
@@ -317,6 +320,7 @@ def main() -> None:
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
+    logging.getLogger("kazoo.client").setLevel(logging.ERROR)  # "Connection dropped" while ZooKeeper starts
     for tree in (before, after):
         check_checkout(tree, work)
     print("normalised in both outputs:", "; ".join(what for what, _, _ in NORMALISE))
