@@ -333,7 +333,7 @@ def live_cases(zookeeper: str, bootstrap: str) -> list[Case]:
         ("--version",),
         (),
     ]
-    cases += [Case(f"error {' '.join(args)}", args, zookeeper=False) for args in errors]
+    cases += [Case(f"error {' '.join(args) or '(no arguments)'}", args, zookeeper=False) for args in errors]
     return cases
 
 
