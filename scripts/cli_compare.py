@@ -97,7 +97,8 @@ except SystemExit:
 def checkout_env(tree: Path) -> dict[str, str]:
     """The environment of a CLI run: ours without ZKCONSUMER_* settings, the checkout first on the path."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZKCONSUMER_")}
-    # The same for both runs whatever terminal this script runs in: help text wraps to COLUMNS.
+    # Not normalisations but the same setting for both: help text wraps to COLUMNS whatever terminal
+    # this runs in, and a fixed hash seed gives both runs the same set order.
     env.update(PYTHONPATH=str(tree), COLUMNS="100", LINES="40", PYTHONHASHSEED="0")
     return env
 
