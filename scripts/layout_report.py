@@ -59,7 +59,7 @@ class Arrow:
 
 
 def module_name(path: Path, package: Path) -> str:
-    """zkconsumer/admin/status.py -> zkconsumer.admin.status; zkconsumer/admin/__init__.py -> zkconsumer.admin."""
+    """zkconsumer/admin/groups.py -> zkconsumer.admin.groups; zkconsumer/admin/__init__.py -> zkconsumer.admin."""
     parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

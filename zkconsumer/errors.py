@@ -100,6 +100,9 @@ class ShutdownIncomplete(ZkConsumerError):
         super().__init__(message)
         self.uncommitted = uncommitted
 
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable despite the two-argument __init__
+        return (type(self), (str(self), self.uncommitted))
+
 
 class ZkDataError(ZkConsumerError, ValueError):
     """A znode held data that a Scala reader would also reject (or that is not UTF-8).
@@ -170,9 +173,9 @@ class AdminError(ZkConsumerError):
         self.details = tuple(details)
 
 
-class AdminUsageError(AdminError):
+class AdminUsageError(AdminError, ValueError):
     """The request cannot be carried out as given (a partition that does not exist, an offset
-    outside the log, a name that is no valid group or topic)."""
+    outside the log, a name that is no valid group or topic). A ValueError too: a bad value."""
 
     bad_request = True
 
@@ -186,7 +189,7 @@ class AdminUnavailable(AdminError):
     """The call could not do it: ZooKeeper or the brokers gave no (usable) answer."""
 
 
-class InputError(AdminUsageError, ValueError):
+class InputError(AdminUsageError):
     """User-supplied text (a file line, an option value) that cannot be used; the message says where."""
 
 

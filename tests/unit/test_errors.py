@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from kazoo.exceptions import (
@@ -335,3 +337,16 @@ def test_carried_details() -> None:
     assert isinstance(ConsumerError("x"), RuntimeError)
     assert isinstance(BrokersUnavailable("x"), ConnectionError)
     assert isinstance(ZooKeeperAccessDenied("x"), PermissionError)
+
+
+@pytest.mark.parametrize("cls", list(EXPECTED_FLAGS), ids=lambda c: c.__name__)
+def test_every_exception_of_errors_py_survives_pickling(cls: type[ZkConsumerError]) -> None:
+    # Spark ships a task's exception to the driver pickled, and multiprocessing pools do the same.
+    exc = make(cls)
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is cls and str(back) == str(exc) and vars(back) == vars(exc)
+
+
+def test_a_usage_error_of_the_ops_library_is_a_value_error_too() -> None:
+    assert issubclass(AdminUsageError, ValueError) and issubclass(InputError, AdminUsageError)
+    assert not issubclass(AdminUnavailable, ValueError) and not issubclass(AdminRefused, ValueError)

@@ -22,7 +22,7 @@ from zkconsumer.admin import (
     ownership_of,
     status_report,
 )
-from zkconsumer.admin.lag_status import partition_facts
+from zkconsumer.admin.group_lag import partition_facts
 from zkconsumer.cli.main import cli
 
 T0 = 1_700_000_000_000

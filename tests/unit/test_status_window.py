@@ -1,4 +1,4 @@
-"""The exporter's window kept as runs judges as admin.lag_status does over the same samples, and gives them back whole."""
+"""The exporter's window kept as runs judges as admin.group_lag does over the same samples, and gives them back whole."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zkconsumer.admin import NOT_JUDGED, Judged, Ownership, Sample, Seen, group_status, judge_runs
-from zkconsumer.admin.lag_status import judge_group, partition_facts
+from zkconsumer.admin.group_lag import judge_group, partition_facts
 from zkconsumer.exporter.sampling import GroupSample
 from zkconsumer.exporter.window import GroupWindow
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
@@ -15,7 +16,6 @@ from zkconsumer.admin.log_offsets import (
     log_warning,
     reach,
 )
-from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.errors import AdminUnavailable
 from zkconsumer.migration import KafkaMember, KafkaSide
 from zkconsumer.offsets.broker_group_lookup import state_name

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.errors import ZkDataError
 from zkconsumer.partitions import TopicPartition

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.errors import DeleteRefused
 from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.fenced_delete import MemberJoined, commit_deletes, read_ids

@@ -13,6 +13,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
@@ -20,7 +21,6 @@ from zkconsumer.admin.log_offsets import (
     log_warning,
     reach,
 )
-from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.errors import AdminUnavailable
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.client import run_bounded

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.cluster.broker_nodes import client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.errors import LogOffsetsUnavailable, ZkDataError

@@ -8,9 +8,9 @@ from kazoo.client import KazooClient
 
 from zkconsumer.admin.broker_group import BrokerGroup, is_membership_refusal, membership_refusal
 from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.error_boundary import admin_errors, from_zookeeper
 from zkconsumer.admin.migration_evidence import Evidence
 from zkconsumer.admin.offsets_write import Explain, PlannedWrite, Progress, execute, no_progress
-from zkconsumer.admin.public_errors import admin_errors, from_zookeeper
 from zkconsumer.errors import AdminError
 from zkconsumer.migration import TO_KAFKA, DirectionPlan, mismatches
 from zkconsumer.partitions import TopicPartition

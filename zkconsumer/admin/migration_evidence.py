@@ -8,9 +8,9 @@ from kazoo.client import KazooClient
 
 from zkconsumer.admin.broker_group import BrokerGroup, open_broker_group
 from zkconsumer.admin.committed import read_offsets
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.admin.groups import group_exists
 from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
-from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.errors import AdminError, AdminUnavailable

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.committed import ZkOffsets, read_offsets
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.admin.groups import member_count
 from zkconsumer.admin.kafka_commits import KafkaCommits, open_kafka_commits
 from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning, open_watermarks
 from zkconsumer.admin.offset_targets import Target, clamp, range_problem, reset_offset
 from zkconsumer.admin.offsets_write import PlannedWrite
-from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.admin.snapshot import read_owners
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.errors import AdminRefused, AdminUnavailable, AdminUsageError

@@ -10,7 +10,7 @@ from typing import Any, Protocol, cast
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import guarded_write, znodes

@@ -10,6 +10,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.admin.log_offsets import (
     LIBRDKAFKA_LOG,
     BrokerAccess,
@@ -20,7 +21,6 @@ from zkconsumer.admin.log_offsets import (
 )
 from zkconsumer.admin.offset_plan import describe_partitions, topic_layout
 from zkconsumer.admin.offset_targets import range_problem
-from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.errors import AdminUnavailable, AdminUsageError
 from zkconsumer.zookeeper import znodes

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.lag_status import Sample, Seen, group_status, ownership_of
+from zkconsumer.admin.group_lag import Sample, Seen, group_status, ownership_of
 from zkconsumer.admin.log_offsets import Watermarks
 from zkconsumer.admin.snapshot import take_snapshot
 from zkconsumer.admin.verdicts import GroupVerdict

@@ -10,7 +10,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.committed import read_offsets
-from zkconsumer.admin.public_errors import admin_errors
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for

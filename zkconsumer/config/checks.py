@@ -27,6 +27,9 @@ class ConfigError(ZkConsumerError, ValueError):
         super().__init__(message)
         self.key = key
 
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable despite the two-argument __init__
+        return (type(self), (self.key, str(self)))
+
 
 def _invalid(key: str, value: object, accepted: str, problem: str = "") -> ConfigError:
     detail = f" ({problem})" if problem else ""

@@ -1,4 +1,4 @@
-"""What an application can hook into a rebalance, and the error a failed one reports."""
+"""ConsumerRebalanceListener: what an application can hook into a rebalance."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_group_status", "gauge", GROUP, "The group's verdict as Burrow's status code: 0 NOTFOUND, 1 OK, "
          "2 WARN, 3 ERR (a group is at worst ERR)"),
     Spec("zkconsumer_group_status_info", "gauge", (*GROUP, "status", "reason"), "Always 1: the group's verdict "
-         "by name and why (admin.lag_status.group_why)"),
+         "by name and why (admin.group_lag.group_why)"),
     Spec("zkconsumer_group_members", "gauge", (*GROUP, "kind"), "Registered members (/consumers/<group>/ids) by "
          "kind: zkconsumer or scala"),
     Spec("zkconsumer_group_member_info", "gauge", (*GROUP, "member", "kind"), "Always 1: one registered member "

@@ -1,4 +1,4 @@
-"""A group's nodes and the log ends into one sample of admin.lag_status (pure): what `groups status` would have seen."""
+"""A group's nodes and the log ends into one sample of admin.group_lag (pure): what `groups status` would have seen."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class Topic:
 
 @dataclass(frozen=True)
 class GroupSample:
-    """One sample of a group, with what the exporter shows beside admin.lag_status's Sample."""
+    """One sample of a group, with what the exporter shows beside admin.group_lag's Sample."""
 
     sample: Sample
     member_kinds: Mapping[str, str]  # consumer id -> "zkconsumer" | "scala"

@@ -17,7 +17,7 @@ class WindowSnapshot:
     """The window as one refresh left it (immutable: scrapes and API requests read it).
 
     Samples are numbered; `metas` are the samples `first`, `first` + 1, ... (oldest first), and
-    `runs[key]` what each partition was seen as from a sample number on (admin.lag_status.run_facts)."""
+    `runs[key]` what each partition was seen as from a sample number on (admin.group_lag.run_facts)."""
 
     first: int
     metas: tuple[SampleMeta, ...]

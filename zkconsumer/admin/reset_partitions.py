@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.admin.log_offsets import Warn, log_warning
 from zkconsumer.admin.offset_plan import WantedOffset, topic_layout
-from zkconsumer.admin.public_errors import admin_errors
 from zkconsumer.errors import AdminError, AdminUsageError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import children
