@@ -281,14 +281,14 @@ def test_an_ingest_that_lost_its_lock_mid_write_commits_nothing_and_leaves_the_n
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 10, partitions=1)
     lock = znodes.ingest_lock_path(group_id, topic)
     other = cluster.zk_client()
-    finish_write = ingest.Progress.__exit__
+    finish_write = ingest.IngestProgress.__exit__
 
     def write_then_lose_the_lock(self, *exc):  # type: ignore[no-untyped-def]
         finish_write(self, *exc)
         zk.delete(lock)
         other.create(lock, b'{"host":"the other run"}', ephemeral=True)
 
-    monkeypatch.setattr(ingest.Progress, "__exit__", write_then_lose_the_lock)
+    monkeypatch.setattr(ingest.IngestProgress, "__exit__", write_then_lose_the_lock)
     try:
         with pytest.raises(RuntimeError, match="lost the ingest lock"):
             ingest_job.main(argv, spark=spark)
@@ -311,7 +311,7 @@ def test_ingest_never_commits_an_old_logs_end_into_a_topic_re_created_during_its
     out = tmp_path / "out"
     argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=1)
-    finish_write = ingest.Progress.__exit__
+    finish_write = ingest.IngestProgress.__exit__
 
     def write_then_recreate(self, *exc):  # type: ignore[no-untyped-def]
         finish_write(self, *exc)
@@ -320,9 +320,9 @@ def test_ingest_never_commits_an_old_logs_end_into_a_topic_re_created_during_its
         cluster.create_topic(topic, partitions=1)
         kafka.produce_numbered(cluster.bootstrap_servers, topic, 150, partitions=1, start=1000)
 
-    monkeypatch.setattr(ingest.Progress, "__exit__", write_then_recreate)
+    monkeypatch.setattr(ingest.IngestProgress, "__exit__", write_then_recreate)
     assert ingest_job.main(argv, spark=spark) == ingest.EXIT_COMMIT_REFUSED
-    monkeypatch.setattr(ingest.Progress, "__exit__", finish_write)
+    monkeypatch.setattr(ingest.IngestProgress, "__exit__", finish_write)
     assert committed_offsets(zk, group_id, topic) == {}, "the old log's end landed in the new topic"
     assert sink_rows(spark, str(out)) == [], "the refused run's output (of either log) was withdrawn"
     assert ingest_job.main(argv, spark=spark) == ingest.EXIT_OK
@@ -341,7 +341,7 @@ def test_ingest_does_not_overwrite_a_commit_made_during_its_write(
     out = tmp_path / "out"
     argv = ["--zookeeper", cluster.zookeeper_connect, "--group", group_id, "--topic", topic, "--output", str(out)]
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 100, partitions=1)
-    finish_write = ingest.Progress.__exit__
+    finish_write = ingest.IngestProgress.__exit__
 
     def write_then_a_member_commits(self, *exc):  # type: ignore[no-untyped-def]
         finish_write(self, *exc)
@@ -356,6 +356,6 @@ def test_ingest_does_not_overwrite_a_commit_made_during_its_write(
         finally:
             member.shutdown()
 
-    monkeypatch.setattr(ingest.Progress, "__exit__", write_then_a_member_commits)
+    monkeypatch.setattr(ingest.IngestProgress, "__exit__", write_then_a_member_commits)
     assert ingest_job.main(argv, spark=spark) == ingest.EXIT_COMMIT_REFUSED
     assert committed_offsets(zk, group_id, topic) == {0: 130}, "the member's commit was overwritten"

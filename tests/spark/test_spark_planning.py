@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from zkconsumer.spark.ingest import Run, recover, run_name
+from zkconsumer.spark.ingest import IngestRun, recover, run_name
 from zkconsumer.spark.offsets import (
     EARLIEST,
     LATEST,
@@ -197,10 +197,10 @@ def test_stream_reader_pickles_without_its_driver_state() -> None:
 def test_ingest_recovery_skips_runs_whose_data_is_written_but_not_committed() -> None:
     starts = {("t", 0): 100, ("t", 1): 100, ("t", 2): 40}
     runs = [
-        Run("run=t-a", {0: (100, 150), 1: (100, 120)}),
-        Run("run=t-b", {0: (150, 175)}),
-        Run("run=t-old", {2: (0, 40)}),
-        Run("run=t-c", None),
+        IngestRun("run=t-a", {0: (100, 150), 1: (100, 120)}),
+        IngestRun("run=t-b", {0: (150, 175)}),
+        IngestRun("run=t-old", {2: (0, 40)}),
+        IngestRun("run=t-c", None),
     ]
     assert recover(starts, runs) == {("t", 0): 175, ("t", 1): 120, ("t", 2): 40}
     ranges = {("t", 0): (0, 5), ("t", 1): (2, 9)}

@@ -1,4 +1,4 @@
-"""The groups under /consumers: list them, count a group's registered members, tell whether one exists."""
+"""The groups under /consumers: list them, count a group's registered members, tell whether one exists, name its topics."""
 
 from __future__ import annotations
 
@@ -26,3 +26,8 @@ def member_count(client: KazooClient, group: str) -> int:
 def group_exists(client: KazooClient, group: str) -> bool:
     """Whether /consumers/<group> exists (AdminUsageError for a name that is no valid group)."""
     return exists(client, znodes.group_path(group)) is not None
+
+
+def group_topics(client: KazooClient, group: str) -> set[str]:
+    """The topics a group has offsets or owners of."""
+    return set(children(client, znodes.offsets_path(group))) | set(children(client, znodes.owners_path(group)))

@@ -9,10 +9,10 @@ from kazoo.client import KazooClient
 
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.error_boundary import admin_errors
+from zkconsumer.admin.groups import group_topics
 from zkconsumer.admin.log_offsets import Warn, log_warning
 from zkconsumer.admin.offset_files import OffsetEntry
 from zkconsumer.admin.offsets_write import Progress, no_progress
-from zkconsumer.admin.reset_partitions import group_topics
 from zkconsumer.admin.snapshot import read_partitions
 from zkconsumer.errors import AdminError
 from zkconsumer.migration import spark_starting_offsets

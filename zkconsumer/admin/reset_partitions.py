@@ -5,18 +5,13 @@ from __future__ import annotations
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.error_boundary import admin_errors
+from zkconsumer.admin.groups import group_topics
 from zkconsumer.admin.log_offsets import Warn, log_warning
 from zkconsumer.admin.offset_plan import WantedOffset, topic_layout
 from zkconsumer.errors import AdminError, AdminUsageError
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.reads import children
 
 TopicSpec = tuple[str, list[int] | None]  # a topic, and its partitions (None: all of them)
-
-
-def group_topics(client: KazooClient, group: str) -> set[str]:
-    """The topics a group has offsets or owners of."""
-    return set(children(client, znodes.offsets_path(group))) | set(children(client, znodes.owners_path(group)))
 
 
 @admin_errors

@@ -11,6 +11,7 @@ from kazoo.client import KazooClient
 
 from zkconsumer.admin.committed import read_offsets
 from zkconsumer.admin.error_boundary import admin_errors
+from zkconsumer.admin.groups import group_topics
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
@@ -135,9 +136,9 @@ def read_partitions(client: KazooClient, topics: Iterable[str]) -> dict[str, lis
     return out
 
 
-def group_topics(client: KazooClient, group: str, members: Mapping[str, Member]) -> list[str]:
-    """Union of owners/ and offsets/ children and the members' subscribed topics."""
-    topics = set(children(client, znodes.owners_path(group))) | set(children(client, znodes.offsets_path(group)))
+def _snapshot_topics(client: KazooClient, group: str, members: Mapping[str, Member]) -> list[str]:
+    """The topics the group has offsets or owners of, and those its members subscribe to."""
+    topics = group_topics(client, group)
     for member in members.values():
         topics.update(member.threads)
     return sorted(topics)
@@ -156,7 +157,7 @@ def take_snapshot(
     taken_at = time.time()
     all_topics = sorted(children(client, znodes.BROKER_TOPICS))
     members, duplicates = read_members(client, group, all_topics, exclude_internal=exclude_internal)
-    wanted = group_topics(client, group, members) if topics is None else sorted(set(topics))
+    wanted = _snapshot_topics(client, group, members) if topics is None else sorted(set(topics))
     owners, owner_problems = read_owners(client, group, wanted)
     found = read_offsets(client, group, wanted)
     partitions = read_partitions(client, wanted)

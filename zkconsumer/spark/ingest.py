@@ -47,7 +47,7 @@ class IngestLockLost(ZkConsumerError, RuntimeError):
 
 
 @dataclass(frozen=True)
-class Run:
+class IngestRun:
     """One run directory: its name and (once complete) what its marker records."""
 
     name: str
@@ -97,7 +97,7 @@ def log(message: str) -> None:
     print(f"[zkconsumer-ingest] {message}", file=sys.stderr, flush=True)
 
 
-class Progress:
+class IngestProgress:
     """Prints the running stage's task counts to stderr every few seconds (SparkStatusTracker)."""
 
     def __init__(self, spark: Any, label: str, every_s: float = 2.0) -> None:
@@ -107,7 +107,7 @@ class Progress:
         self._thread = threading.Thread(target=self._loop, name="ingest-progress", daemon=True)
         self._began = time.monotonic()
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> IngestProgress:
         self._thread.start()
         return self
 
@@ -130,7 +130,7 @@ class Progress:
                 last = line
 
 
-def find_runs(fs: HadoopFs, topic: str) -> list[Run]:
+def find_runs(fs: HadoopFs, topic: str) -> list[IngestRun]:
     own = re.compile(r"run=" + re.escape(topic) + r"-[0-9a-f]{16}")  # not runs of "topic-x"
     runs = []
     for name in fs.children(f"run={topic}-*"):
@@ -140,19 +140,19 @@ def find_runs(fs: HadoopFs, topic: str) -> list[Run]:
         doc = json.loads(text) if text else None
         ranges = None if doc is None else {int(p): (r[0], r[1]) for p, r in doc["ranges"].items()}
         doc = doc or {}
-        runs.append(Run(name, ranges, doc.get("group"), doc.get("epoch"), doc.get("written_at")))
+        runs.append(IngestRun(name, ranges, doc.get("group"), doc.get("epoch"), doc.get("written_at")))
     return runs
 
 
 def same_incarnation(
-    runs: Sequence[Run], group: str, epoch: int | None, created_ms: int | None = None
-) -> tuple[list[Run], list[Run]]:
+    runs: Sequence[IngestRun], group: str, epoch: int | None, created_ms: int | None = None
+) -> tuple[list[IngestRun], list[IngestRun]]:
     """(runs recovery may chain through, the others): a complete run counts only if it was written
     for this group and this incarnation of the topic (a marker without an epoch: written after
     the topic node was created, at `created_ms`). Offsets of a deleted topic's run mean nothing
     in the topic created again under its name (chaining through them skipped its data)."""
 
-    def ours(run: Run) -> bool:
+    def ours(run: IngestRun) -> bool:
         if run.ranges is None or run.group != group or epoch is None:
             return False
         if run.epoch is not None:
@@ -163,7 +163,7 @@ def same_incarnation(
     return usable, [r for r in runs if not ours(r)]
 
 
-def recover(starts: dict[Key, int], runs: Sequence[Run]) -> dict[Key, int]:
+def recover(starts: dict[Key, int], runs: Sequence[IngestRun]) -> dict[Key, int]:
     """Advance each partition past completed runs that hold where it stands: their data is already
     in the output, and only their commit was lost, or was refused because a member committed an
     offset inside the run meanwhile."""
@@ -293,7 +293,7 @@ def _ingest_locked(
             .load()
         )
         spark.sparkContext.setJobDescription(f"zkconsumer ingest {args.group}/{topic} -> {name}")
-        with Progress(spark, topic):
+        with IngestProgress(spark, topic):
             df.write.mode("overwrite").format(args.format).save(path)
         check_lock("before writing the marker")
         now = current_epoch()
