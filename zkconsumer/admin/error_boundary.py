@@ -16,27 +16,36 @@ R = TypeVar("R")
 
 
 def admin_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """`fn`, raising AdminUnavailable where kazoo raised and AdminUsageError where a plain ValueError
-    left it (a name that is no valid group or topic, mostly), the original chained as the cause.
-
-    The ZooKeeper message is the line the command line always printed for such an error. kazoo's
-    NoAuthError becomes ZooKeeperAccessDenied, as the reads that name their node already raise it.
-    zkconsumer's own errors (a garbled znode's ZkDataError among them) pass unchanged."""
+    """`fn`, raising what `translated` makes of a failure that leaves it, the original chained as the cause."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except ZkConsumerError:
-            raise
-        except NoAuthError as exc:
-            raise ZooKeeperAccessDenied(f"ZooKeeper refused access ({type(exc).__name__})") from exc
-        except (KazooException, KazooTimeoutError) as exc:
-            raise AdminUnavailable(f"ZooKeeper request failed: {str(exc) or type(exc).__name__}") from exc
-        except ValueError as exc:
-            raise AdminUsageError(str(exc)) from exc
+        except Exception as exc:
+            ours = translated(exc)
+            if ours is exc:
+                raise
+            raise ours from exc
 
     return wrapper
+
+
+def translated(exc: Exception) -> Exception:
+    """The package's error for a failure leaving a public function: AdminUnavailable where kazoo
+    raised (with the line the command line always printed), ZooKeeperAccessDenied for kazoo's
+    NoAuthError (as the reads that name their node raise it), AdminUsageError for a plain ValueError
+    (a name that is no valid group or topic, mostly). zkconsumer's own errors (a garbled znode's
+    ZkDataError among them) and anything else are returned unchanged."""
+    if isinstance(exc, ZkConsumerError):
+        return exc
+    if isinstance(exc, NoAuthError):
+        return ZooKeeperAccessDenied(f"ZooKeeper refused access ({type(exc).__name__})")
+    if isinstance(exc, (KazooException, KazooTimeoutError)):
+        return AdminUnavailable(f"ZooKeeper request failed: {str(exc) or type(exc).__name__}")
+    if isinstance(exc, ValueError):
+        return AdminUsageError(str(exc))
+    return exc
 
 
 def from_zookeeper(exc: AdminError) -> bool:

@@ -12,10 +12,11 @@ from typing import Any, ParamSpec, TypeVar
 
 import click
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
+from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer.admin import AdminError, AdminUsageError, LogOffsetsUnavailable, group_exists
+from zkconsumer.admin.error_boundary import translated
 from zkconsumer.errors import (
     ZkConsumerError,
     ZkDataError,
@@ -69,13 +70,8 @@ def expected_error_message(exc: BaseException) -> str | None:
         return str(exc)
     if isinstance(exc, ZooKeeperAccessDenied) and "NoAuth" in str(exc):
         return f"{exc}; pass --zk-jaas FILE (SASL, as the group's Scala members log in) or --zk-digest user:password"
-    if isinstance(exc, NoAuthError):
-        return (
-            f"ZooKeeper refused access ({type(exc).__name__}); pass --zk-jaas FILE (SASL, as the group's "
-            "Scala members log in) or --zk-digest user:password"
-        )
-    if isinstance(exc, (KazooTimeoutError, KazooException)):
-        return f"ZooKeeper request failed: {str(exc) or type(exc).__name__}"
+    if isinstance(exc, (KazooTimeoutError, KazooException)):  # NoAuthError too: worded as the library raises it
+        return expected_error_message(translated(exc))
     if isinstance(exc, ZkDataError):
         return f"unreadable znode {exc}"
     if isinstance(exc, OSError):  # a file that cannot be opened or written, mostly
