@@ -334,3 +334,44 @@ def test_kafka_as_the_only_store_writes_only_what_a_fresh_read_says_is_ours() ->
     assert kafka.commits == [{("t", 1): 8}]
     assert (a.committed_offset, b.committed_offset) == (5, 8)
     assert doubted == [[("t", 0)]]
+
+
+def test_dual_commit_sends_kafka_only_what_moved_and_nothing_without_a_lease() -> None:
+    """Issue 51, finding 3: an idle member whose lease ran out resent its unchanged position to Kafka
+    after one ZooKeeper request a cut-off follower could answer alone, rewinding its successor."""
+    events: list[str] = []
+    group, kafka = RecordingGroup(events=events), FakeKafka(events)
+    offsets = DualStore(group, kafka)
+    lease: list[str | None] = [None]
+    a, b = info(0, 0), info(1, 4)
+    a.consumed_offset = 10
+    assert offsets.commit([a, b], vouch=lambda: lease[0]) == 1
+    assert kafka.commits == [{("t", 0): 10, ("t", 1): 4}]  # the first write of this ownership: all of it
+
+    assert offsets.commit([a, b], vouch=lambda: lease[0]) == 0
+    assert kafka.commits == [{("t", 0): 10, ("t", 1): 4}], "nothing moved: nothing resent"
+
+    lease[0] = "the session lease ran out"
+    assert offsets.commit([a, b], vouch=lambda: lease[0]) == 0
+    a.consumed_offset = 12  # ZooKeeper's fenced transaction decides that one; Kafka waits for a lease
+    assert offsets.commit([a, b], vouch=lambda: lease[0]) == 1
+    assert group.writes[-1] == {("t", 0): 12}
+    assert kafka.commits == [{("t", 0): 10, ("t", 1): 4}] and offsets.kafka_failed == 1
+
+    lease[0] = None
+    assert offsets.commit([a, b], vouch=lambda: lease[0]) == 0
+    assert kafka.commits[-1] == {("t", 0): 12}, "sent once the lease holds again, and only what moved"
+
+
+def test_dual_commit_sends_kafka_a_partition_zookeeper_did_not_just_write_only_if_its_owner_node_is_ours() -> None:
+    events: list[str] = []
+    group, kafka = RecordingGroup(events=events), FakeKafka(events)
+    doubted: list[list[tuple[str, int]]] = []
+    group.signals.subscribe(doubt=lambda keys, _why: doubted.append(keys))
+    offsets = DualStore(group, kafka)
+    a, b = info(0, 5), info(1, 7)
+    a.consumed_offset = 9
+    group.fenced = {("t", 1)}  # b's position is unchanged for ZooKeeper, and its node is someone else's now
+    assert offsets.commit([a, b]) == 1
+    assert kafka.commits == [{("t", 0): 9}]
+    assert doubted == [[("t", 1)]]

@@ -1,4 +1,4 @@
-"""Dual commit from the stream reader's member: ZooKeeper gets what changed, the brokers every owned position, through the connector's offset store."""
+"""Dual commit from the stream reader's member: ZooKeeper and the brokers get what changed, through the connector's offset store."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from confluent_kafka import KafkaError, KafkaException
 from test_offsets import FakeKafka, RecordingGroup
 from test_spark_stream_reader import T0, T1, FakeMember, Key, Reader
 
+from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.fetcher import CurrentFetcher, FetchSettings, NoFetcher
+from zkconsumer.coordinator.rebalancer import fetcher_bootstrap
 from zkconsumer.offsets.store import KafkaSideFailed, OffsetStore
 from zkconsumer.spark.offsets import decode_offsets
+from zkconsumer.spark.options import parse_options
 from zkconsumer.spark.stream_member import full_map
 from zkconsumer.spark.stream_reader import ReadAllAvailable
 from zkconsumer.zookeeper.deadline import Deadline
@@ -80,12 +83,12 @@ def two_batches(member: DualMember) -> tuple[Reader, dict]:  # type: ignore[type
     return reader, second
 
 
-def test_zookeeper_gets_what_changed_and_the_brokers_every_owned_position_zookeeper_first() -> None:
+def test_zookeeper_and_the_brokers_get_what_changed_zookeeper_first() -> None:
     member = DualMember()
     reader, second = two_batches(member)
     reader.commit(second)
     assert member.zookeeper.writes == [{T0: 30, T1: 20}, {T0: 45}]
-    assert member.kafka.commits == [{T0: 30, T1: 20}, {T0: 45, T1: 20}], "the full map, as the connector sends"
+    assert member.kafka.commits == [{T0: 30, T1: 20}, {T0: 45}], "what moved since the last Kafka write"
     assert member.events == ["zookeeper", "kafka", "zookeeper", "kafka"]
 
 
@@ -180,3 +183,29 @@ def test_a_fetch_false_member_may_dual_commit_but_not_keep_offsets_in_kafka_only
     props = {"zookeeper.connect": "127.0.0.1:1", "group.id": "g", "offsets.storage": "kafka"}
     with pytest.raises(ConfigError, match="dual.commit.enabled=false needs fetch=True"):
         ConsumerConnector({**props, "dual.commit.enabled": "false"}, fetch=False)
+
+
+def test_the_members_kafka_side_commits_go_to_the_bootstrap_servers_option() -> None:
+    """Issue 52, finding 8: with bootstrap.servers given, the stream's member still committed its Kafka
+    side through the brokers registered in ZooKeeper (addresses the driver may not reach)."""
+    opts = parse_options(
+        {
+            "zookeeper.connect": "zk:2181",
+            "group.id": "g",
+            "topics": "t",
+            "offsets.storage": "kafka",
+            "bootstrap.servers": "proxy:19092",
+        },
+        streaming=True,
+    )
+    registered = [BrokerInfo(1, None, None, ("PLAINTEXT://10.9.9.9:9092",), None, 4)]
+    config = opts.config
+    settings = FetchSettings.from_config(config, fetcher_bootstrap(config, registered), config.librdkafka_overrides)
+    assert settings.consumer_config()["bootstrap.servers"] == "proxy:19092"
+    assert fetcher_bootstrap(config, []) == "proxy:19092", "no registered endpoint needed"
+
+    plain = parse_options(
+        {k: v for k, v in opts.consumer_props.items() if not k.startswith("librdkafka.")} | {"topics": "t"},
+        streaming=True,
+    )
+    assert fetcher_bootstrap(plain.config, registered) == "10.9.9.9:9092"

@@ -42,6 +42,8 @@ class PartitionTopicInfo:
         The iterator delivering a chunk of this partition publishes that chunk (`live`), and the
         position is read from it on demand: nothing is written per message.
     committed_offset: last value written to offset storage (commits skip unchanged partitions).
+    kafka_offset: dual commit: last value this ownership wrote to Kafka (-1: none yet); the Kafka
+        side sends only partitions whose position moved past it.
     active: False once released by a rebalance. Setting it stops a chunk being delivered at
         once, and queued chunks of inactive partitions are dropped unseen.
     epoch: the czxid of /brokers/topics/<topic> when claimed, naming the topic's incarnation:
@@ -56,6 +58,7 @@ class PartitionTopicInfo:
         "fetched_offset",
         "_consumed",
         "committed_offset",
+        "kafka_offset",
         "_active",
         "epoch",
         "live",
@@ -71,6 +74,7 @@ class PartitionTopicInfo:
         self.fetched_offset = offset
         self._consumed = offset
         self.committed_offset = offset
+        self.kafka_offset = -1
         self._active = True
         self.epoch = epoch
         # The chunk of it being delivered (see delivery.ConsumerIterator); None while none is.

@@ -28,8 +28,8 @@ class Commits:
     callbacks, and a commit that finds it held longer raises CommitFailed rather than hang.
 
     ZooKeeper commits are fenced by ZooKeeper itself (our session's fence and the owner node in the
-    same transaction). Kafka-only commits (offsets.storage=kafka without dual commit) have no such
-    fence, so each try is refused while ZooKeeper cannot vouch for what we own
+    same transaction). Kafka-side writes (offsets.storage=kafka, with or without dual commit) have
+    no such fence, so each is refused while ZooKeeper cannot vouch for what we own
     (`ownership_unconfirmed`): a member whose session expired while its link was down must not
     rewind its successor's offsets with its old positions.
 

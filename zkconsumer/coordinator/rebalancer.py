@@ -297,11 +297,7 @@ class Rebalancer:
     def _ensure_fetcher(self, brokers: list[BrokerInfo]) -> None:
         """Make the member's fetcher for these brokers, on the first attempt that finds them (Decider.decide)."""
         if self.fetchers.get() is None:
-            protocol, listener = self.config.broker_security_protocol, self.config.broker_listener
-            bootstrap = bootstrap_servers(brokers, security_protocol=protocol, listener=listener)
-            if not bootstrap:
-                raise BrokersUnavailable(no_endpoint_message(brokers, security_protocol=protocol, listener=listener))
-            self.fetchers.make(bootstrap, client_settings(brokers))
+            self.fetchers.make(fetcher_bootstrap(self.config, brokers), client_settings(brokers))
 
     # ---- health --------------------------------------------------------------------------------
     def health_problems(self) -> list[str]:
@@ -371,3 +367,18 @@ class Rebalancer:
         if self.fetcher is not None:
             self.fetcher.close(timeout=max(0.1, deadline.remaining(timeout_s)))
         return unwritten
+
+
+def fetcher_bootstrap(config: ConsumerConfig, brokers: list[BrokerInfo]) -> str:
+    """The brokers the member's fetcher (and so its Kafka-side commits) starts from:
+    librdkafka.bootstrap.servers when given (brokers whose registered addresses this host cannot
+    reach: a proxy, another network; the Spark source's bootstrap.servers), else the endpoints
+    registered in ZooKeeper that speak our protocol (BrokersUnavailable naming them if none does)."""
+    given = config.librdkafka_overrides.get("bootstrap.servers", "").strip()
+    if given:
+        return given
+    protocol, listener = config.broker_security_protocol, config.broker_listener
+    bootstrap = bootstrap_servers(brokers, security_protocol=protocol, listener=listener)
+    if not bootstrap:
+        raise BrokersUnavailable(no_endpoint_message(brokers, security_protocol=protocol, listener=listener))
+    return bootstrap

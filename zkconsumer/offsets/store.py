@@ -38,10 +38,12 @@ class OffsetStore:
     member's CurrentFetcher) with the group's id and no generation, like Scala's OffsetCommitRequest
     with generation -1.
 
-    With dual commit ZooKeeper is written first (fenced by owner node), then Kafka with the full
-    map of what ZooKeeper accepted. A Kafka-side failure never undoes or prevents the ZooKeeper
-    write: rejections by a live broker-coordinated group with our id and transient failures are
-    counted and reported once per episode, and the next commit sends the full map again. The
+    With dual commit ZooKeeper is written first (fenced by owner node), then Kafka with what moved
+    since this ownership's last Kafka write, under a lease that holds and only for partitions whose
+    owner node is ours (see `_vouched`). A Kafka-side failure never undoes or prevents the ZooKeeper
+    write: rejections by a live broker-coordinated group with our id, transient failures and a
+    lease that ran out are counted and reported once per episode, and the next commit sends what is
+    still behind. The
     report names that broker group's members, described through the fetcher's broker settings.
     """
 
@@ -93,9 +95,9 @@ class OffsetStore:
         """Write changed offsets of the given partitions; returns how many partitions were written.
 
         ZooKeeper writes are fenced by owner node (see GroupZk.commit_offsets). A partition
-        we no longer own is skipped, not retried. Kafka-only writes have no fence: before each
-        try `vouch()` says why our ownership cannot be vouched for now (None: it can), and a reason
-        refuses the try with SessionLost. Failures are retried `attempts - 1` times with
+        we no longer own is skipped, not retried. Kafka-side writes have no fence: before each one
+        `vouch()` says why our ownership cannot be vouched for now (None: it can), and a reason
+        refuses it with SessionLost (Kafka-only: the try fails; dual commit: reported, sent later). Failures are retried `attempts - 1` times with
         offsets.channel.backoff.ms between, then raised. Each try runs inside `hold()` (the caller's
         lock), the back-offs outside it; `infos` given as a callable is asked again in each try.
         """
@@ -142,11 +144,8 @@ class OffsetStore:
         snapshot = [(i, i.consumed_offset) for i in self._current_incarnation(infos)]
         todo = [(i, o) for i, o in snapshot if o >= 0 and o != i.committed_offset]
         if not self.use_zookeeper:  # Kafka is the only store: its failure is the commit's
-            full = [(i, o) for i, o in snapshot if o >= 0]
-            refused = vouch() if full else None
-            if refused is not None:  # a successor may own these now: our old positions would rewind it
-                raise SessionLost(f"not committing offsets to Kafka: {refused}")
-            full = self._still_ours(full)
+            # The full map (KAFKA-1510): it also keeps idle partitions' offsets from expiring.
+            full = self._vouched([(i, o) for i, o in snapshot if o >= 0], vouch, fenced_now=set())
             kept = {id(i) for i, _ in full}
             todo = [(i, o) for i, o in todo if id(i) in kept]
             self._write_kafka(full)
@@ -160,15 +159,37 @@ class OffsetStore:
             self.zookeeper_writes += sum(written.values())
         self._checkpoint(todo, written)
         if self.use_kafka:
-            # Scala commits the full map to Kafka (KAFKA-1510): that also keeps them from expiring.
-            # A partition ZooKeeper just fenced off is another member's now: its Kafka offset is too.
-            self._write_kafka_beside_zookeeper([(i, o) for i, o in snapshot if o >= 0 and written.get(i.key, True)])
+            # Only what moved since this ownership's last Kafka write: ZooKeeper holds the rest (a read
+            # takes the larger of the two), and an unchanged position resent by a member whose
+            # ownership nobody vouches for would rewind a successor. A partition ZooKeeper just
+            # fenced off is another member's now: its Kafka offset is too.
+            fenced_now = {i.key for i, _ in todo if written[i.key]}
+            moved = [(i, o) for i, o in snapshot if o >= 0 and o != i.kafka_offset and written.get(i.key, True)]
+            self._write_kafka_beside_zookeeper(moved, vouch, fenced_now)
         return sum(written.values())
 
+    def _vouched(
+        self,
+        pairs: list[tuple[PartitionTopicInfo, int]],
+        vouch: Callable[[], str | None],
+        *,
+        fenced_now: set[TopicPartition],
+    ) -> list[tuple[PartitionTopicInfo, int]]:
+        """What a Kafka-side write may carry. Kafka fences nothing, so the lease must hold (`vouch()`
+        gives the reason it does not: SessionLost) and each partition's owner node must be ours:
+        proven by the fenced ZooKeeper transaction that just wrote it (`fenced_now`, a quorum write)
+        or by a fresh read of the rest."""
+        if not pairs:
+            return pairs
+        refused = vouch()
+        if refused is not None:  # a successor may own these now: our old positions would rewind it
+            raise SessionLost(f"not committing offsets to Kafka: {refused}")
+        ours = {id(i) for i, _ in self._still_ours([(i, o) for i, o in pairs if i.key not in fenced_now])}
+        return [(i, o) for i, o in pairs if i.key in fenced_now or id(i) in ours]
+
     def _still_ours(self, pairs: list[tuple[PartitionTopicInfo, int]]) -> list[tuple[PartitionTopicInfo, int]]:
-        """Kafka-only commits: no owner node fences the write, so read ours afresh (one pipelined
-        round, as a ZooKeeper commit does) and leave out, and report as doubted, what is not ours:
-        another member may own it and have committed past our position."""
+        """Read our owner nodes afresh (one pipelined round, as a ZooKeeper commit does) and leave out,
+        and report as doubted, what is not ours: another member may own it and have committed past us."""
         if not pairs:
             return pairs
         stats = self.group.owner_nodes.stats_if_ours({i.key: i.thread_id for i, _ in pairs})
@@ -186,12 +207,18 @@ class OffsetStore:
             if written[info.key]:  # a fenced-off partition keeps its old checkpoint
                 info.committed_offset = offset
 
-    def _write_kafka_beside_zookeeper(self, full: list[tuple[PartitionTopicInfo, int]]) -> None:
-        """Dual commit's Kafka side, after ZooKeeper was written: failures are reported, not raised
-        (unless they are bugs); the next commit sends the full map again."""
-        if not full:
+    def _write_kafka_beside_zookeeper(
+        self,
+        moved: list[tuple[PartitionTopicInfo, int]],
+        vouch: Callable[[], str | None],
+        fenced_now: set[TopicPartition],
+    ) -> None:
+        """Dual commit's Kafka side, after ZooKeeper was written: a refusal (no lease) and failures are
+        reported, not raised (unless they are bugs); what was not written is sent by the next commit."""
+        if not moved:
             return
         try:
+            full = self._vouched(moved, vouch, fenced_now=fenced_now)
             self._write_kafka(full)
         except Exception as exc:  # noqa: BLE001 - classified: bugs and fatal errors are raised
             kind = dual_commit.classify(exc)
@@ -202,6 +229,8 @@ class OffsetStore:
                 ) from exc
             self._kafka_failed(kind, exc)
             return
+        for info, offset in full:
+            info.kafka_offset = offset
         self.kafka_writes += len(full)
         ended = self.kafka_episodes.succeeded()
         if ended is not None:

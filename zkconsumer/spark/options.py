@@ -242,6 +242,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     if batch_size > MAX_BATCH_SIZE:
         raise OptionError(f"option 'batchSize' must be <= {MAX_BATCH_SIZE:,} (confluent-kafka's consume() limit)")
     consumer = {k: v for k, v in opts.items() if k not in SOURCE_OPTIONS}
+    consumer |= {"librdkafka.bootstrap.servers": opts["bootstrap.servers"]} if opts.get("bootstrap.servers") else {}
     for required in ("zookeeper.connect", "group.id"):
         if required not in consumer:
             raise OptionError(f"option {required!r} is required")
