@@ -174,6 +174,17 @@ def test_zk_request_cost_smoke() -> None:
     assert re.fullmatch(" ".join(rf"{k}_cpu_us=\d+\.\d" for k in kinds) + r" loadavg=\d+\.\d+", last), last
 
 
+def test_reconnect_gap_smoke() -> None:
+    """A same-session reconnect holds delivery until the owner nodes are read again, then resumes
+    with every partition still owned (the script fails otherwise)."""
+    last = last_line("reconnect_gap.py", "--rounds", "2", "--partitions", "4", timeout=180)
+    assert re.fullmatch(
+        r"gap_median_ms=\d+\.\d gap_max_ms=\d+\.\d drop_to_delivery_median_ms=\d+\.\d rounds=2 partitions=4 "
+        r"loadavg=\d+\.\d+",
+        last,
+    ), last
+
+
 def test_latency_benchmark_smoke() -> None:
     """Every contender, Scala's JVM included, sees every acknowledged message (the script fails otherwise)."""
     last = last_line("latency.py", "--rates", "1000", "--seconds", "1", "--rounds", "1", timeout=300)

@@ -37,14 +37,14 @@ EXPECTED: dict[tuple[State, Event], tuple[State, bool | None, bool, str | None]]
     (S.CONNECTED, E.REGISTERED): (S.CONNECTED, True, False, _),
     (S.CONNECTED, E.SUSPENDED): (S.SUSPENDED, _, False, _),
     (S.CONNECTED, E.LOST): (S.EXPIRED, False, True, R),
-    (S.CONNECTED, E.CONNECTED_SAME): (S.CONNECTED, True, False, _),
+    (S.CONNECTED, E.CONNECTED_SAME): (S.CONNECTED, _, False, _),
     (S.CONNECTED, E.CONNECTED_OTHER): (S.EXPIRED, False, True, R),
     (S.CONNECTED, E.STOP): (S.STOPPED, _, False, _),
     # SUSPENDED: registered, link down, session maybe alive
     (S.SUSPENDED, E.REGISTERED): (S.CONNECTED, True, False, _),
     (S.SUSPENDED, E.SUSPENDED): (S.SUSPENDED, _, False, _),
     (S.SUSPENDED, E.LOST): (S.EXPIRED, False, True, R),
-    (S.SUSPENDED, E.CONNECTED_SAME): (S.CONNECTED, True, False, R),
+    (S.SUSPENDED, E.CONNECTED_SAME): (S.CONNECTED, False, False, R),  # until our owner nodes are read again
     (S.SUSPENDED, E.CONNECTED_OTHER): (S.EXPIRED, False, True, R),
     (S.SUSPENDED, E.STOP): (S.STOPPED, _, False, _),
     # EXPIRED: the session ended, ownership already lost, re-registration pending
@@ -128,9 +128,11 @@ def test_lose_ownership_only_when_leaving_a_session_that_held_nodes(state: State
         assert step.state is State.EXPIRED and step.deliver is False and step.rebalance
 
 
-def test_reconnect_in_the_same_session_after_suspended_reopens_and_rebalances() -> None:
+def test_reconnect_in_the_same_session_after_suspended_holds_delivery_and_rebalances() -> None:
     step = transition(State.SUSPENDED, Event.CONNECTED_SAME)
-    assert step == Transition(State.CONNECTED, deliver=True, lose_ownership=False, rebalance=step.rebalance)
+    assert step == Transition(
+        State.CONNECTED, deliver=False, lose_ownership=False, rebalance=step.rebalance, reread=True
+    )
     assert step.rebalance  # kazoo dropped every watch with the link
 
 
@@ -142,9 +144,9 @@ def test_suspended_never_loses_ownership_nor_opens_delivery(state: State) -> Non
 
 
 @pytest.mark.parametrize(("state", "event"), ALL_PAIRS, ids=lambda x: x.name)
-def test_only_registration_or_a_vouched_session_opens_delivery(state: State, event: Event) -> None:
+def test_only_registration_opens_delivery(state: State, event: Event) -> None:
     if transition(state, event).deliver is True:
-        assert event in (Event.REGISTERED, Event.CONNECTED_SAME)
+        assert event is Event.REGISTERED
         assert state in (State.UNREGISTERED, State.CONNECTED, State.SUSPENDED, State.EXPIRED)
 
 
@@ -258,7 +260,7 @@ def test_lost_loses_every_partition_and_triggers(state: State) -> None:
 
 
 @pytest.mark.parametrize(("negotiated_ms", "effective_s"), [(4000, 4.0), (10000, 6.0), (6000, 6.0)])
-def test_reconnect_in_the_registered_session_reopens_and_extends_the_lease_from_the_handshake(
+def test_reconnect_in_the_registered_session_extends_the_lease_from_the_handshake_and_reopens_after_the_reread(
     negotiated_ms: int | None, effective_s: float
 ) -> None:
     member, group, assignment, infos, gate, triggers, clock = make_member(State.CONNECTED, negotiated_ms=negotiated_ms)
@@ -271,11 +273,12 @@ def test_reconnect_in_the_registered_session_reopens_and_extends_the_lease_from_
     clock.now += 0.2  # kazoo runs the listener after reading the handshake
     member.on_connection_state(KazooState.CONNECTED)
     assert member.state is State.CONNECTED
-    assert gate.open is True
+    assert gate.open is False, "nothing delivered before our owner nodes are read again"
     assert gate.lease_until == pytest.approx(handshake + LEASE_FRACTION * effective_s)
-    assert gate.usable()
     assert set(assignment.owned()) == set(KEYS) and all(i.active for i in infos)
     assert len(triggers) == 1 and triggers[0]  # re-arm the watches kazoo dropped
+    member.owned_nodes_reread(member.reconnects)
+    assert gate.open is True and gate.usable()
 
 
 def test_a_listener_run_late_after_a_stall_does_not_lease_past_the_session() -> None:
@@ -296,6 +299,7 @@ def test_a_reconnect_without_a_handshake_stamp_waits_for_the_next_round_trip() -
     member.on_connection_state(KazooState.SUSPENDED)
     clock.now += 3.0
     member.on_connection_state(KazooState.CONNECTED)
+    member.owned_nodes_reread(member.reconnects)
     assert gate.open is True and not gate.usable()  # reopened, but nothing vouched for the session yet
 
 
@@ -506,3 +510,35 @@ def test_the_lease_counts_from_the_renewal_before_the_last_confirmed_one() -> No
     group.client.handler.handshake_started_at = 1010.0
     member._extend_lease(1011.0)
     assert gate.lease_until == pytest.approx(1010.0 + LEASE_FRACTION * 6.0)
+
+
+def test_a_same_session_reconnect_delivers_nothing_until_the_owner_nodes_are_read_again() -> None:
+    """Issue 51, finding 2: kazoo re-arms no watch after a reconnect, and CONNECTED_SAME reopened the
+    gate at once: a node of ours deleted and re-created by another session while the link was down
+    was delivered beside its new owner until the next reconcile."""
+    member, group, _assignment, _infos, gate, triggers, clock = make_member(State.CONNECTED)
+    gate.renew(clock.now + 5.0)
+    member.on_connection_state(KazooState.SUSPENDED)
+    assert gate.usable()  # the lease decides while the link is down
+    group.client.handler.handshake_started_at = clock.now
+    member.on_connection_state(KazooState.CONNECTED)
+    assert not gate.usable() and triggers
+    read_from = member.reconnects  # a re-read starts ...
+    member.on_connection_state(KazooState.SUSPENDED)  # ... the link drops again while it is on the wire
+    member.on_connection_state(KazooState.CONNECTED)
+    member.owned_nodes_reread(read_from)
+    assert not gate.usable(), "a read from before the second drop vouches for nothing after it"
+    member._apply(Event.REGISTERED)  # re-registering (our member node was gone) reads no owner node
+    assert not gate.usable()
+    member.owned_nodes_reread(member.reconnects)
+    assert gate.usable()
+
+
+def test_a_lost_session_needs_no_reread_before_a_new_registration_delivers() -> None:
+    member, _group, assignment, _infos, gate, _triggers, clock = make_member(State.CONNECTED)
+    member.on_connection_state(KazooState.SUSPENDED)
+    member.on_connection_state(KazooState.CONNECTED)
+    member.on_connection_state(KazooState.LOST)
+    assert assignment.owned() == {}
+    member._apply(Event.REGISTERED, lease_from=clock.now)
+    assert gate.open is True

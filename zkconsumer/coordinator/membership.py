@@ -7,8 +7,11 @@ actions. The rules it encodes:
   runs out (no round trip renews it while the link is down, and it ends before the session can).
 - LOST (session expired): every ephemeral node of that session is gone, so every partition is
   lost at once (nothing to release) and a rebalance re-registers in the new session.
-- CONNECTED in the registered session: deliver again (the server just vouched for it) and
-  rebalance once, because kazoo drops every watch when the link drops.
+- CONNECTED in the registered session after SUSPENDED: kazoo dropped every watch with the link and
+  re-arms none, so an owner node of ours deleted and created again by another session meanwhile
+  (a Scala member releasing blindly, an operator) went unheard. Delivery stops until a rebalance's
+  reconcile step has read our owner nodes afresh, re-arming their watches
+  (`Membership.owned_nodes_reread`); the session itself is vouched for by the handshake.
 - CONNECTED in another session without a LOST first: treated as LOST.
 - A missing session id (kazoo's `client_id` is None while the link is down) is never taken for
   a new session: it means "unknown, wait".
@@ -81,6 +84,7 @@ class Transition:
     deliver: bool | None = None  # True: open the gate, False: close it, None: leave it
     lose_ownership: bool = False  # the owner nodes went with the old session
     rebalance: str | None = None  # reason to trigger a rebalance
+    reread: bool = False  # watches lost: deliver nothing until our owner nodes are read again
 
 
 def transition(state: State, event: Event) -> Transition:
@@ -102,11 +106,15 @@ def transition(state: State, event: Event) -> Transition:
         return Transition(State.EXPIRED, deliver=False, lose_ownership=True, rebalance="ZooKeeper session expired")
     if event is Event.CONNECTED_SAME:
         if state is State.SUSPENDED:
-            # kazoo drops every watch when the link drops: a rebalance reads the group again and re-arms them.
-            return Transition(State.CONNECTED, deliver=True, rebalance="reconnected; re-reading the group")
-        if state is State.CONNECTED:
-            return Transition(State.CONNECTED, deliver=True)
-        return Transition(state)  # expired or not registered yet: the rebalance decides
+            # kazoo drops every watch when the link drops and re-arms none: what happened to our owner
+            # nodes meanwhile is unknown until a rebalance reads them again.
+            return Transition(
+                State.CONNECTED,
+                deliver=False,
+                reread=True,
+                rebalance="reconnected; re-reading our owner nodes before delivering again",
+            )
+        return Transition(state)  # connected already, expired or not registered yet: nothing changes
     # CONNECTED_OTHER
     if state in (State.CONNECTED, State.SUSPENDED):
         return Transition(
@@ -157,6 +165,12 @@ class Membership:
         self.waiting_for_brokers = False
         self._marker = marker
         self._marked_session: int | None = None
+        # Same-session reconnects (each bumps it) whose watches are not re-armed yet: delivery waits
+        # for owned_nodes_reread with the count it read before its reads.
+        self.reconnects = 0
+        self._awaiting_reread = False
+        self._blind_since: float | None = None
+        self.reread_gap_s: float | None = None  # the last such hold, reconnect to re-read (measured)
         # Per session (reset when it changes): the start of a round trip the leader certainly heard
         # of, and the start of the last confirmed round trip (heard of once the next one confirms).
         self._touches_lock = threading.Lock()
@@ -339,9 +353,14 @@ class Membership:
                 self._extend_lease(lease_from)
             self.state = step.state
             lost = self.assignment.lose_all() if step.lose_ownership else []
-            if step.deliver is True:
-                if event is Event.CONNECTED_SAME:
-                    self._extend_from_handshake()
+            if step.lose_ownership:
+                self._awaiting_reread = False  # nothing left to read again: the nodes went with the session
+            if step.reread:
+                self.reconnects += 1
+                self._awaiting_reread = True
+                self._blind_since = self._clock()
+                self._extend_from_handshake()  # the session is vouched for; our nodes are not
+            if step.deliver is True and not self._awaiting_reread:
                 self.gate.reopen()
             elif step.deliver is False:
                 self.gate.close()
@@ -354,6 +373,19 @@ class Membership:
         if step.rebalance:
             self._trigger(step.rebalance)
         return True
+
+    def owned_nodes_reread(self, reconnects: int) -> None:
+        """The rebalance thread read every owned node afresh (re-arming its watch) after the
+        same-session reconnect number `reconnects`, and resolved what was not ours: delivery may go
+        on, unless the link dropped again since (its own re-read will say so) or the state moved."""
+        with self._lock:
+            if not self._awaiting_reread or reconnects != self.reconnects or self.state is not State.CONNECTED:
+                return
+            self._awaiting_reread = False
+            gap = self._clock() - self._blind_since if self._blind_since is not None else 0.0
+            self.reread_gap_s = gap
+            self.gate.reopen()
+        log.info("%s: owner nodes read again %.3fs after the reconnect; delivering again", self.group.consumer_id, gap)
 
     def trigger(self, reason: str) -> None:
         self._trigger(reason)

@@ -192,8 +192,12 @@ class Rebalancer:
         self._close_size_warned = heavy
 
     def _reconcile(self) -> None:
-        """Resolve owned partitions we can no longer vouch for before planning (reconcile.reconcile_owned)."""
+        """Resolve owned partitions we can no longer vouch for before planning (reconcile.reconcile_owned);
+        its reads are fresh after a reconnect (the cache was forgotten at SUSPENDED) and re-arm the
+        watches, so delivery held since a same-session reconnect may go on."""
+        reconnects = self.membership.reconnects
         reconcile_owned(self.assignment, self.group, self.fetcher, self.decider.topic_epochs, self.consumer_id)
+        self.membership.owned_nodes_reread(reconnects)
 
     def _release(
         self, release: Mapping[TopicPartition, str], *, stop_the_world: bool, new_owners: Mapping[TopicPartition, str]
