@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import math
+import threading
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.coordinator.linger import MARGIN, ROUND_TRIPS_PER_PARTITION, estimated_shares, linger_seconds
+from zkconsumer.config.compat import Compat
+from zkconsumer.coordinator.linger import (
+    BUDGET_SHARE,
+    MARGIN,
+    ROUND_TRIPS_PER_PARTITION,
+    SAMPLES,
+    ReleaseLinger,
+    estimated_shares,
+    linger_seconds,
+)
 
 shares_st = st.lists(st.integers(min_value=0, max_value=100_000), max_size=8)
 seconds = st.floats(min_value=0.0, max_value=30.0, allow_nan=False)
@@ -60,3 +71,98 @@ def test_a_member_takes_its_share_in_our_assignment_or_an_even_split_if_it_joine
     a = sum(1 for thread in decided.values() if thread.startswith("g_a-"))
     b = sum(1 for thread in decided.values() if thread.startswith("g_b-"))
     assert shares == {"g_a": a or even, "g_b": b or even, "g_new": even}
+
+
+class TimedGroup:
+    """What ReleaseLinger reads of GroupZk: each read costs `round_trips` seconds in turn on `clock`."""
+
+    consumer_id = "g_ours"
+
+    def __init__(self, members: list[str], marked: set[str], round_trips: list[float]) -> None:
+        self.members, self.marked, self.round_trips = members, marked, round_trips
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def _read(self) -> None:
+        self.now += self.round_trips.pop(0) if len(self.round_trips) > 1 else self.round_trips[0]
+
+    def member_ids(self) -> list[str]:
+        self._read()
+        return list(self.members)
+
+    def zkconsumer_members(self) -> set[str]:
+        self._read()
+        return set(self.marked)
+
+
+def scala_handover(group: TimedGroup, share: int, **limits: float) -> ReleaseLinger:
+    linger = ReleaseLinger(group, 1.0, threading.Event(), clock=group.clock, **limits)  # type: ignore[arg-type]
+    decided = {("t", p): "g_scala-0" for p in range(share)}
+    linger.handing_over(["g_scala-0"], ["g_ours", "g_scala"], decided)
+    return linger
+
+
+def test_the_linger_never_outlasts_half_the_oldest_scala_releases_retry_budget() -> None:
+    """Issue 51, finding 1: share 600 at our 3 ms made a 10 s linger, past a Scala joiner's last
+    attempt (4 attempts, 2 s apart): it gave up and its share sat unowned in an idle group."""
+    budget = Compat.parse("0.8.2").scala_retry_budget_s
+    assert budget == Compat.parse("1.1").scala_retry_budget_s == 6.0  # (4 - 1) x 2000 ms in every release
+    group = TimedGroup(["g_ours", "g_scala"], {"g_ours"}, [0.003])
+    linger = scala_handover(group, 600, max_s=10.0, budget_s=budget)
+    assert linger.last_linger_s == BUDGET_SHARE * budget == 3.0
+    assert linger.remaining() == 3.0
+
+
+def test_the_linger_is_sized_from_the_slowest_of_several_samples() -> None:
+    """One fast sample on an idle server sized the linger alone before: a slow read a look earlier counts."""
+    group = TimedGroup(["g_ours", "g_scala"], {"g_ours"}, [0.004, 0.0005])
+    linger = scala_handover(group, 100, max_s=10.0, budget_s=6.0)
+    assert linger.last_linger_s == pytest.approx(MARGIN * ROUND_TRIPS_PER_PARTITION * 100 * 0.004)
+    linger.handing_over(["g_scala-0"], ["g_ours", "g_scala"], {("t", p): "g_scala-0" for p in range(100)})
+    assert linger.last_linger_s == pytest.approx(2.4), "the 4 ms sample still counts"
+    for _ in range(SAMPLES):
+        linger.handing_over(["g_scala-0"], ["g_ours", "g_scala"], {("t", p): "g_scala-0" for p in range(100)})
+    assert linger.last_linger_s == 1.0, "it ages out after SAMPLES reads (the floor: 0.3 s needed)"
+
+
+def test_partitions_handed_over_after_a_linger_are_followed_for_one_retry_budget() -> None:
+    group = TimedGroup(["g_ours", "g_scala"], {"g_ours", "g_scala"}, [0.001])
+    linger = scala_handover(group, 10, max_s=10.0, budget_s=6.0)
+    linger.released([("t", 0)])
+    assert linger.stranded() == [], "no linger (every member marked): nothing to follow"
+
+    group.marked = {"g_ours"}
+    linger.handing_over(["g_scala-0"], ["g_ours", "g_scala"], {("t", 1): "g_scala-0"})
+    linger.released([("t", 1)])
+    group.now += 5.9
+    assert linger.stranded() == []
+    group.now += 0.2
+    assert linger.stranded() == [("t", 1)]
+    assert linger.stranded() == [], "given once"
+
+
+def test_a_partition_still_unowned_a_retry_budget_after_the_hand_over_nudges_the_group_once() -> None:
+    """The recovery when a Scala joiner gave up anyway: the member that handed the partition over
+    sees it unowned past the budget and nudges ids/, as `groups rebalance` does."""
+    group = TimedGroup(["g_ours", "g_scala"], {"g_ours"}, [0.001])
+    owners: dict[tuple[str, int], str | None] = {("t", 0): None, ("t", 1): "g_scala-0"}
+    nudged: list[str] = []
+    group.reads = type("Reads", (), {"owner_threads": staticmethod(lambda keys: {k: owners[k] for k in keys})})()  # type: ignore[attr-defined]
+    group.nudge_members = lambda: nudged.append("/consumers/g/ids/g_zkconsumer-rebalance-1-000001") or nudged[-1]  # type: ignore[attr-defined]
+    linger = scala_handover(group, 2, max_s=10.0, budget_s=6.0)
+    linger.released([("t", 0), ("t", 1)])
+    linger.follow_up(owned=set())
+    assert nudged == [], "within the budget the joiner may still claim"
+    group.now += 6.5
+    linger.follow_up(owned=set())
+    assert len(nudged) == 1
+    linger.follow_up(owned=set())
+    assert len(nudged) == 1, "once per hand-over"
+
+    linger.handing_over(["g_scala-0"], ["g_ours", "g_scala"], {("t", 1): "g_scala-0"})
+    linger.released([("t", 1)])
+    group.now += 6.5
+    linger.follow_up(owned=set())
+    assert len(nudged) == 1, "owned by the joiner: no nudge"

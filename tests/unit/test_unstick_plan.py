@@ -5,12 +5,12 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from zkconsumer.admin import MemberFacts, OwnerFacts, plan_unstick
-from zkconsumer.admin.unstick_plan import trigger_child, trigger_data
 from zkconsumer.cli.main import cli
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.assignors import AssignmentInput, assign
 from zkconsumer.coordinator.peers import evaluate_peers, registration_problem
 from zkconsumer.coordinator.subscription import StaticSubscription, from_registration, thread_ids_for
+from zkconsumer.zookeeper.nudge import trigger_child, trigger_data
 from zkconsumer.zookeeper.znodes import Registration
 
 G = "billing"

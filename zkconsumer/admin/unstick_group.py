@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,8 +30,6 @@ from zkconsumer.admin.unstick_plan import (
     UnstickPlan,
     owner_member,
     plan_unstick,
-    trigger_child,
-    trigger_data,
 )
 from zkconsumer.cluster.broker_nodes import decode_topic_partitions
 from zkconsumer.coordinator.peers import registration_problem
@@ -40,7 +37,7 @@ from zkconsumer.coordinator.subscription import from_registration, thread_ids_fo
 from zkconsumer.errors import AdminRefused, AdminUnavailable, UnknownGroup, ZkDataError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
-from zkconsumer.zookeeper.nudge import nudge_children
+from zkconsumer.zookeeper.nudge import nudge_group
 from zkconsumer.zookeeper.watched import Entry, WatchedFolder
 from zkconsumer.zookeeper.znodes import Registration
 
@@ -140,15 +137,12 @@ def unstick(
 
 
 def _nudge(io: ZkIO, plan: UnstickPlan) -> tuple[str, Any]:
-    for _ in range(3):  # a name taken by chance: another nonce
-        now_ms = int(time.time() * 1000)
-        child = trigger_child(plan.group, now_ms, random.randrange(1_000_000))
-        try:
-            return f"{plan.nudge_parent}/{child}", nudge_children(io, plan.nudge_parent, child, trigger_data(now_ms))
-        except NodeExistsError:
-            continue
-    # The text the command line gives any kazoo error it did not expect.
-    raise AdminUnavailable(f"ZooKeeper request failed: {plan.nudge_parent}: three nudge names in a row were taken")
+    try:
+        return nudge_group(io, plan.group)
+    except NodeExistsError:  # the text the command line gives any kazoo error it did not expect
+        raise AdminUnavailable(
+            f"ZooKeeper request failed: {plan.nudge_parent}: three nudge names in a row were taken"
+        ) from None
 
 
 def _result(

@@ -24,9 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.znodes import Registration
-
-TRIGGER_PREFIX = "zkconsumer-rebalance"  # after "<group>_": a consumer id no Scala member generates
 
 
 @dataclass(frozen=True)
@@ -59,16 +56,6 @@ class UnstickBlocker:
 
     def line(self) -> str:
         return f"{self.node}: {self.reason}; {self.remedy}"
-
-
-def trigger_child(group: str, now_ms: int, nonce: int) -> str:
-    """The name of the nudge's child: "<group>_zkconsumer-rebalance-<ms>-<nonce>" (a consumer id)."""
-    return f"{group}_{TRIGGER_PREFIX}-{now_ms}-{nonce:06d}"
-
-
-def trigger_data(now_ms: int) -> bytes:
-    """A registration with no subscription: {"version":1,"subscription":{},"pattern":"static","timestamp":"<ms>"}."""
-    return Registration((), "static", str(now_ms)).encode()
 
 
 @dataclass

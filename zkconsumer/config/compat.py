@@ -8,6 +8,10 @@ from dataclasses import dataclass
 SUPPORTED = ("0.8.2", "0.9", "0.10.0", "0.10.1", "0.10.2", "0.11", "1.0.0", "1.0.1", "1.1")
 DEFAULT_VERSION = "1.1"
 
+# Scala's ConsumerConfig defaults for rebalance.max.retries and rebalance.backoff.ms (which falls back
+# to zookeeper.sync.time.ms, 2000), by the first release that has them: the same from 0.8.2 to 1.1.1.
+_SCALA_REBALANCE_DEFAULTS = {(0, 8, 2): (4, 2000)}
+
 
 @dataclass(frozen=True)
 class Compat:
@@ -48,6 +52,16 @@ class Compat:
         if self.version >= (0, 11, 0):
             return ("__consumer_offsets", "__transaction_state")
         return ("__consumer_offsets",)
+
+    @property
+    def scala_retry_budget_s(self) -> float:
+        """Seconds from a Scala member's first rebalance attempt to its last with this release's
+        defaults: (rebalance.max.retries - 1) x rebalance.backoff.ms (6.0 in 0.8.2..1.1). A Scala
+        joiner whose every attempt finds a partition of its share still owned gives up
+        (ConsumerRebalanceFailedException) and claims nothing until the next change of /ids."""
+        release = max(r for r in _SCALA_REBALANCE_DEFAULTS if r <= self.version)
+        retries, backoff_ms = _SCALA_REBALANCE_DEFAULTS[release]
+        return (retries - 1) * backoff_ms / 1000.0
 
     def __str__(self) -> str:
         return ".".join(str(p) for p in self.version)

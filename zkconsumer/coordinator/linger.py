@@ -6,12 +6,12 @@ import logging
 import math
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from zkconsumer.errors import ZOOKEEPER_FAILURES, describe
-from zkconsumer.partitions import TopicPartition
+from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.zookeeper.group import GroupZk
 from zkconsumer.zookeeper.znodes import consumer_id_of_thread
 
@@ -24,6 +24,13 @@ log = logging.getLogger(__name__)
 ROUND_TRIPS_PER_PARTITION = 2
 # Its round trips are not ours: a JVM still warming up, a GC pause, a longer way to ZooKeeper.
 MARGIN = 3
+# The linger never exceeds this share of the Scala joiner's retry budget (Compat.scala_retry_budget_s:
+# its first attempt to its last, 6 s): the rest is for our own steps before the linger (decide,
+# commit, the listener) and the deletes after it, so the joiner's last attempt finds the nodes gone.
+BUDGET_SHARE = 0.5
+# Round trips measured by the last looks at the group (two reads each); the linger is sized from the
+# slowest, so one fast sample on an idle server cannot shorten it.
+SAMPLES = 8
 
 
 def linger_seconds(shares: Iterable[int], round_trip_s: float, *, floor_s: float, max_s: float) -> float:
@@ -52,7 +59,7 @@ def estimated_shares(
 @dataclass(frozen=True)
 class _Look:
     """A fresh look at the group: the members that may be Scala members, how many are registered,
-    and the round trip the look took (our measure of what a read costs)."""
+    and the slowest round trip of the recent looks (our measure of what a read costs)."""
 
     unmarked: frozenset[str]
     registered: int
@@ -68,8 +75,14 @@ class ReleaseLinger:
     zkconsumer member (GroupZk.mark_as_zkconsumer) may claim them: a new owner our assignment
     names, or, if the members changed since we decided, any member registered now (it may compute
     another assignment than ours). How long: what that member's read-to-claim gap needs, which
-    grows with its share (`linger_seconds`), between `floor_s` and `max_s`. Hand-overs between
-    zkconsumer members in a mixed group do not wait.
+    grows with its share (`linger_seconds`), between `floor_s` and `max_s`, and never more than
+    BUDGET_SHARE of the oldest configured Scala release's retry budget (`budget_s`): a longer
+    linger outlasts the joiner's last attempt, and it then owns nothing until /ids changes.
+    Hand-overs between zkconsumer members in a mixed group do not wait.
+
+    If a joiner gave up anyway (a slow attempt, a GC pause), the partitions handed over after a
+    linger stay unowned: `released` follows them, and `stranded` gives those a retry budget later,
+    for the watchdog's check to nudge the group (Rebalancer.health_problems) as `groups rebalance` does.
 
     Example::
 
@@ -86,14 +99,22 @@ class ReleaseLinger:
         stopping: threading.Event,
         *,
         max_s: float | None = None,
+        budget_s: float = math.inf,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.group = group
-        self.floor_s = floor_s
-        self.max_s = floor_s if max_s is None else max_s
+        self.budget_s = budget_s
+        cap = BUDGET_SHARE * budget_s
+        self.max_s = min(floor_s if max_s is None else max_s, cap)
+        self.floor_s = min(floor_s, self.max_s)
         self._stopping = stopping
         self._clock = clock
         self._until = 0.0  # clock time before which released owner nodes stay
+        self._samples: deque[float] = deque(maxlen=SAMPLES)
+        self.last_linger_s = 0.0  # the last hand-over's (the handover benchmark reports it)
+        self._lingered = False  # the pending release lingered for a member that may be a Scala member
+        self._lock = threading.Lock()  # _followed: the rebalance thread adds, the watchdog's takes
+        self._followed: dict[TopicPartition, float] = {}  # released after a linger -> when to look
 
     def handing_over(
         self,
@@ -112,12 +133,65 @@ class ReleaseLinger:
         linger_s = linger_seconds(shares.values(), look.round_trip_s, floor_s=self.floor_s, max_s=self.max_s)
         if linger_s > 0:
             log.info(
-                "%s: keeping released owner nodes %.1fs after the commit: %s may be a Scala member",
+                "%s: keeping released owner nodes %.1fs after the commit (round trip %.1f ms, largest share %d): "
+                "%s may be a Scala member",
                 self.group.consumer_id,
                 linger_s,
+                look.round_trip_s * 1000,
+                max(shares.values(), default=0),
                 ", ".join(sorted(look.unmarked)),
             )
             self._until = max(self._until, self._clock() + linger_s)
+            self.last_linger_s = linger_s
+            self._lingered = True
+
+    def released(self, keys: Iterable[TopicPartition]) -> None:
+        """Their owner nodes were just deleted. After a hand-over that lingered, follow them: one
+        still unowned a retry budget from now means a Scala joiner gave up on it."""
+        if not self._lingered or math.isinf(self.budget_s):
+            return
+        due = self._clock() + self.budget_s
+        with self._lock:
+            self._followed.update(dict.fromkeys(keys, due))
+        self._lingered = False
+
+    def follow_up(self, owned: Collection[TopicPartition]) -> None:
+        """Partitions handed over after a linger that nobody owns a Scala retry budget later (`owned`:
+        ours now): their joiner gave up (ConsumerRebalanceFailedException) and waits for a change of
+        /ids, so make one, as `groups rebalance` does. The owners come from the watch cache: a hint is
+        enough for a nudge, which only makes every member rebalance once. The watchdog's thread."""
+        due = self.stranded()
+        if not due:
+            return
+        owners = self.group.reads.owner_threads(due)
+        unowned = [k for k in due if owners.get(k) is None and k not in owned]
+        if not unowned:
+            return
+        try:
+            path = self.group.nudge_members()
+        except ZOOKEEPER_FAILURES as exc:  # looked at once: the next hand-over is followed again
+            log.warning(
+                "%s: could not nudge the group for %s: %s", self.group.consumer_id, partitions_text(unowned), exc
+            )
+            return
+        log.warning(
+            "%s: %s, handed over after a linger, still unowned %.1fs later (a Scala member gave up?): "
+            "nudged the group (%s) so every member rebalances",
+            self.group.consumer_id,
+            partitions_text(unowned),
+            self.budget_s,
+            path,
+        )
+
+    def stranded(self) -> list[TopicPartition]:
+        """The followed partitions whose retry budget is over (no longer followed): the caller looks
+        whether someone owns them now."""
+        now = self._clock()
+        with self._lock:
+            due = sorted(k for k, at in self._followed.items() if at <= now)
+            for key in due:
+                del self._followed[key]
+        return due
 
     def remaining(self) -> float:
         """Seconds the last hand-over's owner nodes still stay (0: they may go)."""
@@ -162,9 +236,10 @@ class ReleaseLinger:
         try:
             began = self._clock()
             registered = set(self.group.member_ids())
-            round_trip_s = self._clock() - began
+            read = self._clock()
             members = named if decided_with is not None and registered == set(decided_with) else named | registered
             unmarked = members - self.group.zkconsumer_members()
+            self._samples.extend((read - began, self._clock() - read))
         except ZOOKEEPER_FAILURES as exc:
             if not fail_safe:
                 raise
@@ -174,4 +249,4 @@ class ReleaseLinger:
                 describe(exc),
             )
             return _Look(frozenset(named or {"(unknown)"}), 1, 0.0)
-        return _Look(frozenset(unmarked - {self.group.consumer_id}), len(registered), round_trip_s)
+        return _Look(frozenset(unmarked - {self.group.consumer_id}), len(registered), max(self._samples))

@@ -84,6 +84,7 @@ class Rebalancer:
             config.release_linger_ms / 1000.0,
             self._stopping,
             max_s=config.release_linger_max_ms / 1000.0,
+            budget_s=config.compat.scala_retry_budget_s,
             clock=streams.gate.clock,
         )
         self.commits = Commits(config, group, membership, assignment, streams, offsets, self._lock)
@@ -226,6 +227,7 @@ class Rebalancer:
             return
         confirmed = self.group.release(pending)
         self.assignment.released(confirmed)
+        self.linger.released(confirmed)
         if self.fetcher is not None and confirmed:
             self.fetcher.remove(confirmed)
         left = sorted(set(pending) - set(confirmed))
@@ -309,6 +311,8 @@ class Rebalancer:
         its own share, the owner nodes it still accounts for, and Scala members' shares for one
         member), as watchdog.find_problems words them. It reads and reports only: a problem that
         persists triggers a rebalance, which alone changes what we own (watchdog.OwnershipCheck)."""
+        if not self._stopping.is_set():
+            self.linger.follow_up(self.assignment.owned())
         decision = self.decider.last
         if self._stopping.is_set() or decision is None or not decision.group:
             return []

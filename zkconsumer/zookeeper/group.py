@@ -26,6 +26,7 @@ from zkconsumer.zookeeper import transactions, znodes
 from zkconsumer.zookeeper.client import Watch, ZkIO
 from zkconsumer.zookeeper.fence import SessionFence
 from zkconsumer.zookeeper.group_reads import GroupReads, decode_owners
+from zkconsumer.zookeeper.nudge import nudge_group
 from zkconsumer.zookeeper.offset_nodes import OffsetNodes
 from zkconsumer.zookeeper.owner_nodes import OwnerNodes
 from zkconsumer.zookeeper.signals import OwnershipSignals
@@ -268,6 +269,12 @@ class GroupZk:
         """Every member's registration, and separately those that could not be decoded (cached:
         see GroupReads.registrations). `watch` runs when the list of members changes."""
         return self.reads.registrations(watch, own_id=self.consumer_id if self.session is not None else None)
+
+    def nudge_members(self) -> str:
+        """Make every member rebalance, Scala members that gave up included (nudge.nudge_group: a
+        child of ids/ created and deleted in one transaction); returns the child's path."""
+        path, _stat = nudge_group(self.io, self.group_id)
+        return path
 
     def member_ids(self, watch: Watch | None = None) -> list[str]:
         return sorted(self.io.children(znodes.ids_path(self.group_id), watch=watch))

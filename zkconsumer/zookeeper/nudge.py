@@ -2,10 +2,43 @@
 
 from __future__ import annotations
 
-from kazoo.exceptions import NoNodeError, RolledBackError
+import random
+import time
+
+from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError
 from kazoo.protocol.states import ZnodeStat
 
+from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
+from zkconsumer.zookeeper.znodes import Registration
+
+TRIGGER_PREFIX = "zkconsumer-rebalance"  # after "<group>_": a consumer id no Scala member generates
+
+
+def trigger_child(group: str, now_ms: int, nonce: int) -> str:
+    """The name of the nudge's child: "<group>_zkconsumer-rebalance-<ms>-<nonce>" (a consumer id)."""
+    return f"{group}_{TRIGGER_PREFIX}-{now_ms}-{nonce:06d}"
+
+
+def trigger_data(now_ms: int) -> bytes:
+    """A registration with no subscription: {"version":1,"subscription":{},"pattern":"static","timestamp":"<ms>"}."""
+    return Registration((), "static", str(now_ms)).encode()
+
+
+def nudge_group(io: ZkIO, group: str) -> tuple[str, ZnodeStat]:
+    """Make every member of `group` rebalance, Scala members that gave up included: `nudge_children`
+    of its ids folder with a trigger child (another nonce when a name is taken by chance). Returns
+    the child's path and the folder's stat; NodeExistsError after three names in a row were taken."""
+    parent = znodes.ids_path(group)
+    for attempt in range(3):
+        now_ms = int(time.time() * 1000)
+        child = trigger_child(group, now_ms, random.randrange(1_000_000))
+        try:
+            return f"{parent}/{child}", nudge_children(io, parent, child, trigger_data(now_ms))
+        except NodeExistsError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 def nudge_children(io: ZkIO, parent: str, child: str, data: bytes) -> ZnodeStat:
