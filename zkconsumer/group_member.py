@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
+from zkconsumer.config.timing import RENEWALS_PER_SESSION
 from zkconsumer.consumer.fetcher import CurrentFetcher, Fetcher, FetchSettings, NoFetcher, PartitionFetcher
 from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
@@ -89,6 +90,7 @@ class GroupMember:
             streams.gate,
             registration=lambda: encode_registration(subscription, int(time.time() * 1000), cfg.compat),
             session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
+            tick_s=cfg.zookeeper_tick_ms / 1000.0,
             trigger=self.worker.trigger,
             on_closed=on_failure,
             marker=znodes.encode_zkconsumer_marker(__version__),
@@ -125,7 +127,8 @@ class GroupMember:
         tasks = [
             PeriodicTask(
                 f"{self.consumer_id}-session-lease",
-                lambda: membership.session_timeout_s() / 4.0,  # a reconnect may be granted a shorter session
+                # a reconnect may be granted a shorter session
+                lambda: membership.session_timeout_s() / RENEWALS_PER_SESSION,
                 membership.renew_lease,
                 on_error=self._on_failure,
             )

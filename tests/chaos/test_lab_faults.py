@@ -182,7 +182,7 @@ def test_member_cut_from_zookeeper_stops_delivering_within_its_lease(
         assert session is not None
         granted = cluster_in_lab.ensemble.session_timeout(session[0])
         assert granted == 6000, f"the ensemble granted {granted} ms"
-        lease = 0.9 * granted / 1000.0  # membership.LEASE_FRACTION, from a touch before the cut
+        lease = 0.9 * granted / 1000.0  # config.timing.LEASE_FRACTION, from a touch before the cut
         with netfaults.cut(lab, group.host_of(victim), group.zookeeper_hosts()) as cut:
             group.env.checker.note("cut", victim.consumer_id)
             group.env.converge("cut: m2 alone", excluding=victim)

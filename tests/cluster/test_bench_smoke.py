@@ -185,6 +185,14 @@ def test_reconnect_gap_smoke() -> None:
     ), last
 
 
+def test_lease_renewal_cost_smoke() -> None:
+    last = last_line("lease_renewal_cost.py", "--members", "2", "--seconds", "2", "--rounds", "1", timeout=240)
+    kinds = " ".join(
+        rf"{k}_cpu_us_per_member_s=\d+ {k}_p99_ms=\d+\.\d {k}_get_p99_ms=\d+\.\d" for k in ("sync", "check")
+    )
+    assert re.fullmatch(rf"release=3\.8 members=2 {kinds} loadavg=\d+\.\d+", last), last
+
+
 def test_latency_benchmark_smoke() -> None:
     """Every contender, Scala's JVM included, sees every acknowledged message (the script fails otherwise)."""
     last = last_line("latency.py", "--rates", "1000", "--seconds", "1", "--rounds", "1", timeout=300)

@@ -11,10 +11,10 @@ from kazoo.protocol.states import KazooState
 from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
 from harness.simulation import SimMember, committed, owner_nodes
 from harness.zkmodel import FAIL_AFTER, FAIL_BEFORE
+from zkconsumer.config.timing import LEASE_FRACTION
 from zkconsumer.consumer.chunks import StreamQueue
 from zkconsumer.consumer.delivery import ConsumerIterator, DeliveryGate
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
-from zkconsumer.coordinator.membership import LEASE_FRACTION
 from zkconsumer.errors import CommitFailed, ZooKeeperUnavailable
 from zkconsumer.zookeeper import znodes
 

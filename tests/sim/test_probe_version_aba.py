@@ -1,18 +1,15 @@
-"""Probe (review of issue #42): the one-round-trip window of a version-fenced write on an owner node (A-B-A).
+"""The one-round-trip window of a version-fenced write on an owner node (A-B-A), closed against Scala re-creators.
 
-docs/design.md ("Caches give hints") names it for releases: an owner node's version is 0 whoever
-created it, so a blind delete (a stale Scala member, a tool) followed by another claimant's create
-between our fresh read and our write passes our `check(owner, version)`. The same window is open to
-commits, whose multi checks the owner node's version read one round trip before: the offset is
-written while the node is another session's. Kept as a strict xfail: it documents the limit, and
-it turns red the day something closes it (the xfail then passes and must be removed).
+A blind delete (a stale Scala member, a tool) followed by another claimant's create between our
+fresh read and our write used to pass our `check(owner, version)`: an owner node's version was 0
+whoever created it (review of issue #42; issue 51, finding 7). Our claim now moves our nodes to
+version 1 in the claim's own transaction, and a node a Scala member (or a tool) creates stays at
+0, so the commit's fenced multi fails on it. Was a strict xfail until that change.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from harness.sim_schedule import GROUP, ROUND_MS, TOPIC, Options, Schedule
 from harness.simulation import committed
@@ -22,8 +19,7 @@ from zkconsumer.zookeeper import znodes
 KEY = (TOPIC, 0)
 
 
-@pytest.mark.xfail(strict=True, reason="known limit: version checks cannot tell a re-created node (docs/design.md)")
-def test_probe_a_commit_never_lands_while_another_session_holds_the_owner_node() -> None:
+def test_a_commit_never_lands_while_a_scala_member_holds_the_re_created_owner_node() -> None:
     s = Schedule(0, Options(members=0, partitions=2))
     m1 = s.add_member()
     for _ in range(8):

@@ -58,7 +58,7 @@ EXPECTED_DEFAULTS = {
     "zkconsumer.rebalance.watched.wait.ms": 24000,  # rebalance.max.retries x zookeeper.session.timeout.ms
     "zkconsumer.watchdog.interval.ms": 10000,
     "zkconsumer.release.linger.ms": 1000,
-    "zkconsumer.release.linger.max.ms": 10000,
+    "zkconsumer.release.linger.max.ms": 3000,  # half the Scala retry budget (config/timing.py)
     "zkconsumer.fetch.in.reader": True,
     "zkconsumer.zookeeper.digest": None,
     "zkconsumer.broker.listener": None,
@@ -69,6 +69,7 @@ EXPECTED_DEFAULTS = {
     "zookeeper.set.acl": None,
     "zkconsumer.zookeeper.jute.maxbuffer": 1048575,
     "zkconsumer.zookeeper.transaction.max.bytes": 524287,
+    "zkconsumer.zookeeper.tick.ms": 2000,
 }
 
 

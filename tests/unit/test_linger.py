@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from zkconsumer.config.compat import Compat
+from zkconsumer.config.timing import LINGER_BUDGET_SHARE
 from zkconsumer.coordinator.linger import (
-    BUDGET_SHARE,
     MARGIN,
     ROUND_TRIPS_PER_PARTITION,
     SAMPLES,
@@ -111,7 +111,7 @@ def test_the_linger_never_outlasts_half_the_oldest_scala_releases_retry_budget()
     assert budget == Compat.parse("1.1").scala_retry_budget_s == 6.0  # (4 - 1) x 2000 ms in every release
     group = TimedGroup(["g_ours", "g_scala"], {"g_ours"}, [0.003])
     linger = scala_handover(group, 600, max_s=10.0, budget_s=budget)
-    assert linger.last_linger_s == BUDGET_SHARE * budget == 3.0
+    assert linger.last_linger_s == LINGER_BUDGET_SHARE * budget == 3.0
     assert linger.remaining() == 3.0
 
 

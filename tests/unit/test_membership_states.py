@@ -9,10 +9,11 @@ from collections.abc import Callable
 import pytest
 from kazoo.protocol.states import KazooState, KeeperState
 
+from zkconsumer.config.timing import LEASE_FRACTION
 from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.delivery import DeliveryGate
 from zkconsumer.coordinator.assignment import Assignment
-from zkconsumer.coordinator.membership import LEASE_FRACTION, Event, Membership, State, Transition, transition
+from zkconsumer.coordinator.membership import Event, Membership, State, Transition, transition
 from zkconsumer.errors import SessionLost, ZkConsumerError, ZooKeeperClosed, is_retriable
 
 S, E = State, Event
@@ -480,7 +481,7 @@ def test_kazoo_closed_right_after_a_lost_is_found_by_the_next_attempt_and_the_le
 
 
 def test_an_unknown_way_of_renewing_the_lease_is_refused() -> None:
-    with pytest.raises(ValueError, match="renewal must be one of sync, check, read"):
+    with pytest.raises(ValueError, match="renewal must be one of auto, sync, check, read"):
         Membership(
             StubGroup(0x11, 0x11),  # type: ignore[arg-type]
             Assignment(),

@@ -89,7 +89,7 @@ _SPECS = (
     _Spec("zkconsumer.rebalance.watched.wait.ms", int, minimum=0),
     _Spec("zkconsumer.watchdog.interval.ms", int, 10000, minimum=0),
     _Spec("zkconsumer.release.linger.ms", int, 1000, minimum=0),
-    _Spec("zkconsumer.release.linger.max.ms", int, 10000, minimum=0),
+    _Spec("zkconsumer.release.linger.max.ms", int, minimum=0),  # default: config/timing.py
     _Spec("zkconsumer.fetch.in.reader", bool, True),
     _Spec("zkconsumer.zookeeper.digest", str),
     _Spec("zkconsumer.broker.listener", str),
@@ -100,6 +100,7 @@ _SPECS = (
     _Spec("zookeeper.set.acl", bool),
     _Spec("zkconsumer.zookeeper.jute.maxbuffer", int, 0xFFFFF, minimum=4096),
     _Spec("zkconsumer.zookeeper.transaction.max.bytes", int, minimum=1024),
+    _Spec("zkconsumer.zookeeper.tick.ms", int, 2000, minimum=1),
 )
 _SPEC_BY_NAME = {spec.name: spec for spec in _SPECS}
 REQUIRED = ("zookeeper.connect", "group.id")
@@ -217,12 +218,6 @@ def _check_combined(values: dict[str, Any]) -> None:
         # Scala's KafkaScheduler throws on a 0 period and commits only once for a negative one.
         raise _invalid(
             "auto.commit.interval.ms", values["auto_commit_interval_ms"], "integer >= 1 while auto.commit.enable=true"
-        )
-    if values["release_linger_max_ms"] < values["release_linger_ms"]:
-        raise _invalid(
-            "zkconsumer.release.linger.max.ms",
-            values["release_linger_max_ms"],
-            f"integer >= zkconsumer.release.linger.ms ({values['release_linger_ms']})",
         )
     if values["zookeeper_transaction_max_bytes"] > values["zookeeper_jute_maxbuffer"] - 1024:
         # the server drops the connection on a request over jute.maxbuffer (headers come on top)

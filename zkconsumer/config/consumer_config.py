@@ -42,10 +42,12 @@ zkconsumer.rebalance.incremental  true               true | false             on
 zkconsumer.rebalance.watched.wait.ms                                          a rebalance waiting on owner nodes it watches
                                   = retries x session >= 0                    does not count its attempts for this long
 zkconsumer.watchdog.interval.ms   10000              >= 0 (0: off)            re-check owners; rebalance on zombies/gaps
-zkconsumer.release.linger.ms      1000               >= 0 (0: off)            keep released owner nodes at least this long
+zkconsumer.release.linger.ms      1000               0 .. linger cap (0: off) keep released owner nodes at least this long
                                                                               after the commit when a Scala member may claim
-zkconsumer.release.linger.max.ms  10000              >= release.linger.ms     ... and at most this long (the linger grows
-                                                                              with the Scala member's share, see linger.py)
+zkconsumer.release.linger.max.ms  = linger cap       release.linger.ms ..     ... and at most this long (the linger grows
+                                  (3000)             linger cap               with the Scala member's share, see linger.py);
+                                                                              the cap: half a Scala joiner's retry budget
+                                                                              (config/timing.py)
 zkconsumer.fetch.in.reader        true               true | false             an iterator whose queue is empty fetches in
                                                                               its own thread (false: the fetcher thread only)
 zkconsumer.zookeeper.digest       (unset)            user:password            ZooKeeper digest authentication
@@ -62,6 +64,8 @@ zkconsumer.zookeeper.jute.maxbuffer                                           th
                                   1048575            >= 4096
 zkconsumer.zookeeper.transaction.max.bytes                                    claims are split in transactions of this size
                                   = maxbuffer / 2    1024 .. maxbuffer - 1024
+zkconsumer.zookeeper.tick.ms      2000               >= 1                     the servers' tickTime: lease renewals are
+                                                                              quorum writes where a sync is not safe
 librdkafka.<name>                 (unset)            text                     given as <name> to the confluent-kafka Consumer
 ================================= ================== ======================== ================================================
 
@@ -101,6 +105,7 @@ from zkconsumer.config.checks import (
 )
 from zkconsumer.config.compat import Compat
 from zkconsumer.config.properties import parse_properties
+from zkconsumer.config.timing import check_timing
 
 __all__ = ["ConsumerConfig", "LIBRDKAFKA_PREFIX", "merge"]
 
@@ -159,6 +164,7 @@ class ConsumerConfig:
     zookeeper_set_acl: bool | None
     zookeeper_jute_maxbuffer: int
     zookeeper_transaction_max_bytes: int
+    zookeeper_tick_ms: int
     # Sorted (name, value) pairs rather than a dict so the config stays hashable and immutable.
     librdkafka_items: tuple[tuple[str, str], ...] = ()
 
@@ -198,6 +204,7 @@ class ConsumerConfig:
                 "zkconsumer.compat.version",
                 f"invalid value {values['compat']!r} for consumer property 'zkconsumer.compat.version': {exc}",
             ) from None
+        check_timing(values)
         protocol = passthrough.get("security.protocol", "PLAINTEXT")
         if protocol.upper() not in SECURITY_PROTOCOLS:
             raise _invalid("librdkafka.security.protocol", protocol, " | ".join(SECURITY_PROTOCOLS))

@@ -10,6 +10,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from zkconsumer.config.timing import LINGER_BUDGET_SHARE
 from zkconsumer.errors import ZOOKEEPER_FAILURES, describe
 from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.zookeeper.group import GroupZk
@@ -24,10 +25,6 @@ log = logging.getLogger(__name__)
 ROUND_TRIPS_PER_PARTITION = 2
 # Its round trips are not ours: a JVM still warming up, a GC pause, a longer way to ZooKeeper.
 MARGIN = 3
-# The linger never exceeds this share of the Scala joiner's retry budget (Compat.scala_retry_budget_s:
-# its first attempt to its last, 6 s): the rest is for our own steps before the linger (decide,
-# commit, the listener) and the deletes after it, so the joiner's last attempt finds the nodes gone.
-BUDGET_SHARE = 0.5
 # Round trips measured by the last looks at the group (two reads each); the linger is sized from the
 # slowest, so one fast sample on an idle server cannot shorten it.
 SAMPLES = 8
@@ -76,7 +73,7 @@ class ReleaseLinger:
     names, or, if the members changed since we decided, any member registered now (it may compute
     another assignment than ours). How long: what that member's read-to-claim gap needs, which
     grows with its share (`linger_seconds`), between `floor_s` and `max_s`, and never more than
-    BUDGET_SHARE of the oldest configured Scala release's retry budget (`budget_s`): a longer
+    LINGER_BUDGET_SHARE (config/timing.py) of the oldest configured Scala release's retry budget (`budget_s`): a longer
     linger outlasts the joiner's last attempt, and it then owns nothing until /ids changes.
     Hand-overs between zkconsumer members in a mixed group do not wait.
 
@@ -104,7 +101,7 @@ class ReleaseLinger:
     ) -> None:
         self.group = group
         self.budget_s = budget_s
-        cap = BUDGET_SHARE * budget_s
+        cap = LINGER_BUDGET_SHARE * budget_s
         self.max_s = min(floor_s if max_s is None else max_s, cap)
         self.floor_s = min(floor_s, self.max_s)
         self._stopping = stopping

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent
 
 from zkconsumer.clock import lease_clock
+from zkconsumer.config.timing import DEFAULT_TICK_MS, LEASE_FRACTION, renewal_for
 from zkconsumer.consumer.delivery import DeliveryGate
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.errors import (
@@ -47,18 +48,19 @@ from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
 
-# The lease runs LEASE_FRACTION x the session timeout from a touch of the session the ensemble's
-# leader has certainly heard of (`Membership._extend_lease`; docs/design.md, "which clock and which
-# server"): the leader expires the session a session timeout (rounded up to its tick) after it last
-# heard of it, never sooner; the rest is margin for clock rates and for stopping delivery.
-LEASE_FRACTION = 0.9
+# The lease runs LEASE_FRACTION (config/timing.py) x the session timeout from a touch of the session
+# the ensemble's leader has certainly heard of (`Membership._extend_lease`; docs/design.md, "which
+# clock and which server"): the leader expires the session a session timeout (rounded up to its
+# tick) after it last heard of it, never sooner.
 
 # How a lease renewal is confirmed. "sync": a sync, then the read, pipelined (the server answers
 # the read only once it caught up with the leader; a follower that lost its leader cannot answer
-# it). "check": a transaction of one check on our fence node (a write: the leader commits it).
-# "read": the read alone, which a follower answers from its own copy even after it lost its leader
-# (kept to measure and show that gap, never the default). docs/design.md says why "sync".
-RENEWALS = ("sync", "check", "read")
+# it). "check": a transaction of one check on our fence node (a write: a leader with a quorum
+# commits it). "read": the read alone, which a follower answers from its own copy even after it
+# lost its leader (kept to measure and show that gap, never the default). "auto" (the default):
+# "sync" where the granted session and the servers' tickTime make it safe, else "check"
+# (timing.renewal_for; docs/design.md, "Timing rules").
+RENEWALS = ("auto", "sync", "check", "read")
 
 
 class State(enum.Enum):
@@ -147,7 +149,8 @@ class Membership:
         on_closed: Callable[[BaseException], None] = lambda _error: None,
         marker: bytes | None = None,
         clock: Callable[[], float] = lease_clock,
-        renewal: str = "sync",
+        renewal: str = "auto",
+        tick_s: float = DEFAULT_TICK_MS / 1000.0,
     ) -> None:
         if renewal not in RENEWALS:
             raise ValueError(f"renewal must be one of {', '.join(RENEWALS)}, not {renewal!r}")
@@ -160,6 +163,7 @@ class Membership:
         self._on_closed = on_closed  # kazoo closed for good while we were not stopping: leave
         self._clock = clock
         self._renewal = renewal
+        self._tick_s = tick_s
         self._lock = threading.Lock()
         self.state = State.UNREGISTERED
         self.waiting_for_brokers = False
@@ -255,7 +259,8 @@ class Membership:
         registered = self.group.session
         if registered is None or self.state in (State.EXPIRED, State.STOPPED, State.UNREGISTERED):
             return
-        if self._renewal == "check":
+        kind = renewal_for(self.session_timeout_s(), self._tick_s) if self._renewal == "auto" else self._renewal
+        if kind == "check":
             fence = self.group.require_fence()
             txn = self.group.io.transaction()
             fence.guard(txn)
@@ -266,7 +271,7 @@ class Membership:
                 self.group.signals.refused(str(fence.lost("the lease renewal's check", results)))
             return
         io, path = self.group.io, self.group.member_path
-        stat = io.exists_after_sync(path) if self._renewal == "sync" else io.exists(path)
+        stat = io.exists_after_sync(path) if kind == "sync" else io.exists(path)
         if stat is not None and stat.ephemeralOwner == registered:
             self._extend_lease(sent)
 

@@ -158,7 +158,7 @@ class OwnerNodes:
             raise ZooKeeperUnavailable(f"could not roll back the claim of {partitions_text(left)}")
 
     def _claim_transactions(self, todo: Mapping[TopicPartition, str]) -> Iterator[list[TopicPartition]]:
-        sizes = ((k, transactions.create_size(self._path(k), znodes.encode_owner(t))) for k, t in todo.items())
+        sizes = ((k, transactions.claim_size(self._path(k), znodes.encode_owner(t))) for k, t in todo.items())
         return transactions.batches(sizes, self._transaction_max_bytes)
 
     def _create_owner_nodes(self, owners: Mapping[TopicPartition, str]) -> bool:
@@ -168,7 +168,12 @@ class OwnerNodes:
         txn = self.client.transaction()
         fence.guard(txn)
         for key, thread_id in owners.items():
-            txn.create(self._path(key), znodes.encode_owner(thread_id), acl=self.acl, ephemeral=True)
+            path, data = self._path(key), znodes.encode_owner(thread_id)
+            txn.create(path, data, acl=self.acl, ephemeral=True)
+            # Version 1 at once: a node created again by anyone else (a Scala member after a blind
+            # delete, a tool) starts at 0 and never moves (Scala never writes owner data), so a commit
+            # fenced on our node's version fails on it (docs/design.md, "Fencing limits").
+            txn.set_data(path, data, version=0)
         what = f"claim {len(owners)} partitions"
         results = self.io.commit(txn, what)
         if fence.refused(results):

@@ -22,6 +22,12 @@ def create_size(path: str, data: bytes) -> int:
     return CREATE_OVERHEAD + len(path.encode()) + len(data)
 
 
+def claim_size(path: str, data: bytes) -> int:
+    """An upper bound on one owner node's claim in a multi: its create and the set that moves it to
+    version 1 (owner_nodes.OwnerNodes: our nodes never sit at a fresh node's version 0)."""
+    return 2 * create_size(path, data)
+
+
 def batches(items: Iterable[tuple[K, int]], budget: int) -> Iterator[list[K]]:
     """Consecutive groups of keys whose sizes add up to at most `budget` (an item larger than the
     budget alone makes a group of its own, which the server may then refuse)."""
