@@ -69,8 +69,10 @@ class GroupMember:
         *,
         fetch: bool,
         on_failure: Callable[[BaseException], None],
+        make_fetcher: Callable[[str], PartitionFetcher] | None = None,
     ) -> None:
-        """`fetch=False`: own partitions without reading them (NoFetcher)."""
+        """`fetch=False`: own partitions without reading them (NoFetcher). `make_fetcher`: what makes
+        the fetcher for a bootstrap list instead of confluent-kafka's (the simulation's in-memory log)."""
         cfg = config
         self.config, self.group, self.assignment, self.streams = cfg, group, assignment, streams
         self.consumer_id = group.consumer_id
@@ -89,13 +91,14 @@ class GroupMember:
             assignment,
             streams.gate,
             registration=lambda: encode_registration(subscription, int(time.time() * 1000), cfg.compat),
+            clock=streams.gate.clock,  # one lease clock for the stamps and the gate that checks them
             session_timeout_s=cfg.zookeeper_session_timeout_ms / 1000.0,
             tick_s=cfg.zookeeper_tick_ms / 1000.0,
             trigger=self.worker.trigger,
             on_closed=on_failure,
             marker=znodes.encode_zkconsumer_marker(__version__),
         )
-        self.fetchers = CurrentFetcher(self._make_fetcher)
+        self.fetchers = CurrentFetcher(make_fetcher or self._make_fetcher)
         self.offsets = OffsetStore(
             group,
             cluster=cluster,
@@ -148,9 +151,7 @@ class GroupMember:
         """Register, run the first rebalance on this thread, then start the threads (unless a stop
         came meanwhile). A first rebalance that fails raises ConsumerRebalanceFailed, the threads
         not started: the caller shuts down. Failures before it (the group's paths, say) are raised as they are."""
-        follow_ownership_signals(self.group, self.assignment, self.worker.trigger)
-        self.group.ensure_paths()
-        self.membership.start()
+        self.follow()
         try:
             ok = self._rebalance("consumer started")
         except Exception as exc:
@@ -174,6 +175,13 @@ class GroupMember:
                 task.start()
             if self.watchdog is not None:
                 self.watchdog.start()
+
+    def follow(self) -> None:
+        """Start's first step: hear ownership signals, make the group's paths, follow the session's
+        events. (The simulation calls it and then drives the attempts and periodic work itself.)"""
+        follow_ownership_signals(self.group, self.assignment, self.worker.trigger)
+        self.membership.start()
+        self.group.ensure_paths()
 
     def stop(self, deadline: Deadline, timeout: float) -> dict[TopicPartition, int]:
         """Leave within `deadline` (docs/design.md, "Errors, threads and leaving"): a running rebalance

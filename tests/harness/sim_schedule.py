@@ -22,10 +22,10 @@ Besides members, two actors meddle with the group's nodes as production does: a 
 acting on a stale topic registry, which deletes the owner paths it once saw without checking data
 or version (KAFKA-262/KAFKA-286), and an operator (or a tool) deleting or rewriting owner nodes,
 fence nodes and registrations. Their deletes and rewrites of owner nodes hit members that can hear
-of them (connected, not frozen, and through a rebalance since its link last dropped): kazoo drops
-every watch with the link, so a member cut off from ZooKeeper, or reconnected but not yet through
-the rebalance that reads its nodes again, cannot know, and delivers on its lease meanwhile (docs/design.md, "Fencing
-limits"). The notification reaches every connected member at once: a
+of them (connected, not frozen, and through a rebalance since its link last dropped) and members
+reconnected in the same session whose owner nodes are not read again yet, which deliver nothing
+meanwhile (issue 51, finding 2): kazoo drops every watch with the link, so a member cut off from
+ZooKeeper cannot know, and delivers on its lease meanwhile (docs/design.md, "Fencing limits"). The notification reaches every connected member at once: a
 delivery in the round trip between a change and its notification is a window no client can close.
 
 Besides faults aimed at single ZooKeeper calls, the fault phase pauses attempts where they make no
@@ -482,7 +482,7 @@ class Schedule:
 
     def converged(self) -> bool:
         owners = {p: thread for p, (thread, _) in owner_nodes(self.model, GROUP, TOPIC).items()}
-        if owners != self.expected_owners() or any(m.pending for m in self.live()):
+        if owners != self.expected_owners() or any(m.pending or m.retrying for m in self.live()):
             return False
         delivered = {(d.key, d.offset) for d in self.deliveries}
         for p in range(self.partitions):

@@ -1,33 +1,29 @@
 """Simulated group members: the real membership, rebalancer and iterators over the in-memory ZooKeeper and log.
 
 Nothing here runs a thread or reads a real clock: a driver (see sim_schedule) decides which
-member does what next, so every interleaving is reproducible from a seed. The members run the
-production code paths (GroupZk, Membership, Rebalancer, Assignment, OffsetStore, StreamSet,
-ConsumerIterator); only the Kafka fetcher is replaced, by `SimFetcher` over `SimLog`.
+member does what next, so every interleaving is reproducible from a seed. The members are built by
+the production builder, GroupMember (Membership, Rebalancer, OffsetStore, the watchdog), over
+GroupZk, Assignment and a StreamSet, with none of its threads started; only the Kafka fetcher is
+replaced, by `SimFetcher` over `SimLog`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from harness.zkmodel import ZkModel
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo
-from zkconsumer.consumer.fetcher import CurrentFetcher
 from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.coordinator.listener import ConsumerRebalanceListener
-from zkconsumer.coordinator.membership import Membership
-from zkconsumer.coordinator.rebalancer import Rebalancer
-from zkconsumer.coordinator.reconcile import follow_ownership_signals
-from zkconsumer.coordinator.subscription import StaticSubscription, encode_registration
-from zkconsumer.coordinator.watchdog import Watchdog
+from zkconsumer.coordinator.subscription import StaticSubscription
 from zkconsumer.errors import ConsumerTimeout, is_retriable
-from zkconsumer.offsets.store import OffsetStore
+from zkconsumer.group_member import GroupMember
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.group import GroupZk
 
@@ -128,7 +124,6 @@ class SimMember:
     pause: Callable[[SimMember, str], None] = lambda _m, _where: None
     incremental: bool = True  # rebalance.incremental
     transaction_max_bytes: int = 1 << 19  # small: a claim goes out in several transactions
-    pending: list[str] = field(default_factory=list)
     alive: bool = True
     frozen: bool = False
     left: bool = False
@@ -137,6 +132,7 @@ class SimMember:
     # simulated host's clocks in for the OS's).
     clock: Callable[[], float] | None = None
     production_clock: bool = False
+    retrying: bool = False  # a failed run waits for its retry (the worker's back-off)
     # The link drops (client.suspensions) up to which a successful rebalance has since read every
     # owned node again: from there on the member holds a watch on each node it owns.
     watching_since: int = -1
@@ -180,52 +176,38 @@ class SimMember:
             transaction_max_bytes=self.transaction_max_bytes,
         )
         self.assignment = Assignment()
-        self.membership = Membership(
-            self.group,
-            self.assignment,
-            self.streams.gate,
-            registration=lambda: encode_registration(
-                subscription, self.model.now_ms, self.config.compat
-            ),  # as time.time()
-            session_timeout_s=self.session_timeout_ms / 1000.0,
-            trigger=self.trigger,
-            on_closed=lambda error: self.on_bug(f"{self.name} session", error),
-            marker=znodes.encode_zkconsumer_marker("sim"),
-            **timing,
-        )
         self.fetcher = SimFetcher(self.log_)
         self.cluster = ClusterMetadata(self.group.io)
-        fetchers = CurrentFetcher(lambda _bootstrap: self.fetcher)
-        self.offsets = OffsetStore(
-            self.group,
-            cluster=self.cluster,
-            storage="zookeeper",
-            dual_commit=False,
-            fetcher=fetchers,
-            backoff_ms=0,
-            timeout_ms=0,
-        )
-        self.rebalancer = Rebalancer(
+        # Built as ConsumerConnector builds a member (GroupMember), with the model's log for a fetcher;
+        # its threads are never started: the schedule runs attempts, commits, renewals and checks.
+        self.member = GroupMember(
             self.config,
             self.group,
             self.cluster,
-            self.membership,
             self.assignment,
-            self.streams,
-            self.offsets,
-            fetchers,
             PausingListener(self),
+            subscription,
+            self.streams,
+            fetch=True,
+            on_failure=lambda error: self.on_bug(f"{self.name} background", error),
+            make_fetcher=lambda _bootstrap: self.fetcher,
         )
-        self.watchdog = Watchdog(
-            self.consumer_id, interval_s=1.0, check=self.rebalancer.health_problems, trigger=self.trigger
-        )
-        follow_ownership_signals(self.group, self.assignment, self.trigger)
-        self.membership.start()
+        self.membership = self.member.membership
+        self.offsets = self.member.offsets
+        self.rebalancer = self.member.rebalancer
+        watchdog = self.member.watchdog
+        assert watchdog is not None  # zkconsumer.watchdog.interval.ms keeps its default
+        self.watchdog = watchdog
+        self._guard("start", self.member.follow)  # a fault on the paths' creation: the rebalance makes them
         self.trigger("consumer started")
 
+    @property
+    def pending(self) -> list[str]:
+        """The rebalance triggers not yet run (the member's worker's, which the schedule runs)."""
+        return self.member.worker.pending
+
     def trigger(self, reason: str) -> None:
-        if reason not in self.pending:
-            self.pending.append(reason)
+        self.member.worker.trigger(reason)
 
     def tracked(self) -> set[Key]:
         """Every partition whose owner node this member accounts for: owned, releasing or orphan."""
@@ -246,15 +228,18 @@ class SimMember:
 
     # ---- the steps a driver schedules ------------------------------------------------------------
     def rebalance(self) -> None:
-        if not self.pending:
+        if not self.pending and not self.retrying:
             return
-        reasons, self.pending = self.pending, []
+        reasons = list(self.pending) or ["retry after a failed rebalance"]
+        self.pending.clear()
+        self.retrying = False
         # kazoo runs state listeners at once, so a rebalance after a link drop reads past the caches
         # GroupZk forgets there; the model queues them: one that has not run yet leaves the caches.
         began = self.client.suspensions if not self.model.pending_listeners(self.client) else -1
         ok = self._guard("rebalance", lambda: self.rebalancer.synced_rebalance(", ".join(reasons)))
         if ok is not True:
-            self.trigger("retry after a failed rebalance")  # the worker's back-off retry
+            # The worker's back-off retry: no trigger is pending meanwhile (the watchdog checks then).
+            self.retrying = True
         elif self.client.suspensions == began:
             self.watching_since = began
 
@@ -262,8 +247,15 @@ class SimMember:
         """Whether a change to an owner node it holds (`path`, or every one it owns) reaches it:
         connected, not frozen, no link drop (which takes every watch with it) since a rebalance last
         read its owned nodes again, and a data watch armed on the node now (a successful rebalance
-        that never read them, or a watch that fired and was not re-armed yet, hears nothing)."""
-        if not (self.client.connected and not self.frozen and self.watching_since == self.client.suspensions):
+        that never read them, or a watch that fired and was not re-armed yet, hears nothing); or,
+        hearing nothing, delivers nothing until it has read them again (a same-session reconnect)."""
+        if not (self.client.connected and not self.frozen):
+            return False
+        if self.membership.holding_for_reread:
+            # Reconnected in the same session, its watches gone: it hears nothing, but delivers
+            # nothing either until its owner nodes are read again (issue 51, finding 2).
+            return True
+        if self.watching_since != self.client.suspensions:
             return False
         paths = [path] if path is not None else [znodes.owner_path(self.group_id, *k) for k in self.assignment.owned()]
         return all(self.client._data_w.get(p) for p in paths)

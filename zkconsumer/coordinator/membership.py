@@ -379,6 +379,11 @@ class Membership:
             self._trigger(step.rebalance)
         return True
 
+    @property
+    def holding_for_reread(self) -> bool:
+        """Delivery waits for our owner nodes to be read again after a same-session reconnect."""
+        return self._awaiting_reread
+
     def owned_nodes_reread(self, reconnects: int) -> None:
         """The rebalance thread read every owned node afresh (re-arming its watch) after the
         same-session reconnect number `reconnects`, and resolved what was not ours: delivery may go

@@ -68,6 +68,12 @@ class RebalanceWorker:
             self._activity += 1
             self._cond.notify()
 
+    @property
+    def pending(self) -> list[str]:
+        """The reasons waiting for the next run, the list itself: a driver that runs the attempts on
+        its own thread (the simulation, never a started worker) takes them from it."""
+        return self._reasons
+
     def activity(self) -> int | None:
         """A count that moves with every trigger, run start and run end; None while a run is under
         way or pending (the watchdog's "a change is in flight")."""
