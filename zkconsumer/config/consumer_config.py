@@ -62,6 +62,9 @@ zkconsumer.zookeeper.jute.maxbuffer                                           th
                                   1048575            >= 4096
 zkconsumer.zookeeper.transaction.max.bytes                                    claims are split in transactions of this size
                                   = maxbuffer / 2    1024 .. maxbuffer - 1024
+zkconsumer.coordination           zookeeper          zookeeper | broker       who runs the group: ZooKeeper, or the brokers'
+                                                                              group coordinator (offsets in Kafka; see
+                                                                              docs/configuration.md#broker-coordination)
 librdkafka.<name>                 (unset)            text                     given as <name> to the confluent-kafka Consumer
 ================================= ================== ======================== ================================================
 
@@ -152,6 +155,7 @@ class ConsumerConfig:
     fetch_in_reader: bool
     zookeeper_digest: str | None
     broker_listener: str | None
+    coordination: Literal["zookeeper", "broker"]
     zookeeper_sasl_jaas_config: str | None
     java_security_auth_login_config: str | None
     zookeeper_sasl_clientconfig: str
