@@ -11,7 +11,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from zkconsumer.broker_coordination.settings import consumer_settings, managed_overrides, place
+from zkconsumer.broker_coordination.settings import TOPIC_REFRESH_MS, consumer_settings, managed_overrides, place
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.fetcher.runs import split_runs
@@ -25,7 +25,7 @@ log = logging.getLogger("zkconsumer.connector")  # the connector's logger: these
 
 POLL_S = 0.05  # longest consume(): how late a command (a commit, the stop) or a resume is served
 BATCH = 10_000  # messages per consume()
-TOPIC_REFRESH_S = 5.0  # a wildcard subscription looks for new topics this often
+TOPIC_REFRESH_S = TOPIC_REFRESH_MS / 1000.0  # a wildcard subscription looks for new topics this often
 Key = tuple[str, int]
 
 

@@ -9,6 +9,7 @@ from zkconsumer.consumer.fetcher.settings import FetchSettings
 
 # The brokers refuse a session below group.min.session.timeout.ms (6 s by default).
 MIN_SESSION_TIMEOUT_MS = 6000
+TOPIC_REFRESH_MS = 5000
 ASSIGNOR = "cooperative-sticky"  # later rebalances revoke only what moves (docs/live-switch.md)
 _RESET = {"smallest": "earliest", "largest": "latest"}
 # Ours whatever librdkafka.* says: we store and commit offsets ourselves, and the group is group.id.
@@ -27,6 +28,9 @@ def consumer_settings(config: ConsumerConfig, bootstrap_servers: str) -> dict[st
             "session.timeout.ms": max(MIN_SESSION_TIMEOUT_MS, config.zookeeper_session_timeout_ms),
             "partition.assignment.strategy": ASSIGNOR,
             "auto.offset.reset": _RESET[config.auto_offset_reset],
+            # partitions added to a topic are seen within this (librdkafka's default: 5 minutes; the
+            # legacy member sees them at once, by a watch)
+            "topic.metadata.refresh.interval.ms": TOPIC_REFRESH_MS,
         }
     )
     conf.update(overrides)
