@@ -11,6 +11,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from zkconsumer.broker_coordination.held import HeldChunks
 from zkconsumer.broker_coordination.settings import TOPIC_REFRESH_MS, consumer_settings, managed_overrides, place
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
@@ -72,9 +73,7 @@ class BrokerGroupMember:
         self._infos: dict[Key, PartitionTopicInfo] = {}  # written by the poll thread only
         self._stream_of: dict[Key, int] = {}
         self._shared: frozenset[int] = frozenset()
-        self._held: dict[Key, list[Chunk]] = {}  # chunks a full queue refused; guarded by _held_lock
-        self._to_resume: set[Key] = set()
-        self._held_lock = threading.Lock()
+        self._held = HeldChunks()  # chunks a full queue refused
         self._commands: queue.SimpleQueue[_Command] = queue.SimpleQueue()
         self._stopping = threading.Event()
         self._assigned = threading.Event()  # the first assignment came (maybe empty)
@@ -150,14 +149,7 @@ class BrokerGroupMember:
         (no I/O; the poll thread resumes their partitions)."""
 
         def on_space() -> None:
-            with self._held_lock:
-                for key, chunks in list(self._held.items()):
-                    if chunks and chunks[0].info.queue is target:
-                        while chunks and target.offer(chunks[0]):
-                            chunks.pop(0)
-                        if not chunks:
-                            del self._held[key]
-                            self._to_resume.add(key)
+            self._held.offer_to(target)
 
         return on_space
 
@@ -178,7 +170,8 @@ class BrokerGroupMember:
                 if isinstance(self.subscription, WildcardSubscription) and now >= next_refresh:
                     self._subscribe(self._wanted_topics())
                     next_refresh = now + TOPIC_REFRESH_S
-                messages = self._consumer.consume(BATCH, POLL_S)
+                # what is queued, at once; else wait for one message (consume(n, t) waits for all n)
+                messages = self._consumer.consume(BATCH, 0) or self._consumer.consume(1, POLL_S)
                 if messages:
                     self._route(messages)
             self._leave()
@@ -238,8 +231,7 @@ class BrokerGroupMember:
             command.done.set()
 
     def _resume_ready(self) -> None:
-        with self._held_lock:
-            keys, self._to_resume = self._to_resume, set()
+        keys = self._held.offer_all()
         live = [TopicPartition(t, p) for t, p in keys if (t, p) in self._infos]
         if live:
             self._consumer.resume(live)
@@ -256,16 +248,8 @@ class BrokerGroupMember:
             if info is None or not info.active:
                 continue  # fetched before its revocation
             info.fetched_offset = run[-1].offset() + 1
-            chunk = Chunk(info, run)
-            with self._held_lock:
-                held = self._held.get(key)
-                if held is not None:
-                    held.append(chunk)
-                    continue
-                if info.queue.offer(chunk):
-                    continue
-                self._held[key] = [chunk]
-            self._consumer.pause([TopicPartition(*key)])
+            if self._held.add(key, Chunk(info, run)):
+                self._consumer.pause([TopicPartition(*key)])
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
@@ -325,10 +309,10 @@ class BrokerGroupMember:
             log.warning("%s lost %s (the brokers ended our membership): not committed", self.consumer_id, _names(keys))
 
     def _forget(self, keys: Iterable[Key]) -> None:
-        with self._held_lock:
-            for key in keys:
-                self._held.pop(key, None)
-                self._to_resume.discard(key)
+        keys = list(keys)
+        paused = self._held.forget(keys)
+        if paused:
+            self._consumer.resume([TopicPartition(t, p) for t, p in paused])
         for key in keys:
             self._infos.pop(key, None)
             self._stream_of.pop(key, None)
