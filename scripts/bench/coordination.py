@@ -14,7 +14,9 @@ and for each, two measures with one stream drained by `for msg in stream`, touch
               holding its send time (CLOCK_MONOTONIC, one machine); latency = time next() returned
               it - its send time (the producer's own delay is in both contenders alike; it connects
               and has one warm-up message acknowledged before it starts the clock)
-Each round prints both contenders' figures and the load average; then the medians. The last line:
+A warm-up round (--warmup, default 1: the broker's JVM compiles its hot paths in the first minute,
+and the first contender would pay for it) runs both contenders first, printed, not counted. Each
+round prints both contenders' figures and the load average; then the medians. The last line:
     zk_msgs_per_s= broker_msgs_per_s= throughput_ratio=<broker/zk> zk_p50_ms= zk_p99_ms=
     broker_p50_ms= broker_p99_ms= p99_ratio=<broker/zk> rounds= loadavg=
 """
@@ -167,6 +169,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1, help="rounds run first and not counted")
     args = parser.parse_args()
     results: dict[str, dict[str, list[float]]] = {c: {"tput": [], "p50": [], "p99": []} for c in CONTENDERS}
     with (
@@ -176,18 +179,20 @@ def main() -> None:
         topic = "tput"
         cluster.create_topic(topic, PARTITIONS)
         kafka.produce_numbered(cluster.bootstrap_servers, topic, args.messages, partitions=PARTITIONS, value_size=SIZE)
-        for r in range(args.rounds):
+        for r in range(-args.warmup, args.rounds):
             order = CONTENDERS if r % 2 == 0 else CONTENDERS[::-1]
             for name in order:
                 load = os.getloadavg()[0]
                 tput = throughput(cluster, name, topic, args.messages)
                 lags = latency(cluster, name, args.rate, args.seconds)
                 p50, p99 = percentile(lags, 0.5), percentile(lags, 0.99)
-                results[name]["tput"].append(tput)
-                results[name]["p50"].append(p50)
-                results[name]["p99"].append(p99)
+                if r >= 0:
+                    results[name]["tput"].append(tput)
+                    results[name]["p50"].append(p50)
+                    results[name]["p99"].append(p99)
+                label = f"round {r + 1}" if r >= 0 else "warm-up"
                 print(
-                    f"round {r + 1} {name:9s} {tput:10.0f} msg/s  latency p50 {p50:7.2f} ms  p99 {p99:7.2f} ms"
+                    f"{label} {name:9s} {tput:10.0f} msg/s  latency p50 {p50:7.2f} ms  p99 {p99:7.2f} ms"
                     f"  (load {load:.2f} at its start)",
                     flush=True,
                 )

@@ -27,6 +27,7 @@ log = logging.getLogger("zkconsumer.connector")  # the connector's logger: these
 POLL_S = 0.05  # longest consume(): how late a command (a commit, the stop) or a resume is served
 BATCH = 10_000  # messages per consume()
 TOPIC_REFRESH_S = TOPIC_REFRESH_MS / 1000.0  # a wildcard subscription looks for new topics this often
+ERROR_LOG_S = 30.0
 Key = tuple[str, int]
 
 
@@ -81,6 +82,7 @@ class BrokerGroupMember:
         self._consumer: Any = None
         self._topics: list[str] = []
         self.failure: BaseException | None = None
+        self._error_log: dict[int, tuple[float, int]] = {}  # error code -> (last logged, hidden since)
         self.commits = 0
         self.commit_failures = 0
         self.unwritten: dict[Key, int] = {}
@@ -252,9 +254,19 @@ class BrokerGroupMember:
                 self._consumer.pause([TopicPartition(*key)])
 
     def _on_error(self, error: KafkaError) -> None:
+        """A fatal error ends the member (the connector leaves, iterators raise); the others (a broker
+        down, a leader moving: librdkafka retries them) are logged once per code per 30 s."""
         if error.fatal():
             raise KafkaException(error)
-        log.warning("%s: %s", self.consumer_id, error)
+        now = time.monotonic()
+        code = error.code()
+        last, hidden = self._error_log.get(code, (-ERROR_LOG_S, 0))
+        if now - last < ERROR_LOG_S:
+            self._error_log[code] = (last, hidden + 1)
+            return
+        self._error_log[code] = (now, 0)
+        more = f" ({hidden} more like it since)" if hidden else ""
+        log.warning("%s: %s%s", self.consumer_id, error, more)
 
     # ---- the rebalance callbacks (the poll thread, inside consume()) ---------------------------
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
