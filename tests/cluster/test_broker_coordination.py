@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import threading
 import time
 
@@ -9,7 +12,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from harness import members
+from harness import member, members, python_env
 from harness.members import Recorder, drain, keys_of
 from zkconsumer import ConsumerConnector, ConsumerTimeout, Whitelist
 from zkconsumer.zookeeper import znodes
@@ -131,3 +134,56 @@ def test_a_whitelist_follows_new_topics(cluster, topic_factory, produce, group_i
         later = produce(two, 20, partitions=2)
         recorder.wait_for(keys_of(later), timeout=60)
     assert recorder.keys() == {k: 1 for k in keys_of(sent + later)}
+
+
+def test_kill_minus_9_of_a_member_moves_its_partitions_without_loss(
+    cluster, topic_factory, produce, group_id, tmp_path
+) -> None:
+    topic = topic_factory(partitions=6)
+    out = tmp_path / "victim.txt"
+    props = {
+        **members.FAST,
+        "zkconsumer.coordination": "broker",
+        "librdkafka.bootstrap.servers": cluster.bootstrap_servers,
+        "auto.commit.interval.ms": 500,
+    }
+    victim = subprocess.Popen(
+        member.command(cluster.zookeeper_connect, group_id, topic, out, properties=props),
+        stdout=subprocess.PIPE,
+        stderr=open(str(out) + ".log", "w"),
+        text=True,
+        env=python_env(),
+    )
+    recorder = Recorder()
+    survivor = broker_connector(cluster, group_id, auto_commit_interval_ms=500)
+    try:
+        assert victim.stdout is not None and victim.stdout.readline(), open(str(out) + ".log").read()[-2000:]
+        drain("survivor", survivor.create_message_streams({topic: 1})[topic], recorder)
+        wait_until(lambda: len(survivor.owned_partitions()) == 3, 60, "a 3/3 split")
+        first = produce(topic, 600, partitions=6)
+        wait_until(lambda: victim_log(out) | set(recorder.keys()) >= keys_of(first), 60, "the first batch consumed")
+        time.sleep(1.2)  # the victim auto-commits
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(10)
+        killed_at = time.monotonic()
+        wait_until(lambda: len(survivor.owned_partitions()) == 6, 60, "the survivor owns all six")
+        moved_after = time.monotonic() - killed_at
+        second = produce(topic, 600, partitions=6, start=600)
+        recorder.wait_for(keys_of(second), timeout=60)
+    finally:
+        survivor.shutdown()
+        if victim.poll() is None:
+            victim.kill()
+    by_victim = victim_log(out)
+    assert by_victim, "the victim delivered nothing: the test shows nothing"
+    assert keys_of(first) | keys_of(second) <= by_victim | set(recorder.keys()), "messages lost"
+    again = by_victim & set(recorder.keys())  # delivered by both: only what the victim had not committed
+    assert len(again) <= 300, len(again)
+    assert moved_after < 30, moved_after  # the brokers' session (6 s) plus a rebalance
+
+
+def victim_log(path) -> set[tuple[str, int, int]]:  # type: ignore[no-untyped-def]
+    if not os.path.exists(path):
+        return set()
+    with open(path) as f:
+        return {(t, int(p), int(o)) for t, p, o in (line.split() for line in f if line.strip())}
