@@ -98,3 +98,22 @@ def test_broker_is_never_next_while_any_offset_differs(zk: dict, kafka_offsets: 
     kafka = KafkaSide("Stable", (KafkaMember("m-a", "g", "h", (P0, P1)),), kafka_offsets)
     plan = plan_switch("handover", (a,), {P0: "g_a-0", P1: "g_a-1"}, zk, kafka, (P0, P1))
     assert (plan.blockers == ()) == (zk.get(P0) == kafka_offsets.get(P0) and zk.get(P1) == kafka_offsets.get(P1))
+
+
+def test_migrate_plan_lists_each_blocker_with_at_most_ten_partitions_and_says_when_complete() -> None:
+    from zkconsumer.cli.output.migrate import switch_dict, switch_lines
+
+    parts = tuple(("t", p) for p in range(12))
+    kafka = KafkaSide("Stable", (KafkaMember("m-1", "c", "/h", parts),), {tp: 5 for tp in parts})
+    plan = plan_switch("handover", (member("a", "handover", "m-1"),), {}, {tp: 5 for tp in parts}, kafka, parts)
+    lines = switch_lines(plan)
+    assert lines[0] == "Live switch: step handover, next broker, blocked:"
+    shown = ", ".join(f"t-{p}" for p in range(10))
+    assert lines[1:] == [
+        f"  BLOCKER handover-pending: partitions not yet held by the member the brokers assigned them to: {shown}"
+        " and 2 more"
+    ]
+    assert switch_dict(plan)["blocked"] is True and len(switch_dict(plan)["blockers"][0]["partitions"]) == 12
+    done = plan_switch("broker", (), {}, {}, KafkaSide("Stable", (), {}), ())
+    assert switch_lines(done) == ["Live switch: step broker, complete (the brokers coordinate the group)"]
+    assert switch_dict(done) == {"step": "broker", "next": None, "blocked": False, "blockers": []}
