@@ -39,7 +39,7 @@ LAYERS: list[set[str]] = [
     {"consumer"},
     {"offsets"},
     {"coordinator"},
-    {"group_member"},
+    {"group_member", "broker_coordination"},  # the two kinds of member a connector runs
     {"connector"},
     {"__init__"},  # the package face: what users import
     {"admin"},

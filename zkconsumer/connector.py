@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from zkconsumer.broker_coordination import BrokerGroupMember, bootstrap_servers_for
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.checks import ConfigError
 from zkconsumer.config.consumer_config import ConsumerConfig
@@ -88,6 +89,19 @@ class ConsumerConnector:
             now_ms=int(time.time() * 1000),
             uuid_int=uuid.uuid4().int,
         )
+        self._lock = threading.Lock()
+        self._member: GroupMember | None = None
+        # zkconsumer.coordination=broker: the brokers' group coordinator runs the group, through the
+        # member below (zkconsumer/broker_coordination); no ZooKeeper session is kept.
+        self._broker: BrokerGroupMember | None = None
+        self._closed = False
+        self._shutdown_done = threading.Event()
+        self._unwritten: dict[tuple[str, int], int] = {}
+        self.failure: BaseException | None = None
+        if self.config.coordination == "broker":
+            if not fetch:
+                raise ConfigError("zkconsumer.coordination", "zkconsumer.coordination=broker needs fetch=True")
+            return
         self.zk_auth = zookeeper_auth(self.config)  # a bad JAAS setting fails here, naming the property
         self._zk = _connect_zookeeper(self.config, self.zk_auth)
         self.group = GroupZk(
@@ -101,14 +115,8 @@ class ConsumerConnector:
         )
         self.cluster = ClusterMetadata(self.group.io)  # brokers, topics, topic incarnations
         self.assignment = Assignment()
-        self._lock = threading.Lock()
-        # What takes part in the group (threads, rebalancer, ...): built and set once by the first
-        # create_message_streams*; what lives as long as the connector is above.
-        self._member: GroupMember | None = None
-        self._closed = False
-        self._shutdown_done = threading.Event()
-        self._unwritten: dict[tuple[str, int], int] = {}
-        self.failure: BaseException | None = None
+        # What takes part in the group (threads, rebalancer, ...), _member above: built and set once by
+        # the first create_message_streams*; what lives as long as the connector is here.
 
     # ---- public API ----------------------------------------------------------------------------
     def create_message_streams(self, topic_count_map: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
@@ -142,6 +150,10 @@ class ConsumerConnector:
         `before_releasing_partitions` saves their progress (the MirrorMaker pattern). It waits for
         one step of a running rebalance at most (never for its back-offs or its release linger),
         and at most zookeeper.session.timeout.ms: then it raises CommitFailed (retriable)."""
+        if self._broker is not None:
+            self._broker.streams.mark_consumed()
+            self._broker.commit(self.config.zookeeper_session_timeout_ms / 1000.0)
+            return
         member = self._require_started()
         member.streams.mark_consumed()
         member.rebalancer.commit()
@@ -155,11 +167,17 @@ class ConsumerConnector:
         which were. With `epochs` (topic -> incarnation the positions count in), a partition
         claimed in another incarnation of its topic is not written either. Use it with `fetch=False`.
         """
+        if self.config.coordination == "broker":
+            raise RuntimeError(
+                "commit_positions() is for fetch=False members, which need zkconsumer.coordination=zookeeper"
+            )
         return self._require_started().rebalancer.commit_positions(positions, epochs)
 
     def owned_positions(self) -> dict[tuple[str, int], int]:
         """(topic, partition) -> next offset to consume (-1: nothing committed yet) of what we own.
         Never blocks on ZooKeeper or a running rebalance."""
+        if self.config.coordination == "broker":
+            return self._broker.positions() if self._broker is not None else {}
         return self.assignment.positions()
 
     def ownership_confirmed(self) -> bool:
@@ -167,11 +185,15 @@ class ConsumerConnector:
         cannot have expired (the lease the iterators' delivery gate checks), also through a short
         disconnection. After a freeze past the session timeout this is False although kazoo still
         says CONNECTED."""
+        if self._broker is not None:  # the brokers vouch: librdkafka revokes (or reports lost) what is not ours
+            return self._broker.failure is None and not self._closed
         member = self._member
         return member is not None and member.streams.gate.usable()
 
     def owned_partitions(self) -> dict[tuple[str, int], str]:
         """(topic, partition) -> thread id this member owns right now. Never blocks."""
+        if self.config.coordination == "broker":
+            return self._broker.owned() if self._broker is not None else {}
         return self.assignment.owned()
 
     def metrics(self) -> ConnectorCollector:
@@ -179,6 +201,8 @@ class ConsumerConnector:
         return ConnectorCollector(self._metrics_snapshot, self.config.client_id or "", self.config.group_id)
 
     def _metrics_snapshot(self) -> Snapshot:
+        if self._broker is not None:
+            return self._broker.snapshot()
         member = self._member
         return member.snapshot() if member is not None else Snapshot()
 
@@ -214,6 +238,9 @@ class ConsumerConnector:
 
     # ---- joining and leaving -------------------------------------------------------------------
     def _join(self, subscription: Subscription, streams: StreamSet) -> None:
+        if self.config.coordination == "broker":
+            self._join_brokers(subscription, streams)
+            return
         member = GroupMember(
             self.config,
             self.group,
@@ -237,8 +264,32 @@ class ConsumerConnector:
             self.shutdown()
             raise
 
+    def _join_brokers(self, subscription: Subscription, streams: StreamSet) -> None:
+        broker = BrokerGroupMember(
+            self.config,
+            self.consumer_id,
+            subscription,
+            streams,
+            self.listener,
+            bootstrap_servers=bootstrap_servers_for(self.config),
+            on_failure=self._die,
+        )
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this connector has been shut down")
+            if self._broker is not None:
+                raise RuntimeError("create_message_streams* may be called only once per connector")
+            self._broker = broker
+        try:
+            broker.start(max(30.0, 3 * self.config.zookeeper_session_timeout_ms / 1000.0))
+        except BaseException:
+            self.shutdown()
+            raise
+
     def _require_started(self) -> GroupMember:
         member = self._member
+        if member is None and self.config.coordination == "broker":
+            raise RuntimeError("a broker-coordinated connector has no ZooKeeper rebalancer or membership")
         if member is None:
             raise RuntimeError("call create_message_streams() first")
         return member
@@ -252,14 +303,21 @@ class ConsumerConnector:
         self.failure = error
         kind = "failure" if is_retriable(error) or isinstance(error, ZkConsumerError) else "bug"
         log.error("%s: background %s, leaving the group: %r", self.consumer_id, kind, error)
+        failure = error if isinstance(error, ConsumerError) else ConsumerError(repr(error))
+        if self._broker is not None:  # its thread ended: nothing more is fetched
+            self._broker.streams.fail(failure)
+            threading.Thread(target=self.shutdown, name=f"{self.consumer_id}-leave", daemon=True).start()
+            return
         self.assignment.begin_release(list(self.assignment.owned()))  # nothing more is handed out
         member = self._member  # set: only its parts report failures
         if member is not None:
-            member.streams.fail(error if isinstance(error, ConsumerError) else ConsumerError(repr(error)))
+            member.streams.fail(failure)
         threading.Thread(target=self.shutdown, name=f"{self.consumer_id}-leave", daemon=True).start()
 
     def _leave(self, timeout: float) -> dict[tuple[str, int], int]:
         log.info("%s shutting down", self.consumer_id)
+        if self.config.coordination == "broker":
+            return self._broker.stop(timeout) if self._broker is not None else {}
         deadline = Deadline(timeout)
         self.group.io.deadline = deadline  # bounds every ZooKeeper call from here on, on every thread
         member = self._member

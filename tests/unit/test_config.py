@@ -62,6 +62,7 @@ EXPECTED_DEFAULTS = {
     "zkconsumer.fetch.in.reader": True,
     "zkconsumer.zookeeper.digest": None,
     "zkconsumer.broker.listener": None,
+    "zkconsumer.coordination": "zookeeper",
     "zookeeper.sasl.jaas.config": None,
     "java.security.auth.login.config": None,
     "zookeeper.sasl.clientconfig": "Client",

@@ -218,6 +218,7 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.offsets.store.KafkaSideFailed": False,
     "zkconsumer.cli.common.CliError": False,
     "zkconsumer.zookeeper.fenced_delete.MemberJoined": False,
+    "zkconsumer.migration.switch.SwitchNodeError": False,  # a node no zkconsumer writes: someone must look
     "zkconsumer.spark.kafka_read.FetchTimeoutError": True,  # the task fails; Spark retries it
     "zkconsumer.spark.kafka_read.KafkaReadFailed": False,  # a fatal Kafka error: the task fails
     "zkconsumer.spark.offsets.DataLossError": False,

@@ -80,6 +80,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "direction_plans",
         "gather",
     ),
+    "zkconsumer.admin.switch_status": ("live_switch_plan",),
     "zkconsumer.admin.offset_export": (
         "read_export",
         "spark_starting_offsets_of",
@@ -231,6 +232,7 @@ if TYPE_CHECKING:
         direction_plans as direction_plans,
         gather as gather,
     )
+    from zkconsumer.admin.switch_status import live_switch_plan as live_switch_plan
     from zkconsumer.admin.offset_export import (
         read_export as read_export,
         spark_starting_offsets_of as spark_starting_offsets_of,

@@ -93,6 +93,7 @@ _SPECS = (
     _Spec("zkconsumer.fetch.in.reader", bool, True),
     _Spec("zkconsumer.zookeeper.digest", str),
     _Spec("zkconsumer.broker.listener", str),
+    _Spec("zkconsumer.coordination", str, "zookeeper", choices=("zookeeper", "broker")),
     _Spec("zookeeper.sasl.jaas.config", str),
     _Spec("java.security.auth.login.config", str),
     _Spec("zookeeper.sasl.clientconfig", str, "Client"),

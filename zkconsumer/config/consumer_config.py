@@ -66,6 +66,9 @@ zkconsumer.zookeeper.transaction.max.bytes                                    cl
                                   = maxbuffer / 2    1024 .. maxbuffer - 1024
 zkconsumer.zookeeper.tick.ms      2000               >= 1                     the servers' tickTime: lease renewals are
                                                                               quorum writes where a sync is not safe
+zkconsumer.coordination           zookeeper          zookeeper | broker       who runs the group: ZooKeeper, or the brokers'
+                                                                              group coordinator (offsets in Kafka; see
+                                                                              docs/configuration.md#broker-coordination)
 librdkafka.<name>                 (unset)            text                     given as <name> to the confluent-kafka Consumer
 ================================= ================== ======================== ================================================
 
@@ -157,6 +160,7 @@ class ConsumerConfig:
     fetch_in_reader: bool
     zookeeper_digest: str | None
     broker_listener: str | None
+    coordination: Literal["zookeeper", "broker"]
     zookeeper_sasl_jaas_config: str | None
     java_security_auth_login_config: str | None
     zookeeper_sasl_clientconfig: str

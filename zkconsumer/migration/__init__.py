@@ -42,8 +42,24 @@ from zkconsumer.migration.planner import (
     plan_move,
     spark_starting_offsets,
 )
+from zkconsumer.migration.switch import (
+    SWITCH_STEPS,
+    SwitchMember,
+    SwitchNodeError,
+    SwitchPlan,
+    decode_switch_node,
+    encode_switch_node,
+    plan_switch,
+)
 
 __all__ = [
+    "SWITCH_STEPS",
+    "SwitchMember",
+    "SwitchNodeError",
+    "SwitchPlan",
+    "decode_switch_node",
+    "encode_switch_node",
+    "plan_switch",
     "ALLOW_REWIND",
     "CLAMP",
     "CLAMP_TO_LOG_END",

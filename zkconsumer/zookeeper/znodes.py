@@ -74,6 +74,11 @@ def encode_zkconsumer_marker(library_version: str) -> bytes:
     return _to_bytes(f'{{"version":1,"library":"zkconsumer","library_version":{_jackson_quote(library_version)}}}')
 
 
+def switch_path(group: str) -> str:
+    """The live switch's node (docs/live-switch.md): which coordination step the group is at; none means `zookeeper`."""
+    return f"{group_path(group)}/zkconsumer/switch"
+
+
 def ingest_locks_path(group: str) -> str:
     """Where running Spark ingest jobs of the group hold their locks (one ephemeral node per topic)."""
     return f"{group_path(group)}/zkconsumer/ingest"

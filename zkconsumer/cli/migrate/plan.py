@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from zkconsumer.admin import BrokerAccess, direction_plans, gather
+from zkconsumer.admin import BrokerAccess, direction_plans, gather, live_switch_plan
 from zkconsumer.cli.common import CliError, emit_json, expected_errors, warn, zk_session
 from zkconsumer.cli.migrate.checks import EXIT_BLOCKED, checked_topics
 from zkconsumer.cli.options import (
@@ -18,6 +18,8 @@ from zkconsumer.cli.output.migrate import (
     blocked_message,
     plan_document,
     plan_report,
+    switch_dict,
+    switch_lines,
 )
 from zkconsumer.cli.output.render import show
 from zkconsumer.migration import DIRECTIONS, TO_KAFKA, Overrides, migration_step, partition_rows
@@ -59,6 +61,11 @@ def plan(
     (zookeeper-live, dual-commit-live, mixed, stopped, copied, kafka-live, no-offsets: a best
     guess from what both sides show; see `migrate --help` for the sequence).
 
+    A group with a live switch node (/consumers/<group>/zkconsumer/switch, docs/live-switch.md)
+    also shows the switch's step (zookeeper, joining, handover, broker), the next one and every
+    blocker of it, naming the members or partitions (JSON: `switch`); a group without one shows
+    nothing of it. The exit status does not depend on the switch.
+
     Exit status: 0 when the --to direction (kafka by default) has no blocker, 3 when it has one,
     1 for an error (ZooKeeper or the brokers unreachable, unknown group).
 
@@ -70,14 +77,19 @@ def plan(
     wanted = checked_topics(topics)
     with zk_session(zookeeper, zk_digest, zk_timeout) as client:
         evidence = gather(client, brokers, group, wanted, warn=warn)
+        switch = live_switch_plan(client, evidence)
     for note in evidence.notes:
         warn(note)
     plans = direction_plans(evidence, Overrides(), wanted)
     step = migration_step(evidence.zk, evidence.kafka, wanted)
     rows = partition_rows(evidence.zk, evidence.kafka, evidence.log, wanted, evidence.partitions)
     if as_json:
-        emit_json(plan_document(group, step, evidence.zk, evidence.kafka, rows, plans, target))
+        document = plan_document(group, step, evidence.zk, evidence.kafka, rows, plans, target)
+        emit_json(document if switch is None else {**document, "switch": switch_dict(switch)})
     else:
-        show(*plan_report(group, step, evidence.zk, evidence.kafka, rows, plans))
+        show(
+            *plan_report(group, step, evidence.zk, evidence.kafka, rows, plans),
+            *([] if switch is None else switch_lines(switch)),
+        )
     if plans[target].blocked:
         raise CliError(blocked_message(plans[target]), EXIT_BLOCKED)

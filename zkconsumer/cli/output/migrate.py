@@ -21,6 +21,7 @@ from zkconsumer.migration import (
     Move,
     PartitionRow,
     Step,
+    SwitchPlan,
     ZkSide,
 )
 from zkconsumer.partitions import TopicPartition
@@ -157,6 +158,29 @@ def plan_report(
         out += direction_lines(plan)
     out.append(f"Next: {step.next}")
     return out
+
+
+def switch_lines(plan: SwitchPlan) -> list[str]:
+    """`migrate plan`'s live switch section: the step the switch node says, the next one and what blocks it."""
+    if plan.next is None:
+        return [f"Live switch: step {plan.step}, complete (the brokers coordinate the group)"]
+    head = f"Live switch: step {plan.step}, next {plan.next}"
+    lines = [head + (", blocked:" if plan.blockers else ", no blocker")]
+    for b in plan.blockers:
+        shown = ", ".join(f"{t}-{p}" for t, p in b.partitions[:10])
+        more = f" and {len(b.partitions) - 10} more" if len(b.partitions) > 10 else ""
+        lines.append(f"  BLOCKER {b.code}: {b.message}" + (f": {shown}{more}" if shown else ""))
+    return lines
+
+
+def switch_dict(plan: SwitchPlan) -> dict[str, Any]:
+    """`migrate plan --json`'s `switch` object (present only when the group has a switch node)."""
+    return {
+        "step": plan.step,
+        "next": plan.next,
+        "blocked": bool(plan.blockers),
+        "blockers": [b.as_dict() for b in plan.blockers],
+    }
 
 
 def direction_lines(plan: DirectionPlan) -> list[str]:

@@ -1,0 +1,119 @@
+"""The live switch's pure planning (zkconsumer/migration/switch.py): the switch node, who can switch, what blocks a step."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from zkconsumer.migration import (
+    SWITCH_STEPS,
+    SwitchMember,
+    SwitchNodeError,
+    decode_switch_node,
+    encode_switch_node,
+    plan_switch,
+)
+from zkconsumer.migration.model import KafkaMember, KafkaSide
+
+PATH = "/consumers/g/zkconsumer/switch"
+P0, P1 = ("t", 0), ("t", 1)
+
+
+def member(cid: str, seen: str = "zookeeper", broker_id: str | None = None, protocol: int = 1) -> SwitchMember:
+    marker = {
+        "version": 1,
+        "library": "zkconsumer",
+        "switch": {"protocol": protocol, "seen": seen, "broker_member_id": broker_id},
+    }
+    return SwitchMember(cid, marker)
+
+
+def codes(plan) -> set[str]:  # type: ignore[no-untyped-def]
+    return {b.code for b in plan.blockers}
+
+
+@given(st.sampled_from(SWITCH_STEPS), st.text(max_size=20), st.integers(0, 2**62))
+def test_the_switch_node_round_trips(step: str, by: str, at: int) -> None:
+    assert decode_switch_node(encode_switch_node(step, by, at), PATH) == step
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"{", b"[]", b'{"version":2,"step":"broker"}', b'{"version":1,"step":"kraft"}', b"\xff"]
+)
+def test_a_switch_node_no_zkconsumer_writes_is_refused_naming_it(data: bytes) -> None:
+    with pytest.raises(SwitchNodeError, match=PATH):
+        decode_switch_node(data, PATH)
+    assert decode_switch_node(None, PATH) == "zookeeper"
+
+
+def test_scala_and_older_members_are_refused_by_name() -> None:
+    members = (
+        SwitchMember("g_scala1", None),
+        SwitchMember("g_old", {"version": 1, "library": "zkconsumer"}),
+        member("g_new"),
+    )
+    plan = plan_switch("zookeeper", members, {}, {}, KafkaSide(), (P0,))
+    assert plan.next == "joining"
+    messages = {b.code: b.message for b in plan.blockers}
+    assert "g_scala1" in messages["scala-member"] and "g_old" in messages["old-member"]
+    assert "g_new" not in " ".join(messages.values())
+    assert codes(plan_switch("zookeeper", (member("g_new"),), {}, {}, KafkaSide(), (P0,))) == set()
+
+
+def test_kafka_ahead_and_foreign_broker_members_block_the_start() -> None:
+    stranger = KafkaMember("rdkafka-1", "someone", "/10.0.0.9")
+    plan = plan_switch("zookeeper", (member("g_a"),), {}, {P0: 5}, KafkaSide("Stable", (stranger,), {P0: 9}), (P0,))
+    assert codes(plan) == {"kafka-ahead", "foreign-broker-member"}
+    assert next(b for b in plan.blockers if b.code == "kafka-ahead").partitions == (P0,)
+
+
+def test_joining_waits_for_every_member_in_the_brokers_group() -> None:
+    a, b = member("g_a", "joining", "m-a"), member("g_b", "joining", None)
+    kafka = KafkaSide("Stable", (KafkaMember("m-a", "g", "h"),))
+    plan = plan_switch("joining", (a, b), {}, {}, kafka, (P0,))
+    assert plan.next == "handover" and codes(plan) == {"not-in-broker-group"}
+    assert "g_b" in plan.blockers[0].message
+
+
+def test_the_handover_completes_only_with_owners_where_the_brokers_say_and_equal_offsets() -> None:
+    a, b = member("g_a", "handover", "m-a"), member("g_b", "handover", "m-b")
+    kafka = KafkaSide(
+        "Stable", (KafkaMember("m-a", "g", "h", (P0,)), KafkaMember("m-b", "g", "h", (P1,))), {P0: 3, P1: 4}
+    )
+    good = plan_switch("handover", (a, b), {P0: "g_a-0", P1: "g_b-0"}, {P0: 3, P1: 4}, kafka, (P0, P1))
+    assert good.next == "broker" and good.blockers == ()
+    swapped = plan_switch("handover", (a, b), {P0: "g_b-0", P1: "g_b-0"}, {P0: 3, P1: 5}, kafka, (P0, P1))
+    found = {blk.code: blk.partitions for blk in swapped.blockers}
+    assert found == {"handover-pending": (P0,), "offsets-differ": (P1,)}
+    assert plan_switch("broker", (a, b), {}, {}, kafka, (P0,)).next is None
+
+
+@given(
+    st.dictionaries(st.sampled_from([P0, P1]), st.integers(0, 5)),
+    st.dictionaries(st.sampled_from([P0, P1]), st.integers(0, 5)),
+)
+def test_broker_is_never_next_while_any_offset_differs(zk: dict, kafka_offsets: dict) -> None:  # type: ignore[type-arg]
+    a = member("g_a", "handover", "m-a")
+    kafka = KafkaSide("Stable", (KafkaMember("m-a", "g", "h", (P0, P1)),), kafka_offsets)
+    plan = plan_switch("handover", (a,), {P0: "g_a-0", P1: "g_a-1"}, zk, kafka, (P0, P1))
+    assert (plan.blockers == ()) == (zk.get(P0) == kafka_offsets.get(P0) and zk.get(P1) == kafka_offsets.get(P1))
+
+
+def test_migrate_plan_lists_each_blocker_with_at_most_ten_partitions_and_says_when_complete() -> None:
+    from zkconsumer.cli.output.migrate import switch_dict, switch_lines
+
+    parts = tuple(("t", p) for p in range(12))
+    kafka = KafkaSide("Stable", (KafkaMember("m-1", "c", "/h", parts),), {tp: 5 for tp in parts})
+    plan = plan_switch("handover", (member("a", "handover", "m-1"),), {}, {tp: 5 for tp in parts}, kafka, parts)
+    lines = switch_lines(plan)
+    assert lines[0] == "Live switch: step handover, next broker, blocked:"
+    shown = ", ".join(f"t-{p}" for p in range(10))
+    assert lines[1:] == [
+        f"  BLOCKER handover-pending: partitions not yet held by the member the brokers assigned them to: {shown}"
+        " and 2 more"
+    ]
+    assert switch_dict(plan)["blocked"] is True and len(switch_dict(plan)["blockers"][0]["partitions"]) == 12
+    done = plan_switch("broker", (), {}, {}, KafkaSide("Stable", (), {}), ())
+    assert switch_lines(done) == ["Live switch: step broker, complete (the brokers coordinate the group)"]
+    assert switch_dict(done) == {"step": "broker", "next": None, "blocked": False, "blockers": []}
