@@ -13,6 +13,7 @@ from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.errors import ZooKeeperAccessDenied
+from zkconsumer.spark.broker_trouble import Answers
 from zkconsumer.spark.offsets import batch_ranges, decode_offsets
 from zkconsumer.spark.options import SourceOptions, parse_options
 from zkconsumer.spark.stream_member import MemberLeft, StreamMember
@@ -67,17 +68,32 @@ class FakeMember:
 
 
 class StandInMember(StreamMember):
-    """The real StreamMember over a FakeMember, with the brokers' log spans from a dict."""
+    """The real StreamMember over a FakeMember, with the brokers' log spans from a dict; `down`:
+    partitions the brokers answer nothing for (after every attempt); `at_time`: what ListOffsets
+    answers for a timestamp lookup of a partition (-1: no message at or after it)."""
 
     def __init__(self, opts: SourceOptions, member: FakeMember, logs: dict[Key, tuple[int, int]]) -> None:
         super().__init__(opts)
         self._conn, self.fake, self.logs = member, member, logs
+        self.down: set[Key] = set()
+        self.at_time: dict[Key, int] = {}
+        self.times_asked: list[dict[Key, int]] = []
 
     def _join(self) -> Any:
         return self.fake
 
-    def spans(self, keys: Any) -> dict[Key, tuple[int, int]]:
-        return {k: self.logs[k] for k in keys}
+    def spans(self, keys: Any) -> Answers[tuple[int, int]]:
+        return Answers(
+            {k: self.logs[k] for k in keys if k not in self.down},
+            {k: "LEADER_NOT_AVAILABLE" for k in keys if k in self.down},
+        )
+
+    def times(self, times: Mapping[Key, int]) -> Answers[int]:
+        self.times_asked.append(dict(times))
+        return Answers(
+            {k: self.at_time.get(k, -1) for k in times if k not in self.down},
+            {k: "LEADER_NOT_AVAILABLE" for k in times if k in self.down},
+        )
 
     def subscription(self) -> dict[str, tuple[int, int]]:
         """The topics of the logs now: incarnation of their claims (100 unclaimed), partition count."""
