@@ -36,6 +36,7 @@ class FakeAdmin:
         self.down: set[Key] = set()
         self.at_time: dict[Key, int] = {}
         self.requests: list[list[Key]] = []
+        self.poison: set[Key] = set()  # a request naming one of these fails whole (_NOENT: no leaders found)
 
     def list_offsets(self, request: dict[TopicPartition, Any], **_: object) -> dict[TopicPartition, Answer]:
         self.calls += 1
@@ -47,6 +48,8 @@ class FakeAdmin:
             key = (tp.topic, tp.partition)
             low, high = self.logs[key]
             failed = code if code is not None else (KafkaError.LEADER_NOT_AVAILABLE if key in self.down else None)
+            if failed is None and self.poison & {(t.topic, t.partition) for t in request}:
+                failed = KafkaError._NOENT
             error = KafkaException(KafkaError(failed)) if failed is not None else None
             if hasattr(spec, "timestamp"):
                 out[tp] = Answer(self.at_time.get(key, -1), error)
@@ -166,6 +169,13 @@ def test_one_partition_without_a_leader_is_retried_alone_and_does_not_hide_the_o
     assert got.found == {T0: (0, 40)} and "LEADER_NOT_AVAILABLE" in got.trouble[T1]
     assert admin.requests[2:] == [[T1]] * 4, "the retries ask only for the partition in trouble"
     assert slept == [1.0, 1.0]
+
+
+def test_a_request_wide_error_is_retried_per_partition_so_the_healthy_one_is_answered() -> None:
+    offsets, admin = lookups({T0: (0, 40), T1: (0, 30)}, [], attempts=2, sleep=lambda s: None)
+    admin.poison = admin.down = {T1}
+    got = offsets.spans([T0, T1])
+    assert got.found == {T0: (0, 40)} and set(got.trouble) == {T1}
 
 
 def test_timestamp_lookups_are_retried_and_never_raise_the_raw_kafka_exception() -> None:
