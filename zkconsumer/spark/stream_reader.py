@@ -85,7 +85,8 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         # trigger that owns anything, until each is planned (None: no such trigger yet)
         self._resume: set[Key] | None = None
         self._trouble = TroubleClock(opts.unreadable_timeout_ms)  # broker trouble per partition
-        self.clock = time.monotonic
+        self.clock = time.monotonic  # tests pass their own clock and sleep
+        self.sleep = time.sleep
         self._last_end: dict[str, Any] | None = None
         self._run: AvailableNowRun | None = None  # Trigger.AvailableNow: targets, and the wait for them
         self._latest: dict[Key, int] = {}
@@ -187,7 +188,7 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
                 names(spans.trouble),
                 next(iter(spans.trouble.values())),
             )
-        self._run = AvailableNowRun(targets, wait_bound_s(self.opts.config))
+        self._run = AvailableNowRun(targets, wait_bound_s(self.opts.config), clock=self.clock)
 
     @phase_timings.timed("planner.latestOffset")
     def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
@@ -212,7 +213,7 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
                     f"{run.wait_s:.0f} s: {why}. Run it again once these partitions are this query's"
                 )
             log.info("Trigger.AvailableNow run not done (%s): planning again in %.0f s", why, PAUSE_S)
-            time.sleep(PAUSE_S)
+            self.sleep(PAUSE_S)
 
     def _plan(self, start: dict[str, Any], limit: ReadLimit | None) -> dict[str, Any]:
         """One trigger's plan: the next batch's end offsets, or `start` itself when nothing is new."""
@@ -226,6 +227,8 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
             )
             return start
         owned = self.member.owned()
+        if self._run is not None:
+            self._run.owns(owned)
         self.member.remember(canonical(start))
         recorded, current = decode_epochs(start), self.member.epochs(owned)
         known = self._same_incarnation(before, recorded, current)
