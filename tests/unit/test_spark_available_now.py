@@ -63,7 +63,8 @@ class World:
         elif what == "claim-moved":  # claimed, and a rebalance takes it while the next planning commits
             what, self.member.moving = "claim", {key}
         if what == "claim" and key not in owned:
-            committed = self.member.nodes.get(key, (0, 100))[0]
+            # no offset node yet (-1): the planning writes its start, so a commit runs
+            committed = self.member.nodes.get(key, (-1, 100))[0]
             self.member.claim(key, committed, epoch=100)
             self.ever_owned.add(key)
             self.at_claim.setdefault(key, self.logs[key][1])
