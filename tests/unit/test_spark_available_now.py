@@ -154,7 +154,10 @@ def test_a_run_whose_claimed_partition_moves_away_for_good_fails_naming_it() -> 
 
 
 events = st.lists(
-    st.tuples(st.sampled_from(["claim", "claim-blip", "claim-trouble", "claim-moved", "lose", "blip", "trouble", "produce"]), st.sampled_from(KEYS)),
+    st.tuples(
+        st.sampled_from(["claim", "claim-blip", "claim-trouble", "claim-moved", "lose", "blip", "trouble", "produce"]),
+        st.sampled_from(KEYS),
+    ),
     max_size=12,
 )
 

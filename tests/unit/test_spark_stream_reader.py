@@ -308,10 +308,10 @@ def test_a_member_that_left_on_a_failure_fails_the_next_planning_call() -> None:
     assert raised.value.__cause__ is cause
 
 
-def test_a_partition_handed_over_to_a_new_query_follows_ignore_committed_once_then_the_groups_commits() -> None:
-    # ignoreCommittedOffsets=true and startingOffsets are about where the query starts: a partition
-    # of its subscription that another member hands over later starts by them too (the query's
-    # first claim of it); a later hand-over resumes past what that member consumed meanwhile.
+def test_a_partition_handed_over_to_a_new_query_later_resumes_at_the_groups_commits() -> None:
+    # ignoreCommittedOffsets=true and startingOffsets are about where the query starts, once (as
+    # Spark): a partition another member hands over later resumes at that member's commit, and
+    # again after it was away and back.
     member = FakeMember()
     member.claim(T0, 5, epoch=100)
     reader = Reader(member, {T0: (0, 30), T1: (0, 40)}, startingOffsets="earliest", ignoreCommittedOffsets="true")
@@ -320,7 +320,7 @@ def test_a_partition_handed_over_to_a_new_query_follows_ignore_committed_once_th
     end = reader.latestOffset(start, ReadAllAvailable())
     member.claim(T1, 33, epoch=100)  # handed over by a member that committed 33
     later = reader.latestOffset(end, ReadAllAvailable())
-    assert batch_ranges(end, later) == [(T1, 0, 40)]
+    assert batch_ranges(end, later) == [(T1, 33, 40)]
     member.release([T1])
     reader.logs[T1] = (0, 70)
     member.claim(T1, 55, epoch=100)  # away and back: the other member got to 55 meanwhile

@@ -55,9 +55,10 @@ except ImportError:  # 4.0/4.1: the stand-ins let batch reads import; streamRead
 
 
 log = logging.getLogger("zkconsumer.spark.source")
-# Offsets sub-object: topic -> [incarnation, partition count] when the query started. Partitions
-# of it follow startingOffsets/ignoreCommittedOffsets whenever the query first claims them; others
-# (added later, a new topic, a re-created one) start at the group's offset, else earliest.
+# initialOffset()'s sub-object: topic -> [incarnation, partition count] when the query started.
+# Those partitions follow the starting options at the query's first trigger that owns anything;
+# others (added later, a new topic, a re-created one) and every later claim start at the group's
+# offset, else earliest. Not carried into batch ends: the options apply once.
 START = "@start"
 
 
@@ -84,6 +85,7 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         # Partitions that follow the checkpoint, not ZooKeeper: those owned at the process's first
         # trigger that owns anything, until each is planned (None: no such trigger yet)
         self._resume: set[Key] | None = None
+        self._by_rules: set[Key] = set()  # a new query's partitions still to start by its starting options
         self._trouble = TroubleClock(opts.unreadable_timeout_ms)  # broker trouble per partition
         self.clock = time.monotonic  # tests pass their own clock and sleep
         self.sleep = time.sleep
@@ -237,11 +239,15 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
             # nodes owns nothing and must not use it up): these partitions follow the checkpoint
             # until each is planned, even if broker trouble keeps one from this trigger's plan.
             self._resume = set(owned)
-            if not is_initial(start):
+            if is_initial(start):
+                # A new query's start: its starting options apply to these partitions, once (as
+                # Spark applies them once); partitions it claims later start at the group's offset.
+                started = start.get(START) or {}
+                self._by_rules = {k for k in owned if k not in known and self._under_start_rules(k, started, current)}
+            else:
                 self._report_restart(start, {k: v for k, v in known.items() if k in owned}, owned)
         resume = self._resume or set()
-        started = start.get(START) or {}
-        by_rules = [k for k in owned if k not in known and self._under_start_rules(k, started, current)]
+        by_rules = sorted(k for k in self._by_rules if k in owned and k not in known)
         explicit = explicit_starts_for(self.opts, by_rules, self.member.times) if by_rules else Answers({})
         wanted: dict[Key, int] = {}
         for key, committed in owned.items():
@@ -269,6 +275,7 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         owned = {k: v for k, v in owned.items() if k not in trouble}
         if self._resume is not None:
             self._resume = {k for k in resume if k in trouble}  # the rest planned now, or released
+            self._by_rules = {k for k in self._by_rules if k in trouble}
         # Spark asks for the next batch only once the batch ending at `start` completed (and was
         # recorded in the commit log): that progress is safe to show the group's tools now. (The
         # member also writes again what an earlier trigger failed to write.)
@@ -305,8 +312,6 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         if is_initial(start):
             froms = starts  # batch 0: replayed from these even if initialOffset() answers otherwise
         self._last_end = encode_offsets(positions, froms, epochs)
-        if started:
-            self._last_end[START] = started
         self.member.remember(canonical(self._last_end))
         return self._last_end
 
@@ -319,8 +324,9 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
 
     @staticmethod
     def _under_start_rules(key: Key, started: dict[str, Any], current: dict[str, int]) -> bool:
-        """Whether a partition new to the query follows the new query's rules: one that existed
-        when the query started (same topic incarnation). One that came later starts at the group's
+        """Whether a partition owned at a new query's first trigger that owns anything follows the
+        starting options: one that existed when the query started (same topic incarnation). One
+        that came later, like every partition claimed after that trigger, starts at the group's
         offset, else earliest (as Spark reads newly discovered partitions), so messages produced
         before the next trigger are read."""
         topic, partition = key
