@@ -14,7 +14,7 @@ from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.errors import ZooKeeperAccessDenied
 from zkconsumer.spark.broker_trouble import Answers
-from zkconsumer.spark.offsets import batch_ranges, decode_offsets
+from zkconsumer.spark.offsets import DataLossError, batch_ranges, decode_offsets
 from zkconsumer.spark.options import SourceOptions, parse_options
 from zkconsumer.spark.stream_member import MemberLeft, StreamMember
 from zkconsumer.spark.stream_reader import ReadAllAvailable, ZkStreamReader
@@ -103,6 +103,15 @@ class StandInMember(StreamMember):
             counts[topic] = max(counts.get(topic, 0), partition + 1)
         return {t: (epochs.get(t, 100), n) for t, n in counts.items()}
 
+    def topic_epochs(self, topics: Any) -> dict[str, int | None]:
+        """ZooKeeper's topic nodes: a test's `cluster` stand-in, else the topics of the logs (the
+        incarnation of their claims, 100 unclaimed); a topic without a log is deleted."""
+        if hasattr(self.fake, "cluster"):
+            return dict(self.fake.cluster.topic_epochs(topics))
+        epochs = {k[0]: i.epoch for k, i in self.fake.assignment.owned_infos().items() if i.epoch is not None}
+        there = {k[0] for k in self.logs}
+        return {t: (epochs.get(t, 100) if t in there else None) for t in topics}
+
     def owners(self, keys: Any) -> dict[Key, str | None]:
         mine = self.fake.assignment.owned()
         return {k: mine.get(k) or self.fake.owner_nodes.get(k) for k in keys}
@@ -129,7 +138,7 @@ def test_a_restarted_query_does_not_reuse_its_checkpoint_inside_a_re_created_top
     # The topic is deleted and created again with 45 messages; read_offsets ignores the old node.
     restarted_member = FakeMember()
     restarted_member.claim(T0, -1, epoch=200)
-    restarted = Reader(restarted_member, {T0: (0, 45)}, startingOffsets="earliest")
+    restarted = Reader(restarted_member, {T0: (0, 45)}, startingOffsets="earliest", failOnDataLoss="false")
     end = restarted.latestOffset(checkpoint, ReadAllAvailable())
     assert batch_ranges(checkpoint, end) == [(T0, 0, 45)], "the new topic is read from its start"
     assert restarted_member.nodes.get(T0, (0, 200)) == (0, 200), "no old position in the new topic's node"
@@ -138,7 +147,7 @@ def test_a_restarted_query_does_not_reuse_its_checkpoint_inside_a_re_created_top
 def test_a_running_query_re_claiming_a_re_created_topic_starts_over_and_never_commits_old_positions() -> None:
     member = FakeMember()
     member.claim(T0, 50, epoch=100)
-    reader = Reader(member, {T0: (0, 80)})
+    reader = Reader(member, {T0: (0, 80)}, failOnDataLoss="false")
     end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
     assert batch_ranges(reader.initialOffset(), end) == [(T0, 50, 80)]
     # Re-created while batch [50, 80) runs; the rebalance re-claims the new incarnation (nothing committed).
@@ -149,6 +158,29 @@ def test_a_running_query_re_claiming_a_re_created_topic_starts_over_and_never_co
     nxt = reader.latestOffset(end, ReadAllAvailable())
     assert batch_ranges(end, nxt) == [(T0, 0, 60)], "the new incarnation from its start, not from 80 (or 60)"
     assert all(offset <= 60 for offset, epoch in member.nodes.values() if epoch == 200)
+
+
+@pytest.mark.parametrize("recreated", [True, False])
+def test_fail_on_data_loss_fails_a_running_query_whose_topic_is_deleted_or_re_created(recreated: bool) -> None:
+    """Finding 6 (issue 52): only replayed batches failed; Spark's source reports both as data loss."""
+    member = FakeMember()
+    member.claim(T0, 50, epoch=100)
+    member.claim(("u", 0), 0, epoch=300)
+    reader = Reader(member, {T0: (0, 80), ("u", 0): (0, 5)}, topics="t,u")
+    end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    if recreated:
+        member.claim(T0, -1, epoch=200)
+        reader.logs[T0] = (0, 60)
+    else:
+        member.release([T0])  # the rebalance after the deletion drops it
+        del reader.logs[T0]
+    with pytest.raises(DataLossError, match="topic t was deleted" + (" and created again" if recreated else "")):
+        reader.latestOffset(end, ReadAllAvailable())
+    if not recreated:  # failOnDataLoss=false: dropped, the other topic goes on
+        reader = Reader(member, reader.logs, topics="t,u", failOnDataLoss="false")
+        reader.logs[("u", 0)] = (0, 9)
+        nxt = reader.latestOffset(end, ReadAllAvailable())
+        assert decode_offsets(nxt) == {("u", 0): 9}
 
 
 def test_a_partition_new_to_a_running_query_starts_at_earliest_even_with_starting_offsets_latest() -> None:
@@ -242,7 +274,7 @@ def test_a_deleted_topics_fenced_partitions_are_not_planned_nor_their_offsets_li
     member = FakeMember()
     member.claim(T0, 0, epoch=100)
     member.assignment.install([PartitionTopicInfo("gone", 0, "q-0", StreamQueue(2), 5, 7)])
-    reader = Reader(member, {T0: (0, 20), ("gone", 0): (0, 9)})
+    reader = Reader(member, {T0: (0, 20), ("gone", 0): (0, 9)}, failOnDataLoss="false")
     start = reader.initialOffset()
     assert decode_offsets(start) == {T0: 0, ("gone", 0): 5}
     member.assignment.fence_topic("gone", None)

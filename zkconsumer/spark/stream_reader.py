@@ -17,7 +17,6 @@ from zkconsumer.spark.broker_trouble import Answers, TroubleClock, names
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
 from zkconsumer.spark.kafka_read import RangeReading
 from zkconsumer.spark.offsets import (
-    DataLossError,
     Key,
     batch_ranges,
     decode_epochs,
@@ -29,8 +28,9 @@ from zkconsumer.spark.offsets import (
     settle,
 )
 from zkconsumer.spark.options import SourceOptions
-from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_stale, split_trailing
+from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
 from zkconsumer.spark.stream_member import StreamMember
+from zkconsumer.spark.topic_loss import replayed_ranges, still_counted
 from zkconsumer.spark.triggers import PAUSE_S, AvailableNowIncomplete, AvailableNowRun, TriggerAdmission, wait_bound_s
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
@@ -233,7 +233,8 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
             self._run.owns(owned)
         self.member.remember(canonical(start))
         recorded, current = decode_epochs(start), self.member.epochs(owned)
-        known = self._same_incarnation(before, recorded, current)
+        deleted = self._deleted_topics(before, owned)
+        known = still_counted(before, recorded, current, deleted, fail_on_data_loss=self.opts.fail_on_data_loss)
         if self._resume is None and owned:
             # The first trigger that owns anything (one that waits for a dead predecessor's owner
             # nodes owns nothing and must not use it up): these partitions follow the checkpoint
@@ -367,20 +368,17 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
                 hint,
             )
 
-    @staticmethod
-    def _same_incarnation(before: dict[Key, int], recorded: dict[str, int], current: dict[str, int]) -> dict[Key, int]:
-        """The tracked positions that still mean something: those of a topic deleted and created
-        again since they were counted belong to the old log, and are dropped."""
-        gone = {t for t, e in current.items() if t in recorded and recorded[t] != e}
-        for topic in sorted(gone):
-            log.warning(
-                "topic %s was deleted and created again (incarnation %d, was %d): its positions "
-                "in the checkpoint are dropped; its partitions start over",
-                topic,
-                current[topic],
-                recorded[topic],
-            )
-        return {k: v for k, v in before.items() if k[0] not in gone}
+    def _deleted_topics(self, before: Mapping[Key, int], owned: Mapping[Key, int]) -> set[str]:
+        """Tracked topics of which no partition is owned now and whose node is gone from ZooKeeper
+        (one look-up, only for topics the query tracks but owns nothing of)."""
+        unowned = sorted({k[0] for k in before} - {k[0] for k in owned})
+        if not unowned:
+            return set()
+        try:
+            return {t for t, epoch in self.member.topic_epochs(unowned).items() if epoch is None}
+        except ZOOKEEPER_FAILURES as exc:
+            log.warning("could not tell whether %s still exist (%s)", ", ".join(unowned), describe_error(exc))
+            return set()
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return encode_offsets(self._latest) if self._latest else None
@@ -406,17 +404,8 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         topics = sorted({k[0] for k, _, _ in ranges if k[0] in recorded})
         if not topics:
             return ranges
-        kept, stale = split_stale(ranges, recorded, self.member.topic_epochs(topics))
-        if stale:
-            what = "; ".join(s.describe() for s in stale)
-            if self.opts.fail_on_data_loss:
-                raise DataLossError(
-                    f"replaying a batch from the checkpoint: {what}. Its offsets belong to the old topic and "
-                    "are gone. Set failOnDataLoss=false to skip them (the topic is then read from its new "
-                    "start), or start the query with a new checkpoint location"
-                )
-            log.warning("replaying a batch from the checkpoint: %s; skipping its ranges (failOnDataLoss=false)", what)
-        return kept
+        now = self.member.topic_epochs(topics)
+        return replayed_ranges(ranges, recorded, now, fail_on_data_loss=self.opts.fail_on_data_loss)
 
     @phase_timings.timed("planner.commit")
     def commit(self, end: dict[str, Any]) -> None:
