@@ -13,7 +13,7 @@ from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelis
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.spark.broker_trouble import DEFAULT_UNREADABLE_TIMEOUT_MS
 from zkconsumer.spark.offsets import EARLIEST, Key, parse_key
-from zkconsumer.spark.refused_options import refusals
+from zkconsumer.spark.refused_options import outside_subscription, refusals
 from zkconsumer.spark.triggers import DEFAULT_MAX_TRIGGER_DELAY_MS, duration_ms
 
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
@@ -301,7 +301,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     checkpoint = opts.get("checkpointlocation", "").strip() or None
     if checkpoint is not None and not streaming:
         raise OptionError("option 'checkpointLocation' applies to streaming reads only (the query's checkpoint)")
-    return SourceOptions(
+    parsed = SourceOptions(
         consumer_props=consumer,
         topics=topics,
         topic_filter=topic_filter,
@@ -331,9 +331,11 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         max_trigger_delay_ms=max_delay,
         fetch_offset_attempts=_int(opts, "fetchoffset.numretries", 3, 1) or 3,
         fetch_offset_interval_ms=_int(opts, "fetchoffset.retryintervalms", 1000, 0) or 0,
-        unreadable_timeout_ms=_int(opts, "unreadablepartitiontimeoutms", DEFAULT_UNREADABLE_TIMEOUT_MS, 1)
-        or DEFAULT_UNREADABLE_TIMEOUT_MS,
+        unreadable_timeout_ms=_int(opts, "unreadablepartitiontimeoutms", None, 1) or DEFAULT_UNREADABLE_TIMEOUT_MS,
     )
+    if (outside := outside_subscription(parsed)) is not None:
+        raise OptionError(outside)
+    return parsed
 
 
 def _check_offsets_storage(config: ConsumerConfig, streaming: bool) -> None:
