@@ -10,7 +10,11 @@ it. Invariants, checked after every step and at the end:
   sink and the Scala member's deliveries together hold every produced offset;
 * no offset twice in the query's own sink (a replayed batch overwrites its own output, as Spark's
   file sink does);
-* ZooKeeper never ahead of what was delivered (the query's sink or the Scala member's).
+* ZooKeeper never ahead of what was delivered (the query's sink or the Scala member's);
+* a partition the Scala member hands over (having committed its progress) to a query process that
+  has planned a batch is not read again below that commit by batches planned after it (before
+  that process's first plan the starting options or, after a restart, the checkpoint win: at
+  least once across members, as a partition released mid-batch, docs/spark.md).
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ class Member(StreamMember):
         )
 
     def times(self, times: Mapping[Key, int]) -> Answers[int]:
+        """Every message is stamped after the time asked (0): the first offset there is."""
         return Answers(dict.fromkeys(times, 0))
 
     def subscription(self) -> dict[str, tuple[int, int]]:
@@ -119,6 +124,9 @@ class World:
     commit_log: int = 0  # batches in commits/
     sink: dict[int, list[tuple[Key, int]]] = field(default_factory=dict)  # batch id -> rows (overwritten on replay)
     scala: list[tuple[Key, int]] = field(default_factory=list)  # the Scala member's deliveries
+    # key -> (first batch planned after the Scala member handed it back, the offset it committed):
+    # those batches must not read below it (that member delivered it; nothing was in flight)
+    handed: dict[Key, tuple[int, int]] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -143,6 +151,18 @@ class Model:
             "startingOffsets": "earliest",
             "fetchOffset.retryIntervalMs": "0",
         }
+        if self.rng.random() < 0.3:  # a time before every message: the same starts, through the lookup
+            self.options["startingTimestamp"] = "0"
+        # A Scala member holds partition 0 when the query starts (it read part of it) and hands it
+        # over later: the query must resume at its commit, never re-read by its starting options.
+        self.scala_holds: set[Key] = set()
+        if self.rng.random() < 0.4:
+            key = ("t", 0)
+            self.scala_holds.add(key)
+            read = self.rng.randint(0, self.world.logs[key])
+            self.world.scala.extend((key, o) for o in range(read))
+            self.world.nodes[key] = read
+            self.world.count("held by Scala at the start")
         self.world.counts["maxOffsetsPerTrigger"] = limit or 0
         self.start_process()
         self.start: dict[str, Any] = self.reader.initialOffset()
@@ -151,7 +171,8 @@ class Model:
     def start_process(self) -> None:
         """A (new) driver process: a new member that claims what the Scala member does not hold."""
         self.conn = Connector(self.world.nodes)
-        for key in sorted(self.world.logs):
+        self.planned_here = 0  # batches this process planned (a replay is not one)
+        for key in sorted(set(self.world.logs) - self.scala_holds):
             self.conn.claim(key)
         opts = parse_options(self.options, streaming=True)
         self.reader = ZkStreamReader(opts, Member(opts, self.conn, self.world))
@@ -164,6 +185,7 @@ class Model:
             return
         batch = len(self.world.offset_log)
         self.world.offset_log.append(end)
+        self.planned_here += 1
         if crash_at == CRASH_POINTS[0]:
             self.world.count(f"crash {crash_at}")
             return self.crash()
@@ -190,6 +212,12 @@ class Model:
     def crash(self) -> None:
         """The driver dies; a new process replays the batch in the offset log but not in the commit log."""
         self.world.count("crashes")
+        # A restarted query follows its checkpoint even where a member committed past it meanwhile
+        # (Spark's rule, docs/spark.md): it may read again what was handed over before its first plan.
+        self.world.handed.clear()
+        if self.rng.random() < 0.3:  # the brokers do not answer the new process's first lookup for one
+            self.world.down = {("t", self.rng.randrange(self.world.partitions))}
+            self.world.count("trouble at a restart")
         self.start_process()
         done = self.world.commit_log
         if len(self.world.offset_log) > done:  # Spark replays batch `done`
@@ -205,13 +233,16 @@ class Model:
     def scala_takes_and_returns(self) -> None:
         """A Scala member takes one partition (a rebalance releases it from the query), reads from the
         group's offset to the log end, commits, and the next rebalance gives it back."""
-        key = ("t", self.rng.randrange(self.world.partitions))
+        key = min(self.scala_holds) if self.scala_holds else ("t", self.rng.randrange(self.world.partitions))
+        self.scala_holds.discard(key)
         self.conn.assignment.drop([key])
         position = max(0, self.world.nodes.get(key, 0))
         self.world.scala.extend((key, o) for o in range(position, self.world.logs[key]))
         self.world.nodes[key] = max(position, self.world.logs[key])
         if self.rng.random() < 0.5:  # a trigger runs while the Scala member holds it
             self.trigger()
+        if self.planned_here:  # this process planned: its starting options and checkpoint's precedence are spent
+            self.world.handed[key] = (len(self.world.offset_log), self.world.nodes[key])
         self.conn.claim(key)
         self.world.count("scala hand-overs")
 
@@ -254,6 +285,14 @@ class Model:
             if twice:
                 self.world.violations.append(f"{when}: batch {batch} holds {sorted(twice)[:3]} twice in the sink")
             seen |= set(rows)
+        for key, (first, committed) in self.world.handed.items():
+            again = sorted(
+                o for b, rows in self.world.sink.items() if b >= first for k, o in rows if k == key and o < committed
+            )
+            if again:
+                self.world.violations.append(
+                    f"{when}: {key} handed over at {committed}, read again by the query from {again[0]}"
+                )
         delivered = self.delivered()
         for key, offset in self.world.nodes.items():
             if offset > 0 and not all(o in delivered[key] for o in range(offset)):
@@ -272,6 +311,8 @@ class Model:
             self.check(f"step {n}")
         self.conn.blips = self.conn.failing_commits = 0
         self.world.down = set()
+        while self.scala_holds:
+            self.scala_takes_and_returns()
         for _ in range(5000):  # drain: every partition the query's, no trouble, until nothing new
             before = self.start
             self.trigger()

@@ -31,6 +31,8 @@ def test_the_model_finds_nothing_over_the_suite_s_seeds(caplog: pytest.LogCaptur
         "blip",
         "trouble",
         "maxOffsetsPerTrigger",
+        "held by Scala at the start",
+        "trouble at a restart",
     ):
         assert seen.get(what, 0) >= 3, f"{what} ran in only {seen.get(what, 0)} seeds"
 

@@ -116,6 +116,11 @@ class StreamMember:
         self._claims = infos
         return {k: i.consumed_offset for k, i in infos.items()}
 
+    def claim_of(self, key: Key) -> Any:
+        """The claim record `key` was owned under in the last `owned()` snapshot (None: not owned):
+        compared by identity, it tells a partition released and claimed again since apart."""
+        return self._claims.get(key)
+
     def released_since_snapshot(self, keys: Iterable[Key]) -> set[Key]:
         """Of `keys` (from the last `owned()` snapshot), those no longer held by the same claim:
         released (or released and claimed again) by a rebalance since."""

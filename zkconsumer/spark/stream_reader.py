@@ -84,8 +84,9 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         self.member = member if member is not None else StreamMember(opts)
         # Partitions that follow the checkpoint, not ZooKeeper: those owned at the process's first
         # trigger that owns anything, until each is planned (None: no such trigger yet)
-        self._resume: set[Key] | None = None
-        self._by_rules: set[Key] = set()  # a new query's partitions still to start by its starting options
+        # (key -> the claim it was owned under: released and claimed again, it no longer counts)
+        self._resume: dict[Key, Any] | None = None
+        self._by_rules: dict[Key, Any] = {}  # a new query's partitions still to start by its starting options
         self._trouble = TroubleClock(opts.unreadable_timeout_ms)  # broker trouble per partition
         self.clock = time.monotonic  # tests pass their own clock and sleep
         self.sleep = time.sleep
@@ -239,16 +240,24 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
             # The first trigger that owns anything (one that waits for a dead predecessor's owner
             # nodes owns nothing and must not use it up): these partitions follow the checkpoint
             # until each is planned, even if broker trouble keeps one from this trigger's plan.
-            self._resume = set(owned)
+            self._resume = {k: self.member.claim_of(k) for k in owned}
             if is_initial(start):
                 # A new query's start: its starting options apply to these partitions, once (as
                 # Spark applies them once); partitions it claims later start at the group's offset.
                 started = start.get(START) or {}
-                self._by_rules = {k for k in owned if k not in known and self._under_start_rules(k, started, current)}
+                self._by_rules = {
+                    k: self.member.claim_of(k)
+                    for k in owned
+                    if k not in known and self._under_start_rules(k, started, current)
+                }
             else:
                 self._report_restart(start, {k: v for k, v in known.items() if k in owned}, owned)
-        resume = self._resume or set()
-        by_rules = sorted(k for k in self._by_rules if k in owned and k not in known)
+        # Only under the same claim: one released meanwhile (broker trouble kept it from the first
+        # plan) may have been read and committed by another member, whose progress then counts.
+        resume = {k for k, c in (self._resume or {}).items() if k in owned and self.member.claim_of(k) is c}
+        by_rules = sorted(
+            k for k, c in self._by_rules.items() if k in owned and k not in known and self.member.claim_of(k) is c
+        )
         explicit = explicit_starts_for(self.opts, by_rules, self.member.times) if by_rules else Answers({})
         wanted: dict[Key, int] = {}
         for key, committed in owned.items():
@@ -275,8 +284,8 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
                 log.info("%s-%d starts at offset %d: new to the query", key[0], key[1], starts[key])
         owned = {k: v for k, v in owned.items() if k not in trouble}
         if self._resume is not None:
-            self._resume = {k for k in resume if k in trouble}  # the rest planned now, or released
-            self._by_rules = {k for k in self._by_rules if k in trouble}
+            self._resume = {k: c for k, c in self._resume.items() if k in resume and k in trouble}  # the rest planned
+            self._by_rules = {k: c for k, c in self._by_rules.items() if k in by_rules and k in trouble}
         # Spark asks for the next batch only once the batch ending at `start` completed (and was
         # recorded in the commit log): that progress is safe to show the group's tools now. (The
         # member also writes again what an earlier trigger failed to write.)
