@@ -37,6 +37,7 @@ class FakeAdmin:
         self.at_time: dict[Key, int] = {}
         self.requests: list[list[Key]] = []
         self.poison: set[Key] = set()  # a request naming one of these fails whole (_NOENT: no leaders found)
+        self.invalid: set[Key] = set()  # answered -1001 without an error (every replica offline)
 
     def list_offsets(self, request: dict[TopicPartition, Any], **_: object) -> dict[TopicPartition, Answer]:
         self.calls += 1
@@ -51,7 +52,9 @@ class FakeAdmin:
             if failed is None and self.poison & {(t.topic, t.partition) for t in request}:
                 failed = KafkaError._NOENT
             error = KafkaException(KafkaError(failed)) if failed is not None else None
-            if hasattr(spec, "timestamp"):
+            if key in self.invalid:
+                out[tp] = Answer(-1001, error)
+            elif hasattr(spec, "timestamp"):
                 out[tp] = Answer(self.at_time.get(key, -1), error)
             else:
                 out[tp] = Answer(low if spec._value == -2 else high, error)  # OffsetSpec.earliest()
@@ -169,6 +172,21 @@ def test_one_partition_without_a_leader_is_retried_alone_and_does_not_hide_the_o
     assert got.found == {T0: (0, 40)} and "LEADER_NOT_AVAILABLE" in got.trouble[T1]
     assert admin.requests[2:] == [[T1]] * 4, "the retries ask only for the partition in trouble"
     assert slept == [1.0, 1.0]
+
+
+def test_an_offset_of_minus_1001_without_an_error_is_no_answer() -> None:
+    """Seen on the real cluster (tests/spark/test_spark_broker_trouble.py, one offline partition):
+    librdkafka answered -1001 for the partition whose only broker was down, and the planner took
+    it for a log [-1001, -1001) and failed the query with DataLossError."""
+    offsets, admin = lookups({T0: (0, 40), T1: (0, 30)}, [], sleep=lambda s: None)
+    admin.invalid = {T1}
+    admin.at_time = {T0: 12}
+    got = offsets.spans([T0, T1])
+    assert got.found == {T0: (0, 40)} and "-1001" in got.trouble[T1]
+    timed = offsets.times({T0: 5, T1: 5})
+    assert timed.found == {T0: 12} and set(timed.trouble) == {T1}
+    admin.invalid, admin.at_time = set(), {}
+    assert offsets.times({T0: 5}).found == {T0: -1}, "-1: no message that late, an answer"
 
 
 def test_a_request_wide_error_is_retried_per_partition_so_the_healthy_one_is_answered() -> None:

@@ -98,8 +98,8 @@ class LogOffsets:
         `trouble`. Raises OffsetLookupFailed at once on an error no retry fixes."""
 
         def ask(keys: list[Key], alone: bool) -> tuple[dict[Key, tuple[int, int]], dict[Key, BaseException]]:
-            low, low_errors = self._ask_all(keys, alone, lambda _k: _earliest())
-            high, high_errors = self._ask_all(keys, alone, lambda _k: _latest())
+            low, low_errors = self._ask_all(keys, alone, lambda _k: _earliest(), least=0)
+            high, high_errors = self._ask_all(keys, alone, lambda _k: _latest(), least=0)
             errors = {**high_errors, **low_errors}
             return {k: (low[k], high[k]) for k in keys if k in low and k in high}, errors
 
@@ -110,7 +110,7 @@ class LogOffsets:
         each partition answered; broker trouble as `spans`."""
 
         def ask(keys: list[Key], alone: bool) -> tuple[dict[Key, int], dict[Key, BaseException]]:
-            return self._ask_all(keys, alone, lambda k: _at_time(times[k]))
+            return self._ask_all(keys, alone, lambda k: _at_time(times[k]), least=by_time.NOT_FOUND)
 
         return self._retried(times, ask, "the offsets for timestamps")
 
@@ -150,10 +150,12 @@ class LogOffsets:
         return Answers(found, {k: describe_error(errors[k]) for k in pending})
 
     def _ask_all(
-        self, keys: list[Key], alone: bool, spec: Callable[[Key], Any]
+        self, keys: list[Key], alone: bool, spec: Callable[[Key], Any], *, least: int
     ) -> tuple[dict[Key, int], dict[Key, BaseException]]:
         """One ListOffsets request for `keys` (or one each, `alone`), every answer collected on its
-        own: a partition's error fails that partition only."""
+        own: a partition's error fails that partition only. An answer below `least` is no answer:
+        librdkafka answers -1001 (OFFSET_INVALID), without an error, for a partition whose every
+        replica is offline (seen with its only broker down)."""
         from confluent_kafka import IsolationLevel, TopicPartition
 
         if self._admin is None:
@@ -177,9 +179,16 @@ class LogOffsets:
         try:
             for key, fut in futures.items():
                 try:
-                    found[key] = fut.result(self._timeout_s).offset
+                    offset = fut.result(self._timeout_s).offset
                 except Exception as exc:  # noqa: BLE001 - classified by the caller
                     errors[key] = exc
+                    continue
+                if offset < least:
+                    errors[key] = KafkaException(
+                        KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"no offset answered ({offset}): no leader?")
+                    )
+                else:
+                    found[key] = offset
         finally:
             self._admin.poll(0)  # hands librdkafka's queued log lines to the logger
         return found, errors
