@@ -120,11 +120,11 @@ def test_an_available_now_run_waits_for_a_crashed_runs_owner_nodes_and_reads_eve
     assert counts(rows) == {(m.topic, m.partition, m.offset): 1 for m in sent}
 
 
-def test_one_offline_partition_blinds_only_itself_and_is_read_once_it_is_back(
-    spark, cluster3: LocalCluster, tmp_path: Path
-) -> None:
+def test_one_offline_partition_blinds_only_itself(spark, cluster3: LocalCluster, tmp_path: Path) -> None:
     """Issue 52, finding 3: one partition without a leader (its only replica's broker down) stalled
-    the whole query; now the other partition is planned meanwhile, and every row lands once."""
+    the whole query; now the other partition is planned meanwhile, every row once. (Reading a
+    partition again once its broker is back: the rolling restart above.) The module's last test:
+    the stopped broker stays down until the cluster stops."""
     from confluent_kafka import Producer
 
     topic, group = "one-offline", "one-offline"
@@ -136,7 +136,7 @@ def test_one_offline_partition_blinds_only_itself_and_is_read_once_it_is_back(
         zk.stop()
         zk.close()
     kafka.wait_for_leaders(cluster3.bootstrap_servers, topic, 2, 60)
-    kafka.produce_numbered(cluster3.bootstrap_servers, topic, 40, partitions=2)
+    sent = kafka.produce_numbered(cluster3.bootstrap_servers, topic, 40, partitions=2)
     df = reader(spark, cluster3, group, topic, startingOffsets="earliest", **{"fetchOffset.retryIntervalMs": 200})
     query = (
         df.writeStream.format("parquet")
@@ -152,16 +152,11 @@ def test_one_offline_partition_blinds_only_itself_and_is_read_once_it_is_back(
         for i in range(40, 70):
             producer.produce(topic, f"{topic}-{i}".encode(), partition=1)
         assert producer.flush(60) == 0
-        wanted = 70 - 20  # partition 1: 20 before, 30 while partition 0 is offline
-        wait_until(lambda: (source_end(query) or {}).get((topic, 1)) == wanted, 90, "partition 1 read meanwhile", query)
+        wanted = {(topic, 0): 20, (topic, 1): 50}  # partition 1: 20 before, 30 while partition 0 is offline
+        wait_until(lambda: source_end(query) == wanted, 90, "partition 1 read meanwhile", query)
         assert query.isActive and query.exception() is None
-    finally:
-        if not down.process.running:
-            cluster3.restart_broker(down.broker_id)
-    try:
-        log = kafka.read_all(cluster3.bootstrap_servers, topic)
-        wait_until(lambda: source_end(query) == ends(cluster3, topic), 120, "every row once it is back", query)
     finally:
         query.stop()
     rows = sink_rows(spark, str(tmp_path / "out"))
-    assert len(log) == 70 and counts(rows) == {(m.topic, m.partition, m.offset): 1 for m in log}, "every row once"
+    assert counts(rows) == {(t, p, o): 1 for (t, p), n in wanted.items() for o in range(n)}, "every row once"
+    assert {(m.topic, m.partition, m.offset) for m in sent} <= set(counts(rows))
