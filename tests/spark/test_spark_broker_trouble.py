@@ -118,3 +118,45 @@ def test_an_available_now_run_waits_for_a_crashed_runs_owner_nodes_and_reads_eve
     assert query.exception() is None
     rows = sink_rows(spark, str(tmp_path / "out"))
     assert counts(rows) == {(m.topic, m.partition, m.offset): 1 for m in sent}
+
+
+def test_one_offline_partition_blinds_only_itself(spark, cluster3: LocalCluster, tmp_path: Path) -> None:
+    """Issue 52, finding 3: one partition without a leader (its only replica's broker down) stalled
+    the whole query; now the other partition is planned meanwhile, every row once. (Reading a
+    partition again once its broker is back: the rolling restart above.) The module's last test:
+    the stopped broker stays down until the cluster stops."""
+    from confluent_kafka import Producer
+
+    topic, group = "one-offline", "one-offline"
+    down, up = cluster3.brokers[0], cluster3.brokers[1]
+    zk = cluster3.zk_client()
+    try:  # partition 0 only on `down`, partition 1 only on `up`: no replica to elect
+        kafka.write_topic(zk, topic, 2, [down.broker_id, up.broker_id], replication_factor=1)
+    finally:
+        zk.stop()
+        zk.close()
+    kafka.wait_for_leaders(cluster3.bootstrap_servers, topic, 2, 60)
+    sent = kafka.produce_numbered(cluster3.bootstrap_servers, topic, 40, partitions=2)
+    df = reader(spark, cluster3, group, topic, startingOffsets="earliest", **{"fetchOffset.retryIntervalMs": 200})
+    query = (
+        df.writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        wait_until(lambda: source_end(query) == ends(cluster3, topic), 90, "the first rows", query)
+        down.stop()
+        producer = Producer({"bootstrap.servers": up.address, **kafka.client_settings(up.address)})
+        for i in range(40, 70):
+            producer.produce(topic, f"{topic}-{i}".encode(), partition=1)
+        assert producer.flush(60) == 0
+        wanted = {(topic, 0): 20, (topic, 1): 50}  # partition 1: 20 before, 30 while partition 0 is offline
+        wait_until(lambda: source_end(query) == wanted, 90, "partition 1 read meanwhile", query)
+        assert query.isActive and query.exception() is None
+    finally:
+        query.stop()
+    rows = sink_rows(spark, str(tmp_path / "out"))
+    assert counts(rows) == {(t, p, o): 1 for (t, p), n in wanted.items() for o in range(n)}, "every row once"
+    assert {(m.topic, m.partition, m.offset) for m in sent} <= set(counts(rows))

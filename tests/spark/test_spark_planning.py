@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from zkconsumer.spark.broker_trouble import Answers
 from zkconsumer.spark.ingest import IngestRun, recover, run_name
 from zkconsumer.spark.offsets import (
     EARLIEST,
@@ -125,8 +126,8 @@ class FakeGroup(StreamMember):
     def released_since_snapshot(self, keys: Any) -> set[tuple[str, int]]:
         return set()  # the dict is the group: it changes only between calls
 
-    def spans(self, keys: Any) -> dict[tuple[str, int], tuple[int, int]]:
-        return {k: self.logs[k] for k in keys}
+    def spans(self, keys: Any) -> Answers[tuple[int, int]]:
+        return Answers({k: self.logs[k] for k in keys})
 
     def subscription(self) -> dict[str, tuple[int, int]]:
         counts: dict[str, int] = {}

@@ -227,6 +227,7 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.spark.stream_member.MemberLeft": False,
     "zkconsumer.spark.broker_offsets.OffsetsUnavailable": True,  # broker trouble: the trigger plans nothing
     "zkconsumer.spark.broker_offsets.OffsetLookupFailed": False,
+    "zkconsumer.spark.broker_trouble.PartitionsUnreadable": True,  # the query fails; a restart resumes
     "zkconsumer.spark.triggers.AvailableNowIncomplete": True,  # a later run may own the partitions
     "zkconsumer.spark.ingest.IngestLockLost": True,  # nothing committed: a rerun resumes
     "zkconsumer.testing.probes.ClusterStartError": True,  # a broker that lost its session is started again

@@ -68,6 +68,9 @@ class Clock:
     def monotonic(self) -> float:
         return self.now
 
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
 
 def test_a_stream_waits_for_min_offsets_until_the_delay_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()

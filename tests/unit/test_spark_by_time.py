@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_spark_stream_reader import T0, T1, FakeMember, Reader
 
-from zkconsumer.spark import broker_offsets
+from zkconsumer.spark.broker_trouble import Answers
 from zkconsumer.spark.by_time import NOT_FOUND, explicit_ends, explicit_starts, times_for
 from zkconsumer.spark.offsets import LATEST, DataLossError, Key, batch_ranges
 from zkconsumer.spark.options import OptionError, parse_options
@@ -46,12 +46,12 @@ def test_a_time_overrides_the_offset_entry_and_latest_stands_in_for_no_message(
 ) -> None:
     asked: list[Mapping[Key, int]] = []
 
-    def lookup(times: Mapping[Key, int]) -> dict[Key, int]:
+    def lookup(times: Mapping[Key, int]) -> Answers[int]:
         asked.append(dict(times))
-        return {k: found.get(k, NOT_FOUND) for k in times}
+        return Answers({k: found.get(k, NOT_FOUND) for k in times})
 
-    starts = explicit_starts(explicit, wanted, None, per, "latest", lookup)
-    ends = explicit_ends(explicit, wanted, None, per, lookup)
+    starts = explicit_starts(explicit, wanted, None, per, "latest", lookup).found
+    ends = explicit_ends(explicit, wanted, None, per, lookup).found
     timed = {k for k in wanted if k in per}
     for result in (starts, ends):
         for k in set(result) | set(explicit):
@@ -64,8 +64,27 @@ def test_a_time_overrides_the_offset_entry_and_latest_stands_in_for_no_message(
 
 def test_the_error_strategy_fails_naming_each_partition_without_a_message_that_late() -> None:
     with pytest.raises(DataLossError, match=r"t-1 \(timestamp 50\).*startingOffsetsByTimestampStrategy=latest"):
-        explicit_starts({}, [T0, T1], 50, {}, "error", lambda times: {T0: 7, T1: NOT_FOUND})
-    assert explicit_starts({}, [T0, T1], 50, {}, "error", lambda times: {T0: 7, T1: 9}) == {T0: 7, T1: 9}
+        explicit_starts({}, [T0, T1], 50, {}, "error", lambda times: Answers({T0: 7, T1: NOT_FOUND}))
+    assert explicit_starts({}, [T0, T1], 50, {}, "error", lambda times: Answers({T0: 7, T1: 9})).found == {T0: 7, T1: 9}
+
+
+@given(
+    wanted=st.lists(keys, unique=True, max_size=6),
+    explicit=st.dictionaries(keys, st.integers(-2, 100)),
+    down=st.sets(keys),
+)
+def test_a_partition_whose_time_the_brokers_did_not_answer_has_no_start_and_is_named(
+    wanted: list[Key], explicit: dict[Key, int], down: set[Key]
+) -> None:
+    """Finding 2 (issue 52): a failed lookup is that partition's trouble, never another's start."""
+
+    def lookup(times: Mapping[Key, int]) -> Answers[int]:
+        return Answers({k: 5 for k in times if k not in down}, {k: "LEADER_NOT_AVAILABLE" for k in times if k in down})
+
+    got = explicit_starts(explicit, wanted, 50, {}, "error", lookup)
+    assert set(got.trouble) == set(wanted) & down
+    assert not set(got.found) & set(got.trouble)
+    assert {k for k in got.found if k in wanted} == set(wanted) - down
 
 
 def test_the_timestamp_options_parse_in_spark_s_shape_and_are_checked() -> None:
@@ -90,18 +109,9 @@ def test_the_timestamp_options_parse_in_spark_s_shape_and_are_checked() -> None:
         parse_options({**BASE, "startingTimestamp": "-1"}, streaming=True)
 
 
-def test_a_new_stream_starts_its_partitions_at_the_time_over_their_committed_offsets(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_new_stream_starts_its_partitions_at_the_time_over_their_committed_offsets() -> None:
     """Spark's rule: the starting time applies to a new query; a committed offset does not beat it
     (like a startingOffsets JSON entry); partitions without a time keep the usual precedence."""
-    asked: list[dict[Key, int]] = []
-
-    def brokers(opts: object, bootstrap: str, times: Mapping[Key, int]) -> dict[Key, int]:
-        asked.append(dict(times))
-        return {T0: 17}
-
-    monkeypatch.setattr(broker_offsets, "offsets_for_times", brokers)
     member = FakeMember()
     member.claim(T0, 5, epoch=100)
     member.claim(T1, 8, epoch=100)
@@ -111,7 +121,8 @@ def test_a_new_stream_starts_its_partitions_at_the_time_over_their_committed_off
         startingOffsetsByTimestamp='{"t": {"0": 1234}}',
         **{"bootstrap.servers": "b:1"},
     )
+    reader.member.at_time[T0] = 17  # type: ignore[attr-defined]
     start = reader.initialOffset()
     end = reader.latestOffset(start, ReadAllAvailable())
     assert batch_ranges(start, end) == [(T0, 17, 40), (T1, 8, 40)]
-    assert asked == [{T0: 1234}]
+    assert reader.member.times_asked == [{T0: 1234}]  # type: ignore[attr-defined]

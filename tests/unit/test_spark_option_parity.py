@@ -60,9 +60,30 @@ def test_no_refused_name_is_one_this_source_honours() -> None:
 def test_spark_s_offsets_json_shape_is_accepted_beside_ours(option: str) -> None:
     spark = '{"t": {"0": 23, "1": -1}, "u": {"2": 5}}'
     ours = '{"t/0": 23, "t/1": -1, "u/2": 5}'
-    parsed = [parse_options({**BASE, option: text}, streaming=False) for text in (spark, ours)]
+    parsed = [parse_options({**BASE, "topics": "t,u", option: text}, streaming=False) for text in (spark, ours)]
     field = "starting_explicit" if option == "startingOffsets" else "ending_explicit"
     assert getattr(parsed[0], field) == getattr(parsed[1], field) == {("t", 0): 23, ("t", 1): -1, ("u", 2): 5}
+
+
+@pytest.mark.parametrize(
+    ("option", "streaming"),
+    [
+        ("startingOffsets", True),
+        ("startingOffsets", False),
+        ("endingOffsets", False),
+        ("startingOffsetsByTimestamp", True),
+        ("endingOffsetsByTimestamp", False),
+    ],
+)
+def test_a_position_entry_for_a_topic_outside_the_subscription_is_refused_by_name(option: str, streaming: bool) -> None:
+    """Finding 9 (issue 52): silently accepted, where Spark refuses an entry it is not assigned."""
+    with pytest.raises(OptionError, match=rf"option '{option}' names topic\(s\) other.*not subscribed"):
+        parse_options({**BASE, option: '{"t": {"0": 5}, "other": {"0": 1}}'}, streaming=streaming)
+    with pytest.raises(OptionError, match=r"names topic\(s\) t, not subscribed"):
+        parse_options({**BASE, "topics": "", "whitelist": "u.*", option: '{"t": {"0": 5}}'}, streaming=streaming)
+    assert parse_options(
+        {**BASE, "topics": "t,other", option: '{"t": {"0": 5}, "other": {"0": 1}}'}, streaming=streaming
+    )
 
 
 @pytest.mark.parametrize(

@@ -61,17 +61,56 @@ def test_a_new_query_that_owns_nothing_at_first_starts_late_claims_at_latest_not
     assert decode_offsets(end) == {T0: 1_000_000, T1: 20} and batch_ranges(start, end) == [(T1, 7, 20)]
 
 
-def test_ignore_committed_offsets_holds_for_a_partition_first_claimed_after_the_start() -> None:
+def test_starting_options_apply_once_a_later_claim_starts_at_the_group_s_offset() -> None:
+    """Finding 4 (issue 52): ignoreCommittedOffsets=true + latest at a later claim skipped what
+    nobody in the group had read; Spark applies its starting options once, at the query's start."""
     member = FakeMember()
     member.claim(T0, 4, epoch=100)
     reader = Reader(member, {T0: (0, 10), T1: (0, 50)}, startingOffsets="latest", ignoreCommittedOffsets="true")
     start = reader.initialOffset()
-    assert decode_offsets(start) == {T0: 10}
+    assert decode_offsets(start) == {T0: 10}, "at the start: the option applies"
     end = reader.latestOffset(start, ReadAllAvailable())
     member.claim(T1, 12, epoch=100)  # another member had it and committed 12
     later = reader.latestOffset(end, ReadAllAvailable())
-    assert batch_ranges(end, later) == [], "ignoreCommittedOffsets + latest: the group's 12 is ignored"
-    assert decode_offsets(later)[T1] == 50
+    assert batch_ranges(end, later) == [(T1, 12, 50)], "a later claim resumes where the group left it"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"startingOffsets": '{"t": {"0": 0, "1": 0}}'},
+        {"startingTimestamp": "1000"},
+        {"startingTimestamp": "1000", "startingOffsetsByTimestampStrategy": "error"},
+    ],
+)
+def test_a_hand_over_from_a_live_member_later_is_not_restarted_by_the_starting_options(options: dict[str, str]) -> None:
+    """Finding 4: an explicit start re-read the 1,000,000 offsets a Scala member had committed, and
+    the `error` strategy on an idle partition failed a healthy query hours in."""
+    member = FakeMember()
+    member.claim(T0, 0, epoch=100)
+    reader = Reader(member, {T0: (0, 10), T1: (0, 1_000_100)}, **options)
+    reader.member.at_time = {T0: 0}  # type: ignore[attr-defined]  # T1: no message that late (-1)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    member.claim(T1, 1_000_000, epoch=100)  # the Scala member hands it over, having read 1,000,000
+    later = reader.latestOffset(end, ReadAllAvailable())
+    assert batch_ranges(end, later) == [(T1, 1_000_000, 1_000_100)]
+
+
+def test_a_restarted_query_does_not_apply_the_starting_options_to_a_partition_it_claims() -> None:
+    member = FakeMember()
+    member.claim(T0, 0, epoch=100)
+    reader = Reader(member, {T0: (0, 10), T1: (0, 90)}, startingTimestamp="1000")
+    reader.member.at_time = {T0: 0}  # type: ignore[attr-defined]
+    start = reader.initialOffset()
+    checkpoint = reader.latestOffset(start, ReadAllAvailable())
+    restarted_member = FakeMember()
+    restarted_member.claim(T0, 10, epoch=100)
+    restarted_member.claim(T1, 60, epoch=100)
+    restarted = Reader(restarted_member, {T0: (0, 10), T1: (0, 90)}, startingTimestamp="1000")
+    end = restarted.latestOffset(checkpoint, ReadAllAvailable())
+    assert batch_ranges(checkpoint, end) == [(T1, 60, 90)], "the group's offset, not the time's lookup"
+    assert restarted.member.times_asked == []  # type: ignore[attr-defined]
 
 
 # ---- Trigger.AvailableNow reads every target, or fails saying why ---------------------------------

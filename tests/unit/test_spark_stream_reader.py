@@ -13,7 +13,8 @@ from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.coordinator.assignment import Assignment
 from zkconsumer.errors import ZooKeeperAccessDenied
-from zkconsumer.spark.offsets import batch_ranges, decode_offsets
+from zkconsumer.spark.broker_trouble import Answers
+from zkconsumer.spark.offsets import DataLossError, batch_ranges, decode_offsets
 from zkconsumer.spark.options import SourceOptions, parse_options
 from zkconsumer.spark.stream_member import MemberLeft, StreamMember
 from zkconsumer.spark.stream_reader import ReadAllAvailable, ZkStreamReader
@@ -67,17 +68,32 @@ class FakeMember:
 
 
 class StandInMember(StreamMember):
-    """The real StreamMember over a FakeMember, with the brokers' log spans from a dict."""
+    """The real StreamMember over a FakeMember, with the brokers' log spans from a dict; `down`:
+    partitions the brokers answer nothing for (after every attempt); `at_time`: what ListOffsets
+    answers for a timestamp lookup of a partition (-1: no message at or after it)."""
 
     def __init__(self, opts: SourceOptions, member: FakeMember, logs: dict[Key, tuple[int, int]]) -> None:
         super().__init__(opts)
         self._conn, self.fake, self.logs = member, member, logs
+        self.down: set[Key] = set()
+        self.at_time: dict[Key, int] = {}
+        self.times_asked: list[dict[Key, int]] = []
 
     def _join(self) -> Any:
         return self.fake
 
-    def spans(self, keys: Any) -> dict[Key, tuple[int, int]]:
-        return {k: self.logs[k] for k in keys}
+    def spans(self, keys: Any) -> Answers[tuple[int, int]]:
+        return Answers(
+            {k: self.logs[k] for k in keys if k not in self.down},
+            {k: "LEADER_NOT_AVAILABLE" for k in keys if k in self.down},
+        )
+
+    def times(self, times: Mapping[Key, int]) -> Answers[int]:
+        self.times_asked.append(dict(times))
+        return Answers(
+            {k: self.at_time.get(k, -1) for k in times if k not in self.down},
+            {k: "LEADER_NOT_AVAILABLE" for k in times if k in self.down},
+        )
 
     def subscription(self) -> dict[str, tuple[int, int]]:
         """The topics of the logs now: incarnation of their claims (100 unclaimed), partition count."""
@@ -86,6 +102,15 @@ class StandInMember(StreamMember):
         for topic, partition in self.logs:
             counts[topic] = max(counts.get(topic, 0), partition + 1)
         return {t: (epochs.get(t, 100), n) for t, n in counts.items()}
+
+    def topic_epochs(self, topics: Any) -> dict[str, int | None]:
+        """ZooKeeper's topic nodes: a test's `cluster` stand-in, else the topics of the logs (the
+        incarnation of their claims, 100 unclaimed); a topic without a log is deleted."""
+        if hasattr(self.fake, "cluster"):
+            return dict(self.fake.cluster.topic_epochs(topics))
+        epochs = {k[0]: i.epoch for k, i in self.fake.assignment.owned_infos().items() if i.epoch is not None}
+        there = {k[0] for k in self.logs}
+        return {t: (epochs.get(t, 100) if t in there else None) for t in topics}
 
     def owners(self, keys: Any) -> dict[Key, str | None]:
         mine = self.fake.assignment.owned()
@@ -113,7 +138,7 @@ def test_a_restarted_query_does_not_reuse_its_checkpoint_inside_a_re_created_top
     # The topic is deleted and created again with 45 messages; read_offsets ignores the old node.
     restarted_member = FakeMember()
     restarted_member.claim(T0, -1, epoch=200)
-    restarted = Reader(restarted_member, {T0: (0, 45)}, startingOffsets="earliest")
+    restarted = Reader(restarted_member, {T0: (0, 45)}, startingOffsets="earliest", failOnDataLoss="false")
     end = restarted.latestOffset(checkpoint, ReadAllAvailable())
     assert batch_ranges(checkpoint, end) == [(T0, 0, 45)], "the new topic is read from its start"
     assert restarted_member.nodes.get(T0, (0, 200)) == (0, 200), "no old position in the new topic's node"
@@ -122,7 +147,7 @@ def test_a_restarted_query_does_not_reuse_its_checkpoint_inside_a_re_created_top
 def test_a_running_query_re_claiming_a_re_created_topic_starts_over_and_never_commits_old_positions() -> None:
     member = FakeMember()
     member.claim(T0, 50, epoch=100)
-    reader = Reader(member, {T0: (0, 80)})
+    reader = Reader(member, {T0: (0, 80)}, failOnDataLoss="false")
     end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
     assert batch_ranges(reader.initialOffset(), end) == [(T0, 50, 80)]
     # Re-created while batch [50, 80) runs; the rebalance re-claims the new incarnation (nothing committed).
@@ -133,6 +158,29 @@ def test_a_running_query_re_claiming_a_re_created_topic_starts_over_and_never_co
     nxt = reader.latestOffset(end, ReadAllAvailable())
     assert batch_ranges(end, nxt) == [(T0, 0, 60)], "the new incarnation from its start, not from 80 (or 60)"
     assert all(offset <= 60 for offset, epoch in member.nodes.values() if epoch == 200)
+
+
+@pytest.mark.parametrize("recreated", [True, False])
+def test_fail_on_data_loss_fails_a_running_query_whose_topic_is_deleted_or_re_created(recreated: bool) -> None:
+    """Finding 6 (issue 52): only replayed batches failed; Spark's source reports both as data loss."""
+    member = FakeMember()
+    member.claim(T0, 50, epoch=100)
+    member.claim(("u", 0), 0, epoch=300)
+    reader = Reader(member, {T0: (0, 80), ("u", 0): (0, 5)}, topics="t,u")
+    end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    if recreated:
+        member.claim(T0, -1, epoch=200)
+        reader.logs[T0] = (0, 60)
+    else:
+        member.release([T0])  # the rebalance after the deletion drops it
+        del reader.logs[T0]
+    with pytest.raises(DataLossError, match="topic t was deleted" + (" and created again" if recreated else "")):
+        reader.latestOffset(end, ReadAllAvailable())
+    if not recreated:  # failOnDataLoss=false: dropped, the other topic goes on
+        reader = Reader(member, reader.logs, topics="t,u", failOnDataLoss="false")
+        reader.logs[("u", 0)] = (0, 9)
+        nxt = reader.latestOffset(end, ReadAllAvailable())
+        assert decode_offsets(nxt) == {("u", 0): 9}
 
 
 def test_a_partition_new_to_a_running_query_starts_at_earliest_even_with_starting_offsets_latest() -> None:
@@ -226,7 +274,7 @@ def test_a_deleted_topics_fenced_partitions_are_not_planned_nor_their_offsets_li
     member = FakeMember()
     member.claim(T0, 0, epoch=100)
     member.assignment.install([PartitionTopicInfo("gone", 0, "q-0", StreamQueue(2), 5, 7)])
-    reader = Reader(member, {T0: (0, 20), ("gone", 0): (0, 9)})
+    reader = Reader(member, {T0: (0, 20), ("gone", 0): (0, 9)}, failOnDataLoss="false")
     start = reader.initialOffset()
     assert decode_offsets(start) == {T0: 0, ("gone", 0): 5}
     member.assignment.fence_topic("gone", None)
@@ -292,10 +340,10 @@ def test_a_member_that_left_on_a_failure_fails_the_next_planning_call() -> None:
     assert raised.value.__cause__ is cause
 
 
-def test_a_partition_handed_over_to_a_new_query_follows_ignore_committed_once_then_the_groups_commits() -> None:
-    # ignoreCommittedOffsets=true and startingOffsets are about where the query starts: a partition
-    # of its subscription that another member hands over later starts by them too (the query's
-    # first claim of it); a later hand-over resumes past what that member consumed meanwhile.
+def test_a_partition_handed_over_to_a_new_query_later_resumes_at_the_groups_commits() -> None:
+    # ignoreCommittedOffsets=true and startingOffsets are about where the query starts, once (as
+    # Spark): a partition another member hands over later resumes at that member's commit, and
+    # again after it was away and back.
     member = FakeMember()
     member.claim(T0, 5, epoch=100)
     reader = Reader(member, {T0: (0, 30), T1: (0, 40)}, startingOffsets="earliest", ignoreCommittedOffsets="true")
@@ -304,7 +352,7 @@ def test_a_partition_handed_over_to_a_new_query_follows_ignore_committed_once_th
     end = reader.latestOffset(start, ReadAllAvailable())
     member.claim(T1, 33, epoch=100)  # handed over by a member that committed 33
     later = reader.latestOffset(end, ReadAllAvailable())
-    assert batch_ranges(end, later) == [(T1, 0, 40)]
+    assert batch_ranges(end, later) == [(T1, 33, 40)]
     member.release([T1])
     reader.logs[T1] = (0, 70)
     member.claim(T1, 55, epoch=100)  # away and back: the other member got to 55 meanwhile

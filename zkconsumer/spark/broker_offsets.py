@@ -1,4 +1,4 @@
-"""Driver-side ListOffsets lookups: log start/end (batched, retried on broker trouble as Spark does), offsets for timestamps."""
+"""Driver-side ListOffsets lookups: log start/end and offsets for timestamps, per partition, retried on broker trouble as Spark does."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.errors import describe as describe_error
 from zkconsumer.spark import by_time
+from zkconsumer.spark.broker_trouble import Answers, names
 from zkconsumer.spark.kafka_read import _LIBRDKAFKA_LOG, TRANSIENT_CODES
 from zkconsumer.spark.offsets import Key
 from zkconsumer.spark.options import SourceOptions
@@ -28,8 +29,9 @@ OFFSET_FETCH_TRANSIENT = TRANSIENT_CODES | frozenset({3, 8, 9, 56, 78, 74, 75, -
 
 
 class OffsetsUnavailable(ZkConsumerError, ConnectionError):
-    """The brokers did not answer a log-offset lookup after every attempt (fetchOffset.numRetries):
-    broker trouble that passes (a restart, a leader election). The planner plans nothing this trigger."""
+    """A batch read's lookup left partitions unanswered after every attempt (fetchOffset.numRetries):
+    broker trouble that passes (a restart, a leader election); the read fails naming them. (A
+    stream plans the rest and counts each partition's trouble: broker_trouble.TroubleClock.)"""
 
     retriable = True
 
@@ -51,7 +53,7 @@ def transient(exc: BaseException) -> bool:
 
 
 class LogOffsets:
-    """Log start/end offsets through one AdminClient (batched ListOffsets), for driver-side planning.
+    """Log start/end offsets and offsets for times through one AdminClient, for driver-side planning.
 
     A lookup is tried `attempts` times (Spark's fetchOffset.numRetries counts attempts, not retries
     after the first), `interval_s` apart, while the brokers answer with transient trouble. Each
@@ -86,119 +88,170 @@ class LogOffsets:
         self._stale = False  # the last lookup failed: the next one starts a new client
         self._committed = read_committed
         self._timeout_s = timeout_s
-        self._attempts = max(1, attempts)
+        self._attempts_n = max(1, attempts)
         self._interval_s = interval_s
         self._sleep = sleep
 
-    def spans(self, keys: Iterable[Key]) -> dict[Key, tuple[int, int]]:
-        """key -> (log start, log end) where log end is the last stable offset when reading committed.
+    def spans(self, keys: Iterable[Key]) -> Answers[tuple[int, int]]:
+        """key -> (log start, log end) where log end is the last stable offset when reading committed,
+        for each partition the brokers answered; the others (broker trouble after every attempt) in
+        `trouble`. Raises OffsetLookupFailed at once on an error no retry fixes."""
 
-        Raises OffsetsUnavailable (retriable) when every attempt met transient broker trouble, and
-        OffsetLookupFailed at once on anything else."""
-        keys = sorted(set(keys))
-        if not keys:
-            return {}
-        for attempt in range(1, self._attempts + 1):
+        def ask(keys: list[Key], alone: bool) -> tuple[dict[Key, tuple[int, int]], dict[Key, BaseException]]:
+            low, low_errors = self._ask_all(keys, alone, lambda _k: _earliest(), least=0)
+            high, high_errors = self._ask_all(keys, alone, lambda _k: _latest(), least=0)
+            errors = {**high_errors, **low_errors}
+            return {k: (low[k], high[k]) for k in keys if k in low and k in high}, errors
+
+        return self._retried(keys, ask, "the log offsets")
+
+    def times(self, times: Mapping[Key, int]) -> Answers[int]:
+        """key -> offset of the first message whose timestamp is >= the key's time (-1: none), for
+        each partition answered; broker trouble as `spans`."""
+
+        def ask(keys: list[Key], alone: bool) -> tuple[dict[Key, int], dict[Key, BaseException]]:
+            return self._ask_all(keys, alone, lambda k: _at_time(times[k]), least=by_time.NOT_FOUND)
+
+        return self._retried(times, ask, "the offsets for timestamps")
+
+    def _retried(self, keys: Iterable[Key], ask: Callable[[list[Key], bool], Any], what: str) -> Answers[Any]:
+        """`attempts` tries, `interval_s` apart, of the partitions still unanswered: the first asks
+        for all at once, later ones each partition on its own, so one partition without a leader
+        (or a request-wide error) does not hide the others' answers."""
+        pending = sorted(set(keys))
+        found: dict[Key, Any] = {}
+        errors: dict[Key, BaseException] = {}
+        for attempt in range(1, self._attempts_n + 1):
+            if not pending:
+                break
             if self._stale and self._admin is not None:
                 self._admin = self._factory(self._config)  # the old one's threads end with its last reference
-            try:
-                spans = self._spans_once(keys)
-                self._stale = False
-                return spans
-            except Exception as exc:  # noqa: BLE001 - classified right here
-                self._stale = True
-                named = ", ".join(f"{t}-{p}" for t, p in keys[:8]) + (", ..." if len(keys) > 8 else "")
-                if not transient(exc):
-                    raise OffsetLookupFailed(
-                        f"listing the log offsets of {named} from {self.bootstrap} failed: {describe_error(exc)} "
-                        "(not broker trouble that passes: not retried)"
-                    ) from exc
-                if attempt == self._attempts:
-                    raise OffsetsUnavailable(
-                        f"the brokers ({self.bootstrap}) did not list the log offsets of {named} in "
-                        f"{self._attempts} attempts (fetchOffset.numRetries): {describe_error(exc)}"
-                    ) from exc
+            answered, errors = ask(pending, attempt > 1)
+            found.update(answered)
+            self._stale = bool(errors)
+            fatal = sorted(k for k, e in errors.items() if not transient(e))
+            if fatal:
+                raise OffsetLookupFailed(
+                    f"listing {what} of {names(fatal)} from {self.bootstrap} failed: "
+                    f"{describe_error(errors[fatal[0]])} (not broker trouble that passes: not retried)"
+                ) from errors[fatal[0]]
+            pending = sorted(errors)
+            if pending and attempt < self._attempts_n:
                 log.warning(
-                    "attempt %d of %d to list log offsets failed (%s); again in %.1f s",
+                    "attempt %d of %d to list %s of %s failed (%s); again in %.1f s",
                     attempt,
-                    self._attempts,
-                    describe_error(exc),
+                    self._attempts_n,
+                    what,
+                    names(pending),
+                    describe_error(errors[pending[0]]),
                     self._interval_s,
                 )
                 self._sleep(self._interval_s)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        return Answers(found, {k: describe_error(errors[k]) for k in pending})
 
-    def _spans_once(self, keys: list[Key]) -> dict[Key, tuple[int, int]]:
-        """Both lists are asked for at once (one round trip to the brokers, not two)."""
-        lows, highs = self._ask(keys, earliest=True), self._ask(keys, earliest=False)
-        try:
-            low, high = self._answers(lows), self._answers(highs)
-        finally:
-            if self._admin is not None:
-                self._admin.poll(0)  # hands librdkafka's queued log lines to the logger
-        return {k: (low[k], high[k]) for k in keys}
-
-    def _ask(self, keys: list[Key], *, earliest: bool) -> dict[Any, Any]:
+    def _ask_all(
+        self, keys: list[Key], alone: bool, spec: Callable[[Key], Any], *, least: int
+    ) -> tuple[dict[Key, int], dict[Key, BaseException]]:
+        """One ListOffsets request for `keys` (or one each, `alone`), every answer collected on its
+        own: a partition's error fails that partition only. An answer below `least` is no answer:
+        librdkafka answers -1001 (OFFSET_INVALID), without an error, for a partition whose every
+        replica is offline (seen with its only broker down)."""
         from confluent_kafka import IsolationLevel, TopicPartition
-        from confluent_kafka.admin import OffsetSpec
 
-        spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
-        level = IsolationLevel.READ_COMMITTED if self._committed else IsolationLevel.READ_UNCOMMITTED
         if self._admin is None:
             raise OffsetLookupFailed(f"LogOffsets({self.bootstrap}) is closed")
-        futures: dict[Any, Any] = self._admin.list_offsets(
-            {TopicPartition(t, p): spec for t, p in keys}, isolation_level=level, request_timeout=self._timeout_s
-        )
-        return futures
-
-    def _answers(self, futures: Mapping[Any, Any]) -> dict[Key, int]:
-        return {(tp.topic, tp.partition): fut.result(self._timeout_s).offset for tp, fut in futures.items()}
+        level = IsolationLevel.READ_COMMITTED if self._committed else IsolationLevel.READ_UNCOMMITTED
+        groups = [[k] for k in keys] if alone else [keys]
+        futures: dict[Key, Any] = {}
+        errors: dict[Key, BaseException] = {}
+        for group in groups:
+            try:
+                asked = self._admin.list_offsets(
+                    {TopicPartition(t, p): spec((t, p)) for t, p in group},
+                    isolation_level=level,
+                    request_timeout=self._timeout_s,
+                )
+            except Exception as exc:  # noqa: BLE001 - the request's error is each partition's
+                errors.update(dict.fromkeys(group, exc))
+                continue
+            futures.update({(tp.topic, tp.partition): fut for tp, fut in asked.items()})
+        found: dict[Key, int] = {}
+        try:
+            for key, fut in futures.items():
+                try:
+                    offset = fut.result(self._timeout_s).offset
+                except Exception as exc:  # noqa: BLE001 - classified by the caller
+                    errors[key] = exc
+                    continue
+                if offset < least:
+                    errors[key] = KafkaException(
+                        KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"no offset answered ({offset}): no leader?")
+                    )
+                else:
+                    found[key] = offset
+        finally:
+            self._admin.poll(0)  # hands librdkafka's queued log lines to the logger
+        return found, errors
 
     def close(self) -> None:
         self._admin = None
 
 
-def offsets_for_times(opts: SourceOptions, bootstrap: str, times: Mapping[Key, int]) -> dict[Key, int]:
-    """key -> offset of the first message whose timestamp is >= the key's time (-1: none), asked
-    once for all keys with the reader's isolation level; a broker error raises (the planning call fails)."""
-    from confluent_kafka import IsolationLevel, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+def _earliest() -> Any:
+    from confluent_kafka.admin import OffsetSpec
 
-    if not times:
-        return {}
-    config: dict[str, Any] = {"logger": _LIBRDKAFKA_LOG, **opts.client_security(), "bootstrap.servers": bootstrap}
-    admin = AdminClient(config)
-    level = IsolationLevel.READ_COMMITTED if opts.isolation_committed() else IsolationLevel.READ_UNCOMMITTED
-    futures = admin.list_offsets(
-        {TopicPartition(t, p): OffsetSpec.for_timestamp(ts) for (t, p), ts in times.items()},
-        isolation_level=level,
-        request_timeout=30.0,
+    return OffsetSpec.earliest()
+
+
+def _latest() -> Any:
+    from confluent_kafka.admin import OffsetSpec
+
+    return OffsetSpec.latest()
+
+
+def _at_time(ms: int) -> Any:
+    from confluent_kafka.admin import OffsetSpec
+
+    return OffsetSpec.for_timestamp(ms)
+
+
+def log_offsets(opts: SourceOptions, bootstrap: str) -> LogOffsets:
+    """A LogOffsets with the source's isolation level, security settings and fetchOffset.* retries."""
+    return LogOffsets(
+        bootstrap,
+        read_committed=opts.isolation_committed(),
+        client_config=opts.client_security(),
+        attempts=opts.fetch_offset_attempts,
+        interval_s=opts.fetch_offset_interval_ms / 1000.0,
     )
-    try:
-        return {(tp.topic, tp.partition): fut.result(30.0).offset for tp, fut in futures.items()}
-    finally:
-        admin.poll(0)  # hands librdkafka's queued log lines to the logger
 
 
-def explicit_starts_for(opts: SourceOptions, keys: Iterable[Key], bootstrap: Callable[[], str]) -> dict[Key, int]:
-    """startingOffsets' entries with startingTimestamp / startingOffsetsByTimestamp resolved over them
-    (the brokers are asked only when a time applies to one of `keys`)."""
+def explicit_starts_for(opts: SourceOptions, keys: Iterable[Key], lookup: by_time.Lookup) -> Answers[int]:
+    """startingOffsets' entries with startingTimestamp / startingOffsetsByTimestamp resolved over
+    them (`lookup`, LogOffsets.times, runs only when a time applies to one of `keys`); partitions
+    whose time the brokers did not answer are in `trouble`."""
     return by_time.explicit_starts(
         opts.starting_explicit,
         keys,
         opts.starting_time,
         opts.starting_by_time,
         opts.starting_time_strategy,
-        lambda times: offsets_for_times(opts, bootstrap(), times),
+        lookup,
     )
 
 
-def explicit_ends_for(opts: SourceOptions, keys: Iterable[Key], bootstrap: Callable[[], str]) -> dict[Key, int]:
+def explicit_ends_for(opts: SourceOptions, keys: Iterable[Key], lookup: by_time.Lookup) -> Answers[int]:
     """endingOffsets' entries with endingTimestamp / endingOffsetsByTimestamp resolved over them."""
-    return by_time.explicit_ends(
-        opts.ending_explicit,
-        keys,
-        opts.ending_time,
-        opts.ending_by_time,
-        lambda times: offsets_for_times(opts, bootstrap(), times),
-    )
+    return by_time.explicit_ends(opts.ending_explicit, keys, opts.ending_time, opts.ending_by_time, lookup)
+
+
+def all_answered(answers: Answers[Any], bootstrap: str) -> dict[Key, Any]:
+    """A batch read plans every partition or none: broker trouble left after every attempt raises
+    OffsetsUnavailable naming the partitions and the last error."""
+    if answers.trouble:
+        first = sorted(answers.trouble)[0]
+        raise OffsetsUnavailable(
+            f"the brokers ({bootstrap}) did not answer for {names(answers.trouble)} after every "
+            f"fetchOffset.numRetries attempt: {answers.trouble[first]}"
+        )
+    return answers.found

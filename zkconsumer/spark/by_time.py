@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from zkconsumer.spark.broker_trouble import Answers
 from zkconsumer.spark.offsets import LATEST, DataLossError, Key
 
 NOT_FOUND = -1  # what ListOffsets answers for a time after the partition's last message
-# Looks times up: {key: timestamp ms} -> {key: offset of the first message at or after it, or NOT_FOUND}
-Lookup = Callable[[Mapping[Key, int]], Mapping[Key, int]]
+# Looks times up: {key: timestamp ms} -> {key: offset of the first message at or after it, or
+# NOT_FOUND} for the partitions the brokers answered, the others in `trouble` (LogOffsets.times)
+Lookup = Callable[[Mapping[Key, int]], Answers[int]]
 
 
 def times_for(keys: Iterable[Key], everywhere: int | None, per_partition: Mapping[Key, int]) -> dict[Key, int]:
@@ -45,12 +47,16 @@ def explicit_starts(
     per_partition: Mapping[Key, int],
     strategy: str,
     lookup: Lookup,
-) -> dict[Key, int]:
-    """startingOffsets' explicit entries, overridden where a time applies (the lookup runs only then)."""
+) -> Answers[int]:
+    """startingOffsets' explicit entries, overridden where a time applies (the lookup runs only
+    then); a partition whose time the brokers did not answer has no start, and is in `trouble`."""
     times = times_for(keys, everywhere, per_partition)
     if not times:
-        return dict(explicit)
-    return {**explicit, **starts_at(times, lookup(times), strategy)}
+        return Answers(dict(explicit))
+    answers = lookup(times)
+    answered = {k: t for k, t in times.items() if k in answers.found}
+    found = {k: v for k, v in explicit.items() if k not in answers.trouble}
+    return Answers({**found, **starts_at(answered, answers.found, strategy)}, dict(answers.trouble))
 
 
 def explicit_ends(
@@ -59,9 +65,12 @@ def explicit_ends(
     everywhere: int | None,
     per_partition: Mapping[Key, int],
     lookup: Lookup,
-) -> dict[Key, int]:
+) -> Answers[int]:
     """endingOffsets' explicit entries, overridden where a time applies."""
     times = times_for(keys, everywhere, per_partition)
     if not times:
-        return dict(explicit)
-    return {**explicit, **ends_at(times, lookup(times))}
+        return Answers(dict(explicit))
+    answers = lookup(times)
+    answered = {k: t for k, t in times.items() if k in answers.found}
+    found = {k: v for k, v in explicit.items() if k not in answers.trouble}
+    return Answers({**found, **ends_at(answered, answers.found)}, dict(answers.trouble))

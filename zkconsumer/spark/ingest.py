@@ -24,7 +24,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,6 +179,32 @@ def recover(starts: dict[Key, int], runs: Sequence[IngestRun]) -> dict[Key, int]
     return positions
 
 
+# Options the plan already resolved into its pinned offsets: given to the read as well, a time would
+# override the pinned starts and ends (a time ranks above an offsets entry) and read a run twice.
+PLANNED_ONLY = frozenset(
+    {
+        "startingtimestamp",
+        "startingoffsetsbytimestamp",
+        "startingoffsetsbytimestampstrategy",
+        "endingtimestamp",
+        "endingoffsetsbytimestamp",
+        "ignorecommittedoffsets",
+    }
+)
+
+
+def pinned_read(options: Mapping[str, str], starts: Mapping[Key, int], ends: Mapping[Key, int]) -> dict[str, str]:
+    """The batch read's options for a run: exactly the plan's partitions ("partitions": one added
+    since is left to the next run) and its offsets, nothing that could move them."""
+    kept = {k: v for k, v in options.items() if k.lower() not in PLANNED_ONLY}
+    return {
+        **kept,
+        "partitions": ",".join(f"{t}/{p}" for t, p in sorted(starts)),
+        "startingOffsets": json.dumps({f"{t}/{p}": v for (t, p), v in sorted(starts.items())}),
+        "endingOffsets": json.dumps({f"{t}/{p}": v for (t, p), v in sorted(ends.items())}),
+    }
+
+
 def run_name(topic: str, ranges: dict[Key, tuple[int, int]], *, group: str, epoch: int | None) -> str:
     """The run's directory: the same ranges of another group or topic incarnation get another one
     (the same offsets of a re-created topic are other messages; overwriting would lose the old)."""
@@ -282,16 +308,7 @@ def _ingest_locked(
         path = f"{fs.root}/{name}"
         total = sum(hi - lo for lo, hi in ranges.values())
         log(f"{topic}: reading {total} messages from {len(ranges)} partitions into {path}")
-        as_json = {f"{t}/{p}": v for (t, p), v in sorted(starts.items())}
-        # "partitions" pins the read to this plan: a partition added since is left to the next run.
-        df = (
-            spark.read.format("zkconsumer")
-            .options(**options)
-            .option("partitions", ",".join(f"{t}/{p}" for t, p in sorted(starts)))
-            .option("startingOffsets", json.dumps(as_json))
-            .option("endingOffsets", json.dumps({f"{t}/{p}": v for (t, p), v in sorted(ends.items())}))
-            .load()
-        )
+        df = spark.read.format("zkconsumer").options(**pinned_read(options, starts, ends)).load()
         spark.sparkContext.setJobDescription(f"zkconsumer ingest {args.group}/{topic} -> {name}")
         with IngestProgress(spark, topic):
             df.write.mode("overwrite").format(args.format).save(path)

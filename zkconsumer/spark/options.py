@@ -11,8 +11,9 @@ from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetcher import FetchSettings
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.spark.broker_trouble import DEFAULT_UNREADABLE_TIMEOUT_MS
 from zkconsumer.spark.offsets import EARLIEST, Key, parse_key
-from zkconsumer.spark.refused_options import refusals
+from zkconsumer.spark.refused_options import outside_subscription, refusals
 from zkconsumer.spark.triggers import DEFAULT_MAX_TRIGGER_DELAY_MS, duration_ms
 
 # Spark hands options over lower-cased (CaseInsensitiveDict): compare in lower case.
@@ -46,6 +47,7 @@ SOURCE_OPTIONS = frozenset(
         "maxtriggerdelay",
         "fetchoffset.numretries",
         "fetchoffset.retryintervalms",
+        "unreadablepartitiontimeoutms",
     }
 )
 MAX_BATCH_SIZE = 1_000_000  # Consumer.consume() refuses more messages per call
@@ -176,6 +178,8 @@ class SourceOptions:
     max_records_per_partition: int | None = None  # ranges split into tasks of at most this many offsets
     fetch_offset_attempts: int = 3  # fetchOffset.numRetries: log-offset lookups tried this often (Spark's count)
     fetch_offset_interval_ms: int = 1000  # fetchOffset.retryIntervalMs: the wait between those attempts
+    # a stream's partition the brokers do not answer for this long fails the query, named (ours, not Spark's)
+    unreadable_timeout_ms: int = DEFAULT_UNREADABLE_TIMEOUT_MS
 
     @cached_property
     def config(self) -> ConsumerConfig:
@@ -298,7 +302,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     checkpoint = opts.get("checkpointlocation", "").strip() or None
     if checkpoint is not None and not streaming:
         raise OptionError("option 'checkpointLocation' applies to streaming reads only (the query's checkpoint)")
-    return SourceOptions(
+    parsed = SourceOptions(
         consumer_props=consumer,
         topics=topics,
         topic_filter=topic_filter,
@@ -328,7 +332,11 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         max_trigger_delay_ms=max_delay,
         fetch_offset_attempts=_int(opts, "fetchoffset.numretries", 3, 1) or 3,
         fetch_offset_interval_ms=_int(opts, "fetchoffset.retryintervalms", 1000, 0) or 0,
+        unreadable_timeout_ms=_int(opts, "unreadablepartitiontimeoutms", None, 1) or DEFAULT_UNREADABLE_TIMEOUT_MS,
     )
+    if (outside := outside_subscription(parsed)) is not None:
+        raise OptionError(outside)
+    return parsed
 
 
 def _check_offsets_storage(config: ConsumerConfig, streaming: bool) -> None:

@@ -12,7 +12,7 @@ from zkconsumer.cluster.broker_nodes import BrokerInfo
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.errors import BrokersUnavailable, ZooKeeperAccessDenied, ZooKeeperUnavailable
-from zkconsumer.spark.broker_offsets import LogOffsets, explicit_ends_for, explicit_starts_for
+from zkconsumer.spark.broker_offsets import all_answered, explicit_ends_for, explicit_starts_for, log_offsets
 from zkconsumer.spark.offsets import Key, initial_position, settle
 from zkconsumer.spark.options import OptionError, SourceOptions
 from zkconsumer.zookeeper.auth import zookeeper_auth
@@ -113,19 +113,14 @@ def plan_batch(opts: SourceOptions) -> BatchPlan:
         owners = {(t, p): thread for t in sorted({t for t, _ in keys}) for p, thread in group.owners(t).items()}
         bootstrap = opts.bootstrap_override or bootstrap_of(cluster.brokers(), opts.config)
         created_ms = {t: (stat.ctime if stat is not None else None) for t, stat in nodes.items()}
-    offsets = LogOffsets(
-        bootstrap,
-        read_committed=opts.isolation_committed(),
-        client_config=opts.client_security(),
-        attempts=opts.fetch_offset_attempts,
-        interval_s=opts.fetch_offset_interval_ms / 1000.0,
-    )
+    offsets = log_offsets(opts, bootstrap)
     try:
-        spans = offsets.spans(keys)
+        # A batch plans every partition or fails naming those the brokers left unanswered.
+        spans = all_answered(offsets.spans(keys), bootstrap)
+        starts = all_answered(explicit_starts_for(opts, keys, offsets.times), bootstrap)
+        ends = all_answered(explicit_ends_for(opts, keys, offsets.times), bootstrap)
     finally:
         offsets.close()
-    starts = explicit_starts_for(opts, keys, lambda: bootstrap)  # startingOffsets, timestamps resolved
-    ends = explicit_ends_for(opts, keys, lambda: bootstrap)
     plans = []
     for key in keys:
         low, high = spans[key]

@@ -1,8 +1,9 @@
-"""Spark Kafka source option names this source cannot honour, each with what to use instead (pure)."""
+"""Spark Kafka source options this source cannot honour (names, each with what to use instead; entries outside the subscription) (pure)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 # Lower-cased (Spark hands options over lower-cased): Spark's option -> what to write instead.
 # Left out on purpose: the names this source honours with Spark's meaning (startingOffsets,
@@ -47,3 +48,34 @@ def refusals(names: Iterable[str]) -> list[str]:
         if instead is not None:
             out.append(f"option {name!r} is a Spark Kafka source option this source cannot honour; use {instead}")
     return out
+
+
+class PositionOptions(Protocol):
+    """What outside_subscription reads of the parsed options (options.SourceOptions)."""
+
+    @property
+    def starting_explicit(self) -> Mapping[tuple[str, int], int]: ...
+    @property
+    def starting_by_time(self) -> Mapping[tuple[str, int], int]: ...
+    @property
+    def ending_explicit(self) -> Mapping[tuple[str, int], int]: ...
+    @property
+    def ending_by_time(self) -> Mapping[tuple[str, int], int]: ...
+
+    def wants(self, topic: str) -> bool: ...
+
+
+def outside_subscription(opts: PositionOptions) -> str | None:
+    """What the position options name outside the subscription, as Spark refuses an offsets entry
+    for a partition it is not assigned; None: nothing."""
+    positions = {
+        "startingOffsets": opts.starting_explicit,
+        "startingOffsetsByTimestamp": opts.starting_by_time,
+        "endingOffsets": opts.ending_explicit,
+        "endingOffsetsByTimestamp": opts.ending_by_time,
+    }
+    bad = {name: sorted({t for t, _ in keys if not opts.wants(t)}) for name, keys in positions.items()}
+    named = [f"option {name!r} names topic(s) {', '.join(ts)}" for name, ts in bad.items() if ts]
+    if not named:
+        return None
+    return "; ".join(named) + ", not subscribed by 'topics'/'whitelist'/'blacklist' (Spark refuses such entries too)"

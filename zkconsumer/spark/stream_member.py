@@ -14,7 +14,8 @@ from zkconsumer.errors import ZkConsumerError, is_retriable
 from zkconsumer.errors import describe as describe_error
 from zkconsumer.offsets.store import KafkaSideFailed
 from zkconsumer.spark import phase_timings
-from zkconsumer.spark.broker_offsets import LogOffsets
+from zkconsumer.spark.broker_offsets import LogOffsets, log_offsets
+from zkconsumer.spark.broker_trouble import Answers
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, last_completed
 from zkconsumer.spark.offsets import Key
 from zkconsumer.spark.options import SourceOptions
@@ -115,6 +116,11 @@ class StreamMember:
         self._claims = infos
         return {k: i.consumed_offset for k, i in infos.items()}
 
+    def claim_of(self, key: Key) -> Any:
+        """The claim record `key` was owned under in the last `owned()` snapshot (None: not owned):
+        compared by identity, it tells a partition released and claimed again since apart."""
+        return self._claims.get(key)
+
     def released_since_snapshot(self, keys: Iterable[Key]) -> set[Key]:
         """Of `keys` (from the last `owned()` snapshot), those no longer held by the same claim:
         released (or released and claimed again) by a rebalance since."""
@@ -176,18 +182,20 @@ class StreamMember:
         return self._brokers_read
 
     @phase_timings.timed("planner.spans")
-    def spans(self, keys: Sequence[Key]) -> dict[Key, tuple[int, int]]:
-        """Each partition's log (start, end), from the brokers; raises broker_offsets.OffsetsUnavailable
-        when they do not answer within fetchOffset.numRetries attempts (the caller plans nothing)."""
+    def spans(self, keys: Sequence[Key]) -> Answers[tuple[int, int]]:
+        """Each partition's log (start, end) from the brokers, per partition: those unanswered after
+        fetchOffset.numRetries attempts are in `trouble` (the caller plans the rest)."""
+        return self._lookups().spans(keys)
+
+    @phase_timings.timed("planner.times")
+    def times(self, times: Mapping[Key, int]) -> Answers[int]:
+        """Offsets for timestamps (startingTimestamp and its kin), retried and per partition as `spans`."""
+        return self._lookups().times(times)
+
+    def _lookups(self) -> LogOffsets:
         if self._log_offsets is None:
-            self._log_offsets = LogOffsets(
-                self.bootstrap(),
-                read_committed=self.opts.isolation_committed(),
-                client_config=self.opts.client_security(),
-                attempts=self.opts.fetch_offset_attempts,
-                interval_s=self.opts.fetch_offset_interval_ms / 1000.0,
-            )
-        return self._log_offsets.spans(keys)
+            self._log_offsets = log_offsets(self.opts, self.bootstrap())
+        return self._log_offsets
 
     @phase_timings.timed("planner.zookeeper_commit")
     def commit(self, positions: dict[Key, int], member: Any = None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -12,11 +12,11 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from zkconsumer.errors import ZOOKEEPER_FAILURES
 from zkconsumer.errors import describe as describe_error
 from zkconsumer.spark import phase_timings
-from zkconsumer.spark.broker_offsets import OffsetsUnavailable, explicit_starts_for
+from zkconsumer.spark.broker_offsets import explicit_starts_for
+from zkconsumer.spark.broker_trouble import Answers, TroubleClock, names
 from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
 from zkconsumer.spark.kafka_read import RangeReading
 from zkconsumer.spark.offsets import (
-    DataLossError,
     Key,
     batch_ranges,
     decode_epochs,
@@ -28,8 +28,9 @@ from zkconsumer.spark.offsets import (
     settle,
 )
 from zkconsumer.spark.options import SourceOptions
-from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_stale, split_trailing
+from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
 from zkconsumer.spark.stream_member import StreamMember
+from zkconsumer.spark.topic_loss import replayed_ranges, still_counted
 from zkconsumer.spark.triggers import PAUSE_S, AvailableNowIncomplete, AvailableNowRun, TriggerAdmission, wait_bound_s
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
@@ -54,9 +55,10 @@ except ImportError:  # 4.0/4.1: the stand-ins let batch reads import; streamRead
 
 
 log = logging.getLogger("zkconsumer.spark.source")
-# Offsets sub-object: topic -> [incarnation, partition count] when the query started. Partitions
-# of it follow startingOffsets/ignoreCommittedOffsets whenever the query first claims them; others
-# (added later, a new topic, a re-created one) start at the group's offset, else earliest.
+# initialOffset()'s sub-object: topic -> [incarnation, partition count] when the query started.
+# Those partitions follow the starting options at the query's first trigger that owns anything;
+# others (added later, a new topic, a re-created one) and every later claim start at the group's
+# offset, else earliest. Not carried into batch ends: the options apply once.
 START = "@start"
 
 
@@ -80,7 +82,14 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         self.opts = opts
         self._reader_conf = opts.reader_config()
         self.member = member if member is not None else StreamMember(opts)
-        self._resumed = False  # the first latestOffset of a process follows the checkpoint
+        # Partitions that follow the checkpoint, not ZooKeeper: those owned at the process's first
+        # trigger that owns anything, until each is planned (None: no such trigger yet)
+        # (key -> the claim it was owned under: released and claimed again, it no longer counts)
+        self._resume: dict[Key, Any] | None = None
+        self._by_rules: dict[Key, Any] = {}  # a new query's partitions still to start by its starting options
+        self._trouble = TroubleClock(opts.unreadable_timeout_ms)  # broker trouble per partition
+        self.clock = time.monotonic  # tests pass their own clock and sleep
+        self.sleep = time.sleep
         self._last_end: dict[str, Any] | None = None
         self._run: AvailableNowRun | None = None  # Trigger.AvailableNow: targets, and the wait for them
         self._latest: dict[Key, int] = {}
@@ -112,23 +121,20 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
 
         Spark keeps only batch ends and asks again when it replays batch 0 after a restart; the
         answer may differ by then, so the batch planned from this one records every start ("@from").
-        The subscription's partitions now are recorded too (START): those the query claims later
-        start by the same rules. Brokers that do not answer leave the starts to the first trigger.
+        The subscription's partitions now are recorded too (START): those the query first plans
+        later start by the same rules. A partition the brokers do not answer for is left to the
+        first trigger they answer (broker trouble counts towards unreadablePartitionTimeoutMs).
         """
         owned = self.member.owned()
-        explicit = explicit_starts_for(self.opts, owned, self.member.bootstrap)  # timestamps resolved
-        wanted = {k: self._new_query_start(k, zk, explicit) for k, zk in owned.items()}
-        try:
-            spans = self.member.spans(list(wanted))
-        except OffsetsUnavailable as exc:
-            log.warning("%s; the query's starts are planned at the first trigger the brokers answer", exc)
-            doc = encode_offsets({}, initial=True)
-        else:
-            positions = {
-                k: settle(k, pos, *spans[k], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True)
-                for k, pos in wanted.items()
-            }
-            doc = encode_offsets(positions, epochs=self.member.epochs(owned), initial=True)
+        explicit = explicit_starts_for(self.opts, owned, self.member.times)  # timestamps resolved
+        spans = self.member.spans(list(owned))
+        trouble = self._troubled(owned, spans.trouble, explicit.trouble, what="the query's start")
+        wanted = {k: self._new_query_start(k, zk, explicit.found) for k, zk in owned.items() if k not in trouble}
+        positions = {
+            k: settle(k, pos, *spans.found[k], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True)
+            for k, pos in wanted.items()
+        }
+        doc = encode_offsets(positions, epochs=self.member.epochs(positions), initial=True)
         try:
             doc[START] = {t: [e, n] for t, (e, n) in sorted(self.member.subscription().items())}
         except ZOOKEEPER_FAILURES as exc:
@@ -140,7 +146,7 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         self._last_end = doc
         return doc
 
-    def _new_query_start(self, key: Key, committed: int, explicit: dict[Key, int]) -> int:
+    def _new_query_start(self, key: Key, committed: int, explicit: Mapping[Key, int]) -> int:
         """`explicit`: startingOffsets' entries with the starting timestamps resolved (explicit_starts_for)."""
         return initial_position(
             key,
@@ -150,6 +156,24 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
             ignore_committed=self.opts.ignore_committed,
         )
 
+    def _troubled(self, owned: Mapping[Key, int], *trouble: Mapping[Key, str], what: str) -> dict[Key, str]:
+        """The one rule for broker trouble: the partitions the brokers left unanswered (after every
+        fetchOffset.numRetries attempt) are not planned now, the others are; a partition unreadable
+        past unreadablePartitionTimeoutMs fails the query naming it (broker_trouble.TroubleClock)."""
+        merged = {k: why for t in trouble for k, why in t.items()}
+        now = self.clock() * 1000.0
+        self._trouble.forget([k for k in self._trouble.since if k not in owned])
+        self._trouble.saw([k for k in owned if k not in merged], merged, now)
+        if merged:
+            log.warning(
+                "planning no new data for %s this trigger (group %s): the brokers did not answer (%s)",
+                names(merged),
+                self.opts.group_id,
+                next(iter(merged.values())),
+            )
+        self._trouble.check(now, what)
+        return merged
+
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.opts.max_offsets_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
@@ -158,12 +182,16 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         """The run's targets: the log end of every partition owned now (one owned later: its log end
         when first planned). latestOffset() then returns its start only once every target is read."""
         owned = list(self.member.owned())
-        try:
-            targets: dict[Key, int | None] = {k: high for k, (_, high) in self.member.spans(owned).items()}
-        except OffsetsUnavailable as exc:
-            log.warning("%s; the run's targets are set at its first trigger the brokers answer", exc)
-            targets = dict.fromkeys(owned)
-        self._run = AvailableNowRun(targets, wait_bound_s(self.opts.config))
+        spans = self.member.spans(owned)
+        targets: dict[Key, int | None] = {k: spans.found[k][1] if k in spans.found else None for k in owned}
+        if spans.trouble:
+            log.warning(
+                "the brokers did not give the log ends of %s (%s): their targets are set at the run's first "
+                "trigger they answer",
+                names(spans.trouble),
+                next(iter(spans.trouble.values())),
+            )
+        self._run = AvailableNowRun(targets, wait_bound_s(self.opts.config), clock=self.clock)
 
     @phase_timings.timed("planner.latestOffset")
     def latestOffset(self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None) -> dict[str, Any]:
@@ -188,7 +216,7 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
                     f"{run.wait_s:.0f} s: {why}. Run it again once these partitions are this query's"
                 )
             log.info("Trigger.AvailableNow run not done (%s): planning again in %.0f s", why, PAUSE_S)
-            time.sleep(PAUSE_S)
+            self.sleep(PAUSE_S)
 
     def _plan(self, start: dict[str, Any], limit: ReadLimit | None) -> dict[str, Any]:
         """One trigger's plan: the next batch's end offsets, or `start` itself when nothing is new."""
@@ -202,37 +230,62 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
             )
             return start
         owned = self.member.owned()
+        if self._run is not None:
+            self._run.owns(owned)
         self.member.remember(canonical(start))
-        # The first trigger that owns anything: one that waits for a dead predecessor's owner nodes
-        # (a driver killed before its session expired) owns nothing and must not use it up.
-        first, self._resumed = not self._resumed and bool(owned), self._resumed or bool(owned)
         recorded, current = decode_epochs(start), self.member.epochs(owned)
-        known = self._same_incarnation(before, recorded, current)
-        if first and not is_initial(start):
-            self._report_restart(start, {k: v for k, v in known.items() if k in owned}, owned)
-        started = start.get(START) or {}
+        deleted = self._deleted_topics(before, owned)
+        known = still_counted(before, recorded, current, deleted, fail_on_data_loss=self.opts.fail_on_data_loss)
+        if self._resume is None and owned:
+            # The first trigger that owns anything (one that waits for a dead predecessor's owner
+            # nodes owns nothing and must not use it up): these partitions follow the checkpoint
+            # until each is planned, even if broker trouble keeps one from this trigger's plan.
+            self._resume = {k: self.member.claim_of(k) for k in owned}
+            if is_initial(start):
+                # A new query's start: its starting options apply to these partitions, once (as
+                # Spark applies them once); partitions it claims later start at the group's offset.
+                started = start.get(START) or {}
+                self._by_rules = {
+                    k: self.member.claim_of(k)
+                    for k in owned
+                    if k not in known and self._under_start_rules(k, started, current)
+                }
+            else:
+                self._report_restart(start, {k: v for k, v in known.items() if k in owned}, owned)
+        # Only under the same claim: one released meanwhile (broker trouble kept it from the first
+        # plan) may have been read and committed by another member, whose progress then counts.
+        resume = {k for k, c in (self._resume or {}).items() if k in owned and self.member.claim_of(k) is c}
+        by_rules = sorted(
+            k for k, c in self._by_rules.items() if k in owned and k not in known and self.member.claim_of(k) is c
+        )
+        explicit = explicit_starts_for(self.opts, by_rules, self.member.times) if by_rules else Answers({})
         wanted: dict[Key, int] = {}
         for key, committed in owned.items():
             if key not in known:
-                wanted[key] = self._claimed_start(key, committed, started, current)
-            elif first:  # a (re)started query follows its checkpoint
+                wanted[key] = (
+                    self._new_query_start(key, committed, explicit.found)
+                    if key in by_rules
+                    else initial_position(key, committed, explicit={}, fallback="earliest", ignore_committed=False)
+                )
+            elif key in resume:  # a (re)started query follows its checkpoint
                 wanted[key] = known[key]
             else:  # back after another member had it: skip what that member already consumed
                 wanted[key] = max(known[key], committed)
-        try:
-            spans = self.member.spans(list(owned))
-        except OffsetsUnavailable as exc:
-            # Broker trouble that passes (a restart, a leader election): like ZooKeeper trouble,
-            # plan nothing this trigger rather than end the query.
-            log.warning("planning no new data for group %s this trigger: %s", self.opts.group_id, exc)
-            return start
+        spans = self.member.spans(list(owned))
+        trouble = self._troubled(owned, spans.trouble, explicit.trouble, what="the log offsets or times")
         starts = dict(known)
         for key, pos in wanted.items():
+            if key in trouble:
+                continue  # not planned now: it keeps its position (or stays untracked) until answered
             starts[key] = settle(
-                key, pos, *spans[key], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True
+                key, pos, *spans.found[key], fail_on_data_loss=self.opts.fail_on_data_loss, past_end_to_end=True
             )
             if key not in known:
                 log.info("%s-%d starts at offset %d: new to the query", key[0], key[1], starts[key])
+        owned = {k: v for k, v in owned.items() if k not in trouble}
+        if self._resume is not None:
+            self._resume = {k: c for k, c in self._resume.items() if k in resume and k in trouble}  # the rest planned
+            self._by_rules = {k: c for k, c in self._by_rules.items() if k in by_rules and k in trouble}
         # Spark asks for the next batch only once the batch ending at `start` completed (and was
         # recorded in the commit log): that progress is safe to show the group's tools now. (The
         # member also writes again what an earlier trigger failed to write.)
@@ -254,7 +307,7 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
                 else:
                     starts.pop(key, None)
         froms = {k: v for k, v in starts.items() if v != before.get(k)}
-        highs = {k: spans[k][1] for k in owned}
+        highs = {k: spans.found[k][1] for k in owned}
         self._latest = highs
         if self._run is not None:
             highs = self._run.cap(highs)
@@ -269,8 +322,6 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         if is_initial(start):
             froms = starts  # batch 0: replayed from these even if initialOffset() answers otherwise
         self._last_end = encode_offsets(positions, froms, epochs)
-        if started:
-            self._last_end[START] = started
         self.member.remember(canonical(self._last_end))
         return self._last_end
 
@@ -281,16 +332,16 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
             return False
         return self._admission.delay(sum(max(0, n) for n in backlog.values()), time.monotonic() * 1000.0)
 
-    def _claimed_start(self, key: Key, committed: int, started: dict[str, Any], current: dict[str, int]) -> int:
-        """Where a partition new to the query starts. One that existed when the query started (same
-        topic incarnation) follows the new query's rules, whenever it is claimed; one that came
-        later starts at the group's offset, else earliest (as Spark reads newly discovered
-        partitions), so messages produced before the next trigger are read."""
+    @staticmethod
+    def _under_start_rules(key: Key, started: dict[str, Any], current: dict[str, int]) -> bool:
+        """Whether a partition owned at a new query's first trigger that owns anything follows the
+        starting options: one that existed when the query started (same topic incarnation). One
+        that came later, like every partition claimed after that trigger, starts at the group's
+        offset, else earliest (as Spark reads newly discovered partitions), so messages produced
+        before the next trigger are read."""
         topic, partition = key
         then = started.get(topic)
-        if then is not None and partition < then[1] and current.get(topic, then[0]) == then[0]:
-            return self._new_query_start(key, committed, explicit_starts_for(self.opts, [key], self.member.bootstrap))
-        return initial_position(key, committed, explicit={}, fallback="earliest", ignore_committed=False)
+        return then is not None and partition < then[1] and current.get(topic, then[0]) == then[0]
 
     def _report_restart(self, start: dict[str, Any], checkpoint: dict[Key, int], zookeeper: dict[Key, int]) -> None:
         """A resumed query follows its checkpoint, not ZooKeeper: say so loudly where they disagree
@@ -326,20 +377,17 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
                 hint,
             )
 
-    @staticmethod
-    def _same_incarnation(before: dict[Key, int], recorded: dict[str, int], current: dict[str, int]) -> dict[Key, int]:
-        """The tracked positions that still mean something: those of a topic deleted and created
-        again since they were counted belong to the old log, and are dropped."""
-        gone = {t for t, e in current.items() if t in recorded and recorded[t] != e}
-        for topic in sorted(gone):
-            log.warning(
-                "topic %s was deleted and created again (incarnation %d, was %d): its positions "
-                "in the checkpoint are dropped; its partitions start over",
-                topic,
-                current[topic],
-                recorded[topic],
-            )
-        return {k: v for k, v in before.items() if k[0] not in gone}
+    def _deleted_topics(self, before: Mapping[Key, int], owned: Mapping[Key, int]) -> set[str]:
+        """Tracked topics of which no partition is owned now and whose node is gone from ZooKeeper
+        (one look-up, only for topics the query tracks but owns nothing of)."""
+        unowned = sorted({k[0] for k in before} - {k[0] for k in owned})
+        if not unowned:
+            return set()
+        try:
+            return {t for t, epoch in self.member.topic_epochs(unowned).items() if epoch is None}
+        except ZOOKEEPER_FAILURES as exc:
+            log.warning("could not tell whether %s still exist (%s)", ", ".join(unowned), describe_error(exc))
+            return set()
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return encode_offsets(self._latest) if self._latest else None
@@ -365,17 +413,8 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         topics = sorted({k[0] for k, _, _ in ranges if k[0] in recorded})
         if not topics:
             return ranges
-        kept, stale = split_stale(ranges, recorded, self.member.topic_epochs(topics))
-        if stale:
-            what = "; ".join(s.describe() for s in stale)
-            if self.opts.fail_on_data_loss:
-                raise DataLossError(
-                    f"replaying a batch from the checkpoint: {what}. Its offsets belong to the old topic and "
-                    "are gone. Set failOnDataLoss=false to skip them (the topic is then read from its new "
-                    "start), or start the query with a new checkpoint location"
-                )
-            log.warning("replaying a batch from the checkpoint: %s; skipping its ranges (failOnDataLoss=false)", what)
-        return kept
+        now = self.member.topic_epochs(topics)
+        return replayed_ranges(ranges, recorded, now, fail_on_data_loss=self.opts.fail_on_data_loss)
 
     @phase_timings.timed("planner.commit")
     def commit(self, end: dict[str, Any]) -> None:

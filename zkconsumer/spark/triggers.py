@@ -63,9 +63,11 @@ def wait_bound_s(config: ConsumerConfig) -> float:
 
 class AvailableNowRun:
     """The targets prepareForTriggerAvailableNow set (None: a partition owned then whose log end the
-    brokers did not give yet; a partition claimed later gets the log end of its first plan), and the
-    deadline for the trigger that waits. Spark ends the run the first time latestOffset() returns
-    its start: the reader returns start only when `unread` is empty, and fails the run otherwise."""
+    brokers did not give yet; a partition the run comes to own gets the log end of its first plan),
+    and the deadline for the trigger that waits. Every partition the run owned at any trigger is
+    its own to finish: Spark ends the run the first time latestOffset() returns its start, so the
+    reader returns start only when `unread` is empty (and the run owned something, if the
+    subscription has partitions), and fails the run naming what is left otherwise."""
 
     def __init__(
         self,
@@ -77,6 +79,12 @@ class AvailableNowRun:
         self.wait_s = wait_s
         self._clock = clock
         self._deadline: float | None = None
+
+    def owns(self, keys: Iterable[Key]) -> None:
+        """Partitions the run owns now: each is the run's until it reaches its target, even when no
+        trigger could plan it yet (a lease blip, broker trouble, a rebalance moving it on)."""
+        for key in keys:
+            self.targets.setdefault(key, None)
 
     def cap(self, highs: Mapping[Key, int]) -> dict[Key, int]:
         """The planned log ends, never past a partition's target (set here for new partitions)."""
@@ -104,8 +112,10 @@ class AvailableNowRun:
     def unfinished(self, member: Any, positions: Mapping[Key, int], highs: Mapping[Key, int]) -> str | None:
         """Why a run whose trigger planned nothing is not done (None: it is), naming each partition
         and its owner. `member` is the reader's StreamMember."""
+        owned = member.owned()
+        self.owns(owned)
         unread = self.unread(positions, highs)
-        if not unread and not self.targets and not member.owned():
+        if not unread and not self.targets:
             # Nothing owned yet: a crashed predecessor's owner nodes live until its session expires.
             try:
                 keys = [(t, p) for t, (_, n) in member.subscription().items() for p in range(n)]
