@@ -34,6 +34,7 @@ OWNERSHIP_NAMES = {
     Ownership.UNOWNED: "unowned",
     Ownership.OWNER_GONE: "owner-gone",
     Ownership.FOREIGN_SESSION: "foreign-session",
+    Ownership.UNSUBSCRIBED: "unsubscribed",
 }
 
 
@@ -58,10 +59,16 @@ class Sample:
     members: tuple[str, ...]
 
 
-def ownership_of(owner: str | None, owner_session: int | None, member_sessions: Mapping[str, int]) -> Ownership:
-    """What an owner node says, against the registered members (consumer id -> registration's session)."""
+def ownership_of(
+    owner: str | None, owner_session: int | None, member_sessions: Mapping[str, int], subscribed: bool = True
+) -> Ownership:
+    """What an owner node says, against the registered members (consumer id -> registration's session).
+
+    `subscribed`: whether a registered member subscribes to the partition's topic. A partition
+    without owner whose topic nobody subscribes to while members are registered is UNSUBSCRIBED
+    (a retired topic's offsets); with no member at all it stays UNOWNED (the group stopped)."""
     if owner is None:
-        return Ownership.UNOWNED
+        return Ownership.UNSUBSCRIBED if member_sessions and not subscribed else Ownership.UNOWNED
     try:
         consumer_id = znodes.consumer_id_of_thread(owner)
     except ValueError:

@@ -88,6 +88,9 @@ class Ownership(enum.Enum):
     UNOWNED = "no owner node"
     OWNER_GONE = "owner is not a registered member"
     FOREIGN_SESSION = "owner node held by another session than its member's registration"
+    # No owner, and no registered member subscribes to the topic: offsets left from a retired or
+    # renamed topic. Not a rebalance's to mend (its plan covers subscribed topics only).
+    UNSUBSCRIBED = "no registered member subscribes to its topic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,12 @@ def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
     """One partition's status and why: ownership first, then Burrow's rules on its commits."""
     lag = None if facts.log_end is None else max(0, facts.log_end - (facts.committed or 0))
     age = None if facts.committed is None or not facts.log_ends else lag_age(facts.committed, facts.log_ends, now_ms)
+    if facts.ownership is Ownership.UNSUBSCRIBED:
+        # Left behind, not late: warned of (a member may have dropped a topic by mistake), never ERR;
+        # its lag is left out of the group's (group_verdict) and the exporter forgets it later.
+        waiting = "its log end is unknown" if lag is None else f"{lag} messages are left behind"
+        reason = f"no registered member subscribes to its topic ({waiting}): a retired or renamed topic?"
+        return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
     if facts.ownership is Ownership.UNOWNED:
         if lag:
             return PartitionVerdict(LagStatus.ERR, None, lag, age, facts.ownership)
@@ -186,5 +195,6 @@ def group_verdict(
             f"{len(idle)} registered members own nothing ({', '.join(idle)}) while {partitions_text(unowned)} "
             "have no owner: a rebalance gave up",
         )
-    total = sum(v.lag or 0 for v in partitions.values())
+    # A retired topic's messages wait for nobody: counted, they would keep "lag growing" alerts up.
+    total = sum(v.lag or 0 for v in partitions.values() if v.ownership is not Ownership.UNSUBSCRIBED)
     return GroupVerdict(status, reasons, dict(partitions), total)

@@ -59,6 +59,16 @@ def _listen(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
     help="Judge each partition's commits over this long (Burrow's rules), keeping a sample per interval.",
 )
 @click.option("--groups", "pattern", callback=_regex, metavar="REGEX", help="Only the groups this fully matches.")
+@click.option(
+    "--forget-retired-topics-after",
+    "retired_after",
+    type=click.FloatRange(min=0.0),
+    default=7.0,
+    show_default=True,
+    metavar="DAYS",
+    help="A topic of a group that no registered member subscribes to (a retired or renamed topic) is "
+    "WARN, never ERR or unowned, and is left out once its last commit is this old (0: at once).",
+)
 @bootstrap_option
 @expected_errors
 def exporter(
@@ -69,6 +79,7 @@ def exporter(
     interval: float,
     window: float,
     pattern: re.Pattern[str] | None,
+    retired_after: float,
     brokers: BrokerAccess,
 ) -> None:
     """Serve every group's lag, ownership and verdict until stopped (SIGTERM or Ctrl-C).
@@ -118,6 +129,7 @@ def exporter(
                 window_s=window,
                 groups=pattern,
                 zk_timeout_s=zk_timeout,
+                retired_after_s=retired_after * 86400.0,
             )
         except OSError as exc:
             raise CliError(f"cannot listen on {listen[0]}:{listen[1]}: {exc}", EXIT_USAGE) from None

@@ -19,7 +19,7 @@ from zkconsumer.exporter.history import LagHistory
 from zkconsumer.exporter.log_ends import LogEnds
 from zkconsumer.exporter.registrations import Registrations
 from zkconsumer.exporter.server import Body, HttpServer
-from zkconsumer.exporter.view import ClusterView, ViewState
+from zkconsumer.exporter.view import RETIRED_AFTER_S, ClusterView, ViewState
 from zkconsumer.zookeeper.client import ZkIO
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,7 @@ class Exporter:
         window_s: float,
         groups: re.Pattern[str] | None = None,
         zk_timeout_s: float = 10.0,
+        retired_after_s: float | None = RETIRED_AFTER_S,
     ) -> None:
         self.client = client
         self.log_ends = log_ends
@@ -65,6 +66,7 @@ class Exporter:
             window_s=window_s,
             interval_s=interval_s,
             groups=groups,
+            retired_after_s=retired_after_s,
         )
         self.history = LagHistory(interval_s)  # the web page's chart: each group's lag over the last hour
         self.registrations = Registrations(self.view.io)  # the web page's members

@@ -14,7 +14,7 @@ from zkconsumer.admin import NOT_JUDGED, GroupVerdict, Judged, judge_runs
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.errors import ZkDataError, ZooKeeperAccessDenied
 from zkconsumer.exporter.group_watch import GroupWatch
-from zkconsumer.exporter.sampling import GroupSample, Topic, group_records, interesting_topics
+from zkconsumer.exporter.sampling import GroupSample, Topic, group_records, subscribed_topics
 from zkconsumer.exporter.window import GroupWindow, WindowSnapshot
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
@@ -22,6 +22,9 @@ from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.watched import WatchedFolder, WatchedNodes
 
 CONSUMERS = "/consumers"
+# A topic nobody subscribes to is forgotten this long after its last commit (Burrow's expire-group
+# and Kafka's offsets.retention.minutes default to the same 7 days).
+RETIRED_AFTER_S = 7 * 24 * 3600.0
 log = logging.getLogger(__name__)
 
 
@@ -88,9 +91,11 @@ class ClusterView:
         window_s: float,
         interval_s: float,
         groups: re.Pattern[str] | None = None,
+        retired_after_s: float | None = RETIRED_AFTER_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.io = io
+        self.retired_after_ms = None if retired_after_s is None else int(retired_after_s * 1000)
         self.log_ends = log_ends
         self.pattern = groups
         self.interval_s = interval_s
@@ -132,7 +137,7 @@ class ClusterView:
             self._judged.pop(gone, None)
         all_topics = self._topic_list.names()
         read = {}
-        wanted: dict[str, tuple[set[str], list[str]]] = {}
+        wanted: dict[str, tuple[set[str], set[str], list[str]]] = {}
         unreadable: dict[str, str] = {}
         for group in names:
             watch = self._watches.get(group)
@@ -144,8 +149,9 @@ class ClusterView:
                 unreadable[group] = str(exc)
                 continue
             problems: list[str] = []
-            wanted[group] = (interesting_topics(group, nodes, all_topics, problems), problems)
-        topics = self._topics({t for topic_set, _ in wanted.values() for t in topic_set})
+            subscribed = subscribed_topics(group, nodes.members, all_topics, problems)
+            wanted[group] = (set(nodes.topics) | subscribed, subscribed, problems)
+        topics = self._topics({t for topic_set, _, _ in wanted.values() for t in topic_set})
         # Only partitions /brokers/topics lists: librdkafka fails a whole ListOffsets batch whose
         # leader lookup times out, which one offset node of a deleted topic would cause.
         keys = {(t, p) for t, topic in topics.items() for p in topic.partitions}
@@ -153,8 +159,18 @@ class ClusterView:
         at_ms = int(self._clock() * 1000)  # after the log ends: every commit seen was made before
         groups = {}
         for group in read:
-            topic_set, problems = wanted[group]
-            meta, records = group_records(group, read[group], topics, topic_set, ends, at_ms, problems)
+            topic_set, subscribed, problems = wanted[group]
+            meta, records = group_records(
+                group,
+                read[group],
+                topics,
+                topic_set,
+                ends,
+                at_ms,
+                problems,
+                subscribed=subscribed,
+                retired_after_ms=self.retired_after_ms,
+            )
             window = self._windows.get(group)
             if window is None:
                 window = self._windows[group] = GroupWindow(self.max_samples)

@@ -1,0 +1,98 @@
+"""The operator review's cases (issue 53) over the exporter's pure parts: what a messy real cluster's groups read as."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from zkconsumer.admin import LagStatus, Ownership, group_status
+from zkconsumer.exporter.advice import what_to_do
+from zkconsumer.exporter.families import render_view
+from zkconsumer.exporter.group_watch import GroupNodes
+from zkconsumer.exporter.sampling import GroupSample, Topic, group_sample
+from zkconsumer.exporter.view import GroupState, ViewState
+from zkconsumer.exporter.window import GroupWindow
+
+GROUP = "g"
+DAY_MS = 86_400_000
+NOW_MS = 100 * DAY_MS
+
+
+def registration(*topics: str) -> bytes:
+    subscription = ",".join(f'"{t}":1' for t in topics)
+    return f'{{"version":1,"subscription":{{{subscription}}},"pattern":"static","timestamp":"1"}}'.encode()
+
+
+def state_of(samples: tuple[GroupSample, ...]) -> ViewState:
+    verdict = group_status([s.sample for s in samples])
+    return ViewState(
+        samples[-1].sample.at_ms, {GROUP: GroupState(GROUP, GroupWindow.of(samples).snapshot(), verdict)}, 1.0
+    )
+
+
+def metrics(state: ViewState) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(b"".join(render_view(state)).decode()):
+        for s in family.samples:
+            out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+def retired_topic_group(last_commit_ms: int) -> GroupNodes:
+    """A member on "new" owns its partition; offsets are left on "old", which nobody subscribes to."""
+    return GroupNodes(
+        {f"{GROUP}_a": (registration("new"), 7)},
+        {("new", 0): (b"10", 3, NOW_MS - 1_000), ("old", 0): (b"5", 2, last_commit_ms)},
+        {("new", 0): (f"{GROUP}_a-0".encode(), 7)},
+        frozenset(),
+        frozenset({"new", "old"}),
+    )
+
+
+TOPICS = {"new": Topic((0,), 1), "old": Topic((0,), 1)}
+ENDS = {("new", 0): 10, ("old", 0): 500}
+
+
+def sample_retired(last_commit_ms: int, retired_after_ms: int | None, at_ms: int = NOW_MS) -> GroupSample:
+    return group_sample(
+        GROUP,
+        retired_topic_group(last_commit_ms),
+        TOPICS,
+        {"new", "old"},
+        ENDS,
+        at_ms,
+        subscribed={"new"},
+        retired_after_ms=retired_after_ms,
+    )
+
+
+def test_a_retired_topic_is_not_unowned_nor_err_nor_lag() -> None:
+    samples = (sample_retired(NOW_MS - DAY_MS, 7 * DAY_MS, NOW_MS - 1_000), sample_retired(NOW_MS - DAY_MS, 7 * DAY_MS))
+    state = state_of(samples)
+    verdict = state.groups[GROUP].verdict
+    old = verdict.partitions[("old", 0)]
+    assert old.ownership is Ownership.UNSUBSCRIBED and old.status is LagStatus.WARN
+    assert "no registered member subscribes" in old.reason and "495 messages" in old.reason
+    assert verdict.status is LagStatus.WARN and verdict.total_lag == 0  # the member on "new" is caught up
+    exposed = metrics(state)
+    assert exposed["zkconsumer_group_unowned_partitions"] == {(("group", GROUP),): 0.0}
+    assert exposed["zkconsumer_group_lag"] == {(("group", GROUP),): 0.0}
+    assert exposed["zkconsumer_partition_lag"][(("group", GROUP), ("partition", "0"), ("topic", "old"))] == 495.0
+    steps = what_to_do(GROUP, verdict, ["g_a"], ())
+    assert not any("rebalance" in step for step in steps), steps  # its plan would find nothing to do
+    assert any("retired" in step for step in steps), steps
+
+
+def test_a_retired_topic_is_forgotten_after_its_last_commit_is_old_enough() -> None:
+    kept = sample_retired(NOW_MS - 6 * DAY_MS, 7 * DAY_MS).sample.partitions
+    forgotten = sample_retired(NOW_MS - 8 * DAY_MS, 7 * DAY_MS).sample.partitions
+    never = sample_retired(NOW_MS - 80 * DAY_MS, None).sample.partitions
+    assert ("old", 0) in kept and ("old", 0) in never
+    assert sorted(forgotten) == [("new", 0)]
+    assert group_status([sample_retired(NOW_MS - 8 * DAY_MS, 7 * DAY_MS).sample]).status is LagStatus.OK
+
+
+def test_a_memberless_group_keeps_its_partitions_unowned() -> None:
+    """No member at all: the group stopped (GroupStopped's case), not a retired topic."""
+    nodes = GroupNodes({}, {("old", 0): (b"5", 2, NOW_MS)}, {}, frozenset(), frozenset({"old"}))
+    taken = group_sample(GROUP, nodes, TOPICS, {"old"}, ENDS, NOW_MS, subscribed=set(), retired_after_ms=0)
+    assert taken.sample.partitions[("old", 0)].ownership is Ownership.UNOWNED
