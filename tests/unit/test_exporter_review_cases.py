@@ -96,3 +96,33 @@ def test_a_memberless_group_keeps_its_partitions_unowned() -> None:
     nodes = GroupNodes({}, {("old", 0): (b"5", 2, NOW_MS)}, {}, frozenset(), frozenset({"old"}))
     taken = group_sample(GROUP, nodes, TOPICS, {"old"}, ENDS, NOW_MS, subscribed=set(), retired_after_ms=0)
     assert taken.sample.partitions[("old", 0)].ownership is Ownership.UNOWNED
+
+
+def lost_owners(parts: int, ends: int) -> ViewState:
+    """A group of `parts` partitions whose member is registered but owns nothing (a rebalance gave up)."""
+    nodes = GroupNodes(
+        {f"{GROUP}_a": (registration("t"), 7)},
+        {("t", p): (b"0", 2, NOW_MS) for p in range(parts)},
+        {},
+        frozenset(),
+        frozenset({"t"}),
+    )
+    lag = {("t", p): ends + p % 3 for p in range(parts)}
+    return state_of((group_sample(GROUP, nodes, {"t": Topic(tuple(range(parts)), 1)}, {"t"}, lag, NOW_MS),))
+
+
+def test_label_values_are_bounded_and_do_not_change_with_the_flagged_partitions() -> None:
+    """The review's 63,405-byte `reason` label of a 4,096-partition group: Prometheus with a
+    label_value_length_limit rejects the whole scrape, and each change of the flagged set minted a series."""
+    big, other = lost_owners(4096, 5), lost_owners(4096, 0)
+    assert big.groups[GROUP].verdict.status is LagStatus.ERR
+    exposed = metrics(big)
+    longest = max(len(v) for family in exposed.values() for labels in family for _k, v in labels)
+    assert longest <= 64, longest
+    # the same series whatever is flagged: the label sets of the group families are the same
+    others = metrics(other)
+    assert {n: set(f) for n, f in exposed.items() if n.startswith("zkconsumer_group_status")} == {
+        n: set(f) for n, f in others.items() if n.startswith("zkconsumer_group_status")
+    }
+    by_status = exposed["zkconsumer_group_partitions_by_status"]
+    assert by_status[(("group", GROUP), ("status", "ERR"))] == 4096.0 and len(by_status) == 7

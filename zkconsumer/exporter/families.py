@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from zkconsumer.admin import OWNERSHIP_NAMES, Ownership, PartitionVerdict, Record, group_why
+from zkconsumer.admin import OWNERSHIP_NAMES, GroupVerdict, LagStatus, Ownership, PartitionVerdict, Record
 from zkconsumer.exporter.view import GroupState, ViewState
 from zkconsumer.partitions import TopicPartition
 
@@ -33,8 +33,10 @@ class Spec:
 FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_group_status", "gauge", GROUP, "The group's verdict as Burrow's status code: 0 NOTFOUND, 1 OK, "
          "2 WARN, 3 ERR (a group is at worst ERR)"),
-    Spec("zkconsumer_group_status_info", "gauge", (*GROUP, "status", "reason"), "Always 1: the group's verdict "
-         "by name and why (admin.group_lag.group_why)"),
+    Spec("zkconsumer_group_status_info", "gauge", (*GROUP, "status"), "Always 1: the group's verdict by name "
+         "(why is in the JSON API and on the page: free text makes no label)"),
+    Spec("zkconsumer_group_partitions_by_status", "gauge", (*GROUP, "status"), "The group's partitions by "
+         "verdict: NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND (each always present)"),
     Spec("zkconsumer_group_members", "gauge", (*GROUP, "kind"), "Registered members (/consumers/<group>/ids) by "
          "kind: zkconsumer or scala"),
     Spec("zkconsumer_group_member_info", "gauge", (*GROUP, "member", "kind"), "Always 1: one registered member "
@@ -148,8 +150,10 @@ def _group_lines(name: str, groups: Rows, lines: list[str]) -> None:
         if name == "zkconsumer_group_status":
             lines.append(f'{name}{{group="{g}"}} {_number(int(verdict.status))}\n')
         elif name == "zkconsumer_group_status_info":
-            why = _escape(group_why(verdict))
-            lines.append(f'{name}{{group="{g}",status="{verdict.status.name}",reason="{why}"}} 1.0\n')
+            lines.append(f'{name}{{group="{g}",status="{verdict.status.name}"}} 1.0\n')
+        elif name == "zkconsumer_group_partitions_by_status":
+            for status, count in _by_status(verdict).items():
+                lines.append(f'{name}{{group="{g}",status="{status}"}} {_number(count)}\n')
         elif name == "zkconsumer_group_members":
             for kind in ("zkconsumer", "scala"):
                 count = sum(1 for k in last.member_kinds.values() if k == kind)
@@ -209,6 +213,13 @@ def _partition_lines(name: str, groups: Rows, lines: list[str]) -> None:
                 add(f'{name}{{{labels},owner="{owner}",ownership="{OWNERSHIP_NAMES[v.ownership]}"}} 1.0\n')
 
 
+def _by_status(verdict: GroupVerdict) -> dict[str, int]:
+    counts = dict.fromkeys((status.name for status in LagStatus), 0)
+    for v in verdict.partitions.values():
+        counts[v.status.name] += 1
+    return counts
+
+
 def _partition_labels(group: str, topic: str, partition: int) -> str:
     return f'group="{group}",topic="{_escape(topic)}",partition="{partition}"'
 
@@ -218,7 +229,9 @@ def _walk(state: ViewState, add: Add) -> None:
         verdict, window = group.verdict, group.window
         last = window.last_meta
         add("zkconsumer_group_status", [name], int(verdict.status))
-        add("zkconsumer_group_status_info", [name, verdict.status.name, group_why(verdict)], 1)
+        add("zkconsumer_group_status_info", [name, verdict.status.name], 1)
+        for status, count in _by_status(verdict).items():
+            add("zkconsumer_group_partitions_by_status", [name, status], count)
         kinds = sorted(last.member_kinds.items())
         for kind in ("zkconsumer", "scala"):
             add("zkconsumer_group_members", [name, kind], sum(1 for _, k in kinds if k == kind))
