@@ -126,3 +126,60 @@ def test_label_values_are_bounded_and_do_not_change_with_the_flagged_partitions(
     }
     by_status = exposed["zkconsumer_group_partitions_by_status"]
     assert by_status[(("group", GROUP), ("status", "ERR"))] == 4096.0 and len(by_status) == 7
+
+
+def memberless(parts: int, ends: dict[tuple[str, int], int], at_ms: int) -> GroupSample:
+    """A group with no member, offsets at 0 on `parts` partitions of "t"."""
+    nodes = GroupNodes({}, {("t", p): (b"0", 2, NOW_MS) for p in range(parts)}, {}, frozenset(), frozenset({"t"}))
+    return group_sample(GROUP, nodes, {"t": Topic(tuple(range(parts)), 1)}, {"t"}, ends, at_ms)
+
+
+def test_a_broker_gone_keeps_the_lag_it_last_saw_and_says_it_cannot_see() -> None:
+    """The review's real cluster: 30 messages wait per partition, the leader dies; lag read 0, ERR went WARN."""
+    before = memberless(2, {("t", 0): 30, ("t", 1): 30}, NOW_MS - 2_000)
+    after = memberless(2, {}, NOW_MS)
+    state = state_of((before, after))
+    verdict = state.groups[GROUP].verdict
+    assert verdict.status is LagStatus.ERR and verdict.total_lag == 60
+    assert all(v.unseen and v.lag == 30 for v in verdict.partitions.values())
+    exposed = metrics(state)
+    assert exposed["zkconsumer_group_lag"] == {(("group", GROUP),): 60.0}
+    assert exposed["zkconsumer_group_unseen_partitions"] == {(("group", GROUP),): 2.0}
+    assert set(exposed["zkconsumer_partition_lag"].values()) == {30.0}
+
+
+def test_most_of_a_group_unseen_is_never_ok() -> None:
+    """The review's 99 NOTFOUND + 1 OK read OK."""
+    owners = {("t", p): (f"{GROUP}_a-0".encode(), 7) for p in range(100)}
+    nodes = GroupNodes(
+        {f"{GROUP}_a": (registration("t"), 7)},
+        {("t", p): (b"5", 2, NOW_MS) for p in range(100)},
+        owners,
+        frozenset(),
+        frozenset({"t"}),
+    )
+    taken = group_sample(GROUP, nodes, {"t": Topic(tuple(range(100)), 1)}, {"t"}, {("t", 0): 5}, NOW_MS)
+    verdict = group_status([taken.sample])
+    assert verdict.status is LagStatus.WARN
+    assert "99 of 100 partitions unseen" in verdict.reasons[0]
+
+
+def test_an_unowned_partition_with_an_unknown_log_end_is_not_caught_up() -> None:
+    verdict = group_status([memberless(1, {}, NOW_MS).sample]).partitions[("t", 0)]
+    assert verdict.unseen and "caught up" not in verdict.reason and "unknown" in verdict.reason
+
+
+def test_log_ends_are_asked_per_leader_and_never_of_a_partition_without_one() -> None:
+    from types import SimpleNamespace
+
+    from zkconsumer.exporter.log_ends import leaders_of
+
+    def topic(*leaders: int) -> SimpleNamespace:
+        return SimpleNamespace(error=None, partitions={p: SimpleNamespace(leader=b) for p, b in enumerate(leaders)})
+
+    topics = {"a": topic(1, 2, 1), "b": topic(-1, 2), "gone": SimpleNamespace(error="UNKNOWN", partitions={})}
+    wanted = [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("gone", 0), ("c", 0)]
+    by_leader, failed = leaders_of(wanted, topics)
+    assert by_leader == {1: [("a", 0), ("a", 2)], 2: [("a", 1), ("b", 1)]}
+    assert failed[("b", 0)] == "it has no leader (offline)"
+    assert sorted(failed) == [("b", 0), ("c", 0), ("gone", 0)]

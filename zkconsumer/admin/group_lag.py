@@ -223,7 +223,7 @@ def judge_runs(
             # the first waiting message has waited since the run's first sample in the window.
             since = times[max(runs[0][0], first) - first]
             age = LagAge(max(0.0, (now_ms - since) / 1000.0), True, 0.0)
-            verdict = PartitionVerdict(was.status, was.why, was.lag, age, was.ownership)
+            verdict = PartitionVerdict(was.status, was.why, was.lag, age, was.ownership, was.unseen)
         else:
             verdict = judge_partition(run_facts(runs, times, first), judged, now_ms)
         verdicts[key] = verdict

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from zkconsumer.partitions import TopicPartition, partitions_text
@@ -112,6 +112,7 @@ class PartitionVerdict:
     lag: int | None
     age: LagAge | None
     ownership: Ownership
+    unseen: bool = False  # no log end now: `lag` is at least the last log end seen minus the offset
 
     @property
     def reason(self) -> str:
@@ -122,8 +123,17 @@ class PartitionVerdict:
 
 def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
     """One partition's status and why: ownership first, then Burrow's rules on its commits."""
-    lag = None if facts.log_end is None else max(0, facts.log_end - (facts.committed or 0))
+    # No log end now: the last one seen in the window is a lower bound (a log end only grows), so a
+    # broker gone does not turn waiting messages into a lag of 0.
+    end = facts.log_end if facts.log_end is not None else (facts.log_ends[-1][1] if facts.log_ends else None)
+    lag = None if end is None else max(0, end - (facts.committed or 0))
     age = None if facts.committed is None or not facts.log_ends else lag_age(facts.committed, facts.log_ends, now_ms)
+    if facts.log_end is None:
+        return replace(_verdict(facts, lag, age, now_ms), unseen=True)
+    return _verdict(facts, lag, age, now_ms)
+
+
+def _verdict(facts: PartitionFacts, lag: int | None, age: LagAge | None, now_ms: int) -> PartitionVerdict:
     if facts.ownership is Ownership.UNSUBSCRIBED:
         # Left behind, not late: warned of (a member may have dropped a topic by mistake), never ERR;
         # its lag is left out of the group's (group_verdict) and the exporter forgets it later.
@@ -133,6 +143,9 @@ def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
     if facts.ownership is Ownership.UNOWNED:
         if lag:
             return PartitionVerdict(LagStatus.ERR, None, lag, age, facts.ownership)
+        if facts.log_end is None:
+            reason = "nobody owns it; its log end is unknown (no broker answered): messages may wait"
+            return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
         reason = "nobody owns it (caught up so far: new messages will wait)"
         return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
     if facts.ownership is not Ownership.OWNED:
@@ -140,6 +153,8 @@ def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
         return PartitionVerdict(LagStatus.ERR, reason, lag, age, facts.ownership)
     if facts.log_end is None:
         reason = "the log end is not known (no broker answered)"
+        if lag:
+            reason += f": at least {lag} messages waited when it was last seen"
         return PartitionVerdict(LagStatus.NOTFOUND, reason, lag, age, facts.ownership)
     status = lag_status(facts.window, lag or 0, now_ms)
     return PartitionVerdict(status, _reason(status, facts, lag or 0, now_ms), lag, age, facts.ownership)
@@ -189,9 +204,15 @@ def group_verdict(
     idle = sorted(set(members) - set(owning))
     unowned = [tp for tp, v in partitions.items() if v.ownership is Ownership.UNOWNED]
     reasons: tuple[str, ...] = ()
+    unseen = [tp for tp, v in partitions.items() if v.unseen]
+    if 2 * len(unseen) > len(partitions) and status < LagStatus.WARN:
+        # Most of the group out of sight: never OK (the review's 99 NOTFOUND + 1 OK read OK).
+        status = LagStatus.WARN
+        reasons = (f"{len(unseen)} of {len(partitions)} partitions unseen: no broker gave their log end",)
     if idle and unowned:
         status = LagStatus.ERR
         reasons = (
+            *reasons,
             f"{len(idle)} registered members own nothing ({', '.join(idle)}) while {partitions_text(unowned)} "
             "have no owner: a rebalance gave up",
         )

@@ -117,7 +117,12 @@ def exporter(
             warn("serving without log ends (no lag)")
         settings = {**legacy_settings(client), **brokers.settings}
         log_ends = (
-            stack.enter_context(LogEnds(bootstrap, timeout_s=zk_timeout, settings=settings)) if bootstrap else None
+            # bounded by the interval: an offline partition must not stretch every refresh to --zk-timeout
+            stack.enter_context(
+                LogEnds(bootstrap, timeout_s=min(zk_timeout, max(1.0, interval / 2)), settings=settings)
+            )
+            if bootstrap
+            else None
         )
         try:
             served = Exporter(

@@ -43,6 +43,7 @@ def _summary(group: GroupState) -> dict[str, Any]:
         "members": len(group.window.last_meta.member_kinds),  # not group.last: that rebuilds a whole sample
         "partitions": len(verdict.partitions),
         "unowned_partitions": sum(1 for v in verdict.partitions.values() if v.ownership is Ownership.UNOWNED),
+        "unseen_partitions": sum(1 for v in verdict.partitions.values() if v.unseen),
         "total_lag": verdict.total_lag,
     }
 

@@ -160,6 +160,7 @@ class Exporter:
             log_end_reads=0 if self.log_ends is None else self.log_ends.batches,
             groups=len(self.view.state.groups),
             unreadable_groups=len(self.view.state.unreadable),
+            unseen_partitions=self.view.state.unseen_partitions,
         )
 
     def health_doc(self) -> dict[str, Any]:

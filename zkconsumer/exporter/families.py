@@ -44,6 +44,8 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_group_partitions", "gauge", GROUP, "Partitions the group has offsets or owners for or "
          "subscribes to"),
     Spec("zkconsumer_group_unowned_partitions", "gauge", GROUP, "Partitions without an owner node"),
+    Spec("zkconsumer_group_unseen_partitions", "gauge", GROUP, "Partitions no broker gave a log end for at the "
+         "last refresh (their lag is the last one seen, a lower bound)"),
     Spec("zkconsumer_group_lag", "gauge", GROUP, "Messages between the committed offsets and the log ends, summed "
          "over the group's partitions"),
     Spec("zkconsumer_group_max_lag_seconds", "gauge", GROUP, "The longest any partition's first unconsumed message "
@@ -59,7 +61,8 @@ FAMILIES: tuple[Spec, ...] = (
          "a valid offset node)"),
     Spec("zkconsumer_partition_log_end_offset", "gauge", PARTITION, "The brokers' log-end offset (absent when "
          "no broker answered)"),
-    Spec("zkconsumer_partition_lag", "gauge", PARTITION, "Messages between the committed offset and the log end"),
+    Spec("zkconsumer_partition_lag", "gauge", PARTITION, "Messages between the committed offset and the log end "
+         "(while no broker answers: the last log end seen, a lower bound)"),
     Spec("zkconsumer_partition_lag_seconds", "gauge", PARTITION, "How long the first unconsumed message has "
          "waited, exact to the refresh interval (absent before the second sample)"),
     Spec("zkconsumer_partition_owner_info", "gauge", (*PARTITION, "owner", "ownership"), "Always 1: the owner "
@@ -72,9 +75,11 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_exporter_refreshes_total", "counter", ("result",), "Refreshes by result: ok or failed"),
     Spec("zkconsumer_exporter_zookeeper_requests_total", "counter", (), "ZooKeeper reads the exporter sent "
          "(a refresh re-reads only what a watch said changed)"),
-    Spec("zkconsumer_exporter_log_end_reads_total", "counter", (), "Batched log-end reads (ListOffsets, one "
-         "request per partition leader each)"),
+    Spec("zkconsumer_exporter_log_end_reads_total", "counter", (), "Log-end reads (ListOffsets requests, one "
+         "per partition leader per refresh)"),
     Spec("zkconsumer_exporter_groups", "gauge", (), "Groups the exporter watches"),
+    Spec("zkconsumer_exporter_unseen_partitions", "gauge", (), "Partitions of the watched groups no broker gave "
+         "a log end for at the last refresh (offline, leader down, brokers unreachable)"),
     Spec("zkconsumer_exporter_unreadable_groups", "gauge", (), "Groups whose nodes ZooKeeper refused to "
          "the exporter at the last refresh (NoAuth: their ACL; /v1/groups names each and why)"),
 )  # fmt: skip
@@ -94,6 +99,7 @@ class Health:
     log_end_reads: int
     groups: int
     unreadable_groups: int = 0
+    unseen_partitions: int = 0
 
 
 Family = GaugeMetricFamily | CounterMetricFamily
@@ -173,6 +179,8 @@ def _group_value(name: str, group: GroupState) -> float | None:
         return len(verdict.partitions)
     if name == "zkconsumer_group_unowned_partitions":
         return sum(1 for v in verdict.partitions.values() if v.ownership is Ownership.UNOWNED)
+    if name == "zkconsumer_group_unseen_partitions":
+        return sum(1 for v in verdict.partitions.values() if v.unseen)
     if name == "zkconsumer_group_lag":
         return verdict.total_lag
     if name == "zkconsumer_group_max_lag_seconds":
@@ -240,6 +248,7 @@ def _walk(state: ViewState, add: Add) -> None:
         add("zkconsumer_group_partitions", [name], len(verdict.partitions))
         unowned = sum(1 for v in verdict.partitions.values() if v.ownership is Ownership.UNOWNED)
         add("zkconsumer_group_unowned_partitions", [name], unowned)
+        add("zkconsumer_group_unseen_partitions", [name], sum(1 for v in verdict.partitions.values() if v.unseen))
         add("zkconsumer_group_lag", [name], verdict.total_lag)
         ages = [v.age.seconds for v in verdict.partitions.values() if v.age is not None]
         if ages:
@@ -278,6 +287,7 @@ def health_families(health: Health) -> list[Metric]:
     out["zkconsumer_exporter_log_end_reads_total"].add_metric([], health.log_end_reads)
     out["zkconsumer_exporter_groups"].add_metric([], health.groups)
     out["zkconsumer_exporter_unreadable_groups"].add_metric([], health.unreadable_groups)
+    out["zkconsumer_exporter_unseen_partitions"].add_metric([], health.unseen_partitions)
     return list(out.values())
 
 

@@ -65,6 +65,7 @@ class ViewState:
     interval_s: float = 0.0
     log_ends_reason: str | None = None  # why some log ends are missing, None when all answered
     unreadable: Mapping[str, str] = field(default_factory=dict)  # group -> why ZooKeeper refused its nodes
+    unseen_partitions: int = 0  # partitions of the watched groups no broker gave a log end for
 
 
 class ClusterView:
@@ -181,7 +182,8 @@ class ClusterView:
             )
             groups[group] = GroupState(group, snapshot, verdict)
         reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
-        self.state = ViewState(at_ms, groups, self.interval_s, reason, unreadable)
+        unseen = len(keys - ends.keys())
+        self.state = ViewState(at_ms, groups, self.interval_s, reason, unreadable, unseen)
         return self.state
 
     def _topics(self, wanted: set[str]) -> dict[str, Topic]:
