@@ -183,3 +183,41 @@ def test_log_ends_are_asked_per_leader_and_never_of_a_partition_without_one() ->
     assert by_leader == {1: [("a", 0), ("a", 2)], 2: [("a", 1), ("b", 1)]}
     assert failed[("b", 0)] == "it has no leader (offline)"
     assert sorted(failed) == [("b", 0), ("c", 0), ("gone", 0)]
+
+
+def test_no_commit_ever_is_lag_unknown_not_caught_up_nor_err() -> None:
+    """Owned, no offset node, 1,000,000 messages: was "caught up" with lag from 0; an empty expired
+    log (start == end == 500) without offset node and owner: was "ERR, 500 messages wait"."""
+    owned = GroupNodes(
+        {f"{GROUP}_a": (registration("t"), 7)},
+        {},
+        {("t", 0): (f"{GROUP}_a-0".encode(), 7)},
+        frozenset(),
+        frozenset({"t"}),
+    )
+    samples = tuple(
+        group_sample(GROUP, owned, {"t": Topic((0,), 1)}, {"t"}, {("t", 0): 1_000_000}, at)
+        for at in (NOW_MS - 1_000, NOW_MS)
+    )
+    state = state_of(samples)
+    verdict = state.groups[GROUP].verdict
+    row = verdict.partitions[("t", 0)]
+    assert row.lag is None and row.status is LagStatus.NOTFOUND and "no offset committed" in row.reason
+    assert "zkconsumer_partition_lag" not in metrics(state)  # no series rather than a made-up number
+    expired = GroupNodes({}, {}, {}, frozenset(), frozenset({"t"}))
+    taken = group_sample(GROUP, expired, {"t": Topic((0,), 1)}, {"t"}, {("t", 0): 500}, NOW_MS)
+    empty = group_status([taken.sample])
+    assert empty.status is not LagStatus.ERR and empty.total_lag == 0, empty
+
+
+def test_a_wait_longer_than_the_window_is_flagged_a_lower_bound() -> None:
+    """The review's message seen waiting 1,990 s read 600 s (the window) with no at-least signal."""
+    samples = tuple(memberless(1, {("t", 0): 30}, NOW_MS - 600_000 + i * 60_000) for i in range(11))
+    state = state_of(samples)
+    exposed = metrics(state)
+    assert exposed["zkconsumer_group_max_lag_seconds"] == {(("group", GROUP),): 600.0}
+    assert exposed["zkconsumer_group_max_lag_seconds_lower_bound"] == {(("group", GROUP),): 1.0}
+    # caught up within the window: the wait is exact (to the interval), not a lower bound
+    moving = (memberless(1, {("t", 0): 0}, NOW_MS - 120_000), memberless(1, {("t", 0): 30}, NOW_MS - 60_000))
+    exact = metrics(state_of((*moving, memberless(1, {("t", 0): 30}, NOW_MS))))
+    assert exact["zkconsumer_group_max_lag_seconds_lower_bound"] == {(("group", GROUP),): 0.0}

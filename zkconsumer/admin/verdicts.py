@@ -126,7 +126,9 @@ def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
     # No log end now: the last one seen in the window is a lower bound (a log end only grows), so a
     # broker gone does not turn waiting messages into a lag of 0.
     end = facts.log_end if facts.log_end is not None else (facts.log_ends[-1][1] if facts.log_ends else None)
-    lag = None if end is None else max(0, end - (facts.committed or 0))
+    # No offset committed ever: lag unknown, as `groups describe` says (Burrow leaves such a
+    # partition out; kafka_exporter's -1 is no number): never "caught up", never a lag from 0.
+    lag = None if end is None or facts.committed is None else max(0, end - facts.committed)
     age = None if facts.committed is None or not facts.log_ends else lag_age(facts.committed, facts.log_ends, now_ms)
     if facts.log_end is None:
         return replace(_verdict(facts, lag, age, now_ms), unseen=True)
@@ -143,6 +145,9 @@ def _verdict(facts: PartitionFacts, lag: int | None, age: LagAge | None, now_ms:
     if facts.ownership is Ownership.UNOWNED:
         if lag:
             return PartitionVerdict(LagStatus.ERR, None, lag, age, facts.ownership)
+        if facts.committed is None:
+            reason = "nobody owns it and no offset was committed: lag unknown"
+            return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
         if facts.log_end is None:
             reason = "nobody owns it; its log end is unknown (no broker answered): messages may wait"
             return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
@@ -151,6 +156,9 @@ def _verdict(facts: PartitionFacts, lag: int | None, age: LagAge | None, now_ms:
     if facts.ownership is not Ownership.OWNED:
         reason = f"{facts.ownership.value} ({facts.owner})"
         return PartitionVerdict(LagStatus.ERR, reason, lag, age, facts.ownership)
+    if facts.committed is None:
+        reason = "no offset committed: lag unknown (its owner started per auto.offset.reset)"
+        return PartitionVerdict(LagStatus.NOTFOUND, reason, lag, age, facts.ownership)
     if facts.log_end is None:
         reason = "the log end is not known (no broker answered)"
         if lag:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from zkconsumer.admin import OWNERSHIP_NAMES, GroupVerdict, LagStatus, Ownership, PartitionVerdict, Record
+from zkconsumer.admin import OWNERSHIP_NAMES, GroupVerdict, LagAge, LagStatus, Ownership, PartitionVerdict, Record
 from zkconsumer.exporter.view import GroupState, ViewState
 from zkconsumer.partitions import TopicPartition
 
@@ -49,7 +49,10 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_group_lag", "gauge", GROUP, "Messages between the committed offsets and the log ends, summed "
          "over the group's partitions"),
     Spec("zkconsumer_group_max_lag_seconds", "gauge", GROUP, "The longest any partition's first unconsumed message "
-         "has waited (from the exporter's own log-end samples; absent before the second sample)"),
+         "has waited (from the exporter's own log-end samples; absent before the second sample; at most --window "
+         "when it waited since before the window: see _lower_bound)"),
+    Spec("zkconsumer_group_max_lag_seconds_lower_bound", "gauge", GROUP, "1 when zkconsumer_group_max_lag_seconds is "
+         "only a lower bound (the message waited already at the window's first sample), 0 when exact"),
     Spec("zkconsumer_group_last_commit_timestamp_seconds", "gauge", GROUP, "When the newest offset node was "
          "written (its mtime: ZooKeeper's clock)"),
     Spec("zkconsumer_group_window_samples", "gauge", GROUP, "Samples in the window Burrow's rules judge"),
@@ -64,7 +67,8 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_partition_lag", "gauge", PARTITION, "Messages between the committed offset and the log end "
          "(while no broker answers: the last log end seen, a lower bound)"),
     Spec("zkconsumer_partition_lag_seconds", "gauge", PARTITION, "How long the first unconsumed message has "
-         "waited, exact to the refresh interval (absent before the second sample)"),
+         "waited: exact to the refresh interval, or at least this when it waited already at the window's first "
+         "sample (then at most --window; /v1 says at_least) (absent before the second sample)"),
     Spec("zkconsumer_partition_owner_info", "gauge", (*PARTITION, "owner", "ownership"), "Always 1: the owner "
          "node's thread id (empty without one) and what it means: owned, unowned, owner-gone, foreign-session"),
     Spec("zkconsumer_exporter_zookeeper_connected", "gauge", (), "1 while the exporter's ZooKeeper session is "
@@ -184,7 +188,11 @@ def _group_value(name: str, group: GroupState) -> float | None:
     if name == "zkconsumer_group_lag":
         return verdict.total_lag
     if name == "zkconsumer_group_max_lag_seconds":
-        return max((v.age.seconds for v in verdict.partitions.values() if v.age is not None), default=None)
+        oldest = _oldest_wait(verdict)
+        return None if oldest is None else oldest.seconds
+    if name == "zkconsumer_group_max_lag_seconds_lower_bound":
+        oldest = _oldest_wait(verdict)
+        return None if oldest is None else float(oldest.at_least)
     if name == "zkconsumer_group_last_commit_timestamp_seconds":
         return None if last.last_commit_ms is None else last.last_commit_ms / 1000.0
     if name == "zkconsumer_group_window_samples":
@@ -221,6 +229,15 @@ def _partition_lines(name: str, groups: Rows, lines: list[str]) -> None:
                 add(f'{name}{{{labels},owner="{owner}",ownership="{OWNERSHIP_NAMES[v.ownership]}"}} 1.0\n')
 
 
+def _oldest_wait(verdict: GroupVerdict) -> LagAge | None:
+    """The longest wait of a first unconsumed message the group's members are meant to read (a
+    retired topic's wait for nobody), a lower bound first on a tie."""
+    ages = [
+        v.age for v in verdict.partitions.values() if v.age is not None and v.ownership is not Ownership.UNSUBSCRIBED
+    ]
+    return max(ages, key=lambda age: (age.seconds, age.at_least), default=None)
+
+
 def _by_status(verdict: GroupVerdict) -> dict[str, int]:
     counts = dict.fromkeys((status.name for status in LagStatus), 0)
     for v in verdict.partitions.values():
@@ -250,9 +267,10 @@ def _walk(state: ViewState, add: Add) -> None:
         add("zkconsumer_group_unowned_partitions", [name], unowned)
         add("zkconsumer_group_unseen_partitions", [name], sum(1 for v in verdict.partitions.values() if v.unseen))
         add("zkconsumer_group_lag", [name], verdict.total_lag)
-        ages = [v.age.seconds for v in verdict.partitions.values() if v.age is not None]
-        if ages:
-            add("zkconsumer_group_max_lag_seconds", [name], max(ages))
+        oldest = _oldest_wait(verdict)
+        if oldest is not None:
+            add("zkconsumer_group_max_lag_seconds", [name], oldest.seconds)
+            add("zkconsumer_group_max_lag_seconds_lower_bound", [name], float(oldest.at_least))
         if last.last_commit_ms is not None:
             add("zkconsumer_group_last_commit_timestamp_seconds", [name], last.last_commit_ms / 1000.0)
         add("zkconsumer_group_window_samples", [name], len(window.metas))
