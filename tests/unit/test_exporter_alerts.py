@@ -31,6 +31,15 @@ def test_every_alert_is_tested() -> None:
     assert len(alerts) == 8 and tested == alerts
 
 
+def test_every_alert_has_a_case_it_must_not_page_for() -> None:
+    """Beside what it must catch, each rule meets its nearby harmless case: a ramp, a planned reset,
+    a retired group, a rolling restart, an exporter restart, a blip (an expectation marked "must not"
+    lists only the alerts that fire, so the harmless group is checked absent)."""
+    alerts = set(re.findall(r"^ +- alert: (\S+)$", RULES.read_text(), re.MULTILINE))
+    spared = set(re.findall(r"alertname: (\S+) +# must not", RULE_TESTS.read_text()))
+    assert spared == alerts, alerts - spared
+
+
 def test_a_wrong_expectation_fails(tmp_path: Path) -> None:
     """The rule tests can fail: the same file with one summary changed does."""
     broken = RULE_TESTS.read_text().replace("has no member while messages wait", "is fine")

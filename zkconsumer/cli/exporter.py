@@ -69,6 +69,16 @@ def _listen(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
     help="A topic of a group that no registered member subscribes to (a retired or renamed topic) is "
     "WARN, never ERR or unowned, and is left out once its last commit is this old (0: at once).",
 )
+@click.option(
+    "--expire-group-after",
+    "expire_after",
+    type=click.FloatRange(min=0.0),
+    default=7.0,
+    show_default=True,
+    metavar="DAYS",
+    help="Leave out a group with no member, no owner node and no commit for this long (Burrow's "
+    "expire-group): a retired group, not a stopped one. It comes back at its next commit or member.",
+)
 @bootstrap_option
 @expected_errors
 def exporter(
@@ -80,6 +90,7 @@ def exporter(
     window: float,
     pattern: re.Pattern[str] | None,
     retired_after: float,
+    expire_after: float,
     brokers: BrokerAccess,
 ) -> None:
     """Serve every group's lag, ownership and verdict until stopped (SIGTERM or Ctrl-C).
@@ -135,6 +146,7 @@ def exporter(
                 groups=pattern,
                 zk_timeout_s=zk_timeout,
                 retired_after_s=retired_after * 86400.0,
+                expire_group_after_s=expire_after * 86400.0,
             )
         except OSError as exc:
             raise CliError(f"cannot listen on {listen[0]}:{listen[1]}: {exc}", EXIT_USAGE) from None

@@ -31,6 +31,7 @@ def groups_doc(state: ViewState, health: dict[str, Any]) -> dict[str, Any]:
         "exporter": health,
         "groups": [_summary(group) for _, group in sorted(state.groups.items())],
         "unreadable_groups": [{"group": g, "error": why} for g, why in sorted(state.unreadable.items())],
+        "expired_groups": list(state.expired),
     }
 
 

@@ -19,7 +19,7 @@ from zkconsumer.exporter.history import LagHistory
 from zkconsumer.exporter.log_ends import LogEnds
 from zkconsumer.exporter.registrations import Registrations
 from zkconsumer.exporter.server import Body, HttpServer
-from zkconsumer.exporter.view import RETIRED_AFTER_S, ClusterView, ViewState
+from zkconsumer.exporter.view import EXPIRE_GROUP_AFTER_S, RETIRED_AFTER_S, ClusterView, ViewState
 from zkconsumer.zookeeper.client import ZkIO
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,7 @@ class Exporter:
         groups: re.Pattern[str] | None = None,
         zk_timeout_s: float = 10.0,
         retired_after_s: float | None = RETIRED_AFTER_S,
+        expire_group_after_s: float | None = EXPIRE_GROUP_AFTER_S,
     ) -> None:
         self.client = client
         self.log_ends = log_ends
@@ -67,12 +68,14 @@ class Exporter:
             interval_s=interval_s,
             groups=groups,
             retired_after_s=retired_after_s,
+            expire_group_after_s=expire_group_after_s,
         )
         self.history = LagHistory(interval_s)  # the web page's chart: each group's lag over the last hour
         self.registrations = Registrations(self.view.io)  # the web page's members
         self.http = HttpServer(host, port, self.route)
         self.last_error: str | None = None
         self._stop = threading.Event()
+        self._started_ms = int(time.time() * 1000)
         self._refreshed = threading.Condition()
         self._rendered = Exposition()  # the view's families, kept compressed
         self._ok = self._failed = 0
@@ -161,6 +164,8 @@ class Exporter:
             groups=len(self.view.state.groups),
             unreadable_groups=len(self.view.state.unreadable),
             unseen_partitions=self.view.state.unseen_partitions,
+            expired_groups=len(self.view.state.expired),
+            started_ms=self._started_ms,
         )
 
     def health_doc(self) -> dict[str, Any]:

@@ -74,7 +74,9 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_exporter_zookeeper_connected", "gauge", (), "1 while the exporter's ZooKeeper session is "
          "connected"),
     Spec("zkconsumer_exporter_last_refresh_timestamp_seconds", "gauge", (), "When the last successful refresh "
-         "ended (alert on time() minus it)"),
+         "ended (alert on time() minus it; absent before the first)"),
+    Spec("zkconsumer_exporter_start_time_seconds", "gauge", (), "When the exporter started (what a stale-view "
+         "alert counts from before the first refresh)"),
     Spec("zkconsumer_exporter_refresh_duration_seconds", "gauge", (), "How long the last refresh took"),
     Spec("zkconsumer_exporter_refreshes_total", "counter", ("result",), "Refreshes by result: ok or failed"),
     Spec("zkconsumer_exporter_zookeeper_requests_total", "counter", (), "ZooKeeper reads the exporter sent "
@@ -82,6 +84,8 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_exporter_log_end_reads_total", "counter", (), "Log-end reads (ListOffsets requests, one "
          "per partition leader per refresh)"),
     Spec("zkconsumer_exporter_groups", "gauge", (), "Groups the exporter watches"),
+    Spec("zkconsumer_exporter_expired_groups", "gauge", (), "Groups left out: no member, no owner node and no "
+         "commit for --expire-group-after (/v1/groups names them)"),
     Spec("zkconsumer_exporter_unseen_partitions", "gauge", (), "Partitions of the watched groups no broker gave "
          "a log end for at the last refresh (offline, leader down, brokers unreachable)"),
     Spec("zkconsumer_exporter_unreadable_groups", "gauge", (), "Groups whose nodes ZooKeeper refused to "
@@ -104,6 +108,8 @@ class Health:
     groups: int
     unreadable_groups: int = 0
     unseen_partitions: int = 0
+    expired_groups: int = 0
+    started_ms: int = 0
 
 
 Family = GaugeMetricFamily | CounterMetricFamily
@@ -298,6 +304,8 @@ def health_families(health: Health) -> list[Metric]:
     out["zkconsumer_exporter_zookeeper_connected"].add_metric([], 1 if health.connected else 0)
     if health.last_refresh_ms:
         out["zkconsumer_exporter_last_refresh_timestamp_seconds"].add_metric([], health.last_refresh_ms / 1000.0)
+    if health.started_ms:
+        out["zkconsumer_exporter_start_time_seconds"].add_metric([], health.started_ms / 1000.0)
     out["zkconsumer_exporter_refresh_duration_seconds"].add_metric([], health.refresh_seconds)
     out["zkconsumer_exporter_refreshes_total"].add_metric(["ok"], health.refreshes_ok)
     out["zkconsumer_exporter_refreshes_total"].add_metric(["failed"], health.refreshes_failed)
@@ -306,6 +314,7 @@ def health_families(health: Health) -> list[Metric]:
     out["zkconsumer_exporter_groups"].add_metric([], health.groups)
     out["zkconsumer_exporter_unreadable_groups"].add_metric([], health.unreadable_groups)
     out["zkconsumer_exporter_unseen_partitions"].add_metric([], health.unseen_partitions)
+    out["zkconsumer_exporter_expired_groups"].add_metric([], health.expired_groups)
     return list(out.values())
 
 

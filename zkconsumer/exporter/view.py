@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from zkconsumer.admin import NOT_JUDGED, GroupVerdict, Judged, judge_runs
+from zkconsumer.admin import NOT_JUDGED, GroupVerdict, Judged, Record, judge_runs
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.errors import ZkDataError, ZooKeeperAccessDenied
 from zkconsumer.exporter.group_watch import GroupWatch
-from zkconsumer.exporter.sampling import GroupSample, Topic, group_records, subscribed_topics
+from zkconsumer.exporter.sampling import GroupSample, SampleMeta, Topic, group_records, subscribed_topics
 from zkconsumer.exporter.window import GroupWindow, WindowSnapshot
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
@@ -25,6 +25,8 @@ CONSUMERS = "/consumers"
 # A topic nobody subscribes to is forgotten this long after its last commit (Burrow's expire-group
 # and Kafka's offsets.retention.minutes default to the same 7 days).
 RETIRED_AFTER_S = 7 * 24 * 3600.0
+# A group with no member, no owner node and no commit for this long is left out (Burrow's expire-group).
+EXPIRE_GROUP_AFTER_S = 7 * 24 * 3600.0
 log = logging.getLogger(__name__)
 
 
@@ -66,6 +68,7 @@ class ViewState:
     log_ends_reason: str | None = None  # why some log ends are missing, None when all answered
     unreadable: Mapping[str, str] = field(default_factory=dict)  # group -> why ZooKeeper refused its nodes
     unseen_partitions: int = 0  # partitions of the watched groups no broker gave a log end for
+    expired: tuple[str, ...] = ()  # groups left out: no member, no owner, no commit for --expire-group-after
 
 
 class ClusterView:
@@ -93,10 +96,12 @@ class ClusterView:
         interval_s: float,
         groups: re.Pattern[str] | None = None,
         retired_after_s: float | None = RETIRED_AFTER_S,
+        expire_group_after_s: float | None = EXPIRE_GROUP_AFTER_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.io = io
         self.retired_after_ms = None if retired_after_s is None else int(retired_after_s * 1000)
+        self.expire_after_ms = None if expire_group_after_s is None else int(expire_group_after_s * 1000)
         self.log_ends = log_ends
         self.pattern = groups
         self.interval_s = interval_s
@@ -159,6 +164,7 @@ class ClusterView:
         ends = dict(self.log_ends.read(keys)) if self.log_ends is not None and keys else {}
         at_ms = int(self._clock() * 1000)  # after the log ends: every commit seen was made before
         groups = {}
+        expired: list[str] = []
         for group in read:
             topic_set, subscribed, problems = wanted[group]
             meta, records = group_records(
@@ -172,6 +178,11 @@ class ClusterView:
                 subscribed=subscribed,
                 retired_after_ms=self.retired_after_ms,
             )
+            if self._expired(meta, records, at_ms):
+                expired.append(group)
+                self._windows.pop(group, None)
+                self._judged.pop(group, None)
+                continue
             window = self._windows.get(group)
             if window is None:
                 window = self._windows[group] = GroupWindow(self.max_samples)
@@ -183,8 +194,14 @@ class ClusterView:
             groups[group] = GroupState(group, snapshot, verdict)
         reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
         unseen = len(keys - ends.keys())
-        self.state = ViewState(at_ms, groups, self.interval_s, reason, unreadable, unseen)
+        self.state = ViewState(at_ms, groups, self.interval_s, reason, unreadable, unseen, tuple(expired))
         return self.state
+
+    def _expired(self, meta: SampleMeta, records: Mapping[TopicPartition, Record], at_ms: int) -> bool:
+        """No member, no owner node, and no commit for `expire_after_ms` (or never): a retired group."""
+        if self.expire_after_ms is None or meta.members or any(r[3] is not None for r in records.values()):
+            return False
+        return meta.last_commit_ms is None or at_ms - meta.last_commit_ms > self.expire_after_ms
 
     def _topics(self, wanted: set[str]) -> dict[str, Topic]:
         """topic -> its partitions and epoch, for each wanted topic that has a node (watched)."""
