@@ -111,3 +111,18 @@ def test_the_command_says_it_writes_only_with_execute() -> None:
     for needle in ("THIS WRITES", "--execute", "--dry-run", "--zookeeper", "--zk-digest", "Example"):
         assert needle in text, needle
     assert "groups rebalance" in CliRunner().invoke(cli, ["--help"]).stdout
+
+
+def test_a_persistent_owner_node_is_no_session_to_wait_for() -> None:
+    """ephemeralOwner 0 (a node restored by a copy tool) blocked the group for good with "wait until
+    ZooKeeper expires session 0x0": now a blocker naming --delete-persistent-owners, or, with it,
+    a node the plan deletes (at the version it read) before the nudge."""
+    owners = {("payments", 0): OwnerFacts(f"{ALPHA}-0", 0, czxid=5, version=3)}
+    refused = plan_unstick(G, members(alpha=0xA), {"payments": [0, 1]}, owners)
+    (blocker,) = refused.blockers
+    assert blocker.node == "/consumers/billing/owners/payments/0"
+    assert "persistent" in blocker.reason and "--delete-persistent-owners" in blocker.remedy
+    assert "expires session 0x0" not in blocker.line()
+    allowed = plan_unstick(G, members(alpha=0xA), {"payments": [0, 1]}, owners, delete_persistent=True)
+    assert allowed.blockers == [] and allowed.persistent_owners == [("/consumers/billing/owners/payments/0", 3)]
+    assert allowed.as_dict()["delete_persistent_owners"] == ["/consumers/billing/owners/payments/0"]
