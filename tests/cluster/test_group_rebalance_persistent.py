@@ -1,4 +1,4 @@
-"""`groups rebalance` on a real ZooKeeper with an owner node no session holds (ephemeralOwner 0): refused with the way out, then deleted (fenced) and nudged."""
+"""`groups rebalance` on a real ZooKeeper: an owner node no session holds (refused with the way out, then deleted fenced), and a nudge whose answer is lost."""
 
 from __future__ import annotations
 
@@ -33,3 +33,29 @@ def test_a_persistent_owner_node_is_deleted_only_when_asked_and_unchanged(zk, to
     planned = read_plan(zk, group_id, delete_persistent=True)
     result = unstick(zk, planned, timeout_s=0.5, settle_s=0.1)  # no real member claims it: it times out
     assert zk.exists(owner) is None and result.unowned == [(topic, 0)]
+
+
+def test_a_nudge_whose_answer_is_lost_is_not_an_error_nor_run_twice(zk, topic_factory, group_id, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The server applies the nudge, the connection drops before its answer: the command reported an
+    error and a re-run rebalanced the group twice. Now the ids folder read again says it was applied."""
+    from kazoo.exceptions import ConnectionLoss
+
+    from zkconsumer.admin import unstick_group
+
+    topic = topic_factory()
+    member = f"{group_id}_m"
+    registration = {"version": 1, "subscription": {topic: 1}, "pattern": "static", "timestamp": "1"}
+    zk.create(znodes.member_path(group_id, member), json.dumps(registration).encode(), ephemeral=True, makepath=True)
+    zk.create(znodes.owner_path(group_id, topic, 0), f"{member}-0".encode(), ephemeral=True, makepath=True)
+    real = unstick_group.nudge_children
+    calls = []
+
+    def applied_then_dropped(*args: object) -> object:
+        calls.append(real(*args))  # the real transaction on the real server
+        raise ConnectionLoss()
+
+    monkeypatch.setattr(unstick_group, "nudge_children", applied_then_dropped)
+    before = zk.exists(znodes.ids_path(group_id)).cversion
+    result = unstick(zk, read_plan(zk, group_id), timeout_s=0.5, settle_s=0.1)
+    assert len(calls) == 1 and zk.exists(znodes.ids_path(group_id)).cversion == before + 2  # one nudge
+    assert result.unowned == []

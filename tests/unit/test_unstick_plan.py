@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from zkconsumer.admin import MemberFacts, OwnerFacts, plan_unstick
-from zkconsumer.admin.unstick_plan import trigger_child, trigger_data
+from zkconsumer.admin.unstick_plan import nudge_outcome, trigger_child, trigger_data
 from zkconsumer.cli.main import cli
 from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.assignors import AssignmentInput, assign
@@ -126,3 +128,13 @@ def test_a_persistent_owner_node_is_no_session_to_wait_for() -> None:
     allowed = plan_unstick(G, members(alpha=0xA), {"payments": [0, 1]}, owners, delete_persistent=True)
     assert allowed.blockers == [] and allowed.persistent_owners == [("/consumers/billing/owners/payments/0", 3)]
     assert allowed.as_dict()["delete_persistent_owners"] == ["/consumers/billing/owners/payments/0"]
+
+
+@given(st.integers(0, 1000), st.lists(st.sampled_from(["a", "b", "c"]), unique=True), st.integers(0, 4))
+def test_a_lost_answer_to_the_nudge_is_judged_by_the_ids_folder(version: int, children: list[str], grew: int) -> None:
+    before = (version, sorted(children))
+    assert nudge_outcome(before, before) == "not applied"
+    assert nudge_outcome(before, (version + 2, sorted(children))) == "applied"
+    if grew not in (0, 2):
+        assert nudge_outcome(before, (version + grew, sorted(children))) == "unknown"
+    assert nudge_outcome(before, (version + 2, sorted({*children, "new"}))) == "unknown"  # a member came

@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError
 
 from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.admin.unstick_plan import (
     MemberFacts,
     OwnerFacts,
     UnstickPlan,
+    nudge_outcome,
     owner_member,
     plan_unstick,
     trigger_child,
@@ -37,7 +38,7 @@ from zkconsumer.admin.unstick_plan import (
 from zkconsumer.cluster.broker_nodes import decode_topic_partitions
 from zkconsumer.coordinator.peers import registration_problem
 from zkconsumer.coordinator.subscription import from_registration, thread_ids_for
-from zkconsumer.errors import AdminRefused, AdminUnavailable, UnknownGroup, ZkDataError
+from zkconsumer.errors import AdminRefused, AdminUnavailable, UnknownGroup, ZkDataError, ZooKeeperUnavailable
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.nudge import nudge_children
@@ -148,15 +149,48 @@ def unstick(
 
 
 def _nudge(io: ZkIO, plan: UnstickPlan) -> tuple[str, Any]:
-    for _ in range(3):  # a name taken by chance: another nonce
+    """The nudge, run once: when the connection drops before its answer, the ids folder read again
+    says whether the server applied it (nudge_outcome), so a re-run never rebalances the group twice."""
+    parent = plan.nudge_parent
+    before = _ids_version(io, parent)
+    for _ in range(3):  # a name taken by chance, or a nudge the server never got: another try
         now_ms = int(time.time() * 1000)
         child = trigger_child(plan.group, now_ms, random.randrange(1_000_000))
         try:
-            return f"{plan.nudge_parent}/{child}", nudge_children(io, plan.nudge_parent, child, trigger_data(now_ms))
+            return f"{parent}/{child}", nudge_children(io, parent, child, trigger_data(now_ms))
         except NodeExistsError:
             continue
+        except (ConnectionLoss, ZooKeeperUnavailable) as exc:
+            after = _ids_version(io, parent, retry_until=time.monotonic() + io.timeout_s)
+            outcome = nudge_outcome(before, after)
+            if outcome == "applied":
+                stat = io.exists(parent)
+                if stat is not None:
+                    return f"{parent}/{child}", stat
+            if outcome == "unknown":
+                raise AdminUnavailable(
+                    f"the connection dropped during the nudge of {parent} ({type(exc).__name__}) and members "
+                    "came or went meanwhile: whether it was applied is unknown; look at the group "
+                    "(zkconsumer groups status) before running this again"
+                ) from None
+            before = after
     # The text the command line gives any kazoo error it did not expect.
-    raise AdminUnavailable(f"ZooKeeper request failed: {plan.nudge_parent}: three nudge names in a row were taken")
+    raise AdminUnavailable(f"ZooKeeper request failed: {parent}: three nudges in a row failed (names taken)")
+
+
+def _ids_version(io: ZkIO, parent: str, retry_until: float | None = None) -> tuple[int, list[str]]:
+    """(cversion, sorted children) of the ids folder; after a dropped connection, tried again
+    until `retry_until` while the client reconnects."""
+    while True:
+        try:
+            stat = io.exists(parent)
+            if stat is None:
+                raise NoNodeError(parent)
+            return stat.cversion, sorted(io.children(parent))
+        except (ConnectionLoss, ZooKeeperUnavailable):
+            if retry_until is None or time.monotonic() >= retry_until:
+                raise
+            time.sleep(0.2)
 
 
 def _result(

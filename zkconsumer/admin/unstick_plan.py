@@ -217,3 +217,16 @@ def plan_unstick(
             )
         )
     return plan
+
+
+def nudge_outcome(before: tuple[int, list[str]], after: tuple[int, list[str]]) -> str:
+    """Whether a nudge whose answer was lost (the connection dropped) was applied, from the ids
+    folder's (cversion, children) read before it and after: "applied" (its create and delete, two
+    child changes, the children as before), "not applied" (no child change at all), or "unknown"
+    (members came or went meanwhile: nothing tells the nudge's changes from theirs)."""
+    (version_before, children_before), (version_after, children_after) = before, after
+    if version_after == version_before and children_after == children_before:
+        return "not applied"
+    if version_after == version_before + 2 and children_after == children_before:
+        return "applied"
+    return "unknown"
