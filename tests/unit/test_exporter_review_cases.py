@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from zkconsumer.admin import LagStatus, Ownership, group_status
+from zkconsumer.admin import LagStatus, Ownership, PartitionFacts, PartitionVerdict, group_status, partition_verdict
 from zkconsumer.exporter.advice import what_to_do
 from zkconsumer.exporter.families import render_view
 from zkconsumer.exporter.group_watch import GroupNodes
@@ -221,3 +221,19 @@ def test_a_wait_longer_than_the_window_is_flagged_a_lower_bound() -> None:
     moving = (memberless(1, {("t", 0): 0}, NOW_MS - 120_000), memberless(1, {("t", 0): 30}, NOW_MS - 60_000))
     exact = metrics(state_of((*moving, memberless(1, {("t", 0): 30}, NOW_MS))))
     assert exact["zkconsumer_group_max_lag_seconds_lower_bound"] == {(("group", GROUP),): 0.0}
+
+
+def owned_at(offset: int, end: int, start: int | None = None) -> PartitionVerdict:
+    facts = PartitionFacts((), offset, end, ((NOW_MS, end),), f"{GROUP}_a-0", Ownership.OWNED, log_start=start)
+    return partition_verdict(facts, NOW_MS)
+
+
+def test_an_offset_out_of_the_log_is_flagged_not_caught_up() -> None:
+    """Past the log end was OK "caught up" though describe/verify flag it; below the log start the lag
+    counted deleted messages and said nothing of the reset to come."""
+    past = owned_at(700, 500)
+    assert past.status is LagStatus.WARN and "past the log end 500" in past.reason and past.lag == 0
+    below = owned_at(100, 500, start=400)
+    assert below.status is LagStatus.WARN and "below the log start 400" in below.reason
+    assert below.lag == 100  # what is left to read, not the 400 counted from the deleted offset
+    assert owned_at(450, 500, start=400).status is LagStatus.OK

@@ -48,6 +48,7 @@ class Seen:
     log_end: int | None  # None: no broker answered
     owner: str | None  # the owner node's thread id
     ownership: Ownership
+    log_start: int | None = None  # None: not read (the exporter reads log ends only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,7 @@ def partition_facts(seen: Sequence[Seen]) -> PartitionFacts:
         log_ends=tuple((s.at_ms, s.log_end) for s in seen if s.log_end is not None),
         owner=last.owner,
         ownership=last.ownership,
+        log_start=last.log_start,
     )
 
 

@@ -62,6 +62,7 @@ class GroupSampler:
                 committed=committed,
                 written=snapshot.offsets_written.get(key) if committed is not None else None,
                 log_end=row.log_end,
+                log_start=row.log_start,
                 owner=None if owner is None else owner.thread_id,
                 ownership=ownership_of(
                     None if owner is None else owner.thread_id,

@@ -103,6 +103,7 @@ class PartitionFacts:
     log_ends: tuple[tuple[int, int], ...]  # (at_ms, log end) samples in the window, oldest first
     owner: str | None  # the owner node's thread id, None without one
     ownership: Ownership
+    log_start: int | None = None  # None: not read (the exporter asks log ends only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +129,11 @@ def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
     end = facts.log_end if facts.log_end is not None else (facts.log_ends[-1][1] if facts.log_ends else None)
     # No offset committed ever: lag unknown, as `groups describe` says (Burrow leaves such a
     # partition out; kafka_exporter's -1 is no number): never "caught up", never a lag from 0.
-    lag = None if end is None or facts.committed is None else max(0, end - facts.committed)
+    # Below the log start, the messages between are gone: what is left to read starts there.
+    readable = (
+        facts.committed if facts.log_start is None or facts.committed is None else max(facts.committed, facts.log_start)
+    )
+    lag = None if end is None or readable is None else max(0, end - readable)
     age = None if facts.committed is None or not facts.log_ends else lag_age(facts.committed, facts.log_ends, now_ms)
     if facts.log_end is None:
         return replace(_verdict(facts, lag, age, now_ms), unseen=True)
@@ -164,8 +169,30 @@ def _verdict(facts: PartitionFacts, lag: int | None, age: LagAge | None, now_ms:
         if lag:
             reason += f": at least {lag} messages waited when it was last seen"
         return PartitionVerdict(LagStatus.NOTFOUND, reason, lag, age, facts.ownership)
+    out_of_range = _out_of_range(facts)
+    if out_of_range is not None:
+        return PartitionVerdict(LagStatus.WARN, out_of_range, lag, age, facts.ownership)
     status = lag_status(facts.window, lag or 0, now_ms)
     return PartitionVerdict(status, _reason(status, facts, lag or 0, now_ms), lag, age, facts.ownership)
+
+
+def _out_of_range(facts: PartitionFacts) -> str | None:
+    """Why the owner's next fetch from the committed offset is out of range (as `groups describe`
+    and `verify` flag it), None when it is not: it will reset per its auto.offset.reset."""
+    committed, end, start = facts.committed, facts.log_end, facts.log_start
+    if committed is None or end is None:
+        return None
+    if committed > end:
+        return (
+            f"offset {committed} is past the log end {end} (a re-created topic, an unclean leader election?): "
+            "the owner's next fetch is out of range and resets per its auto.offset.reset"
+        )
+    if start is not None and committed < start:
+        return (
+            f"offset {committed} is below the log start {start} ({start - committed} messages deleted unread): "
+            "the owner's next fetch is out of range and resets per its auto.offset.reset"
+        )
+    return None
 
 
 def _reason(status: LagStatus, facts: PartitionFacts, lag: int, now_ms: int) -> str:
