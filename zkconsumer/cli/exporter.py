@@ -97,8 +97,8 @@ def exporter(
 
     One process per cluster. It watches /consumers under the chroot (or the groups --groups
     matches) and re-reads only what a watch says changed; every --interval it asks the brokers
-    for all log ends in one batch and takes one sample of each group, judged by Burrow's rules
-    over --window (as `groups status --watch`). It serves:
+    for all log ends (one request per partition leader) and takes one sample of each group,
+    judged by Burrow's rules over --window (as `groups status --watch`). It serves:
 
     \b
       /metrics                      Prometheus: per partition, per group, and its own health

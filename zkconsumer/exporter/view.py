@@ -75,8 +75,8 @@ class ClusterView:
     """The groups under `/consumers` (those `groups` fully matches, or all), refreshed on demand.
 
     A refresh reads each group through its GroupWatch (only what changed since the last: a watch
-    fired), the topics' partitions from /brokers/topics (watched too), every log end in one batch,
-    then appends one sample per group to its window (at most `window_s / interval_s + 1` samples,
+    fired), the topics' partitions from /brokers/topics (watched too), every log end (one
+    request per partition leader), then appends one sample per group to its window (at most `window_s / interval_s + 1` samples,
     kept as runs: exporter.window) and judges it with admin.group_lag.judge_runs, Burrow's rules over
     the window as `groups status` applies them, partitions whose verdict cannot have changed kept.
 
