@@ -24,6 +24,8 @@ from zkconsumer.zookeeper.client import ZkIO
 
 log = logging.getLogger(__name__)
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# The least time between two refreshes woken by watches: commits arriving together share one.
+SETTLE_S = 0.2
 
 
 class Exporter:
@@ -69,6 +71,7 @@ class Exporter:
             groups=groups,
             retired_after_s=retired_after_s,
             expire_group_after_s=expire_group_after_s,
+            on_change=self._on_group_change,
         )
         self.history = LagHistory(interval_s)  # the web page's chart: each group's lag over the last hour
         self.registrations = Registrations(self.view.io)  # the web page's members
@@ -83,6 +86,10 @@ class Exporter:
         self._requests = 0  # the view's count after the last refresh (the view is the refresh thread's)
         self._connected = client.connected
         self._lost = threading.Event()  # set on kazoo's thread; the refresh thread re-reads everything
+        # Set on kazoo's thread when a watched node of a group changed (a commit): the refresh
+        # thread refreshes then, at most every `settle_s`, rather than at its next tick.
+        self._changed = threading.Event()
+        self.settle_s = min(interval_s, SETTLE_S)
         self._thread = threading.Thread(target=self._run, name="zkconsumer-exporter-refresh", daemon=True)
         client.add_listener(self._on_state)
 
@@ -97,6 +104,7 @@ class Exporter:
     def stop(self, timeout_s: float) -> bool:
         """Stop refreshing and serving; False if a thread had not ended within `timeout_s` each."""
         self._stop.set()
+        self._changed.set()  # wakes the refresh thread's wait
         self.client.remove_listener(self._on_state)
         if self._thread.ident is not None:  # started
             self._thread.join(timeout_s)
@@ -120,21 +128,35 @@ class Exporter:
         if state == KazooState.LOST:
             self._lost.set()  # the view is the refresh thread's alone: it invalidates it there
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            began = time.monotonic()
-            self.refresh_once()
-            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
+    def _on_group_change(self, _group: str) -> None:
+        self._changed.set()  # kazoo's thread: no I/O, no lock held
 
-    def refresh_once(self) -> None:
-        """One refresh: read, judge, render; a failure is logged and counted, never raised."""
+    def _run(self) -> None:
+        """A refresh every `interval_s` (a tick: a new sample), and between ticks one as soon as a
+        watch fired (a commit), at least `settle_s` after the last, whose samples take the place of
+        the newest: a commit shows within about settle_s + one refresh, for the requests the tick
+        would have sent anyway (only what changed is read)."""
+        next_tick = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            on_tick = now >= next_tick
+            if on_tick:
+                next_tick = max(next_tick + self.interval_s, now)  # a refresh that overran skips ticks
+            self._changed.clear()  # a watch firing from here on is either read now or wakes the next
+            self.refresh_once(between_ticks=not on_tick)
+            self._stop.wait(min(self.settle_s, max(0.0, next_tick - time.monotonic())))
+            self._changed.wait(max(0.0, next_tick - time.monotonic()))
+
+    def refresh_once(self, *, between_ticks: bool = False) -> None:
+        """One refresh: read, judge, render; a failure is logged and counted, never raised.
+        `between_ticks`: the groups' samples replace their newest (ClusterView.refresh)."""
         began = time.monotonic()
         try:
             if self._lost.is_set():
                 self._lost.clear()
                 self.view.invalidate()
                 self.registrations.invalidate()
-            state = self.view.refresh()
+            state = self.view.refresh(between_ticks=between_ticks)
             self.registrations.update(state.groups)
             rendered = Exposition(families.render_view(state))
             self.history.record(state.at_ms, {name: group.verdict for name, group in state.groups.items()})

@@ -98,8 +98,10 @@ class ClusterView:
         retired_after_s: float | None = RETIRED_AFTER_S,
         expire_group_after_s: float | None = EXPIRE_GROUP_AFTER_S,
         clock: Callable[[], float] = time.time,
+        on_change: Callable[[str], None] | None = None,
     ) -> None:
         self.io = io
+        self.on_change = on_change  # kazoo's thread: a watched node of this group changed
         self.retired_after_ms = None if retired_after_s is None else int(retired_after_s * 1000)
         self.expire_after_ms = None if expire_group_after_s is None else int(expire_group_after_s * 1000)
         self.log_ends = log_ends
@@ -134,8 +136,11 @@ class ClusterView:
     def group_names(self) -> list[str]:
         return [g for g in self._group_list.names() if self.pattern is None or self.pattern.fullmatch(g)]
 
-    def refresh(self) -> ViewState:
-        """Read what changed, take one sample of every group, judge each; publish and return the state."""
+    def refresh(self, *, between_ticks: bool = False) -> ViewState:
+        """Read what changed, take one sample of every group, judge each; publish and return the state.
+
+        `between_ticks`: a refresh sooner than the interval (a watch fired): each group's sample
+        takes the place of its newest one, so the window keeps one sample per interval."""
         names = self.group_names()
         for gone in [g for g in self._watches if g not in names]:
             self._forgotten_requests += self._watches.pop(gone).requests
@@ -148,7 +153,7 @@ class ClusterView:
         for group in names:
             watch = self._watches.get(group)
             if watch is None:
-                watch = self._watches[group] = GroupWatch(self.io, group)
+                watch = self._watches[group] = GroupWatch(self.io, group, self.on_change)
             try:
                 nodes = read[group] = watch.read()
             except ZooKeeperAccessDenied as exc:  # one group's ACL: the others are still served
@@ -186,7 +191,7 @@ class ClusterView:
             window = self._windows.get(group)
             if window is None:
                 window = self._windows[group] = GroupWindow(self.max_samples)
-            window.append(meta, records)
+            (window.replace_newest if between_ticks else window.append)(meta, records)
             snapshot = window.snapshot()
             verdict, self._judged[group] = judge_runs(
                 snapshot.runs, snapshot.times, snapshot.first, meta.members, self._judged.get(group, NOT_JUDGED)

@@ -1,0 +1,59 @@
+"""A commit shows in the exporter's /metrics within a second, long before its next tick, for one ZooKeeper request."""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.request
+
+import pytest
+
+from zkconsumer.exporter.exporter import Exporter
+from zkconsumer.exporter.log_ends import LogEnds
+from zkconsumer.zookeeper import znodes
+
+pytestmark = [pytest.mark.cluster]
+INTERVAL_S = 30.0  # a tick far off: only the commit's watch can show it in time
+
+
+def _lag_line(port: int, group: str) -> str | None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return next((line for line in text.splitlines() if line.startswith(f'zkconsumer_group_lag{{group="{group}"')), None)
+
+
+def test_a_commit_shows_before_the_next_tick_for_the_one_node_it_changed(
+    cluster, zk, topic_factory, produce, group_id
+) -> None:  # type: ignore[no-untyped-def]
+    topic = topic_factory(partitions=2)
+    produce(topic, 20)  # 10 a partition
+    for partition in (0, 1):
+        zk.create(znodes.offset_path(group_id, topic, partition), b"2", makepath=True)
+    client = cluster.zk_client()
+    with LogEnds(cluster.bootstrap_servers, timeout_s=2.0) as ends:
+        exporter = Exporter(
+            client, ends, host="127.0.0.1", port=0, interval_s=INTERVAL_S, window_s=300.0,
+            groups=re.compile(re.escape(group_id)),
+        )  # fmt: skip
+        exporter.start()
+        try:
+            first = exporter.wait_for_refresh(0, 30.0)
+            assert _lag_line(exporter.port, group_id) == f'zkconsumer_group_lag{{group="{group_id}"}} 16.0'
+            requests, samples = exporter.view.requests, len(first.groups[group_id].window.times)
+            zk.set(znodes.offset_path(group_id, topic, 0), b"7")
+            committed = time.monotonic()
+            shown = None
+            while time.monotonic() - committed < 5.0 and shown is None:
+                if _lag_line(exporter.port, group_id) == f'zkconsumer_group_lag{{group="{group_id}"}} 11.0':
+                    shown = time.monotonic() - committed
+                time.sleep(0.02)
+            assert shown is not None and shown < 2.0, f"the commit showed after {shown} s (the tick: {INTERVAL_S:g} s)"
+            state = exporter.view.state
+            # the sample between ticks took the newest one's place: the window keeps one per interval
+            assert len(state.groups[group_id].window.times) == samples
+            assert state.groups[group_id].window.times[-1] > first.at_ms
+            assert exporter.view.requests - requests == 1  # the offset node that changed, nothing else
+        finally:
+            assert exporter.stop(10)
+            client.stop()
+            client.close()
