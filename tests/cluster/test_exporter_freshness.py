@@ -1,4 +1,4 @@
-"""A commit shows in the exporter's /metrics within a second, long before its next tick, for one ZooKeeper request."""
+"""A commit shows in the exporter's /metrics and on its page within a second, long before its next tick, for one ZooKeeper request."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import urllib.request
 
 import pytest
 
+from harness.chromium import Chromium
 from zkconsumer.exporter.exporter import Exporter
 from zkconsumer.exporter.log_ends import LogEnds
+from zkconsumer.testing.probes import ClusterStartError
 from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster]
@@ -23,7 +25,7 @@ def _lag_line(port: int, group: str) -> str | None:
 
 
 def test_a_commit_shows_before_the_next_tick_for_the_one_node_it_changed(
-    cluster, zk, topic_factory, produce, group_id
+    cluster, zk, topic_factory, produce, group_id, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     topic = topic_factory(partitions=2)
     produce(topic, 20)  # 10 a partition
@@ -53,7 +55,33 @@ def test_a_commit_shows_before_the_next_tick_for_the_one_node_it_changed(
             assert len(state.groups[group_id].window.times) == samples
             assert state.groups[group_id].window.times[-1] > first.at_ms
             assert exporter.view.requests - requests == 1  # the offset node that changed, nothing else
+            _check_the_page(exporter.port, zk, znodes.offset_path(group_id, topic, 1), group_id, tmp_path)
         finally:
             assert exporter.stop(10)
             client.stop()
             client.close()
+
+
+def _check_the_page(port: int, zk, path: str, group: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The group's page, open in Chromium, shows a commit within a second or two, not at the tick."""
+    try:
+        browser = Chromium(tmp_path / "chromium").start()
+    except ClusterStartError as exc:
+        pytest.fail(f"Chromium did not start:\n{exc}", pytrace=False)
+    total = "window.zkPage && window.zkPage.overview && window.zkPage.overview.total_lag"
+    try:
+        with browser.page() as page:
+            page.navigate(f"http://127.0.0.1:{port}/#group={group}")
+            began = time.monotonic()
+            while page.evaluate(total) != 11:
+                assert time.monotonic() - began < 30, f"the page never showed lag 11 ({page.evaluate(total)})"
+                time.sleep(0.1)
+            zk.set(path, b"8")  # lag 11 -> 5
+            committed = time.monotonic()
+            while (seen := page.evaluate(total)) != 5:
+                assert time.monotonic() - committed < 5.0, f"the page still shows lag {seen} 5 s after the commit"
+                time.sleep(0.05)
+            took = time.monotonic() - committed
+            assert took < 2.0, f"the page showed the commit after {took:.2f} s (the tick: {INTERVAL_S:g} s)"
+    finally:
+        browser.stop()

@@ -145,6 +145,8 @@ def answer(
 ) -> Answer | None:
     """The answer to a GET of `path` under /v1, None when no route matches (the server's 404)."""
     parts = [unquote(p) for p in path.split("?", 1)[0].strip("/").split("/")]
+    if parts == ["v1", "refreshed"]:  # the page asks this twice a second: anything new since it drew?
+        return _ok({"refreshed_at_ms": state.at_ms, "interval_s": state.interval_s})
     if parts[:2] != ["v1", "groups"]:
         return None
     if len(parts) == 2:
