@@ -89,6 +89,9 @@ class Exporter:
         # Set on kazoo's thread when a watched node of a group changed (a commit): the refresh
         # thread refreshes then, at most every `settle_s`, rather than at its next tick.
         self._changed = threading.Event()
+        self._changed_lock = threading.Lock()
+        self._changed_groups: set[str] = set()  # whose watches fired since the last refresh took them
+        self._between_s = 0.0  # how long the last refresh between ticks took
         self.settle_s = min(interval_s, SETTLE_S)
         self._thread = threading.Thread(target=self._run, name="zkconsumer-exporter-refresh", daemon=True)
         client.add_listener(self._on_state)
@@ -128,15 +131,17 @@ class Exporter:
         if state == KazooState.LOST:
             self._lost.set()  # the view is the refresh thread's alone: it invalidates it there
 
-    def _on_group_change(self, _group: str) -> None:
-        self._changed.set()  # kazoo's thread: no I/O, no lock held
+    def _on_group_change(self, group: str) -> None:
+        with self._changed_lock:  # kazoo's thread: no I/O under the lock
+            self._changed_groups.add(group)
+        self._changed.set()
 
     def _run(self) -> None:
-        """A refresh every `interval_s` (a tick: a new sample), and between ticks one as soon as a
-        watch fired (a commit), at least `settle_s` (and as long as the last refresh took) after the
-        last, whose samples take the place of the newest: a commit shows within about settle_s + one
-        refresh while refreshes are short, for the requests the tick would have sent anyway (only
-        what changed is read)."""
+        """A refresh of every group every `interval_s` (a tick: a new sample), and between ticks one
+        of the groups whose watches fired (a commit) as soon as one fired, at least `settle_s` (and
+        as long as the last such refresh took) after the last, whose samples take the place of
+        their newest: a commit shows within about settle_s plus one such refresh, for the requests
+        the tick would have sent anyway (only what changed is read)."""
         next_tick = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()
@@ -144,23 +149,29 @@ class Exporter:
             if on_tick:
                 next_tick = max(next_tick + self.interval_s, now)  # a refresh that overran skips ticks
             self._changed.clear()  # a watch firing from here on is either read now or wakes the next
-            self.refresh_once(between_ticks=not on_tick)
-            # At least as long as the refresh took: refreshes woken by commits take half the
-            # thread's time at most (at 1,000 groups of 100 partitions one is about 3 s).
-            pause = max(self.settle_s, self._refresh_seconds)
+            with self._changed_lock:
+                changed, self._changed_groups = self._changed_groups, set()
+            if on_tick:
+                self.refresh_once()
+            else:
+                self.refresh_once(between_ticks=True, only=changed)
+                self._between_s = self._refresh_seconds
+            # At least as long as the last such refresh took: they take half the thread's time at most.
+            pause = max(self.settle_s, self._between_s)
             self._stop.wait(min(pause, max(0.0, next_tick - time.monotonic())))
             self._changed.wait(max(0.0, next_tick - time.monotonic()))
 
-    def refresh_once(self, *, between_ticks: bool = False) -> None:
+    def refresh_once(self, *, between_ticks: bool = False, only: set[str] | None = None) -> None:
         """One refresh: read, judge, render; a failure is logged and counted, never raised.
-        `between_ticks`: the groups' samples replace their newest (ClusterView.refresh)."""
+        `between_ticks`, `only`: the groups' samples replace their newest, only these groups are
+        sampled (ClusterView.refresh)."""
         began = time.monotonic()
         try:
             if self._lost.is_set():
                 self._lost.clear()
                 self.view.invalidate()
                 self.registrations.invalidate()
-            state = self.view.refresh(between_ticks=between_ticks)
+            state = self.view.refresh(between_ticks=between_ticks, only=only)
             self.registrations.update(state.groups)
             rendered = Exposition(families.render_view(state))
             self.history.record(state.at_ms, {name: group.verdict for name, group in state.groups.items()})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -118,6 +118,7 @@ class ClusterView:
         self._judged: dict[str, Judged] = {}  # a group's last runs and verdicts
         self._forgotten_requests = 0
         self.state = ViewState(0, {}, interval_s)
+        self._at_ms = 0  # the last sample's time
 
     @property
     def requests(self) -> int:
@@ -136,16 +137,47 @@ class ClusterView:
     def group_names(self) -> list[str]:
         return [g for g in self._group_list.names() if self.pattern is None or self.pattern.fullmatch(g)]
 
-    def refresh(self, *, between_ticks: bool = False) -> ViewState:
+    def refresh(self, *, between_ticks: bool = False, only: Collection[str] | None = None) -> ViewState:
         """Read what changed, take one sample of every group, judge each; publish and return the state.
 
         `between_ticks`: a refresh sooner than the interval (a watch fired): each group's sample
-        takes the place of its newest one, so the window keeps one sample per interval."""
+        takes the place of its newest one, so the window keeps one sample per interval. `only`:
+        sample just these groups (already watched ones: those whose watches fired), and their log
+        ends; every other group is published as the last refresh left it."""
         names = self.group_names()
+        before = self.state
+        if only is not None:
+            return self._refresh_some([g for g in names if g in only and g in self._windows], before)
         for gone in [g for g in self._watches if g not in names]:
             self._forgotten_requests += self._watches.pop(gone).requests
             self._windows.pop(gone, None)
             self._judged.pop(gone, None)
+        groups, expired, unreadable, ends, keys = self._sample(names, between_ticks)
+        reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
+        unseen = len(keys - ends.keys())
+        self.state = ViewState(self._at_ms, groups, self.interval_s, reason, unreadable, unseen, tuple(expired))
+        return self.state
+
+    def _refresh_some(self, names: list[str], before: ViewState) -> ViewState:
+        groups, expired, unreadable, _ends, _keys = self._sample(names, True, some=True)
+        kept = {g: state for g, state in before.groups.items() if g not in names}
+        still_expired = [g for g in before.expired if g not in names]
+        self.state = ViewState(
+            self._at_ms,
+            {**kept, **groups},
+            self.interval_s,
+            before.log_ends_reason,  # the groups' own count says which partitions are unseen
+            {**{g: e for g, e in before.unreadable.items() if g not in names}, **unreadable},
+            before.unseen_partitions,
+            tuple(sorted([*still_expired, *expired])),
+        )
+        return self.state
+
+    def _sample(
+        self, names: list[str], between_ticks: bool, *, some: bool = False
+    ) -> tuple[dict[str, GroupState], list[str], dict[str, str], dict[TopicPartition, int], set[TopicPartition]]:
+        """Read, sample and judge these groups (`some`: not every group; the other groups' topics stay
+        watched): their states, the expired, the unreadable, the log ends, the keys."""
         all_topics = self._topic_list.names()
         read = {}
         wanted: dict[str, tuple[set[str], set[str], list[str]]] = {}
@@ -162,12 +194,12 @@ class ClusterView:
             problems: list[str] = []
             subscribed = subscribed_topics(group, nodes.members, all_topics, problems)
             wanted[group] = (set(nodes.topics) | subscribed, subscribed, problems)
-        topics = self._topics({t for topic_set, _, _ in wanted.values() for t in topic_set})
+        topics = self._topics({t for topic_set, _, _ in wanted.values() for t in topic_set}, keep_others=some)
         # Only partitions /brokers/topics lists: librdkafka fails a whole ListOffsets batch whose
         # leader lookup times out, which one offset node of a deleted topic would cause.
         keys = {(t, p) for t, topic in topics.items() for p in topic.partitions}
         ends = dict(self.log_ends.read(keys)) if self.log_ends is not None and keys else {}
-        at_ms = int(self._clock() * 1000)  # after the log ends: every commit seen was made before
+        at_ms = self._at_ms = int(self._clock() * 1000)  # after the log ends: every commit seen was made before
         groups = {}
         expired: list[str] = []
         for group in read:
@@ -197,10 +229,7 @@ class ClusterView:
                 snapshot.runs, snapshot.times, snapshot.first, meta.members, self._judged.get(group, NOT_JUDGED)
             )
             groups[group] = GroupState(group, snapshot, verdict)
-        reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
-        unseen = len(keys - ends.keys())
-        self.state = ViewState(at_ms, groups, self.interval_s, reason, unreadable, unseen, tuple(expired))
-        return self.state
+        return groups, expired, unreadable, ends, keys
 
     def _expired(self, meta: SampleMeta, records: Mapping[TopicPartition, Record], at_ms: int) -> bool:
         """No member, no owner node, and no commit for `expire_after_ms` (or never): a retired group."""
@@ -208,10 +237,12 @@ class ClusterView:
             return False
         return meta.last_commit_ms is None or at_ms - meta.last_commit_ms > self.expire_after_ms
 
-    def _topics(self, wanted: set[str]) -> dict[str, Topic]:
-        """topic -> its partitions and epoch, for each wanted topic that has a node (watched)."""
+    def _topics(self, wanted: set[str], *, keep_others: bool = False) -> dict[str, Topic]:
+        """topic -> its partitions and epoch, for each wanted topic that has a node (watched; the
+        others stay watched with `keep_others`, else they are forgotten)."""
         paths = {t: znodes.topic_path(t) for t in sorted(wanted)}
-        found = self._topic_nodes.read(list(paths.values()))
+        read = self._topic_nodes.add if keep_others else self._topic_nodes.read
+        found = read(list(paths.values()))
         out = {}
         for topic, path in paths.items():
             entry = found[path]
