@@ -86,7 +86,7 @@ def _split(taken: GroupSample) -> tuple:  # type: ignore[type-arg]
     }
 
 
-@settings(max_examples=100)
+@settings(max_examples=60)
 @given(histories(), histories(), st.data())
 def test_a_replaced_newest_sample_leaves_the_window_it_would_have_been(
     history: tuple[list[GroupSample], int], decoys: tuple[list[GroupSample], int], data: st.DataObject
