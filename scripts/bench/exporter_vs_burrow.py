@@ -195,6 +195,7 @@ def main() -> None:
                 row = {
                     "exporter_zk_rps": rps["exporter"], "burrow_zk_rps": rps["burrow"],
                     "exporter_lag_s": statistics.median(lags["exporter"]), "burrow_lag_s": statistics.median(lags["burrow"]),
+                    "exporter_lag_max_s": max(lags["exporter"]), "burrow_lag_max_s": max(lags["burrow"]),
                     "exporter_rss_mb": e_rss, "burrow_rss_mb": b_rss, "exporter_hwm_mb": e_hwm, "burrow_hwm_mb": b_hwm,
                     "loadavg": os.getloadavg()[0],
                 }  # fmt: skip

@@ -26,7 +26,17 @@ def _exporter() -> tuple[ZkModel, Exporter]:
     admin.ensure_path(znodes.BROKER_TOPICS)
     admin.create(znodes.topic_path("orders"), TOPIC_NODE)
     admin.create(znodes.offset_path("billing", "orders", 0), b"5", makepath=True)
-    exporter = Exporter(client, None, host="127.0.0.1", port=0, interval_s=1.0, window_s=10.0, zk_timeout_s=0.0)
+    # the model's mtimes are not the wall clock's: no group expiry (--expire-group-after) here
+    exporter = Exporter(
+        client,
+        None,
+        host="127.0.0.1",
+        port=0,
+        interval_s=1.0,
+        window_s=10.0,
+        zk_timeout_s=0.0,
+        expire_group_after_s=None,
+    )
     return model, exporter
 
 

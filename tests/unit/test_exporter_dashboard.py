@@ -82,6 +82,15 @@ def test_every_query_uses_only_the_exporters_metric_names() -> None:
     } <= used
 
 
+def test_per_partition_panels_are_bounded() -> None:
+    """With "All", a per-partition panel pulled every partition of the cluster into one panel:
+    each now keeps a topk (the partitions most behind), whatever the groups chosen."""
+    partition_queries = [q for q in queries(load()) if "zkconsumer_partition_" in q.expr]
+    assert len(partition_queries) >= 4
+    for query in partition_queries:
+        assert re.search(r"topk\((20|100), zkconsumer_partition_(lag|lag_seconds)\{", query.expr), query.where
+
+
 def test_the_variables_are_label_values_queries() -> None:
     found = {v.name: (v.selector, v.label) for v in variables(load())}
     assert found == {

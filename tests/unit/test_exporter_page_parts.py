@@ -131,3 +131,12 @@ def test_an_unreadable_registration_is_named_once() -> None:
     problems: list[str] = []
     assert subscribed_topics("g", {"x": (b"not json", 1)}, ["orders"], problems) == set()
     assert len(problems) == 1 and problems[0].count("/consumers/g/ids/x") == 1, problems
+
+
+def test_the_page_asks_whether_anything_is_new_for_a_few_bytes() -> None:
+    """/v1/refreshed: the page polls it twice a second and draws again only when the view moved."""
+    state = _state()
+    code, kind, body = api.answer("/v1/refreshed?x=1", state, {})  # type: ignore[misc]
+    assert (code, kind) == (200, api.JSON) and len(body) < 64
+    assert json.loads(body) == {"refreshed_at_ms": state.at_ms, "interval_s": state.interval_s}
+    assert api.answer("/v1/refreshed/more", state, {}) is None

@@ -169,7 +169,9 @@ def test_one_sample_judges_ownership_and_lag_only(committed: int, log_end: int, 
     owner = None if ownership is Ownership.UNOWNED else "g_a-0"
     verdict = group_status(samples_of(seen(0, committed, 1, log_end, mtime_s=-600, owner=owner, ownership=ownership)))
     partition = verdict.partitions[TP]
-    if ownership is Ownership.OWNED:
+    if ownership is Ownership.OWNED and committed > log_end:
+        assert partition.status is LagStatus.WARN and "past the log end" in partition.reason  # out of range
+    elif ownership is Ownership.OWNED:
         assert partition.status is LagStatus.OK  # an old commit and lag: no STOP from one look
         assert ("messages wait" in partition.reason) == (log_end > committed)
     else:

@@ -84,3 +84,31 @@ def _split(taken: GroupSample) -> tuple:  # type: ignore[type-arg]
     return meta, {
         key: (s.committed, s.written, s.log_end, s.owner, s.ownership) for key, s in taken.sample.partitions.items()
     }
+
+
+@settings(max_examples=60)
+@given(histories(), histories(), st.data())
+def test_a_replaced_newest_sample_leaves_the_window_it_would_have_been(
+    history: tuple[list[GroupSample], int], decoys: tuple[list[GroupSample], int], data: st.DataObject
+) -> None:
+    """A refresh between ticks (a commit's watch fired) puts its sample in place of the newest:
+    the window is as if the sample it replaced had never been taken, however many came between."""
+    samples, size = history
+    plain, replaced = GroupWindow(size), GroupWindow(size)
+    previous: Judged = NOT_JUDGED
+    for taken in samples:
+        plain.append(*_split(taken))
+        between = data.draw(st.lists(st.sampled_from(decoys[0]), max_size=3))
+        if between:
+            replaced.append(*_split(between[0]))
+            for decoy in between[1:]:
+                replaced.replace_newest(*_split(decoy))
+            snapshot = replaced.snapshot()
+            _, previous = judge_runs(snapshot.runs, snapshot.times, snapshot.first, (), previous)
+            replaced.replace_newest(*_split(taken))
+        else:
+            replaced.append(*_split(taken))
+        want, got = plain.snapshot(), replaced.snapshot()
+        assert (got.first, got.metas, got.runs, got.times) == (want.first, want.metas, want.runs, want.times)
+        again, previous = judge_runs(got.runs, got.times, got.first, got.last_meta.members, previous)
+        assert again == judge_runs(want.runs, want.times, want.first, want.last_meta.members)[0]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from zkconsumer.admin import MemberFacts, OwnerFacts, plan_unstick
 from zkconsumer.cli.main import cli
@@ -10,7 +12,7 @@ from zkconsumer.config.compat import DEFAULT
 from zkconsumer.coordinator.assignors import AssignmentInput, assign
 from zkconsumer.coordinator.peers import evaluate_peers, registration_problem
 from zkconsumer.coordinator.subscription import StaticSubscription, from_registration, thread_ids_for
-from zkconsumer.zookeeper.nudge import trigger_child, trigger_data
+from zkconsumer.zookeeper.nudge import nudge_outcome, trigger_child, trigger_data
 from zkconsumer.zookeeper.znodes import Registration
 
 G = "billing"
@@ -111,3 +113,28 @@ def test_the_command_says_it_writes_only_with_execute() -> None:
     for needle in ("THIS WRITES", "--execute", "--dry-run", "--zookeeper", "--zk-digest", "Example"):
         assert needle in text, needle
     assert "groups rebalance" in CliRunner().invoke(cli, ["--help"]).stdout
+
+
+def test_a_persistent_owner_node_is_no_session_to_wait_for() -> None:
+    """ephemeralOwner 0 (a node restored by a copy tool) blocked the group for good with "wait until
+    ZooKeeper expires session 0x0": now a blocker naming --delete-persistent-owners, or, with it,
+    a node the plan deletes (at the version it read) before the nudge."""
+    owners = {("payments", 0): OwnerFacts(f"{ALPHA}-0", 0, czxid=5, version=3)}
+    refused = plan_unstick(G, members(alpha=0xA), {"payments": [0, 1]}, owners)
+    (blocker,) = refused.blockers
+    assert blocker.node == "/consumers/billing/owners/payments/0"
+    assert "persistent" in blocker.reason and "--delete-persistent-owners" in blocker.remedy
+    assert "expires session 0x0" not in blocker.line()
+    allowed = plan_unstick(G, members(alpha=0xA), {"payments": [0, 1]}, owners, delete_persistent=True)
+    assert allowed.blockers == [] and allowed.persistent_owners == [("/consumers/billing/owners/payments/0", 3)]
+    assert allowed.as_dict()["delete_persistent_owners"] == ["/consumers/billing/owners/payments/0"]
+
+
+@given(st.integers(0, 1000), st.lists(st.sampled_from(["a", "b", "c"]), unique=True), st.integers(0, 4))
+def test_a_lost_answer_to_the_nudge_is_judged_by_the_ids_folder(version: int, children: list[str], grew: int) -> None:
+    before = (version, sorted(children))
+    assert nudge_outcome(before, before) == "not applied"
+    assert nudge_outcome(before, (version + 2, sorted(children))) == "applied"
+    if grew not in (0, 2):
+        assert nudge_outcome(before, (version + grew, sorted(children))) == "unknown"
+    assert nudge_outcome(before, (version + 2, sorted({*children, "new"}))) == "unknown"  # a member came

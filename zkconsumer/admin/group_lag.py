@@ -34,6 +34,7 @@ OWNERSHIP_NAMES = {
     Ownership.UNOWNED: "unowned",
     Ownership.OWNER_GONE: "owner-gone",
     Ownership.FOREIGN_SESSION: "foreign-session",
+    Ownership.UNSUBSCRIBED: "unsubscribed",
 }
 
 
@@ -47,6 +48,7 @@ class Seen:
     log_end: int | None  # None: no broker answered
     owner: str | None  # the owner node's thread id
     ownership: Ownership
+    log_start: int | None = None  # None: not read (the exporter reads log ends only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +60,16 @@ class Sample:
     members: tuple[str, ...]
 
 
-def ownership_of(owner: str | None, owner_session: int | None, member_sessions: Mapping[str, int]) -> Ownership:
-    """What an owner node says, against the registered members (consumer id -> registration's session)."""
+def ownership_of(
+    owner: str | None, owner_session: int | None, member_sessions: Mapping[str, int], subscribed: bool = True
+) -> Ownership:
+    """What an owner node says, against the registered members (consumer id -> registration's session).
+
+    `subscribed`: whether a registered member subscribes to the partition's topic. A partition
+    without owner whose topic nobody subscribes to while members are registered is UNSUBSCRIBED
+    (a retired topic's offsets); with no member at all it stays UNOWNED (the group stopped)."""
     if owner is None:
-        return Ownership.UNOWNED
+        return Ownership.UNSUBSCRIBED if member_sessions and not subscribed else Ownership.UNOWNED
     try:
         consumer_id = znodes.consumer_id_of_thread(owner)
     except ValueError:
@@ -101,6 +109,7 @@ def partition_facts(seen: Sequence[Seen]) -> PartitionFacts:
         log_ends=tuple((s.at_ms, s.log_end) for s in seen if s.log_end is not None),
         owner=last.owner,
         ownership=last.ownership,
+        log_start=last.log_start,
     )
 
 
@@ -216,7 +225,7 @@ def judge_runs(
             # the first waiting message has waited since the run's first sample in the window.
             since = times[max(runs[0][0], first) - first]
             age = LagAge(max(0.0, (now_ms - since) / 1000.0), True, 0.0)
-            verdict = PartitionVerdict(was.status, was.why, was.lag, age, was.ownership)
+            verdict = PartitionVerdict(was.status, was.why, was.lag, age, was.ownership, was.unseen)
         else:
             verdict = judge_partition(run_facts(runs, times, first), judged, now_ms)
         verdicts[key] = verdict

@@ -50,6 +50,7 @@ class GroupSampler:
         if self.marks is not None:
             self.marks.quiet = True  # an unreachable broker is said once, not once per sample
         sessions = {cid: member.session for cid, member in snapshot.members.items()}
+        subscribed = {topic for member in snapshot.members.values() for topic in member.threads}
         partitions: dict[TopicPartition, Seen] = {}
         for row in snapshot.partitions:
             key = (row.topic, row.partition)
@@ -61,9 +62,13 @@ class GroupSampler:
                 committed=committed,
                 written=snapshot.offsets_written.get(key) if committed is not None else None,
                 log_end=row.log_end,
+                log_start=row.log_start,
                 owner=None if owner is None else owner.thread_id,
                 ownership=ownership_of(
-                    None if owner is None else owner.thread_id, None if owner is None else owner.session, sessions
+                    None if owner is None else owner.thread_id,
+                    None if owner is None else owner.session,
+                    sessions,
+                    row.topic in subscribed,
                 ),
             )
         taken = Sample(at_ms, partitions, tuple(sorted(snapshot.members)))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.admin.unstick_plan import (
@@ -37,7 +37,7 @@ from zkconsumer.coordinator.subscription import from_registration, thread_ids_fo
 from zkconsumer.errors import AdminRefused, AdminUnavailable, UnknownGroup, ZkDataError
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.client import ZkIO
-from zkconsumer.zookeeper.nudge import nudge_group
+from zkconsumer.zookeeper.nudge import NudgeOutcomeUnknown, nudge_group
 from zkconsumer.zookeeper.watched import Entry, WatchedFolder
 from zkconsumer.zookeeper.znodes import Registration
 
@@ -76,6 +76,7 @@ def read_plan(
     exclude_internal: bool = True,
     request_timeout_s: float = 10.0,
     identity: str = "this client",
+    delete_persistent: bool = False,
 ) -> UnstickPlan:
     """The group's members, subscribed partitions and their owner nodes, and the plan over them
     (UnknownGroup if /consumers/<group> does not exist). Every ZooKeeper request waits at most
@@ -92,7 +93,7 @@ def read_plan(
     topics = sorted({t for m in members.values() for t in m.threads})
     partitions = {t: _partitions(io, t) for t in topics}
     owners = _owners(group, {t: WatchedFolder(io, znodes.owners_path(group, t)) for t in topics})
-    return plan_unstick(group, members, partitions, owners)
+    return plan_unstick(group, members, partitions, owners, delete_persistent=delete_persistent)
 
 
 @admin_errors
@@ -117,6 +118,13 @@ def unstick(
     folders = {t: WatchedFolder(io, znodes.owners_path(plan.group, t)) for t in plan.partitions}
     for folder in folders.values():
         folder.read()  # watches armed before the nudge: the first reads after it cost only changes
+    for path, version in plan.persistent_owners:
+        try:
+            io.delete(path, version)  # fenced: only the node the plan read, unchanged
+        except (BadVersionError, NoNodeError):
+            raise AdminRefused(
+                f"{path} changed since the plan was read (nothing more deleted, no nudge): run the command again"
+            ) from None
     started = clock()
     child, stat = _nudge(io, plan)
     wanted = {(t, p) for t, ps in plan.partitions.items() for p in ps}
@@ -139,6 +147,10 @@ def unstick(
 def _nudge(io: ZkIO, plan: UnstickPlan) -> tuple[str, Any]:
     try:
         return nudge_group(io, plan.group)
+    except NudgeOutcomeUnknown as exc:
+        raise AdminUnavailable(
+            f"{exc}; look at the group (zkconsumer groups status) before running this again"
+        ) from None
     except NodeExistsError:  # the text the command line gives any kazoo error it did not expect
         raise AdminUnavailable(
             f"ZooKeeper request failed: {plan.nudge_parent}: three nudge names in a row were taken"
@@ -207,7 +219,7 @@ def _owner(path: str, entry: Entry) -> OwnerFacts:
         thread: str | None = znodes.decode_owner(data, path)
     except ZkDataError:
         thread = None
-    return OwnerFacts(thread, stat.ephemeralOwner, stat.czxid)
+    return OwnerFacts(thread, stat.ephemeralOwner, stat.czxid, stat.version)
 
 
 def _children(io: ZkIO, path: str) -> list[str]:

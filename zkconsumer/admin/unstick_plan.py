@@ -42,8 +42,9 @@ class OwnerFacts:
     """An owner node: the thread id it holds (None: not one) and the session holding it."""
 
     thread_id: str | None
-    session: int
+    session: int  # 0: a persistent node, held by no session
     czxid: int = 0
+    version: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class UnstickPlan:
     owners: dict[tuple[str, int], OwnerFacts]
     blockers: list[UnstickBlocker] = field(default_factory=list)
     nudge_parent: str = ""
+    # persistent owner nodes to delete before the nudge: (path, the version the plan read)
+    persistent_owners: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def unowned(self) -> list[tuple[str, int]]:
@@ -102,6 +105,7 @@ class UnstickPlan:
             "unowned": [f"{t}-{p}" for t, p in self.unowned],
             "idle_members": self.idle_members(),
             "nudge": self.nudge_parent,
+            "delete_persistent_owners": [path for path, _version in self.persistent_owners],
             "blockers": [{"node": b.node, "reason": b.reason, "remedy": b.remedy} for b in self.blockers],
         }
 
@@ -121,12 +125,19 @@ def plan_unstick(
     members: Mapping[str, MemberFacts],
     partitions: Mapping[str, list[int]],
     owners: Mapping[tuple[str, int], OwnerFacts],
+    *,
+    delete_persistent: bool = False,
 ) -> UnstickPlan:
     """The plan, with every blocker: a registration Scala members cannot use (each of their
     rebalances fails on it), and an owner node of a subscribed partition held by a session that
     is no registered member's (no member releases it, so the member assigned the partition fails
     its claim and, after its retries, gives up again). Both are held by live sessions (ephemeral),
-    so they are reported with what to do, never deleted."""
+    so they are reported with what to do, never deleted.
+
+    An owner node no session holds (ephemeralOwner 0: created persistent, e.g. restored by a
+    ZooKeeper copy tool) would block the group for good, since no session's end removes it: it
+    is a blocker naming --delete-persistent-owners, or, with `delete_persistent`, a node the
+    plan deletes before the nudge if it is unchanged (its version)."""
     plan = UnstickPlan(
         group,
         dict(members),
@@ -155,6 +166,22 @@ def plan_unstick(
     for (topic, partition), owner in sorted(owners.items()):
         if partition not in plan.partitions.get(topic, []):
             continue
+        path = znodes.owner_path(group, topic, partition)
+        if owner.session == 0:
+            if delete_persistent:
+                plan.persistent_owners.append((path, owner.version))
+                continue
+            plan.blockers.append(
+                UnstickBlocker(
+                    path,
+                    f"holds {owner.thread_id!r} as a persistent node (ephemeralOwner 0: made outside a session, "
+                    "e.g. restored by a ZooKeeper copy tool): no session holds it, ZooKeeper never removes it, "
+                    f"and the member assigned {topic}-{partition} cannot claim it",
+                    "run again with --delete-persistent-owners: it is deleted before the nudge, only if "
+                    "unchanged since this plan",
+                )
+            )
+            continue
         holder = sessions.get(owner.session)
         if holder is not None:
             continue  # a member's own node: that member releases it when it rebalances
@@ -170,7 +197,7 @@ def plan_unstick(
             why = f"owned by {owner.thread_id}, no registered member, in session 0x{owner.session:x}"
         plan.blockers.append(
             UnstickBlocker(
-                znodes.owner_path(group, topic, partition),
+                path,
                 f"{why}; the member assigned {topic}-{partition} cannot claim it",
                 f"not deleted (a live session holds it): stop the process of session 0x{owner.session:x}, "
                 "or wait until ZooKeeper expires that session, then run this again",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from zkconsumer.partitions import TopicPartition, partitions_text
@@ -88,6 +88,9 @@ class Ownership(enum.Enum):
     UNOWNED = "no owner node"
     OWNER_GONE = "owner is not a registered member"
     FOREIGN_SESSION = "owner node held by another session than its member's registration"
+    # No owner, and no registered member subscribes to the topic: offsets left from a retired or
+    # renamed topic. Not a rebalance's to mend (its plan covers subscribed topics only).
+    UNSUBSCRIBED = "no registered member subscribes to its topic"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,7 @@ class PartitionFacts:
     log_ends: tuple[tuple[int, int], ...]  # (at_ms, log end) samples in the window, oldest first
     owner: str | None  # the owner node's thread id, None without one
     ownership: Ownership
+    log_start: int | None = None  # None: not read (the exporter asks log ends only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,7 @@ class PartitionVerdict:
     lag: int | None
     age: LagAge | None
     ownership: Ownership
+    unseen: bool = False  # no log end now: `lag` is at least the last log end seen minus the offset
 
     @property
     def reason(self) -> str:
@@ -119,21 +124,75 @@ class PartitionVerdict:
 
 def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
     """One partition's status and why: ownership first, then Burrow's rules on its commits."""
-    lag = None if facts.log_end is None else max(0, facts.log_end - (facts.committed or 0))
+    # No log end now: the last one seen in the window is a lower bound (a log end only grows), so a
+    # broker gone does not turn waiting messages into a lag of 0.
+    end = facts.log_end if facts.log_end is not None else (facts.log_ends[-1][1] if facts.log_ends else None)
+    # No offset committed ever: lag unknown, as `groups describe` says (Burrow leaves such a
+    # partition out; kafka_exporter's -1 is no number): never "caught up", never a lag from 0.
+    # Below the log start, the messages between are gone: what is left to read starts there.
+    readable = (
+        facts.committed if facts.log_start is None or facts.committed is None else max(facts.committed, facts.log_start)
+    )
+    lag = None if end is None or readable is None else max(0, end - readable)
     age = None if facts.committed is None or not facts.log_ends else lag_age(facts.committed, facts.log_ends, now_ms)
+    if facts.log_end is None:
+        return replace(_verdict(facts, lag, age, now_ms), unseen=True)
+    return _verdict(facts, lag, age, now_ms)
+
+
+def _verdict(facts: PartitionFacts, lag: int | None, age: LagAge | None, now_ms: int) -> PartitionVerdict:
+    if facts.ownership is Ownership.UNSUBSCRIBED:
+        # Left behind, not late: warned of (a member may have dropped a topic by mistake), never ERR;
+        # its lag is left out of the group's (group_verdict) and the exporter forgets it later.
+        waiting = "its log end is unknown" if lag is None else f"{lag} messages are left behind"
+        reason = f"no registered member subscribes to its topic ({waiting}): a retired or renamed topic?"
+        return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
     if facts.ownership is Ownership.UNOWNED:
         if lag:
             return PartitionVerdict(LagStatus.ERR, None, lag, age, facts.ownership)
+        if facts.committed is None:
+            reason = "nobody owns it and no offset was committed: lag unknown"
+            return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
+        if facts.log_end is None:
+            reason = "nobody owns it; its log end is unknown (no broker answered): messages may wait"
+            return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
         reason = "nobody owns it (caught up so far: new messages will wait)"
         return PartitionVerdict(LagStatus.WARN, reason, lag, age, facts.ownership)
     if facts.ownership is not Ownership.OWNED:
         reason = f"{facts.ownership.value} ({facts.owner})"
         return PartitionVerdict(LagStatus.ERR, reason, lag, age, facts.ownership)
+    if facts.committed is None:
+        reason = "no offset committed: lag unknown (its owner started per auto.offset.reset)"
+        return PartitionVerdict(LagStatus.NOTFOUND, reason, lag, age, facts.ownership)
     if facts.log_end is None:
         reason = "the log end is not known (no broker answered)"
+        if lag:
+            reason += f": at least {lag} messages waited when it was last seen"
         return PartitionVerdict(LagStatus.NOTFOUND, reason, lag, age, facts.ownership)
+    out_of_range = _out_of_range(facts)
+    if out_of_range is not None:
+        return PartitionVerdict(LagStatus.WARN, out_of_range, lag, age, facts.ownership)
     status = lag_status(facts.window, lag or 0, now_ms)
     return PartitionVerdict(status, _reason(status, facts, lag or 0, now_ms), lag, age, facts.ownership)
+
+
+def _out_of_range(facts: PartitionFacts) -> str | None:
+    """Why the owner's next fetch from the committed offset is out of range (as `groups describe`
+    and `verify` flag it), None when it is not: it will reset per its auto.offset.reset."""
+    committed, end, start = facts.committed, facts.log_end, facts.log_start
+    if committed is None or end is None:
+        return None
+    if committed > end:
+        return (
+            f"offset {committed} is past the log end {end} (a re-created topic, an unclean leader election?): "
+            "the owner's next fetch is out of range and resets per its auto.offset.reset"
+        )
+    if start is not None and committed < start:
+        return (
+            f"offset {committed} is below the log start {start} ({start - committed} messages deleted unread): "
+            "the owner's next fetch is out of range and resets per its auto.offset.reset"
+        )
+    return None
 
 
 def _reason(status: LagStatus, facts: PartitionFacts, lag: int, now_ms: int) -> str:
@@ -180,11 +239,18 @@ def group_verdict(
     idle = sorted(set(members) - set(owning))
     unowned = [tp for tp, v in partitions.items() if v.ownership is Ownership.UNOWNED]
     reasons: tuple[str, ...] = ()
+    unseen = [tp for tp, v in partitions.items() if v.unseen]
+    if 2 * len(unseen) > len(partitions) and status < LagStatus.WARN:
+        # Most of the group out of sight: never OK (the review's 99 NOTFOUND + 1 OK read OK).
+        status = LagStatus.WARN
+        reasons = (f"{len(unseen)} of {len(partitions)} partitions unseen: no broker gave their log end",)
     if idle and unowned:
         status = LagStatus.ERR
         reasons = (
+            *reasons,
             f"{len(idle)} registered members own nothing ({', '.join(idle)}) while {partitions_text(unowned)} "
             "have no owner: a rebalance gave up",
         )
-    total = sum(v.lag or 0 for v in partitions.values())
+    # A retired topic's messages wait for nobody: counted, they would keep "lag growing" alerts up.
+    total = sum(v.lag or 0 for v in partitions.values() if v.ownership is not Ownership.UNSUBSCRIBED)
     return GroupVerdict(status, reasons, dict(partitions), total)

@@ -59,6 +59,26 @@ def _listen(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[s
     help="Judge each partition's commits over this long (Burrow's rules), keeping a sample per interval.",
 )
 @click.option("--groups", "pattern", callback=_regex, metavar="REGEX", help="Only the groups this fully matches.")
+@click.option(
+    "--forget-retired-topics-after",
+    "retired_after",
+    type=click.FloatRange(min=0.0),
+    default=7.0,
+    show_default=True,
+    metavar="DAYS",
+    help="A topic of a group that no registered member subscribes to (a retired or renamed topic) is "
+    "WARN, never ERR or unowned, and is left out once its last commit is this old (0: at once).",
+)
+@click.option(
+    "--expire-group-after",
+    "expire_after",
+    type=click.FloatRange(min=0.0),
+    default=7.0,
+    show_default=True,
+    metavar="DAYS",
+    help="Leave out a group with no member, no owner node and no commit for this long (Burrow's "
+    "expire-group): a retired group, not a stopped one. It comes back at its next commit or member.",
+)
 @bootstrap_option
 @expected_errors
 def exporter(
@@ -69,14 +89,16 @@ def exporter(
     interval: float,
     window: float,
     pattern: re.Pattern[str] | None,
+    retired_after: float,
+    expire_after: float,
     brokers: BrokerAccess,
 ) -> None:
     """Serve every group's lag, ownership and verdict until stopped (SIGTERM or Ctrl-C).
 
     One process per cluster. It watches /consumers under the chroot (or the groups --groups
     matches) and re-reads only what a watch says changed; every --interval it asks the brokers
-    for all log ends in one batch and takes one sample of each group, judged by Burrow's rules
-    over --window (as `groups status --watch`). It serves:
+    for all log ends (one request per partition leader) and takes one sample of each group,
+    judged by Burrow's rules over --window (as `groups status --watch`). It serves:
 
     \b
       /metrics                      Prometheus: per partition, per group, and its own health
@@ -106,7 +128,12 @@ def exporter(
             warn("serving without log ends (no lag)")
         settings = {**legacy_settings(client), **brokers.settings}
         log_ends = (
-            stack.enter_context(LogEnds(bootstrap, timeout_s=zk_timeout, settings=settings)) if bootstrap else None
+            # bounded by the interval: an offline partition must not stretch every refresh to --zk-timeout
+            stack.enter_context(
+                LogEnds(bootstrap, timeout_s=min(zk_timeout, max(1.0, interval / 2)), settings=settings)
+            )
+            if bootstrap
+            else None
         )
         try:
             served = Exporter(
@@ -118,6 +145,8 @@ def exporter(
                 window_s=window,
                 groups=pattern,
                 zk_timeout_s=zk_timeout,
+                retired_after_s=retired_after * 86400.0,
+                expire_group_after_s=expire_after * 86400.0,
             )
         except OSError as exc:
             raise CliError(f"cannot listen on {listen[0]}:{listen[1]}: {exc}", EXIT_USAGE) from None

@@ -32,6 +32,14 @@ def what_to_do(group: str, verdict: GroupVerdict, members: Sequence[str], proble
             "registration's: a member's old session still holds them (it ends within the session timeout), "
             f"or a stuck member does; zkconsumer groups rebalance --group {name} shows what blocks the group."
         )
+    if Ownership.UNSUBSCRIBED in ownership:
+        retired = sorted({t for (t, _p), v in verdict.partitions.items() if v.ownership is Ownership.UNSUBSCRIBED})
+        steps.append(
+            f"No registered member subscribes to {', '.join(retired)}: offsets left from a retired or renamed "
+            "topic (the exporter forgets them --forget-retired-topics-after days after their last commit). "
+            "If a member should read it, check that member's subscription; else nothing is to be done "
+            "(`zkconsumer groups delete --topic` removes them only while the group has no member)."
+        )
     if LagStatus.STOP in statuses:
         steps.append(
             "Owners stopped committing while messages wait: look at those members (their logs, their "
@@ -47,7 +55,8 @@ def what_to_do(group: str, verdict: GroupVerdict, members: Sequence[str], proble
             "A committed offset went back: somebody reset the offsets (zkconsumer offsets, "
             "kafka-consumer-groups --reset-offsets) or a member committed an old position; expect re-delivery."
         )
-    if LagStatus.WARN in statuses and not steps:
+    owned_warn = any(v.status is LagStatus.WARN and v.ownership is Ownership.OWNED for v in verdict.partitions.values())
+    if owned_warn and not steps:
         steps.append(
             "The lag never shrinks: the members consume slower than producers write. Add members (up to one "
             "per partition) or make each faster."

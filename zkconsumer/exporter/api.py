@@ -31,6 +31,7 @@ def groups_doc(state: ViewState, health: dict[str, Any]) -> dict[str, Any]:
         "exporter": health,
         "groups": [_summary(group) for _, group in sorted(state.groups.items())],
         "unreadable_groups": [{"group": g, "error": why} for g, why in sorted(state.unreadable.items())],
+        "expired_groups": list(state.expired),
     }
 
 
@@ -43,6 +44,7 @@ def _summary(group: GroupState) -> dict[str, Any]:
         "members": len(group.window.last_meta.member_kinds),  # not group.last: that rebuilds a whole sample
         "partitions": len(verdict.partitions),
         "unowned_partitions": sum(1 for v in verdict.partitions.values() if v.ownership is Ownership.UNOWNED),
+        "unseen_partitions": sum(1 for v in verdict.partitions.values() if v.unseen),
         "total_lag": verdict.total_lag,
     }
 
@@ -143,6 +145,8 @@ def answer(
 ) -> Answer | None:
     """The answer to a GET of `path` under /v1, None when no route matches (the server's 404)."""
     parts = [unquote(p) for p in path.split("?", 1)[0].strip("/").split("/")]
+    if parts == ["v1", "refreshed"]:  # the page asks this twice a second: anything new since it drew?
+        return _ok({"refreshed_at_ms": state.at_ms, "interval_s": state.interval_s})
     if parts[:2] != ["v1", "groups"]:
         return None
     if len(parts) == 2:

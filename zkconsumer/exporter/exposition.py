@@ -64,9 +64,9 @@ class ScrapeBody:
     exposition: Exposition
     tail: bytes
 
-    def negotiate(self, accept_encoding: str) -> tuple[str | None, int, Iterable[bytes]]:
-        """(Content-Encoding, Content-Length, chunks) for a request's Accept-Encoding header."""
-        if "gzip" in accept_encoding.lower():
+    def negotiate(self, gzip: bool) -> tuple[str | None, int, Iterable[bytes]]:
+        """(Content-Encoding, Content-Length, chunks) for a request that accepts gzip or not."""
+        if gzip:
             chunks = self.exposition.gzipped(self.tail)
             return "gzip", sum(len(chunk) for chunk in chunks), chunks
         return None, self.exposition.length + len(self.tail), self.exposition.text(self.tail)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from zkconsumer.admin import OWNERSHIP_NAMES, Ownership, PartitionVerdict, Record, group_why
+from zkconsumer.admin import OWNERSHIP_NAMES, GroupVerdict, LagAge, LagStatus, Ownership, PartitionVerdict, Record
 from zkconsumer.exporter.view import GroupState, ViewState
 from zkconsumer.partitions import TopicPartition
 
@@ -33,8 +33,10 @@ class Spec:
 FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_group_status", "gauge", GROUP, "The group's verdict as Burrow's status code: 0 NOTFOUND, 1 OK, "
          "2 WARN, 3 ERR (a group is at worst ERR)"),
-    Spec("zkconsumer_group_status_info", "gauge", (*GROUP, "status", "reason"), "Always 1: the group's verdict "
-         "by name and why (admin.group_lag.group_why)"),
+    Spec("zkconsumer_group_status_info", "gauge", (*GROUP, "status"), "Always 1: the group's verdict by name "
+         "(why is in the JSON API and on the page: free text makes no label)"),
+    Spec("zkconsumer_group_partitions_by_status", "gauge", (*GROUP, "status"), "The group's partitions by "
+         "verdict: NOTFOUND, OK, WARN, ERR, STOP, STALL, REWIND (each always present)"),
     Spec("zkconsumer_group_members", "gauge", (*GROUP, "kind"), "Registered members (/consumers/<group>/ids) by "
          "kind: zkconsumer or scala"),
     Spec("zkconsumer_group_member_info", "gauge", (*GROUP, "member", "kind"), "Always 1: one registered member "
@@ -42,10 +44,15 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_group_partitions", "gauge", GROUP, "Partitions the group has offsets or owners for or "
          "subscribes to"),
     Spec("zkconsumer_group_unowned_partitions", "gauge", GROUP, "Partitions without an owner node"),
+    Spec("zkconsumer_group_unseen_partitions", "gauge", GROUP, "Partitions no broker gave a log end for at the "
+         "last refresh (their lag is the last one seen, a lower bound)"),
     Spec("zkconsumer_group_lag", "gauge", GROUP, "Messages between the committed offsets and the log ends, summed "
          "over the group's partitions"),
     Spec("zkconsumer_group_max_lag_seconds", "gauge", GROUP, "The longest any partition's first unconsumed message "
-         "has waited (from the exporter's own log-end samples; absent before the second sample)"),
+         "has waited (from the exporter's own log-end samples; absent before the second sample; at most --window "
+         "when it waited since before the window: see _lower_bound)"),
+    Spec("zkconsumer_group_max_lag_seconds_lower_bound", "gauge", GROUP, "1 when zkconsumer_group_max_lag_seconds is "
+         "only a lower bound (the message waited already at the window's first sample), 0 when exact"),
     Spec("zkconsumer_group_last_commit_timestamp_seconds", "gauge", GROUP, "When the newest offset node was "
          "written (its mtime: ZooKeeper's clock)"),
     Spec("zkconsumer_group_window_samples", "gauge", GROUP, "Samples in the window Burrow's rules judge"),
@@ -57,22 +64,30 @@ FAMILIES: tuple[Spec, ...] = (
          "a valid offset node)"),
     Spec("zkconsumer_partition_log_end_offset", "gauge", PARTITION, "The brokers' log-end offset (absent when "
          "no broker answered)"),
-    Spec("zkconsumer_partition_lag", "gauge", PARTITION, "Messages between the committed offset and the log end"),
+    Spec("zkconsumer_partition_lag", "gauge", PARTITION, "Messages between the committed offset and the log end "
+         "(while no broker answers: the last log end seen, a lower bound)"),
     Spec("zkconsumer_partition_lag_seconds", "gauge", PARTITION, "How long the first unconsumed message has "
-         "waited, exact to the refresh interval (absent before the second sample)"),
+         "waited: exact to the refresh interval, or at least this when it waited already at the window's first "
+         "sample (then at most --window; /v1 says at_least) (absent before the second sample)"),
     Spec("zkconsumer_partition_owner_info", "gauge", (*PARTITION, "owner", "ownership"), "Always 1: the owner "
          "node's thread id (empty without one) and what it means: owned, unowned, owner-gone, foreign-session"),
     Spec("zkconsumer_exporter_zookeeper_connected", "gauge", (), "1 while the exporter's ZooKeeper session is "
          "connected"),
     Spec("zkconsumer_exporter_last_refresh_timestamp_seconds", "gauge", (), "When the last successful refresh "
-         "ended (alert on time() minus it)"),
+         "ended (alert on time() minus it; absent before the first)"),
+    Spec("zkconsumer_exporter_start_time_seconds", "gauge", (), "When the exporter started (what a stale-view "
+         "alert counts from before the first refresh)"),
     Spec("zkconsumer_exporter_refresh_duration_seconds", "gauge", (), "How long the last refresh took"),
     Spec("zkconsumer_exporter_refreshes_total", "counter", ("result",), "Refreshes by result: ok or failed"),
     Spec("zkconsumer_exporter_zookeeper_requests_total", "counter", (), "ZooKeeper reads the exporter sent "
          "(a refresh re-reads only what a watch said changed)"),
-    Spec("zkconsumer_exporter_log_end_reads_total", "counter", (), "Batched log-end reads (ListOffsets, one "
-         "request per partition leader each)"),
+    Spec("zkconsumer_exporter_log_end_reads_total", "counter", (), "Log-end reads (ListOffsets requests, one "
+         "per partition leader per refresh)"),
     Spec("zkconsumer_exporter_groups", "gauge", (), "Groups the exporter watches"),
+    Spec("zkconsumer_exporter_expired_groups", "gauge", (), "Groups left out: no member, no owner node and no "
+         "commit for --expire-group-after (/v1/groups names them)"),
+    Spec("zkconsumer_exporter_unseen_partitions", "gauge", (), "Partitions of the watched groups no broker gave "
+         "a log end for at the last refresh (offline, leader down, brokers unreachable)"),
     Spec("zkconsumer_exporter_unreadable_groups", "gauge", (), "Groups whose nodes ZooKeeper refused to "
          "the exporter at the last refresh (NoAuth: their ACL; /v1/groups names each and why)"),
 )  # fmt: skip
@@ -92,6 +107,9 @@ class Health:
     log_end_reads: int
     groups: int
     unreadable_groups: int = 0
+    unseen_partitions: int = 0
+    expired_groups: int = 0
+    started_ms: int = 0
 
 
 Family = GaugeMetricFamily | CounterMetricFamily
@@ -148,8 +166,10 @@ def _group_lines(name: str, groups: Rows, lines: list[str]) -> None:
         if name == "zkconsumer_group_status":
             lines.append(f'{name}{{group="{g}"}} {_number(int(verdict.status))}\n')
         elif name == "zkconsumer_group_status_info":
-            why = _escape(group_why(verdict))
-            lines.append(f'{name}{{group="{g}",status="{verdict.status.name}",reason="{why}"}} 1.0\n')
+            lines.append(f'{name}{{group="{g}",status="{verdict.status.name}"}} 1.0\n')
+        elif name == "zkconsumer_group_partitions_by_status":
+            for status, count in _by_status(verdict).items():
+                lines.append(f'{name}{{group="{g}",status="{status}"}} {_number(count)}\n')
         elif name == "zkconsumer_group_members":
             for kind in ("zkconsumer", "scala"):
                 count = sum(1 for k in last.member_kinds.values() if k == kind)
@@ -169,10 +189,16 @@ def _group_value(name: str, group: GroupState) -> float | None:
         return len(verdict.partitions)
     if name == "zkconsumer_group_unowned_partitions":
         return sum(1 for v in verdict.partitions.values() if v.ownership is Ownership.UNOWNED)
+    if name == "zkconsumer_group_unseen_partitions":
+        return sum(1 for v in verdict.partitions.values() if v.unseen)
     if name == "zkconsumer_group_lag":
         return verdict.total_lag
     if name == "zkconsumer_group_max_lag_seconds":
-        return max((v.age.seconds for v in verdict.partitions.values() if v.age is not None), default=None)
+        oldest = _oldest_wait(verdict)
+        return None if oldest is None else oldest.seconds
+    if name == "zkconsumer_group_max_lag_seconds_lower_bound":
+        oldest = _oldest_wait(verdict)
+        return None if oldest is None else float(oldest.at_least)
     if name == "zkconsumer_group_last_commit_timestamp_seconds":
         return None if last.last_commit_ms is None else last.last_commit_ms / 1000.0
     if name == "zkconsumer_group_window_samples":
@@ -209,6 +235,22 @@ def _partition_lines(name: str, groups: Rows, lines: list[str]) -> None:
                 add(f'{name}{{{labels},owner="{owner}",ownership="{OWNERSHIP_NAMES[v.ownership]}"}} 1.0\n')
 
 
+def _oldest_wait(verdict: GroupVerdict) -> LagAge | None:
+    """The longest wait of a first unconsumed message the group's members are meant to read (a
+    retired topic's wait for nobody), a lower bound first on a tie."""
+    ages = [
+        v.age for v in verdict.partitions.values() if v.age is not None and v.ownership is not Ownership.UNSUBSCRIBED
+    ]
+    return max(ages, key=lambda age: (age.seconds, age.at_least), default=None)
+
+
+def _by_status(verdict: GroupVerdict) -> dict[str, int]:
+    counts = dict.fromkeys((status.name for status in LagStatus), 0)
+    for v in verdict.partitions.values():
+        counts[v.status.name] += 1
+    return counts
+
+
 def _partition_labels(group: str, topic: str, partition: int) -> str:
     return f'group="{group}",topic="{_escape(topic)}",partition="{partition}"'
 
@@ -218,7 +260,9 @@ def _walk(state: ViewState, add: Add) -> None:
         verdict, window = group.verdict, group.window
         last = window.last_meta
         add("zkconsumer_group_status", [name], int(verdict.status))
-        add("zkconsumer_group_status_info", [name, verdict.status.name, group_why(verdict)], 1)
+        add("zkconsumer_group_status_info", [name, verdict.status.name], 1)
+        for status, count in _by_status(verdict).items():
+            add("zkconsumer_group_partitions_by_status", [name, status], count)
         kinds = sorted(last.member_kinds.items())
         for kind in ("zkconsumer", "scala"):
             add("zkconsumer_group_members", [name, kind], sum(1 for _, k in kinds if k == kind))
@@ -227,10 +271,12 @@ def _walk(state: ViewState, add: Add) -> None:
         add("zkconsumer_group_partitions", [name], len(verdict.partitions))
         unowned = sum(1 for v in verdict.partitions.values() if v.ownership is Ownership.UNOWNED)
         add("zkconsumer_group_unowned_partitions", [name], unowned)
+        add("zkconsumer_group_unseen_partitions", [name], sum(1 for v in verdict.partitions.values() if v.unseen))
         add("zkconsumer_group_lag", [name], verdict.total_lag)
-        ages = [v.age.seconds for v in verdict.partitions.values() if v.age is not None]
-        if ages:
-            add("zkconsumer_group_max_lag_seconds", [name], max(ages))
+        oldest = _oldest_wait(verdict)
+        if oldest is not None:
+            add("zkconsumer_group_max_lag_seconds", [name], oldest.seconds)
+            add("zkconsumer_group_max_lag_seconds_lower_bound", [name], float(oldest.at_least))
         if last.last_commit_ms is not None:
             add("zkconsumer_group_last_commit_timestamp_seconds", [name], last.last_commit_ms / 1000.0)
         add("zkconsumer_group_window_samples", [name], len(window.metas))
@@ -258,6 +304,8 @@ def health_families(health: Health) -> list[Metric]:
     out["zkconsumer_exporter_zookeeper_connected"].add_metric([], 1 if health.connected else 0)
     if health.last_refresh_ms:
         out["zkconsumer_exporter_last_refresh_timestamp_seconds"].add_metric([], health.last_refresh_ms / 1000.0)
+    if health.started_ms:
+        out["zkconsumer_exporter_start_time_seconds"].add_metric([], health.started_ms / 1000.0)
     out["zkconsumer_exporter_refresh_duration_seconds"].add_metric([], health.refresh_seconds)
     out["zkconsumer_exporter_refreshes_total"].add_metric(["ok"], health.refreshes_ok)
     out["zkconsumer_exporter_refreshes_total"].add_metric(["failed"], health.refreshes_failed)
@@ -265,6 +313,8 @@ def health_families(health: Health) -> list[Metric]:
     out["zkconsumer_exporter_log_end_reads_total"].add_metric([], health.log_end_reads)
     out["zkconsumer_exporter_groups"].add_metric([], health.groups)
     out["zkconsumer_exporter_unreadable_groups"].add_metric([], health.unreadable_groups)
+    out["zkconsumer_exporter_unseen_partitions"].add_metric([], health.unseen_partitions)
+    out["zkconsumer_exporter_expired_groups"].add_metric([], health.expired_groups)
     return list(out.values())
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import WatchedEvent, ZnodeStat
 
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
@@ -50,6 +50,8 @@ class GroupWatch:
     changed; a data watch on each child says when it changed or went (KeptFolder, keeping of each
     node only what GroupNodes holds: 100,000 offset nodes' stats would cost about 40 MB). A commit
     costs one request (its node's new value), a rebalance one per owner node claimed or released.
+    `on_change(group)` (optional) runs on kazoo's thread when any of those watches fires, so a
+    caller can read again at once rather than at its next tick (the read still asks only for what changed).
 
     Example::
 
@@ -58,16 +60,27 @@ class GroupWatch:
         nodes = watch.read()      # nothing changed: no request at all
     """
 
-    def __init__(self, io: ZkIO, group: str) -> None:
+    def __init__(self, io: ZkIO, group: str, on_change: Callable[[str], None] | None = None) -> None:
         self.io = io
         self.group = group
-        self._ids = KeptFolder(io, znodes.ids_path(group), keep=_held)
-        self._marked = WatchedFolder(io, znodes.zkconsumer_members_path(group))
-        self._offset_topics = WatchedFolder(io, znodes.offsets_path(group))
-        self._owner_topics = WatchedFolder(io, znodes.owners_path(group))
+        self.on_change = on_change
+        self._ids = KeptFolder(
+            io, znodes.ids_path(group), self._list_changed, keep=_held, on_child_change=self._changed
+        )
+        self._marked = WatchedFolder(io, znodes.zkconsumer_members_path(group), self._list_changed)
+        self._offset_topics = WatchedFolder(io, znodes.offsets_path(group), self._list_changed)
+        self._owner_topics = WatchedFolder(io, znodes.owners_path(group), self._list_changed)
         self._offsets: dict[str, KeptFolder[Written]] = {}
         self._owners: dict[str, KeptFolder[Held]] = {}
         self._forgotten_requests = 0  # sent by the folders of topics no longer listed
+
+    def _changed(self, _path: str, _event: WatchedEvent) -> None:
+        """kazoo's thread: a node read since changed or went (a commit, a claim, a member leaving)."""
+        if self.on_change is not None:
+            self.on_change(self.group)
+
+    def _list_changed(self, event: WatchedEvent) -> None:
+        self._changed(event.path, event)
 
     @property
     def requests(self) -> int:
@@ -113,7 +126,10 @@ class GroupWatch:
         for topic in topics:
             folder = folders.get(topic)
             if folder is None:
-                folder = folders[topic] = KeptFolder(self.io, path_of(self.group, topic), keep=keep)
+                path = path_of(self.group, topic)
+                folder = folders[topic] = KeptFolder(
+                    self.io, path, self._list_changed, keep=keep, on_child_change=self._changed
+                )
             out[topic] = folder.read()
         return out
 

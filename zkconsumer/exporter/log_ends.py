@@ -1,9 +1,10 @@
-"""Log-end offsets of many partitions at once: one ListOffsets batch per refresh through confluent-kafka's AdminClient."""
+"""Log-end offsets of many partitions at once: one ListOffsets per partition leader per refresh through confluent-kafka's AdminClient."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +23,9 @@ LIBRDKAFKA_LOG.propagate = False
 class LogEnds:
     """The brokers' log-end offsets (ListOffsets, latest) of the partitions asked for.
 
-    librdkafka sends one request per partition leader for a whole `read`, so a refresh of every
-    group costs as many broker requests as there are leaders, not partitions. `reason` says why
-    the last read had no answer for some partitions (None: all answered).
+    A `read` costs one metadata request and one ListOffsets per partition leader, not per
+    partition. `reason` says why the last read had no answer for some partitions (None: all
+    answered), `missing` how many had none.
 
     Example::
 
@@ -36,8 +37,9 @@ class LogEnds:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
         self.settings = dict(settings or {})  # librdkafka connection settings (TLS, SASL): may hold passwords
-        self.batches = 0  # list_offsets calls made (each one request per partition leader)
+        self.batches = 0  # list_offsets calls made (one per partition leader per read)
         self.reason: str | None = None
+        self.missing = 0  # partitions the last read had no log end for
         self._admin: AdminClient | None = None
 
     def __enter__(self) -> LogEnds:
@@ -57,35 +59,47 @@ class LogEnds:
         self._admin = None  # the AdminClient has no close: its threads end when it is collected
 
     def read(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """(topic, partition) -> log end; partitions the brokers did not answer for are left out."""
+        """(topic, partition) -> log end; partitions the brokers did not answer for are left out.
+
+        One metadata request names each partition's leader; a partition without one (offline) or
+        unknown to the brokers is not asked at all, and the others are asked one ListOffsets per
+        leader, all at once, every answer awaited until one shared deadline (`timeout_s`): an
+        offline partition or a dead leader blinds only its own partitions, and a read never takes
+        longer than `timeout_s` plus the metadata request."""
         from confluent_kafka import KafkaException
-        from confluent_kafka import TopicPartition as KafkaTopicPartition
-        from confluent_kafka.admin import OffsetSpec
 
         if self._admin is None:
             raise RuntimeError("LogEnds is used outside its `with` block")
         wanted = sorted(set(keys))
         if not wanted:
             return {}
-        self.batches += 1
         try:
-            futures: dict[Any, Any] = self._admin.list_offsets(
-                {KafkaTopicPartition(t, p): OffsetSpec.latest() for t, p in wanted},
-                request_timeout=self.timeout_s,
-            )
+            metadata = self._admin.list_topics(timeout=self.timeout_s)
         except KafkaException as exc:
             self.reason = f"brokers at {self.bootstrap}: {_text(exc)}"
+            log.warning("%s", self.reason)
             return {}
+        by_leader, failed = leaders_of(wanted, metadata.topics)
+        deadline = time.monotonic() + self.timeout_s
+        futures: dict[Any, Any] = {}
+        for _leader, partitions in sorted(by_leader.items()):
+            futures.update(self._ask(partitions, failed))
         out: dict[TopicPartition, int] = {}
-        failed: dict[TopicPartition, str] = {}
         for tp, future in futures.items():
             key = (tp.topic, tp.partition)
             try:
-                out[key] = future.result(timeout=self.timeout_s + 1.0).offset
+                offset = future.result(timeout=max(0.0, deadline - time.monotonic())).offset
             except KafkaException as exc:
                 failed[key] = _text(exc)
+                continue
             except concurrent.futures.TimeoutError:  # not yet the builtin TimeoutError on Python 3.10
-                failed[key] = f"no answer within {self.timeout_s + 1.0:g} s"
+                failed[key] = f"no answer within {self.timeout_s:g} s"
+                continue
+            if offset < 0:  # librdkafka's "no offset" (-1, -1001): no log end, never a lag of 0
+                failed[key] = f"the broker gave no offset ({offset})"
+            else:
+                out[key] = offset
+        self.missing = len(failed)
         if failed:
             (first, why), more = next(iter(sorted(failed.items()))), len(failed) - 1
             self.reason = f"no log end for {first[0]}-{first[1]}: {why}" + (f" (and {more} more)" if more else "")
@@ -93,6 +107,44 @@ class LogEnds:
         else:
             self.reason = None
         return out
+
+    def _ask(self, partitions: list[TopicPartition], failed: dict[TopicPartition, str]) -> dict[Any, Any]:
+        """One ListOffsets (latest) for partitions of one leader: its futures (none if refused at once)."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        assert self._admin is not None
+        self.batches += 1
+        try:
+            return dict(
+                self._admin.list_offsets(
+                    {KafkaTopicPartition(t, p): OffsetSpec.latest() for t, p in partitions},
+                    request_timeout=self.timeout_s,
+                )
+            )
+        except KafkaException as exc:
+            failed.update(dict.fromkeys(partitions, _text(exc)))
+            return {}
+
+
+def leaders_of(
+    wanted: Iterable[TopicPartition], topics: Mapping[str, Any]
+) -> tuple[dict[int, list[TopicPartition]], dict[TopicPartition, str]]:
+    """The wanted partitions by leader (broker id), and why the others cannot be asked, from
+    librdkafka's metadata (`ClusterMetadata.topics`: name -> TopicMetadata)."""
+    by_leader: dict[int, list[TopicPartition]] = {}
+    failed: dict[TopicPartition, str] = {}
+    for topic, partition in wanted:
+        meta = topics.get(topic)
+        found = None if meta is None or meta.error is not None else meta.partitions.get(partition)
+        if found is None:
+            failed[(topic, partition)] = "the brokers' metadata does not list it"
+        elif found.leader < 0:
+            failed[(topic, partition)] = "it has no leader (offline)"
+        else:
+            by_leader.setdefault(found.leader, []).append((topic, partition))
+    return by_leader, failed
 
 
 def _text(exc: Exception) -> str:

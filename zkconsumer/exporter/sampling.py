@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from zkconsumer.admin import Record, Sample, Seen, ownership_of
@@ -70,9 +70,22 @@ def group_sample(
     log_ends: Mapping[TopicPartition, int],
     at_ms: int,
     problems: Iterable[str] = (),
+    *,
+    subscribed: Collection[str] | None = None,
+    retired_after_ms: int | None = None,
 ) -> GroupSample:
     """The sample `GroupSampler.sample` would take of these nodes (group_records, with its time)."""
-    meta, records = group_records(group, nodes, topics, wanted, log_ends, at_ms, problems)
+    meta, records = group_records(
+        group,
+        nodes,
+        topics,
+        wanted,
+        log_ends,
+        at_ms,
+        problems,
+        subscribed=subscribed,
+        retired_after_ms=retired_after_ms,
+    )
     partitions = {key: Seen(at_ms, *record) for key, record in sorted(records.items())}
     return GroupSample(Sample(at_ms, partitions, meta.members), meta.member_kinds, meta.last_commit_ms, meta.problems)
 
@@ -85,16 +98,26 @@ def group_records(
     log_ends: Mapping[TopicPartition, int],
     at_ms: int,
     problems: Iterable[str] = (),
+    *,
+    subscribed: Collection[str] | None = None,
+    retired_after_ms: int | None = None,
 ) -> tuple[SampleMeta, dict[TopicPartition, Record]]:
     """What `GroupSampler.sample` would see of these nodes: every partition of a topic the
-    group has offset or owner nodes for or subscribes to (`wanted`: `interesting_topics`; one
+    group has offset or owner nodes for or subscribes to (`wanted`: those it has nodes for or subscribes to; one
     missing from `topics` has no node), each with its committed offset, its offset node's last
     write, log end and owner. An offset written before its topic's node was created belongs to a
-    deleted incarnation of the topic: no committed offset (as members read it)."""
+    deleted incarnation of the topic: no committed offset (as members read it).
+
+    `subscribed`: the topics registered members subscribe to (None: not judged, every partition
+    without owner is UNOWNED). A topic nobody subscribes to while members are registered is a
+    retired one: its partitions without owner are UNSUBSCRIBED, and once its newest offset node is
+    older than `retired_after_ms` (None: never) and none of it has an owner, it is left out."""
     problems = [*problems, *(f"{path}: not a partition number" for path in nodes.stray)]
     sessions = {cid: session for cid, (_data, session) in nodes.members.items()}
     keys = {(t, p) for t in wanted if t in topics for p in topics[t].partitions}
     keys |= set(nodes.offsets) | set(nodes.owners)
+    if subscribed is not None and retired_after_ms is not None and sessions:
+        keys -= _retired_keys(keys, nodes, set(subscribed), at_ms - retired_after_ms)
     records: dict[TopicPartition, Record] = {}
     last_commit: int | None = None
     for key in sorted(keys):  # problems named in partition order
@@ -118,9 +141,26 @@ def group_records(
             except ZkDataError as exc:
                 problems.append(str(exc))
                 owner_session = None
-        records[key] = (committed, written, log_ends.get(key), owner, ownership_of(owner, owner_session, sessions))
+        on_topic = subscribed is None or key[0] in subscribed
+        ownership = ownership_of(owner, owner_session, sessions, on_topic)
+        records[key] = (committed, written, log_ends.get(key), owner, ownership)
     kinds = {cid: ZKCONSUMER if cid in nodes.marked else SCALA for cid in sorted(nodes.members)}
     return SampleMeta(at_ms, tuple(sorted(nodes.members)), kinds, last_commit, tuple(problems)), records
+
+
+def _retired_keys(
+    keys: Iterable[TopicPartition], nodes: GroupNodes, subscribed: set[str], before_ms: int
+) -> set[TopicPartition]:
+    """The partitions of topics nobody subscribes to, owns, or committed to since `before_ms`."""
+    newest: dict[str, int] = {}
+    for (topic, _p), (_data, _mzxid, mtime) in nodes.offsets.items():
+        newest[topic] = max(newest.get(topic, mtime), mtime)
+    owned = {topic for topic, _p in nodes.owners}
+    return {
+        key
+        for key in keys
+        if key[0] not in subscribed and key[0] not in owned and newest.get(key[0], before_ms - 1) < before_ms
+    }
 
 
 def _offset(data: bytes, group: str, key: TopicPartition) -> int:
@@ -129,8 +169,3 @@ def _offset(data: bytes, group: str, key: TopicPartition) -> int:
     if data.isdigit() and len(data) < 19:
         return int(data)
     return znodes.decode_offset(data, znodes.offset_path(group, *key))
-
-
-def interesting_topics(group: str, nodes: GroupNodes, all_topics: Iterable[str], problems: list[str]) -> set[str]:
-    """The topics whose partitions the group's sample covers: those it has nodes for or subscribes to."""
-    return set(nodes.topics) | subscribed_topics(group, nodes.members, all_topics, problems)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from zkconsumer.admin import NOT_JUDGED, GroupVerdict, Judged, judge_runs
+from zkconsumer.admin import NOT_JUDGED, GroupVerdict, Judged, Record, judge_runs
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.errors import ZkDataError, ZooKeeperAccessDenied
 from zkconsumer.exporter.group_watch import GroupWatch
-from zkconsumer.exporter.sampling import GroupSample, Topic, group_records, interesting_topics
+from zkconsumer.exporter.sampling import GroupSample, SampleMeta, Topic, group_records, subscribed_topics
 from zkconsumer.exporter.window import GroupWindow, WindowSnapshot
 from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper import znodes
@@ -22,6 +22,11 @@ from zkconsumer.zookeeper.client import ZkIO
 from zkconsumer.zookeeper.watched import WatchedFolder, WatchedNodes
 
 CONSUMERS = "/consumers"
+# A topic nobody subscribes to is forgotten this long after its last commit (Burrow's expire-group
+# and Kafka's offsets.retention.minutes default to the same 7 days).
+RETIRED_AFTER_S = 7 * 24 * 3600.0
+# A group with no member, no owner node and no commit for this long is left out (Burrow's expire-group).
+EXPIRE_GROUP_AFTER_S = 7 * 24 * 3600.0
 log = logging.getLogger(__name__)
 
 
@@ -62,14 +67,16 @@ class ViewState:
     interval_s: float = 0.0
     log_ends_reason: str | None = None  # why some log ends are missing, None when all answered
     unreadable: Mapping[str, str] = field(default_factory=dict)  # group -> why ZooKeeper refused its nodes
+    unseen_partitions: int = 0  # partitions of the watched groups no broker gave a log end for
+    expired: tuple[str, ...] = ()  # groups left out: no member, no owner, no commit for --expire-group-after
 
 
 class ClusterView:
     """The groups under `/consumers` (those `groups` fully matches, or all), refreshed on demand.
 
     A refresh reads each group through its GroupWatch (only what changed since the last: a watch
-    fired), the topics' partitions from /brokers/topics (watched too), every log end in one batch,
-    then appends one sample per group to its window (at most `window_s / interval_s + 1` samples,
+    fired), the topics' partitions from /brokers/topics (watched too), every log end (one
+    request per partition leader), then appends one sample per group to its window (at most `window_s / interval_s + 1` samples,
     kept as runs: exporter.window) and judges it with admin.group_lag.judge_runs, Burrow's rules over
     the window as `groups status` applies them, partitions whose verdict cannot have changed kept.
 
@@ -88,9 +95,15 @@ class ClusterView:
         window_s: float,
         interval_s: float,
         groups: re.Pattern[str] | None = None,
+        retired_after_s: float | None = RETIRED_AFTER_S,
+        expire_group_after_s: float | None = EXPIRE_GROUP_AFTER_S,
         clock: Callable[[], float] = time.time,
+        on_change: Callable[[str], None] | None = None,
     ) -> None:
         self.io = io
+        self.on_change = on_change  # kazoo's thread: a watched node of this group changed
+        self.retired_after_ms = None if retired_after_s is None else int(retired_after_s * 1000)
+        self.expire_after_ms = None if expire_group_after_s is None else int(expire_group_after_s * 1000)
         self.log_ends = log_ends
         self.pattern = groups
         self.interval_s = interval_s
@@ -105,6 +118,7 @@ class ClusterView:
         self._judged: dict[str, Judged] = {}  # a group's last runs and verdicts
         self._forgotten_requests = 0
         self.state = ViewState(0, {}, interval_s)
+        self._at_ms = 0  # the last sample's time
 
     @property
     def requests(self) -> int:
@@ -123,55 +137,112 @@ class ClusterView:
     def group_names(self) -> list[str]:
         return [g for g in self._group_list.names() if self.pattern is None or self.pattern.fullmatch(g)]
 
-    def refresh(self) -> ViewState:
-        """Read what changed, take one sample of every group, judge each; publish and return the state."""
+    def refresh(self, *, between_ticks: bool = False, only: Collection[str] | None = None) -> ViewState:
+        """Read what changed, take one sample of every group, judge each; publish and return the state.
+
+        `between_ticks`: a refresh sooner than the interval (a watch fired): each group's sample
+        takes the place of its newest one, so the window keeps one sample per interval. `only`:
+        sample just these groups (already watched ones: those whose watches fired), and their log
+        ends; every other group is published as the last refresh left it."""
         names = self.group_names()
+        before = self.state
+        if only is not None:
+            return self._refresh_some([g for g in names if g in only and g in self._windows], before)
         for gone in [g for g in self._watches if g not in names]:
             self._forgotten_requests += self._watches.pop(gone).requests
             self._windows.pop(gone, None)
             self._judged.pop(gone, None)
+        groups, expired, unreadable, ends, keys = self._sample(names, between_ticks)
+        reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
+        unseen = len(keys - ends.keys())
+        self.state = ViewState(self._at_ms, groups, self.interval_s, reason, unreadable, unseen, tuple(expired))
+        return self.state
+
+    def _refresh_some(self, names: list[str], before: ViewState) -> ViewState:
+        groups, expired, unreadable, _ends, _keys = self._sample(names, True, some=True)
+        kept = {g: state for g, state in before.groups.items() if g not in names}
+        still_expired = [g for g in before.expired if g not in names]
+        self.state = ViewState(
+            self._at_ms,
+            {**kept, **groups},
+            self.interval_s,
+            before.log_ends_reason,  # the groups' own count says which partitions are unseen
+            {**{g: e for g, e in before.unreadable.items() if g not in names}, **unreadable},
+            before.unseen_partitions,
+            tuple(sorted([*still_expired, *expired])),
+        )
+        return self.state
+
+    def _sample(
+        self, names: list[str], between_ticks: bool, *, some: bool = False
+    ) -> tuple[dict[str, GroupState], list[str], dict[str, str], dict[TopicPartition, int], set[TopicPartition]]:
+        """Read, sample and judge these groups (`some`: not every group; the other groups' topics stay
+        watched): their states, the expired, the unreadable, the log ends, the keys."""
         all_topics = self._topic_list.names()
         read = {}
-        wanted: dict[str, tuple[set[str], list[str]]] = {}
+        wanted: dict[str, tuple[set[str], set[str], list[str]]] = {}
         unreadable: dict[str, str] = {}
         for group in names:
             watch = self._watches.get(group)
             if watch is None:
-                watch = self._watches[group] = GroupWatch(self.io, group)
+                watch = self._watches[group] = GroupWatch(self.io, group, self.on_change)
             try:
                 nodes = read[group] = watch.read()
             except ZooKeeperAccessDenied as exc:  # one group's ACL: the others are still served
                 unreadable[group] = str(exc)
                 continue
             problems: list[str] = []
-            wanted[group] = (interesting_topics(group, nodes, all_topics, problems), problems)
-        topics = self._topics({t for topic_set, _ in wanted.values() for t in topic_set})
+            subscribed = subscribed_topics(group, nodes.members, all_topics, problems)
+            wanted[group] = (set(nodes.topics) | subscribed, subscribed, problems)
+        topics = self._topics({t for topic_set, _, _ in wanted.values() for t in topic_set}, keep_others=some)
         # Only partitions /brokers/topics lists: librdkafka fails a whole ListOffsets batch whose
         # leader lookup times out, which one offset node of a deleted topic would cause.
         keys = {(t, p) for t, topic in topics.items() for p in topic.partitions}
         ends = dict(self.log_ends.read(keys)) if self.log_ends is not None and keys else {}
-        at_ms = int(self._clock() * 1000)  # after the log ends: every commit seen was made before
+        at_ms = self._at_ms = int(self._clock() * 1000)  # after the log ends: every commit seen was made before
         groups = {}
+        expired: list[str] = []
         for group in read:
-            topic_set, problems = wanted[group]
-            meta, records = group_records(group, read[group], topics, topic_set, ends, at_ms, problems)
+            topic_set, subscribed, problems = wanted[group]
+            meta, records = group_records(
+                group,
+                read[group],
+                topics,
+                topic_set,
+                ends,
+                at_ms,
+                problems,
+                subscribed=subscribed,
+                retired_after_ms=self.retired_after_ms,
+            )
+            if self._expired(meta, records, at_ms):
+                expired.append(group)
+                self._windows.pop(group, None)
+                self._judged.pop(group, None)
+                continue
             window = self._windows.get(group)
             if window is None:
                 window = self._windows[group] = GroupWindow(self.max_samples)
-            window.append(meta, records)
+            (window.replace_newest if between_ticks else window.append)(meta, records)
             snapshot = window.snapshot()
             verdict, self._judged[group] = judge_runs(
                 snapshot.runs, snapshot.times, snapshot.first, meta.members, self._judged.get(group, NOT_JUDGED)
             )
             groups[group] = GroupState(group, snapshot, verdict)
-        reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
-        self.state = ViewState(at_ms, groups, self.interval_s, reason, unreadable)
-        return self.state
+        return groups, expired, unreadable, ends, keys
 
-    def _topics(self, wanted: set[str]) -> dict[str, Topic]:
-        """topic -> its partitions and epoch, for each wanted topic that has a node (watched)."""
+    def _expired(self, meta: SampleMeta, records: Mapping[TopicPartition, Record], at_ms: int) -> bool:
+        """No member, no owner node, and no commit for `expire_after_ms` (or never): a retired group."""
+        if self.expire_after_ms is None or meta.members or any(r[3] is not None for r in records.values()):
+            return False
+        return meta.last_commit_ms is None or at_ms - meta.last_commit_ms > self.expire_after_ms
+
+    def _topics(self, wanted: set[str], *, keep_others: bool = False) -> dict[str, Topic]:
+        """topic -> its partitions and epoch, for each wanted topic that has a node (watched; the
+        others stay watched with `keep_others`, else they are forgotten)."""
         paths = {t: znodes.topic_path(t) for t in sorted(wanted)}
-        found = self._topic_nodes.read(list(paths.values()))
+        read = self._topic_nodes.add if keep_others else self._topic_nodes.read
+        found = read(list(paths.values()))
         out = {}
         for topic, path in paths.items():
             entry = found[path]

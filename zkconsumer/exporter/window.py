@@ -74,6 +74,7 @@ class GroupWindow:
         self._number = -1  # the newest sample's
         self._metas: deque[SampleMeta] = deque(maxlen=max_samples)
         self._runs: dict[TopicPartition, tuple[Run, ...]] = {}
+        self._undo: dict[TopicPartition, tuple[Run, ...] | None] = {}  # runs the newest append changed
 
     @classmethod
     def of(cls, samples: Iterable[GroupSample], max_samples: int | None = None) -> GroupWindow:
@@ -94,17 +95,21 @@ class GroupWindow:
         self._metas.append(meta)
         first = number - len(self._metas) + 1
         runs_of = self._runs
+        undo: dict[TopicPartition, tuple[Run, ...] | None] = {}  # what replace_newest puts back
         for key, record in records.items():
             runs = runs_of.get(key)
             if runs is None:
+                undo[key] = None
                 runs_of[key] = ((number, record),)
             elif runs[-1][1] != record:
+                undo[key] = runs
                 runs_of[key] = _trimmed(runs, first) + ((number, record),)
             elif len(runs) > 1 and runs[1][0] <= first:
+                undo[key] = runs
                 runs_of[key] = _trimmed(runs, first)
         if len(runs_of) > len(records):
             for key in [k for k in runs_of if k not in records]:
-                runs = runs_of[key]
+                runs = undo[key] = runs_of[key]
                 if runs[-1][1] is not None:
                     runs = (*runs, (number, None))
                 runs = _trimmed(runs, first)
@@ -112,6 +117,23 @@ class GroupWindow:
                     del runs_of[key]
                 else:
                     runs_of[key] = runs
+        self._undo = undo
+
+    def replace_newest(self, meta: SampleMeta, records: Mapping[TopicPartition, Record]) -> None:
+        """Put this sample in place of the newest one (none yet: append it): a refresh between two
+        interval ticks (a commit's watch fired) shows the commit without shortening the window.
+        The window is then exactly what it would be had the newest sample been this one all along."""
+        if not self._metas:
+            self.append(meta, records)
+            return
+        for key, runs in self._undo.items():  # the runs as they were before the newest append
+            if runs is None:
+                self._runs.pop(key, None)
+            else:
+                self._runs[key] = runs
+        self._metas.pop()
+        self._number -= 1
+        self.append(meta, records)
 
     def snapshot(self) -> WindowSnapshot:
         metas = tuple(self._metas)

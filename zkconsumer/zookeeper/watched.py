@@ -213,7 +213,8 @@ class KeptFolder(Generic[T]):
 
     The list of names is cached behind a child watch on the folder; the children themselves are
     a WatchedNodes. `on_change(event)` (optional) runs on kazoo's thread when the list of
-    children changes, after the cache has noted it, so a caller woken by it reads the new list.
+    children changes, after the cache has noted it, so a caller woken by it reads the new list;
+    `on_child_change(path, event)` (optional, kazoo's thread) when a child read since changed or went.
     A missing folder reads as empty and is watched for its creation.
 
     Example::
@@ -230,12 +231,13 @@ class KeptFolder(Generic[T]):
         on_change: Callable[[WatchedEvent], object] | None = None,
         *,
         keep: Callable[[bytes, ZnodeStat], T],
+        on_child_change: Callable[[str, WatchedEvent], None] | None = None,
     ) -> None:
         self.io = io
         self.path = path.rstrip("/")
         self.on_change = on_change
         what = f"read {self.path}"
-        self._children = WatchedNodes(io, what, keep=keep)
+        self._children = WatchedNodes(io, what, on_child_change, keep=keep)
         self._list_requests = 0
         self._lock = threading.Lock()
         self._names: list[str] | None = None  # None: not known (never read, or a watch fired since)

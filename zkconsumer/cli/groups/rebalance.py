@@ -33,6 +33,12 @@ if TYPE_CHECKING:
     metavar="SECONDS",
     help="With --execute: how long to wait for every partition to have an owner.",
 )
+@click.option(
+    "--delete-persistent-owners",
+    is_flag=True,
+    help="Delete owner nodes no session holds (ephemeralOwner 0, e.g. restored by a ZooKeeper copy tool; "
+    "they would block the group for good) before the nudge, each only if unchanged since the plan.",
+)
 @execute_options("Nudge the group and wait until every partition has an owner")
 @json_option
 @expected_errors
@@ -42,6 +48,7 @@ def rebalance(
     zk_timeout: float,
     group: str,
     timeout: float,
+    delete_persistent_owners: bool,
     execute: bool,
     as_json: bool,
 ) -> None:
@@ -59,7 +66,10 @@ def rebalance(
     It refuses (exit status 1, nothing written) what would make the rebalance fail again: an owner
     node held by a session that is no registered member's, or a registration Scala members cannot
     read. Those nodes belong to live sessions, so they are never deleted: the message names each
-    one and what to do. A group without members is refused too.
+    one and what to do. A group without members is refused too. An owner node no session holds
+    (ephemeralOwner 0, e.g. restored by a ZooKeeper copy tool) would block it for good: it is
+    refused too unless --delete-persistent-owners, which deletes such nodes (each only if
+    unchanged since the plan) before the nudge.
 
     \b
     Examples:
@@ -73,7 +83,13 @@ def rebalance(
         require_group(client, group, zookeeper)
         identity = f"this command ({session_identity(zk_digest)}) at {zookeeper}"
         try:
-            plan = read_plan(client, group, request_timeout_s=zk_timeout, identity=identity)
+            plan = read_plan(
+                client,
+                group,
+                request_timeout_s=zk_timeout,
+                identity=identity,
+                delete_persistent=delete_persistent_owners,
+            )
             if plan.blockers or not execute:
                 _finish(plan, None, as_json)
                 return
@@ -147,6 +163,10 @@ def plan_tables(plan: UnstickPlan) -> list[TextTable | str]:
     idle = plan.idle_members() if unowned else []
     if idle:
         out.append("Owning nothing: " + ", ".join(idle))
+    if plan.persistent_owners:
+        out.append(
+            "Persistent owner nodes deleted before the nudge: " + ", ".join(p for p, _v in plan.persistent_owners)
+        )
     return out
 
 

@@ -1,15 +1,18 @@
 // The exporter's page: the groups with their status (#), and a group's page (#group=NAME) with its
 // problems and what to do, lag over the last hour, the ownership map, lag per partition and its
 // members. Reads the JSON API only (/v1/groups, /v1/groups/G/overview, /v1/groups/G/history) and
-// polls it again every refresh interval. No library: the maps are grids of <i> cells built as one
+// asks /v1/refreshed twice a second whether the exporter refreshed since it drew (a commit shows at
+// once), and draws again then, or every refresh interval at least. No library: the maps are grids of <i> cells built as one
 // string (a 4,096-partition group is 4,096 cells, no rows), the charts inline SVG.
 "use strict";
 (function () {
   const HOUR_MS = 3600 * 1000;
   const SEVERITY = { NOTFOUND: 0, OK: 1, WARN: 2, ERR: 3, STOP: 4, STALL: 5, REWIND: 6 };
+  const POLL_MS = 500; // how often the page asks whether anything is new (a few bytes)
   const MAX_ROWS = 25; // the partition table lists the most lagging; the grids show every partition
   const page = { group: null, timer: null, intervalMs: 5000, renders: 0, firstRenderMs: null,
-    lastRefreshMs: null, generation: 0, overview: null, history: null, shown: undefined };
+    lastRefreshMs: null, generation: 0, overview: null, history: null, shown: undefined,
+    shownAtMs: null, dueMs: 0 };
   window.zkPage = page; // read by tests and scripts/bench/page_load.py
 
   const $ = (id) => document.getElementById(id);
@@ -67,11 +70,29 @@
     page.renders += 1;
     if (page.firstRenderMs === null) page.firstRenderMs = performance.now();
     document.body.dataset.renders = String(page.renders);
-    page.timer = setTimeout(refresh, page.intervalMs);
+    page.dueMs = performance.now() + page.intervalMs;
+    page.timer = setTimeout(poll, pollMs());
+  }
+
+  // A big group's page takes a while to draw: it is drawn again at most every other such while.
+  const pollMs = () => Math.max(POLL_MS, 2 * (page.lastRefreshMs || 0));
+
+  async function poll() {
+    clearTimeout(page.timer);
+    const generation = page.generation;
+    if (performance.now() >= page.dueMs) return refresh();
+    if (!document.hidden) {
+      let newer = true; // an error: refresh() shows it
+      try { newer = (await getJSON("/v1/refreshed")).refreshed_at_ms !== page.shownAtMs; } catch (error) { /* newer */ }
+      if (generation !== page.generation) return; // the hash changed meanwhile: its refresh runs
+      if (newer) return refresh();
+    }
+    page.timer = setTimeout(poll, pollMs());
   }
 
   function setInterval_(seconds, refreshedMs) {
     page.intervalMs = Math.min(30, Math.max(1, seconds || 5)) * 1000;
+    page.shownAtMs = refreshedMs;
     $("refreshed").textContent = `refreshed ${when(refreshedMs)} · every ${page.intervalMs / 1000} s`;
   }
 
