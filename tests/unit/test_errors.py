@@ -215,6 +215,7 @@ ELSEWHERE: dict[str, bool] = {
     "zkconsumer.coordinator.peers.OwnRegistrationError": False,  # per instance: a missing one is retriable
     "zkconsumer.config.checks.ConfigError": False,
     "zkconsumer.zookeeper.auth.JaasError": False,
+    "zkconsumer.zookeeper.nudge.NudgeOutcomeUnknown": False,  # a blind re-run could nudge twice: look first
     "zkconsumer.offsets.store.KafkaSideFailed": False,
     "zkconsumer.cli.common.CliError": False,
     "zkconsumer.zookeeper.fenced_delete.MemberJoined": False,
