@@ -1,4 +1,4 @@
-"""Seeded fault schedules with every actor: the lease's, a Scala joiner with its retry budget, an isolated leader.
+"""Seeded fault schedules with every actor: the lease's, a Scala joiner, dual commit to Kafka, an isolated leader.
 
 `ActorsSchedule` is a `LeaseSchedule` (sim_lease_schedule) whose members linger before a release
 as production members do (the linger's wait passes in logical time, the Scala joiner acting
@@ -9,6 +9,11 @@ so that the base schedule's draws stay as they were:
   2 s apart, then nothing until ids/ changes. Invariant: in the quiet phase, no partition stays
   unowned past RECOVERY_MS while a live member subscribes to it (the linger cap keeps the joiner's
   last attempt free; the watchdog's nudge recovers a joiner that gave up anyway);
+- dual commit, in half the schedules (sim_kafka_offsets): every member also commits to an
+  in-memory Kafka offset store, whose invariant is that no write moves a partition's offset below
+  what its current owner committed there;
+- a follower that serves past the session (syncLimit x tickTime > S), so that a successor owns
+  and commits while the member behind it still commits;
 - an isolated leader (sim_leader): a member's server answers syncs and reads for one tickTime after
   the majority's new leader began counting the member's session. Invariant 1 (delivery only under
   ownership) finds a lease that outlives the session.
@@ -19,6 +24,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from harness.sim_follower import LostFollower
+from harness.sim_kafka_offsets import KafkaOffsetStore
 from harness.sim_leader import IsolatedLeader
 from harness.sim_lease_schedule import SYNC_LIMIT_MS, LeaseSchedule
 from harness.sim_scala_joiner import BACKOFF_MS, MAX_RETRIES, ScalaJoiner
@@ -33,9 +40,6 @@ LINGER_MS = 1000  # zkconsumer.release.linger.ms of every member here (the floor
 SCALA_BUDGET_MS = (MAX_RETRIES - 1) * BACKOFF_MS
 WATCHDOG_ROUNDS = 4  # the quiet phase runs each member's watchdog check every 4 x 250 ms
 ACTOR_RATE = 0.02  # per step, for each of the actors here
-# LeaseSchedule's followers give up syncLimit x tickTime after their cut; an isolated leader steps
-# down one tickTime after it (its quorum check fails): its entry is back-dated by the difference.
-SYNC_LIMIT_OFFSET_MS = SYNC_LIMIT_MS - DEFAULT_TICK_MS
 
 
 class ActorsOptions(Options):
@@ -54,6 +58,16 @@ class ActorsSchedule(LeaseSchedule):
         self.actor_rng = random.Random(f"actors-{seed}")
         self.scala: ScalaJoiner | None = None
         self.unowned_since: dict[int, int] = {}
+        # Half the schedules run dual commit (offsets.storage=kafka + dual.commit.enabled) against
+        # an in-memory Kafka offset store that checks no write rewinds a partition's owner.
+        self.kafka = KafkaOffsetStore(GROUP, self.violation) if self.actor_rng.random() < 0.5 else None
+
+    def add_member(self, *, incremental: bool = True, transaction_max_bytes: int = 1 << 19) -> SimMember:
+        member = super().add_member(incremental=incremental, transaction_max_bytes=transaction_max_bytes)
+        if self.kafka is not None:
+            member.offsets.use_zookeeper = member.offsets.use_kafka = True
+            member.fetcher.consumer = self.kafka.view(member)
+        return member
 
     def _fault(self, client: Any, op: str, path: str) -> Any:
         # The joiner's own calls go unfaulted: a give-up of its own making is no test of ours.
@@ -81,23 +95,70 @@ class ActorsSchedule(LeaseSchedule):
     def step(self) -> None:
         if self.scala is not None:
             self.scala.act()
+        for name in list(self.cut):  # the auto-commit thread of a member behind a cut server runs on
+            member = next(m for m in self.members if m.name == name)
+            if member.alive and self.actor_rng.random() < 0.3:
+                member.commit()
         draw = self.actor_rng.random()
         if draw < ACTOR_RATE and self.scala is None:
             self.scala = ScalaJoiner(self.model, "scala1", GROUP, TOPIC, self.log, self.deliveries)
             self.note("join scala1 (a Scala joiner)")
         elif draw < 2 * ACTOR_RATE:
             self.isolate_leader()
+        elif draw < 3 * ACTOR_RATE:
+            self.lose_leader_for_long()
         super().step()
 
+    def lose_leader_for_long(self) -> None:
+        """A follower cut from its leader for syncLimit x tickTime past the session (5 x 2 s = 10 s
+        is ZooKeeper's sample zoo.cfg beside a 4 s session): the leader expires the session and a
+        successor may claim and commit while the member behind the follower still reads, and commits."""
+        free = [m for m in self.live() if not m.frozen and m.name not in self.cut and m.client.connected]
+        if not free:
+            return
+        member = self.actor_rng.choice(free)
+        follower = LostFollower(self.model, member.client)
+        follower.cut()
+        serves_ms = self.actor_rng.choice([6000, 10000])
+        self.cut[member.name] = (follower, self.model.now_ms + serves_ms - SYNC_LIMIT_MS)
+        self.note(f"{member.name}'s server lost its leader and serves {serves_ms} ms")
+
     def isolate_leader(self) -> None:
+        """The member's server is the old leader, cut from the majority, for one tickTime; time
+        passes in 100 ms steps meanwhile (a window of tenths of a second: a random step's advance
+        would jump it), the member renewing and iterating as its threads do, the producer writing
+        to what it owns, and the others hearing and rebalancing."""
         free = [m for m in self.live() if not m.frozen and m.name not in self.cut and m.client.connected]
         if not free:
             return
         member = self.actor_rng.choice(free)
         leader = IsolatedLeader(self.model, member.client)
         leader.cut()
-        self.cut[member.name] = (leader, self.model.now_ms - SYNC_LIMIT_OFFSET_MS)
         self.note(f"{member.name}'s leader lost the majority")
+        self.cut[member.name] = (leader, self.model.now_ms)  # no other step of its link meanwhile
+        end = self.model.now_ms + member.membership.session_timeout_s() * 1000 + 1000
+        gives_up = self.model.now_ms + DEFAULT_TICK_MS
+        others = [m for m in self.live() if m is not member and not m.frozen]
+        while self.model.now_ms < end and not self.result.violations:
+            self.model.advance(100)
+            if member.name in self.cut and self.model.now_ms >= gives_up:
+                leader.give_up()
+                del self.cut[member.name]
+                self.note(f"{member.name}'s old leader stepped down and dropped it")
+            owned = sorted(member.assignment.owned())
+            if owned:
+                self.log.produce(self.actor_rng.choice(owned), 1)
+            member.renew_lease()
+            member.consume(3)
+            for other in others:
+                if other.alive and not other.frozen:
+                    self.model.deliver(other.client)
+                    other.renew_lease()
+                    other.rebalance()
+                    other.consume(3)
+        if member.name in self.cut:
+            leader.give_up()
+            del self.cut[member.name]
 
     def settle_round(self, round_: int) -> None:
         if self.scala is None:

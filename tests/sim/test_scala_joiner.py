@@ -8,11 +8,9 @@ without the watchdog's nudge its share stays unowned past the recovery bound.
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
-from harness.sim_actors_schedule import ActorsSchedule, run_actor_schedules
+from harness.sim_actors_schedule import ActorsSchedule
 from harness.sim_scala_joiner import ScalaJoiner
 from harness.sim_schedule import GROUP, TOPIC, Options
 from zkconsumer.coordinator.linger import ReleaseLinger
@@ -54,8 +52,3 @@ def test_the_watchdog_nudge_recovers_a_joiner_that_gave_up() -> None:
     s = scala_joins(10.0)
     assert s.scala is not None and s.scala.gave_up >= 1
     assert s.result.violations == [] and s.scala.owned
-
-
-def test_schedules_with_every_actor_keep_every_invariant(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.CRITICAL)
-    assert [f.violations[0] for f in run_actor_schedules(0, 100)] == []
