@@ -6,8 +6,10 @@
 Besides the faults (expiries, dropped links, slow and failing requests, pauses at every ZooKeeper
 call), `--actors all` (the default) draws every actor of the simulation tier: a stale Scala member
 deleting owner paths blindly, an operator deleting or rewriting nodes (sim_schedule), a host
-suspend and a follower that lost its leader (sim_lease_schedule). `core` keeps to the first two,
-the schedules tests/sim/test_schedules.py runs.
+suspend and a follower that lost its leader (sim_lease_schedule), a Scala joiner with its retry
+budget and give-up beside members that linger, and a leader cut from the majority that answers
+syncs for a tick (sim_actors_schedule). `lease` stops at the lease's actors; `core` keeps to the
+first two, the schedules tests/sim/test_schedules.py runs.
 
 The last line is machine-readable: schedules=N violations=V per_s=X
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test harness: tests/harness
 
+from harness.sim_actors_schedule import ActorsSchedule  # noqa: E402
 from harness.sim_lease_schedule import LeaseSchedule  # noqa: E402
 from harness.sim_schedule import Options, Schedule, shrink  # noqa: E402
 
@@ -35,11 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=Options.steps)
     parser.add_argument("--fault-rate", type=float, default=Options.fault_rate)
     parser.add_argument("--show", type=int, default=3, help="failing schedules to shrink and print")
-    parser.add_argument("--actors", choices=("all", "core"), default="all", help="all: with the lease actors too")
+    parser.add_argument(
+        "--actors", choices=("all", "lease", "core"), default="all", help="which actors besides the faults (see above)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.CRITICAL)
     options = Options(members=args.members, partitions=args.partitions, steps=args.steps, fault_rate=args.fault_rate)
-    kind = LeaseSchedule if args.actors == "all" else Schedule
+    kind = {"all": ActorsSchedule, "lease": LeaseSchedule, "core": Schedule}[args.actors]
     began = time.monotonic()
     failing = []
     for i in range(args.schedules):

@@ -32,6 +32,8 @@ class LostFollower:
         follower.give_up()          # syncLimit × tickTime later: the follower drops its clients
     """
 
+    answered: tuple[str, ...] = _READS  # what it answers alone (a sync goes to the leader: not here)
+
     def __init__(self, model: ZkModel, client: FakeKazooClient) -> None:
         self.model = model
         self.client = client
@@ -50,7 +52,7 @@ class LostFollower:
 
     def _answer(self, op: str, path: str, apply: Callable[[Any], Any], arm: Callable[[], None] = lambda: None) -> Any:
         model, client = self.model, self.client
-        if op not in _READS:
+        if op not in self.answered:
             model.calls.append(Call(client.name, op, path))
             return SimAsync(done=False)  # forwarded to a leader it cannot reach: no answer
         session = client._session

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.simulation import Delivery, SimLog, SimMember, committed, owner_nodes
 from harness.zkmodel import FAIL_AFTER, FAIL_BEFORE, FakeKazooClient, Fault, ZkModel, slow
@@ -196,10 +197,22 @@ class Schedule:
             pause=self.pause,
             incremental=incremental,
             transaction_max_bytes=transaction_max_bytes,
+            **self.member_options(),
         )
         self.members.append(member)
         self.note(f"join {member.name}")
         return member
+
+    def member_options(self) -> dict[str, Any]:
+        """More SimMember keywords for every member (a subclass's actors need them)."""
+        return {}
+
+    def foreign_sessions(self) -> set[int]:
+        """Live sessions of actors that are not SimMembers (their owner nodes are theirs to account for)."""
+        return set()
+
+    def settle_round(self, round_: int) -> None:
+        """Called at the start of each quiet round: a subclass's actors act."""
 
     # ---- the run ------------------------------------------------------------------------------------
     def run(self) -> Result:
@@ -422,7 +435,10 @@ class Schedule:
         holds its partition as owned, releasing or orphan."""
         sessions = self.model.live_sessions()
         members = {m.client.name: m for m in self.members}
+        foreign = self.foreign_sessions()
         for p, (thread, owner) in sorted(owner_nodes(self.model, GROUP, TOPIC).items()):
+            if owner in foreign:
+                continue
             member = members.get(sessions.get(owner, ""))
             if member is None:
                 self.violation(f"owner node {TOPIC}-{p} ({thread}) belongs to session {owner:#x} of no member")
@@ -457,6 +473,7 @@ class Schedule:
         began = self.model.now_ms
         for round_ in range(self.o.settle_rounds):
             self.model.advance(ROUND_MS)
+            self.settle_round(round_)
             for m in self.live():
                 self.model.deliver(m.client)
                 m.renew_lease()

@@ -136,6 +136,10 @@ class SimMember:
     # The link drops (client.suspensions) up to which a successful rebalance has since read every
     # owned node again: from there on the member holds a watch on each node it owns.
     watching_since: int = -1
+    # zkconsumer.release.linger.ms; with it, `linger_wait(member, seconds)` stands in for the
+    # linger's real-time wait (the driver lets logical time pass, and the world act, meanwhile).
+    release_linger_ms: int = 0
+    linger_wait: Callable[[SimMember, float], None] | None = None
 
     def __post_init__(self) -> None:
         self.consumer_id = f"{self.group_id}_{self.name}"
@@ -153,10 +157,10 @@ class SimMember:
                 "auto.offset.reset": "smallest",
                 "consumer.timeout.ms": 0,
                 "offsets.commit.max.retries": 1,
-                "zkconsumer.release.linger.ms": 0,
+                "zkconsumer.release.linger.ms": self.release_linger_ms,
                 "zkconsumer.rebalance.incremental": self.incremental,
             }
-        )  # every member here is a zkconsumer member (and lingers sleep)
+        )  # lingers only where the driver stands in for their wait (a Scala joiner's schedule)
         self.client: Any = self.model.client(self.name, timeout=self.session_timeout_ms / 1000.0)
         self.client.start()
         clock = self.clock or (lambda: self.model.now_ms / 1000.0)
@@ -198,8 +202,19 @@ class SimMember:
         watchdog = self.member.watchdog
         assert watchdog is not None  # zkconsumer.watchdog.interval.ms keeps its default
         self.watchdog = watchdog
+        if self.linger_wait is not None:
+            self.rebalancer.linger.wait = self._linger  # type: ignore[method-assign]
+            # A leave's linger sleeps in real time (Rebalancer.shutdown): not modelled, none.
+            self.rebalancer.linger.leaving = lambda *_args: 0.0  # type: ignore[method-assign]
         self._guard("start", self.member.follow)  # a fault on the paths' creation: the rebalance makes them
         self.trigger("consumer started")
+
+    def _linger(self) -> bool:
+        """ReleaseLinger.wait in logical time: the driver lets the linger's remaining time pass."""
+        left = self.rebalancer.linger.remaining()
+        if left > 0 and self.linger_wait is not None:
+            self.linger_wait(self, left)
+        return True
 
     @property
     def pending(self) -> list[str]:
