@@ -121,6 +121,8 @@ class _DyingConnector:
         self.group = m.group
         self._member = _SimMemberParts(m)
         self._zk = m.client
+        self.config = m.config  # ZooKeeper coordination
+        self._broker = None
         self.left = threading.Event()
 
     def shutdown(self, timeout: float = 1.0) -> dict[tuple[str, int], int]:
