@@ -32,7 +32,7 @@ def test_exporter_beside_burrow_smoke() -> None:
     )
     keys = (
         "groups partitions freshness_s rounds commits_per_s cores burrow_ready_s exporter_first_s exporter_zk_rps "
-        "burrow_zk_rps exporter_lag_s burrow_lag_s exporter_rss_mb burrow_rss_mb exporter_hwm_mb burrow_hwm_mb loadavg"
+        "burrow_zk_rps exporter_lag_s burrow_lag_s exporter_lag_max_s burrow_lag_max_s exporter_rss_mb burrow_rss_mb exporter_hwm_mb burrow_hwm_mb loadavg"
     ).split()
     assert re.fullmatch(" ".join(rf"{k}={NUMBER}" for k in keys), last), last
     values = dict(pair.split("=") for pair in last.split())

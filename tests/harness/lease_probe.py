@@ -58,13 +58,20 @@ def main(argv: list[str] | None = None) -> int:
     group = GroupZk(client, args.group, args.consumer_id, timeout_s=timeout_s)
     gate = DeliveryGate()
     chosen = {} if args.renewal is None else {"renewal": args.renewal}
+
+    def reconciled(_reason: str) -> None:
+        # What the rebalance thread does after a same-session reconnect: re-read the owned nodes (this
+        # member owns none) and let delivery go on. On its own thread: the trigger may come under
+        # Membership's lock.
+        threading.Thread(target=lambda: membership.owned_nodes_reread(membership.reconnects), daemon=True).start()
+
     membership = Membership(
         group,
         Assignment(),
         gate,
         registration=lambda: b'{"version":1,"subscription":{},"pattern":"static","timestamp":"1"}',
         session_timeout_s=timeout_s,
-        trigger=lambda _reason: None,
+        trigger=reconciled,
         **chosen,
     )
     counts = {"renewals": 0, "confirmed": 0, "failed": 0}

@@ -78,7 +78,7 @@ def test_pages_a_failed_refresh_and_the_stop() -> None:
         assert _get(exporter, "/v1/groups/billing/nothing")[0] == 404
 
         # A refresh that fails is counted and said; the last good view is still served.
-        def unreachable() -> Any:
+        def unreachable(**_kinds: object) -> Any:
             raise ZooKeeperUnavailable("no answer from ZooKeeper within 0.0s to get_children /consumers")
 
         exporter.view.refresh = unreachable  # type: ignore[method-assign]
