@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from harness.sim_schedule import GROUP, TOPIC, Options, Schedule
 from harness.simulation import SimMember
+from harness.zkfake import FakeKazooClient
 from harness.zkmodel import ZkModel
 from zkconsumer.cluster import broker_nodes
 from zkconsumer.zookeeper import znodes
@@ -50,3 +52,60 @@ def run(s: Schedule, members: list[SimMember], rounds: int) -> None:
             m.renew_lease()
             m.rebalance()
             m.consume(50)
+
+
+class Cutter(Protocol):
+    """A member's server cut from the rest of the ensemble (sim_follower.LostFollower, sim_leader.IsolatedLeader)."""
+
+    def cut(self) -> None: ...
+
+    def give_up(self) -> None: ...
+
+
+def step(s: Schedule, m: SimMember) -> None:
+    """One turn of one member: hear its events, renew its lease, rebalance, consume a little."""
+    s.model.deliver(m.client)
+    m.renew_lease()
+    m.rebalance()
+    m.consume(10)
+
+
+def owner_behind_a_cut(
+    session_timeout_ms: int,
+    partitions: int,
+    renewal: str | None,
+    cutter: Callable[[ZkModel, FakeKazooClient], Cutter],
+    give_up_after_ms: int,
+) -> tuple[Schedule, SimMember, list[str]]:
+    """m1 owns every partition (renewing with `renewal`, None: as configured) when `cutter` cuts its
+    server off; the server gives up `give_up_after_ms` later; m2 joins through the majority once m1's
+    session expired. Returns the schedule, m1, and what m1 delivered from the expiry on."""
+    s = world(session_timeout_ms, partitions)
+    m1 = join(s, "m1", session_timeout_ms)
+    if renewal is not None:
+        m1.membership._renewal = renewal  # a renewal other than the configured one, side by side
+    for _ in range(6):
+        s.model.advance(250)
+        step(s, m1)
+    assert len(m1.assignment.owned()) == partitions
+    for p in range(partitions):
+        s.log.produce((TOPIC, p), 400)
+    session = m1.group.session
+    server = cutter(s.model, m1.client)
+    server.cut()
+    cut = s.model.now_ms
+    m2: SimMember | None = None
+    expired_at: int | None = None
+    while s.model.now_ms < cut + 2 * session_timeout_ms:
+        s.model.advance(100)
+        if s.model.now_ms == cut + give_up_after_ms:
+            server.give_up()
+        if expired_at is None and session not in s.model.live_sessions():
+            expired_at = s.model.now_ms
+            m2 = join(s, "m2", session_timeout_ms)
+        if m2 is not None:
+            step(s, m2)
+        step(s, m1)
+    assert expired_at is not None, "the session never expired behind the cut"
+    late = [f"{d.key[0]}-{d.key[1]}@{d.offset}" for d in s.deliveries if d.member == "m1" and d.at_ms >= expired_at]
+    return s, m1, late

@@ -31,7 +31,8 @@ class ConfigError(ZkConsumerError, ValueError):
         return (type(self), (self.key, str(self)))
 
 
-def _invalid(key: str, value: object, accepted: str, problem: str = "") -> ConfigError:
+def invalid_value(key: str, value: object, accepted: str, problem: str = "") -> ConfigError:
+    """The error for a property's refused value, naming the key, the value and what is accepted."""
     detail = f" ({problem})" if problem else ""
     return ConfigError(key, f"invalid value {value!r} for consumer property {key!r}{detail}; accepted: {accepted}")
 
@@ -121,29 +122,29 @@ def _read(spec: _Spec, raw: object) -> object:
             return raw
         if isinstance(raw, str) and _java_trim(raw) in ("true", "false"):
             return _java_trim(raw) == "true"  # Scala requires exactly these, case-sensitive
-        raise _invalid(key, raw, "true | false")
+        raise invalid_value(key, raw, "true | false")
     if spec.kind is int:
         accepted = "any 32-bit integer" if spec.minimum is None else f"integer >= {spec.minimum}"
         if isinstance(raw, bool) or not isinstance(raw, (int, str)):
-            raise _invalid(key, raw, accepted, "not a decimal integer")
+            raise invalid_value(key, raw, accepted, "not a decimal integer")
         if isinstance(raw, str):
             if not re.fullmatch(r"[+-]?[0-9]+", _java_trim(raw)):
-                raise _invalid(key, raw, accepted, "not a decimal integer")
+                raise invalid_value(key, raw, accepted, "not a decimal integer")
             number = int(_java_trim(raw))
         else:
             number = raw
         if not INT_MIN <= number <= INT_MAX:
-            raise _invalid(key, raw, accepted, "outside the 32-bit range")
+            raise invalid_value(key, raw, accepted, "outside the 32-bit range")
         if spec.minimum is not None and number < spec.minimum:
-            raise _invalid(key, raw, accepted)
+            raise invalid_value(key, raw, accepted)
         return number
     if not isinstance(raw, str):
-        raise _invalid(key, raw, "a string")
+        raise invalid_value(key, raw, "a string")
     text = _java_trim(raw)
     if key == "offsets.storage":
         text = text.lower()  # Scala lower-cases this one (Locale.ROOT) before validating
     if spec.choices and text not in spec.choices:
-        raise _invalid(key, raw, " | ".join(spec.choices))
+        raise invalid_value(key, raw, " | ".join(spec.choices))
     return text
 
 
@@ -151,7 +152,7 @@ def _check_id(key: str, value: str, *, allow_empty: bool) -> None:
     if not _LEGAL_ID.fullmatch(value) or (not value and not allow_empty):
         # Scala accepts an empty group.id, but "/consumers//ids" is not a valid znode path.
         accepted = "ASCII letters, digits, '.', '_' and '-'" + ("" if allow_empty else ", non-empty")
-        raise _invalid(key, value, accepted)
+        raise invalid_value(key, value, accepted)
 
 
 def parse_zookeeper_connect(text: str) -> tuple[tuple[tuple[str, int], ...], str | None]:
@@ -162,7 +163,7 @@ def parse_zookeeper_connect(text: str) -> tuple[tuple[tuple[str, int], ...], str
     if chroot is not None:
         segments = chroot[1:].split("/")
         if any(s in ("", ".", "..") or re.search(r"[\x00-\x1f\x7f-\x9f]", s) for s in segments):
-            raise _invalid(
+            raise invalid_value(
                 "zookeeper.connect",
                 text,
                 accepted,
@@ -177,10 +178,10 @@ def parse_zookeeper_connect(text: str) -> tuple[tuple[tuple[str, int], ...], str
             host, colon, port_text = entry.partition(":")
             port_text = port_text if colon else None
             if not _HOSTNAME.fullmatch(host) or (port_text is not None and not re.fullmatch("[0-9]+", port_text)):
-                raise _invalid("zookeeper.connect", text, accepted, f"bad host entry {entry!r}")
+                raise invalid_value("zookeeper.connect", text, accepted, f"bad host entry {entry!r}")
         port = int(port_text) if port_text else DEFAULT_ZOOKEEPER_PORT
         if not 1 <= port <= 65535:
-            raise _invalid("zookeeper.connect", text, accepted, f"port {port} outside 1..65535")
+            raise invalid_value("zookeeper.connect", text, accepted, f"port {port} outside 1..65535")
         hosts.append((host, port))
     return tuple(hosts), chroot
 
@@ -208,21 +209,21 @@ def _check_combined(values: dict[str, Any]) -> None:
     _check_id("client.id", values["client_id"], allow_empty=True)
     parse_zookeeper_connect(values["zookeeper_connect"])
     if values["consumer_id"] is not None and "/" in values["consumer_id"]:
-        raise _invalid("consumer.id", values["consumer_id"], "any text without '/'", "it names a znode")
+        raise invalid_value("consumer.id", values["consumer_id"], "any text without '/'", "it names a znode")
     if values["fetch_wait_max_ms"] > values["socket_timeout_ms"]:  # the one Scala `require`
-        raise _invalid(
+        raise invalid_value(
             "socket.timeout.ms",
             values["socket_timeout_ms"],
             f"integer >= fetch.wait.max.ms ({values['fetch_wait_max_ms']})",
         )
     if values["auto_commit_enable"] and values["auto_commit_interval_ms"] < 1:
         # Scala's KafkaScheduler throws on a 0 period and commits only once for a negative one.
-        raise _invalid(
+        raise invalid_value(
             "auto.commit.interval.ms", values["auto_commit_interval_ms"], "integer >= 1 while auto.commit.enable=true"
         )
     if values["zookeeper_transaction_max_bytes"] > values["zookeeper_jute_maxbuffer"] - 1024:
         # the server drops the connection on a request over jute.maxbuffer (headers come on top)
-        raise _invalid(
+        raise invalid_value(
             "zkconsumer.zookeeper.transaction.max.bytes",
             values["zookeeper_transaction_max_bytes"],
             f"integer <= zkconsumer.zookeeper.jute.maxbuffer - 1024 ({values['zookeeper_jute_maxbuffer'] - 1024})",
@@ -231,7 +232,7 @@ def _check_combined(values: dict[str, Any]) -> None:
         values["broker_listener"] = None  # an empty value reads as unset, as Kafka's optional strings do
     digest = values["zookeeper_digest"]
     if digest is not None and not re.fullmatch(r"[^:]+:.*", digest, re.DOTALL):
-        raise _invalid("zkconsumer.zookeeper.digest", "<hidden>", "user:password")
+        raise invalid_value("zkconsumer.zookeeper.digest", "<hidden>", "user:password")
 
 
 def _passthrough_text(key: str, raw: object) -> str:
@@ -239,7 +240,7 @@ def _passthrough_text(key: str, raw: object) -> str:
         return "true" if raw else "false"
     if isinstance(raw, (str, int, float)):
         return _java_trim(str(raw))
-    raise _invalid(key, raw, "a string, number or boolean")
+    raise invalid_value(key, raw, "a string, number or boolean")
 
 
 def _warn_unknown(key: str) -> None:

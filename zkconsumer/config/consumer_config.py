@@ -100,10 +100,10 @@ from zkconsumer.config.checks import (
     ConfigError,
     _check_combined,
     _fill_derived_defaults,
-    _invalid,
     _passthrough_text,
     _read,
     _warn_unknown,
+    invalid_value,
     parse_zookeeper_connect,
 )
 from zkconsumer.config.compat import Compat
@@ -211,7 +211,7 @@ class ConsumerConfig:
         check_timing(values)
         protocol = passthrough.get("security.protocol", "PLAINTEXT")
         if protocol.upper() not in SECURITY_PROTOCOLS:
-            raise _invalid("librdkafka.security.protocol", protocol, " | ".join(SECURITY_PROTOCOLS))
+            raise invalid_value("librdkafka.security.protocol", protocol, " | ".join(SECURITY_PROTOCOLS))
         return cls(**values, librdkafka_items=tuple(sorted(passthrough.items())))
 
     @classmethod

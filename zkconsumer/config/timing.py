@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zkconsumer.config.checks import _invalid
+from zkconsumer.config.checks import invalid_value
 from zkconsumer.config.compat import Compat
 
 # The lease ends this share of the session after a touch the leader certainly heard of: the rest
@@ -67,13 +67,13 @@ def check_timing(values: dict[str, Any]) -> None:
         "a longer linger outlasts a joiner's last attempt, which then owns nothing)"
     )
     if values["release_linger_ms"] > cap:
-        raise _invalid("zkconsumer.release.linger.ms", values["release_linger_ms"], f"integer <= {budget}")
+        raise invalid_value("zkconsumer.release.linger.ms", values["release_linger_ms"], f"integer <= {budget}")
     if values["release_linger_max_ms"] is None:
         values["release_linger_max_ms"] = max(cap, values["release_linger_ms"])
     if values["release_linger_max_ms"] > cap:
-        raise _invalid("zkconsumer.release.linger.max.ms", values["release_linger_max_ms"], f"integer <= {budget}")
+        raise invalid_value("zkconsumer.release.linger.max.ms", values["release_linger_max_ms"], f"integer <= {budget}")
     if values["release_linger_max_ms"] < values["release_linger_ms"]:
-        raise _invalid(
+        raise invalid_value(
             "zkconsumer.release.linger.max.ms",
             values["release_linger_max_ms"],
             f"integer >= zkconsumer.release.linger.ms ({values['release_linger_ms']})",
