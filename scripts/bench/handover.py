@@ -29,9 +29,17 @@ leaves is a kill -9, whose partitions move once its session expires). Per run:
   in-flight     re-deliveries at or above that commit: the one message the old owner's
                 application held when it let go (at-least-once: consumed when the next is asked for)
   reg->own      per kind, from a joiner's registration to its last claim of that event: median / p95
+  lingers       every linger our members used (their log: "keeping released owner nodes X s", and a
+                leave's "leaving X s"): count, median, max, and each value
+  stranded      Scala members that gave up (ConsumerRebalanceFailedException, "can't rebalance after
+                N retries" in their log: they own nothing until /ids changes) within two retry budgets
+                of a hand-over from ours; gave_up counts every give-up (a stranded joiner the watchdog's
+                nudge recovered is still counted: it owned nothing meanwhile)
 The last line is machine-readable:
   mixed=1 handovers_zk_scala=<n> stale_zk_scala=<n> stale_zk_scala_nolinger=<n> zk_reg_own_median_s=<x>
-  scala_reg_own_median_s=<x> scala_reg_own_median_nolinger_s=<x> unowned_p99_s=<x> loadavg=<x>
+  scala_reg_own_median_s=<x> scala_reg_own_median_nolinger_s=<x> unowned_p99_s=<x> stale_handovers=<n>
+  overlaps=<n> stranded=<n> gave_up=<n> lingers=<n> linger_median_s=<x> linger_max_s=<x> loadavg=<x>
+  (stale_handovers, overlaps, stranded, gave_up, lingers: of the run with the linger)
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import argparse
 import logging
 import os
 import pickle
+import re
 import statistics
 import sys
 import tempfile
@@ -50,9 +59,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the test harness: tests/harness
 
 from harness import chaos_scenarios as sc  # noqa: E402
-from harness.chaos_history import History, Span  # noqa: E402
+from harness.chaos_history import History, Span, wall_offset  # noqa: E402
 from harness.chaos_scenarios import ChaosEnv, ChaosSettings  # noqa: E402
 from harness.scala import COMPAT_VERSION, DEFAULT_RELEASE  # noqa: E402
+from zkconsumer.config.compat import Compat  # noqa: E402
 from zkconsumer.testing.cluster import LocalCluster  # noqa: E402
 
 TOPIC = "handover"
@@ -207,6 +217,75 @@ def reg_to_own(h: History, kinds: dict[str, str]) -> dict[str, list[float]]:
     return out
 
 
+# zkconsumer members (tests/harness/chaos_member.py: "%(asctime)s ...") and Scala's log4j ("[%d] ...")
+# both stamp lines with the local wall clock, to the millisecond.
+_STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
+_LINGER = re.compile(r"(keeping released owner nodes|leaving) (\d+(?:\.\d+)?)s after the (?:final )?commit")
+_GAVE_UP = "can't rebalance after"
+
+
+def stamp(line: str) -> float | None:
+    """A log line's time on the History's clock (CLOCK_MONOTONIC); None for an unstamped line."""
+    found = _STAMP.match(line)
+    if found is None:
+        return None
+    wall = time.mktime(time.strptime(found.group(1), "%Y-%m-%d %H:%M:%S")) + int(found.group(2)) / 1000
+    return wall - wall_offset()
+
+
+def lingers_in(lines: list[str]) -> list[tuple[float, str, float]]:
+    """(when, "hand-over" | "leave", seconds) for every linger a zkconsumer member's log reports."""
+    out = []
+    for line in lines:
+        found = _LINGER.search(line)
+        at = stamp(line) if found else None
+        if found and at is not None:
+            out.append((at, "leave" if found.group(1) == "leaving" else "hand-over", float(found.group(2))))
+    return out
+
+
+def give_ups_in(lines: list[str]) -> list[float]:
+    """When a Scala member gave up rebalancing: the stamp of the last stamped line at or before each
+    "can't rebalance after N retries" (a stack trace's lines carry none)."""
+    out, last = [], None
+    for line in lines:
+        last = stamp(line) or last
+        if _GAVE_UP in line and last is not None:
+            out.append(last)
+    return out
+
+
+def stranded_joiners(
+    h: History, kinds: dict[str, str], give_ups: dict[str, list[float]], budget_s: float
+) -> tuple[int, int]:
+    """(stranded, gave_up) in the judged window: every Scala give-up (`give_ups`: Scala member ->
+    when), and those within two retry budgets of a hand-over from ours (an owner node of a
+    zkconsumer member ended by its own delete or by a clean leave's close, not by an expiry)."""
+    released = [
+        s.end
+        for s in h.spans
+        if kinds.get(s.member) == "zk" and s.end is not None and s.ended_by not in ("expiry", "deleted-by-other")
+    ]
+    gave_up = stranded = 0
+    for member, times in give_ups.items():
+        if kinds.get(member) != "scala":
+            continue
+        for at in times:
+            if not h.since <= at <= h.until:
+                continue
+            gave_up += 1
+            stranded += any(at - 2 * budget_s <= end <= at for end in released)
+    return stranded, gave_up
+
+
+def log_lines(member: object) -> list[str]:
+    """A member's log (a zkconsumer process's or a Scala JVM's), [] if it has none."""
+    path = getattr(member, "log", None) or getattr(getattr(member, "member", None), "log_path", None)
+    if not isinstance(path, Path) or not path.exists():
+        return []
+    return path.read_text(errors="replace").splitlines()
+
+
 def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, workdir: Path) -> dict[str, float]:
     mode = f"mixed-linger{linger_ms}"
     settings = ChaosSettings(
@@ -237,10 +316,29 @@ def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, w
     changes = handovers(h, kinds)
     owning = reg_to_own(h, kinds)
     windows = [s for _, s in unowned_windows(h)]
+    lingers = sorted(
+        (at, m.consumer_id, what, seconds)
+        for m in env.members
+        if m.kind != "scala"
+        for at, what, seconds in lingers_in(log_lines(m))
+        if h.since <= at <= h.until
+    )
+    give_ups = {m.consumer_id: give_ups_in(log_lines(m)) for m in env.members if m.kind == "scala"}
+    budget_s = Compat.parse(COMPAT_VERSION[args.scala_release]).scala_retry_budget_s
+    stranded, gave_up = stranded_joiners(h, kinds, give_ups, budget_s)
+    for at, member, what, seconds in lingers:
+        print(f"{mode}: linger {seconds:.1f}s ({what}) by {member} at +{at - h.since:.1f}s", flush=True)
+    values = [seconds for _, _, _, seconds in lingers]
     result: dict[str, float] = {
         "events": args.events,
         "overlaps": len(report.overlaps),
         "unowned_p99_s": percentile(windows, 0.99),
+        "stranded": stranded,
+        "gave_up": gave_up,
+        "lingers": len(values),
+        "linger_median_s": statistics.median(values) if values else 0.0,
+        "linger_max_s": max(values, default=0.0),
+        "stale_handovers": sum(1 for _, n, _ in changes if n),
     }
     for pair in ("zk->scala", "scala->zk", "zk->zk", "scala->scala"):
         key = pair.replace("->", "_")
@@ -272,13 +370,22 @@ def print_mixed(results: dict[int, dict[str, float]]) -> None:
                 f"{linger:>6}ms{kind:>8}{r[kind + '_joins']:>7.0f}{r[kind + '_reg_own_median_s']:>13.2f}s"
                 f"{r[kind + '_reg_own_p95_s']:>7.2f}s{r['unowned_p99_s']:>12.2f}s{r['overlaps']:>10.0f}"
             )
+    print(f"\n{'linger':>8}{'lingers':>9}{'median':>8}{'max':>7}{'gave up':>9}{'stranded':>10}")
+    for linger, r in results.items():
+        print(
+            f"{linger:>6}ms{r['lingers']:>9.0f}{r['linger_median_s']:>7.1f}s{r['linger_max_s']:>6.1f}s"
+            f"{r['gave_up']:>9.0f}{r['stranded']:>10.0f}"
+        )
     on, off = (results[k] for k in sorted(results, reverse=True))
     print(
         f"mixed=1 handovers_zk_scala={on['handovers_zk_scala']:.0f} stale_zk_scala={on['stale_zk_scala']:.0f} "
         f"stale_zk_scala_nolinger={off['stale_zk_scala']:.0f} zk_reg_own_median_s={on['zk_reg_own_median_s']:.3f} "
         f"scala_reg_own_median_s={on['scala_reg_own_median_s']:.3f} "
         f"scala_reg_own_median_nolinger_s={off['scala_reg_own_median_s']:.3f} "
-        f"unowned_p99_s={on['unowned_p99_s']:.3f} loadavg={os.getloadavg()[0]:.2f}"
+        f"unowned_p99_s={on['unowned_p99_s']:.3f} stale_handovers={on['stale_handovers']:.0f} "
+        f"overlaps={on['overlaps']:.0f} stranded={on['stranded']:.0f} gave_up={on['gave_up']:.0f} "
+        f"lingers={on['lingers']:.0f} linger_median_s={on['linger_median_s']:.3f} "
+        f"linger_max_s={on['linger_max_s']:.3f} loadavg={os.getloadavg()[0]:.2f}"
     )
 
 

@@ -1,0 +1,70 @@
+"""The mixed hand-over benchmark's counts (scripts/bench/handover.py): stranded Scala joiners and the lingers, on planted logs and histories."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from harness.chaos_history import History, Span
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "handover.py"
+
+
+def load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("handover_bench", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["handover_bench"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load()
+KINDS = {"g_zk1": "zk", "g_zk2": "zk", "g_sc1": "scala", "g_sc2": "scala"}
+
+
+def history(*spans: Span) -> History:
+    return History(spans=list(spans), since=0.0, until=100.0)
+
+
+def test_a_give_up_after_a_hand_over_from_ours_is_a_stranded_joiner() -> None:
+    h = history(
+        Span("t", 0, "g_zk1-0", 1, 1.0, 10.0, "delete"),  # ours released at 10
+        Span("t", 1, "g_zk2-0", 2, 1.0, 45.0, "expiry"),  # a kill: the server ended it, no hand-over of ours
+        Span("t", 2, "g_sc2-0", 3, 1.0, 60.0, "delete"),  # a Scala member's release
+    )
+    give_ups = {
+        "g_sc1": [15.0, 50.0, 200.0],  # 5 s after ours; 5 s after an expiry only; outside the window
+        "g_sc2": [21.9, 62.0],  # 11.9 s after ours (within 2 x 6 s); after a Scala release only
+    }
+    assert bench.stranded_joiners(h, KINDS, give_ups, 6.0) == (2, 4)
+    # A shorter budget leaves 21.9 - 10 > 2 x 5 s: no longer ours to answer for.
+    assert bench.stranded_joiners(h, KINDS, give_ups, 5.0) == (1, 4)
+    assert bench.stranded_joiners(h, KINDS, {}, 6.0) == (0, 0)
+
+
+def test_give_ups_are_read_from_a_scala_log_and_stamped_by_the_line_before_the_stack_trace() -> None:
+    lines = [
+        "[2026-12-07 22:10:01,000] INFO [g_sc1], begin rebalancing consumer g_sc1 try #0 (kafka.consumer.ZookeeperConsumerConnector)",
+        "[2026-12-07 22:10:07,500] ERROR [g_sc1], error during syncedRebalance (kafka.consumer.ZookeeperConsumerConnector)",
+        "kafka.common.ConsumerRebalanceFailedException: g_sc1 can't rebalance after 4 retries",
+        "\tat kafka.consumer.ZookeeperConsumerConnector$ZKRebalancerListener.syncedRebalance(...)",
+    ]
+    (at,) = bench.give_ups_in(lines)
+    assert abs(at - bench.stamp(lines[0]) - 6.5) < 1e-3
+    assert bench.give_ups_in(lines[:2]) == []
+
+
+def test_lingers_are_read_from_a_member_log() -> None:
+    lines = [
+        "2026-12-07 22:10:01,250 INFO rebalance zkconsumer.coordinator.linger g_zk1: keeping released owner nodes "
+        "1.7s after the commit (round trip 2.1 ms, largest share 4): g_sc1 may be a Scala member",
+        "2026-12-07 22:10:03,000 INFO MainThread zkconsumer.coordinator.linger g_zk1: leaving 3.0s after the final "
+        "commit: g_sc1 may be a Scala member",
+        "2026-12-07 22:10:04,000 INFO rebalance zkconsumer.coordinator.rebalancer g_zk1: claimed 4 partitions",
+    ]
+    found = bench.lingers_in(lines)
+    assert [(what, seconds) for _, what, seconds in found] == [("hand-over", 1.7), ("leave", 3.0)]
+    assert abs(found[1][0] - found[0][0] - 1.75) < 1e-3
