@@ -38,8 +38,9 @@ leaves is a kill -9, whose partitions move once its session expires). Per run:
 The last line is machine-readable:
   mixed=1 handovers_zk_scala=<n> stale_zk_scala=<n> stale_zk_scala_nolinger=<n> zk_reg_own_median_s=<x>
   scala_reg_own_median_s=<x> scala_reg_own_median_nolinger_s=<x> unowned_p99_s=<x> stale_handovers=<n>
-  overlaps=<n> stranded=<n> gave_up=<n> lingers=<n> linger_median_s=<x> linger_max_s=<x> loadavg=<x>
-  (stale_handovers, overlaps, stranded, gave_up, lingers: of the run with the linger)
+  overlaps=<n> stranded=<n> gave_up=<n> handovers_zk_scala_lingered=<n> lingers=<n> linger_median_s=<x>
+  linger_max_s=<x> loadavg=<x> (from stale_handovers on: of the run with the linger; lingered: the
+  zk->scala hand-overs whose old owner logged a linger within a Scala retry budget before the node went)
 """
 
 from __future__ import annotations
@@ -278,6 +279,23 @@ def stranded_joiners(
     return stranded, gave_up
 
 
+def handover_lingers(
+    h: History, kinds: dict[str, str], lingers: dict[str, list[float]], within_s: float
+) -> list[float | None]:
+    """Per zk->scala hand-over in the judged window, the linger its old owner logged last within
+    `within_s` before the owner node went (`lingers`: member -> when each linger began), as the
+    seconds from that log line to the node's end; None: the node went with no linger before it."""
+    out: list[float | None] = []
+    for before, after in consecutive_spans(h):
+        if before.member == after.member or before.end is None or not h.since <= after.start <= h.until:
+            continue
+        if kinds.get(before.member) != "zk" or kinds.get(after.member) != "scala":
+            continue
+        began = [at for at in lingers.get(before.member, []) if 0 <= before.end - at <= within_s]
+        out.append(before.end - max(began) if began else None)
+    return out
+
+
 def log_lines(member: object) -> list[str]:
     """A member's log (a zkconsumer process's or a Scala JVM's), [] if it has none."""
     path = getattr(member, "log", None) or getattr(getattr(member, "member", None), "log_path", None)
@@ -326,6 +344,17 @@ def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, w
     give_ups = {m.consumer_id: give_ups_in(log_lines(m)) for m in env.members if m.kind == "scala"}
     budget_s = Compat.parse(COMPAT_VERSION[args.scala_release]).scala_retry_budget_s
     stranded, gave_up = stranded_joiners(h, kinds, give_ups, budget_s)
+    by_member: dict[str, list[float]] = {}
+    for at, member, _, _ in lingers:
+        by_member.setdefault(member, []).append(at)
+    # A release follows its linger by the linger and a few round trips: at most the cap, plus slack.
+    per_handover = handover_lingers(h, kinds, by_member, budget_s)
+    waited = [s for s in per_handover if s is not None]
+    print(
+        f"{mode}: zk->scala hand-overs {len(per_handover)}, {len(waited)} after a linger "
+        f"(log line to node gone: {', '.join(f'{s:.2f}s' for s in waited) or '-'})",
+        flush=True,
+    )
     for at, member, what, seconds in lingers:
         print(f"{mode}: linger {seconds:.1f}s ({what}) by {member} at +{at - h.since:.1f}s", flush=True)
     values = [seconds for _, _, _, seconds in lingers]
@@ -339,6 +368,7 @@ def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, w
         "linger_median_s": statistics.median(values) if values else 0.0,
         "linger_max_s": max(values, default=0.0),
         "stale_handovers": sum(1 for _, n, _ in changes if n),
+        "handovers_zk_scala_lingered": len(waited),
     }
     for pair in ("zk->scala", "scala->zk", "zk->zk", "scala->scala"):
         key = pair.replace("->", "_")
@@ -384,6 +414,7 @@ def print_mixed(results: dict[int, dict[str, float]]) -> None:
         f"scala_reg_own_median_nolinger_s={off['scala_reg_own_median_s']:.3f} "
         f"unowned_p99_s={on['unowned_p99_s']:.3f} stale_handovers={on['stale_handovers']:.0f} "
         f"overlaps={on['overlaps']:.0f} stranded={on['stranded']:.0f} gave_up={on['gave_up']:.0f} "
+        f"handovers_zk_scala_lingered={on['handovers_zk_scala_lingered']:.0f} "
         f"lingers={on['lingers']:.0f} linger_median_s={on['linger_median_s']:.3f} "
         f"linger_max_s={on['linger_max_s']:.3f} loadavg={os.getloadavg()[0]:.2f}"
     )

@@ -68,3 +68,16 @@ def test_lingers_are_read_from_a_member_log() -> None:
     found = bench.lingers_in(lines)
     assert [(what, seconds) for _, what, seconds in found] == [("hand-over", 1.7), ("leave", 3.0)]
     assert abs(found[1][0] - found[0][0] - 1.75) < 1e-3
+
+
+def test_each_hand_over_to_a_scala_member_is_paired_with_its_old_owners_linger() -> None:
+    h = history(
+        Span("t", 0, "g_zk1-0", 1, 1.0, 10.0, "delete"),
+        Span("t", 0, "g_sc1-0", 2, 10.2, None),  # zk -> scala after a linger logged at 9.0
+        Span("t", 1, "g_zk2-0", 3, 1.0, 30.0, "delete"),
+        Span("t", 1, "g_sc2-0", 4, 30.1, None),  # zk -> scala, its owner's linger 20 s before: none
+        Span("t", 2, "g_zk1-1", 5, 1.0, 50.0, "delete"),
+        Span("t", 2, "g_zk2-1", 6, 50.1, None),  # zk -> zk: not counted
+    )
+    lingers = {"g_zk1": [9.0, 49.5], "g_zk2": [10.0]}
+    assert bench.handover_lingers(h, KINDS, lingers, 6.0) == [1.0, None]
