@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 from zkconsumer.cluster.metadata import ClusterMetadata
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.config.timing import RENEWALS_PER_SESSION
 from zkconsumer.consumer.fetcher import CurrentFetcher, Fetcher, FetchSettings, NoFetcher, PartitionFetcher
 from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
@@ -17,7 +16,6 @@ from zkconsumer.coordinator.listener import ConsumerRebalanceListener
 from zkconsumer.coordinator.membership import Membership
 from zkconsumer.coordinator.periodic import PeriodicTask
 from zkconsumer.coordinator.rebalancer import Rebalancer
-from zkconsumer.coordinator.reconcile import follow_ownership_signals
 from zkconsumer.coordinator.subscription import Subscription, encode_registration
 from zkconsumer.coordinator.watchdog import Watchdog
 from zkconsumer.coordinator.worker import RebalanceWorker
@@ -130,8 +128,7 @@ class GroupMember:
         tasks = [
             PeriodicTask(
                 f"{self.consumer_id}-session-lease",
-                # a reconnect may be granted a shorter session
-                lambda: membership.session_timeout_s() / RENEWALS_PER_SESSION,
+                membership.lease.renewal_interval_s,
                 membership.renew_lease,
                 on_error=self._on_failure,
             )
@@ -177,9 +174,8 @@ class GroupMember:
                 self.watchdog.start()
 
     def follow(self) -> None:
-        """Start's first step: hear ownership signals, make the group's paths, follow the session's
-        events. (The simulation calls it and then drives the attempts and periodic work itself.)"""
-        follow_ownership_signals(self.group, self.assignment, self.worker.trigger)
+        """Start's first step: follow the session's events and ownership signals, make the group's
+        paths. (The simulation calls it and then drives the attempts and periodic work itself.)"""
         self.membership.start()
         self.group.ensure_paths()
 

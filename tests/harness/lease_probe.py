@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     membership.start()
     group.ensure_paths()
     membership.ensure_registered()
-    renewer = PeriodicTask(f"{args.consumer_id}-lease", lambda: membership.session_timeout_s() / 4.0, renew)
+    renewer = PeriodicTask(f"{args.consumer_id}-lease", lambda: membership.lease.session_timeout_s() / 4.0, renew)
     renewer.start()
     _say(event="ready", session=group.session, path=group.member_path)
     stop = threading.Event()

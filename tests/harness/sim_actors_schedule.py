@@ -136,7 +136,7 @@ class ActorsSchedule(LeaseSchedule):
         leader.cut()
         self.note(f"{member.name}'s leader lost the majority")
         self.cut[member.name] = (leader, self.model.now_ms)  # no other step of its link meanwhile
-        end = self.model.now_ms + member.membership.session_timeout_s() * 1000 + 1000
+        end = self.model.now_ms + member.membership.lease.session_timeout_s() * 1000 + 1000
         gives_up = self.model.now_ms + DEFAULT_TICK_MS
         others = [m for m in self.live() if m is not member and not m.frozen]
         while self.model.now_ms < end and not self.result.violations:

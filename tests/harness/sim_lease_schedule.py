@@ -31,7 +31,7 @@ class LeaseSchedule(Schedule):
     def add_member(self, *, incremental: bool = True, transaction_max_bytes: int = 1 << 19) -> SimMember:
         member = super().add_member(incremental=incremental, transaction_max_bytes=transaction_max_bytes)
         if self.renewal is not None:
-            member.membership._renewal = self.renewal
+            member.membership.lease.renewal = self.renewal
         return member
 
     def step(self) -> None:

@@ -83,7 +83,7 @@ def owner_behind_a_cut(
     s = world(session_timeout_ms, partitions)
     m1 = join(s, "m1", session_timeout_ms)
     if renewal is not None:
-        m1.membership._renewal = renewal  # a renewal other than the configured one, side by side
+        m1.membership.lease.renewal = renewal  # a renewal other than the configured one, side by side
     for _ in range(6):
         s.model.advance(250)
         step(s, m1)

@@ -29,7 +29,7 @@ def _foreign_claim(s: Schedule, key: tuple[str, int]) -> None:
 def test_a_doubt_stops_delivery_at_once_while_a_rebalance_step_holds_the_lock() -> None:
     """Holds (kept): the doubt runs on kazoo's event thread and takes only the Assignment's lock, so a
     rebalance step (or a commit) holding the rebalance lock through slow ZooKeeper calls or a slow
-    listener does not delay it. Fails if `follow_ownership_signals` or `Assignment.doubt` ever waits
+    listener does not delay it. Fails if `Membership.on_doubt` or `Assignment.doubt` ever waits
     for the rebalance lock: the event thread would then stall behind the step."""
     s = Schedule(0, Options(members=0, partitions=2))
     m1 = s.add_member()
@@ -111,7 +111,7 @@ def test_with_the_check_renewal_a_fence_deleted_by_hand_in_an_idle_group_is_fenc
     read the fence and keeps delivering; the next refused commit re-fences (test_ownership_doubt)."""
     s = Schedule(0, Options(members=0, partitions=2))
     m1 = s.add_member()
-    m1.membership._renewal = "check"
+    m1.membership.lease.renewal = "check"
     _settle(s, [m1])
     m1.commit()  # every position is committed: an idle group has nothing more to write
     fence = m1.group.fence

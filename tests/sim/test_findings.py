@@ -326,7 +326,7 @@ def test_9_the_lease_uses_the_timeout_the_server_granted() -> None:
     s.members.append(m1)
     rounds(s, 2)
     assert m1.client.negotiated_session_timeout_ms == 4000
-    assert m1.membership.session_timeout_s() == 4.0
+    assert m1.membership.lease.session_timeout_s() == 4.0
     assert m1.streams.gate.lease_until <= s.model.now_ms / 1000 + LEASE_FRACTION * 4.0  # from a touch before now
 
 

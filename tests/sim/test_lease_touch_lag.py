@@ -21,7 +21,7 @@ from harness.sim_follower import LostFollower
 from harness.sim_schedule import TOPIC
 
 T_MS = 4000
-RENEWAL_MS = T_MS // 4  # the session-lease task's interval (group_member: session_timeout_s() / 4)
+RENEWAL_MS = T_MS // 4  # the session-lease task's interval (SessionLease.renewal_interval_s: session_timeout_s() / 4)
 
 
 def test_the_lease_ends_before_the_leader_expires_a_session_whose_last_touch_it_never_heard() -> None:

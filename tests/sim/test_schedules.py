@@ -35,9 +35,9 @@ def test_the_checker_catches_a_member_that_delivers_without_owning(monkeypatch: 
     # Without the delivery gate and the lease, a member cut off from ZooKeeper goes on delivering
     # partitions a peer may already own: the invariant must say so.
     from zkconsumer.consumer.delivery import DeliveryGate
-    from zkconsumer.coordinator.membership import Membership
+    from zkconsumer.coordinator.lease import SessionLease
 
     monkeypatch.setattr(DeliveryGate, "close", lambda self: None)
-    monkeypatch.setattr(Membership, "_extend_lease", lambda self, _at, heard=False: self.gate.renew(float("inf")))
+    monkeypatch.setattr(SessionLease, "extend", lambda self, _at, heard=False: self.gate.renew(float("inf")))
     _, failures = run_many(0, 100)
     assert failures and any("without owning it" in v for f in failures for v in f.violations)

@@ -13,8 +13,10 @@ from zkconsumer.config.timing import LEASE_FRACTION
 from zkconsumer.consumer.chunks import PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.delivery import DeliveryGate
 from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.coordinator.lease import SessionLease
 from zkconsumer.coordinator.membership import Event, Membership, State, Transition, transition
 from zkconsumer.errors import SessionLost, ZkConsumerError, ZooKeeperClosed, is_retriable
+from zkconsumer.zookeeper.signals import OwnershipSignals
 
 S, E = State, Event
 R = "rebalance"  # a rebalance is asked for (any non-empty reason)
@@ -180,6 +182,7 @@ class StubGroup:
         self.live_session = live
         self.consumer_id = "g_host-1-abc"
         self.group_id = "g"
+        self.signals = OwnershipSignals()
 
 
 class Clock:
@@ -224,9 +227,15 @@ def make_member(
 
 
 def test_start_and_stop_register_the_listener() -> None:
-    member, group, *_rest = make_member(State.CONNECTED)
+    member, group, assignment, _infos, _gate, triggers, _clock = make_member(State.CONNECTED)
     member.start()
     assert group.client.listeners == [member.on_connection_state]
+    group.signals.doubt([("a", 0)], "its owner node was deleted")  # signals reach the member once started
+    group.signals.refused("the fence node is gone")
+    assert triggers == [
+        "ownership in doubt: its owner node was deleted",
+        "a fenced write was refused: the fence node is gone",
+    ]
     member.stop()
     assert group.client.listeners == []
     assert member.state is State.STOPPED
@@ -305,15 +314,15 @@ def test_a_reconnect_without_a_handshake_stamp_waits_for_the_next_round_trip() -
 
 
 def test_session_timeout_is_the_shorter_of_configured_and_negotiated() -> None:
-    assert make_member(State.CONNECTED, negotiated_ms=2500)[0].session_timeout_s() == pytest.approx(2.5)
-    assert make_member(State.CONNECTED, negotiated_ms=30000)[0].session_timeout_s() == pytest.approx(6.0)
+    assert make_member(State.CONNECTED, negotiated_ms=2500)[0].lease.session_timeout_s() == pytest.approx(2.5)
+    assert make_member(State.CONNECTED, negotiated_ms=30000)[0].lease.session_timeout_s() == pytest.approx(6.0)
 
 
 def test_an_unknown_granted_timeout_is_an_error_not_a_guess() -> None:
     # A lease taken from the configured timeout could outlive a session the server capped lower.
     member = make_member(State.CONNECTED, negotiated_ms=None)[0]
     with pytest.raises(ZkConsumerError, match="granted is unknown"):
-        member.session_timeout_s()
+        member.lease.session_timeout_s()
 
 
 @pytest.mark.parametrize("state", [State.CONNECTED, State.SUSPENDED], ids=lambda s: s.name)
@@ -431,9 +440,9 @@ def test_a_lost_landing_just_before_registered_is_not_overridden(monkeypatch: py
     # CONNECTED, delivering, in a session whose member node is gone.
     member, group, _assignment, gate = _registering_member()
     lost: list[threading.Thread] = []
-    real = Membership._extend_lease
+    real = SessionLease.extend
 
-    def lease_then_lost(self: Membership, confirmed_at: float, *, heard: bool = False) -> None:
+    def lease_then_lost(self: SessionLease, confirmed_at: float, *, heard: bool = False) -> None:
         real(self, confirmed_at, heard=heard)
         if not lost:
             thread = threading.Thread(target=member.on_connection_state, args=(KazooState.LOST,))
@@ -441,7 +450,7 @@ def test_a_lost_landing_just_before_registered_is_not_overridden(monkeypatch: py
             thread.start()
             thread.join(0.5)  # it runs at once, or waits for the lock the registration holds
 
-    monkeypatch.setattr(Membership, "_extend_lease", lease_then_lost)
+    monkeypatch.setattr(SessionLease, "extend", lease_then_lost)
     try:
         member.ensure_registered()
     except SessionLost:
@@ -498,18 +507,18 @@ def test_the_lease_counts_from_the_renewal_before_the_last_confirmed_one() -> No
     answer: the lease counts from a touch it certainly heard of (docs/design.md)."""
     member, group, _assignment, _infos, gate, _triggers, _clock = make_member(State.CONNECTED)
     group.client.handler.handshake_started_at = 990.0  # the session's handshake: the leader's own word
-    member._extend_lease(1000.0)  # the registration
+    member.lease.extend(1000.0)  # the registration
     assert gate.lease_until == pytest.approx(990.0 + LEASE_FRACTION * 6.0)
-    member._extend_lease(1001.5)  # a renewal
+    member.lease.extend(1001.5)  # a renewal
     assert gate.lease_until == pytest.approx(1000.0 + LEASE_FRACTION * 6.0)
-    member._extend_lease(1005.0)  # a late renewal shortens the lease: counted from the one before
+    member.lease.extend(1005.0)  # a late renewal shortens the lease: counted from the one before
     assert gate.lease_until == pytest.approx(1001.5 + LEASE_FRACTION * 6.0)
     group.client.handler.handshake_started_at = 1006.0  # a reconnect the leader revalidated
-    member._extend_lease(1006.0, heard=True)
+    member.lease.extend(1006.0, heard=True)
     assert gate.lease_until == pytest.approx(1006.0 + LEASE_FRACTION * 6.0)
     group.session = 0x12  # a new session: its handshake is the first touch heard of
     group.client.handler.handshake_started_at = 1010.0
-    member._extend_lease(1011.0)
+    member.lease.extend(1011.0)
     assert gate.lease_until == pytest.approx(1010.0 + LEASE_FRACTION * 6.0)
 
 

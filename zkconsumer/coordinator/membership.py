@@ -30,37 +30,23 @@ from dataclasses import dataclass
 from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent
 
 from zkconsumer.clock import lease_clock
-from zkconsumer.config.timing import DEFAULT_TICK_MS, LEASE_FRACTION, renewal_for
+from zkconsumer.config.timing import DEFAULT_TICK_MS
 from zkconsumer.consumer.delivery import DeliveryGate
 from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.coordinator.lease import SessionLease
 from zkconsumer.errors import (
     ZOOKEEPER_FAILURES,
     RegistrationConflict,
     SessionLost,
-    ZkConsumerError,
     ZooKeeperClosed,
     ZooKeeperUnavailable,
     describe,
 )
+from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.zookeeper import znodes
-from zkconsumer.zookeeper.client import handshake_started_at, negotiated_timeout_ms
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(__name__)
-
-# The lease runs LEASE_FRACTION (config/timing.py) x the session timeout from a touch of the session
-# the ensemble's leader has certainly heard of (`Membership._extend_lease`; docs/design.md, "which
-# clock and which server"): the leader expires the session a session timeout (rounded up to its
-# tick) after it last heard of it, never sooner.
-
-# How a lease renewal is confirmed. "sync": a sync, then the read, pipelined (the server answers
-# the read only once it caught up with the leader; a follower that lost its leader cannot answer
-# it). "check": a transaction of one check on our fence node (a write: a leader with a quorum
-# commits it). "read": the read alone, which a follower answers from its own copy even after it
-# lost its leader (kept to measure and show that gap, never the default). "auto" (the default):
-# "sync" where the granted session and the servers' tickTime make it safe, else "check"
-# (timing.renewal_for; docs/design.md, "Timing rules").
-RENEWALS = ("auto", "sync", "check", "read")
 
 
 class State(enum.Enum):
@@ -126,8 +112,10 @@ def transition(state: State, event: Event) -> Transition:
 
 
 class Membership:
-    """Owns this member's session: (re-)registration, kazoo's state listener, the delivery lease
-    and the watch callbacks that trigger rebalances.
+    """Owns this member's session: (re-)registration, kazoo's state listener, the watch callbacks
+    that trigger rebalances, and every event that stops delivery: a session lost or replaced, a
+    reconnect that left our owner nodes unwatched, an owner node in doubt, a topic deleted (the
+    lease running out is the gate's own; `lease`, a SessionLease, renews it).
 
     Example::
 
@@ -152,8 +140,9 @@ class Membership:
         renewal: str = "auto",
         tick_s: float = DEFAULT_TICK_MS / 1000.0,
     ) -> None:
-        if renewal not in RENEWALS:
-            raise ValueError(f"renewal must be one of {', '.join(RENEWALS)}, not {renewal!r}")
+        self.lease = SessionLease(
+            group, gate, session_timeout_s=session_timeout_s, clock=clock, renewal=renewal, tick_s=tick_s
+        )
         self.group = group
         self.assignment = assignment
         self.gate = gate
@@ -162,8 +151,6 @@ class Membership:
         self._trigger = trigger
         self._on_closed = on_closed  # kazoo closed for good while we were not stopping: leave
         self._clock = clock
-        self._renewal = renewal
-        self._tick_s = tick_s
         self._lock = threading.Lock()
         self.state = State.UNREGISTERED
         self.waiting_for_brokers = False
@@ -175,15 +162,11 @@ class Membership:
         self._awaiting_reread = False
         self._blind_since: float | None = None
         self.reread_gap_s: float | None = None  # the last such hold, reconnect to re-read (measured)
-        # Per session (reset when it changes): the start of a round trip the leader certainly heard
-        # of, and the start of the last confirmed round trip (heard of once the next one confirms).
-        self._touches_lock = threading.Lock()
-        self._touches_of: int | None = None
-        self._heard_at: float | None = None
-        self._confirmed_at: float | None = None
 
     # ---- session ---------------------------------------------------------------------------------
     def start(self) -> None:
+        """Follow the session's states and the ownership signals (every event that stops delivery)."""
+        self.group.signals.subscribe(doubt=self.on_doubt, refused=self.on_refused)
         self.group.client.add_listener(self.on_connection_state)
 
     def stop(self) -> None:
@@ -192,18 +175,6 @@ class Membership:
             self.group.client.remove_listener(self.on_connection_state)
         except (KeyError, ValueError):
             pass
-
-    def session_timeout_s(self) -> float:
-        """The shorter of the configured and the granted timeout (the server may lower ours to its
-        maxSessionTimeout; a lease longer than the real session would be unsafe). The granted one
-        is read off the handshake by zkconsumer's kazoo handler (zookeeper/handler.py)."""
-        granted = negotiated_timeout_ms(self.group.client)
-        if granted is None:
-            raise ZkConsumerError(
-                f"{self.group.consumer_id}: the session timeout ZooKeeper granted is unknown (the kazoo client "
-                "was not made by zkconsumer.zookeeper.client.connect); no delivery lease can be set safely"
-            )
-        return min(self._configured_timeout_s, granted / 1000.0)
 
     def ensure_registered(self) -> None:
         """Called at the start of every rebalance attempt: (re-)register if our node or session is gone."""
@@ -253,27 +224,10 @@ class Membership:
             )
 
     def renew_lease(self) -> None:
-        """A round trip the leader confirmed in our session lets delivery go on (see DeliveryGate)."""
+        """The lease's thread: renew while registered in a live session (SessionLease.renew)."""
         self._check_closed()
-        sent = self._clock()
-        registered = self.group.session
-        if registered is None or self.state in (State.EXPIRED, State.STOPPED, State.UNREGISTERED):
-            return
-        kind = renewal_for(self.session_timeout_s(), self._tick_s) if self._renewal == "auto" else self._renewal
-        if kind == "check":
-            fence = self.group.require_fence()
-            txn = self.group.io.transaction()
-            fence.guard(txn)
-            results = self.group.io.commit(txn, "check the session's fence node (lease)")
-            if not fence.refused(results):
-                self._extend_lease(sent)
-            else:  # like any refused fenced write: the rebalance it triggers fences again
-                self.group.signals.refused(str(fence.lost("the lease renewal's check", results)))
-            return
-        io, path = self.group.io, self.group.member_path
-        stat = io.exists_after_sync(path) if kind == "sync" else io.exists(path)
-        if stat is not None and stat.ephemeralOwner == registered:
-            self._extend_lease(sent)
+        if self.group.session is not None and self.state in (State.CONNECTED, State.SUSPENDED):
+            self.lease.renew()
 
     def _check_closed(self) -> None:
         """Raise ZooKeeperClosed (not retriable: the caller's thread makes the member leave) if kazoo
@@ -288,41 +242,6 @@ class Membership:
             f"{self.group.consumer_id}: the ZooKeeper client closed while the member was running "
             "(kazoo's connection thread ended); leaving the group"
         )
-
-    def _extend_from_handshake(self) -> None:
-        """A reconnect in our session: the server renewed it when it read the handshake, which was
-        sent after the connection opened. Extend from that moment, never from now: kazoo runs this
-        listener after reading the handshake, and a process stalled in between (GC, SIGSTOP) would
-        otherwise lease past an expiry. The stamp must come from this class's clock: zkconsumer's
-        handler reads the lease clock (zkconsumer.clock, the default here), the simulation's fake
-        handler the model's clock it passes here. No stamp: the next confirmed round trip renews
-        the lease."""
-        started = handshake_started_at(self.group.client)
-        if started is not None:
-            self._extend_lease(started, heard=True)
-
-    def _extend_lease(self, confirmed_at: float, *, heard: bool = False) -> None:
-        """A round trip started at `confirmed_at` was confirmed. The leader hears of a session only
-        through its own handshake (a session's creation, a reconnect's revalidation: `heard`) or,
-        behind a follower, through the follower's answer to its next ping (every tickTime/2), which
-        carries the sessions the follower's clients touched; a request the follower forwards (our
-        sync, our check) touches nothing at the leader. So a renewal's touch is certainly heard of
-        only once a later renewal got through the same link: the lease counts from the renewal
-        before the last confirmed one (renewals are session_timeout/4 >= tickTime/2 apart, since
-        ZooKeeper grants no session timeout under 2 x tickTime), or from the session's handshake.
-        A renewal that comes late thereby shortens the lease instead of stretching it."""
-        timeout_s = self.session_timeout_s()
-        with self._touches_lock:  # the lease task's renewals and the state listener's handshakes
-            session = self.group.session
-            if session != self._touches_of:  # a new session: its handshake is the leader's first word of it
-                self._touches_of, self._confirmed_at = session, None
-                self._heard_at = handshake_started_at(self.group.client)
-            heard_now = confirmed_at if heard else self._confirmed_at
-            if heard_now is None and self._heard_at is None:  # no handshake stamp (not made by `connect`)
-                heard_now = confirmed_at - timeout_s / 4  # one renewal interval back
-            self._heard_at = max(t for t in (self._heard_at, heard_now) if t is not None)
-            self._confirmed_at = confirmed_at if self._confirmed_at is None else max(self._confirmed_at, confirmed_at)
-            self.gate.renew(self._heard_at + LEASE_FRACTION * timeout_s)
 
     # ---- kazoo's state listener (kazoo's thread: no blocking, no ZooKeeper calls) ------------------
     def on_connection_state(self, state: str) -> None:
@@ -355,7 +274,7 @@ class Membership:
             before = self.state
             step = transition(before, event)
             if lease_from is not None:
-                self._extend_lease(lease_from)
+                self.lease.extend(lease_from)
             self.state = step.state
             lost = self.assignment.lose_all() if step.lose_ownership else []
             if step.lose_ownership:
@@ -364,7 +283,7 @@ class Membership:
                 self.reconnects += 1
                 self._awaiting_reread = True
                 self._blind_since = self._clock()
-                self._extend_from_handshake()  # the session is vouched for; our nodes are not
+                self.lease.extend_from_handshake()  # the session is vouched for; our nodes are not
             if step.deliver is True and not self._awaiting_reread:
                 self.gate.reopen()
             elif step.deliver is False:
@@ -397,8 +316,22 @@ class Membership:
             self.gate.reopen()
         log.info("%s: owner nodes read again %.3fs after the reconnect; delivering again", self.group.consumer_id, gap)
 
-    def trigger(self, reason: str) -> None:
-        self._trigger(reason)
+    # ---- ownership signals (zookeeper/signals.py; kazoo's or a committing thread: no blocking) -------
+    def on_doubt(self, keys: list[TopicPartition], why: str) -> None:
+        """An owner node we hold deleted or rewritten by someone else (its watch fired), or found
+        foreign by a commit: its delivery stops here, before anything else (Assignment.doubt), and
+        only the rebalance it triggers reads the node again and releases, drops or claims it
+        (reconcile.py)."""
+        stopped = self.assignment.doubt(keys)
+        if stopped:
+            log.warning("%s: stopped delivering %s: %s", self.group.consumer_id, partitions_text(stopped), why)
+            self._trigger(f"ownership in doubt: {why}")
+
+    def on_refused(self, why: str) -> None:
+        """A write refused on our session fence: the rebalance's `ensure_registered` finds the fence
+        not ours (GroupZk.is_registered) and registers and fences again, so a fence node deleted or
+        written to by hand costs one attempt."""
+        self._trigger(f"a fenced write was refused: {why}")
 
     # ---- watch callbacks (kazoo's thread) --------------------------------------------------------
     # An event of type NONE is kazoo dropping the watch on a disconnect; the reconnect rebalances.

@@ -1,42 +1,18 @@
-"""Owned partitions we can no longer vouch for: a signal of doubt stops their delivery at once, a rebalance's reconcile step releases, drops or restarts them."""
+"""Owned partitions we can no longer vouch for (Membership.on_doubt stopped their delivery): a rebalance's reconcile step releases, drops or restarts them."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from zkconsumer.consumer.fetcher import PartitionFetcher
 from zkconsumer.coordinator.assignment import Assignment
-from zkconsumer.partitions import TopicPartition, partitions_text
+from zkconsumer.partitions import partitions_text
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger(
     "zkconsumer.coordinator.rebalancer"
 )  # the rebalancer's logger: these lines are the rebalancer's
-
-
-def follow_ownership_signals(group: GroupZk, assignment: Assignment, trigger: Callable[[str], None]) -> None:
-    """Subscribe the member to `group.signals` (zookeeper/signals.py).
-
-    An owner node we hold deleted or rewritten by someone else (its watch fired), or found foreign by
-    a commit: `Assignment.doubt` stops its delivery on the reporting thread, before anything else,
-    and a rebalance is triggered; only the rebalance thread then reads the node again and releases,
-    drops or claims (reconcile_owned). A write refused on our session fence triggers a
-    rebalance too: its `ensure_registered` finds the fence not ours (GroupZk.is_registered) and
-    registers and fences again, so a fence node deleted or written to by hand costs one attempt.
-    Both callbacks run on kazoo's or a committing thread: no ZooKeeper call, no blocking.
-    """
-
-    def doubt(keys: list[TopicPartition], why: str) -> None:
-        stopped = assignment.doubt(keys)
-        if stopped:
-            log.warning("%s: stopped delivering %s: %s", group.consumer_id, partitions_text(stopped), why)
-            trigger(f"ownership in doubt: {why}")
-
-    def refused(why: str) -> None:
-        trigger(f"a fenced write was refused: {why}")
-
-    group.signals.subscribe(doubt=doubt, refused=refused)
 
 
 def reconcile_owned(
