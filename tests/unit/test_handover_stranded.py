@@ -79,5 +79,5 @@ def test_each_hand_over_to_a_scala_member_is_paired_with_its_old_owners_linger()
         Span("t", 2, "g_zk1-1", 5, 1.0, 50.0, "delete"),
         Span("t", 2, "g_zk2-1", 6, 50.1, None),  # zk -> zk: not counted
     )
-    lingers = {"g_zk1": [9.0, 49.5], "g_zk2": [10.0]}
+    lingers = {"g_zk1": [7.0, 9.0, 49.5], "g_zk2": [10.0]}  # the last linger before the node went counts
     assert bench.handover_lingers(h, KINDS, lingers, 6.0) == [1.0, None]
