@@ -1,4 +1,4 @@
-"""Probes of zkconsumer.coordination=broker against the ZooKeeper mode's promises (review of the merged tree, w7).
+"""zkconsumer.coordination=broker against the ZooKeeper mode's commit promises (regressions of the w7 probe).
 
 Each drives the production BrokerGroupMember's rebalance callbacks on its own poll-thread side with a
 recording stand-in for the confluent-kafka Consumer (no thread, no broker): what is probed is what the
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from confluent_kafka import TopicPartition
 
 from zkconsumer.broker_coordination.member import BrokerGroupMember
@@ -68,12 +67,6 @@ def consume_up_to(broker: BrokerGroupMember, key: tuple[str, int], offset: int) 
     info.advance(offset)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="broker mode commits a revoked partition's position whatever auto.commit.enable says "
-    "(BrokerGroupMember._on_revoke); the ZooKeeper mode's Commits.before_release commits only with auto-commit",
-)
 def test_with_auto_commit_off_a_revocation_commits_nothing_the_application_did_not() -> None:
     # auto.commit.enable=false: the application commits when its own side is durable (commit_offsets
     # after its database write). The ZooKeeper mode never writes an offset for it, at a release
@@ -95,12 +88,6 @@ def test_with_auto_commit_on_a_revocation_commits_what_was_consumed() -> None:
     assert consumer.commits == [{(TOPIC, 0): 42}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BrokerGroupMember._leave keeps _infos, so the revocation librdkafka runs inside close() commits "
-    "(and calls before_releasing_partitions) although auto.commit.enable=false",
-)
 def test_with_auto_commit_off_a_shutdown_commits_nothing() -> None:
     broker, consumer, _ = member(auto_commit=False)
     broker._on_assign(None, [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)])
@@ -110,6 +97,9 @@ def test_with_auto_commit_off_a_shutdown_commits_nothing() -> None:
         broker._on_revoke(None, [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)])
 
     consumer.close = close  # type: ignore[attr-defined]
+    released: list[dict[str, set[int]]] = []
+    broker.listener.before_releasing_partitions = released.append  # type: ignore[method-assign]
     broker._leave()
+    assert released == []  # as ZooKeeper mode's shutdown: no listener call
     assert broker.unwritten == {}  # nothing reported as unwritten: the application commits itself
     assert consumer.commits == []
