@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from zkconsumer.broker_coordination.member import BrokerGroupMember
 from zkconsumer.config.consumer_config import ConsumerConfig
@@ -102,4 +102,26 @@ def test_with_auto_commit_off_a_shutdown_commits_nothing() -> None:
     broker._leave()
     assert released == []  # as ZooKeeper mode's shutdown: no listener call
     assert broker.unwritten == {}  # nothing reported as unwritten: the application commits itself
+    assert consumer.commits == []
+
+
+def test_with_auto_commit_on_what_a_shutdown_reports_unwritten_is_not_written_inside_close() -> None:
+    # _leave's commit fails, so the offsets are reported unwritten; the revocation inside close()
+    # must not then write them after all (the report would lie, and the caller may act on it).
+    broker, consumer, _ = member(auto_commit=True)
+    broker._on_assign(None, [TopicPartition(TOPIC, 0)])
+    consume_up_to(broker, (TOPIC, 0), 7)
+    succeeding = consumer.commit
+
+    def fail_once(*, offsets: list[TopicPartition], asynchronous: bool) -> list[TopicPartition]:
+        consumer.commit = succeeding  # type: ignore[method-assign]
+        raise KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT))
+
+    def close() -> None:
+        broker._on_revoke(None, [TopicPartition(TOPIC, 0)])
+
+    consumer.commit = fail_once  # type: ignore[method-assign]
+    consumer.close = close  # type: ignore[attr-defined]
+    broker._leave()
+    assert broker.unwritten == {(TOPIC, 0): 7}
     assert consumer.commits == []
