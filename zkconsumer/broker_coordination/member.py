@@ -47,8 +47,8 @@ class BrokerGroupMember:
     One thread (`<consumer id>-broker-poll`) owns the Consumer: it subscribes, runs the rebalance
     callbacks, consumes and routes chunks into the streams' queues, serves commits asked by other
     threads, auto-commits, and closes the Consumer. A revoked partition stops being delivered at
-    once (the iterator's chunk is halted), and what was delivered of it is committed before the
-    brokers may give it to another member (the callback runs before the rebalance completes).
+    once (the iterator's chunk is halted), and with auto.commit.enable what was delivered of it is
+    committed before the brokers may give it to another member (the callback runs before the rebalance completes).
     """
 
     def __init__(
@@ -306,7 +306,8 @@ class BrokerGroupMember:
         for info in infos:
             info.active = False  # nothing more of it is handed out; its position is now exact
         try:
-            self._commit(infos)
+            if self.config.auto_commit_enable:  # as ZooKeeper mode's release: without it the application commits
+                self._commit(infos)
         except Exception as exc:  # the next owner starts from the last commit: duplicates, never loss
             log.warning("%s: committing revoked %s failed: %s", self.consumer_id, _names(keys), exc)
         self._forget(keys)
@@ -385,7 +386,8 @@ class BrokerGroupMember:
             except CommitFailed as exc:
                 log.warning("%s", exc)
                 self.unwritten = {i.key: i.consumed_offset for i in infos if i.consumed_offset != i.committed_offset}
-        self._consumer.close()  # leaves the group (its revocation finds nothing left to commit)
+        self._forget(list(self._infos))  # so the revocation inside close() neither commits nor calls the listener
+        self._consumer.close()  # leaves the group
 
 
 def _names(keys: Iterable[Key]) -> str:

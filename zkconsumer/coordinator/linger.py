@@ -28,6 +28,12 @@ MARGIN = 3
 # Round trips measured by the last looks at the group (two reads each); the linger is sized from the
 # slowest, so one fast sample on an idle server cannot shorten it.
 SAMPLES = 8
+# A partition handed over after a linger is claimed for good once seen owned at two looks a retry
+# budget apart: a Scala attempt that fails creates owner nodes and deletes them again on its
+# rollback, and one look may land inside it. A nudge that fails is tried again at the next look, up
+# to this many looks in all.
+OWNED_LOOKS = 2
+MAX_LOOKS = 3
 
 
 def linger_seconds(shares: Iterable[int], round_trip_s: float, *, floor_s: float, max_s: float) -> float:
@@ -51,6 +57,15 @@ def estimated_shares(
     counted = Counter(consumer_id_of_thread(thread) for thread in decided.values())
     even = math.ceil(len(decided) / max(1, registered))
     return {member: counted.get(member) or even for member in members}
+
+
+@dataclass
+class _Followed:
+    """A partition handed over after a linger: when to look at it next, and what the looks saw."""
+
+    due: float
+    looks: int = 0
+    owned_looks: int = 0  # looks in a row that saw it owned
 
 
 @dataclass(frozen=True)
@@ -78,8 +93,8 @@ class ReleaseLinger:
     Hand-overs between zkconsumer members in a mixed group do not wait.
 
     If a joiner gave up anyway (a slow attempt, a GC pause), the partitions handed over after a
-    linger stay unowned: `released` follows them, and `stranded` gives those a retry budget later,
-    for the watchdog's check to nudge the group (Rebalancer.health_problems) as `groups rebalance` does.
+    linger stay unowned: `released` follows them, and `follow_up` looks at them from a retry budget
+    later until seen owned at two looks a budget apart, for the watchdog's check to nudge the group (Rebalancer.health_problems) as `groups rebalance` does.
 
     Example::
 
@@ -111,7 +126,7 @@ class ReleaseLinger:
         self.last_linger_s = 0.0  # the last hand-over's (the handover benchmark reports it)
         self._lingered = False  # the pending release lingered for a member that may be a Scala member
         self._lock = threading.Lock()  # _followed: the rebalance thread adds, the watchdog's takes
-        self._followed: dict[TopicPartition, float] = {}  # released after a linger -> when to look
+        self._followed: dict[TopicPartition, _Followed] = {}  # released after a linger
 
     def handing_over(
         self,
@@ -149,28 +164,43 @@ class ReleaseLinger:
             return
         due = self._clock() + self.budget_s
         with self._lock:
-            self._followed.update(dict.fromkeys(keys, due))
+            self._followed.update((key, _Followed(due)) for key in keys)
         self._lingered = False
 
     def follow_up(self, owned: Collection[TopicPartition]) -> None:
         """Partitions handed over after a linger that nobody owns a Scala retry budget later (`owned`:
         ours now): their joiner gave up (ConsumerRebalanceFailedException) and waits for a change of
         /ids, so make one, as `groups rebalance` does. The owners come from the watch cache: a hint is
-        enough for a nudge, which only makes every member rebalance once. The watchdog's thread."""
-        due = self.stranded()
+        enough for a nudge, which only makes every member rebalance once. One seen owned is looked at
+        again a budget later (OWNED_LOOKS); one nudged is followed no more. The watchdog's thread."""
+        due = self._take_due()
         if not due:
             return
-        owners = self.group.reads.owner_threads(due)
-        unowned = [k for k in due if owners.get(k) is None and k not in owned]
-        if not unowned:
-            return
+        owners = self.group.reads.owner_threads(sorted(due))
+        unowned = sorted(k for k in due if owners.get(k) is None and k not in owned)
+        nudged = bool(unowned) and self._nudge(unowned)
+        now = self._clock()
+        with self._lock:
+            for key, followed in due.items():
+                followed.looks += 1
+                if key in unowned:
+                    followed.owned_looks = 0
+                else:
+                    followed.owned_looks += 1
+                    followed.due = now + self.budget_s
+                if not (
+                    followed.owned_looks >= OWNED_LOOKS or (nudged and key in unowned) or followed.looks >= MAX_LOOKS
+                ):
+                    self._followed.setdefault(key, followed)  # a newer hand-over's follow wins
+
+    def _nudge(self, unowned: list[TopicPartition]) -> bool:
         try:
             path = self.group.nudge_members()
-        except ZOOKEEPER_FAILURES as exc:  # looked at once: the next hand-over is followed again
+        except ZOOKEEPER_FAILURES as exc:  # tried again at the next look (MAX_LOOKS)
             log.warning(
                 "%s: could not nudge the group for %s: %s", self.group.consumer_id, partitions_text(unowned), exc
             )
-            return
+            return False
         log.warning(
             "%s: %s, handed over after a linger, still unowned %.1fs later (a Scala member gave up?): "
             "nudged the group (%s) so every member rebalances",
@@ -179,13 +209,17 @@ class ReleaseLinger:
             self.budget_s,
             path,
         )
+        return True
 
     def stranded(self) -> list[TopicPartition]:
-        """The followed partitions whose retry budget is over (no longer followed): the caller looks
-        whether someone owns them now."""
+        """The followed partitions due for a look (taken off the list: `follow_up` puts back those it
+        follows on): the caller looks whether someone owns them now."""
+        return sorted(self._take_due())
+
+    def _take_due(self) -> dict[TopicPartition, _Followed]:
         now = self._clock()
         with self._lock:
-            due = sorted(k for k, at in self._followed.items() if at <= now)
+            due = {k: followed for k, followed in self._followed.items() if followed.due <= now}
             for key in due:
                 del self._followed[key]
         return due

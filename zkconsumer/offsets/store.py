@@ -31,6 +31,12 @@ class KafkaSideFailed(ZkConsumerError):
     (a bug or a fatal client error); the cause is chained."""
 
 
+def _lease_holds(vouch: Callable[[], str | None]) -> None:
+    refused = vouch()
+    if refused is not None:  # a successor may own these now: our old positions would rewind it
+        raise SessionLost(f"not committing offsets to Kafka: {refused}")
+
+
 class OffsetStore:
     """offsets.storage=zookeeper (default), =kafka, and dual.commit.enabled (write both, read max).
 
@@ -178,13 +184,13 @@ class OffsetStore:
         """What a Kafka-side write may carry. Kafka fences nothing, so the lease must hold (`vouch()`
         gives the reason it does not: SessionLost) and each partition's owner node must be ours:
         proven by the fenced ZooKeeper transaction that just wrote it (`fenced_now`, a quorum write)
-        or by a fresh read of the rest."""
+        or by a fresh read of the rest. The lease is asked again after that read, just before the send:
+        the read may have outlasted it."""
         if not pairs:
             return pairs
-        refused = vouch()
-        if refused is not None:  # a successor may own these now: our old positions would rewind it
-            raise SessionLost(f"not committing offsets to Kafka: {refused}")
+        _lease_holds(vouch)
         ours = {id(i) for i, _ in self._still_ours([(i, o) for i, o in pairs if i.key not in fenced_now])}
+        _lease_holds(vouch)
         return [(i, o) for i, o in pairs if i.key in fenced_now or id(i) in ours]
 
     def _still_ours(self, pairs: list[tuple[PartitionTopicInfo, int]]) -> list[tuple[PartitionTopicInfo, int]]:
