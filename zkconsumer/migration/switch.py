@@ -14,6 +14,9 @@ ZOOKEEPER, JOINING, HANDOVER, BROKER = "zookeeper", "joining", "handover", "brok
 SWITCH_STEPS = (ZOOKEEPER, JOINING, HANDOVER, BROKER)  # in order, towards the brokers
 SWITCH_PROTOCOL = 1  # the members' marker field `switch.protocol` this planner understands
 SWITCH_NODE_VERSION = 1
+# Blockers that only a person can lift (stop or upgrade a member, look at the group's Kafka offsets):
+# `migrate switch` refuses on them at once; on every other blocker it waits.
+SWITCH_REFUSALS = ("scala-member", "old-member", "foreign-broker-member", "kafka-ahead")
 
 
 class SwitchNodeError(ZkDataError):
@@ -145,6 +148,39 @@ def plan_switch(
     if nxt == BROKER:
         blockers += _handover_blockers(members, owners, zk_offsets, kafka, partitions)
     return SwitchPlan(step, nxt, tuple(blockers))
+
+
+def plan_switch_back(
+    step: str,
+    members: tuple[SwitchMember, ...],
+    owners: Mapping[TopicPartition, str],
+    zk_offsets: Mapping[TopicPartition, int],
+    kafka: KafkaSide,
+    partitions: tuple[TopicPartition, ...],
+) -> SwitchPlan:
+    """The previous step, back towards ZooKeeper coordination, and every blocker of it (`next` None:
+    back at `zookeeper`). Nothing is refused on the way back: ZooKeeper coordination is what every
+    member, Scala's too, can run. Each step back waits until every member that can switch has acted
+    on the current one (its marker says it); `handover` -> `joining` also until every partition's
+    owner node is held again and Kafka's committed offset equals ZooKeeper's, so ZooKeeper's assignment
+    takes over from the offsets the brokers' members delivered up to."""
+    if step not in SWITCH_STEPS:
+        raise ValueError(f"unknown switch step {step!r}")
+    if step == ZOOKEEPER:
+        return SwitchPlan(step, None, ())
+    previous = SWITCH_STEPS[SWITCH_STEPS.index(step) - 1]
+    blockers: list[Blocker] = []
+    elsewhere = sorted(m.consumer_id for m in members if m.kind == "switchable" and m.seen != step)
+    if elsewhere:
+        blockers.append(Blocker("member-behind", f"members not yet at step {step}: {', '.join(elsewhere)}"))
+    if previous == JOINING:
+        unheld = tuple(tp for tp in partitions if tp not in owners)
+        if unheld:
+            blockers.append(Blocker("handover-pending", "partitions with no owner node yet", partitions=unheld))
+        differ = tuple(tp for tp in partitions if zk_offsets.get(tp) != kafka.offsets.get(tp))
+        if differ:
+            blockers.append(Blocker("offsets-differ", "Kafka's committed offset is not ZooKeeper's", partitions=differ))
+    return SwitchPlan(step, previous, tuple(blockers))
 
 
 def _handover_blockers(
