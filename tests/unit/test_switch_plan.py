@@ -134,9 +134,13 @@ def test_a_step_back_waits_for_members_to_act_on_the_current_step_and_for_the_ha
     back = plan_switch_back("broker", (a, b), {}, {}, KafkaSide(), (P0,))
     assert back.next == "handover" and codes(back) == {"member-behind"} and "g_b" in back.blockers[0].message
     a, b = member("g_a", "handover", "m-a"), member("g_b", "handover", "m-b")
-    pending = plan_switch_back("handover", (a, b), {P0: "g_a-0"}, {P0: 3, P1: 1}, KafkaSide("", (), {P0: 3}), (P0, P1))
+    kafka = KafkaSide("Stable", (KafkaMember("m-a", "g", "h", (P0,)), KafkaMember("m-b", "g", "h", (P1,))), {P0: 3})
+    pending = plan_switch_back("handover", (a, b), {P0: "g_a-0"}, {P0: 3, P1: 1}, kafka, (P0, P1))
     found = {blk.code: blk.partitions for blk in pending.blockers}
     assert pending.next == "joining" and found == {"handover-pending": (P1,), "offsets-differ": (P1,)}
+    # Partitions the brokers assign to nobody (every member gone) wait for no owner node.
+    empty = plan_switch_back("handover", (), {}, {P0: 3}, KafkaSide("Empty", (), {P0: 3}), (P0,))
+    assert empty.next == "joining" and empty.blockers == ()
 
 
 @given(

@@ -161,9 +161,10 @@ def plan_switch_back(
     """The previous step, back towards ZooKeeper coordination, and every blocker of it (`next` None:
     back at `zookeeper`). Nothing is refused on the way back: ZooKeeper coordination is what every
     member, Scala's too, can run. Each step back waits until every member that can switch has acted
-    on the current one (its marker says it); `handover` -> `joining` also until every partition's
-    owner node is held again and Kafka's committed offset equals ZooKeeper's, so ZooKeeper's assignment
-    takes over from the offsets the brokers' members delivered up to."""
+    on the current one (its marker says it); `handover` -> `joining` also until every partition the
+    brokers assign has its owner node held again, and Kafka's committed offset equals ZooKeeper's for
+    every partition, so ZooKeeper's assignment takes over from where the brokers' members delivered
+    up to (a group whose members all left has Kafka's offsets copied by `migrate offsets`)."""
     if step not in SWITCH_STEPS:
         raise ValueError(f"unknown switch step {step!r}")
     if step == ZOOKEEPER:
@@ -174,9 +175,12 @@ def plan_switch_back(
     if elsewhere:
         blockers.append(Blocker("member-behind", f"members not yet at step {step}: {', '.join(elsewhere)}"))
     if previous == JOINING:
-        unheld = tuple(tp for tp in partitions if tp not in owners)
+        assigned = {tp for m in kafka.members for tp in m.assignment}
+        unheld = tuple(tp for tp in partitions if tp in assigned and tp not in owners)
         if unheld:
-            blockers.append(Blocker("handover-pending", "partitions with no owner node yet", partitions=unheld))
+            blockers.append(
+                Blocker("handover-pending", "partitions the brokers assign with no owner node yet", partitions=unheld)
+            )
         differ = tuple(tp for tp in partitions if zk_offsets.get(tp) != kafka.offsets.get(tp))
         if differ:
             blockers.append(Blocker("offsets-differ", "Kafka's committed offset is not ZooKeeper's", partitions=differ))
