@@ -29,7 +29,7 @@ from zkconsumer.cli.output.render import show
     default=300.0,
     show_default=True,
     metavar="SECONDS",
-    help="How long to wait for the members to reach each step, in all; then exit 3 (run again to continue).",
+    help="How long to wait, in all, for the members to reach the steps; then exit 3 (run again to continue).",
 )
 @bootstrap_servers_option
 @json_option
@@ -44,8 +44,10 @@ def switch(
     brokers: BrokerAccess,
     as_json: bool,
 ) -> None:
-    """Move the switch node (/consumers/<group>/zkconsumer/switch) one step at a time towards
-    --to. THIS WRITES. The steps: zookeeper, joining, handover, broker (docs/live-switch.md).
+    """Move a running group to broker coordination, or back, a step at a time. THIS WRITES.
+
+    It writes one node, /consumers/<group>/zkconsumer/switch, which the group's zkconsumer members
+    follow. The steps: zookeeper, joining, handover, broker (docs/live-switch.md).
 
     Each step is written once `migrate plan`'s switch section would show no blocker for it, by
     compare-and-set on the node as read; the command re-reads the group every second while it
