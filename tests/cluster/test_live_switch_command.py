@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
+from confluent_kafka import Consumer
 
 from harness import members
 from harness.members import Recorder, drain, keys_of
@@ -147,3 +149,32 @@ def test_a_step_raced_by_a_registration_that_cannot_switch_is_taken_back(
     assert zk.exists(znodes.switch_path(group_id)) is None, events
     assert events[-1] == "took step joining back: a member that cannot switch registered meanwhile"
     zk.delete(znodes.member_path(group_id, scala))
+
+
+def test_switch_refuses_a_foreign_broker_member_and_a_spark_ingest_job_writing_nothing(
+    cluster, zk, run, topic_factory, produce, group_id
+) -> None:
+    topic = _committed_group(cluster, topic_factory, produce, group_id)
+    # What a running Spark ingest job holds (zkconsumer/spark), and a broker-coordinated consumer of the
+    # group id that no member's marker names.
+    lock = znodes.ingest_lock_path(group_id, topic)
+    zk.create(lock, b"spark-ingest", ephemeral=True, makepath=True)
+    stranger = Consumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": group_id, "enable.auto.commit": False}
+    )
+    try:
+        stranger.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while not stranger.assignment():
+            assert time.monotonic() < deadline, "the stranger never joined the brokers' group"
+            stranger.poll(0.2)
+        result = run("migrate", "switch", "--group", group_id, "--to", "broker", "--json")
+        assert result.exit_code == 3, result.output
+        document = json.loads(result.stdout)
+        assert (document["outcome"], document["step"], document["written"]) == ("refused", "zookeeper", [])
+        assert [b["code"] for b in document["blockers"]] == ["spark-ingest", "foreign-broker-member"]
+        assert f"runs for {topic}" in document["blockers"][0]["message"]
+        assert zk.exists(znodes.switch_path(group_id)) is None
+    finally:
+        stranger.close()
+        zk.delete(lock)

@@ -63,6 +63,15 @@ def test_scala_and_older_members_are_refused_by_name() -> None:
     assert codes(plan_switch("zookeeper", (member("g_new"),), {}, {}, KafkaSide(), (P0,))) == set()
 
 
+def test_a_running_spark_ingest_job_is_refused_naming_its_topics_at_every_step_forward() -> None:
+    for step in SWITCH_STEPS[:-1]:
+        plan = plan_switch(step, (member("g_a", step),), {}, {}, KafkaSide(), (P0,), ingest_topics=("t", "s"))
+        found = {b.code: b.message for b in plan.blockers}
+        assert "spark-ingest" in SWITCH_REFUSALS and "runs for s, t" in found["spark-ingest"]
+    back = plan_switch_back("joining", (member("g_a", "joining"),), {}, {}, KafkaSide(), (P0,))
+    assert back.blockers == ()
+
+
 def test_kafka_ahead_and_foreign_broker_members_block_the_start() -> None:
     stranger = KafkaMember("rdkafka-1", "someone", "/10.0.0.9")
     plan = plan_switch("zookeeper", (member("g_a"),), {}, {P0: 5}, KafkaSide("Stable", (stranger,), {P0: 9}), (P0,))

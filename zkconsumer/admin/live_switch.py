@@ -135,8 +135,12 @@ def _read(client: KazooClient, access: BrokerAccess, group: str, target: str, wa
     node = read_switch_node(client, group)
     step = decode_switch_node(node.data, node.path)
     members = switch_members(client, evidence)
-    planner = plan_switch if target == BROKER else plan_switch_back
-    plan = planner(step, members, evidence.zk.owners, evidence.zk.offsets, evidence.kafka, tuple(evidence.partitions))
+    zk, partitions = evidence.zk, tuple(evidence.partitions)
+    plan = (
+        plan_switch(step, members, zk.owners, zk.offsets, evidence.kafka, partitions, ingest_topics=zk.ingest_topics)
+        if target == BROKER
+        else plan_switch_back(step, members, zk.owners, zk.offsets, evidence.kafka, partitions)
+    )
     return _Read(registrations, node, step, members, plan)
 
 

@@ -33,6 +33,7 @@ def live_switch_plan(client: KazooClient, evidence: Evidence) -> SwitchPlan | No
         evidence.zk.offsets,
         evidence.kafka,
         tuple(evidence.partitions),
+        ingest_topics=evidence.zk.ingest_topics,
     )
 
 

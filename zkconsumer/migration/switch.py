@@ -16,7 +16,7 @@ SWITCH_PROTOCOL = 1  # the members' marker field `switch.protocol` this planner 
 SWITCH_NODE_VERSION = 1
 # Blockers that only a person can lift (stop or upgrade a member, look at the group's Kafka offsets):
 # `migrate switch` refuses on them at once; on every other blocker it waits.
-SWITCH_REFUSALS = ("scala-member", "old-member", "foreign-broker-member", "kafka-ahead")
+SWITCH_REFUSALS = ("scala-member", "old-member", "spark-ingest", "foreign-broker-member", "kafka-ahead")
 
 
 class SwitchNodeError(ZkDataError):
@@ -104,9 +104,12 @@ def plan_switch(
     zk_offsets: Mapping[TopicPartition, int],
     kafka: KafkaSide,
     partitions: tuple[TopicPartition, ...],
+    *,
+    ingest_topics: tuple[str, ...] = (),
 ) -> SwitchPlan:
     """The next step towards broker coordination and every blocker of it (the command advances only
-    with none). `owners`: partition -> the owning thread id (`<consumer id>-<n>`)."""
+    with none). `owners`: partition -> the owning thread id (`<consumer id>-<n>`). `ingest_topics`:
+    the topics a Spark ingest job of the group holds a lock for (it follows no switch)."""
     if step not in SWITCH_STEPS:
         raise ValueError(f"unknown switch step {step!r}")
     if step == BROKER:
@@ -120,6 +123,14 @@ def plan_switch(
         named = sorted(m.consumer_id for m in members if m.kind == kind)
         if named:
             blockers.append(Blocker(code, f"{why}: {', '.join(named)}"))
+    if ingest_topics:
+        blockers.append(
+            Blocker(
+                "spark-ingest",
+                f"a Spark ingest job of the group runs for {', '.join(sorted(ingest_topics))} (its lock under "
+                "zkconsumer/ingest) and cannot switch: stop it first",
+            )
+        )
     ours = {m.broker_member_id for m in members if m.broker_member_id}
     foreign = sorted(f"{m.member_id} ({m.client_id}@{m.host})" for m in kafka.members if m.member_id not in ours)
     if foreign:
