@@ -53,7 +53,8 @@ def switch(
     compare-and-set on the node as read; the command re-reads the group every second while it
     waits. It refuses at once, naming them, while a member that cannot switch is registered
     (scala-member: a registration without a zkconsumer marker; old-member: a zkconsumer without
-    the switch protocol), while the brokers' group has members that are not the group's
+    the switch protocol), while a Spark ingest job of the group runs (spark-ingest), while the
+    brokers' group has members that are not the group's
     (foreign-broker-member), or while Kafka holds offsets ahead of ZooKeeper's (kafka-ahead): a
     refusal before the first step writes nothing, and a step raced by such a registration is taken
     back. Killed or timed out half-way, the node stays at the last step written; run again, the
