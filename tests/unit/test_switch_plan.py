@@ -7,12 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from zkconsumer.migration import (
+    SWITCH_REFUSALS,
     SWITCH_STEPS,
     SwitchMember,
     SwitchNodeError,
     decode_switch_node,
     encode_switch_node,
     plan_switch,
+    plan_switch_back,
 )
 from zkconsumer.migration.model import KafkaMember, KafkaSide
 
@@ -59,6 +61,15 @@ def test_scala_and_older_members_are_refused_by_name() -> None:
     assert "g_scala1" in messages["scala-member"] and "g_old" in messages["old-member"]
     assert "g_new" not in " ".join(messages.values())
     assert codes(plan_switch("zookeeper", (member("g_new"),), {}, {}, KafkaSide(), (P0,))) == set()
+
+
+def test_a_running_spark_ingest_job_is_refused_naming_its_topics_at_every_step_forward() -> None:
+    for step in SWITCH_STEPS[:-1]:
+        plan = plan_switch(step, (member("g_a", step),), {}, {}, KafkaSide(), (P0,), ingest_topics=("t", "s"))
+        found = {b.code: b.message for b in plan.blockers}
+        assert "spark-ingest" in SWITCH_REFUSALS and "runs for s, t" in found["spark-ingest"]
+    back = plan_switch_back("joining", (member("g_a", "joining"),), {}, {}, KafkaSide(), (P0,))
+    assert back.blockers == ()
 
 
 def test_kafka_ahead_and_foreign_broker_members_block_the_start() -> None:
@@ -117,3 +128,49 @@ def test_migrate_plan_lists_each_blocker_with_at_most_ten_partitions_and_says_wh
     done = plan_switch("broker", (), {}, {}, KafkaSide("Stable", (), {}), ())
     assert switch_lines(done) == ["Live switch: step broker, complete (the brokers coordinate the group)"]
     assert switch_dict(done) == {"step": "broker", "next": None, "blocked": False, "blockers": []}
+
+
+def test_the_way_back_goes_one_step_at_a_time_and_refuses_nobody() -> None:
+    scala, old = SwitchMember("g_scala", None), SwitchMember("g_old", {"version": 1, "library": "zkconsumer"})
+    kafka = KafkaSide("Stable", (), {P0: 3})
+    steps = [plan_switch_back(step, (scala, old), {P0: "g_old-0"}, {P0: 3}, kafka, (P0,)) for step in SWITCH_STEPS]
+    assert [p.next for p in steps] == [None, "zookeeper", "joining", "handover"]
+    assert all(p.blockers == () for p in steps)  # Scala and older members run on ZooKeeper: no refusal back
+
+
+def test_a_step_back_waits_for_members_to_act_on_the_current_step_and_for_the_handover() -> None:
+    a, b = member("g_a", "broker", "m-a"), member("g_b", "handover", "m-b")
+    back = plan_switch_back("broker", (a, b), {}, {}, KafkaSide(), (P0,))
+    assert back.next == "handover" and codes(back) == {"member-behind"} and "g_b" in back.blockers[0].message
+    a, b = member("g_a", "handover", "m-a"), member("g_b", "handover", "m-b")
+    kafka = KafkaSide("Stable", (KafkaMember("m-a", "g", "h", (P0,)), KafkaMember("m-b", "g", "h", (P1,))), {P0: 3})
+    pending = plan_switch_back("handover", (a, b), {P0: "g_a-0"}, {P0: 3, P1: 1}, kafka, (P0, P1))
+    found = {blk.code: blk.partitions for blk in pending.blockers}
+    assert pending.next == "joining" and found == {"handover-pending": (P1,), "offsets-differ": (P1,)}
+    # Partitions the brokers assign to nobody (every member gone) wait for no owner node.
+    empty = plan_switch_back("handover", (), {}, {P0: 3}, KafkaSide("Empty", (), {P0: 3}), (P0,))
+    assert empty.next == "joining" and empty.blockers == ()
+
+
+@given(
+    st.sampled_from(SWITCH_STEPS),
+    st.lists(st.sampled_from(SWITCH_STEPS), max_size=3),
+    st.dictionaries(st.sampled_from([P0, P1]), st.integers(0, 3)),
+    st.dictionaries(st.sampled_from([P0, P1]), st.integers(0, 3)),
+)
+def test_no_step_back_is_refused_and_one_forward_is_refused_only_for_a_member_that_cannot_switch(
+    step: str,
+    seen: list[str],
+    zk: dict,  # type: ignore[type-arg]
+    kafka_offsets: dict,  # type: ignore[type-arg]
+) -> None:
+    members = tuple(member(f"g_{i}", s, f"m-{i}") for i, s in enumerate(seen))
+    kafka = KafkaSide("Stable", tuple(KafkaMember(f"m-{i}", "g", "h") for i in range(len(seen))), kafka_offsets)
+    back = plan_switch_back(step, members, {}, zk, kafka, (P0, P1))
+    assert not {b.code for b in back.blockers} & set(SWITCH_REFUSALS)
+    assert back.next == (None if step == "zookeeper" else SWITCH_STEPS[SWITCH_STEPS.index(step) - 1])
+    ahead = any(kafka_offsets[tp] > zk.get(tp, -1) for tp in kafka_offsets)
+    forward = plan_switch(step, members, {}, zk, kafka, (P0, P1))
+    assert ({b.code for b in forward.blockers} & set(SWITCH_REFUSALS)) == (
+        {"kafka-ahead"} if step == "zookeeper" and ahead else set()
+    )

@@ -80,6 +80,11 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "direction_plans",
         "gather",
     ),
+    "zkconsumer.admin.live_switch": (
+        "SWITCH_TARGETS",
+        "SwitchRun",
+        "run_switch",
+    ),
     "zkconsumer.admin.switch_status": ("live_switch_plan",),
     "zkconsumer.admin.offset_export": (
         "read_export",
@@ -232,6 +237,9 @@ if TYPE_CHECKING:
         direction_plans as direction_plans,
         gather as gather,
     )
+    from zkconsumer.admin.live_switch import SWITCH_TARGETS as SWITCH_TARGETS
+    from zkconsumer.admin.live_switch import SwitchRun as SwitchRun
+    from zkconsumer.admin.live_switch import run_switch as run_switch
     from zkconsumer.admin.switch_status import live_switch_plan as live_switch_plan
     from zkconsumer.admin.offset_export import (
         read_export as read_export,

@@ -25,16 +25,7 @@ def live_switch_plan(client: KazooClient, evidence: Evidence) -> SwitchPlan | No
     if "switch" not in found:
         return None
     step = decode_switch_node(found["switch"][0], path)
-    # evidence.zk.members already says whose marker is held by the member's own session: only those
-    # markers speak for the member; any other registration is a Scala member (or a library like it).
-    ours = [cid for cid, kind in evidence.zk.members.items() if kind == ZKCONSUMER]
-    markers = get_many(client, {cid: znodes.zkconsumer_member_path(group, cid) for cid in ours})
-    members = tuple(
-        SwitchMember(cid, _marker(markers[cid][0]) if cid in markers else None)
-        for cid in sorted(evidence.zk.members)
-        # a marker gone between the two reads: the member left (or re-registers); leave it to the next read
-        if cid not in ours or cid in markers
-    )
+    members = switch_members(client, evidence)
     return plan_switch(
         step,
         members,
@@ -42,6 +33,22 @@ def live_switch_plan(client: KazooClient, evidence: Evidence) -> SwitchPlan | No
         evidence.zk.offsets,
         evidence.kafka,
         tuple(evidence.partitions),
+        ingest_topics=evidence.zk.ingest_topics,
+    )
+
+
+def switch_members(client: KazooClient, evidence: Evidence) -> tuple[SwitchMember, ...]:
+    """The group's registered members as the switch sees them, read now beside `evidence`."""
+    group = evidence.zk.group
+    # evidence.zk.members already says whose marker is held by the member's own session: only those
+    # markers speak for the member; any other registration is a Scala member (or a library like it).
+    ours = [cid for cid, kind in evidence.zk.members.items() if kind == ZKCONSUMER]
+    markers = get_many(client, {cid: znodes.zkconsumer_member_path(group, cid) for cid in ours})
+    return tuple(
+        SwitchMember(cid, _marker(markers[cid][0]) if cid in markers else None)
+        for cid in sorted(evidence.zk.members)
+        # a marker gone between the two reads: the member left (or re-registers); leave it to the next read
+        if cid not in ours or cid in markers
     )
 
 

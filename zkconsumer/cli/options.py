@@ -92,7 +92,15 @@ def group_option(fn: F) -> F:
 def bootstrap_option(fn: Callable[..., R]) -> Callable[..., R]:
     """--bootstrap-server, --command-config and --broker-listener, handed to the command as one
     `brokers` (a BrokerAccess)."""
+    return _broker_options(fn, ("--bootstrap-server",))
 
+
+def bootstrap_servers_option(fn: Callable[..., R]) -> Callable[..., R]:
+    """bootstrap_option, its list also given as --bootstrap-servers (`migrate switch`'s spelling)."""
+    return _broker_options(fn, ("--bootstrap-servers", "--bootstrap-server"))
+
+
+def _broker_options(fn: Callable[..., R], names: tuple[str, ...]) -> Callable[..., R]:
     @functools.wraps(fn)
     def command(
         *args: Any, bootstrap_server: str | None, command_config: str | None, broker_listener: str | None, **kwargs: Any
@@ -113,7 +121,8 @@ def bootstrap_option(fn: Callable[..., R]) -> Callable[..., R]:
         "sasl.*), one name=value per line.",
     )(decorated)
     return click.option(
-        "--bootstrap-server",
+        *names,
+        "bootstrap_server",
         metavar="HOST:PORT[,...]",
         help="Brokers for log offsets (default: their endpoints under /brokers/ids).",
     )(decorated)

@@ -43,6 +43,7 @@ from zkconsumer.migration.planner import (
     spark_starting_offsets,
 )
 from zkconsumer.migration.switch import (
+    SWITCH_REFUSALS,
     SWITCH_STEPS,
     SwitchMember,
     SwitchNodeError,
@@ -50,9 +51,11 @@ from zkconsumer.migration.switch import (
     decode_switch_node,
     encode_switch_node,
     plan_switch,
+    plan_switch_back,
 )
 
 __all__ = [
+    "SWITCH_REFUSALS",
     "SWITCH_STEPS",
     "SwitchMember",
     "SwitchNodeError",
@@ -60,6 +63,7 @@ __all__ = [
     "decode_switch_node",
     "encode_switch_node",
     "plan_switch",
+    "plan_switch_back",
     "ALLOW_REWIND",
     "CLAMP",
     "CLAMP_TO_LOG_END",

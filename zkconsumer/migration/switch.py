@@ -14,6 +14,9 @@ ZOOKEEPER, JOINING, HANDOVER, BROKER = "zookeeper", "joining", "handover", "brok
 SWITCH_STEPS = (ZOOKEEPER, JOINING, HANDOVER, BROKER)  # in order, towards the brokers
 SWITCH_PROTOCOL = 1  # the members' marker field `switch.protocol` this planner understands
 SWITCH_NODE_VERSION = 1
+# Blockers that only a person can lift (stop or upgrade a member, look at the group's Kafka offsets):
+# `migrate switch` refuses on them at once; on every other blocker it waits.
+SWITCH_REFUSALS = ("scala-member", "old-member", "spark-ingest", "foreign-broker-member", "kafka-ahead")
 
 
 class SwitchNodeError(ZkDataError):
@@ -101,9 +104,12 @@ def plan_switch(
     zk_offsets: Mapping[TopicPartition, int],
     kafka: KafkaSide,
     partitions: tuple[TopicPartition, ...],
+    *,
+    ingest_topics: tuple[str, ...] = (),
 ) -> SwitchPlan:
     """The next step towards broker coordination and every blocker of it (the command advances only
-    with none). `owners`: partition -> the owning thread id (`<consumer id>-<n>`)."""
+    with none). `owners`: partition -> the owning thread id (`<consumer id>-<n>`). `ingest_topics`:
+    the topics a Spark ingest job of the group holds a lock for (it follows no switch)."""
     if step not in SWITCH_STEPS:
         raise ValueError(f"unknown switch step {step!r}")
     if step == BROKER:
@@ -117,6 +123,14 @@ def plan_switch(
         named = sorted(m.consumer_id for m in members if m.kind == kind)
         if named:
             blockers.append(Blocker(code, f"{why}: {', '.join(named)}"))
+    if ingest_topics:
+        blockers.append(
+            Blocker(
+                "spark-ingest",
+                f"a Spark ingest job of the group runs for {', '.join(sorted(ingest_topics))} (its lock under "
+                "zkconsumer/ingest) and cannot switch: stop it first",
+            )
+        )
     ours = {m.broker_member_id for m in members if m.broker_member_id}
     foreign = sorted(f"{m.member_id} ({m.client_id}@{m.host})" for m in kafka.members if m.member_id not in ours)
     if foreign:
@@ -145,6 +159,43 @@ def plan_switch(
     if nxt == BROKER:
         blockers += _handover_blockers(members, owners, zk_offsets, kafka, partitions)
     return SwitchPlan(step, nxt, tuple(blockers))
+
+
+def plan_switch_back(
+    step: str,
+    members: tuple[SwitchMember, ...],
+    owners: Mapping[TopicPartition, str],
+    zk_offsets: Mapping[TopicPartition, int],
+    kafka: KafkaSide,
+    partitions: tuple[TopicPartition, ...],
+) -> SwitchPlan:
+    """The previous step, back towards ZooKeeper coordination, and every blocker of it (`next` None:
+    back at `zookeeper`). Nothing is refused on the way back: ZooKeeper coordination is what every
+    member, Scala's too, can run. Each step back waits until every member that can switch has acted
+    on the current one (its marker says it); `handover` -> `joining` also until every partition the
+    brokers assign has its owner node held again, and Kafka's committed offset equals ZooKeeper's for
+    every partition, so ZooKeeper's assignment takes over from where the brokers' members delivered
+    up to (a group whose members all left has Kafka's offsets copied by `migrate offsets`)."""
+    if step not in SWITCH_STEPS:
+        raise ValueError(f"unknown switch step {step!r}")
+    if step == ZOOKEEPER:
+        return SwitchPlan(step, None, ())
+    previous = SWITCH_STEPS[SWITCH_STEPS.index(step) - 1]
+    blockers: list[Blocker] = []
+    elsewhere = sorted(m.consumer_id for m in members if m.kind == "switchable" and m.seen != step)
+    if elsewhere:
+        blockers.append(Blocker("member-behind", f"members not yet at step {step}: {', '.join(elsewhere)}"))
+    if previous == JOINING:
+        assigned = {tp for m in kafka.members for tp in m.assignment}
+        unheld = tuple(tp for tp in partitions if tp in assigned and tp not in owners)
+        if unheld:
+            blockers.append(
+                Blocker("handover-pending", "partitions the brokers assign with no owner node yet", partitions=unheld)
+            )
+        differ = tuple(tp for tp in partitions if zk_offsets.get(tp) != kafka.offsets.get(tp))
+        if differ:
+            blockers.append(Blocker("offsets-differ", "Kafka's committed offset is not ZooKeeper's", partitions=differ))
+    return SwitchPlan(step, previous, tuple(blockers))
 
 
 def _handover_blockers(

@@ -1,4 +1,4 @@
-"""`zkconsumer migrate`: the command group and its help (the sequences, the safety rules, exit statuses); one module per verb (plan, offsets)."""
+"""`zkconsumer migrate`: the command group and its help (the sequences, the safety rules, exit statuses); one module per verb (plan, offsets, switch)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,11 @@ The guide, with the duplicate bound measured for each path: docs/migration.md.
 
 
 # verb -> "module:attribute", imported only when that verb runs (or a listing shows its help).
-VERBS = {"offsets": "zkconsumer.cli.migrate.offsets:offsets", "plan": "zkconsumer.cli.migrate.plan:plan"}
+VERBS = {
+    "offsets": "zkconsumer.cli.migrate.offsets:offsets",
+    "plan": "zkconsumer.cli.migrate.plan:plan",
+    "switch": "zkconsumer.cli.migrate.switch:switch",
+}
 
 
 @click.group("migrate", help=HELP, cls=LazyGroup, lazy=VERBS)
