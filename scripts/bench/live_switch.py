@@ -78,6 +78,12 @@ def run_path(cluster: LocalCluster, workdir: Path, path: str, label: str, args: 
     )
     for a, b in figures.overlap_spans[:5]:
         print(f"    overlap on partition {a.partition}: {a} / {b}")
+    for ds in figures.duplicate_examples:
+        seen = ", ".join(f"{d.member} at {d.at - run.start_at:.3f}s" for d in ds)
+        print(f"    duplicate {ds[0].partition}:{ds[0].offset} delivered by {seen} (s into the window)")
+    for at, what in run.notes:
+        if any(w in what for w in ("kill", "expired", "partitions added", "restarted", "stopped every")):
+            print(f"    {at - run.start_at:8.3f}s {what}")
     for p in points:
         print(f"    {p.describe()}")
     return {
@@ -105,6 +111,7 @@ def main() -> int:
     parser.add_argument("--fault-delay", type=float, default=1.0, help="seconds into the switch")
     parser.add_argument("--brokers", type=int, default=None, help="default 1 (3 with --fault coordinator)")
     parser.add_argument("--member-property", action="append", default=[], help="k=v for every member")
+    parser.add_argument("--workdir", help="keep the delivery logs and the JVM logs here (default: a temporary folder)")
     args = parser.parse_args()
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     unknown = [p for p in paths if p not in PATHS]
@@ -123,16 +130,19 @@ def main() -> int:
         parser.error("--fault coordinator needs --brokers 2 or more (the coordinator must have somewhere to move)")
     args.replication = min(3, args.brokers)
     results: dict[str, dict[str, list[float]]] = {p: {k: [] for k in KEYS} for p in paths}
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     with (
-        tempfile.TemporaryDirectory(prefix="live-switch-bench-") as tmp,
+        tempfile.TemporaryDirectory(prefix="live-switch-bench-") as scratch,
         LocalCluster(
             brokers=args.brokers,
             chroot="/liveswitch",
             jvm_opts=SERVER_JVM_OPTS,
-            workdir=Path(tmp),
+            workdir=Path(args.workdir or scratch),
             replication_factor=args.replication,
         ) as cluster,
     ):
+        tmp = args.workdir or scratch
         for r in range(args.rounds):
             order = paths if r % 2 == 0 else paths[::-1]
             for path in order:

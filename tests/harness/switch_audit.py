@@ -63,6 +63,7 @@ class Figures:
     overlap: int  # offsets delivered by two members at overlapping times
     overlap_spans: tuple[tuple[Span, Span], ...]
     duplicates: int
+    duplicate_examples: tuple[tuple[Delivery, ...], ...]  # the first few duplicated keys, every delivery of each
     silence_s: float
     gap_p99_s: float
     gap_max_s: float
@@ -128,6 +129,11 @@ def _span_of(index: Mapping[tuple[str, int], list[Span]], d: Delivery) -> Span:
 
 def overlap_and_duplicates(deliveries: list[Delivery], span_gap: float) -> tuple[set[Key], int]:
     """(offsets delivered by two members in intersecting spans, deliveries beyond a key's first that are not those)."""
+    overlap, duplicated = _overlap_and_duplicated(deliveries, span_gap)
+    return overlap, sum(len(ds) - 1 for ds in duplicated)
+
+
+def _overlap_and_duplicated(deliveries: list[Delivery], span_gap: float) -> tuple[set[Key], list[list[Delivery]]]:
     all_spans = spans(deliveries, span_gap)
     index: dict[tuple[str, int], list[Span]] = collections.defaultdict(list)
     for s in all_spans:
@@ -136,7 +142,7 @@ def overlap_and_duplicates(deliveries: list[Delivery], span_gap: float) -> tuple
     for d in deliveries:
         by_key[d.key].append(d)
     overlap: set[Key] = set()
-    duplicates = 0
+    duplicated: list[list[Delivery]] = []
     for key, ds in by_key.items():
         if len(ds) < 2:
             continue
@@ -146,8 +152,8 @@ def overlap_and_duplicates(deliveries: list[Delivery], span_gap: float) -> tuple
             if any(a.member != b.member and a.meets(b) for i, a in enumerate(held) for b in held[i + 1 :]):
                 overlap.add(key)
                 continue
-        duplicates += len(ds) - 1
-    return overlap, duplicates
+        duplicated.append(sorted(ds, key=lambda d: d.at))
+    return overlap, duplicated
 
 
 def longest_silence(times: Iterable[float], start: float, end: float) -> float:
@@ -188,7 +194,8 @@ def audit(
 ) -> Figures:
     """Every figure of one run; [start, end] is the judged window for silences and gaps."""
     acked = set(acked)
-    overlap, duplicates = overlap_and_duplicates(deliveries, span_gap)
+    overlap, duplicated = _overlap_and_duplicated(deliveries, span_gap)
+    duplicated.sort(key=lambda ds: ds[0].at)
     gaps = partition_gaps(deliveries, start, end)
     pooled = [g for gs in gaps.values() for g in gs]
     worst = max(gaps, key=lambda p: max(gaps[p]), default=-1)
@@ -198,7 +205,8 @@ def audit(
         lost=len(lost(acked, deliveries)),
         overlap=len(overlap),
         overlap_spans=tuple(overlapping_spans(spans(deliveries, span_gap))),
-        duplicates=duplicates,
+        duplicates=sum(len(ds) - 1 for ds in duplicated),
+        duplicate_examples=tuple(tuple(ds) for ds in duplicated[:5]),
         silence_s=longest_silence((d.at for d in deliveries), start, end),
         gap_p99_s=percentile(pooled, 0.99),
         gap_max_s=max(pooled, default=0.0),
