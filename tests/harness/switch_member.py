@@ -80,8 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         "zookeeper.connection.timeout.ms": 30000,  # a starved machine: the first connect may be slow
     }
     props.update(dict(p.split("=", 1) for p in args.property))
+    # The handler only flips a flag: an Event.set() from a handler can deadlock the main thread when
+    # the signal lands while that thread holds the Event's lock (a second SIGTERM right as stop.wait()
+    # returns did, in this harness: the member never shut down).
+    terminated = [False]
+    signal.signal(signal.SIGTERM, lambda *_: terminated.__setitem__(0, True))
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     connector = ConsumerConnector(props)
     streams = connector.create_message_streams({args.topic: args.streams})[args.topic]
     print(json.dumps({"consumer_id": connector.consumer_id, "pid": os.getpid()}), flush=True)
@@ -101,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         for t in threads:
             t.start()
-        stop.wait()
+        while not terminated[0]:
+            time.sleep(0.1)
+        stop.set()
         connector.shutdown()
         for t in threads:
             t.join(10)

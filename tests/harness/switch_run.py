@@ -85,6 +85,7 @@ class AppMember:
             *(f"--property={k}={v}" for k, v in props.items()),
         ]
         self.proc: subprocess.Popen[str] | None = None
+        self._terminated = False
 
     def spawn(self) -> None:
         with open(self.log, "ab") as log:
@@ -108,10 +109,16 @@ class AppMember:
         self.proc.kill()
         self.proc.wait(10)
 
+    def terminate(self) -> None:
+        """SIGTERM once (the member shuts down cleanly: commits, leaves the group)."""
+        if self.proc is not None and self.proc.poll() is None and not self._terminated:
+            self.proc.send_signal(signal.SIGTERM)
+            self._terminated = True
+
     def leave(self, timeout: float = 60.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
-        self.proc.send_signal(signal.SIGTERM)
+        self.terminate()
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -266,8 +273,7 @@ class AuditRun:
 
     def stop_members(self) -> None:
         for m in self.members:  # all at once, as an operator stopping the group; then each waited for
-            if m.alive() and m.proc is not None:
-                m.proc.send_signal(signal.SIGTERM)
+            m.terminate()
         for m in self.members:
             m.leave()
         self.retired += self.members
