@@ -182,8 +182,11 @@ class OwnershipSampler:
         folder = znodes.owners_path(self.run.group, self.run.topic)
         owned = frozenset(int(c) for c in self._zk.get_children(folder)) if self._zk.exists(folder) else frozenset()
         assert self._admin is not None
-        future = self._admin.describe_consumer_groups([self.run.group], request_timeout=1.0)[self.run.group]
-        group = future.result(timeout=2.0)
+        # A request left to time out inside librdkafka while it looks up the coordinator aborted the
+        # process (librdkafka 2.x: rd_kafka_enq_once_del_source_return: `eonce->refcnt > 0`): give
+        # each request the time to answer, and let a slow answer show as a gap between samples.
+        future = self._admin.describe_consumer_groups([self.run.group], request_timeout=15.0)[self.run.group]
+        group = future.result(timeout=20.0)
         assigned = frozenset(
             tp.partition
             for m in group.members or []
