@@ -163,8 +163,11 @@ def longest_silence(times: Iterable[float], start: float, end: float) -> float:
     return max((b - a for a, b in zip(points, points[1:])), default=end - start)
 
 
-def partition_gaps(deliveries: Iterable[Delivery], start: float, end: float) -> dict[int, list[float]]:
-    """Per partition, the gaps between its consecutive first deliveries within [start, end], edges included."""
+def partition_gaps(
+    deliveries: Iterable[Delivery], start: float, end: float, born: Mapping[int, float] | None = None
+) -> dict[int, list[float]]:
+    """Per partition, the gaps between its consecutive first deliveries within [start, end], edges
+    included; a partition in `born` (e.g. added during the run) counts from then, not from `start`."""
     first: dict[Key, float] = {}
     for d in deliveries:
         if d.at < first.get(d.key, float("inf")):
@@ -175,7 +178,8 @@ def partition_gaps(deliveries: Iterable[Delivery], start: float, end: float) -> 
             times[partition].append(at)
     out = {}
     for partition, ts in times.items():
-        points = [start, *sorted(ts), end]
+        opened = max(start, (born or {}).get(partition, start))
+        points = [opened, *sorted(t for t in ts if t >= opened), end]
         out[partition] = [b - a for a, b in zip(points, points[1:])]
     return out
 
@@ -190,13 +194,20 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def audit(
-    deliveries: list[Delivery], acked: Iterable[Key], *, start: float, end: float, span_gap: float = 1.0
+    deliveries: list[Delivery],
+    acked: Iterable[Key],
+    *,
+    start: float,
+    end: float,
+    span_gap: float = 1.0,
+    born: Mapping[int, float] | None = None,
 ) -> Figures:
-    """Every figure of one run; [start, end] is the judged window for silences and gaps."""
+    """Every figure of one run; [start, end] is the judged window for silences and gaps; `born`: when
+    each partition's first message was acknowledged (partitions added mid-run count from then)."""
     acked = set(acked)
     overlap, duplicated = _overlap_and_duplicated(deliveries, span_gap)
     duplicated.sort(key=lambda ds: ds[0].at)
-    gaps = partition_gaps(deliveries, start, end)
+    gaps = partition_gaps(deliveries, start, end, born)
     pooled = [g for gs in gaps.values() for g in gs]
     worst = max(gaps, key=lambda p: max(gaps[p]), default=-1)
     return Figures(

@@ -237,6 +237,7 @@ class AuditRun:
         self.retired: list[AppMember] = []
         self.notes: list[tuple[float, str]] = []
         self._acked: set[Key] = set()
+        self._born: dict[int, float] = {}  # partition -> its first ack (partitions added mid-run start late)
         self._lock = threading.Lock()
         self.producer = SteadyProducer(cluster.bootstrap_servers, {self.topic: partitions}, rate=rate, on_ack=self._ack)
         self.sampler = OwnershipSampler(self)
@@ -245,6 +246,7 @@ class AuditRun:
     def _ack(self, topic: str, epoch: int, partition: int, offset: int) -> None:
         with self._lock:
             self._acked.add((partition, offset))
+            self._born.setdefault(partition, clock())
 
     def note(self, what: str) -> None:
         self.notes.append((clock(), what))
@@ -344,8 +346,8 @@ class AuditRun:
 
     def figures(self) -> Figures:
         with self._lock:
-            acked = set(self._acked)
-        return audit(self.deliveries(), acked, start=self.start_at, end=self.end_at)
+            acked, born = set(self._acked), dict(self._born)
+        return audit(self.deliveries(), acked, start=self.start_at, end=self.end_at, born=born)
 
     # ---- faults ------------------------------------------------------------------------------
     def kill_member(self) -> None:

@@ -125,3 +125,11 @@ def test_a_torn_last_line_is_skipped() -> None:
     assert parse_log_line("m", "12.5 t 3 44 t:0:9") == Delivery("m", 3, 44, 12.5)
     assert parse_log_line("m", "12.5 t 3") is None
     assert parse_log_line("m", "12.5 t 3 4x v") is None
+
+
+def test_a_partition_added_mid_run_counts_its_gaps_from_its_first_message() -> None:
+    log = [Delivery("a", 0, o, o * RATE) for o in range(100)] + [Delivery("a", 1, o, 0.5 + o * RATE) for o in range(50)]
+    end = 99 * RATE
+    assert audit(log, acked_of(1, 100), start=0.0, end=end).gap_max_s >= 0.5  # partition 1 "late" from 0
+    figures = audit(log, acked_of(1, 100), start=0.0, end=end, born={1: 0.49})
+    assert figures.gap_max_s < 0.02 and figures.gap_max_partition in (0, 1)
