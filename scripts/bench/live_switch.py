@@ -73,6 +73,7 @@ def run_path(cluster: LocalCluster, workdir: Path, path: str, label: str, args: 
         f"(windows {len(figures.overlap_spans)}) duplicates={figures.duplicates} silence={figures.silence_s:.3f}s "
         f"gap p99={figures.gap_p99_s:.3f}s max={figures.gap_max_s:.3f}s (partition {figures.gap_max_partition}) "
         f"unowned_max={unowned:.2f}s offsets_differ={differ} delivered={figures.delivered} acked={figures.acked} "
+        f"(delivered, never acked: {figures.unacked_delivered}) "
         f"samples={len(run.sampler.samples)} (failed {run.sampler.errors}) load {load:.2f} at its start",
         flush=True,
     )

@@ -59,6 +59,7 @@ class Figures:
 
     delivered: int
     acked: int
+    unacked_delivered: int  # offsets delivered that no ack named (a producer's retry after a lost ack writes twice)
     lost: int
     overlap: int  # offsets delivered by two members at overlapping times
     overlap_spans: tuple[tuple[Span, Span], ...]
@@ -213,6 +214,7 @@ def audit(
     return Figures(
         delivered=len(deliveries),
         acked=len(acked),
+        unacked_delivered=len({d.key for d in deliveries} - acked),
         lost=len(lost(acked, deliveries)),
         overlap=len(overlap),
         overlap_spans=tuple(overlapping_spans(spans(deliveries, span_gap))),
