@@ -70,7 +70,7 @@ def run_path(cluster: LocalCluster, workdir: Path, path: str, label: str, args: 
     differ = sum(len(p.differ) for p in points)
     print(
         f"{label:10s} {path:8s} fault={args.fault} lost={figures.lost} overlap={figures.overlap} "
-        f"(windows {len(figures.overlap_spans)}) duplicates={figures.duplicates} silence={figures.silence_s:.3f}s "
+        f"(in {len(figures.overlap_spans)} pairs of spans) duplicates={figures.duplicates} silence={figures.silence_s:.3f}s "
         f"gap p99={figures.gap_p99_s:.3f}s max={figures.gap_max_s:.3f}s (partition {figures.gap_max_partition}) "
         f"unowned_max={unowned:.2f}s offsets_differ={differ} delivered={figures.delivered} acked={figures.acked} "
         f"(delivered, never acked: {figures.unacked_delivered}) "

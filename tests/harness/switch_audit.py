@@ -62,7 +62,7 @@ class Figures:
     unacked_delivered: int  # offsets delivered that no ack named (a producer's retry after a lost ack writes twice)
     lost: int
     overlap: int  # offsets delivered by two members at overlapping times
-    overlap_spans: tuple[tuple[Span, Span], ...]
+    overlap_spans: tuple[tuple[Span, Span], ...]  # the span pairs the overlap offsets were delivered in
     duplicates: int
     duplicate_examples: tuple[tuple[Delivery, ...], ...]  # the first few duplicated keys, every delivery of each
     silence_s: float
@@ -104,23 +104,6 @@ def spans(deliveries: Iterable[Delivery], span_gap: float) -> list[Span]:
     return out
 
 
-def overlapping_spans(all_spans: Iterable[Span]) -> list[tuple[Span, Span]]:
-    """Pairs of spans of one partition, by two members, that intersect in time."""
-    by_partition: dict[int, list[Span]] = collections.defaultdict(list)
-    for s in all_spans:
-        by_partition[s.partition].append(s)
-    pairs = []
-    for partition in sorted(by_partition):
-        ordered = sorted(by_partition[partition], key=lambda s: (s.first, s.member))
-        for i, a in enumerate(ordered):
-            for b in ordered[i + 1 :]:
-                if b.first > a.last:
-                    break
-                if a.member != b.member and a.meets(b):
-                    pairs.append((a, b))
-    return pairs
-
-
 def _span_of(index: Mapping[tuple[str, int], list[Span]], d: Delivery) -> Span:
     for s in index[(d.member, d.partition)]:
         if s.first <= d.at <= s.last:
@@ -130,11 +113,14 @@ def _span_of(index: Mapping[tuple[str, int], list[Span]], d: Delivery) -> Span:
 
 def overlap_and_duplicates(deliveries: list[Delivery], span_gap: float) -> tuple[set[Key], int]:
     """(offsets delivered by two members in intersecting spans, deliveries beyond a key's first that are not those)."""
-    overlap, duplicated = _overlap_and_duplicated(deliveries, span_gap)
+    overlap, duplicated, _ = _overlap_and_duplicated(deliveries, span_gap)
     return overlap, sum(len(ds) - 1 for ds in duplicated)
 
 
-def _overlap_and_duplicated(deliveries: list[Delivery], span_gap: float) -> tuple[set[Key], list[list[Delivery]]]:
+def _overlap_and_duplicated(
+    deliveries: list[Delivery], span_gap: float
+) -> tuple[set[Key], list[list[Delivery]], set[tuple[Span, Span]]]:
+    """(overlap keys, the deliveries of each duplicated key, the span pairs the overlap keys were delivered in)."""
     all_spans = spans(deliveries, span_gap)
     index: dict[tuple[str, int], list[Span]] = collections.defaultdict(list)
     for s in all_spans:
@@ -143,18 +129,24 @@ def _overlap_and_duplicated(deliveries: list[Delivery], span_gap: float) -> tupl
     for d in deliveries:
         by_key[d.key].append(d)
     overlap: set[Key] = set()
+    pairs: set[tuple[Span, Span]] = set()
     duplicated: list[list[Delivery]] = []
     for key, ds in by_key.items():
         if len(ds) < 2:
             continue
-        members = {d.member for d in ds}
-        if len(members) > 1:
-            held = [_span_of(index, d) for d in ds]
-            if any(a.member != b.member and a.meets(b) for i, a in enumerate(held) for b in held[i + 1 :]):
-                overlap.add(key)
-                continue
+        held = [_span_of(index, d) for d in ds]
+        met = [
+            (a, b) if a.first <= b.first else (b, a)
+            for i, a in enumerate(held)
+            for b in held[i + 1 :]
+            if a.member != b.member and a.meets(b)
+        ]
+        if met:
+            overlap.add(key)
+            pairs.update(met)
+            continue
         duplicated.append(sorted(ds, key=lambda d: d.at))
-    return overlap, duplicated
+    return overlap, duplicated, pairs
 
 
 def longest_silence(times: Iterable[float], start: float, end: float) -> float:
@@ -206,7 +198,7 @@ def audit(
     """Every figure of one run; [start, end] is the judged window for silences and gaps; `born`: when
     each partition's first message was acknowledged (partitions added mid-run count from then)."""
     acked = set(acked)
-    overlap, duplicated = _overlap_and_duplicated(deliveries, span_gap)
+    overlap, duplicated, pairs = _overlap_and_duplicated(deliveries, span_gap)
     duplicated.sort(key=lambda ds: ds[0].at)
     gaps = partition_gaps(deliveries, start, end, born)
     pooled = [g for gs in gaps.values() for g in gs]
@@ -217,7 +209,7 @@ def audit(
         unacked_delivered=len({d.key for d in deliveries} - acked),
         lost=len(lost(acked, deliveries)),
         overlap=len(overlap),
-        overlap_spans=tuple(overlapping_spans(spans(deliveries, span_gap))),
+        overlap_spans=tuple(sorted(pairs, key=lambda ab: (ab[0].partition, ab[0].first))),
         duplicates=sum(len(ds) - 1 for ds in duplicated),
         duplicate_examples=tuple(tuple(ds) for ds in duplicated[:5]),
         silence_s=longest_silence((d.at for d in deliveries), start, end),

@@ -133,3 +133,13 @@ def test_a_partition_added_mid_run_counts_its_gaps_from_its_first_message() -> N
     assert audit(log, acked_of(1, 100), start=0.0, end=end).gap_max_s >= 0.5  # partition 1 "late" from 0
     figures = audit(log, acked_of(1, 100), start=0.0, end=end, born={1: 0.49})
     assert figures.gap_max_s < 0.02 and figures.gap_max_partition in (0, 1)
+
+
+def test_a_partition_handed_over_and_back_within_a_second_is_no_overlap() -> None:
+    """Seen in the 6-member rolling run: zk3 delivered 18:302, zk1 (claimed it, then shut down) 18:303,
+    zk3 (claimed it back) 18:304 on, within 0.6 s: sequential owners, each from the committed offset."""
+    log = [Delivery("zk3", 18, o, o * RATE) for o in range(10)]
+    log += [Delivery("zk1", 18, 10, 0.25)]
+    log += [Delivery("zk3", 18, o, 0.6 + o * RATE) for o in range(11, 20)]
+    figures = audit(log, {(18, o) for o in range(20)}, start=0.0, end=0.8)
+    assert (figures.overlap, figures.overlap_spans, figures.duplicates, figures.lost) == (0, (), 0, 0)
