@@ -61,9 +61,14 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+def kafka_abs(n: int) -> int:
+    """org.apache.kafka.common.utils.Utils.abs: Math.abs, except Integer.MIN_VALUE -> 0."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
 def coordinator_partition(group: str, offsets_partitions: int) -> int:
-    h = java_string_hash(group)
-    return (h & 0x7FFFFFFF) % offsets_partitions  # Utils.abs masks the sign bit (Integer.MIN_VALUE included)
+    """The group's __consumer_offsets partition (GroupMetadataManager.partitionFor)."""
+    return kafka_abs(java_string_hash(group)) % offsets_partitions
 
 
 class AppMember:

@@ -14,6 +14,7 @@ from harness.switch_audit import (
     parse_log_line,
     percentile,
 )
+from harness.switch_run import coordinator_partition, java_string_hash, kafka_abs
 
 RATE = 0.01  # one message per partition every 10 ms
 
@@ -143,3 +144,14 @@ def test_a_partition_handed_over_and_back_within_a_second_is_no_overlap() -> Non
     log += [Delivery("zk3", 18, o, 0.6 + o * RATE) for o in range(11, 20)]
     figures = audit(log, {(18, o) for o in range(20)}, start=0.0, end=0.8)
     assert (figures.overlap, figures.overlap_spans, figures.duplicates, figures.lost) == (0, (), 0, 0)
+
+
+def test_the_coordinator_partition_is_the_brokers_partition_for() -> None:
+    """GroupMetadataManager.partitionFor: Utils.abs(groupId.hashCode) % offsets.topic.num.partitions."""
+    assert java_string_hash("hello") == 99162322  # "hello".hashCode() in Java
+    assert java_string_hash("polygenelubricants") == -(1 << 31)  # Integer.MIN_VALUE
+    assert (kafka_abs(-5), kafka_abs(-(1 << 31)), kafka_abs(7)) == (5, 0, 7)
+    assert coordinator_partition("polygenelubricants", 50) == 0
+    assert coordinator_partition("hello", 50) == 99162322 % 50
+    assert java_string_hash("audit-r1rolling-31580") == -2096060490
+    assert coordinator_partition("audit-r1rolling-31580", 50) == 2096060490 % 50  # not (h & 0x7fffffff) % 50
