@@ -13,7 +13,7 @@ import pytest
 
 from harness.switch_audit import Delivery, audit
 from harness.switch_paths import Settings, rolling
-from harness.switch_run import AuditRun
+from harness.switch_run import AuditRun, has_command
 
 pytestmark = pytest.mark.cluster
 
@@ -48,3 +48,9 @@ def test_the_audit_harness_judges_the_rolling_path(cluster, tmp_path: Path) -> N
     with_overlap = audit(deliveries + copied, {d.key for d in deliveries}, start=run.start_at, end=run.end_at)
     assert with_overlap.overlap == len(copied) > 0, with_overlap
     assert any({a.member, b.member} == {"dual0", "planted"} for a, b in with_overlap.overlap_spans)
+
+
+def test_the_live_path_knows_whether_the_switch_command_exists() -> None:
+    """The live path runs only where `zkconsumer migrate switch` exists (else: no figures, exit 3)."""
+    assert has_command("migrate", "plan")
+    assert not has_command("migrate", "no-such-verb")
