@@ -10,6 +10,7 @@ operator would, and in the end hands the delivery logs to harness.switch_audit.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
@@ -71,6 +72,14 @@ def coordinator_partition(group: str, offsets_partitions: int) -> int:
     return kafka_abs(java_string_hash(group)) % offsets_partitions
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+    # Linux: a driver that dies (an abort inside librdkafka did once) takes its members with it.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 class AppMember:
     """harness.switch_member in a child process (SIGTERM: clean shutdown; kill(): kill -9)."""
 
@@ -94,7 +103,15 @@ class AppMember:
 
     def spawn(self) -> None:
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(self._args, stdout=subprocess.PIPE, stderr=log, text=True, env=python_env())
+            self.proc = subprocess.Popen(
+                self._args,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env=python_env(),
+                # the death signal is tied to the forking thread: only the main thread's children get it
+                preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
+            )
 
     def wait_ready(self, timeout: float = 90.0) -> None:
         assert self.proc is not None and self.proc.stdout is not None
