@@ -9,10 +9,12 @@ text inflated as it is written.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 GZIP = 31  # zlib's wbits for a gzip header and trailer
+S = TypeVar("S")  # a group's state (view.GroupState): compared by identity
 
 
 class Exposition:
@@ -70,3 +72,38 @@ class ScrapeBody:
             chunks = self.exposition.gzipped(self.tail)
             return "gzip", sum(len(chunk) for chunk in chunks), chunks
         return None, self.exposition.length + len(self.tail), self.exposition.text(self.tail)
+
+
+class GroupLines(Generic[S]):
+    """Each group's lines (`render(state)`: a part per family) kept while its state is the same
+    object: a refresh between ticks samples one group and publishes every other group's state as
+    it was, so only that group's lines are rendered again (at 1,000 groups of 100 partitions every
+    group's took 1.5 s; the compression of the whole, 0.2 s, is still done each time).
+
+    Costs the text itself (54 MB at that size) beside its compressed copy. One thread (the
+    refresh thread) calls `exposition`.
+
+    Example::
+
+        lines = GroupLines(families.group_parts)
+        rendered = lines.exposition(state.groups, families.render_parts)
+    """
+
+    def __init__(self, render: Callable[[S], tuple[str, ...]]) -> None:
+        self._render = render
+        self._kept: dict[str, tuple[S, tuple[str, ...]]] = {}
+        self.rendered = 0  # groups rendered so far (tests count them)
+
+    def exposition(
+        self, groups: Mapping[str, S], join: Callable[[Sequence[tuple[str, ...]]], Iterable[bytes]]
+    ) -> Exposition:
+        """The exposition of these groups (by name), rendering only those whose state changed."""
+        kept: dict[str, tuple[S, tuple[str, ...]]] = {}
+        for name, state in sorted(groups.items()):
+            known = self._kept.get(name)
+            if known is None or known[0] is not state:
+                known = (state, self._render(state))
+                self.rendered += 1
+            kept[name] = known
+        self._kept = kept
+        return Exposition(join([parts for _state, parts in kept.values()]))
