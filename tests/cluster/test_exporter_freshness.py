@@ -139,9 +139,9 @@ def test_a_commit_made_while_the_connection_was_down_shows_after_the_reconnect(c
             time.sleep(0.05)
         assert client.client_id == session  # the same session: no LOST, only the watches gone
         reconnected = time.monotonic()
-        while exporter.wait_for_refresh(0, 10.0).groups[group_id].last.sample.partitions[
-            ("gone-topic", 0)
-        ].committed != 8:
+        while (
+            exporter.wait_for_refresh(0, 10.0).groups[group_id].last.sample.partitions[("gone-topic", 0)].committed != 8
+        ):
             took = time.monotonic() - reconnected
             assert took < 2 * interval_s + 1, f"the commit made while disconnected not shown {took:.1f} s later"
             time.sleep(0.05)
