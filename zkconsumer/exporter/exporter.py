@@ -30,8 +30,9 @@ SETTLE_S = 0.2
 
 class Exporter:
     """Refreshes a ClusterView every `interval_s` on a thread named "zkconsumer-exporter-refresh"
-    and serves it over HTTP: /metrics (the group families rendered once per refresh, the
-    exporter's own at every scrape) and the JSON API under /v1.
+    and serves it over HTTP: /metrics (the group families rendered when a refresh is published,
+    only the sampled groups' lines again; the exporter's own at every scrape) and the JSON API
+    under /v1, both from the same published refresh.
 
     The caller owns `client` (made by zookeeper.client.connect) and `log_ends` (entered): the
     exporter only reads through them. A refresh that fails (ZooKeeper unreachable, a timeout) is
@@ -82,7 +83,7 @@ class Exporter:
         self._refreshed = threading.Condition()
         self._rendered = Exposition()  # the view's families, kept compressed
         self._published = self.view.state  # the state _rendered shows (the view's may be newer)
-        self._lines = GroupLines(families.group_parts)  # each group's lines until its state changes
+        self._lines = GroupLines(families.group_parts, families.view_headers())  # each group's lines until its state changes
         self._ok = self._failed = 0
         self._refresh_seconds = 0.0
         self._requests = 0  # the view's count after the last refresh (the view is the refresh thread's)
@@ -217,7 +218,7 @@ class Exporter:
     def _publish(self, state: ViewState) -> None:
         """Render the state (only the groups whose state changed) and serve it."""
         self.registrations.update(state.groups)
-        rendered = self._lines.exposition(state.groups, families.render_parts)
+        rendered = self._lines.exposition(state.groups)
         with self._refreshed:
             self._rendered = rendered
             self._published = state

@@ -82,7 +82,7 @@ FAMILIES: tuple[Spec, ...] = (
     Spec("zkconsumer_exporter_zookeeper_requests_total", "counter", (), "ZooKeeper reads the exporter sent "
          "(a refresh re-reads only what a watch said changed)"),
     Spec("zkconsumer_exporter_log_end_reads_total", "counter", (), "Log-end reads (ListOffsets requests, one "
-         "per partition leader per refresh)"),
+         "per partition leader per slice of a refresh: about 2,000 partitions each)"),
     Spec("zkconsumer_exporter_groups", "gauge", (), "Groups the exporter watches"),
     Spec("zkconsumer_exporter_expired_groups", "gauge", (), "Groups left out: no member, no owner node and no "
          "commit for --expire-group-after (/v1/groups names them)"),
@@ -159,6 +159,11 @@ def group_parts(group: GroupState) -> tuple[str, ...]:
             _group_lines(spec.name, one, lines)
         parts.append("".join(lines))
     return tuple(parts)
+
+
+def view_headers() -> tuple[str, ...]:
+    """The HELP and TYPE lines of each VIEW_FAMILIES family, in that order (group_parts' order)."""
+    return _VIEW_HEADERS
 
 
 def render_parts(groups: Sequence[tuple[str, ...]]) -> Iterator[bytes]:
