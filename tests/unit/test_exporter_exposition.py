@@ -16,7 +16,7 @@ def test_group_lines_render_only_changed_groups_and_concatenate_to_one_gzip_stre
     from zkconsumer.exporter.exposition import GroupLines
 
     def render(state: tuple[str, int]) -> tuple[str, ...]:
-        return (f"a{{g=\"{state[0]}\"}} {state[1]}\n", f"b{{g=\"{state[0]}\"}} {state[1] * 2}\n")
+        return (f'a{{g="{state[0]}"}} {state[1]}\n', f'b{{g="{state[0]}"}} {state[1] * 2}\n')
 
     lines = GroupLines(render, ("# TYPE a gauge\n", "# TYPE b gauge\n"))
     groups = {"x": ("x", 1), "y": ("y", 2)}

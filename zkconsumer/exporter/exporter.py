@@ -83,7 +83,8 @@ class Exporter:
         self._refreshed = threading.Condition()
         self._rendered = Exposition()  # the view's families, kept compressed
         self._published = self.view.state  # the state _rendered shows (the view's may be newer)
-        self._lines = GroupLines(families.group_parts, families.view_headers())  # each group's lines until its state changes
+        # each group's lines until its state changes
+        self._lines = GroupLines(families.group_parts, families.view_headers())
         self._ok = self._failed = 0
         self._refresh_seconds = 0.0
         self._requests = 0  # the view's count after the last refresh (the view is the refresh thread's)
