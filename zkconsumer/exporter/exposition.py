@@ -6,7 +6,7 @@ load 17, which made commits wait for the tick. Here each segment (a family's hea
 group's lines of one family) is compressed once, on its own, ending on a byte boundary (a sync
 flush): raw deflate segments made so can be concatenated in any order (what pigz does), so a
 body is a gzip header, the segments as they are, the scrape's own tail and the trailer. The
-trailer's CRC-32 is computed over the segments' text at each publish (0.02 s at that size).
+trailer's CRC-32 is computed over the segments' text at each publish (0.06 s at that size).
 """
 
 from __future__ import annotations
