@@ -95,3 +95,57 @@ def _check_the_page(port: int, zk, path: str, group: str, tmp_path) -> None:  # 
             assert took < 2.0, f"the page showed the commit after {took:.2f} s (the tick: {INTERVAL_S:g} s)"
     finally:
         browser.stop()
+
+
+def test_a_commit_made_while_the_connection_was_down_shows_after_the_reconnect(cluster, zk, group_id) -> None:  # type: ignore[no-untyped-def]
+    """The exporter's ZooKeeper link drops (the same session comes back): kazoo fires every watch
+    with no event and re-arms none, so the cache must not keep what it read before; a commit made
+    while the link was down shows within one interval of the reconnect."""
+    from zkconsumer.testing.probes import free_port
+    from zkconsumer.testing.relay import RelayProcess
+    from zkconsumer.zookeeper.client import close_quietly, connect
+
+    hosts, slash, chroot = cluster.zookeeper_connect.partition("/")
+    port = free_port()
+
+    def relay() -> RelayProcess:  # the exporter's only way to ZooKeeper: stopping it drops the link
+        return RelayProcess(list, port, target=hosts.split(",")[0], name="zk-relay").start()
+
+    link = relay()
+    path = znodes.offset_path(group_id, "gone-topic", 0)
+    zk.create(path, b"3", makepath=True)
+    client = connect(f"127.0.0.1:{port}{slash}{chroot}", session_timeout_s=30.0, connect_timeout_s=10.0)
+    interval_s = 2.0
+    exporter = Exporter(
+        client, None, host="127.0.0.1", port=0, interval_s=interval_s, window_s=60.0,
+        groups=re.compile(re.escape(group_id)),
+    )  # fmt: skip
+    exporter.start()
+    try:
+        state = exporter.wait_for_refresh(0, 30.0)
+        assert state.groups[group_id].last.sample.partitions[("gone-topic", 0)].committed == 3
+        session = client.client_id
+        link.stop()
+        began = time.monotonic()
+        while exporter.health().connected:
+            assert time.monotonic() - began < 10, "the exporter never noticed the link drop"
+            time.sleep(0.05)
+        zk.set(path, b"8")  # while the exporter cannot see
+        time.sleep(1.0)
+        link = relay()
+        began = time.monotonic()
+        while not exporter.health().connected:
+            assert time.monotonic() - began < 20, "the exporter never reconnected"
+            time.sleep(0.05)
+        assert client.client_id == session  # the same session: no LOST, only the watches gone
+        reconnected = time.monotonic()
+        while (
+            exporter.wait_for_refresh(0, 10.0).groups[group_id].last.sample.partitions[("gone-topic", 0)].committed != 8
+        ):
+            took = time.monotonic() - reconnected
+            assert took < 2 * interval_s + 1, f"the commit made while disconnected not shown {took:.1f} s later"
+            time.sleep(0.05)
+    finally:
+        assert exporter.stop(10)
+        link.stop()
+        close_quietly(client, 10)

@@ -48,7 +48,7 @@ zookeeper-timeout=30
 class-name="inmemory"
 workers=4
 intervals=10
-expire-group=604800
+expire-group={expire_group}
 min-distance=1
 
 [evaluator.default]
@@ -83,7 +83,13 @@ class Burrow:
     """
 
     def __init__(
-        self, zookeeper_connect: str, bootstrap_servers: str, workdir: Path, *, offset_refresh: int = 2
+        self,
+        zookeeper_connect: str,
+        bootstrap_servers: str,
+        workdir: Path,
+        *,
+        offset_refresh: int = 2,
+        expire_group: int = 604_800,
     ) -> None:
         self.port = free_port()
         self.workdir = Path(workdir)
@@ -98,6 +104,7 @@ class Burrow:
                 cluster=CLUSTER_NAME,
                 brokers=brokers,
                 offset_refresh=offset_refresh,
+                expire_group=expire_group,
                 chroot=slash + chroot if chroot else "",
                 port=self.port,
             )

@@ -81,7 +81,7 @@ def test_pages_a_failed_refresh_and_the_stop() -> None:
         def unreachable(**_kinds: object) -> Any:
             raise ZooKeeperUnavailable("no answer from ZooKeeper within 0.0s to get_children /consumers")
 
-        exporter.view.refresh = unreachable  # type: ignore[method-assign]
+        exporter.view.begin_tick = unreachable  # type: ignore[method-assign]
         exporter.refresh_once()
         text = _get(exporter, "/metrics")[1].decode()
         assert 'zkconsumer_exporter_refreshes_total{result="failed"} 1.0' in text

@@ -118,8 +118,10 @@ class PartitionVerdict:
     @property
     def reason(self) -> str:
         """Why the partition has its status. The commonest reason, of a partition without owner
-        whose messages wait, is built when asked: ZooKeeper-era clusters hold 100,000s of those."""
-        return f"nobody owns it and {self.lag} messages wait" if self.why is None else self.why
+        whose messages wait, is built when asked: ZooKeeper-era clusters hold 100,000s of those.
+        An unseen partition says so: its lag is only a lower bound."""
+        said = f"nobody owns it and {self.lag} messages wait" if self.why is None else self.why
+        return f"{said} (unseen: no broker gave its log end, the lag is at least this)" if self.unseen else said
 
 
 def partition_verdict(facts: PartitionFacts, now_ms: int) -> PartitionVerdict:
@@ -240,10 +242,11 @@ def group_verdict(
     unowned = [tp for tp, v in partitions.items() if v.ownership is Ownership.UNOWNED]
     reasons: tuple[str, ...] = ()
     unseen = [tp for tp, v in partitions.items() if v.unseen]
+    if unseen:  # said whatever the status: an ERR group's lag may be more than it reads
+        reasons = (f"{len(unseen)} of {len(partitions)} partitions unseen: no broker gave their log end",)
     if 2 * len(unseen) > len(partitions) and status < LagStatus.WARN:
         # Most of the group out of sight: never OK (the review's 99 NOTFOUND + 1 OK read OK).
         status = LagStatus.WARN
-        reasons = (f"{len(unseen)} of {len(partitions)} partitions unseen: no broker gave their log end",)
     if idle and unowned:
         status = LagStatus.ERR
         reasons = (

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
 from zkconsumer.exporter import api, families, page
-from zkconsumer.exporter.exposition import Exposition
+from zkconsumer.exporter.exposition import Exposition, GroupLines
 from zkconsumer.exporter.families import Health
 from zkconsumer.exporter.history import LagHistory
 from zkconsumer.exporter.log_ends import LogEnds
@@ -30,8 +30,9 @@ SETTLE_S = 0.2
 
 class Exporter:
     """Refreshes a ClusterView every `interval_s` on a thread named "zkconsumer-exporter-refresh"
-    and serves it over HTTP: /metrics (the group families rendered once per refresh, the
-    exporter's own at every scrape) and the JSON API under /v1.
+    and serves it over HTTP: /metrics (the group families rendered when a refresh is published,
+    only the sampled groups' lines again; the exporter's own at every scrape) and the JSON API
+    under /v1, both from the same published refresh.
 
     The caller owns `client` (made by zookeeper.client.connect) and `log_ends` (entered): the
     exporter only reads through them. A refresh that fails (ZooKeeper unreachable, a timeout) is
@@ -81,6 +82,9 @@ class Exporter:
         self._started_ms = int(time.time() * 1000)
         self._refreshed = threading.Condition()
         self._rendered = Exposition()  # the view's families, kept compressed
+        self._published = self.view.state  # the state _rendered shows (the view's may be newer)
+        # each group's lines until its state changes
+        self._lines = GroupLines(families.group_parts, families.view_headers())
         self._ok = self._failed = 0
         self._refresh_seconds = 0.0
         self._requests = 0  # the view's count after the last refresh (the view is the refresh thread's)
@@ -92,6 +96,7 @@ class Exporter:
         self._changed_lock = threading.Lock()
         self._changed_groups: set[str] = set()  # whose watches fired since the last refresh took them
         self._between_s = 0.0  # how long the last refresh between ticks took
+        self._between_at = 0.0  # when it ended (monotonic)
         self.settle_s = min(interval_s, SETTLE_S)
         self._thread = threading.Thread(target=self._run, name="zkconsumer-exporter-refresh", daemon=True)
         client.add_listener(self._on_state)
@@ -118,12 +123,12 @@ class Exporter:
         """The first state published after `after_ms` (TimeoutError naming the last error if none comes)."""
         deadline = time.monotonic() + timeout_s
         with self._refreshed:
-            while self.view.state.at_ms <= after_ms:
+            while self._published.at_ms <= after_ms:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(f"no refresh within {timeout_s:g} s (last error: {self.last_error})")
                 self._refreshed.wait(left)
-            return self.view.state
+            return self._published
 
     def _on_state(self, state: KazooState) -> None:
         """kazoo's thread: connected or not; a lost session took its watches, so everything is re-read."""
@@ -141,28 +146,22 @@ class Exporter:
         of the groups whose watches fired (a commit) as soon as one fired, at least `settle_s` (and
         as long as the last such refresh took) after the last, whose samples take the place of
         their newest: a commit shows within about settle_s plus one such refresh, for the requests
-        the tick would have sent anyway (only what changed is read)."""
+        the tick would have sent anyway (only what changed is read). A tick samples the groups a
+        slice at a time (ClusterView.begin_tick) and serves such commits between its slices too."""
         next_tick = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()
-            on_tick = now >= next_tick
-            if on_tick:
+            if now >= next_tick:
                 next_tick = max(next_tick + self.interval_s, now)  # a refresh that overran skips ticks
-            self._changed.clear()  # a watch firing from here on is either read now or wakes the next
-            with self._changed_lock:
-                changed, self._changed_groups = self._changed_groups, set()
-            if on_tick:
                 self.refresh_once()
             else:
-                self.refresh_once(between_ticks=True, only=changed)
-                self._between_s = self._refresh_seconds
+                self._refresh_changed()
             # At least as long as the last such refresh took: they take half the thread's time at most.
             pause = max(self.settle_s, self._between_s)
             self._stop.wait(min(pause, max(0.0, next_tick - time.monotonic())))
-            if self._refresh_seconds > self.interval_s / 4 and not self._stop.is_set():
-                # Refreshes this long (every group's lines are rendered each time) would delay the
-                # ticks more than they speed up a commit (docs/runs.md, 1,000 groups of 100
-                # partitions): then a commit waits for the tick, as before.
+            if self._between_s > self.interval_s / 4 and not self._stop.is_set():
+                # Refreshes of one group this long would delay the ticks more than they speed up a
+                # commit: then a commit waits for the tick.
                 self._stop.wait(max(0.0, next_tick - time.monotonic()))
                 continue
             self._changed.wait(max(0.0, next_tick - time.monotonic()))
@@ -170,17 +169,21 @@ class Exporter:
     def refresh_once(self, *, between_ticks: bool = False, only: set[str] | None = None) -> None:
         """One refresh: read, judge, render; a failure is logged and counted, never raised.
         `between_ticks`, `only`: the groups' samples replace their newest, only these groups are
-        sampled (ClusterView.refresh)."""
+        sampled (ClusterView.refresh). Without `only`, every group, a slice at a time; commits whose
+        watches fired meanwhile are shown between two slices (no sooner than `settle_s` apart)."""
         began = time.monotonic()
         try:
-            if self._lost.is_set():
-                self._lost.clear()
-                self.view.invalidate()
-                self.registrations.invalidate()
-            state = self.view.refresh(between_ticks=between_ticks, only=only)
-            self.registrations.update(state.groups)
-            rendered = Exposition(families.render_view(state))
-            self.history.record(state.at_ms, {name: group.verdict for name, group in state.groups.items()})
+            self._forget_if_lost()
+            if only is not None:
+                state = self.view.refresh(between_ticks=between_ticks, only=only)
+            else:
+                state, slices = self.view.state, self.view.begin_tick()
+                for number, names in enumerate(slices):
+                    if number and self._changed.is_set() and time.monotonic() - self._between_at >= self._pause():
+                        self._refresh_changed(inside_tick=True)
+                    state = self.view.tick_slice(names, last=number == len(slices) - 1, between_ticks=between_ticks)
+                self.history.record(state.at_ms, {name: group.verdict for name, group in state.groups.items()})
+            self._publish(state)
         except Exception as exc:  # noqa: BLE001 - any failure of one refresh: the next one tries again
             self._failed += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
@@ -188,26 +191,57 @@ class Exporter:
             return
         finally:
             self._refresh_seconds = time.monotonic() - began
+
+    def _pause(self) -> float:
+        return max(self.settle_s, self._between_s)
+
+    def _refresh_changed(self, *, inside_tick: bool = False) -> None:
+        """Sample the groups whose watches fired since the last such refresh took them (if any)."""
+        self._changed.clear()  # a watch firing from here on is either read now or wakes the next
+        with self._changed_lock:
+            changed, self._changed_groups = self._changed_groups, set()
+        if not changed and not self._lost.is_set():
+            return
+        began = time.monotonic()
+        if inside_tick:  # the tick's own try: a failure fails the tick
+            self._publish(self.view.refresh(between_ticks=True, only=changed))
+        else:
+            self.refresh_once(between_ticks=True, only=changed)
+        self._between_at = time.monotonic()
+        self._between_s = self._between_at - began
+
+    def _forget_if_lost(self) -> None:
+        if self._lost.is_set():
+            self._lost.clear()
+            self.view.invalidate()
+            self.registrations.invalidate()
+
+    def _publish(self, state: ViewState) -> None:
+        """Render the state (only the groups whose state changed) and serve it."""
+        self.registrations.update(state.groups)
+        rendered = self._lines.exposition(state.groups)
         with self._refreshed:
             self._rendered = rendered
+            self._published = state
             self._requests = self.view.requests + self.registrations.requests
             self._ok += 1
             self.last_error = None
             self._refreshed.notify_all()
 
     def health(self) -> Health:
+        published = self._published
         return Health(
             connected=self._connected,
-            last_refresh_ms=self.view.state.at_ms,
+            last_refresh_ms=self._published.at_ms,
             refresh_seconds=self._refresh_seconds,
             refreshes_ok=self._ok,
             refreshes_failed=self._failed,
             zookeeper_requests=self._requests,
             log_end_reads=0 if self.log_ends is None else self.log_ends.batches,
-            groups=len(self.view.state.groups),
-            unreadable_groups=len(self.view.state.unreadable),
-            unseen_partitions=self.view.state.unseen_partitions,
-            expired_groups=len(self.view.state.expired),
+            groups=len(published.groups),
+            unreadable_groups=len(published.unreadable),
+            unseen_partitions=published.unseen_partitions,
+            expired_groups=len(published.expired),
             started_ms=self._started_ms,
         )
 
@@ -222,9 +256,9 @@ class Exporter:
                 rendered = self._rendered
             return 200, METRICS_TYPE, rendered.with_tail(families.render(families.health_families(self.health())))
         if path.split("?", 1)[0] == "/healthz":
-            ok = self._thread.is_alive() and self.view.state.at_ms > 0
+            ok = self._thread.is_alive() and self._published.at_ms > 0
             return (200 if ok else 503), "text/plain; charset=utf-8", (b"ok\n" if ok else b"not refreshed yet\n")
         asset = page.asset(path.split("?", 1)[0])
         if asset is not None:
             return asset
-        return api.answer(path, self.view.state, self.health_doc(), self.history, self.registrations.members)
+        return api.answer(path, self._published, self.health_doc(), self.history, self.registrations.members)

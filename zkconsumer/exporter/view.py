@@ -6,7 +6,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol
 
@@ -27,6 +27,11 @@ CONSUMERS = "/consumers"
 RETIRED_AFTER_S = 7 * 24 * 3600.0
 # A group with no member, no owner node and no commit for this long is left out (Burrow's expire-group).
 EXPIRE_GROUP_AFTER_S = 7 * 24 * 3600.0
+# A tick samples the groups a slice of about this many partitions at a time (by their last sample),
+# so that a commit between two slices is shown after one slice rather than the whole tick (at
+# 1,000 groups of 100 partitions a tick took 3 s: docs/performance.md). Each slice asks its own
+# log ends (one ListOffsets per leader): its commits are never newer than its log ends.
+SLICE_PARTITIONS = 2_000
 log = logging.getLogger(__name__)
 
 
@@ -119,6 +124,7 @@ class ClusterView:
         self._forgotten_requests = 0
         self.state = ViewState(0, {}, interval_s)
         self._at_ms = 0  # the last sample's time
+        self._tick = _Tick(first=True)  # the tick under way (or the last)
 
     @property
     def requests(self) -> int:
@@ -143,19 +149,68 @@ class ClusterView:
         `between_ticks`: a refresh sooner than the interval (a watch fired): each group's sample
         takes the place of its newest one, so the window keeps one sample per interval. `only`:
         sample just these groups (already watched ones: those whose watches fired), and their log
-        ends; every other group is published as the last refresh left it."""
-        names = self.group_names()
-        before = self.state
+        ends; every other group is published as the last refresh left it. Without `only`, a tick:
+        `begin_tick` and every slice of it in turn."""
         if only is not None:
-            return self._refresh_some([g for g in names if g in only and g in self._windows], before)
+            return self._refresh_some([g for g in self.group_names() if g in only and g in self._windows], self.state)
+        slices = self.begin_tick()
+        for number, names in enumerate(slices):
+            self.tick_slice(names, between_ticks=between_ticks, last=number == len(slices) - 1)
+        return self.state
+
+    def begin_tick(self) -> list[list[str]]:
+        """Start a refresh of every group: forget the groups gone (published at once), and give the
+        groups to sample in slices of about SLICE_PARTITIONS partitions each (by their last sample;
+        one slice at least, even of no group), each to be passed to `tick_slice` in turn."""
+        names = self.group_names()
         for gone in [g for g in self._watches if g not in names]:
             self._forgotten_requests += self._watches.pop(gone).requests
             self._windows.pop(gone, None)
             self._judged.pop(gone, None)
-        groups, expired, unreadable, ends, keys = self._sample(names, between_ticks)
-        reason = "no broker to ask" if self.log_ends is None else self.log_ends.reason
-        unseen = len(keys - ends.keys())
-        self.state = ViewState(self._at_ms, groups, self.interval_s, reason, unreadable, unseen, tuple(expired))
+        listed = set(names)
+        before = self.state
+        self.state = replace(
+            before,
+            groups={g: state for g, state in before.groups.items() if g in listed},
+            unreadable={g: why for g, why in before.unreadable.items() if g in listed},
+            expired=tuple(g for g in before.expired if g in listed),
+        )
+        self._tick = _Tick(first=True)
+        slices: list[list[str]] = [[]]
+        size = 0
+        for group in names:
+            window = self._windows.get(group)
+            partitions = 1 if window is None else max(1, window.partitions)
+            if slices[-1] and size + partitions > SLICE_PARTITIONS:
+                slices.append([])
+                size = 0
+            slices[-1].append(group)
+            size += partitions
+        return slices
+
+    def tick_slice(self, names: list[str], *, last: bool, between_ticks: bool = False) -> ViewState:
+        """Sample and judge one slice of the tick `begin_tick` started (its groups' nodes, then their
+        log ends, then the time); publish the state with them (the tick's totals at its `last`)."""
+        tick = self._tick
+        whole = tick.first and last  # one slice: the topics of no other slice to keep
+        groups, expired, unreadable, ends, keys = self._sample(names, between_ticks, some=not whole)
+        tick.first = False
+        tick.keys |= keys
+        tick.seen |= ends.keys()
+        tick.reason = tick.reason or ("no broker to ask" if self.log_ends is None else self.log_ends.reason)
+        if last and not whole:  # forget the topics no group of this tick wanted (no request for the others)
+            self._topic_nodes.read([znodes.topic_path(t) for t in sorted(tick.wanted)])
+        before = self.state
+        sampled = set(names)
+        self.state = ViewState(
+            self._at_ms,
+            {**{g: s for g, s in before.groups.items() if g not in sampled}, **groups},
+            self.interval_s,
+            tick.reason if last else before.log_ends_reason,
+            {**{g: e for g, e in before.unreadable.items() if g not in sampled}, **unreadable},
+            len(tick.keys - tick.seen) if last else before.unseen_partitions,
+            tuple(sorted([*(g for g in before.expired if g not in sampled), *expired])),
+        )
         return self.state
 
     def _refresh_some(self, names: list[str], before: ViewState) -> ViewState:
@@ -194,7 +249,9 @@ class ClusterView:
             problems: list[str] = []
             subscribed = subscribed_topics(group, nodes.members, all_topics, problems)
             wanted[group] = (set(nodes.topics) | subscribed, subscribed, problems)
-        topics = self._topics({t for topic_set, _, _ in wanted.values() for t in topic_set}, keep_others=some)
+        wanted_topics = {t for topic_set, _, _ in wanted.values() for t in topic_set}
+        self._tick.wanted |= wanted_topics
+        topics = self._topics(wanted_topics, keep_others=some)
         # Only partitions /brokers/topics lists: librdkafka fails a whole ListOffsets batch whose
         # leader lookup times out, which one offset node of a deleted topic would cause.
         keys = {(t, p) for t, topic in topics.items() for p in topic.partitions}
@@ -260,3 +317,15 @@ class ClusterView:
                 self._decoded[topic] = known
             out[topic] = Topic(known[1], stat.czxid)
         return out
+
+
+@dataclass
+class _Tick:
+    """A tick's totals across its slices: the partitions asked and answered, the topics wanted, the
+    first reason some log ends were missing."""
+
+    first: bool
+    keys: set[TopicPartition] = field(default_factory=set)
+    seen: set[TopicPartition] = field(default_factory=set)
+    wanted: set[str] = field(default_factory=set)
+    reason: str | None = None

@@ -135,6 +135,11 @@ class GroupWindow:
         self._number -= 1
         self.append(meta, records)
 
+    @property
+    def partitions(self) -> int:
+        """Partitions with runs in the window (what a tick's slice counts a group as)."""
+        return len(self._runs)
+
     def snapshot(self) -> WindowSnapshot:
         metas = tuple(self._metas)
         return WindowSnapshot(self._number - len(metas) + 1, metas, dict(self._runs), tuple(m.at_ms for m in metas))
