@@ -21,7 +21,11 @@ The last line per mode is machine-readable:
 members then set the matching zkconsumer.compat.version) instead (half each), twice: with the release
 linger (zkconsumer.release.linger.ms, default) and without it (0). Events cycle through join zkconsumer,
 join Scala, leave zkconsumer, leave Scala (the oldest of its kind; with --kills every other round of
-leaves is a kill -9, whose partitions move once its session expires). Per run:
+leaves is a kill -9, whose partitions move once its session expires). With --events-kind join the
+group is zkconsumer members and one Scala member, and the events alternate a Scala member joining
+and the oldest Scala member leaving, so each Scala joiner's share is taken mostly from ours (the
+finding of issue #51: ours linger before releasing to a joiner that has Scala's retry budget); its
+Scala members then run with Scala's own rebalance.max.retries and rebalance.backoff.ms. Per run:
   handovers     owner changes between two members, by kind (zk->scala, scala->zk, ...)
   stale         for each hand-over, the messages the new owner delivered below the offset committed
                 when it took over (a Scala member starting from an offset read before the old
@@ -33,13 +37,16 @@ leaves is a kill -9, whose partitions move once its session expires). Per run:
                 leave's "leaving X s"): count, median, max, and each value
   stranded      Scala members that gave up (ConsumerRebalanceFailedException, "can't rebalance after
                 N retries" in their log: they own nothing until /ids changes) within two retry budgets
-                of a hand-over from ours; gave_up counts every give-up (a stranded joiner the watchdog's
-                nudge recovered is still counted: it owned nothing meanwhile)
+                of a hand-over from ours, and Scala joiners that owned no partition in their whole
+                life (the bench's groups have more partitions than members: each has a share);
+                gave_up counts every give-up (a stranded joiner the watchdog's nudge recovered is
+                still counted: it owned nothing meanwhile)
+  joiner        zk->scala hand-overs to a Scala member that registered at the event it followed
 The last line is machine-readable:
   mixed=1 handovers_zk_scala=<n> stale_zk_scala=<n> stale_zk_scala_nolinger=<n> zk_reg_own_median_s=<x>
   scala_reg_own_median_s=<x> scala_reg_own_median_nolinger_s=<x> unowned_p99_s=<x> stale_handovers=<n>
   overlaps=<n> stranded=<n> gave_up=<n> handovers_zk_scala_lingered=<n> lingers=<n> linger_median_s=<x>
-  linger_max_s=<x> loadavg=<x> (from stale_handovers on: of the run with the linger; lingered: the
+  linger_max_s=<x> handovers_zk_to_scala_joiner=<n> loadavg=<x> (from stale_handovers on: of the run with the linger; lingered: the
   zk->scala hand-overs whose old owner logged a linger within a Scala retry budget before the node went)
 """
 
@@ -159,6 +166,14 @@ def run_mode(cluster: LocalCluster, incremental: bool, args: argparse.Namespace,
 
 
 def mixed_events(env: ChaosEnv, args: argparse.Namespace) -> None:
+    if args.events_kind == "join":
+        for i in range(args.events):
+            if i % 2 == 0:
+                sc.join_members(env, 1, "scala")
+            else:
+                sc.leave_member(env, next(m for m in env.live if m.kind == "scala"))
+            time.sleep(args.dwell)
+        return
     for i in range(args.events):
         kind = ("process", "scala")[i % 2]
         if (i // 2) % 2 == 0:
@@ -256,18 +271,51 @@ def give_ups_in(lines: list[str]) -> list[float]:
     return out
 
 
+def joiner_handovers(h: History, kinds: dict[str, str]) -> int:
+    """zk->scala hand-overs in the judged window whose new owner registered after the last event
+    before the hand-over: a Scala member that was joining, not one already in the group."""
+    events = sorted(n.at for n in h.notes if n.kind == "fault")
+    registered: dict[str, float] = {}
+    for inc in h.incarnations:
+        registered[inc.member] = min(inc.start, registered.get(inc.member, inc.start))
+    count = 0
+    for before, after in consecutive_spans(h):
+        if before.member == after.member or not h.since <= after.start <= h.until:
+            continue
+        if kinds.get(before.member) != "zk" or kinds.get(after.member) != "scala":
+            continue
+        event = max((at for at in events if at <= after.start), default=None)
+        count += event is not None and event <= registered.get(after.member, -1.0) <= after.start
+    return count
+
+
+def owned_nothing(h: History, kinds: dict[str, str]) -> set[str]:
+    """Scala members that registered in the judged window and never held an owner node in that life."""
+    out = set()
+    for inc in h.incarnations:
+        if kinds.get(inc.member) != "scala" or not h.since <= inc.start <= h.until:
+            continue
+        end = h.until if inc.end is None else inc.end
+        if not any(s.member == inc.member and inc.start <= s.start <= end for s in h.spans):
+            out.add(inc.member)
+    return out
+
+
 def stranded_joiners(
     h: History, kinds: dict[str, str], give_ups: dict[str, list[float]], budget_s: float
 ) -> tuple[int, int]:
     """(stranded, gave_up) in the judged window: every Scala give-up (`give_ups`: Scala member ->
-    when), and those within two retry budgets of a hand-over from ours (an owner node of a
-    zkconsumer member ended by its own delete or by a clean leave's close, not by an expiry)."""
+    when); stranded, the Scala members that gave up within two retry budgets of a hand-over from
+    ours (an owner node of a zkconsumer member ended by its own delete or by a clean leave's close,
+    not by an expiry), together with the Scala joiners that never owned a partition (owned_nothing),
+    each member counted once."""
     released = [
         s.end
         for s in h.spans
         if kinds.get(s.member) == "zk" and s.end is not None and s.ended_by not in ("expiry", "deleted-by-other")
     ]
-    gave_up = stranded = 0
+    gave_up = 0
+    stranded = owned_nothing(h, kinds)
     for member, times in give_ups.items():
         if kinds.get(member) != "scala":
             continue
@@ -275,8 +323,9 @@ def stranded_joiners(
             if not h.since <= at <= h.until:
                 continue
             gave_up += 1
-            stranded += any(at - 2 * budget_s <= end <= at for end in released)
-    return stranded, gave_up
+            if any(at - 2 * budget_s <= end <= at for end in released):
+                stranded.add(member)
+    return len(stranded), gave_up
 
 
 def handover_lingers(
@@ -314,13 +363,16 @@ def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, w
             "zkconsumer.release.linger.ms": linger_ms,
             "zkconsumer.compat.version": COMPAT_VERSION[args.scala_release],
         },
+        # The joiner case is about Scala's own retry budget (4 attempts 2 s apart in 0.8.2..1.1).
+        scala_extra={"rebalance.max.retries": 4, "rebalance.backoff.ms": 2000} if args.events_kind == "join" else {},
     )
     topic = f"{TOPIC}-{mode}"
     env = ChaosEnv(cluster, f"handover-{mode}", {topic: args.partitions}, workdir / mode, settings)
     try:
         env.start()
         env.join(args.members // 2, "process")
-        env.join(args.members - args.members // 2, "scala")  # type: ignore[arg-type]
+        scala = 1 if args.events_kind == "join" else args.members - args.members // 2
+        env.join(scala, "scala")  # type: ignore[arg-type]
         env.settle("start", dwell=3.0)
         mixed_events(env, args)
         report = env.finish()
@@ -369,6 +421,7 @@ def run_mixed(cluster: LocalCluster, linger_ms: int, args: argparse.Namespace, w
         "linger_max_s": max(values, default=0.0),
         "stale_handovers": sum(1 for _, n, _ in changes if n),
         "handovers_zk_scala_lingered": len(waited),
+        "handovers_zk_to_scala_joiner": joiner_handovers(h, kinds),
     }
     for pair in ("zk->scala", "scala->zk", "zk->zk", "scala->scala"):
         key = pair.replace("->", "_")
@@ -400,11 +453,11 @@ def print_mixed(results: dict[int, dict[str, float]]) -> None:
                 f"{linger:>6}ms{kind:>8}{r[kind + '_joins']:>7.0f}{r[kind + '_reg_own_median_s']:>13.2f}s"
                 f"{r[kind + '_reg_own_p95_s']:>7.2f}s{r['unowned_p99_s']:>12.2f}s{r['overlaps']:>10.0f}"
             )
-    print(f"\n{'linger':>8}{'lingers':>9}{'median':>8}{'max':>7}{'gave up':>9}{'stranded':>10}")
+    print(f"\n{'linger':>8}{'lingers':>9}{'median':>8}{'max':>7}{'gave up':>9}{'stranded':>10}{'to joiner':>11}")
     for linger, r in results.items():
         print(
             f"{linger:>6}ms{r['lingers']:>9.0f}{r['linger_median_s']:>7.1f}s{r['linger_max_s']:>6.1f}s"
-            f"{r['gave_up']:>9.0f}{r['stranded']:>10.0f}"
+            f"{r['gave_up']:>9.0f}{r['stranded']:>10.0f}{r['handovers_zk_to_scala_joiner']:>11.0f}"
         )
     on, off = (results[k] for k in sorted(results, reverse=True))
     print(
@@ -416,7 +469,8 @@ def print_mixed(results: dict[int, dict[str, float]]) -> None:
         f"overlaps={on['overlaps']:.0f} stranded={on['stranded']:.0f} gave_up={on['gave_up']:.0f} "
         f"handovers_zk_scala_lingered={on['handovers_zk_scala_lingered']:.0f} "
         f"lingers={on['lingers']:.0f} linger_median_s={on['linger_median_s']:.3f} "
-        f"linger_max_s={on['linger_max_s']:.3f} loadavg={os.getloadavg()[0]:.2f}"
+        f"linger_max_s={on['linger_max_s']:.3f} "
+        f"handovers_zk_to_scala_joiner={on['handovers_zk_to_scala_joiner']:.0f} loadavg={os.getloadavg()[0]:.2f}"
     )
 
 
@@ -430,6 +484,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--mixed", action="store_true", help="zkconsumer and Scala 1.1.1 members, linger on/off")
     parser.add_argument("--linger-ms", type=int, default=1000, help="release linger of the --mixed run with it")
+    parser.add_argument(
+        "--events-kind",
+        choices=("churn", "join"),
+        default="churn",
+        help="--mixed: churn (joins and leaves of both kinds) or join (Scala members join a group of ours)",
+    )
     parser.add_argument(
         "--kills", action="store_true", help="--mixed: every other round of leaves is a kill -9 (no commit)"
     )

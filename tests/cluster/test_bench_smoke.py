@@ -99,7 +99,7 @@ def test_mixed_handover_benchmark_smoke(tmp_path: Path) -> None:
         r"mixed=1 handovers_zk_scala=(\d+) stale_zk_scala=\d+ stale_zk_scala_nolinger=\d+ "
         r"zk_reg_own_median_s=\d+\.\d+ scala_reg_own_median_s=\d+\.\d+ "
         r"scala_reg_own_median_nolinger_s=\d+\.\d+ unowned_p99_s=\d+\.\d+ stale_handovers=\d+ overlaps=\d+ "
-        r"stranded=\d+ gave_up=\d+ handovers_zk_scala_lingered=\d+ lingers=\d+ linger_median_s=\d+\.\d+ linger_max_s=\d+\.\d+ loadavg=\d+\.\d+",
+        r"stranded=\d+ gave_up=\d+ handovers_zk_scala_lingered=\d+ lingers=\d+ linger_median_s=\d+\.\d+ linger_max_s=\d+\.\d+ handovers_zk_to_scala_joiner=\d+ loadavg=\d+\.\d+",
         last,
     )
     assert found, last

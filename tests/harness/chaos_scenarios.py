@@ -50,6 +50,7 @@ class ChaosSettings:
     member_nice: int | None = None  # nice value of member processes (None: the driver's own)
     scala_release: str = "1.1.1"  # the release of Scala members (harness.scala.RELEASES)
     extra: dict[str, object] = field(default_factory=dict)
+    scala_extra: dict[str, object] = field(default_factory=dict)  # over props(), for Scala members only
 
     def props(self, zookeeper: str, group: str) -> dict[str, object]:
         return {
@@ -194,7 +195,7 @@ class ChaosEnv:
             member = ScalaChaosMember(
                 zookeeper,
                 self.group,
-                props,
+                {**props, **self.settings.scala_extra},
                 streams,
                 self.workdir,
                 f"member-{next(self._names)}",

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from harness.chaos_history import History, Span
+from harness.chaos_history import History, Incarnation, Note, Span
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "handover.py"
 
@@ -22,7 +22,7 @@ def load() -> ModuleType:
 
 
 bench = load()
-KINDS = {"g_zk1": "zk", "g_zk2": "zk", "g_sc1": "scala", "g_sc2": "scala"}
+KINDS = {"g_zk1": "zk", "g_zk2": "zk", "g_sc1": "scala", "g_sc2": "scala", "g_sc3": "scala"}
 
 
 def history(*spans: Span) -> History:
@@ -81,3 +81,46 @@ def test_each_hand_over_to_a_scala_member_is_paired_with_its_old_owners_linger()
     )
     lingers = {"g_zk1": [7.0, 9.0, 49.5], "g_zk2": [10.0]}  # the last linger before the node went counts
     assert bench.handover_lingers(h, KINDS, lingers, 6.0) == [1.0, None]
+
+
+def joins() -> History:
+    """g_sc2 stands in the group; g_sc1 joins at 20 and takes a partition from ours; g_sc3 joins at
+    40 and never owns one (its give-up at 47 is 7 s after ours released at 40.5)."""
+    h = history(
+        Span("t", 0, "g_zk1-0", 1, 1.0, 22.0, "delete"),
+        Span("t", 0, "g_sc1-0", 2, 22.1, 39.0, "close"),  # zk -> the joiner
+        Span("t", 1, "g_zk2-0", 3, 1.0, 22.0, "delete"),
+        Span("t", 1, "g_sc2-0", 4, 22.2, None),  # zk -> a Scala member already in the group
+        Span("t", 2, "g_sc2-0", 5, 1.0, 22.0, "delete"),
+        Span("t", 2, "g_sc1-0", 6, 22.3, 39.0, "close"),  # scala -> the joiner: not from ours
+        Span("t", 3, "g_zk1-0", 7, 1.0, 40.5, "delete"),
+        Span("t", 3, "g_zk2-0", 8, 50.0, None),  # the stranded joiner's partition, re-claimed by ours
+    )
+    h.incarnations = [
+        Incarnation("g_zk1", 1, 0.5),
+        Incarnation("g_zk2", 2, 0.5),
+        Incarnation("g_sc2", 3, 0.6),
+        Incarnation("g_sc1", 4, 20.5, 39.0, "close"),
+        Incarnation("g_sc3", 5, 40.2),
+    ]
+    h.notes = [Note("fault", None, 20.0, "1 join"), Note("fault", None, 40.0, "1 join")]
+    return h
+
+
+def test_a_hand_over_from_ours_to_a_member_registered_at_its_event_is_a_joiner_hand_over() -> None:
+    h = joins()
+    assert bench.joiner_handovers(h, KINDS) == 1
+    # Registered before the event: a member already in the group, not a joiner.
+    h.incarnations[3] = Incarnation("g_sc1", 4, 19.5, 39.0, "close")
+    assert bench.joiner_handovers(h, KINDS) == 0
+
+
+def test_a_scala_joiner_that_never_owned_a_partition_is_stranded_once() -> None:
+    h = joins()
+    assert bench.owned_nothing(h, KINDS) == {"g_sc3"}
+    assert bench.stranded_joiners(h, KINDS, {}, 6.0) == (1, 0)
+    # Its give-up after ours released is the same stranded joiner, not a second one.
+    assert bench.stranded_joiners(h, KINDS, {"g_sc3": [47.0]}, 6.0) == (1, 1)
+    # Once it owns a partition it is no longer stranded (and its give-up is too late to be ours).
+    h.spans.append(Span("t", 3, "g_sc3-0", 9, 41.0, None))
+    assert bench.stranded_joiners(h, KINDS, {"g_sc3": [60.0]}, 6.0) == (0, 1)
