@@ -145,7 +145,7 @@ def finish_query(outcome: Outcome, query: Any) -> None:
     query.stop()
 
 
-def rolling(spark: Any, cluster: LocalCluster, folder: Path, args: argparse.Namespace) -> Outcome:
+def rolling(spark: Any, cluster: LocalCluster, folder: Path) -> Outcome:
     """A rolling restart of every broker under a running query: produced before, while each broker is
     down and after it is back; the query must live through it and read every row once."""
     outcome, topic = Outcome("rolling"), "trouble-rolling"
@@ -172,7 +172,7 @@ def rolling(spark: Any, cluster: LocalCluster, folder: Path, args: argparse.Name
     return outcome
 
 
-def timestamp(spark: Any, cluster: LocalCluster, folder: Path, args: argparse.Namespace) -> Outcome:
+def timestamp(spark: Any, cluster: LocalCluster, folder: Path) -> Outcome:
     """startingTimestamp while partition 0's leader was just killed: the first look-ups meet an election
     (the controller elects anew once the dead broker's ZooKeeper session expires). Rows stamped before
     the time must not be read, every later one once."""
@@ -221,9 +221,9 @@ def produce_to(address: str, topic: str, partition: int, numbers: range) -> set[
     return acked
 
 
-def offline(spark: Any, cluster: LocalCluster, folder: Path, args: argparse.Namespace) -> Outcome:
+def offline(spark: Any, cluster: LocalCluster, folder: Path, down_seconds: float) -> Outcome:
     """Partition 0 lives only on one broker, partition 1 only on another; the first is down for
-    --down-seconds: no replica to elect, so partition 0 has no leader at all. Partition 1 must be read
+    `down_seconds`: no replica to elect, so partition 0 has no leader at all. Partition 1 must be read
     meanwhile, the query must live (the bound, unreadablePartitionTimeoutMs, is 5 minutes), and
     partition 0 must be read once its broker is back."""
     outcome, topic = Outcome("offline"), "trouble-offline"
@@ -246,7 +246,7 @@ def offline(spark: Any, cluster: LocalCluster, folder: Path, args: argparse.Name
         wanted_p1 = 50  # 20 before, 30 while partition 0 is offline
         wait_until(lambda: source_end(query).get(1) == wanted_p1, 90, "partition 1 read meanwhile", query)
         outcome.notes.append(f"partition 1 read to its end {time.monotonic() - began:.0f} s into the outage")
-        while time.monotonic() - began < args.down_seconds:
+        while time.monotonic() - began < down_seconds:
             if query.exception() is not None:
                 raise ScenarioFailed(f"the query failed with partition 0 offline: {query.exception()}")
             time.sleep(1)
@@ -278,10 +278,10 @@ def crashed_run_nodes(cluster: LocalCluster, group: str, topic: str) -> Any:
     return ghost
 
 
-def available_now(spark: Any, cluster: LocalCluster, folder: Path, args: argparse.Namespace, *, stuck: bool) -> Outcome:
-    """An AvailableNow run beside a crashed run's live nodes. Released after `--hold` s: the run must
-    then read every row once and succeed. `stuck`: never released while the run lives: it must fail
-    by name, with nothing in the sink."""
+def available_now(spark: Any, cluster: LocalCluster, folder: Path, *, hold: float, stuck: bool = False) -> Outcome:
+    """An AvailableNow run beside a crashed run's live nodes, released `hold` s after the run's member
+    joined: the run must then read every row once and succeed. `stuck`: `hold` is past the run's wait
+    bound, so it must fail by name while the nodes live, with nothing in the sink."""
     name = "available-stuck" if stuck else "available"
     outcome, topic = Outcome(name), f"trouble-{name}"
     cluster.create_topic(topic, 1)
@@ -295,8 +295,7 @@ def available_now(spark: Any, cluster: LocalCluster, folder: Path, args: argpars
         ids = znodes.ids_path(topic)
         wait_until(lambda: len(ghost.get_children(ids)) == 2, 180, "the run's member to join beside the dead one")
         joined = time.monotonic()
-        bound = args.stuck_wait if stuck else args.hold
-        while time.monotonic() - joined < bound and query.isActive:
+        while time.monotonic() - joined < hold and query.isActive:
             time.sleep(0.5)
         waited = time.monotonic() - joined
         if not query.isActive:
@@ -344,13 +343,14 @@ def run(name: str, spark: Any, cluster: LocalCluster, workdir: Path, args: argpa
     load = os.getloadavg()[0]
     print(f"{name}: started (load average {load:.2f})", flush=True)
     if name == "rolling":
-        outcome = rolling(spark, cluster, folder, args)
+        outcome = rolling(spark, cluster, folder)
     elif name == "timestamp":
-        outcome = timestamp(spark, cluster, folder, args)
+        outcome = timestamp(spark, cluster, folder)
     elif name == "offline":
-        outcome = offline(spark, cluster, folder, args)
+        outcome = offline(spark, cluster, folder, args.down_seconds)
     else:
-        outcome = available_now(spark, cluster, folder, args, stuck=name == "available-stuck")
+        stuck = name == "available-stuck"
+        outcome = available_now(spark, cluster, folder, hold=args.stuck_wait if stuck else args.hold, stuck=stuck)
     outcome.seconds = time.monotonic() - began
     outcome.notes.append(f"load {load:.2f}")
     verdict = "FAILED: " + "; ".join(outcome.failures) if outcome.failures else "ok"
