@@ -7,7 +7,7 @@ Scenarios (each its own topic, group and parquet query; the sink's committed row
 log's messages, whose values carry the sequence numbers `<topic>-<i>` produced):
 
   rolling      a rolling restart of all three brokers (one at a time, gracefully) while the query runs
-  timestamp    a query started with startingTimestamp while a partition's leader was just killed (kill -9):
+  timestamp    a query started with startingTimestamp; partition 0's leader killed (kill -9) as its member joins:
                the timestamp look-ups meet the election; rows stamped before the time must not be read
   offline      one partition's only broker down for --down-seconds (default 60): the other partition is
                read meanwhile, the query lives on, and every row is read once the broker is back
@@ -102,12 +102,15 @@ class ScenarioFailed(Exception):
     """A scenario's expectation broke; the message says which."""
 
 
-def reader(spark: Any, cluster: LocalCluster, group: str, topic: str, **options: object) -> Any:
+def reader(spark: Any, cluster: LocalCluster, folder: Path, topic: str, **options: object) -> Any:
+    """The source over `topic`, in the group of the same name, told the query's checkpoint (as docs/spark.md
+    asks: its stop then commits the last batch the sink completed)."""
     load = (
         spark.readStream.format("zkconsumer")
         .option("zookeeper.connect", cluster.zookeeper_connect)
-        .option("group.id", group)
+        .option("group.id", topic)
         .option("topics", topic)
+        .option("checkpointLocation", str(folder / "checkpoint"))
     )
     for key, value in {**FAST, **options}.items():
         load = load.option(key, str(value))
@@ -151,7 +154,7 @@ def rolling(spark: Any, cluster: LocalCluster, folder: Path) -> Outcome:
     outcome, topic = Outcome("rolling"), "trouble-rolling"
     cluster.create_topic(topic, 4)
     sent = kafka.produce_numbered(cluster.bootstrap_servers, topic, 80, partitions=4)
-    query = parquet_query(reader(spark, cluster, topic, topic, startingOffsets="earliest"), folder)
+    query = parquet_query(reader(spark, cluster, folder, topic, startingOffsets="earliest"), folder)
     try:
         wait_until(lambda: source_end(query) == log_ends(cluster, topic), 120, "the first rows", query)
         for broker in cluster.brokers:
@@ -173,7 +176,7 @@ def rolling(spark: Any, cluster: LocalCluster, folder: Path) -> Outcome:
 
 
 def timestamp(spark: Any, cluster: LocalCluster, folder: Path) -> Outcome:
-    """startingTimestamp while partition 0's leader was just killed: the first look-ups meet an election
+    """startingTimestamp, partition 0's leader killed as the member joins: the first look-ups meet an election
     (the controller elects anew once the dead broker's ZooKeeper session expires). Rows stamped before
     the time must not be read, every later one once."""
     outcome, topic = Outcome("timestamp"), "trouble-timestamp"
@@ -183,12 +186,21 @@ def timestamp(spark: Any, cluster: LocalCluster, folder: Path) -> Outcome:
     since_ms = int(time.time() * 1000)
     time.sleep(0.5)
     after = kafka.produce_numbered(cluster.bootstrap_servers, topic, 60, partitions=3, start=60)
-    killed = cluster.kill_partition_leader(topic, 0)
-    outcome.notes.append(f"broker {killed} (leader of partition 0) killed just before the start")
-    df = reader(spark, cluster, topic, topic, startingTimestamp=since_ms)
+    df = reader(spark, cluster, folder, topic, startingTimestamp=since_ms)
     query = parquet_query(df, folder)
+    zk = cluster.zk_client()
     try:
-        time.sleep(3)  # the query's start (its timestamp look-ups) meets the partitions without a leader
+        # Killed as the query's member joins: its claim and the timestamp look-ups that follow meet
+        # the partition without a live leader until the controller elects one (the dead broker's
+        # ZooKeeper session, 6 s, must expire first).
+        wait_until(
+            lambda: zk.exists(znodes.ids_path(topic)) and zk.get_children(znodes.ids_path(topic)),
+            180,
+            "the query's member to join",
+            query,
+        )
+        killed = cluster.kill_partition_leader(topic, 0)
+        outcome.notes.append(f"broker {killed} (leader of partition 0) killed as the query's member joined")
         after += kafka.produce_numbered(cluster.bootstrap_servers, topic, 60, partitions=3, start=120)
         time.sleep(12)
         cluster.restart_broker(killed)
@@ -198,7 +210,12 @@ def timestamp(spark: Any, cluster: LocalCluster, folder: Path) -> Outcome:
     except ScenarioFailed as exc:
         outcome.failures.append(str(exc))
     finally:
+        zk.stop()
+        zk.close()
         finish_query(outcome, query)
+        for broker in cluster.brokers:
+            if not broker.process.running:
+                cluster.restart_broker(broker.broker_id)
     check_sink(outcome, cluster, topic, folder, {m.value for m in after})
     return outcome
 
@@ -236,7 +253,7 @@ def offline(spark: Any, cluster: LocalCluster, folder: Path, down_seconds: float
         zk.close()
     kafka.wait_for_leaders(cluster.bootstrap_servers, topic, 2, 60)
     sent = {m.value for m in kafka.produce_numbered(cluster.bootstrap_servers, topic, 40, partitions=2)}
-    df = reader(spark, cluster, topic, topic, startingOffsets="earliest", **{"fetchOffset.retryIntervalMs": 200})
+    df = reader(spark, cluster, folder, topic, startingOffsets="earliest", **{"fetchOffset.retryIntervalMs": 200})
     query = parquet_query(df, folder)
     try:
         wait_until(lambda: source_end(query) == log_ends(cluster, topic), 120, "the first rows", query)
@@ -290,7 +307,7 @@ def available_now(spark: Any, cluster: LocalCluster, folder: Path, *, hold: floa
     query = None
     try:
         query = parquet_query(
-            reader(spark, cluster, topic, topic, startingOffsets="earliest"), folder, available_now=True
+            reader(spark, cluster, folder, topic, startingOffsets="earliest"), folder, available_now=True
         )
         ids = znodes.ids_path(topic)
         wait_until(lambda: len(ghost.get_children(ids)) == 2, 180, "the run's member to join beside the dead one")
@@ -311,7 +328,10 @@ def available_now(spark: Any, cluster: LocalCluster, folder: Path, *, hold: floa
         ghost.close()
     if query is None:
         return outcome
-    ended = query.awaitTermination(180)
+    try:
+        ended = query.awaitTermination(180)
+    except Exception:  # noqa: BLE001 - PySpark raises the query's own failure here; exception() says it
+        ended = True
     error = query.exception()
     outcome.said = (
         f"failed: {str(error).splitlines()[0][:200]}"
