@@ -137,11 +137,19 @@ def check_sink(outcome: Outcome, cluster: LocalCluster, topic: str, folder: Path
             outcome.failures.append(f"{count} rows {what}")
 
 
+def spark_said(error: Any) -> str:
+    """A query's failure in one line: the line naming our error (Spark wraps a Python source's
+    exception in its own message and traceback), else Spark's first line."""
+    lines = str(error).splitlines() or [""]
+    ours = [ln for ln in lines if ln.startswith("zkconsumer.")]
+    return f"failed: {(ours[-1] if ours else lines[0])[:240]}"
+
+
 def finish_query(outcome: Outcome, query: Any) -> None:
     """Stop a running query, recording what Spark said; a query that died is a failure."""
     error = query.exception()
     if error is not None:
-        outcome.said = f"failed: {str(error).splitlines()[0][:200]}"
+        outcome.said = spark_said(error)
         outcome.failures.append("the query failed")
     else:
         outcome.said = "active, no exception" if query.isActive else "ended, no exception"
@@ -333,11 +341,7 @@ def available_now(spark: Any, cluster: LocalCluster, folder: Path, *, hold: floa
     except Exception:  # noqa: BLE001 - PySpark raises the query's own failure here; exception() says it
         ended = True
     error = query.exception()
-    outcome.said = (
-        f"failed: {str(error).splitlines()[0][:200]}"
-        if error is not None
-        else ("succeeded" if ended else "still running")
-    )
+    outcome.said = spark_said(error) if error is not None else ("succeeded" if ended else "still running")
     if not ended:
         outcome.failures.append("the run did not end")
         query.stop()
