@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -23,6 +24,7 @@ def load_script() -> ModuleType:
     spec = importlib.util.spec_from_file_location("spark_trouble", ROOT / "scripts" / "bench" / "spark_trouble.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
