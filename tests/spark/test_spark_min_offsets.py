@@ -9,6 +9,7 @@ from datetime import datetime
 import pytest
 from spark_helpers import source_end, wait_until
 
+from harness.spark_sink import parquet_query
 from zkconsumer.testing import kafka
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(600)]
@@ -21,13 +22,7 @@ def test_a_trigger_waits_for_min_offsets_until_the_delay_passes(
     cluster.create_topic(topic, 2)
     kafka.produce_numbered(cluster.bootstrap_servers, topic, 10, partitions=2)
     df = stream_reader(group_id, topic, startingOffsets="earliest", minOffsetsPerTrigger="40", maxTriggerDelay="60s")
-    query = (
-        df.writeStream.format("parquet")
-        .option("path", str(tmp_path / "out"))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(processingTime="500 milliseconds")
-        .start()
-    )
+    query = parquet_query(df, tmp_path)
 
     def total() -> int:
         return sum((source_end(query) or {}).values())

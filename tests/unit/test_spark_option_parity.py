@@ -13,7 +13,8 @@ from test_spark_task_read import Msg
 
 from zkconsumer.spark.kafka_read import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, SCHEMA, to_record_batch
 from zkconsumer.spark.offsets import OffsetRange, split
-from zkconsumer.spark.options import OptionError, explicit_offsets, parse_options, wants_headers
+from zkconsumer.spark.options import OptionError, parse_options, wants_headers
+from zkconsumer.spark.position_options import explicit_offsets
 from zkconsumer.spark.refused_options import INSTEAD, refusals
 from zkconsumer.spark.source import ZkConsumerDataSource
 from zkconsumer.spark.stream_reader import ZkStreamReader

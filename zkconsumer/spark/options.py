@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -12,7 +11,8 @@ from zkconsumer.consumer.fetcher import FetchSettings
 from zkconsumer.coordinator.subscription import Blacklist, TopicFilter, Whitelist, validate_topic
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.spark.broker_trouble import DEFAULT_UNREADABLE_TIMEOUT_MS
-from zkconsumer.spark.offsets import EARLIEST, Key, parse_key
+from zkconsumer.spark.offsets import EARLIEST
+from zkconsumer.spark.position_options import partition_times, pinned_partitions, position_spec
 from zkconsumer.spark.refused_options import outside_subscription, refusals
 from zkconsumer.spark.triggers import DEFAULT_MAX_TRIGGER_DELAY_MS, duration_ms
 
@@ -98,51 +98,6 @@ def _int(options: Mapping[str, str], key: str, default: int | None, minimum: int
     if value < minimum:
         raise OptionError(f"option {key!r} must be >= {minimum}, not {value}")
     return value
-
-
-def explicit_offsets(doc: object) -> dict[Key, int] | None:
-    """Offsets JSON in either shape, ours {"topic/0": 42} or Spark's {"topic": {"0": 42}} (both may be
-    mixed in one object) -> {(topic, partition): offset}; None if it is neither. A partition given
-    twice (once in each shape) must have one offset."""
-    if not isinstance(doc, dict):
-        return None
-    out: dict[Key, int] = {}
-    try:
-        for name, value in doc.items():
-            if isinstance(value, dict):  # Spark's shape: topic -> {"partition": offset}
-                entries = [((str(name), _partition(p)), v) for p, v in value.items()]
-            else:
-                entries = [(parse_key(str(name)), value)]
-            for k, v in entries:
-                if isinstance(v, bool) or not isinstance(v, int) or out.setdefault(k, v) != v:
-                    return None
-    except ValueError:
-        return None
-    return out
-
-
-def _partition(text: object) -> int:
-    if not isinstance(text, str) or not text.isdigit():
-        raise ValueError(f"bad partition {text!r}")
-    return int(text)
-
-
-def _position_spec(raw: str | None, key: str, default: str) -> tuple[str, dict[tuple[str, int], int]]:
-    """earliest | latest | JSON {"topic/partition": offset} or {"topic": {"partition": offset}}
-    -> (fallback, explicit offsets)."""
-    text = (raw if raw is not None else default).strip()
-    if text.lower() in ("earliest", "latest"):
-        return text.lower(), {}
-    try:
-        explicit = explicit_offsets(json.loads(text))
-    except ValueError:
-        explicit = None
-    if explicit is None or any(v < EARLIEST for v in explicit.values()):
-        raise OptionError(
-            f'option {key!r} must be earliest, latest or a JSON object like {{"topic/0": 42}} or '
-            f'{{"topic": {{"0": 42}}}} (-2 earliest, -1 latest), not {text!r}'
-        )
-    return default, explicit
 
 
 @dataclass(frozen=True)
@@ -272,8 +227,18 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
             raise OptionError(f"option {chosen[0]!r}: {exc}") from None
     # Streams default to the legacy auto.offset.reset (largest -> latest); batch reads to earliest.
     default_start = ("earliest" if config.auto_offset_reset == "smallest" else "latest") if streaming else "earliest"
-    starting, starting_explicit = _position_spec(opts.get("startingoffsets"), "startingOffsets", default_start)
-    ending, ending_explicit = _position_spec(opts.get("endingoffsets"), "endingOffsets", "latest")
+    try:
+        starting, starting_explicit = position_spec(opts.get("startingoffsets"), "startingOffsets", default_start)
+        ending, ending_explicit = position_spec(opts.get("endingoffsets"), "endingOffsets", "latest")
+        starting_by_time = partition_times(opts.get("startingoffsetsbytimestamp"), "startingOffsetsByTimestamp")
+        ending_by_time = partition_times(opts.get("endingoffsetsbytimestamp"), "endingOffsetsByTimestamp")
+        partitions = pinned_partitions(opts["partitions"]) if "partitions" in opts else None
+    except ValueError as exc:  # the parsers name the option and the value
+        raise OptionError(str(exc)) from None
+    if partitions is not None and streaming:
+        raise OptionError(
+            "option 'partitions' applies to batch reads (spark.read) only: a stream reads what the group assigns it"
+        )
     if streaming and "endingoffsets" in opts:
         raise OptionError("option 'endingOffsets' applies to batch reads (spark.read) only")
     if ending == "earliest" and not ending_explicit:
@@ -289,8 +254,6 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         raise OptionError(f"option 'maxTriggerDelay': {exc}") from None
     if "maxtriggerdelay" in opts and "minoffsetspertrigger" not in opts:
         raise OptionError("option 'maxTriggerDelay' applies only with 'minOffsetsPerTrigger' (as in Spark)")
-    starting_by_time = _times(opts.get("startingoffsetsbytimestamp"), "startingOffsetsByTimestamp")
-    ending_by_time = _times(opts.get("endingoffsetsbytimestamp"), "endingOffsetsByTimestamp")
     if streaming and ("endingtimestamp" in opts or ending_by_time):
         raise OptionError(
             "options 'endingTimestamp' and 'endingOffsetsByTimestamp' apply to batch reads (spark.read) only"
@@ -298,7 +261,6 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise OptionError(f"option 'startingOffsetsByTimestampStrategy' must be error or latest, not {strategy!r}")
-    partitions = _partitions(opts.get("partitions"), streaming)
     checkpoint = opts.get("checkpointlocation", "").strip() or None
     if checkpoint is not None and not streaming:
         raise OptionError("option 'checkpointLocation' applies to streaming reads only (the query's checkpoint)")
@@ -364,39 +326,3 @@ def _check_offsets_storage(config: ConsumerConfig, streaming: bool) -> None:
             "reads and the ingest job read and commit the group's ZooKeeper offsets; remove offsets.storage "
             "and dual.commit.enabled here"
         )
-
-
-def _times(raw: str | None, key: str) -> dict[tuple[str, int], int]:
-    """Spark's {"topic": {"partition": timestamp ms}} (or ours, {"topic/partition": ms}) -> {key: ms}."""
-    if raw is None:
-        return {}
-    try:
-        times = explicit_offsets(json.loads(raw))
-    except ValueError:
-        times = None
-    if times is None or not times or any(v < 0 for v in times.values()):
-        raise OptionError(
-            f'option {key!r} must be a JSON object like {{"topic": {{"0": 1700000000000}}}} of timestamps '
-            f"(ms since the epoch, >= 0), not {raw!r}"
-        )
-    return times
-
-
-def _partitions(raw: str | None, streaming: bool) -> frozenset[tuple[str, int]] | None:
-    """ "orders/0,orders/3" -> {("orders", 0), ("orders", 3)}: a batch read of exactly these partitions
-    (the ingest job pins its plan with it, so a partition added meanwhile is not read unrecorded)."""
-    if raw is None:
-        return None
-    if streaming:
-        raise OptionError(
-            "option 'partitions' applies to batch reads (spark.read) only: a stream reads what the group assigns it"
-        )
-    keys = set()
-    for item in (i.strip() for i in raw.split(",") if i.strip()):
-        topic, slash, number = item.rpartition("/")
-        if not slash or not topic or not number.isdigit():
-            raise OptionError(f"option 'partitions': {item!r} is not topic/partition (e.g. orders/3)")
-        keys.add((topic, int(number)))
-    if not keys:
-        raise OptionError("option 'partitions' names no partition")
-    return frozenset(keys)

@@ -14,7 +14,6 @@ from zkconsumer.errors import describe as describe_error
 from zkconsumer.spark import phase_timings
 from zkconsumer.spark.broker_offsets import explicit_starts_for
 from zkconsumer.spark.broker_trouble import Answers, TroubleClock, names
-from zkconsumer.spark.checkpoint import CheckpointError, CheckpointLog, previous_end
 from zkconsumer.spark.kafka_read import RangeReading
 from zkconsumer.spark.offsets import (
     Key,
@@ -28,7 +27,8 @@ from zkconsumer.spark.offsets import (
     settle,
 )
 from zkconsumer.spark.options import SourceOptions
-from zkconsumer.spark.reconcile import canonical, describe, disagreements, forward_commits, split_trailing
+from zkconsumer.spark.reconcile import canonical, forward_commits
+from zkconsumer.spark.restart_report import report_restart
 from zkconsumer.spark.stream_member import StreamMember
 from zkconsumer.spark.topic_loss import replayed_ranges, still_counted
 from zkconsumer.spark.triggers import PAUSE_S, AvailableNowIncomplete, AvailableNowRun, TriggerAdmission, wait_bound_s
@@ -251,7 +251,7 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
                     if k not in known and self._under_start_rules(k, started, current)
                 }
             else:
-                self._report_restart(start, {k: v for k, v in known.items() if k in owned}, owned)
+                report_restart(self.opts, start, {k: v for k, v in known.items() if k in owned}, owned)
         # Only under the same claim: one released meanwhile (broker trouble kept it from the first
         # plan) may have been read and committed by another member, whose progress then counts.
         resume = {k for k, c in (self._resume or {}).items() if k in owned and self.member.claim_of(k) is c}
@@ -342,40 +342,6 @@ class ZkStreamReader(RangeReading, DataSourceStreamReader, SupportsTriggerAvaila
         topic, partition = key
         then = started.get(topic)
         return then is not None and partition < then[1] and current.get(topic, then[0]) == then[0]
-
-    def _report_restart(self, start: dict[str, Any], checkpoint: dict[Key, int], zookeeper: dict[Key, int]) -> None:
-        """A resumed query follows its checkpoint, not ZooKeeper: say so loudly where they disagree
-        (an operator's `offsets reset`, another member's progress), quietly where ZooKeeper only
-        trails by the query's own last batch (what a stop or a crash leaves)."""
-        differ = disagreements(checkpoint, zookeeper)
-        if not differ:
-            return
-        hint = ""
-        if self.opts.checkpoint_location:
-            try:
-                trailing, differ = split_trailing(
-                    differ, previous_end(CheckpointLog(self.opts.checkpoint_location), start)
-                )
-            except CheckpointError as exc:
-                trailing, hint = {}, f" (could not tell the query's own last commit apart: {exc})"
-            if trailing:
-                log.info(
-                    "resuming from the checkpoint; ZooKeeper is one batch behind it, at the query's own "
-                    "last commit: %s",
-                    describe(trailing),
-                )
-        else:
-            hint = " (set the option checkpointLocation to the query's checkpoint to tell its own last commit apart)"
-        if differ:
-            log.warning(
-                "group %s: the checkpoint and ZooKeeper disagree: %s. The checkpoint wins: these partitions "
-                "resume at the checkpoint's offsets and ZooKeeper is overwritten with them at this trigger. "
-                "To start from the ZooKeeper offsets instead (e.g. after `zkconsumer offsets reset`), start "
-                "the query with a new checkpoint location%s",
-                self.opts.group_id,
-                describe(differ),
-                hint,
-            )
 
     def _deleted_topics(self, before: Mapping[Key, int], owned: Mapping[Key, int]) -> set[str]:
         """Tracked topics of which no partition is owned now and whose node is gone from ZooKeeper
