@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from confluent_kafka import KafkaException
 
 from harness.fetching import drain, infos_for, triples
 from zkconsumer.consumer.chunks import StreamQueue
@@ -32,3 +33,13 @@ def test_a_partition_added_after_its_claim_is_fetched_from_its_start(make_fetche
     sent = [m for m in produce(topic, 20, partitions=2) if m.partition == 1]
     assert triples(drain(ConsumerIterator(queue, 5000), len(sent))) == triples(sent)
     assert f.assigned() == {(topic, 1)}
+
+
+def test_a_partition_the_brokers_never_create_fails_the_assignment_by_name(make_fetcher, topic_factory) -> None:
+    """The wait is bounded (socket.timeout.ms, at least 1 s): a partition no broker knows (a topic
+    node edited by hand, say) fails the command, naming it, with nothing assigned."""
+    topic = topic_factory(partitions=1)
+    f = make_fetcher(socket_timeout_ms=1000)
+    with pytest.raises(KafkaException, match=f"{topic}-5: the brokers do not know this partition"):
+        f.add(infos_for(topic, [5], StreamQueue(2, "s"), offset=-1))
+    assert f.assigned() == set()
