@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from zkconsumer.consumer.chunks import Message, PartitionTopicInfo, StreamQueue
 from zkconsumer.consumer.fetcher.commands import ConsumerProxy, FetchCommands
@@ -28,6 +28,7 @@ T = TypeVar("T")
 _HELD_POLL_TIMEOUT = 0.01  # while some partitions wait for queue space, notice that space soon
 _HELD_RECHECK = 1.0  # the fetcher thread offers held chunks again at least this often
 _COMMAND_TIMEOUT = 60.0
+_UNKNOWN_PARTITION_RETRY = 0.2  # as the legacy leader finder's refresh.leader.backoff.ms: a new partition's wait
 
 
 class Fetcher:
@@ -117,13 +118,39 @@ class Fetcher:
     def assign(self, infos: Sequence[PartitionTopicInfo]) -> None:
         """Replace the whole assignment; each partition is fetched from its `fetched_offset`."""
         infos = _unique(infos)
-        self._call(lambda: self._do_assign(infos), required=bool(infos))
+        self._until_known(lambda: self._call(lambda: self._do_assign(infos), required=bool(infos)))
 
     def add(self, infos: Sequence[PartitionTopicInfo]) -> None:
         """Start fetching more partitions (an already assigned one restarts at its fetched_offset)."""
         infos = _unique(infos)
         if infos:
-            self._call(lambda: self._do_add(infos))
+            self._until_known(lambda: self._call(lambda: self._do_add(infos)))
+
+    def _until_known(self, command: Callable[[], None]) -> None:
+        """Run an assignment command, again while a partition without an offset is one the brokers
+        do not know yet, for up to the fetcher's request timeout (socket.timeout.ms, >= 1 s).
+
+        A partition added to a topic is written to the topic node (whose watch starts our rebalance)
+        before the controller has the brokers create it, so its start (auto.offset.reset) may be
+        asked of brokers that cannot answer for a moment. Failing the attempt there left the new
+        partitions waiting out rebalance.backoff.ms. The command fails whole before it assigns
+        anything, and each try refreshes librdkafka's metadata of the topic (offset_reset.watermarks);
+        the waits are taken outside the fetcher's turn, so the other partitions go on fetching."""
+        deadline = time.monotonic() + self._resets.timeout
+        while True:
+            try:
+                command()
+                return
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if (
+                    not isinstance(err, KafkaError)
+                    or err.code() != KafkaError._UNKNOWN_PARTITION
+                    or self._stopping
+                    or self.deadline.remaining(deadline - time.monotonic()) < _UNKNOWN_PARTITION_RETRY
+                ):
+                    raise
+            time.sleep(_UNKNOWN_PARTITION_RETRY)
 
     def remove(self, keys: Iterable[Key]) -> None:
         """Stop fetching these (topic, partition)s and drop what is held of them."""

@@ -24,7 +24,7 @@ class OffsetResets:
 
     def __init__(self, settings: FetchSettings, router: ChunkRouter, warn: Callable[..., None]) -> None:
         self.policy = settings.auto_offset_reset
-        self._timeout = max(settings.socket_timeout_ms, 1000) / 1000
+        self.timeout = max(settings.socket_timeout_ms, 1000) / 1000  # seconds: a request's bound
         self._router = router
         self._warn = warn
 
@@ -47,7 +47,7 @@ class OffsetResets:
 
     def _watermarks(self, consumer: Consumer, key: Key) -> tuple[int, int]:
         try:
-            return watermarks(consumer, key, self._timeout)
+            return watermarks(consumer, key, self.timeout)
         except KafkaException as exc:
             if exc.args and exc.args[0].code() in BROKERS_DOWN and not consumer.assignment():
                 # librdkafka hands its connection errors to error_cb only inside poll/consume, which
@@ -111,7 +111,14 @@ def watermarks(consumer: Consumer, key: Key, timeout_s: float) -> tuple[int, int
             raise
         # A partition added after librdkafka cached the topic: refresh its metadata once.
         consumer.list_topics(key[0], timeout=timeout_s)
-        marks = consumer.get_watermark_offsets(TopicPartition(*key), timeout=timeout_s)
+        try:
+            marks = consumer.get_watermark_offsets(TopicPartition(*key), timeout=timeout_s)
+        except KafkaException as again:
+            if again.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                raise
+            raise KafkaException(
+                KafkaError(KafkaError._UNKNOWN_PARTITION, f"{key[0]}-{key[1]}: the brokers do not know this partition")
+            ) from again
     if marks is None:
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"watermarks of {key[0]}-{key[1]}"))
     return marks
