@@ -16,6 +16,8 @@ import os
 import signal
 import sys
 import threading
+import time
+from typing import TextIO
 
 from harness.chaos_history import now
 from zkconsumer import ConsumerConnector, Whitelist
@@ -23,25 +25,33 @@ from zkconsumer.consumer.stream import KafkaStream
 from zkconsumer.errors import ConsumerError, ConsumerTimeout
 
 
-def _write_session(path: str, client_id: tuple[int, bytes] | None) -> None:
-    if client_id is None:
-        return
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(f"{client_id[0]:x} {client_id[1].hex()}\n")
-    os.replace(tmp, path)  # atomic: the parent never reads half a line
+def _session_of(connector: ConsumerConnector) -> tuple[int, bytes] | None:
+    group = getattr(connector, "group", None)  # absent on broker coordination: no ZooKeeper session
+    return None if group is None else group.client.client_id
 
 
-def _follow_session(connector: ConsumerConnector, path: str, stop: threading.Event) -> None:
+def write_session_file(connector: ConsumerConnector, path: str) -> tuple[int, bytes] | None:
+    """Write the member's ZooKeeper session id (hex) and password to `path`; return what was written."""
+    current = _session_of(connector)
+    if current is not None:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{current[0]:x} {current[1].hex()}\n")
+        os.replace(tmp, path)  # atomic: the driver never reads half a line
+    return current
+
+
+def keep_session_file(connector: ConsumerConnector, path: str, stop: threading.Event) -> None:
+    """Keep `path` holding the member's current session (a new one after an expiry), for the driver."""
     seen = None
     while not stop.wait(0.1):
-        current = connector.group.client.client_id
-        if current != seen:
-            _write_session(path, current)
-            seen = current
+        current = _session_of(connector)
+        if current is not None and current != seen:
+            seen = write_session_file(connector, path)
 
 
-def _drain(stream: KafkaStream, out, lock: threading.Lock, stop: threading.Event) -> None:  # type: ignore[no-untyped-def]
+def log_deliveries(stream: KafkaStream, out: TextIO, lock: threading.Lock, stop: threading.Event) -> None:
+    """Write one line per delivered message (monotonic time, topic, partition, offset, value) until shutdown."""
     while not stop.is_set():
         try:
             for msg in stream:
@@ -80,8 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         "zookeeper.connection.timeout.ms": 30000,
     }
     props.update(dict(p.split("=", 1) for p in args.property))
+    # The handler only flips a flag: an Event.set() from a handler can deadlock the main thread when
+    # the signal lands while that thread holds the Event's lock (a second SIGTERM as stop.wait() returns).
+    terminated = [False]
+    signal.signal(signal.SIGTERM, lambda *_: terminated.__setitem__(0, True))
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     connector = ConsumerConnector(props)
     if args.whitelist:
         streams = connector.create_message_streams_by_filter(Whitelist(args.whitelist), args.streams)
@@ -89,22 +102,24 @@ def main(argv: list[str] | None = None) -> int:
         counts = {t.split(":")[0]: int(t.split(":")[1]) if ":" in t else 1 for t in args.topic}
         streams = [s for group in connector.create_message_streams(counts).values() for s in group]
     session_path = args.out + ".session"
-    _write_session(session_path, connector.group.client.client_id)
+    write_session_file(connector, session_path)  # before the line the driver waits for
     print(json.dumps({"consumer_id": connector.consumer_id, "pid": os.getpid()}), flush=True)
     lock = threading.Lock()
     with open(args.out, "a", buffering=1) as out:
         threads = [
-            threading.Thread(target=_drain, args=(s, out, lock, stop), name=f"drain-{s.name}", daemon=True)
+            threading.Thread(target=log_deliveries, args=(s, out, lock, stop), name=f"drain-{s.name}", daemon=True)
             for s in streams
         ]
         threads.append(
             threading.Thread(
-                target=_follow_session, args=(connector, session_path, stop), name="session-file", daemon=True
+                target=keep_session_file, args=(connector, session_path, stop), name="session-file", daemon=True
             )
         )
         for t in threads:
             t.start()
-        stop.wait()
+        while not terminated[0]:
+            time.sleep(0.1)
+        stop.set()
         connector.shutdown()
         for t in threads:
             t.join(10)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
@@ -22,6 +21,7 @@ from harness import python_env
 from harness.chaos_proxy import TcpProxy
 from harness.members import drain
 from zkconsumer import ConsumerConnector
+from zkconsumer.testing.process import die_with_parent
 from zkconsumer.zookeeper import znodes
 
 Note = Callable[..., None]  # checker.note(kind, member, detail="")
@@ -95,14 +95,6 @@ class InProcessMember:
         return f"{self.consumer_id} (in-process)"
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    # Linux: if the test process dies, so does the member (no orphans holding partitions).
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
 class ProcessMember:
     """harness.chaos_member in a child process: can be killed -9, stopped and continued."""
 
@@ -156,7 +148,7 @@ class ProcessMember:
                 stderr=log,
                 text=True,
                 env=python_env(),
-                preexec_fn=_die_with_parent if arm else None,
+                preexec_fn=die_with_parent if arm else None,
             )
         if self._nice is not None:  # after the fork, not in it: preexec_fn is unsafe beside threads
             os.setpriority(os.PRIO_PROCESS, self.proc.pid, self._nice)

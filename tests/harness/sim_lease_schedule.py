@@ -59,6 +59,16 @@ class LeaseSchedule(Schedule):
             self.cut[member.name] = (follower, self.model.now_ms)
             self.note(f"{member.name}'s server lost its leader")
 
+    def _may_hit(self, path: str) -> bool:
+        """Not a node held behind a cut server: that member hears nothing the majority does, the window
+        docs/design.md leaves to the lease and the commit's fresh read, which the meddlers stay out of."""
+        if not super()._may_hit(path):
+            return False
+        owner = self.model.stat(path).ephemeralOwner
+        return not any(
+            m.name in self.cut and m.client._session is not None and m.client._session.id == owner for m in self.live()
+        )
+
     def member_action(self, action: str, m: SimMember) -> None:
         if m.name in self.cut and action not in _WHILE_CUT:
             return

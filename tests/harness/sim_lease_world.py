@@ -13,9 +13,10 @@ from zkconsumer.cluster import broker_nodes
 from zkconsumer.zookeeper import znodes
 
 
-def world(session_timeout_ms: int, partitions: int) -> Schedule:
-    """No members yet; session expiry exact (no tick rounding to hide a lease that runs too long)."""
-    s = Schedule(0, Options(members=0, partitions=partitions, session_timeout_ms=session_timeout_ms))
+def world(session_timeout_ms: int, partitions: int, kind: type[Schedule] = Schedule) -> Schedule:
+    """No members yet; session expiry exact (no tick rounding to hide a lease that runs too long);
+    `kind`: the schedule class whose actors the test uses."""
+    s = kind(0, Options(members=0, partitions=partitions, session_timeout_ms=session_timeout_ms))
     s.model = ZkModel(tick_ms=500, max_session_timeout_ms=session_timeout_ms, round_expiry_to_tick=False)
     s.admin = s.model.client("admin")
     s.admin.start()

@@ -19,44 +19,9 @@ import signal
 import sys
 import threading
 import time
-from typing import TextIO
 
+from harness.chaos_member import keep_session_file, log_deliveries
 from zkconsumer import ConsumerConnector
-from zkconsumer.consumer.stream import KafkaStream
-from zkconsumer.errors import ConsumerError, ConsumerTimeout
-
-
-def _session_of(connector: ConsumerConnector) -> tuple[int, bytes] | None:
-    group = getattr(connector, "group", None)  # absent on broker coordination: no ZooKeeper session
-    return None if group is None else group.client.client_id
-
-
-def _keep_session_file(connector: ConsumerConnector, path: str, stop: threading.Event) -> None:
-    seen = None
-    while not stop.wait(0.1):
-        current = _session_of(connector)
-        if current is not None and current != seen:
-            tmp = path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(f"{current[0]:x} {current[1].hex()}\n")
-            os.replace(tmp, path)  # the driver never reads half a line
-            seen = current
-
-
-def _drain(stream: KafkaStream, out: TextIO, lock: threading.Lock, stop: threading.Event) -> None:
-    while not stop.is_set():
-        try:
-            for msg in stream:
-                at = time.clock_gettime(time.CLOCK_MONOTONIC)
-                value = (msg.value() or b"-").decode(errors="replace").replace(" ", "_").replace("\n", "_")
-                with lock:
-                    out.write(f"{at:.6f} {msg.topic()} {msg.partition()} {msg.offset()} {value}\n")
-            return  # the connector shut down
-        except ConsumerTimeout:
-            continue
-        except ConsumerError as exc:
-            print(f"stream {stream.name} failed: {exc!r}", file=sys.stderr, flush=True)
-            return
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,12 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     lock = threading.Lock()
     with open(args.out, "a", buffering=1) as out:
         threads = [
-            threading.Thread(target=_drain, args=(s, out, lock, stop), name=f"drain-{s.name}", daemon=True)
+            threading.Thread(target=log_deliveries, args=(s, out, lock, stop), name=f"drain-{s.name}", daemon=True)
             for s in streams
         ]
         threads.append(
             threading.Thread(
-                target=_keep_session_file,
+                target=keep_session_file,
                 args=(connector, args.out + ".session", stop),
                 name="session-file",
                 daemon=True,

@@ -10,7 +10,6 @@ operator would, and in the end hands the delivery logs to harness.switch_audit.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
@@ -32,6 +31,7 @@ from harness.members import committed_offsets, kafka_offsets
 from harness.switch_audit import Delivery, Figures, Key, audit, parse_log_line
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import LocalCluster
+from zkconsumer.testing.process import die_with_parent
 from zkconsumer.zookeeper import znodes
 
 SAMPLE_PERIOD = 0.1
@@ -72,14 +72,6 @@ def coordinator_partition(group: str, offsets_partitions: int) -> int:
     return kafka_abs(java_string_hash(group)) % offsets_partitions
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    # Linux: a driver that dies (an abort inside librdkafka did once) takes its members with it.
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
 class AppMember:
     """harness.switch_member in a child process (SIGTERM: clean shutdown; kill(): kill -9)."""
 
@@ -110,7 +102,7 @@ class AppMember:
                 text=True,
                 env=python_env(),
                 # the death signal is tied to the forking thread: only the main thread's children get it
-                preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
+                preexec_fn=die_with_parent if threading.current_thread() is threading.main_thread() else None,
             )
 
     def wait_ready(self, timeout: float = 90.0) -> None:

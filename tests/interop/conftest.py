@@ -19,7 +19,7 @@ from harness.members import Recorder, drain, wait_for_balanced
 from harness.scala import DEFAULT_RELEASE, FAST_PROPERTIES, ScalaMember, read_deliveries
 from zkconsumer import ConsumerConnector, Whitelist
 from zkconsumer.config.compat import DEFAULT, Compat
-from zkconsumer.testing.process import _die_with_parent
+from zkconsumer.testing.process import die_with_parent
 
 Key = tuple[str, int, int]
 PY_PROPERTIES = {**FAST_PROPERTIES, "consumer.timeout.ms": 200}
@@ -40,7 +40,7 @@ class PyProcessMember:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
                 env=python_env(),
             )  # no orphans if pytest dies
         assert self.popen.stdout is not None

@@ -19,7 +19,7 @@ from spark_helpers import ROOT
 from harness.members import committed_offsets
 from harness.spark_cluster import SparkStandalone
 from zkconsumer.testing import kafka
-from zkconsumer.testing.process import _die_with_parent
+from zkconsumer.testing.process import die_with_parent
 
 PARTITIONS = 12
 
@@ -72,7 +72,7 @@ class Driver:
                 env=env,
                 cwd=folder,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         assert self.popen.stdout is not None
         # The driver's first JSON line says it started; Python warnings (pyspark's, e.g. about the

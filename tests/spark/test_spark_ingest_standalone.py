@@ -21,7 +21,7 @@ from harness.members import committed_offsets
 from harness.spark_cluster import SparkStandalone
 from zkconsumer.spark import ingest
 from zkconsumer.testing import kafka
-from zkconsumer.testing.process import _die_with_parent
+from zkconsumer.testing.process import die_with_parent
 from zkconsumer.zookeeper import znodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(600)]
@@ -56,7 +56,7 @@ def submit_ingest(
             env=env,
             cwd=log_path.parent,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
 
 

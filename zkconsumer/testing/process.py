@@ -17,7 +17,8 @@ _LIVE: weakref.WeakSet[JavaProcess] = weakref.WeakSet()
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+def die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+    """In a forked child before exec: die when the parent dies (PR_SET_PDEATHSIG; Linux only)."""
     # Linux only: if the test process is kill -9'd, the kernel kills the JVM too (no orphans).
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -73,7 +74,7 @@ class JavaProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if arm else None,
+                preexec_fn=die_with_parent if arm else None,
                 env={**os.environ, **self.env} if self.env else None,
             )
         if not detach:
