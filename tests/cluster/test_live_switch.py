@@ -97,9 +97,9 @@ def test_three_running_members_switch_to_the_brokers_and_back_losing_nothing(
                 {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group_id, "consumer.id": name, **SETTINGS}
             )
             conns[name] = conn
-            drain(name, conn.create_message_streams({topic: 2})[topic], recorder)
+            drain(name, conn.create_message_streams({topic: 1})[topic], recorder)
         producer.start()
-        members.wait_for_balanced(zk, group_id, [topic], members=3, timeout=60)
+        before = members.wait_for_balanced(zk, group_id, [topic], members=3, timeout=60)
         _wait_for_markers(zk, group_id, "zookeeper")
 
         to_broker = run(
@@ -109,6 +109,9 @@ def test_three_running_members_switch_to_the_brokers_and_back_losing_nothing(
         assert to_broker.exit_code == 0, to_broker.output
         assert "wrote step broker" in to_broker.stdout, to_broker.output
         _wait_for_markers(zk, group_id, "broker")
+        at_broker = members.owner_table(zk, group_id, [topic])
+        moved = sorted(k for k in before if at_broker.get(k) != before[k])
+        assert len(at_broker) == PARTITIONS and moved, (before, at_broker)  # the brokers' assignment took over
 
         # At `broker`, with production paused and everything delivered and committed, the two stores agree.
         producer.stop()

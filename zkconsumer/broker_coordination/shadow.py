@@ -13,6 +13,7 @@ from confluent_kafka import TopicPartition as KafkaTP
 
 from zkconsumer.broker_coordination.settings import ASSIGNOR
 from zkconsumer.errors import BrokersUnavailable, CommitFailed
+from zkconsumer.migration.switch import SEAT_CLIENT_SUFFIX
 from zkconsumer.partitions import TopicPartition
 
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # its lines are the switching member's
@@ -50,7 +51,7 @@ class ShadowGroupMember:
         # a broker-coordinated member's settings (settings.consumer_settings), committing only when asked
         self._settings: dict[str, object] = {
             **settings,
-            "client.id": f"{consumer_id}-switch",
+            "client.id": f"{consumer_id}{SEAT_CLIENT_SUFFIX}",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "partition.assignment.strategy": ASSIGNOR,
