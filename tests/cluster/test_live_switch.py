@@ -64,7 +64,9 @@ def _overlaps(recorder: Recorder) -> list[str]:
         ordered = sorted(deliveries, key=lambda d: (d.offset, d.at))
         for before, after in zip(ordered, ordered[1:]):
             if before.member != after.member and after.at < before.at:
-                found.append(f"{part}: {after.member} delivered {after.offset} before {before.member} delivered {before.offset}")
+                found.append(
+                    f"{part}: {after.member} delivered {after.offset} before {before.member} delivered {before.offset}"
+                )
     return found
 
 

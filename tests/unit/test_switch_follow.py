@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from zkconsumer.coordinator.switch_follow import switch_target
 from zkconsumer.migration import SWITCH_STEPS
 
+Key = tuple[str, int]
+Share = dict[Key, str]
 KEYS = [(t, p) for t in ("t", "u") for p in range(4)]
 THREADS = {"t": ["g_a-0", "g_a-1"], "u": ["g_a-0"]}
 keys = st.frozensets(st.sampled_from(KEYS))
@@ -16,7 +18,7 @@ shares = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(["g_a-0", "g_a-1
 
 @given(st.sampled_from(SWITCH_STEPS), shares, st.none() | keys, shares)
 def test_the_target_is_zookeepers_share_until_handover_then_exactly_what_the_brokers_assign(
-    step: str, zookeeper: dict, brokers: frozenset | None, owned: dict  # type: ignore[type-arg]
+    step: str, zookeeper: Share, brokers: frozenset[Key] | None, owned: Share
 ) -> None:
     target = switch_target(step, zookeeper, brokers, THREADS, owned)
     if step in ("zookeeper", "joining"):
