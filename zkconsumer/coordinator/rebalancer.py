@@ -245,20 +245,17 @@ class Rebalancer:
                 f"owner nodes of {partitions_text(left)} changed while being released; trying again"
             )
         if kept:
+            why = "until Kafka's committed offsets equal ZooKeeper's (live switch); trying again"
             raise CommitFailed(
-                f"{self.consumer_id}: keeping the owner nodes of {partitions_text(sorted(kept))} until Kafka's "
-                "committed offsets equal ZooKeeper's (live switch); trying again",
-                sorted(kept),
+                f"{self.consumer_id}: keeping the owner nodes of {partitions_text(sorted(kept))} {why}", sorted(kept)
             )
 
     def _kept_for_kafka(self, pending: Mapping[TopicPartition, str]) -> set[TopicPartition]:
-        """During a live switch, the releasing partitions whose owner node stays: ZooKeeper's offset not
-        yet committed to Kafka and read back equal (SwitchFollower.releasable)."""
+        """Live switch: releasing partitions whose node stays, Kafka not yet equal to ZooKeeper (SwitchFollower)."""
         if self.switch is None:
             return set()
         zookeeper = self.group.read_offsets(list(pending), self.decider.topic_epochs)
-        carried = self.switch.releasable(zookeeper, self.commits.wait_s)
-        return set(pending) - carried
+        return set(pending) - self.switch.releasable(zookeeper, self.commits.wait_s)
 
     def _claim_and_start(
         self, owners: Mapping[TopicPartition, str], sessions_lost: int, *, partial: bool

@@ -88,7 +88,9 @@ class SwitchFollower:
         self.seat: BrokerSeat | None = None
         self._acted: str | None = None  # the step the last attempt acted on fully
         self._published: bytes | None = None
-        self._kafka: dict[TopicPartition, int] = {}  # what we last wrote to Kafka as a member
+        # What we last wrote to Kafka as a member: a hint that saves resending an unchanged offset (a
+        # stale entry costs one write more, never a skipped one: a release reads Kafka back itself).
+        self._kafka: dict[TopicPartition, int] = {}
 
     # ---- kazoo's or the seat's thread: no I/O ------------------------------------------------------
     def on_node_changed(self, event: WatchedEvent) -> None:
@@ -153,13 +155,14 @@ class SwitchFollower:
     def mirror(self, committed: Mapping[TopicPartition, int], timeout: float) -> None:
         """From `joining` on, write what ZooKeeper just took (fenced) to Kafka as a group member too;
         best effort: a failure is logged, the next commit or the release carries it."""
-        if self.step == ZOOKEEPER or self.seat is None or self.seat.member_id is None:
+        seat = self.seat  # read once: the rebalance thread may leave the seat meanwhile
+        if self.step == ZOOKEEPER or seat is None or seat.member_id is None:
             return
         moved = {k: o for k, o in committed.items() if o >= 0 and self._kafka.get(k) != o}
         if not moved:
             return
         try:
-            found = self.seat.commit(moved, timeout)
+            found = seat.commit(moved, timeout)
         except ZkConsumerError as exc:
             log.info(
                 "%s: Kafka commit as a group member failed (%s); the next one carries it",
