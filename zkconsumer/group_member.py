@@ -206,7 +206,8 @@ class GroupMember:
             self.watchdog.stop(timeout=min(1.0, deadline.remaining(timeout)))
         self.worker.stop(timeout=deadline.remaining(timeout))
         unwritten = self.rebalancer.shutdown(deadline.remaining(timeout))
-        self.switch.stop()  # after the final commit, which it carries to Kafka too
+        if self.rebalancer.switch is not None:  # after the final commit, which it carries to Kafka too
+            self.rebalancer.switch.stop()
         self.membership.stop()
         return unwritten
 
