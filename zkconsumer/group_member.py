@@ -7,7 +7,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from zkconsumer.cluster.metadata import ClusterMetadata
+from zkconsumer.broker_coordination.settings import consumer_settings
+from zkconsumer.broker_coordination.shadow import ShadowGroupMember
+from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.fetcher import CurrentFetcher, Fetcher, FetchSettings, NoFetcher, PartitionFetcher
 from zkconsumer.consumer.stream import StreamSet
@@ -17,9 +19,10 @@ from zkconsumer.coordinator.membership import Membership
 from zkconsumer.coordinator.periodic import PeriodicTask
 from zkconsumer.coordinator.rebalancer import Rebalancer
 from zkconsumer.coordinator.subscription import Subscription, encode_registration
+from zkconsumer.coordinator.switch_follow import SwitchFollower
 from zkconsumer.coordinator.watchdog import Watchdog
 from zkconsumer.coordinator.worker import RebalanceWorker
-from zkconsumer.errors import ConsumerRebalanceFailed, ZkConsumerError
+from zkconsumer.errors import BrokersUnavailable, ConsumerRebalanceFailed, ZkConsumerError
 from zkconsumer.metrics import Snapshot
 from zkconsumer.offsets.store import OffsetStore
 from zkconsumer.partitions import TopicPartition
@@ -73,6 +76,7 @@ class GroupMember:
         the fetcher for a bootstrap list instead of confluent-kafka's (the simulation's in-memory log)."""
         cfg = config
         self.config, self.group, self.assignment, self.streams = cfg, group, assignment, streams
+        self.cluster = cluster
         self.consumer_id = group.consumer_id
         self._fetch, self._on_failure = fetch, on_failure
         self._lock = threading.Lock()  # start's threads against stop: a stop sees all of them started or none
@@ -109,6 +113,15 @@ class GroupMember:
         self.rebalancer = Rebalancer(
             cfg, group, cluster, self.membership, assignment, streams, self.offsets, self.fetchers, listener
         )
+        self.switch = SwitchFollower(
+            group,
+            lambda field: znodes.encode_zkconsumer_marker(__version__, field),
+            self._make_seat,
+            self.worker.trigger,
+        )
+        self.membership.set_marker(self.switch.marker_now)
+        self.rebalancer.switch = self.switch
+        self.rebalancer.commits.mirror = self.switch.mirror
         self.tasks = self._periodic_tasks()
         self.watchdog = (  # none with zkconsumer.watchdog.interval.ms=0
             Watchdog(
@@ -193,6 +206,8 @@ class GroupMember:
             self.watchdog.stop(timeout=min(1.0, deadline.remaining(timeout)))
         self.worker.stop(timeout=deadline.remaining(timeout))
         unwritten = self.rebalancer.shutdown(deadline.remaining(timeout))
+        if self.rebalancer.switch is not None:  # after the final commit, which it carries to Kafka too
+            self.rebalancer.switch.stop()
         self.membership.stop()
         return unwritten
 
@@ -218,7 +233,22 @@ class GroupMember:
         )
 
     def _rebalance(self, reason: str) -> bool:
-        return self.rebalancer.synced_rebalance(reason)
+        ok = self.rebalancer.synced_rebalance(reason)
+        self.switch.publish(ok)  # the live switch's step this member acts on, into its marker
+        return ok
+
+    def _make_seat(self, topics: list[str], on_change: Callable[[str], None]) -> ShadowGroupMember:
+        """Our seat in the brokers' group for the live switch (docs/live-switch.md)."""
+        cfg = self.config
+        given = cfg.librdkafka_overrides.get("bootstrap.servers")
+        found = given or bootstrap_servers(
+            self.cluster.brokers(), security_protocol=cfg.broker_security_protocol, listener=cfg.broker_listener
+        )
+        if not found:
+            raise BrokersUnavailable("the live switch's seat in the brokers' group finds no broker endpoint")
+        return ShadowGroupMember(
+            self.consumer_id, topics, consumer_settings(cfg, found), on_change=on_change, on_failure=self._on_failure
+        )
 
     def _make_fetcher(self, bootstrap: str) -> PartitionFetcher:
         if not self._fetch:

@@ -160,7 +160,8 @@ def _with_holds(m: Member, holds: dict[int, int], **changes: object) -> Member:
 def _target(s: State, i: int, config: Config) -> frozenset[int]:
     m = s.members[i]
     if m.seen >= HANDOVER:
-        return m.assigned
+        # As SwitchFollower: before its first assignment from the brokers a member keeps what it holds.
+        return m.assigned if m.gen != NONE else frozenset(p for p, _ in m.holds)
     return zk_assignment(s, config.partitions).get(i, frozenset())
 
 

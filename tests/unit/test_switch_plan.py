@@ -17,6 +17,7 @@ from zkconsumer.migration import (
     plan_switch_back,
 )
 from zkconsumer.migration.model import KafkaMember, KafkaSide
+from zkconsumer.migration.switch import SEAT_CLIENT_SUFFIX
 
 PATH = "/consumers/g/zkconsumer/switch"
 P0, P1 = ("t", 0), ("t", 1)
@@ -174,3 +175,13 @@ def test_no_step_back_is_refused_and_one_forward_is_refused_only_for_a_member_th
     assert ({b.code for b in forward.blockers} & set(SWITCH_REFUSALS)) == (
         {"kafka-ahead"} if step == "zookeeper" and ahead else set()
     )
+
+
+def test_a_members_seat_that_joined_before_its_marker_names_it_is_waited_for_not_refused() -> None:
+    # The seat joins the brokers' group before the member can write its member id into its marker.
+    seat = KafkaMember("rdkafka-7", f"g_a{SEAT_CLIENT_SUFFIX}", "/10.0.0.1")
+    plan = plan_switch("joining", (member("g_a", "zookeeper"),), {}, {}, KafkaSide("Stable", (seat,)), (P0,))
+    assert codes(plan) == {"member-behind", "not-in-broker-group"}
+    # The same client id for a member that cannot switch (or no member at all) is someone else's.
+    old = plan_switch("joining", (member("g_a", protocol=0),), {}, {}, KafkaSide("Stable", (seat,)), (P0,))
+    assert "foreign-broker-member" in codes(old)

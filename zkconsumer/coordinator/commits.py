@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.chunks import PartitionTopicInfo
@@ -57,14 +57,18 @@ class Commits:
         self.offsets = offsets
         self._lock = lock
         self.wait_s = config.zookeeper_session_timeout_ms / 1000.0
+        # The live switch's Kafka commit as a group member, after ZooKeeper took the offsets (fenced).
+        self.mirror: Callable[[Mapping[TopicPartition, int], float], None] | None = None
 
     def commit(self, *, retries: int = 0) -> int:
         """Write the consumed offsets of every owned (or releasing) partition that changed. Each try
         takes the rebalance lock; the back-offs between tries run without it (a refused try often
         waits for a rebalance: the re-fencing, the resolution of a doubt)."""
-        return self.offsets.commit(
+        written = self.offsets.commit(
             self.assignment.committable, attempts=1 + retries, vouch=self.ownership_unconfirmed, hold=self._step
         )
+        self._mirror(self.assignment.committable())
+        return written
 
     def commit_positions(
         self, positions: Mapping[TopicPartition, int], epochs: Mapping[str, int | None] | None = None
@@ -74,6 +78,7 @@ class Commits:
         with self._step():
             infos = self.assignment.record_positions(positions, epochs)
             self._write(infos)
+            self._mirror(infos)
             mine = {i.key: i for i in infos}
             return {key: key in mine and mine[key].committed_offset == offset for key, offset in positions.items()}
 
@@ -129,7 +134,17 @@ class Commits:
             self._lock.release()
 
     def _write(self, infos: Iterable[PartitionTopicInfo], attempts: int = 1) -> int:
-        return self.offsets.commit(infos, attempts=attempts, vouch=self.ownership_unconfirmed)
+        infos = list(infos)
+        written = self.offsets.commit(infos, attempts=attempts, vouch=self.ownership_unconfirmed)
+        self._mirror(infos)
+        return written
+
+    def _mirror(self, infos: Iterable[PartitionTopicInfo]) -> None:
+        """The live switch's Kafka side: what ZooKeeper holds of ours (the fenced write just made it so),
+        only while ZooKeeper vouches for our ownership; best effort (SwitchFollower.mirror)."""
+        if self.mirror is None or self.ownership_unconfirmed() is not None:
+            return
+        self.mirror({i.key: i.committed_offset for i in infos if i.committed_offset >= 0}, self.wait_s)
 
 
 def uncommitted(infos: Iterable[PartitionTopicInfo]) -> dict[TopicPartition, int]:

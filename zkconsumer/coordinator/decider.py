@@ -49,6 +49,7 @@ class Decider:
         self._last_by_topic: tuple[Decision | None, dict[str, dict[int, str]]] = (None, {})
         self.decided_with: set[str] | None = None  # the members the last decision was computed from
         self.my_topics: set[str] = set()
+        self.my_threads: dict[str, list[str]] = {}  # topic -> our thread ids (the live switch's target)
         self.topic_epochs: dict[str, int | None] = {}
         self.peers = IgnoredPeerReporter()
 
@@ -79,6 +80,7 @@ class Decider:
         )
         self.peers.report(view.ignored)
         self.my_topics = set(view.threads[self.consumer_id])
+        self.my_threads = dict(view.threads[self.consumer_id])
         topics = self.cluster.topics(subscribed_topics(view.threads), watch=m.on_topic_changed)
         self.topic_epochs = {t: epoch for t, (_, epoch) in topics.items()}
         partitions = {t: parts for t, (parts, _) in topics.items()}

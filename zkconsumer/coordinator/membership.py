@@ -135,7 +135,7 @@ class Membership:
         session_timeout_s: float,
         trigger: Callable[[str], None],
         on_closed: Callable[[BaseException], None] = lambda _error: None,
-        marker: bytes | None = None,
+        marker: bytes | Callable[[], bytes] | None = None,
         clock: Callable[[], float] = lease_clock,
         renewal: str = "auto",
         tick_s: float = DEFAULT_TICK_MS / 1000.0,
@@ -214,7 +214,8 @@ class Membership:
         if self._marker is None or session is None or self._marked_session == session:
             return
         try:
-            if self.group.mark_as_zkconsumer(self._marker):
+            data = self._marker() if callable(self._marker) else self._marker  # the live switch's step may change it
+            if self.group.mark_as_zkconsumer(data):
                 self._marked_session = session
         except ZOOKEEPER_FAILURES as exc:
             log.warning(
@@ -222,6 +223,10 @@ class Membership:
                 self.group.consumer_id,
                 describe(exc),
             )
+
+    def set_marker(self, marker: bytes | Callable[[], bytes]) -> None:
+        """What our marker holds when a session creates it (the live switch's step may change it later)."""
+        self._marker = marker
 
     def renew_lease(self) -> None:
         """The lease's thread: renew while registered in a live session (SessionLease.renew)."""

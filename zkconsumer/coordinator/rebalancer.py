@@ -22,9 +22,11 @@ from zkconsumer.coordinator.membership import Membership
 from zkconsumer.coordinator.rebalance_plan import plan
 from zkconsumer.coordinator.reconcile import reconcile_owned
 from zkconsumer.coordinator.retries import AttemptOutcome, RebalanceStats, run_attempts
+from zkconsumer.coordinator.switch_follow import SwitchFollower
 from zkconsumer.coordinator.watchdog import OwnershipCheck
 from zkconsumer.errors import (
     BrokersUnavailable,
+    CommitFailed,
     SessionLost,
     ZooKeeperUnavailable,
 )
@@ -88,6 +90,7 @@ class Rebalancer:
             clock=streams.gate.clock,
         )
         self.commits = Commits(config, group, membership, assignment, streams, offsets, self._lock)
+        self.switch: SwitchFollower | None = None  # the live switch's side (GroupMember sets it)
         self._ownership_check = OwnershipCheck(self.consumer_id, group, assignment, membership, self._stopping)
 
     @property
@@ -129,7 +132,11 @@ class Rebalancer:
                 return AttemptOutcome(done=True, waiting_for_brokers=True)
             self._reconcile()
             incremental = self.config.rebalance_incremental
-            steps = plan(self.assignment.owned(), decision.mine, stop_the_world=not incremental)
+            target = decision.mine
+            if self.switch is not None:  # from `handover` on the brokers' assignment is the target
+                self.switch.read_step(self.decider.my_topics)
+                target = self.switch.target(decision.mine, self.decider.my_threads, self.assignment.owned())
+            steps = plan(self.assignment.owned(), target, stop_the_world=not incremental)
             self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
         if not self.linger.wait():
             return AttemptOutcome(done=True)  # stopping: the nodes go with the session, after the shutdown's linger
@@ -225,7 +232,9 @@ class Rebalancer:
         pending = self.assignment.releasing()
         if not pending:
             return
-        confirmed = self.group.release(pending)
+        kept = self._kept_for_kafka(pending)
+        pending = {k: t for k, t in pending.items() if k not in kept}
+        confirmed = self.group.release(pending) if pending else []
         self.assignment.released(confirmed)
         self.linger.released(confirmed)
         if self.fetcher is not None and confirmed:
@@ -235,6 +244,18 @@ class Rebalancer:
             raise ZooKeeperUnavailable(
                 f"owner nodes of {partitions_text(left)} changed while being released; trying again"
             )
+        if kept:
+            why = "until Kafka's committed offsets equal ZooKeeper's (live switch); trying again"
+            raise CommitFailed(
+                f"{self.consumer_id}: keeping the owner nodes of {partitions_text(sorted(kept))} {why}", sorted(kept)
+            )
+
+    def _kept_for_kafka(self, pending: Mapping[TopicPartition, str]) -> set[TopicPartition]:
+        """Live switch: releasing partitions whose node stays, Kafka not yet equal to ZooKeeper (SwitchFollower)."""
+        if self.switch is None:
+            return set()
+        zookeeper = self.group.read_offsets(list(pending), self.decider.topic_epochs)
+        return set(pending) - self.switch.releasable(zookeeper, self.commits.wait_s)
 
     def _claim_and_start(
         self, owners: Mapping[TopicPartition, str], sessions_lost: int, *, partial: bool

@@ -14,6 +14,7 @@ ZOOKEEPER, JOINING, HANDOVER, BROKER = "zookeeper", "joining", "handover", "brok
 SWITCH_STEPS = (ZOOKEEPER, JOINING, HANDOVER, BROKER)  # in order, towards the brokers
 SWITCH_PROTOCOL = 1  # the members' marker field `switch.protocol` this planner understands
 SWITCH_NODE_VERSION = 1
+SEAT_CLIENT_SUFFIX = "-switch"  # a switching member's client.id in the brokers' group: <consumer id>-switch
 # Blockers that only a person can lift (stop or upgrade a member, look at the group's Kafka offsets):
 # `migrate switch` refuses on them at once; on every other blocker it waits.
 SWITCH_REFUSALS = ("scala-member", "old-member", "spark-ingest", "foreign-broker-member", "kafka-ahead")
@@ -132,7 +133,14 @@ def plan_switch(
             )
         )
     ours = {m.broker_member_id for m in members if m.broker_member_id}
-    foreign = sorted(f"{m.member_id} ({m.client_id}@{m.host})" for m in kafka.members if m.member_id not in ours)
+    # A member's seat joins before its marker can name it: its client id (SEAT_CLIENT_SUFFIX) says
+    # whose it is, so the command waits for the marker (not-in-broker-group) rather than refusing.
+    seats = {f"{m.consumer_id}{SEAT_CLIENT_SUFFIX}" for m in members if m.kind == "switchable"}
+    foreign = sorted(
+        f"{m.member_id} ({m.client_id}@{m.host})"
+        for m in kafka.members
+        if m.member_id not in ours and m.client_id not in seats
+    )
     if foreign:
         blockers.append(
             Blocker("foreign-broker-member", f"the brokers' group has members that are not ours: {', '.join(foreign)}")

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 
 from zkconsumer.errors import ZOOKEEPER_FAILURES, RegistrationConflict, SessionLost, ZkDataError, ZooKeeperUnavailable
@@ -224,6 +224,19 @@ class GroupZk:
         except NodeExistsError:
             stat = self.io.exists(path)
             return stat is not None and stat.ephemeralOwner == session
+
+    def rewrite_marker(self, data: bytes) -> bool:
+        """Put `data` in our marker if the live session holds it; False (nothing written) otherwise."""
+        session = self.live_session
+        path = znodes.zkconsumer_member_path(self.group_id, self.consumer_id)
+        stat = self.io.exists(path)
+        if session is None or stat is None or stat.ephemeralOwner != session:
+            return False
+        try:
+            self.io.set(path, data, version=stat.version)
+        except (BadVersionError, NoNodeError):
+            return False
+        return True
 
     def unmark_as_zkconsumer(self) -> None:
         """Delete our marker if the live session holds it (best effort: ZooKeeper errors are logged)."""

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.protocol.states import WatchedEvent
 
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.reads import _naming_the_node
 
-__all__ = ["SwitchNode", "read_switch_node", "registrations_version", "replace_switch_node"]
+__all__ = ["SwitchNode", "read_switch_node", "read_switch_node_watched", "registrations_version", "replace_switch_node"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,19 @@ def read_switch_node(client: KazooClient, group: str) -> SwitchNode:
             data, stat = client.get(path)
     except NoNodeError:
         return SwitchNode(path, None, None)
+    return SwitchNode(path, data, stat.version)
+
+
+def read_switch_node_watched(client: KazooClient, group: str, watch: Callable[[WatchedEvent], None]) -> SwitchNode:
+    """The group's switch node now, arming `watch` for its next change (its creation too, when there is none)."""
+    path = znodes.switch_path(group)
+    with _naming_the_node("read", path):
+        if client.exists(path, watch=watch) is None:
+            return SwitchNode(path, None, None)
+        try:
+            data, stat = client.get(path)
+        except NoNodeError:  # deleted since: the exists watch fires for that
+            return SwitchNode(path, None, None)
     return SwitchNode(path, data, stat.version)
 
 

@@ -69,9 +69,13 @@ def session_fence_prefix(group: str, consumer_id: str) -> str:
     return f"{zkconsumer_sessions_path(group)}/{_segment('consumer id', consumer_id)}-"
 
 
-def encode_zkconsumer_marker(library_version: str) -> bytes:
-    """The marker's data: which library wrote the member's registration (for operators and tools)."""
-    return _to_bytes(f'{{"version":1,"library":"zkconsumer","library_version":{_jackson_quote(library_version)}}}')
+def encode_zkconsumer_marker(library_version: str, switch: str = "") -> bytes:
+    """The marker's data: which library wrote the member's registration (for operators and tools) and,
+    from a member that follows the live switch, `switch`: that field's JSON object (docs/live-switch.md)."""
+    tail = f',"switch":{switch}' if switch else ""
+    return _to_bytes(
+        f'{{"version":1,"library":"zkconsumer","library_version":{_jackson_quote(library_version)}{tail}}}'
+    )
 
 
 def switch_path(group: str) -> str:

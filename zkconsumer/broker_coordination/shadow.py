@@ -1,0 +1,189 @@
+"""ShadowGroupMember: a ZooKeeper-mode member's seat in the brokers' group during a live switch (it delivers nothing)."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import TopicPartition as KafkaTP
+
+from zkconsumer.broker_coordination.settings import ASSIGNOR
+from zkconsumer.errors import BrokersUnavailable, CommitFailed
+from zkconsumer.migration.switch import SEAT_CLIENT_SUFFIX
+from zkconsumer.partitions import TopicPartition
+
+log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # its lines are the switching member's
+
+POLL_S = 0.1  # how late a command (a commit, the stop) is served
+
+
+class _SeatCommand:
+    def __init__(self, call: Callable[[], object]) -> None:
+        self.call = call
+        self.done = threading.Event()
+        self.result: object = None
+        self.error: BaseException | None = None
+
+
+class ShadowGroupMember:
+    """Joins the brokers' group with `cooperative-sticky` beside a ZooKeeper-mode member (docs/live-switch.md,
+    steps `joining` to `broker`): it only learns its assignment and commits as a member of the current
+    generation. Every assigned partition is paused at once, so nothing is fetched; ZooKeeper's owner
+    nodes stay the lock. One thread (`<consumer id>-switch-poll`) owns the Consumer; commits are asked of
+    it. `on_change` is called (from that thread, no I/O) when the assignment or the member id changes.
+    """
+
+    def __init__(
+        self,
+        consumer_id: str,
+        topics: list[str],
+        settings: Mapping[str, object],
+        *,
+        on_change: Callable[[str], None],
+        on_failure: Callable[[BaseException], None],
+    ) -> None:
+        self.consumer_id = consumer_id
+        self.topics = sorted(topics)
+        # a broker-coordinated member's settings (settings.consumer_settings), committing only when asked
+        self._settings: dict[str, object] = {
+            **settings,
+            "client.id": f"{consumer_id}{SEAT_CLIENT_SUFFIX}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "partition.assignment.strategy": ASSIGNOR,
+        }
+        self._on_change, self._on_failure = on_change, on_failure
+        self._assigned: frozenset[TopicPartition] | None = None  # None: no assignment yet
+        self._member_id: str | None = None
+        self._commands: queue.SimpleQueue[_SeatCommand] = queue.SimpleQueue()
+        self._stopping = threading.Event()
+        self._closed = threading.Event()
+        self._consumer: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"{consumer_id}-switch-poll", daemon=True)
+
+    # ---- other threads -------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def member_id(self) -> str | None:
+        """Our member id in the brokers' group (None until the first assignment)."""
+        return self._member_id
+
+    def assigned(self) -> frozenset[TopicPartition] | None:
+        """What the brokers assign us now (None: not assigned yet, or the membership was lost)."""
+        return self._assigned
+
+    def commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]:
+        """Commit `offsets` as a member of the current generation, then read Kafka's committed offsets
+        of those partitions back (-1: none). A refused commit raises CommitFailed (the caller retries)."""
+        if not offsets:
+            return {}
+        result = self._ask(lambda: self._commit_and_read(dict(offsets), timeout), timeout)
+        assert isinstance(result, dict)
+        return result
+
+    def stop(self, timeout: float) -> None:
+        """Leave the brokers' group (close the Consumer) within `timeout` seconds."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("%s: leaving the brokers' group did not finish within %.1f s", self.consumer_id, timeout)
+
+    def _ask(self, call: Callable[[], object], timeout: float) -> object:
+        if threading.current_thread() is self._thread:
+            return call()
+        if self._closed.is_set() or self._stopping.is_set():
+            raise BrokersUnavailable(f"{self.consumer_id}: not in the brokers' group (leaving it)")
+        command = _SeatCommand(call)
+        self._commands.put(command)
+        if not command.done.wait(timeout + 1.0):
+            raise CommitFailed(f"{self.consumer_id}: Kafka commit as a group member not done within {timeout:.1f} s")
+        if command.error is not None:
+            raise command.error
+        return command.result
+
+    # ---- the poll thread -----------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self._consumer = Consumer(self._settings, logger=log)
+            log.info("%s joins the brokers' group for the live switch (topics %s)", self.consumer_id, self.topics)
+            self._consumer.subscribe(
+                self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            )
+            while not self._stopping.is_set():
+                self._serve()
+                for message in self._consumer.consume(100, POLL_S) or []:  # paused: only errors and events
+                    error = message.error()
+                    if error is not None and error.fatal():
+                        raise KafkaException(error)
+            self._consumer.close()
+            log.info("%s left the brokers' group", self.consumer_id)
+        except BaseException as exc:  # the switching member cannot follow the brokers: it says so and leaves
+            self._on_failure(exc)
+        finally:
+            self._assigned = None
+            self._closed.set()
+            while True:
+                try:
+                    command = self._commands.get_nowait()
+                except queue.Empty:
+                    break
+                command.error = BrokersUnavailable(f"{self.consumer_id}: left the brokers' group")
+                command.done.set()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                command.result = command.call()
+            except BaseException as exc:  # handed to the asking thread
+                command.error = exc
+            command.done.set()
+
+    def _commit_and_read(self, offsets: dict[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]:
+        tps = [KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())]
+        try:
+            results = self._consumer.commit(offsets=tps, asynchronous=False)
+        except KafkaException as exc:
+            raise CommitFailed(f"Kafka refused the commit as a group member: {exc}", sorted(offsets)) from exc
+        failed = [tp for tp in results or [] if tp.error is not None]
+        if failed:
+            raise CommitFailed(
+                f"Kafka refused the commit of {failed[0].topic}-{failed[0].partition}: {failed[0].error}",
+                [(tp.topic, tp.partition) for tp in failed],
+            )
+        found = self._consumer.committed([KafkaTP(t, p) for t, p in sorted(offsets)], timeout=timeout)
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else -1) for tp in found}
+
+    def _changed(self, why: str) -> None:
+        member_id = self._consumer.memberid() if self._consumer is not None else None
+        self._member_id = member_id or None
+        self._on_change(why)
+
+    def _on_assign(self, consumer: Any, partitions: list[KafkaTP]) -> None:
+        consumer.incremental_assign(partitions)
+        if partitions:
+            consumer.pause(partitions)  # delivered by ZooKeeper's owner of it, never by this seat
+        keys = {(tp.topic, tp.partition) for tp in partitions}
+        self._assigned = frozenset((self._assigned or frozenset()) | keys)
+        self._changed("the brokers assigned " + (", ".join(f"{t}-{p}" for t, p in sorted(keys)) or "nothing new"))
+
+    def _on_revoke(self, consumer: Any, partitions: list[KafkaTP]) -> None:
+        keys = {(tp.topic, tp.partition) for tp in partitions}
+        consumer.incremental_unassign(partitions)
+        self._assigned = frozenset((self._assigned or frozenset()) - keys)
+        self._changed("the brokers revoked " + ", ".join(f"{t}-{p}" for t, p in sorted(keys)))
+
+    def _on_lost(self, consumer: Any, partitions: list[KafkaTP]) -> None:
+        consumer.incremental_unassign(partitions)
+        self._assigned = frozenset()
+        self._changed("the brokers ended our membership")

@@ -1,0 +1,214 @@
+"""SwitchFollower: a ZooKeeper-mode member's side of the live switch (docs/live-switch.md): the step, the target, the seat, the marker."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from kazoo.protocol.states import EventType, WatchedEvent
+
+from zkconsumer.errors import ZOOKEEPER_FAILURES, ZkConsumerError, describe
+from zkconsumer.migration.switch import BROKER, HANDOVER, JOINING, SWITCH_PROTOCOL, ZOOKEEPER, decode_switch_node
+from zkconsumer.partitions import TopicPartition, partitions_text
+from zkconsumer.zookeeper.group import GroupZk
+from zkconsumer.zookeeper.switch_node import read_switch_node_watched
+
+log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # these lines are the rebalancer's
+
+SEAT_STOP_S = 10.0
+
+
+class BrokerSeat(Protocol):
+    """A member's seat in the brokers' group (broker_coordination.shadow.ShadowGroupMember)."""
+
+    @property
+    def member_id(self) -> str | None: ...
+
+    def start(self) -> None: ...
+
+    def assigned(self) -> frozenset[TopicPartition] | None: ...
+
+    def commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]: ...
+
+    def stop(self, timeout: float) -> None: ...
+
+
+def switch_target(
+    step: str,
+    zookeeper_target: Mapping[TopicPartition, str],
+    brokers_assigned: frozenset[TopicPartition] | None,
+    my_threads: Mapping[str, list[str]],
+    owned: Mapping[TopicPartition, str],
+) -> dict[TopicPartition, str]:
+    """Pure: what this member should own at `step`. Up to `joining`, ZooKeeper's assignor's share; from
+    `handover`, the partitions the brokers assigned us (each topic's on our thread ids in turn), or,
+    before the brokers said anything, what we own (nothing moves on no news)."""
+    if step in (ZOOKEEPER, JOINING):
+        return dict(zookeeper_target)
+    if brokers_assigned is None:
+        return dict(owned)
+    out: dict[TopicPartition, str] = {}
+    by_topic: dict[str, list[TopicPartition]] = {}
+    for key in sorted(brokers_assigned):
+        by_topic.setdefault(key[0], []).append(key)
+    for topic, keys in by_topic.items():
+        threads = sorted(my_threads.get(topic, []))
+        if not threads:
+            continue  # a topic we do not subscribe to (a wildcard that changed): not ours to deliver
+        for index, key in enumerate(keys):
+            out[key] = owned[key] if key in owned and owned[key] in threads else threads[index % len(threads)]
+    return out
+
+
+class SwitchFollower:
+    """Follows the group's switch node; owned by the rebalance thread (every method but `on_seat_change`
+    and `on_node_changed`, which only trigger a rebalance, runs there or at shutdown).
+
+    Each attempt reads the step (arming a watch: a change triggers the next attempt), starts the seat
+    in the brokers' group from `joining` on and stops it at `zookeeper`, and steers the attempt's
+    target (switch_target). After the attempt, `publish` writes the step acted on into our marker, with
+    our member id in the brokers' group: what `migrate switch` waits for.
+    """
+
+    def __init__(
+        self,
+        group: GroupZk,
+        marker: Callable[[str], bytes],
+        make_seat: Callable[[list[str], Callable[[str], None]], BrokerSeat],
+        trigger: Callable[[str], None],
+    ) -> None:
+        self.group = group
+        self.consumer_id = group.consumer_id
+        self._marker = marker
+        self._make_seat = make_seat
+        self._trigger = trigger
+        self.step = ZOOKEEPER
+        self.seat: BrokerSeat | None = None
+        self._acted: str | None = None  # the step the last attempt acted on fully
+        self._published: bytes | None = None
+        # What we last wrote to Kafka as a member: a hint that saves resending an unchanged offset (a
+        # stale entry costs one write more, never a skipped one: a release reads Kafka back itself).
+        self._kafka: dict[TopicPartition, int] = {}
+
+    # ---- kazoo's or the seat's thread: no I/O ------------------------------------------------------
+    def on_node_changed(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self._trigger("the live switch's step changed")
+
+    def on_seat_change(self, why: str) -> None:
+        if self.step in (HANDOVER, BROKER) or self._acted != self.step:
+            self._trigger(f"brokers' group: {why}")
+
+    # ---- the rebalance thread ----------------------------------------------------------------------
+    def read_step(self, topics: set[str]) -> str:
+        """Read the step (a node we cannot read keeps the last step: only the command writes it), and
+        start or stop the seat to match."""
+        try:
+            node = read_switch_node_watched(self.group.client, self.group.group_id, self.on_node_changed)
+            step = decode_switch_node(node.data, node.path)
+        except ZOOKEEPER_FAILURES as exc:  # ZkConsumerError too: a node no zkconsumer wrote
+            log.warning(
+                "%s: cannot read the live switch's node (%s); staying at %s", self.consumer_id, describe(exc), self.step
+            )
+            step = self.step
+        if step != self.step:
+            log.info("%s: live switch step %s -> %s", self.consumer_id, self.step, step)
+            self.step = step
+        if step == ZOOKEEPER and self.seat is not None:
+            self._leave_seat()
+        elif step != ZOOKEEPER and self.seat is None and topics:
+            self.seat = self._make_seat(sorted(topics), self.on_seat_change)
+            self.seat.start()
+        return step
+
+    def target(
+        self,
+        zookeeper_target: Mapping[TopicPartition, str],
+        my_threads: Mapping[str, list[str]],
+        owned: Mapping[TopicPartition, str],
+    ) -> dict[TopicPartition, str]:
+        assigned = self.seat.assigned() if self.seat is not None else None
+        return switch_target(self.step, zookeeper_target, assigned, my_threads, owned)
+
+    def releasable(self, pending: Mapping[TopicPartition, int], timeout: float) -> set[TopicPartition]:
+        """From `joining` on, the partitions being released (key -> ZooKeeper's committed offset, -1:
+        none) whose owner node may go: ZooKeeper's offset committed to Kafka as a group member and read
+        back equal. A refused commit keeps the nodes (the caller tries again)."""
+        if self.step == ZOOKEEPER or self.seat is None:
+            return set(pending)
+        carried = {k: o for k, o in pending.items() if o >= 0}
+        try:
+            found = self.seat.commit(carried, timeout)
+        except ZkConsumerError as exc:
+            log.warning(
+                "%s: keeping the owner nodes of %s: Kafka's commit as a group member failed (%s)",
+                self.consumer_id,
+                partitions_text(sorted(carried)),
+                describe(exc),
+            )
+            return {k for k, o in pending.items() if o < 0}
+        self._kafka.update({k: o for k, o in carried.items() if found.get(k) == o})
+        return {k for k, o in pending.items() if o < 0 or found.get(k) == o}
+
+    def mirror(self, committed: Mapping[TopicPartition, int], timeout: float) -> None:
+        """From `joining` on, write what ZooKeeper just took (fenced) to Kafka as a group member too;
+        best effort: a failure is logged, the next commit or the release carries it."""
+        seat = self.seat  # read once: the rebalance thread may leave the seat meanwhile
+        if self.step == ZOOKEEPER or seat is None or seat.member_id is None:
+            return
+        moved = {k: o for k, o in committed.items() if o >= 0 and self._kafka.get(k) != o}
+        if not moved:
+            return
+        try:
+            found = seat.commit(moved, timeout)
+        except ZkConsumerError as exc:
+            log.info(
+                "%s: Kafka commit as a group member failed (%s); the next one carries it",
+                self.consumer_id,
+                describe(exc),
+            )
+            return
+        self._kafka.update({k: o for k, o in moved.items() if found.get(k) == o})
+
+    def publish(self, attempt_ok: bool) -> None:
+        """Write into our marker the step this member acts on: `joining` and later once the seat has
+        its member id and first assignment, and the attempt that followed the step succeeded."""
+        seat = self.seat
+        seated = seat is not None and seat.member_id is not None and seat.assigned() is not None
+        if attempt_ok and (self.step == ZOOKEEPER or seated):
+            self._acted = self.step
+        seen = self._acted or ZOOKEEPER
+        member_id = seat.member_id if seat is not None else None
+        field = json.dumps(
+            {"protocol": SWITCH_PROTOCOL, "seen": seen, "broker_member_id": member_id}, separators=(",", ":")
+        )
+        data = self._marker(field)
+        if data == self._published:
+            return
+        try:
+            if self.group.rewrite_marker(data):
+                self._published = data
+        except ZOOKEEPER_FAILURES as exc:
+            log.warning("%s: cannot write the live switch's step into our marker (%s)", self.consumer_id, describe(exc))
+
+    def marker_now(self) -> bytes:
+        """The marker a new session creates (our step as last published)."""
+        seen = self._acted or ZOOKEEPER
+        member_id = self.seat.member_id if self.seat is not None else None
+        return self._marker(
+            json.dumps(
+                {"protocol": SWITCH_PROTOCOL, "seen": seen, "broker_member_id": member_id}, separators=(",", ":")
+            )
+        )
+
+    def stop(self) -> None:
+        if self.seat is not None:
+            self._leave_seat()
+
+    def _leave_seat(self) -> None:
+        seat, self.seat = self.seat, None
+        self._kafka.clear()
+        if seat is not None:
+            seat.stop(SEAT_STOP_S)
