@@ -136,14 +136,25 @@ def plan_switch(
     # A member's seat joins before its marker can name it: its client id (SEAT_CLIENT_SUFFIX) says
     # whose it is, so the command waits for the marker (not-in-broker-group) rather than refusing.
     seats = {f"{m.consumer_id}{SEAT_CLIENT_SUFFIX}" for m in members if m.kind == "switchable"}
+    unknown = [m for m in kafka.members if m.member_id not in ours and m.client_id not in seats]
+    # A seat whose member is not registered right now (its session expired and it registers again, or
+    # it was killed and the brokers drop the seat at their session timeout) is waited for, not refused.
+    unregistered = sorted(
+        f"{m.member_id} ({m.client_id}@{m.host})" for m in unknown if m.client_id.endswith(SEAT_CLIENT_SUFFIX)
+    )
     foreign = sorted(
-        f"{m.member_id} ({m.client_id}@{m.host})"
-        for m in kafka.members
-        if m.member_id not in ours and m.client_id not in seats
+        f"{m.member_id} ({m.client_id}@{m.host})" for m in unknown if not m.client_id.endswith(SEAT_CLIENT_SUFFIX)
     )
     if foreign:
         blockers.append(
             Blocker("foreign-broker-member", f"the brokers' group has members that are not ours: {', '.join(foreign)}")
+        )
+    if unregistered:
+        blockers.append(
+            Blocker(
+                "seat-unregistered",
+                f"seats in the brokers' group whose member is not registered now: {', '.join(unregistered)}",
+            )
         )
     ahead = tuple(tp for tp in partitions if tp in kafka.offsets and kafka.offsets[tp] > zk_offsets.get(tp, -1))
     if step == ZOOKEEPER and ahead:
