@@ -67,6 +67,43 @@ def log_deliveries(stream: KafkaStream, out: TextIO, lock: threading.Lock, stop:
             return
 
 
+def sigterm_flag() -> list[bool]:
+    """A SIGTERM handler that only sets `flag[0]`: an Event.set() from a handler can deadlock the main
+    thread when the signal lands while that thread holds the Event's lock (a second SIGTERM as
+    stop.wait() returned did: the member never shut down)."""
+    flag = [False]
+    signal.signal(signal.SIGTERM, lambda *_: flag.__setitem__(0, True))
+    return flag
+
+
+def serve(connector: ConsumerConnector, streams: list[KafkaStream], out_path: str, terminated: list[bool]) -> None:
+    """Tell the driver the member is up, log every delivery to `out_path` and keep `out_path`.session
+    current until SIGTERM (`terminated`), then shut the connector down."""
+    session_path = out_path + ".session"
+    write_session_file(connector, session_path)  # before the line the driver waits for
+    print(json.dumps({"consumer_id": connector.consumer_id, "pid": os.getpid()}), flush=True)
+    stop = threading.Event()
+    lock = threading.Lock()
+    with open(out_path, "a", buffering=1) as out:
+        threads = [
+            threading.Thread(target=log_deliveries, args=(s, out, lock, stop), name=f"drain-{s.name}", daemon=True)
+            for s in streams
+        ]
+        threads.append(
+            threading.Thread(
+                target=keep_session_file, args=(connector, session_path, stop), name="session-file", daemon=True
+            )
+        )
+        for t in threads:
+            t.start()
+        while not terminated[0]:
+            time.sleep(0.1)
+        stop.set()
+        connector.shutdown()
+        for t in threads:
+            t.join(10)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--zookeeper", required=True)
@@ -90,39 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         "zookeeper.connection.timeout.ms": 30000,
     }
     props.update(dict(p.split("=", 1) for p in args.property))
-    # The handler only flips a flag: an Event.set() from a handler can deadlock the main thread when
-    # the signal lands while that thread holds the Event's lock (a second SIGTERM as stop.wait() returns).
-    terminated = [False]
-    signal.signal(signal.SIGTERM, lambda *_: terminated.__setitem__(0, True))
-    stop = threading.Event()
+    terminated = sigterm_flag()
     connector = ConsumerConnector(props)
     if args.whitelist:
         streams = connector.create_message_streams_by_filter(Whitelist(args.whitelist), args.streams)
     else:
         counts = {t.split(":")[0]: int(t.split(":")[1]) if ":" in t else 1 for t in args.topic}
         streams = [s for group in connector.create_message_streams(counts).values() for s in group]
-    session_path = args.out + ".session"
-    write_session_file(connector, session_path)  # before the line the driver waits for
-    print(json.dumps({"consumer_id": connector.consumer_id, "pid": os.getpid()}), flush=True)
-    lock = threading.Lock()
-    with open(args.out, "a", buffering=1) as out:
-        threads = [
-            threading.Thread(target=log_deliveries, args=(s, out, lock, stop), name=f"drain-{s.name}", daemon=True)
-            for s in streams
-        ]
-        threads.append(
-            threading.Thread(
-                target=keep_session_file, args=(connector, session_path, stop), name="session-file", daemon=True
-            )
-        )
-        for t in threads:
-            t.start()
-        while not terminated[0]:
-            time.sleep(0.1)
-        stop.set()
-        connector.shutdown()
-        for t in threads:
-            t.join(10)
+    serve(connector, streams, args.out, terminated)
     return 0
 
 

@@ -12,15 +12,10 @@ once its first rebalance is done: {"consumer_id", "pid"}.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import os
-import signal
 import sys
-import threading
-import time
 
-from harness.chaos_member import keep_session_file, log_deliveries
+from harness.chaos_member import serve, sigterm_flag
 from zkconsumer import ConsumerConnector
 
 
@@ -45,37 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         "zookeeper.connection.timeout.ms": 30000,  # a starved machine: the first connect may be slow
     }
     props.update(dict(p.split("=", 1) for p in args.property))
-    # The handler only flips a flag: an Event.set() from a handler can deadlock the main thread when
-    # the signal lands while that thread holds the Event's lock (a second SIGTERM right as stop.wait()
-    # returns did, in this harness: the member never shut down).
-    terminated = [False]
-    signal.signal(signal.SIGTERM, lambda *_: terminated.__setitem__(0, True))
-    stop = threading.Event()
+    terminated = sigterm_flag()
     connector = ConsumerConnector(props)
     streams = connector.create_message_streams({args.topic: args.streams})[args.topic]
-    print(json.dumps({"consumer_id": connector.consumer_id, "pid": os.getpid()}), flush=True)
-    lock = threading.Lock()
-    with open(args.out, "a", buffering=1) as out:
-        threads = [
-            threading.Thread(target=log_deliveries, args=(s, out, lock, stop), name=f"drain-{s.name}", daemon=True)
-            for s in streams
-        ]
-        threads.append(
-            threading.Thread(
-                target=keep_session_file,
-                args=(connector, args.out + ".session", stop),
-                name="session-file",
-                daemon=True,
-            )
-        )
-        for t in threads:
-            t.start()
-        while not terminated[0]:
-            time.sleep(0.1)
-        stop.set()
-        connector.shutdown()
-        for t in threads:
-            t.join(10)
+    serve(connector, streams, args.out, terminated)
     return 0
 
 
