@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -12,6 +11,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from zkconsumer.broker_coordination.held import HeldChunks
+from zkconsumer.broker_coordination.poll_commands import PollCommands
 from zkconsumer.broker_coordination.settings import TOPIC_REFRESH_MS, consumer_settings, managed_overrides, place
 from zkconsumer.config.consumer_config import ConsumerConfig
 from zkconsumer.consumer.chunks import Chunk, Message, PartitionTopicInfo, StreamQueue
@@ -29,16 +29,6 @@ BATCH = 10_000  # messages per consume()
 TOPIC_REFRESH_S = TOPIC_REFRESH_MS / 1000.0  # a wildcard subscription looks for new topics this often
 ERROR_LOG_S = 30.0
 Key = tuple[str, int]
-
-
-class _Command:
-    """A call another thread asks the poll thread to make (the Consumer has one owner), and its answer."""
-
-    def __init__(self, call: Callable[[], object]) -> None:
-        self.call = call
-        self.done = threading.Event()
-        self.result: object = None
-        self.error: BaseException | None = None
 
 
 class BrokerGroupMember:
@@ -75,7 +65,7 @@ class BrokerGroupMember:
         self._stream_of: dict[Key, int] = {}
         self._shared: frozenset[int] = frozenset()
         self._held = HeldChunks()  # chunks a full queue refused
-        self._commands: queue.SimpleQueue[_Command] = queue.SimpleQueue()
+        self._commands = PollCommands()
         self._stopping = threading.Event()
         self._assigned = threading.Event()  # the first assignment came (maybe empty)
         self._closed = threading.Event()
@@ -138,13 +128,7 @@ class BrokerGroupMember:
             return call()
         if self._closed.is_set() or self._stopping.is_set():
             raise ConsumerError(f"{self.consumer_id}: cannot {what}: the member is shutting down")
-        command = _Command(call)
-        self._commands.put(command)
-        if not command.done.wait(timeout):
-            raise CommitFailed(f"{self.consumer_id}: {what} not done within {timeout:.1f} s")
-        if command.error is not None:
-            raise command.error
-        return command.result
+        return self._commands.ask(call, timeout, f"{self.consumer_id}: {what} not done within {timeout:.1f} s")
 
     def _space_callback(self, target: StreamQueue) -> Callable[[], None]:
         """A reader took a chunk from a queue that refused one: offer it the chunks held for it now
@@ -163,7 +147,7 @@ class BrokerGroupMember:
             next_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000.0
             next_refresh = time.monotonic() + TOPIC_REFRESH_S
             while not self._stopping.is_set():
-                self._serve_commands()
+                self._commands.serve()
                 self._resume_ready()
                 now = time.monotonic()
                 if self.config.auto_commit_enable and now >= next_commit:
@@ -183,7 +167,7 @@ class BrokerGroupMember:
             self._on_failure(exc)
         finally:
             self._closed.set()
-            self._fail_commands()
+            self._commands.fail_all(lambda: ConsumerError(f"{self.consumer_id}: the member stopped"))
 
     def _wanted_topics(self) -> list[str]:
         sub = self.subscription
@@ -210,27 +194,6 @@ class BrokerGroupMember:
             return
         log.info("%s subscribes to %s in the brokers' group %s", self.consumer_id, topics, self.config.group_id)
         self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
-
-    def _serve_commands(self) -> None:
-        while True:
-            try:
-                command = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                command.result = command.call()
-            except BaseException as exc:  # handed to the asking thread
-                command.error = exc
-            command.done.set()
-
-    def _fail_commands(self) -> None:
-        while True:
-            try:
-                command = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            command.error = ConsumerError(f"{self.consumer_id}: the member stopped")
-            command.done.set()
 
     def _resume_ready(self) -> None:
         keys = self._held.offer_all()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTP
 
+from zkconsumer.broker_coordination.poll_commands import PollCommands
 from zkconsumer.broker_coordination.settings import ASSIGNOR
 from zkconsumer.errors import BrokersUnavailable, CommitFailed
 from zkconsumer.migration.switch import SEAT_CLIENT_SUFFIX
@@ -19,14 +19,6 @@ from zkconsumer.partitions import TopicPartition
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # its lines are the switching member's
 
 POLL_S = 0.1  # how late a command (a commit, the stop) is served
-
-
-class _SeatCommand:
-    def __init__(self, call: Callable[[], object]) -> None:
-        self.call = call
-        self.done = threading.Event()
-        self.result: object = None
-        self.error: BaseException | None = None
 
 
 class ShadowGroupMember:
@@ -59,7 +51,7 @@ class ShadowGroupMember:
         self._on_change, self._on_failure = on_change, on_failure
         self._assigned: frozenset[TopicPartition] | None = None  # None: no assignment yet
         self._member_id: str | None = None
-        self._commands: queue.SimpleQueue[_SeatCommand] = queue.SimpleQueue()
+        self._commands = PollCommands()
         self._stopping = threading.Event()
         self._closed = threading.Event()
         self._consumer: Any = None
@@ -100,13 +92,9 @@ class ShadowGroupMember:
             return call()
         if self._closed.is_set() or self._stopping.is_set():
             raise BrokersUnavailable(f"{self.consumer_id}: not in the brokers' group (leaving it)")
-        command = _SeatCommand(call)
-        self._commands.put(command)
-        if not command.done.wait(timeout + 1.0):
-            raise CommitFailed(f"{self.consumer_id}: Kafka commit as a group member not done within {timeout:.1f} s")
-        if command.error is not None:
-            raise command.error
-        return command.result
+        return self._commands.ask(
+            call, timeout + 1.0, f"{self.consumer_id}: Kafka commit as a group member not done within {timeout:.1f} s"
+        )
 
     # ---- the poll thread -----------------------------------------------------------------------
     def _run(self) -> None:
@@ -117,7 +105,7 @@ class ShadowGroupMember:
                 self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
             )
             while not self._stopping.is_set():
-                self._serve()
+                self._commands.serve()
                 for message in self._consumer.consume(100, POLL_S) or []:  # paused: only errors and events
                     error = message.error()
                     if error is not None and error.fatal():
@@ -129,25 +117,7 @@ class ShadowGroupMember:
         finally:
             self._assigned = None
             self._closed.set()
-            while True:
-                try:
-                    command = self._commands.get_nowait()
-                except queue.Empty:
-                    break
-                command.error = BrokersUnavailable(f"{self.consumer_id}: left the brokers' group")
-                command.done.set()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                command = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                command.result = command.call()
-            except BaseException as exc:  # handed to the asking thread
-                command.error = exc
-            command.done.set()
+            self._commands.fail_all(lambda: BrokersUnavailable(f"{self.consumer_id}: left the brokers' group"))
 
     def _commit_and_read(self, offsets: dict[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]:
         tps = [KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())]
