@@ -74,11 +74,27 @@ def create_topic(
 ) -> None:
     """Create the topic and wait until every partition has a leader and `min_isr` replicas in sync
     (with acks=all a write needs the topic's min.insync.replicas of them)."""
-    client = admin(bootstrap)  # keep a reference: a collected client cancels its futures
-    futures = client.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)], operation_timeout=timeout
-    )
-    _result(client, futures[name], timeout)
+    deadline = time.monotonic() + timeout
+    retried = False
+    while True:
+        client = admin(bootstrap)  # keep a reference: a collected client cancels its futures
+        futures = client.create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)], operation_timeout=timeout
+        )
+        try:
+            _result(client, futures[name], timeout)
+            break
+        except KafkaException as exc:
+            error = exc.args[0]
+            # The controller can move between the client's metadata and its request (a broker
+            # restarted by an earlier test): a fresh client asks the new controller.
+            if retried and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                break  # an earlier attempt did land after all
+            moved = error.code() == KafkaError.NOT_CONTROLLER  # not flagged retriable by librdkafka
+            if not (moved or error.retriable()) or time.monotonic() > deadline:
+                raise
+            retried = True
+            time.sleep(0.5)
     wait_for_leaders(bootstrap, name, partitions, timeout, min_isr=min_isr)
 
 
