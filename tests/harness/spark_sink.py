@@ -20,12 +20,9 @@ def parquet_query(df: Any, folder: Path, *, trigger_ms: int = 500, available_now
     return writer.trigger(**trigger).start()
 
 
-def committed_rows(output: Path) -> collections.Counter[tuple[str, int, int, bytes]]:
-    """(topic, partition, offset, value) of every row in the files the sink committed (its
-    _spark_metadata log), with how often each is there: files a failed task attempt left behind are
-    not part of the output."""
-    import pyarrow.parquet as pq
-
+def committed_files(output: Path) -> set[str]:
+    """The parquet files the sink committed, from its _spark_metadata log: files a failed task
+    attempt left behind are not part of the output."""
     meta = output / "_spark_metadata"
     files: set[str] = set()
     if meta.exists():
@@ -36,8 +33,16 @@ def committed_rows(output: Path) -> collections.Counter[tuple[str, int, int, byt
                 record = json.loads(line)
                 path = record["path"].removeprefix("file://")
                 files.add(path) if record.get("action", "add") == "add" else files.discard(path)
+    return files
+
+
+def committed_rows(output: Path) -> collections.Counter[tuple[str, int, int, bytes]]:
+    """(topic, partition, offset, value) of every row in the files the sink committed, with how
+    often each is there."""
+    import pyarrow.parquet as pq
+
     rows: collections.Counter[tuple[str, int, int, bytes]] = collections.Counter()
-    for path in files:
+    for path in committed_files(output):
         table = pq.read_table(path, columns=["topic", "partition", "offset", "value"])
         rows.update(
             zip(

@@ -18,6 +18,7 @@ from spark_helpers import ROOT
 
 from harness.members import committed_offsets
 from harness.spark_cluster import SparkStandalone
+from harness.spark_sink import committed_files
 from zkconsumer.testing import kafka
 from zkconsumer.testing.process import die_with_parent
 
@@ -139,20 +140,9 @@ def wait_gone(pgid: int, timeout: float, what: str) -> None:
 
 
 def sink_keys(output: Path) -> collections.Counter[tuple[int, int]]:
-    """(partition, offset) of every row in the files the sink committed (its _spark_metadata log):
-    files a failed task attempt left behind are not part of the output."""
-    meta = output / "_spark_metadata"
-    files: set[str] = set()
-    if meta.exists():
-        for entry in sorted(meta.iterdir()):
-            if entry.name.startswith("."):
-                continue
-            for line in entry.read_text().splitlines()[1:]:  # the first line is the log's version
-                record = json.loads(line)
-                path = record["path"].removeprefix("file://")
-                files.add(path) if record.get("action", "add") == "add" else files.discard(path)
+    """(partition, offset) of every row in the files the sink committed (harness.spark_sink)."""
     keys: collections.Counter[tuple[int, int]] = collections.Counter()
-    for path in files:
+    for path in committed_files(output):
         table = pq.read_table(path, columns=["partition", "offset"])
         keys.update(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
     return keys

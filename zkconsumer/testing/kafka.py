@@ -79,7 +79,8 @@ def create_topic(
     while True:
         client = admin(bootstrap)  # keep a reference: a collected client cancels its futures
         futures = client.create_topics(
-            [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)], operation_timeout=timeout
+            [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)],
+            operation_timeout=timeout,
         )
         try:
             _result(client, futures[name], timeout)
