@@ -21,6 +21,7 @@ from zkconsumer.exporter.registrations import Registrations
 from zkconsumer.exporter.server import Body, HttpServer
 from zkconsumer.exporter.view import EXPIRE_GROUP_AFTER_S, RETIRED_AFTER_S, ClusterView, ViewState
 from zkconsumer.zookeeper.client import ZkIO
+from zkconsumer.zookeeper.watch_rearm import WatchRearm
 
 log = logging.getLogger(__name__)
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -89,6 +90,10 @@ class Exporter:
         self._refresh_seconds = 0.0
         self._requests = 0  # the view's count after the last refresh (the view is the refresh thread's)
         self._connected = client.connected
+        # A blip in the same session keeps the watches (re-armed by SetWatches): only what the
+        # server fires for changes made meanwhile is re-read. Without it (kazoo not gated in, the
+        # server refused), kazoo fires every watch and every group is re-read, as after a LOST.
+        self.rearm = WatchRearm(client)
         self._lost = threading.Event()  # set on kazoo's thread; the refresh thread re-reads everything
         # Set on kazoo's thread when a watched node of a group changed (a commit): the refresh
         # thread refreshes then, at most every `settle_s`, rather than at its next tick.
@@ -114,6 +119,7 @@ class Exporter:
         self._stop.set()
         self._changed.set()  # wakes the refresh thread's wait
         self.client.remove_listener(self._on_state)
+        self.rearm.close()
         if self._thread.ident is not None:  # started
             self._thread.join(timeout_s)
         served = self.http.stop(timeout_s)
@@ -246,7 +252,14 @@ class Exporter:
         )
 
     def health_doc(self) -> dict[str, Any]:
-        return {**asdict(self.health()), "last_error": self.last_error, "thread_alive": self._thread.is_alive()}
+        return {
+            **asdict(self.health()),
+            "last_error": self.last_error,
+            "thread_alive": self._thread.is_alive(),
+            "watch_rearm": self.rearm.enabled,
+            "watch_rearms": self.rearm.rearmed,
+            "watch_rearm_fallbacks": self.rearm.fallbacks,
+        }
 
     def route(self, path: str) -> tuple[int, str, Body] | None:
         """The HTTP server's pages (its threads call this; everything read here is published state):

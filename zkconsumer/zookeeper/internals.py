@@ -1,5 +1,5 @@
-"""The one place zkconsumer reaches into kazoo's private connection loop (eager_io.py, batches.py):
-only on the kazoo releases that code was written and tested against, else stock kazoo.
+"""The one place zkconsumer reaches into kazoo's private connection loop (eager_io.py, batches.py,
+watch_rearm.py): only on the kazoo releases that code was written and tested against, else stock kazoo.
 
 Those patches replace `ConnectionHandler._read`, `_write`, `_read_socket` and `_send_request` and
 read `_queue`, `_pending`, `_xid` and the test hooks of kazoo's connection module. A kazoo
@@ -11,22 +11,30 @@ extension points and runs on every version.
 What they buy: about 40 % less CPU per ZooKeeper request, which is what lets 64 members over
 4,096 partitions in one process settle a change in seconds (docs/performance.md). Set
 ZKCONSUMER_KAZOO_BATCHES=0 to run stock kazoo on a tested version too.
+
+watch_rearm.py moves kazoo's watch tables (`_data_watchers`, `_child_watchers`) inside its state
+change and queues SetWatches at the head of `_queue`, relative to `last_zxid`: `rearm_wanted`
+checks the version and that shape. What it buys: a ZooKeeper blip costs the exporter one request
+per node that changed meanwhile instead of a re-read of every node it watches (docs/performance.md).
+ZKCONSUMER_KAZOO_REARM=0 keeps kazoo's stock path (every watch fires, everything is re-read).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections import defaultdict, deque
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TESTED_KAZOO_VERSIONS", "install", "kazoo_version", "wanted"]
+__all__ = ["TESTED_KAZOO_VERSIONS", "install", "kazoo_version", "rearm_wanted", "wanted"]
 
 # The kazoo releases eager_io.py and batches.py were written against and are tested with
 # (scripts/test.sh installs the one in scripts/constraints.txt).
 TESTED_KAZOO_VERSIONS = frozenset({"2.11.0"})
 SWITCH = "ZKCONSUMER_KAZOO_BATCHES"
+REARM_SWITCH = "ZKCONSUMER_KAZOO_REARM"
 
 _said: set[str] = set()  # what was logged once per process
 
@@ -52,6 +60,49 @@ def wanted() -> bool:
         )
         return False
     return True
+
+
+def rearm_wanted(client: Any) -> bool:
+    """Whether watch_rearm.py may keep this KazooClient's watches across a reconnect: a tested kazoo,
+    not switched off, and the client's private fields of the shape that code moves. Logs once per
+    process why not (the stock path: every blip re-reads everything watched)."""
+    version = kazoo_version()
+    if os.environ.get(REARM_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+        _once(f"{REARM_SWITCH} is off: kazoo's stock reconnect, every watch fires and is re-read")
+        return False
+    if version not in TESTED_KAZOO_VERSIONS:
+        _once(
+            f"kazoo {version} is not one zkconsumer's watch re-arm was tested with "
+            f"({', '.join(sorted(TESTED_KAZOO_VERSIONS))}): kazoo's stock reconnect, every watch re-read"
+        )
+        return False
+    odd = _rearm_shape(client)
+    if odd:
+        _once(
+            f"kazoo {version}'s client is not as the watch re-arm expects ({odd}): stock reconnect, every watch re-read"
+        )
+        return False
+    return True
+
+
+def _rearm_shape(client: Any) -> str | None:
+    """What of the client is not as watch_rearm.py expects, or None."""
+    for name in ("_data_watchers", "_child_watchers"):
+        table = getattr(client, name, None)
+        if not isinstance(table, defaultdict) or table.default_factory is not set:
+            return f"{name} is {type(table).__name__}, not defaultdict(set)"
+    if not isinstance(getattr(client, "last_zxid", None), int):
+        return "no int last_zxid"
+    if not isinstance(getattr(client, "_queue", None), deque):
+        return "no deque _queue"
+    if not hasattr(client, "_session_id"):
+        return "no _session_id"
+    if not hasattr(getattr(client, "_connection", None), "_write_sock"):
+        return "no _connection._write_sock"
+    handler = getattr(client, "handler", None)
+    if not (callable(getattr(handler, "async_result", None)) and callable(getattr(handler, "dispatch_callback", None))):
+        return "a handler without async_result/dispatch_callback"
+    return None
 
 
 def install(client: Any) -> bool:

@@ -5,7 +5,9 @@ registrations, a topic's owner nodes). Read afresh each time, that is O(members 
 requests per interval for an idle group. Here a child watch on the folder says when the list of
 names changed, a data watch on each child says when that child changed or went, and a read
 re-asks ZooKeeper only for those. kazoo fires every watch with a NONE event when the link drops
-(and the session may be gone), which makes everything stale: the next read re-reads it all.
+(and the session may be gone), which makes everything stale: the next read re-reads it all,
+unless watch_rearm.py kept the watches across a reconnect in the same session (then only the
+watches the server fires for what changed meanwhile fire).
 
 Races: a watch may fire while the read it should invalidate is on the wire. Each name (and the
 list) carries a generation, bumped by its watch; an answer is cached only if its generation did
@@ -23,6 +25,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 
 from zkconsumer.zookeeper.client import ZkIO
+from zkconsumer.zookeeper.watch_rearm import ExistsWatch
 
 __all__ = ["Entry", "KeptFolder", "WatchedFolder", "WatchedNodes"]
 
@@ -278,7 +281,8 @@ class KeptFolder(Generic[T]):
             except NoNodeError:
                 pass
             self._list_requests += 1  # not there: watch for its creation instead
-            if self.io.exists(self.path, watch=self._list_watch) is None:
+            # marked as an exist watch, so a reconnect re-arms it as one (watch_rearm.py)
+            if self.io.exists(self.path, watch=ExistsWatch(self._list_watch)) is None:
                 names = []
                 break
         with self._lock:
