@@ -74,6 +74,7 @@ class Member(NamedTuple):
     assigned: frozenset[int] | None = None  # its seat's assignment (None: none yet, or no seat)
     holds: tuple[tuple[int, int], ...] = ()  # (partition, next offset): installed or releasing
     releasing: frozenset[int] = frozenset()  # stopped, its owner node still to delete
+    broker_mode: bool = False  # restarted with zkconsumer.coordination=broker (switch_model_restart)
 
 
 class State(NamedTuple):
@@ -91,6 +92,7 @@ class State(NamedTuple):
     expiries: int = 0
     command_kills: int = 0
     turns: int = 0  # how many more times the operator may turn the command round
+    restarts: int = 0  # members the operator may still restart with coordination=broker at `broker`
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ class Config:
     expiries: int = 0
     command_kills: int = 0
     turns: int = 2  # how many times the operator may turn the command round (0: the way there only)
+    restarts: int = 0  # members restarted with coordination=broker once the node says `broker`
     bugs: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -127,6 +130,7 @@ def initial(config: Config) -> State:
         expiries=config.expiries,
         command_kills=config.command_kills,
         turns=config.turns,
+        restarts=config.restarts,
     )
 
 
@@ -150,8 +154,9 @@ def zk_assignment(s: State, partitions: int) -> dict[int, frozenset[int]]:
 
 
 def broker_assignment(s: State, partitions: int) -> dict[int, frozenset[int]]:
-    """The brokers' assignment of the current generation."""
-    return _range(sorted(s.group, reverse=True), partitions)
+    """The brokers' assignment of the current generation (a restarted member has a new member id: it
+    sorts first)."""
+    return _range(sorted(s.group, key=lambda j: (s.members[j].broker_mode, j), reverse=True), partitions)
 
 
 def described(s: State, partitions: int) -> dict[int, frozenset[int]]:
@@ -182,16 +187,16 @@ def _set(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
     return t[:i] + (v,) + t[i + 1 :]
 
 
-def _put(s: State, i: int, m: Member) -> State:
+def put(s: State, i: int, m: Member) -> State:
     return s._replace(members=s.members[:i] + (m,) + s.members[i + 1 :])
 
 
-def _regroup(s: State, group: frozenset[int]) -> State:
+def regroup(s: State, group: frozenset[int]) -> State:
     """A member joins or leaves: a new generation, which no seat has yet."""
     return s._replace(group=group, members=tuple(m._replace(current=False) for m in s.members))
 
 
-def _accepts(s: State, i: int) -> bool:
+def accepts(s: State, i: int) -> bool:
     """Kafka takes a commit from a seat of the current generation (for any partition)."""
     return i in s.group and s.members[i].current
 
@@ -199,14 +204,16 @@ def _accepts(s: State, i: int) -> bool:
 def successors(s: State, config: Config) -> Iterator[Step]:
     """Every transition enabled in `s`, with the violation it makes, if any."""
     for i, m in enumerate(s.members):
+        if m.broker_mode:  # switch_model_restart's
+            continue
         if m.alive:
             yield from _member_steps(s, i, m, config)
             continue
         if m.registered:  # its ZooKeeper session ends: its registration and owner nodes go
             gone = tuple(NONE if o == i else o for o in s.owner)
-            yield f"m{i}'s session expires (dead)", _put(s, i, m._replace(registered=False))._replace(owner=gone), None
+            yield f"m{i}'s session expires (dead)", put(s, i, m._replace(registered=False))._replace(owner=gone), None
         if i in s.group:  # the brokers' session timeout
-            yield f"m{i}'s seat times out (dead)", _regroup(s, s.group - {i}), None
+            yield f"m{i}'s seat times out (dead)", regroup(s, s.group - {i}), None
     yield from _command_steps(s, config)
 
 
@@ -216,40 +223,40 @@ def _member_steps(s: State, i: int, m: Member, config: Config) -> Iterator[Step]
         yield _read_step(s, i, m, config)
     if i in s.group and not m.current:
         got = broker_assignment(s, partitions).get(i, frozenset())
-        yield f"m{i}'s seat gets {sorted(got)}", _put(s, i, m._replace(current=True, assigned=got)), None
+        yield f"m{i}'s seat gets {sorted(got)}", put(s, i, m._replace(current=True, assigned=got)), None
     goal = target(s, i, partitions)
     holds = holding(m)
     for p, pos in m.holds:
         ours = s.owner[p] == i
         if p not in m.releasing:
             if pos < config.messages:
-                yield _deliver(s, i, m, p, pos)
+                yield deliver(s, i, m, p, pos)
             if p not in goal:  # release: stop delivering first, the node goes in a later step
-                yield f"m{i} stops p{p} to release it", _put(s, i, m._replace(releasing=m.releasing | {p})), None
+                yield f"m{i} stops p{p} to release it", put(s, i, m._replace(releasing=m.releasing | {p})), None
         elif ours:
             yield from _finish_release(s, i, m, p, holds)
         if ours and s.zk[p] != pos:  # the commit, ZooKeeper first (fenced by the owner node)
             if "broker_commits_kafka_only" in bugs and m.step == BROKER:
-                if _accepts(s, i) and s.kafka[p] != pos:
-                    yield f"m{i} commits p{p}={pos} to Kafka only", _commit(s, p, s.zk[p], pos), None
+                if accepts(s, i) and s.kafka[p] != pos:
+                    yield f"m{i} commits p{p}={pos} to Kafka only", commit(s, p, s.zk[p], pos), None
             else:
-                yield f"m{i} commits p{p}={pos} to ZooKeeper", _commit(s, p, pos, s.kafka[p]), None
+                yield f"m{i} commits p{p}={pos} to ZooKeeper", commit(s, p, pos, s.kafka[p]), None
         mirror = m.step != ZOOKEEPER and not ("broker_commits_kafka_only" in bugs and m.step == BROKER)
-        if ours and mirror and s.kafka[p] != s.zk[p] and _accepts(s, i):  # then the same value to Kafka
-            yield f"m{i} copies p{p}={s.zk[p]} to Kafka", _commit(s, p, s.zk[p], s.zk[p]), None
+        if ours and mirror and s.kafka[p] != s.zk[p] and accepts(s, i):  # then the same value to Kafka
+            yield f"m{i} copies p{p}={s.zk[p]} to Kafka", commit(s, p, s.zk[p], s.zk[p]), None
     for p in sorted(goal - holds.keys()):
         if s.owner[p] == NONE or ("claim_without_lock" in bugs and m.step >= HANDOVER):
             yield _claim(s, i, m, p, config)
     if m.acked != m.step and not m.releasing and holds.keys() == goal:
         if m.step == ZOOKEEPER or (i in s.group and m.assigned is not None):
-            yield f"m{i}'s marker says {STEP_NAMES[m.step]}", _put(s, i, m._replace(acked=m.step)), None
+            yield f"m{i}'s marker says {STEP_NAMES[m.step]}", put(s, i, m._replace(acked=m.step)), None
     if s.kills > 0:  # kill -9: delivery ends; its nodes, registration and seat stay until their sessions end
         dead = m._replace(alive=False, step=ZOOKEEPER, assigned=None, holds=(), releasing=frozenset())
-        yield f"m{i} killed", _put(s, i, dead)._replace(kills=s.kills - 1), None
+        yield f"m{i} killed", put(s, i, dead)._replace(kills=s.kills - 1), None
     if s.expiries > 0 and any(o == i for o in s.owner):  # the lease stopped delivery; a new session follows
         gone = tuple(NONE if o == i else o for o in s.owner)
         kept = m if "deliver_after_expiry" in bugs else m._replace(holds=(), releasing=frozenset())
-        yield f"m{i}'s session expires", _put(s, i, kept)._replace(owner=gone, expiries=s.expiries - 1), None
+        yield f"m{i}'s session expires", put(s, i, kept)._replace(owner=gone, expiries=s.expiries - 1), None
 
 
 def _read_step(s: State, i: int, m: Member, config: Config) -> Step:
@@ -258,39 +265,39 @@ def _read_step(s: State, i: int, m: Member, config: Config) -> Step:
     back = s.step < m.step
     if "deliver_after_back" in config.bugs and back and m.step >= HANDOVER and s.step <= JOINING:
         owner = tuple(NONE if o == i and p not in moved.releasing else o for p, o in enumerate(s.owner))
-        t = _put(s, i, moved)._replace(owner=owner)
+        t = put(s, i, moved)._replace(owner=owner)
         return f"m{i} sees step {STEP_NAMES[s.step]}, lets its owner nodes go, delivers on", t, None
     leave = s.step == ZOOKEEPER and "seat_stays" not in config.bugs
     if "seat_leaves_before_release" in config.bugs and back and s.step == JOINING:
         leave = True
     if leave and i in s.group:
-        t = _regroup(_put(s, i, moved._replace(assigned=None)), s.group - {i})
+        t = regroup(put(s, i, moved._replace(assigned=None)), s.group - {i})
         return f"m{i} sees step {STEP_NAMES[s.step]}, its seat leaves", t, None
     if s.step != ZOOKEEPER and i not in s.group and not (back and "seat_leaves_before_release" in config.bugs):
-        t = _regroup(_put(s, i, moved._replace(assigned=None)), s.group | {i})
+        t = regroup(put(s, i, moved._replace(assigned=None)), s.group | {i})
         return f"m{i} sees step {STEP_NAMES[s.step]}, its seat joins", t, None
-    return f"m{i} sees step {STEP_NAMES[s.step]}", _put(s, i, moved), None
+    return f"m{i} sees step {STEP_NAMES[s.step]}", put(s, i, moved), None
 
 
 def _finish_release(s: State, i: int, m: Member, p: int, holds: dict[int, int]) -> Iterator[Step]:
     """The node goes at once at `zookeeper` or with no seat; else once ZooKeeper's offset, committed to
     Kafka as a member, reads back equal (a refused commit keeps the node: the attempt tries again)."""
     rest = tuple((q, o) for q, o in m.holds if q != p)
-    done = _put(s, i, m._replace(holds=rest, releasing=m.releasing - {p}))._replace(owner=_set(s.owner, p, NONE))
+    done = put(s, i, m._replace(holds=rest, releasing=m.releasing - {p}))._replace(owner=_set(s.owner, p, NONE))
     if m.step == ZOOKEEPER or i not in s.group:
         yield f"m{i} deletes p{p}'s owner node", done, None
-    elif _accepts(s, i):
+    elif accepts(s, i):
         label = f"m{i} commits p{p}={s.zk[p]} to Kafka, reads it back, deletes p{p}'s owner node"
-        yield label, _commit(done, p, s.zk[p], s.zk[p]), None
+        yield label, commit(done, p, s.zk[p], s.zk[p]), None
 
 
-def _commit(s: State, p: int, zk: int, kafka: int) -> State:
+def commit(s: State, p: int, zk: int, kafka: int) -> State:
     """p's offsets in ZooKeeper and Kafka are now `zk` and `kafka`."""
     newest = _set(s.newest, p, max(s.newest[p], zk, kafka))
     return s._replace(zk=_set(s.zk, p, zk), kafka=_set(s.kafka, p, kafka), newest=newest)
 
 
-def _deliver(s: State, i: int, m: Member, p: int, pos: int) -> Step:
+def deliver(s: State, i: int, m: Member, p: int, pos: int) -> Step:
     problem = None
     if pos > s.delivered[p] + 1:
         problem = f"p{p}: m{i} delivers {pos} after {s.delivered[p]}: lost {s.delivered[p] + 1}..{pos - 1}"
@@ -298,7 +305,7 @@ def _deliver(s: State, i: int, m: Member, p: int, pos: int) -> Step:
     if others:
         problem = f"p{p}: m{i} delivers {pos} while m{others[0]} delivers it too"
     holds = tuple((q, pos + 1 if q == p else o) for q, o in m.holds)
-    t = _put(s, i, m._replace(holds=holds))._replace(delivered=_set(s.delivered, p, max(s.delivered[p], pos)))
+    t = put(s, i, m._replace(holds=holds))._replace(delivered=_set(s.delivered, p, max(s.delivered[p], pos)))
     return f"m{i} delivers p{p}@{pos}", t, problem
 
 
@@ -314,7 +321,7 @@ def _claim(s: State, i: int, m: Member, p: int, config: Config) -> Step:
     elif start != committed:
         problem = f"p{p}: m{i} starts at {start}, not at the committed {committed}"
     owner = _set(s.owner, p, i) if s.owner[p] == NONE else s.owner
-    t = _put(s, i, m._replace(holds=tuple(sorted((*m.holds, (p, start))))))._replace(owner=owner)
+    t = put(s, i, m._replace(holds=tuple(sorted((*m.holds, (p, start))))))._replace(owner=owner)
     return f"m{i} claims p{p}, starts at {start}", t, problem
 
 

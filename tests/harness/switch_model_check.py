@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain
 
 from harness.switch_model import (
     BROKER,
@@ -18,6 +19,7 @@ from harness.switch_model import (
     successors,
     zk_assignment,
 )
+from harness.switch_model_restart import restart_steps
 
 
 @dataclass
@@ -62,7 +64,7 @@ def explore(config: Config, *, max_states: int = 2_000_000, first_only: bool = F
     result = Result()
     while queue:
         s = queue.popleft()
-        for label, t, problem in successors(s, config):
+        for label, t, problem in chain(successors(s, config), restart_steps(s, config)):
             result.transitions += 1
             if problem is not None and len(result.violations) < 20:
                 result.violations.append((problem, trace(parent, s) + [label]))

@@ -16,8 +16,8 @@ from harness.switch_model_check import Result, explore
 # (--to zookeeper, then --to broker again, ...). The worlds the suite cannot afford are in
 # docs/live-switch.md ("The model"), with their state counts, to run by hand after a change.
 WORLDS = {
-    "there-and-back": Config(partitions=2, turns=2),
-    "kill": Config(partitions=1, turns=2, kills=1),
+    "there-and-back": Config(partitions=2, turns=1),
+    "kill": Config(partitions=1, turns=1, kills=1),
     "session-expiry": Config(partitions=1, turns=2, expiries=1),
     "command-killed-and-rerun": Config(partitions=1, turns=3, command_kills=1),
 }
@@ -88,3 +88,29 @@ def test_every_planted_bug_has_a_test() -> None:
 def test_an_unknown_bug_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown planted bugs"):
         Config(bugs=frozenset({"typo"}))
+
+
+# The last step off ZooKeeper, as docs/live-switch.md describes it: at `broker`, restart the members one
+# at a time with zkconsumer.coordination=broker. Defects of the product the model finds (issue #54):
+RESTART = Config(partitions=1, turns=0, restarts=1)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a seat's revocation does not wait for its member to stop delivering (ShadowGroupMember._on_revoke): "
+    "the restarted member starts the partition while the ZooKeeper-mode member still delivers it",
+)
+def test_a_restart_with_broker_coordination_never_overlaps() -> None:
+    overlaps = [what for what, _ in explored(RESTART).violations if "delivers it too" in what]
+    assert overlaps == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Kafka = ZooKeeper holds when the command reads it, not at the restart: commits go on, ZooKeeper "
+    "first, Kafka through the seat at best (refused during the restart's rebalance); the restarted member "
+    "reads Kafka",
+)
+def test_a_restart_with_broker_coordination_starts_at_the_committed_offset() -> None:
+    rewinds = [what for what, _ in explored(RESTART).violations if "not at the committed" in what]
+    assert rewinds == []
