@@ -28,15 +28,20 @@ What it abstracts, and why that is sound for its invariants:
   an assignment): SwitchFollower.publish.
 - The command's read (one `plan_switch`/`plan_switch_back` over one consistent snapshot) and its
   write are two steps: between them anything may happen; the write is a compare-and-set on the
-  switch node's version. The operator may turn it round (`--to` the other way) whenever it is not running, a bounded
-  number of times.
+  switch node's version. The operator may turn it round (`--to` the other way) whenever it is
+  not running, a bounded number of times (`turns`).
+- A member's attempt is split into its steps (read the step, release, claim, say the step), each
+  atomic and each enabled on its own: more interleavings than the code, where an attempt whose
+  release is kept (Kafka not yet equal) raises before it claims. The extra orders can only add
+  violations of 1 and 2, never hide one; a completion found here may use an order the code does
+  not take.
 
 Left out: the mirror's Kafka commit is sent outside the rebalance lock (Commits.commit), so one
 computed before a release can land after the next owner's commit and rewind Kafka (not
 ZooKeeper, which claims read); the members' hint of what they wrote to Kafka then keeps the
 partition at `offsets-differ` until it moves again. Here a mirror is one step with the value
-ZooKeeper holds. Also left out: the rolling restart with zkconsumer.coordination=broker after
-`broker` (its members deliver their brokers' assignment without owner nodes).
+ZooKeeper holds. Also left out: members added or restarted mid-switch (a member restarted with
+zkconsumer.coordination=broker once the node says `broker` is switch_model_restart's).
 """
 
 from __future__ import annotations
