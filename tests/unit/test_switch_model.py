@@ -19,7 +19,7 @@ WORLDS = {
     "there-and-back": Config(partitions=2, turns=1),
     "kill": Config(partitions=1, turns=1, kills=1),
     "session-expiry": Config(partitions=1, turns=2, expiries=1),
-    "command-killed-and-rerun": Config(partitions=1, turns=3, command_kills=1),
+    "command-killed-and-rerun": Config(partitions=1, turns=2, command_kills=1),
 }
 SMALL = Config(partitions=1, turns=2)
 
