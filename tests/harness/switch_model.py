@@ -1,109 +1,146 @@
-"""An explicit-state model checker of the live switch's hand-over protocol (docs/live-switch.md), pure.
+"""The live switch's protocol, both ways, as a pure transition system: members, both coordinators, the command, faults.
 
-The model is small on purpose: a few members, partitions and messages, every interleaving of
-their steps, both coordinators and the switch command, and a bounded number of faults (kill -9
-of a member, a ZooKeeper session expiry, the command killed half-way and run again). Each state
-is a frozen tuple; `explore` walks every reachable one breadth first and checks the invariants
-on every transition, then checks that the switch can still complete from every state reached.
+It follows the code (docs/live-switch.md): `SwitchFollower` and `switch_target`
+(zkconsumer/coordinator/switch_follow.py), the rebalancer's release and claim
+(zkconsumer/coordinator/rebalancer.py), the seat (zkconsumer/broker_coordination/shadow.py),
+`plan_switch`/`plan_switch_back` (zkconsumer/migration/switch.py) and the command's read and
+compare-and-set (zkconsumer/admin/live_switch.py). `switch_model_check.explore` walks it.
 
-What is abstracted, and why it is sound for these invariants:
-- ZooKeeper's owner node is one cell per partition; creating it is atomic and exclusive, and a
-  session's nodes vanish at its expiry, as in ZooKeeper.
-- A member's delivery gate is its local "hold": the lease (zkconsumer.consumer.delivery) ends
-  delivery before the session can expire, so an expiry clears the member's holds in the same step.
-- The brokers' group is its member set and generation; a commit is accepted from a member of the
-  current generation for ANY partition (the classic coordinator checks no partition ownership),
-  and from a non-member with generation -1 only while the group is Empty (validateOffsetCommit).
-- The command's read and its write are two steps: between them anything may happen; its write is a
-  compare-and-set on the switch node's version, so a command killed after reading writes nothing.
+What it abstracts, and why that is sound for its invariants:
+- An owner node is one cell per partition; its create is atomic and exclusive, and a session's
+  nodes (and its registration) vanish at its expiry. A live member's expiry and its new session
+  are one step: the lease (zkconsumer.consumer.delivery) ended its delivery before the expiry.
+- Every commit is ZooKeeper first, fenced by the owner node (offsets.storage=zookeeper: what a
+  claim reads, OffsetStore.read), then the same value to Kafka through the seat as a member of
+  the current generation (Commits._mirror, SwitchFollower.mirror: best effort, from `joining` on).
+  Kafka's value is therefore always one ZooKeeper held: nothing copies Kafka to ZooKeeper, on
+  the way back either. Dual commit (reading the larger of the two) reads the same: not modelled.
+- A release stops delivery, then (from `joining` on, with a seat) commits ZooKeeper's offset to
+  Kafka as a member, reads it back and only then deletes the node (SwitchFollower.releasable);
+  at `zookeeper`, or with no seat, it deletes the node at once.
+- The brokers' group is its member set; any change starts a new generation, which each seat must
+  fetch (`current`) before Kafka takes its commits (member id and generation; any partition:
+  the coordinator checks no ownership). Its assignment is range over the members in reverse
+  (the coordinator's member ids, not ours: most partitions move), shown by DescribeGroups only
+  while every member has it (Stable).
+- A member's marker `seen` (`acked`) is the step of its last attempt that reached its target
+  (holding what the step says, nothing still releasing; from `joining` on with a seat that has
+  an assignment): SwitchFollower.publish.
+- The command's read (one `plan_switch`/`plan_switch_back` over one consistent snapshot) and its
+  write are two steps: between them anything may happen; the write is a compare-and-set on the
+  switch node's version. The operator may turn it round (`--to` the other way) whenever it is
+  not running, a bounded number of times (`turns`).
+- A member's attempt is split into its steps (read the step, release, claim, say the step), each
+  atomic and each enabled on its own: more interleavings than the code, where an attempt whose
+  release is kept (Kafka not yet equal) raises before it claims. The extra orders can only add
+  violations of 1 and 2, never hide one; a completion found here may use an order the code does
+  not take.
+
+Left out: the mirror's Kafka commit is sent outside the rebalance lock (Commits.commit), so one
+computed before a release can land after the next owner's commit and rewind Kafka (not
+ZooKeeper, which claims read); the members' hint of what they wrote to Kafka then keeps the
+partition at `offsets-differ` until it moves again. Here a mirror is one step with the value
+ZooKeeper holds. Also left out: members added or restarted mid-switch (a member restarted with
+zkconsumer.coordination=broker once the node says `broker` is switch_model_restart's).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
 NONE = -1
 ZOOKEEPER, JOINING, HANDOVER, BROKER = 0, 1, 2, 3  # the switch node's steps
 STEP_NAMES = ("zookeeper", "joining", "handover", "broker")
 
-BUGS = frozenset(
-    {
-        "claim_without_lock",  # a member takes a partition its broker assignment gives it while the owner node is held
-        "claim_reads_kafka",  # a claim during the hand-over starts from Kafka's offset instead of ZooKeeper's
-        "deliver_after_expiry",  # a member whose ZooKeeper session expired goes on delivering (no lease)
-    }
-)
+BUGS = {
+    # the way there
+    "claim_without_lock": "from `handover` a claim does not wait for the owner node",
+    "claim_reads_kafka": "from `handover` a claim starts from Kafka's offset, not ZooKeeper's",
+    "deliver_after_expiry": "a member whose ZooKeeper session expired goes on delivering (no lease)",
+    # the way back
+    "broker_commits_kafka_only": "at `broker` a member commits to Kafka only (as the brokers' members do), "
+    "while a claim on the way back reads ZooKeeper's offset",
+    "deliver_after_back": "a member reading a step back lets go of the owner nodes of its brokers' "
+    "assignment and goes on delivering them",
+    "seat_leaves_before_release": "a member reading the step back to `joining` leaves the brokers' group at once, "
+    "before the owner nodes it releases are gone, and sits again only at the next step",
+    "seat_stays": "a member reading `zookeeper` keeps its seat in the brokers' group",
+}
 
 
-@dataclass(frozen=True)
-class Member:
+class Member(NamedTuple):
     alive: bool = True
-    seen: int = ZOOKEEPER  # the switch step this member acts on
-    joined: bool = False  # in the brokers' group
-    gen: int = NONE  # the generation of the assignment it holds
-    assigned: frozenset[int] = frozenset()  # what the brokers' group gave it at `gen`
-    holds: tuple[tuple[int, int], ...] = ()  # (partition, next offset to deliver): what it delivers now
-    locked: frozenset[int] = frozenset()  # partitions whose owner node it holds
+    registered: bool = True  # its registration and marker: gone when its session ends
+    step: int = ZOOKEEPER  # the step its rebalance attempts act on (SwitchFollower.step)
+    acked: int = ZOOKEEPER  # the step its marker says it acted on (`seen`)
+    current: bool = False  # its seat holds the brokers' current generation
+    assigned: frozenset[int] | None = None  # its seat's assignment (None: none yet, or no seat)
+    holds: tuple[tuple[int, int], ...] = ()  # (partition, next offset): installed or releasing
+    releasing: frozenset[int] = frozenset()  # stopped, its owner node still to delete
+    broker_mode: bool = False  # restarted with zkconsumer.coordination=broker (switch_model_restart)
 
 
-@dataclass(frozen=True)
-class State:
+class State(NamedTuple):
     members: tuple[Member, ...]
-    step: int = ZOOKEEPER
-    owner: tuple[int, ...] = ()  # owner node per partition: the member, or NONE
-    zk: tuple[int, ...] = ()  # ZooKeeper's committed offset per partition
-    kafka: tuple[int, ...] = ()  # the brokers' committed offset per partition
-    group: frozenset[int] = frozenset()  # the brokers' group
-    gen: int = 0
-    delivered: tuple[int, ...] = ()  # the highest offset delivered per partition (NONE: none yet)
-    command: tuple[int, int] | None = None  # (step read, step to write): a command between its read and its write
+    owner: tuple[int, ...]  # owner node per partition: the member, or NONE
+    zk: tuple[int, ...]  # ZooKeeper's committed offset per partition
+    kafka: tuple[int, ...]  # the brokers' committed offset per partition
+    delivered: tuple[int, ...]  # the highest offset delivered per partition (NONE: none yet)
+    newest: tuple[int, ...]  # the highest offset ever committed per partition, in either store
+    step: int = ZOOKEEPER  # the switch node
+    group: frozenset[int] = frozenset()  # the seats in the brokers' group
+    direction: int = BROKER  # the command's `--to` (BROKER or ZOOKEEPER)
+    command: tuple[int, int] | None = None  # (step read, step to write): between its read and its write
     kills: int = 0  # faults still allowed
     expiries: int = 0
     command_kills: int = 0
+    turns: int = 0  # how many more times the operator may turn the command round
+    restarts: int = 0  # members the operator may still restart with coordination=broker at `broker`
 
 
 @dataclass(frozen=True)
 class Config:
     members: int = 2
     partitions: int = 2
-    messages: int = 2  # per partition
-    kills: int = 1
-    expiries: int = 1
-    command_kills: int = 1
+    messages: int = 1  # per partition
+    kills: int = 0
+    expiries: int = 0
+    command_kills: int = 0
+    turns: int = 2  # how many times the operator may turn the command round (0: the way there only)
+    restarts: int = 0  # members restarted with coordination=broker once the node says `broker`
     bugs: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        unknown = self.bugs - BUGS
+        unknown = self.bugs - BUGS.keys()
         if unknown:
             raise ValueError(f"unknown planted bugs {sorted(unknown)}; known: {sorted(BUGS)}")
 
 
-@dataclass
-class Result:
-    states: int = 0
-    transitions: int = 0
-    violations: list[tuple[str, list[str]]] = field(default_factory=list)  # (what, the trace that led there)
-    settled: int = 0  # states where the switch has completed and every partition is delivered by its assignee
+Step = tuple[str, State, str | None]  # (label, next state, violation or None)
+TURN = "operator turns the command to --to "  # the label of a change of direction
 
 
 def initial(config: Config) -> State:
-    n, p = config.members, config.partitions
+    p = config.partitions
     return State(
-        members=tuple(Member() for _ in range(n)),
+        members=tuple(Member() for _ in range(config.members)),
         owner=(NONE,) * p,
         zk=(0,) * p,
         kafka=(0,) * p,
         delivered=(NONE,) * p,
+        newest=(0,) * p,
         kills=config.kills,
         expiries=config.expiries,
         command_kills=config.command_kills,
+        turns=config.turns,
+        restarts=config.restarts,
     )
 
 
 def _range(members: list[int], partitions: int) -> dict[int, frozenset[int]]:
-    """Kafka's range assignor over `members` in the given order: contiguous shares, the first ones larger."""
+    """Range: contiguous shares over `members` in the given order, the first ones larger."""
     out: dict[int, frozenset[int]] = {}
     if not members:
         return out
@@ -117,253 +154,231 @@ def _range(members: list[int], partitions: int) -> dict[int, frozenset[int]]:
 
 
 def zk_assignment(s: State, partitions: int) -> dict[int, frozenset[int]]:
-    """The ZooKeeper assignment: range over the live registered members in id order."""
-    return _range([i for i, m in enumerate(s.members) if m.alive], partitions)
+    """ZooKeeper's assignor: range over the registered members (a dead one until its session ends)."""
+    return _range([i for i, m in enumerate(s.members) if m.registered], partitions)
 
 
 def broker_assignment(s: State, partitions: int) -> dict[int, frozenset[int]]:
-    """The brokers' assignment: range over the group's members in the coordinator's order (its member ids,
-    unrelated to ours: modelled as the reverse, so that most partitions change owner at the switch)."""
-    return _range(sorted(s.group, reverse=True), partitions)
+    """The brokers' assignment of the current generation (a restarted member has a new member id: it
+    sorts first)."""
+    return _range(sorted(s.group, key=lambda j: (s.members[j].broker_mode, j), reverse=True), partitions)
 
 
-def settled(s: State, partitions: int) -> bool:
-    """The switch is complete and at rest: `broker` step, seen by every live member, each holding its
-    current broker assignment, every partition delivered by the live member the brokers gave it to."""
-    if s.step != BROKER or s.command is not None:
-        return False
-    live = [i for i, m in enumerate(s.members) if m.alive]
-    if any(s.members[i].seen != BROKER or s.members[i].gen != s.gen or i not in s.group for i in live):
-        return False
-    assigned = broker_assignment(s, partitions)
-    return all(
-        any(p in assigned.get(i, frozenset()) and p in _holds(s.members[i]) for i in live) for p in range(partitions)
-    )
+def described(s: State, partitions: int) -> dict[int, frozenset[int]]:
+    """What DescribeGroups shows: the assignment once every seat has it (Stable), else none."""
+    return broker_assignment(s, partitions) if all(s.members[j].current for j in s.group) else {}
+
+
+def holding(m: Member) -> dict[int, int]:
+    return dict(m.holds)
+
+
+def delivering(m: Member) -> set[int]:
+    return {p for p, _ in m.holds if p not in m.releasing}
+
+
+def target(s: State, i: int, partitions: int) -> frozenset[int]:
+    """switch_target: ZooKeeper's share up to `joining`; from `handover` the seat's assignment, or
+    what the member holds while its seat has none."""
+    m = s.members[i]
+    if m.step <= JOINING:
+        return zk_assignment(s, partitions).get(i, frozenset())
+    if m.assigned is None:
+        return frozenset(p for p, _ in m.holds if p not in m.releasing)
+    return m.assigned
 
 
 def _set(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
     return t[:i] + (v,) + t[i + 1 :]
 
 
-def _member(s: State, i: int, m: Member) -> State:
-    return replace(s, members=s.members[:i] + (m,) + s.members[i + 1 :])
+def put(s: State, i: int, m: Member) -> State:
+    return s._replace(members=s.members[:i] + (m,) + s.members[i + 1 :])
 
 
-def _holds(m: Member) -> dict[int, int]:
-    return dict(m.holds)
+def regroup(s: State, group: frozenset[int]) -> State:
+    """A member joins or leaves: a new generation, which no seat has yet."""
+    return s._replace(group=group, members=tuple(m._replace(current=False) for m in s.members))
 
 
-def _with_holds(m: Member, holds: dict[int, int], **changes: object) -> Member:
-    return replace(m, holds=tuple(sorted(holds.items())), **changes)  # type: ignore[arg-type]
+def accepts(s: State, i: int) -> bool:
+    """Kafka takes a commit from a seat of the current generation (for any partition)."""
+    return i in s.group and s.members[i].current
 
 
-def _target(s: State, i: int, config: Config) -> frozenset[int]:
-    m = s.members[i]
-    if m.seen >= HANDOVER:
-        # As SwitchFollower: before its first assignment from the brokers a member keeps what it holds.
-        return m.assigned if m.gen != NONE else frozenset(p for p, _ in m.holds)
-    return zk_assignment(s, config.partitions).get(i, frozenset())
-
-
-def successors(s: State, config: Config) -> Iterator[tuple[str, State, str | None]]:
-    """(label, next state, violation or None) for every transition enabled in `s`."""
-    bugs = config.bugs
+def successors(s: State, config: Config) -> Iterator[Step]:
+    """Every transition enabled in `s`, with the violation it makes, if any."""
     for i, m in enumerate(s.members):
-        if not m.alive:
-            if any(o == i for o in s.owner):  # its ZooKeeper session expires: its owner nodes go
-                yield (
-                    f"m{i} session of the dead expires",
-                    replace(s, owner=tuple(NONE if o == i else o for o in s.owner)),
-                    None,
-                )
-            if i in s.group:  # its broker session times out
-                yield f"m{i} dead, leaves the brokers' group", replace(s, group=s.group - {i}, gen=s.gen + 1), None
+        if m.broker_mode:  # switch_model_restart's
             continue
-        yield from _member_steps(s, i, m, config, bugs)
-    yield from _command_steps(s, config, bugs)
+        if m.alive:
+            yield from _member_steps(s, i, m, config)
+            continue
+        if m.registered:  # its ZooKeeper session ends: its registration and owner nodes go
+            gone = tuple(NONE if o == i else o for o in s.owner)
+            yield f"m{i}'s session expires (dead)", put(s, i, m._replace(registered=False))._replace(owner=gone), None
+        if i in s.group:  # the brokers' session timeout
+            yield f"m{i}'s seat times out (dead)", regroup(s, s.group - {i}), None
+    yield from _command_steps(s, config)
 
 
-def _member_steps(
-    s: State, i: int, m: Member, config: Config, bugs: frozenset[str]
-) -> Iterator[tuple[str, State, str | None]]:
-    holds = _holds(m)
-    if m.seen < s.step:  # a watch fires: the member reads the switch node
-        yield f"m{i} sees step {STEP_NAMES[s.step]}", _member(s, i, replace(m, seen=s.step)), None
-    if m.seen >= JOINING and not m.joined:
-        yield (
-            f"m{i} joins the brokers' group",
-            replace(_member(s, i, replace(m, joined=True)), group=s.group | {i}, gen=s.gen + 1),
-            None,
-        )
-    if m.joined and i in s.group and m.gen != s.gen:
-        got = broker_assignment(s, config.partitions).get(i, frozenset())
-        yield f"m{i} gets generation {s.gen}: {sorted(got)}", _member(s, i, replace(m, gen=s.gen, assigned=got)), None
-    target = _target(s, i, config)
-    for p in range(config.partitions):
-        if p in holds:
-            pos = holds[p]
+def _member_steps(s: State, i: int, m: Member, config: Config) -> Iterator[Step]:
+    bugs, partitions = config.bugs, config.partitions
+    if m.step != s.step:
+        yield _read_step(s, i, m, config)
+    if i in s.group and not m.current:
+        got = broker_assignment(s, partitions).get(i, frozenset())
+        yield f"m{i}'s seat gets {sorted(got)}", put(s, i, m._replace(current=True, assigned=got)), None
+    goal = target(s, i, partitions)
+    holds = holding(m)
+    for p, pos in m.holds:
+        ours = s.owner[p] == i
+        if p not in m.releasing:
             if pos < config.messages:
-                yield from _deliver(s, i, m, p, pos)
-            if s.owner[p] == i and s.zk[p] != pos:  # the commit's write is fenced by the owner node
-                yield f"m{i} commits p{p}={pos} to ZooKeeper", replace(s, zk=_set(s.zk, p, pos)), None
-            if s.kafka[p] != pos and _kafka_accepts(s, i, m):
-                yield f"m{i} commits p{p}={pos} to Kafka", replace(s, kafka=_set(s.kafka, p, pos)), None
-            both = s.zk[p] == pos and (m.seen == ZOOKEEPER or s.kafka[p] == pos)
-            if p not in target and p in m.locked and both:  # hand over: committed to both stores, then let go
-                del holds[p]
-                yield (
-                    f"m{i} releases p{p} at {pos}",
-                    replace(_member(s, i, _with_holds(m, holds, locked=m.locked - {p})), owner=_set(s.owner, p, NONE)),
-                    None,
-                )
-                holds = _holds(m)
-        elif p in target:
-            free = s.owner[p] == NONE
-            if free or ("claim_without_lock" in bugs and m.seen >= HANDOVER):
-                read_kafka = "claim_reads_kafka" in bugs and m.seen >= HANDOVER
-                start = s.kafka[p] if read_kafka else s.zk[p]
-                problem = None
-                if start > s.delivered[p] + 1:
-                    problem = (
-                        f"p{p}: offsets {s.delivered[p] + 1}..{start - 1} never delivered (m{i} starts at {start})"
-                    )
-                elif start != s.zk[p]:
-                    problem = f"p{p}: m{i} starts at {start}, not at the committed {s.zk[p]}"
-                holds[p] = start
-                owner = _set(s.owner, p, i) if free else s.owner
-                locked = m.locked | {p} if free else m.locked
-                yield (
-                    f"m{i} claims p{p}, starts at {start}",
-                    replace(_member(s, i, _with_holds(m, holds, locked=locked)), owner=owner),
-                    problem,
-                )
-                holds = _holds(m)
-    if s.kills > 0:  # kill -9: it delivers nothing more; its nodes and broker membership stay until their sessions end
-        yield (
-            f"m{i} killed",
-            replace(_member(s, i, replace(m, alive=False, holds=(), locked=frozenset())), kills=s.kills - 1),
-            None,
-        )
-    if s.expiries > 0 and m.locked:  # ZooKeeper session expiry: the lease stopped delivery first; a new session follows
-        owner = tuple(NONE if o == i else o for o in s.owner)
-        kept = m.holds if "deliver_after_expiry" in bugs else ()
-        expired = replace(m, holds=kept, locked=frozenset())
-        yield f"m{i} session expires", replace(_member(s, i, expired), owner=owner, expiries=s.expiries - 1), None
+                yield deliver(s, i, m, p, pos)
+            if p not in goal:  # release: stop delivering first, the node goes in a later step
+                yield f"m{i} stops p{p} to release it", put(s, i, m._replace(releasing=m.releasing | {p})), None
+        elif ours:
+            yield from _finish_release(s, i, m, p, holds)
+        if ours and s.zk[p] != pos:  # the commit, ZooKeeper first (fenced by the owner node)
+            if "broker_commits_kafka_only" in bugs and m.step == BROKER:
+                if accepts(s, i) and s.kafka[p] != pos:
+                    yield f"m{i} commits p{p}={pos} to Kafka only", commit(s, p, s.zk[p], pos), None
+            else:
+                yield f"m{i} commits p{p}={pos} to ZooKeeper", commit(s, p, pos, s.kafka[p]), None
+        mirror = m.step != ZOOKEEPER and not ("broker_commits_kafka_only" in bugs and m.step == BROKER)
+        if ours and mirror and s.kafka[p] != s.zk[p] and accepts(s, i):  # then the same value to Kafka
+            yield f"m{i} copies p{p}={s.zk[p]} to Kafka", commit(s, p, s.zk[p], s.zk[p]), None
+    for p in sorted(goal - holds.keys()):
+        if s.owner[p] == NONE or ("claim_without_lock" in bugs and m.step >= HANDOVER):
+            yield _claim(s, i, m, p, config)
+    if m.acked != m.step and not m.releasing and holds.keys() == goal:
+        if m.step == ZOOKEEPER or (i in s.group and m.assigned is not None):
+            yield f"m{i}'s marker says {STEP_NAMES[m.step]}", put(s, i, m._replace(acked=m.step)), None
+    if s.kills > 0:  # kill -9: delivery ends; its nodes, registration and seat stay until their sessions end
+        dead = m._replace(alive=False, step=ZOOKEEPER, assigned=None, holds=(), releasing=frozenset())
+        yield f"m{i} killed", put(s, i, dead)._replace(kills=s.kills - 1), None
+    if s.expiries > 0 and any(o == i for o in s.owner):  # the lease stopped delivery; a new session follows
+        gone = tuple(NONE if o == i else o for o in s.owner)
+        kept = m if "deliver_after_expiry" in bugs else m._replace(holds=(), releasing=frozenset())
+        yield f"m{i}'s session expires", put(s, i, kept)._replace(owner=gone, expiries=s.expiries - 1), None
 
 
-def _deliver(s: State, i: int, m: Member, p: int, pos: int) -> Iterator[tuple[str, State, str | None]]:
+def _read_step(s: State, i: int, m: Member, config: Config) -> Step:
+    """SwitchFollower.read_step: the new step; the seat leaves at `zookeeper`, joins from `joining`."""
+    moved = m._replace(step=s.step)
+    back = s.step < m.step
+    if "deliver_after_back" in config.bugs and back and m.step >= HANDOVER and s.step <= JOINING:
+        owner = tuple(NONE if o == i and p not in moved.releasing else o for p, o in enumerate(s.owner))
+        t = put(s, i, moved)._replace(owner=owner)
+        return f"m{i} sees step {STEP_NAMES[s.step]}, lets its owner nodes go, delivers on", t, None
+    leave = s.step == ZOOKEEPER and "seat_stays" not in config.bugs
+    if "seat_leaves_before_release" in config.bugs and back and s.step == JOINING:
+        leave = True
+    if leave and i in s.group:
+        t = regroup(put(s, i, moved._replace(assigned=None)), s.group - {i})
+        return f"m{i} sees step {STEP_NAMES[s.step]}, its seat leaves", t, None
+    if s.step != ZOOKEEPER and i not in s.group and not (back and "seat_leaves_before_release" in config.bugs):
+        t = regroup(put(s, i, moved._replace(assigned=None)), s.group | {i})
+        return f"m{i} sees step {STEP_NAMES[s.step]}, its seat joins", t, None
+    return f"m{i} sees step {STEP_NAMES[s.step]}", put(s, i, moved), None
+
+
+def _finish_release(s: State, i: int, m: Member, p: int, holds: dict[int, int]) -> Iterator[Step]:
+    """The node goes at once at `zookeeper` or with no seat; else once ZooKeeper's offset, committed to
+    Kafka as a member, reads back equal (a refused commit keeps the node: the attempt tries again)."""
+    rest = tuple((q, o) for q, o in m.holds if q != p)
+    done = put(s, i, m._replace(holds=rest, releasing=m.releasing - {p}))._replace(owner=_set(s.owner, p, NONE))
+    if m.step == ZOOKEEPER or i not in s.group:
+        yield f"m{i} deletes p{p}'s owner node", done, None
+    elif accepts(s, i):
+        label = f"m{i} commits p{p}={s.zk[p]} to Kafka, reads it back, deletes p{p}'s owner node"
+        yield label, commit(done, p, s.zk[p], s.zk[p]), None
+
+
+def commit(s: State, p: int, zk: int, kafka: int) -> State:
+    """p's offsets in ZooKeeper and Kafka are now `zk` and `kafka`."""
+    newest = _set(s.newest, p, max(s.newest[p], zk, kafka))
+    return s._replace(zk=_set(s.zk, p, zk), kafka=_set(s.kafka, p, kafka), newest=newest)
+
+
+def deliver(s: State, i: int, m: Member, p: int, pos: int) -> Step:
     problem = None
     if pos > s.delivered[p] + 1:
         problem = f"p{p}: m{i} delivers {pos} after {s.delivered[p]}: lost {s.delivered[p] + 1}..{pos - 1}"
-    others = [j for j, o in enumerate(s.members) if j != i and o.alive and any(q == p for q, _ in o.holds)]
+    others = [j for j, o in enumerate(s.members) if j != i and p in delivering(o)]
     if others:
         problem = f"p{p}: m{i} delivers {pos} while m{others[0]} delivers it too"
-    holds = _holds(m)
-    holds[p] = pos + 1
-    delivered = _set(s.delivered, p, max(s.delivered[p], pos))
-    yield f"m{i} delivers p{p}@{pos}", replace(_member(s, i, _with_holds(m, holds)), delivered=delivered), problem
+    holds = tuple((q, pos + 1 if q == p else o) for q, o in m.holds)
+    t = put(s, i, m._replace(holds=holds))._replace(delivered=_set(s.delivered, p, max(s.delivered[p], pos)))
+    return f"m{i} delivers p{p}@{pos}", t, problem
 
 
-def _kafka_accepts(s: State, i: int, m: Member) -> bool:
-    """The classic coordinator's rule: a member of the current generation (any partition), or generation
-    -1 from a non-member while the group is Empty (dual commit before the switch)."""
-    if m.joined:
-        return i in s.group and m.gen == s.gen
-    return not s.group
+def _claim(s: State, i: int, m: Member, p: int, config: Config) -> Step:
+    """Create the owner node, then read the offset to start from: ZooKeeper's (OffsetStore.read)."""
+    bugs = config.bugs
+    reads_kafka = "claim_reads_kafka" in bugs and m.step >= HANDOVER
+    start = s.kafka[p] if reads_kafka else s.zk[p]
+    committed = s.newest[p]
+    problem = None
+    if start > s.delivered[p] + 1:
+        problem = f"p{p}: offsets {s.delivered[p] + 1}..{start - 1} never delivered (m{i} starts at {start})"
+    elif start != committed:
+        problem = f"p{p}: m{i} starts at {start}, not at the committed {committed}"
+    owner = _set(s.owner, p, i) if s.owner[p] == NONE else s.owner
+    t = put(s, i, m._replace(holds=tuple(sorted((*m.holds, (p, start))))))._replace(owner=owner)
+    return f"m{i} claims p{p}, starts at {start}", t, problem
 
 
-def _command_steps(s: State, config: Config, bugs: frozenset[str]) -> Iterator[tuple[str, State, str | None]]:
-    if s.command is None:
-        nxt = _next_step(s, config, bugs)
-        if nxt is not None:
-            yield (
-                f"command reads step {STEP_NAMES[s.step]}, plans {STEP_NAMES[nxt]}",
-                replace(s, command=(s.step, nxt)),
-                None,
-            )
+def _command_steps(s: State, config: Config) -> Iterator[Step]:
+    if s.command is not None:
+        read, to = s.command
+        if s.step == read:  # the compare-and-set on the switch node's version
+            yield f"command writes step {STEP_NAMES[to]}", s._replace(step=to, command=None), None
+        else:
+            yield "command's write refused (the node changed): it reads again", s._replace(command=None), None
+        if s.command_kills > 0:
+            yield "command killed half-way", s._replace(command=None, command_kills=s.command_kills - 1), None
         return
-    read, to = s.command
-    if s.step == read:  # the compare-and-set on the switch node's version
-        yield f"command writes step {STEP_NAMES[to]}", replace(s, step=to, command=None), None
-    else:
-        yield "command's write refused (version moved)", replace(s, command=None), None
-    if s.command_kills > 0:
-        yield "command killed half-way", replace(s, command=None, command_kills=s.command_kills - 1), None
+    nxt = next_step(s, config)
+    if nxt is not None:
+        label = f"command (--to {STEP_NAMES[s.direction]}) reads step {STEP_NAMES[s.step]}, plans {STEP_NAMES[nxt]}"
+        yield label, s._replace(command=(s.step, nxt)), None
+    if s.turns > 0:
+        other = ZOOKEEPER if s.direction == BROKER else BROKER
+        yield TURN + STEP_NAMES[other], s._replace(direction=other, turns=s.turns - 1), None
 
 
-def _next_step(s: State, config: Config, bugs: frozenset[str]) -> int | None:
-    live = [i for i, m in enumerate(s.members) if m.alive]
+def next_step(s: State, config: Config) -> int | None:
+    """The step the command writes next, or None: arrived, refused or blocked (plan_switch, plan_switch_back)."""
+    return _forward(s, config) if s.direction == BROKER else _back(s, config)
+
+
+def _forward(s: State, config: Config) -> int | None:
+    registered = [m for m in s.members if m.registered]
+    if s.step == BROKER or any(m.acked < s.step for m in registered):  # arrived; member-behind
+        return None
+    if any(not s.members[j].registered for j in s.group):  # seat-unregistered
+        return None
     if s.step == ZOOKEEPER:
-        return JOINING
-    if s.step == JOINING:
-        # every live member is in the brokers' group and has seen `joining`
-        return HANDOVER if all(i in s.group and s.members[i].seen >= JOINING for i in live) else None
+        kafka_ahead = any(k > z for k, z in zip(s.kafka, s.zk, strict=True))
+        return None if kafka_ahead else JOINING  # kafka-ahead is refused
+    if s.step == JOINING:  # not-in-broker-group
+        return HANDOVER if all(i in s.group for i, m in enumerate(s.members) if m.registered) else None
+    shown = described(s, config.partitions)
+    placed = all(s.owner[p] != NONE and p in shown.get(s.owner[p], ()) for p in range(config.partitions))
+    return BROKER if placed and s.kafka == s.zk else None  # handover-pending, offsets-differ
+
+
+def _back(s: State, config: Config) -> int | None:
+    if s.step == ZOOKEEPER:
+        return None
+    acks = "back_before_acks" in config.bugs or all(m.acked == s.step for m in s.members if m.registered)
+    if not acks:  # member-behind
+        return None
     if s.step == HANDOVER:
-        acked = all(s.members[i].seen >= HANDOVER for i in live) or "advance_without_acks" in bugs
-        assigned = broker_assignment(s, config.partitions)
-        settled = all(
-            s.owner[p] != NONE and p in assigned.get(s.owner[p], frozenset()) and s.kafka[p] == s.zk[p]
-            for p in range(config.partitions)
-        )
-        return BROKER if acked and settled else None
-    return None
-
-
-def explore(config: Config, *, max_states: int = 2_000_000) -> Result:
-    """Every state reachable from the initial one; the invariants on every transition, and from every
-    state a path on which the switch completes (faults may stop, the protocol must not)."""
-    start = initial(config)
-    parent: dict[State, tuple[State, str] | None] = {start: None}
-    edges: dict[State, list[State]] = {}
-    queue = deque([start])
-    result = Result()
-    while queue:
-        s = queue.popleft()
-        nexts = []
-        for label, t, problem in successors(s, config):
-            result.transitions += 1
-            if problem is not None and len(result.violations) < 20:
-                result.violations.append((problem, trace(parent, s) + [label]))
-            if t not in parent:
-                if len(parent) >= max_states:
-                    raise RuntimeError(f"more than {max_states} states: make the model smaller")
-                parent[t] = (s, label)
-                queue.append(t)
-            nexts.append(t)
-        edges[s] = nexts
-        if settled(s, config.partitions):
-            result.settled += 1
-    result.states = len(parent)
-    stuck = _cannot_settle(edges, config.partitions)
-    if stuck is not None:
-        result.violations.append(("the switch can no longer complete", trace(parent, stuck)))
-    return result
-
-
-def _cannot_settle(edges: dict[State, list[State]], partitions: int) -> State | None:
-    """A state from which no path reaches a settled switch (or a group with no live member), if any:
-    once the switch completes, no partition may stay without a deliverer."""
-    reverse: dict[State, list[State]] = {s: [] for s in edges}
-    for s, nexts in edges.items():
-        for t in nexts:
-            reverse[t].append(s)
-    good = {s for s in edges if settled(s, partitions) or not any(m.alive for m in s.members)}
-    queue = deque(good)
-    while queue:
-        t = queue.popleft()
-        for s in reverse[t]:
-            if s not in good:
-                good.add(s)
-                queue.append(s)
-    bad = [s for s in edges if s not in good]
-    return min(bad, key=lambda s: (s.step, s.gen)) if bad else None
-
-
-def trace(parent: dict[State, tuple[State, str] | None], s: State) -> list[str]:
-    labels: list[str] = []
-    link = parent[s]
-    while link is not None:
-        s, label = link
-        labels.append(label)
-        link = parent[s]
-    return labels[::-1]
+        shown = described(s, config.partitions)
+        held = all(s.owner[p] != NONE for ps in shown.values() for p in ps)
+        if not held or s.kafka != s.zk:  # handover-pending, offsets-differ
+            return None
+    return s.step - 1

@@ -1,57 +1,116 @@
-"""The live switch's hand-over protocol, model-checked (tests/harness/switch_model.py; docs/live-switch.md)."""
+"""The live switch's protocol, both ways, model-checked (tests/harness/switch_model.py; docs/live-switch.md)."""
 
 from __future__ import annotations
 
+import functools
+import time
+from dataclasses import replace
+
 import pytest
 
-from harness.switch_model import BUGS, Config, explore
+from harness.switch_model import BUGS, Config
+from harness.switch_model_check import Result, explore
 
-# Each fault in its own small world: together they multiply the states past what the suite can afford
-# (all three at once, one partition, two messages: 90,000 states, 15 s; run it by hand after a change).
-CORRECT = [
-    pytest.param(Config(messages=1, kills=0, expiries=0, command_kills=0), id="no-faults"),
-    pytest.param(Config(partitions=1, messages=2, kills=1, expiries=0, command_kills=1), id="kill-and-command-kill"),
-    pytest.param(Config(messages=1, kills=0, expiries=1, command_kills=0), id="session-expiry"),
-    pytest.param(Config(messages=1, kills=0, expiries=0, command_kills=1), id="command-killed-and-rerun"),
-]
+# Each fault in its own small world (two members, one message per partition): together they multiply
+# the states past what the suite can afford. `turns` is how often the operator turns the command round
+# (--to zookeeper, then --to broker again, ...). The worlds the suite cannot afford are in
+# docs/live-switch.md ("The model"), with their state counts, to run by hand after a change.
+WORLDS = {
+    "there-and-back": Config(partitions=2, turns=1),
+    "kill": Config(partitions=1, turns=1, kills=1),
+    "session-expiry": Config(partitions=1, turns=2, expiries=1),
+    "command-killed-and-rerun": Config(partitions=1, turns=2, command_kills=1),
+}
+SMALL = Config(partitions=1, turns=2)
 
 
-@pytest.mark.parametrize("config", CORRECT)
-def test_the_protocol_keeps_every_invariant(config: Config) -> None:
+@functools.cache
+def explored(config: Config) -> Result:
+    began = time.perf_counter()
     result = explore(config, max_states=200_000)
+    print(f"{config}: {result.states} states, {result.transitions} transitions, {time.perf_counter() - began:.1f} s")
+    return result
+
+
+@pytest.mark.parametrize("world", list(WORLDS))
+def test_the_protocol_keeps_every_invariant(world: str) -> None:
+    result = explored(WORLDS[world])
     assert result.violations == []
-    assert result.settled > 0, "no interleaving completed the switch: the model explores nothing useful"
-    assert result.states > 1000
+    # both ways completed somewhere, after faults and turns: the model explores what it should
+    assert result.settled["broker"] > 0 and result.settled["zookeeper"] > 0, result.settled
+    assert result.states > 2000
+
+
+def test_the_way_back_is_explored_from_every_step() -> None:
+    """The command is turned back at each step, `broker` included, and the way back completes; turned
+    forward again after a way back, the way there completes too (states hold no history: a completed
+    switch reached by a long journey is the state a short one reaches, so these are checked by step)."""
+    result = explored(SMALL)
+    assert result.violations == []  # from every state reached, the switch completes the way the command points
+    assert {step for step, direction, turns in result.reached if direction == "zookeeper" and turns == 1} == {
+        "zookeeper",
+        "joining",
+        "handover",
+        "broker",
+    }
+    assert {("broker", 0), ("zookeeper", 1), ("broker", 2)} <= result.completed
+    there = explored(replace(SMALL, turns=0))
+    assert there.completed == {("broker", 0)}
 
 
 PLANTED = [
     # (bug, the smallest world that shows it, words the violation must contain)
-    ("claim_without_lock", Config(messages=1, kills=0, expiries=0, command_kills=0), "delivers it too"),
-    (
-        "claim_reads_kafka",
-        Config(partitions=1, messages=1, kills=1, expiries=0, command_kills=0),
-        "not at the committed",
-    ),
-    ("deliver_after_expiry", Config(messages=1, kills=0, expiries=1, command_kills=0), "delivers it too"),
+    ("claim_without_lock", SMALL, "delivers it too"),
+    ("claim_reads_kafka", WORLDS["kill"], "not at the committed"),
+    ("deliver_after_expiry", WORLDS["session-expiry"], "delivers it too"),
+    ("broker_commits_kafka_only", SMALL, "not at the committed"),
+    ("deliver_after_back", SMALL, "delivers it too"),
+    ("seat_leaves_before_release", SMALL, "can no longer complete --to zookeeper"),
+    ("seat_stays", SMALL, "can no longer complete --to zookeeper"),
 ]
 
 
-@pytest.mark.parametrize(("bug", "config", "words"), PLANTED, ids=[p[0] for p in PLANTED])
-def test_a_planted_bug_is_found(bug: str, config: Config, words: str) -> None:
-    buggy = Config(**{**config.__dict__, "bugs": frozenset({bug})})
-    result = explore(buggy, max_states=200_000)
+@pytest.mark.parametrize(("bug", "world", "words"), PLANTED, ids=[p[0] for p in PLANTED])
+def test_a_planted_bug_is_found(bug: str, world: Config, words: str) -> None:
+    result = explore(replace(world, bugs=frozenset({bug})), max_states=200_000, first_only="complete" not in words)
     assert result.violations, f"planted bug {bug} not found"
     problem, steps = result.violations[0]
     assert words in problem, problem
     assert steps, "a violation comes with the trace that reaches it"
     # the same world without the bug is clean: the violation is the bug's, not the world's
-    assert explore(config, max_states=200_000).violations == []
+    assert explored(world).violations == []
 
 
 def test_every_planted_bug_has_a_test() -> None:
-    assert {bug for bug, _, _ in PLANTED} == BUGS
+    assert {bug for bug, _, _ in PLANTED} == BUGS.keys()
 
 
 def test_an_unknown_bug_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown planted bugs"):
         Config(bugs=frozenset({"typo"}))
+
+
+# The last step off ZooKeeper, as docs/live-switch.md describes it: at `broker`, restart the members one
+# at a time with zkconsumer.coordination=broker. Defects of the product the model finds (issue #54):
+RESTART = Config(partitions=1, turns=0, restarts=1)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a seat's revocation does not wait for its member to stop delivering (ShadowGroupMember._on_revoke): "
+    "the restarted member starts the partition while the ZooKeeper-mode member still delivers it",
+)
+def test_a_restart_with_broker_coordination_never_overlaps() -> None:
+    overlaps = [what for what, _ in explored(RESTART).violations if "delivers it too" in what]
+    assert overlaps == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Kafka = ZooKeeper holds when the command reads it, not at the restart: commits go on, ZooKeeper "
+    "first, Kafka through the seat at best (refused during the restart's rebalance); the restarted member "
+    "reads Kafka",
+)
+def test_a_restart_with_broker_coordination_starts_at_the_committed_offset() -> None:
+    rewinds = [what for what, _ in explored(RESTART).violations if "not at the committed" in what]
+    assert rewinds == []
