@@ -1,8 +1,8 @@
 """The live-switch audit (issue #54, "Measure"): every delivery logged, lost/overlap/duplicates/gaps judged.
 
     .venv/bin/python scripts/bench/live_switch.py [--paths rolling,live] [--rounds 1] [--members 6]
-        [--partitions 24] [--rate 2000] [--warm 10] [--hold 10] [--fault none|kill|coordinator|expire|
-        add-partitions|kill-switch] [--fault-delay 1] [--brokers 1] [--member-property k=v]
+        [--partitions 24] [--rate 2000] [--warm 10] [--hold 10] [--fault none|kill|kill-leader|
+        coordinator|expire|add-partitions|kill-switch] [--fault-delay 1] [--brokers 1] [--member-property k=v]
 
 One local cluster (ZooKeeper + ZooKeeper-mode Kafka 3.9.1 from the jars; 3 brokers and replication 3
 with --fault coordinator). Per round, each path in turn (the order alternates from round to round),
@@ -16,7 +16,9 @@ ConsumerConnector application API, auto-commit every 1 s), an ownership sampler 
   live     `zkconsumer migrate switch --to broker` while the members run, hold, `--to zookeeper`;
            without that command in this checkout the script says so and exits 3 (no figures)
 --fault happens during the switch (rolling: --fault-delay after the first restart; live: while the
-command runs). The figures of a path (tests/harness/switch_audit.py): lost (acked, never delivered),
+command runs; kill-leader, live only: kill -9 of the member whose seat leads the brokers' group, the
+one that runs the assignor, found from the members' librdkafka JoinGroup answers, once the switch is
+at `handover`). The figures of a path (tests/harness/switch_audit.py): lost (acked, never delivered),
 overlap (offsets delivered by two members at overlapping times), duplicates (delivered again, not
 overlapping), silence (longest time the group delivered nothing), per-partition gap p99/max, the
 longest a partition had neither an owner node nor a brokers' assignment (sampler), and whether

@@ -21,7 +21,7 @@ from harness import python_env
 from harness.switch_audit import offsets_differ
 from harness.switch_run import AuditRun, cli_command, clock
 
-FAULTS = ("none", "kill", "coordinator", "expire", "add-partitions", "kill-switch")
+FAULTS = ("none", "kill", "kill-leader", "coordinator", "expire", "add-partitions", "kill-switch")
 DUAL_COMMIT = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
 BROKER = {"zkconsumer.coordination": "broker"}
 
@@ -72,6 +72,8 @@ def fault(run: AuditRun, settings: Settings) -> None:
     """The settings' fault, now (kill-switch is the live path's own)."""
     if settings.fault == "kill":
         run.kill_member()
+    elif settings.fault == "kill-leader":
+        run.kill_group_leader()
     elif settings.fault == "expire":
         run.expire_member()
     elif settings.fault == "add-partitions":
@@ -89,8 +91,8 @@ def point(run: AuditRun, label: str) -> SwitchPoint:
 
 def rolling(run: AuditRun, settings: Settings) -> list[SwitchPoint]:
     """docs/migration.md, path 2, as an operator runs it; returns the offsets at the stop."""
-    if settings.fault == "kill-switch":
-        raise PathUnavailable("the rolling path has no switch command to kill")
+    if settings.fault in ("kill-switch", "kill-leader"):
+        raise PathUnavailable(f"the rolling path has no switch during which to {settings.fault}")
     base = dict(settings.member_props)
     run.start_members(settings.members, base, "zk")
     run.begin()
@@ -172,6 +174,8 @@ def _switch(run: AuditRun, to: str, settings: Settings, *, with_fault: bool) -> 
 def live(run: AuditRun, settings: Settings) -> list[SwitchPoint]:
     """The live switch to broker coordination and back while the members run; returns the offsets at each end."""
     base = dict(settings.member_props)
+    if settings.fault == "kill-leader":
+        run.member_args = ["--log-group-leader"]
     run.start_members(settings.members, base, "zk")
     run.begin()
     time.sleep(settings.warm)

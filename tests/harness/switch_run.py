@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -29,12 +30,15 @@ from harness.chaos_members import expire_session
 from harness.chaos_producer import SteadyProducer
 from harness.members import committed_offsets, kafka_offsets
 from harness.switch_audit import Delivery, Figures, Key, audit, parse_log_line
+from zkconsumer.migration.switch import decode_switch_node
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import LocalCluster
 from zkconsumer.testing.process import die_with_parent
 from zkconsumer.zookeeper import znodes
 
 SAMPLE_PERIOD = 0.1
+# librdkafka's cgrp debug line (harness.switch_member --log-group-leader) in the member that leads the group
+_LEADS = re.compile(r"JoinGroup response: GenerationId (\d+),.* LeaderId \S+ \(me\)")
 
 
 def clock() -> float:
@@ -88,6 +92,7 @@ class AppMember:
             f"--group={run.group}",
             f"--topic={run.topic}",
             f"--out={self.out}",
+            *run.member_args,
             *(f"--property={k}={v}" for k, v in props.items()),
         ]
         self.proc: subprocess.Popen[str] | None = None
@@ -142,6 +147,15 @@ class AppMember:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def leads_generation(self) -> int:
+        """The last generation of the brokers' group this member was told it leads (-1: none), from its
+        log's JoinGroup answers (harness.switch_member --log-group-leader)."""
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return -1
+        return max((int(m.group(1)) for m in _LEADS.finditer(text)), default=-1)
 
     def log_tail(self, lines: int = 30) -> str:
         try:
@@ -247,6 +261,7 @@ class AuditRun:
         self.topic = f"audit-{name}-{os.getpid()}"
         self.partitions = partitions
         cluster.create_topic(self.topic, partitions, replication_factor)
+        self.member_args: list[str] = []  # extra harness.switch_member arguments of every member started
         self.members: list[AppMember] = []
         self.retired: list[AppMember] = []
         self.notes: list[tuple[float, str]] = []
@@ -370,6 +385,51 @@ class AuditRun:
         self.members.remove(victim)
         self.retired.append(victim)
         self.note(f"kill -9 {victim.name} ({victim.consumer_id})")
+
+    def switch_step(self) -> str:
+        """The step the group's switch node says now."""
+        zk = self.cluster.zk_client()
+        try:
+            path = znodes.switch_path(self.group)
+            data = zk.get(path)[0] if zk.exists(path) else None
+        finally:
+            zk.stop()
+            zk.close()
+        return decode_switch_node(data, path)
+
+    def wait_for_step(self, step: str, timeout: float = 60.0) -> None:
+        deadline = clock() + timeout
+        while (now := self.switch_step()) != step:
+            if clock() > deadline:
+                raise RuntimeError(f"the switch never reached step {step} within {timeout:.0f}s (at {now})")
+            time.sleep(0.1)
+
+    def group_leader(self, timeout: float = 60.0) -> AppMember:
+        """The running member the brokers made their group's leader (the one that runs the assignor) in
+        the latest generation any running member was told of; needs members started with
+        member_args ["--log-group-leader"]."""
+        deadline = clock() + timeout
+        while True:
+            led = [(m.leads_generation(), i, m) for i, m in enumerate(self.members) if m.alive()]
+            best = max(led, default=(-1, 0, None), key=lambda t: (t[0], -t[1]))
+            if best[2] is not None and best[0] >= 0:
+                return best[2]
+            if clock() > deadline:
+                raise RuntimeError(
+                    f"no member logged that it leads the brokers' group within {timeout:.0f}s "
+                    "(members started with --log-group-leader?)"
+                )
+            time.sleep(0.2)
+
+    def kill_group_leader(self) -> None:
+        """kill -9 the member whose seat leads the brokers' group, once the switch is at `handover`."""
+        self.wait_for_step("handover")
+        victim = self.group_leader()
+        generation = victim.leads_generation()
+        victim.kill()
+        self.members.remove(victim)
+        self.retired.append(victim)
+        self.note(f"kill -9 {victim.name} ({victim.consumer_id}), the brokers' group leader of generation {generation}")
 
     def expire_member(self) -> None:
         victim = self.members[0]
