@@ -23,13 +23,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient
 
 from harness import python_env
 from harness.chaos_members import expire_session
 from harness.chaos_producer import SteadyProducer
-from harness.members import committed_offsets, kafka_offsets
-from harness.switch_audit import Delivery, Figures, Key, audit, parse_log_line
+from harness.members import committed_offsets
+from harness.switch_audit import (
+    Delivery,
+    Figures,
+    Key,
+    ReleaseCheck,
+    RestRound,
+    RestVerdict,
+    audit,
+    judge_rest,
+    parse_log_line,
+    parse_release_checks,
+)
 from zkconsumer.migration.switch import decode_switch_node
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import LocalCluster
@@ -321,15 +334,41 @@ class AuditRun:
         self.note(f"zkconsumer {' '.join(args)}: exit {done.returncode} in {clock() - started:.1f}s")
         return done
 
-    def offsets(self) -> tuple[dict[int, int], dict[int, int]]:
-        """(ZooKeeper's committed offsets, the brokers' committed offsets) of the group, read now."""
+    def offsets_at_rest(self, rounds: int = 6, pause: float = 0.25) -> RestVerdict:
+        """Whether Kafka's committed offsets equal ZooKeeper's, exactly: each round reads ZooKeeper,
+        Kafka, ZooKeeper (a member commits ZooKeeper first, then Kafka), and a partition counts as
+        equal once a round saw both ZooKeeper reads and the Kafka read between them agree."""
         zk = self.cluster.zk_client()
+        reader = Consumer({"bootstrap.servers": self.cluster.bootstrap_servers, "group.id": self.group})
+        found: list[RestRound] = []
         try:
-            in_zk = committed_offsets(zk, self.group, self.topic)
+            keys = [KafkaTP(self.topic, p) for p in range(self.partitions)]
+            reader.committed(keys, timeout=15)  # the coordinator's lookup, outside the rounds
+            for i in range(rounds):
+                before = committed_offsets(zk, self.group, self.topic)
+                kafka = {tp.partition: tp.offset for tp in reader.committed(keys, timeout=15) if tp.offset >= 0}
+                after = committed_offsets(zk, self.group, self.topic)
+                found.append(RestRound(before, kafka, after))
+                verdict = judge_rest(range(self.partitions), found)
+                if len(verdict.equal) == self.partitions or i == rounds - 1:
+                    return verdict
+                time.sleep(pause)
         finally:
+            reader.close()
             zk.stop()
             zk.close()
-        return in_zk, kafka_offsets(self.cluster.bootstrap_servers, self.group, self.topic, self.partitions)
+        raise AssertionError("rounds < 1")
+
+    def release_checks(self) -> list[ReleaseCheck]:
+        """Every release of the live switch the members logged: ZooKeeper's offset and Kafka's read back."""
+        out = []
+        for m in self.retired + self.members:
+            try:
+                text = m.log.read_text(errors="replace")
+            except OSError:
+                continue
+            out += [c for c in parse_release_checks(m.name, text) if c.topic == self.topic]
+        return out
 
     # ---- the run ------------------------------------------------------------------------------
     def begin(self) -> None:
