@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/bench/live_switch.py [--paths rolling,live] [--rounds 1] [--members 6]
         [--partitions 24] [--rate 2000] [--warm 10] [--hold 10] [--fault none|kill|kill-leader|
-        coordinator|expire|add-partitions|kill-switch] [--fault-delay 1] [--brokers 1] [--member-property k=v]
+        coordinator|expire|add-partitions|add-topic|kill-switch] [--fault-delay 1] [--brokers 1] [--member-property k=v]
 
 One local cluster (ZooKeeper + ZooKeeper-mode Kafka 3.9.1 from the jars; 3 brokers and replication 3
 with --fault coordinator). Per round, each path in turn (the order alternates from round to round),
@@ -18,7 +18,8 @@ ConsumerConnector application API, auto-commit every 1 s), an ownership sampler 
 --fault happens during the switch (rolling: --fault-delay after the first restart; live: while the
 command runs; kill-leader, live only: kill -9 of the member whose seat leads the brokers' group, the
 one that runs the assignor, found from the members' librdkafka JoinGroup answers, once the switch is
-at `handover`). The figures of a path (tests/harness/switch_audit.py): lost (acked, never delivered),
+at `handover`; add-topic, live only: the members subscribe by a wildcard, and a topic it matches is
+created once the switch is at `handover`). The figures of a path (tests/harness/switch_audit.py): lost (acked, never delivered),
 overlap (offsets delivered by two members at overlapping times), duplicates (delivered again, not
 overlapping), silence (longest time the group delivered nothing), per-partition gap p99/max, the
 longest a partition had neither an owner node nor a brokers' assignment (sampler), and whether
@@ -101,6 +102,12 @@ def run_path(cluster: LocalCluster, workdir: Path, path: str, label: str, args: 
         f"samples={len(run.sampler.samples)} (failed {run.sampler.errors}) load {load:.2f} at its start",
         flush=True,
     )
+    for topic in sorted(run.added_topics):
+        more = run.figures(topic)
+        print(
+            f"    topic {topic} created mid-switch: acked={more.acked} lost={more.lost} overlap={more.overlap} "
+            f"duplicates={more.duplicates} by {sorted({d.member for d in run.deliveries(topic)})}"
+        )
     for a, b in figures.overlap_spans[:5]:
         print(f"    overlap on partition {a.partition}: {a} / {b}")
     for ds in figures.duplicate_examples:

@@ -22,7 +22,7 @@ from harness import python_env
 from harness.switch_audit import RestVerdict
 from harness.switch_run import AuditRun, cli_command, clock
 
-FAULTS = ("none", "kill", "kill-leader", "coordinator", "expire", "add-partitions", "kill-switch")
+FAULTS = ("none", "kill", "kill-leader", "coordinator", "expire", "add-partitions", "add-topic", "kill-switch")
 DUAL_COMMIT = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
 BROKER = {"zkconsumer.coordination": "broker"}
 
@@ -81,6 +81,8 @@ def fault(run: AuditRun, name: str, settings: Settings) -> None:
         run.add_partitions(settings.added_partitions)
     elif name == "coordinator":
         run.restart_coordinator(offsets_partitions(run))
+    elif name == "add-topic":
+        run.add_topic(settings.added_partitions)
     elif name != "none":
         raise ValueError(f"unknown fault {name!r}; one of {', '.join(FAULTS)}")
 
@@ -114,7 +116,7 @@ def point(run: AuditRun, label: str) -> SwitchPoint:
 
 def rolling(run: AuditRun, settings: Settings) -> list[SwitchPoint]:
     """docs/migration.md, path 2, as an operator runs it; returns the offsets at the stop."""
-    if settings.fault in ("kill-switch", "kill-leader"):
+    if settings.fault in ("kill-switch", "kill-leader", "add-topic"):
         raise PathUnavailable(f"the rolling path has no switch during which to {settings.fault}")
     base = dict(settings.member_props)
     run.start_members(settings.members, base, "zk")
@@ -156,8 +158,8 @@ def rolling(run: AuditRun, settings: Settings) -> list[SwitchPoint]:
 def switch(run: AuditRun, to: str, settings: Settings, faults: Sequence[str] = ()) -> list[dict[str, object]]:
     """`migrate switch --to <to>` as an operator runs it, with `faults` one after the other while it
     runs, the first `settings.fault_delay` after it starts (kill-leader waits for `handover` itself).
-    kill-switch: kill -9 of the command (which must still be running), `migrate plan` read, and the
-    command run again. Returns `migrate plan`'s switch object read after each kill of the command."""
+    kill-switch: kill -9 of the command once the switch node is at a step between the two ends (the
+    command must still be running), `migrate plan` read, and the command run again. Returns `migrate plan`'s switch object read after each kill of the command."""
     args = [
         "migrate",
         "switch",
@@ -176,9 +178,9 @@ def switch(run: AuditRun, to: str, settings: Settings, faults: Sequence[str] = (
 
     def start() -> subprocess.Popen[str]:
         run.note(f"zkconsumer {' '.join(args)}")
-        return subprocess.Popen(
-            cli_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=python_env()
-        )
+        # PYTHONFAULTHANDLER: a crash of the command (a signal) shows every thread's stack in its stderr
+        env = {**python_env(), "PYTHONFAULTHANDLER": "1"}
+        return subprocess.Popen(cli_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
     started = clock()
     proc = start()
@@ -189,6 +191,9 @@ def switch(run: AuditRun, to: str, settings: Settings, faults: Sequence[str] = (
         if name != "kill-switch":
             fault(run, name, settings)
             continue
+        deadline = clock() + 30  # half-way: at a step between the two ends
+        while run.switch_step() in ("zookeeper", "broker") and proc.poll() is None and clock() < deadline:
+            time.sleep(0.05)
         if proc.poll() is not None:
             raise RuntimeError(f"migrate switch --to {to} ended (exit {proc.returncode}) before it could be killed")
         proc.send_signal(signal.SIGKILL)
@@ -197,12 +202,24 @@ def switch(run: AuditRun, to: str, settings: Settings, faults: Sequence[str] = (
         plans.append(switch_plan(run))
         run.note(f"migrate plan after the kill: {json.dumps(plans[-1])[:400]}; run again")
         proc = start()
-    try:
-        out, err = proc.communicate(timeout=settings.switch_timeout + 30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise RuntimeError(f"migrate switch --to {to} did not end within {settings.switch_timeout + 30:.0f}s") from None
+    while True:
+        try:
+            out, err = proc.communicate(timeout=settings.switch_timeout + 30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            raise RuntimeError(
+                f"migrate switch --to {to} did not end within {settings.switch_timeout + 30:.0f}s"
+            ) from None
+        if proc.returncode >= 0 or run.command_crashes >= 2:
+            break
+        # Killed by a signal of its own (librdkafka's crash under a coordinator request when the
+        # coordinator's connection drops, confluentinc/librdkafka#4605): an operator runs it again.
+        run.command_crashes += 1
+        run.note(f"migrate switch --to {to} crashed (signal {-proc.returncode}): {err.strip()[-1500:]}")
+        plans.append(switch_plan(run))
+        run.note(f"migrate plan after the crash: {json.dumps(plans[-1])[:400]}; run again")
+        proc = start()
     run.note(f"migrate switch --to {to}: exit {proc.returncode} in {clock() - started:.1f}s {out.strip()[-400:]}")
     if proc.returncode != 0:
         raise RuntimeError(f"migrate switch --to {to} failed (exit {proc.returncode}):\n{out}\n{err[-3000:]}")
@@ -214,6 +231,8 @@ def live(run: AuditRun, settings: Settings) -> list[SwitchPoint]:
     base = dict(settings.member_props)
     if settings.fault == "kill-leader":
         run.member_args = ["--log-group-leader"]
+    if settings.fault == "add-topic":  # a wildcard subscription, which the new topic matches
+        run.member_args, run.subscription = ["--whitelist"], f"{run.topic}.*"
     run.start_members(settings.members, base, "zk")
     run.begin()
     time.sleep(settings.warm)

@@ -10,6 +10,7 @@ operator would, and in the end hands the delivery logs to harness.switch_audit.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,7 +104,7 @@ class AppMember:
             "harness.switch_member",
             f"--zookeeper={run.cluster.zookeeper_connect}",
             f"--group={run.group}",
-            f"--topic={run.topic}",
+            f"--topic={run.subscription}",
             f"--out={self.out}",
             *run.member_args,
             *(f"--property={k}={v}" for k, v in props.items()),
@@ -195,6 +196,7 @@ class OwnershipSampler:
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
+        self._broker_reads = threading.Lock()  # held by a DescribeGroups in flight, or by a pause
         self._zk = self.run.cluster.zk_client()
         self._admin: AdminClient | None = AdminClient({"bootstrap.servers": self.run.cluster.bootstrap_servers})
         self._thread = threading.Thread(target=self._loop, name="switch-sampler", daemon=True)
@@ -211,12 +213,25 @@ class OwnershipSampler:
         # interpreter's exit, after the cluster stopped, can wait on brokers that are gone.
         self._admin = None
 
+    @contextlib.contextmanager
+    def broker_reads_paused(self) -> Iterator[None]:
+        """No DescribeGroups in flight (one under way is waited for) until the block ends: librdkafka
+        2.16 aborts or crashes the process when the connection to the coordinator drops under a
+        coordinator request (confluentinc/librdkafka#4605), so the sampler waits out a coordinator's
+        kill and restart, leaving a gap in its samples."""
+        with self._broker_reads:
+            yield
+
     def _loop(self) -> None:
         while not self._stop.wait(SAMPLE_PERIOD):
+            if not self._broker_reads.acquire(blocking=False):
+                continue  # paused
             try:
                 self.samples.append(self._sample())
             except Exception:  # noqa: BLE001 - a coordinator moving, ZooKeeper slow: counted, not fatal
                 self.errors += 1
+            finally:
+                self._broker_reads.release()
 
     def _sample(self) -> Sample:
         at = clock()
@@ -274,6 +289,9 @@ class AuditRun:
         self.topic = f"audit-{name}-{os.getpid()}"
         self.partitions = partitions
         cluster.create_topic(self.topic, partitions, replication_factor)
+        self.subscription = self.topic  # the members' --topic: a regex with member_args ["--whitelist"]
+        self.added_topics: dict[str, set[Key]] = {}  # topics created mid-run -> their acked keys
+        self.command_crashes = 0  # runs of `migrate switch` that died of a signal of their own
         self.member_args: list[str] = []  # extra harness.switch_member arguments of every member started
         self.members: list[AppMember] = []
         self.retired: list[AppMember] = []
@@ -287,6 +305,9 @@ class AuditRun:
 
     def _ack(self, topic: str, epoch: int, partition: int, offset: int) -> None:
         with self._lock:
+            if topic != self.topic:
+                self.added_topics.setdefault(topic, set()).add((partition, offset))
+                return
             self._acked.add((partition, offset))
             self._born.setdefault(partition, clock())
 
@@ -400,7 +421,9 @@ class AuditRun:
         self.sampler.stop()
         self.producer.stop(flush_timeout=5)
 
-    def deliveries(self) -> list[Delivery]:
+    def deliveries(self, topic: str | None = None) -> list[Delivery]:
+        """Every member's deliveries of `topic` (default: the run's topic)."""
+        wanted = topic or self.topic
         out = []
         for m in self.retired + self.members:
             if not m.out.exists():
@@ -408,14 +431,17 @@ class AuditRun:
             with open(m.out, errors="replace") as f:
                 for line in f:
                     d = parse_log_line(m.name, line)
-                    if d is not None:
+                    if d is not None and line.split()[1] == wanted:
                         out.append(d)
         return out
 
-    def figures(self) -> Figures:
+    def figures(self, topic: str | None = None) -> Figures:
+        """The audit of the run's topic, or of a topic created mid-run (its window: the whole run)."""
         with self._lock:
             acked, born = set(self._acked), dict(self._born)
-        return audit(self.deliveries(), acked, start=self.start_at, end=self.end_at, born=born)
+            if topic is not None and topic != self.topic:
+                acked, born = set(self.added_topics.get(topic, ())), {}
+        return audit(self.deliveries(topic), acked, start=self.start_at, end=self.end_at, born=born)
 
     # ---- faults ------------------------------------------------------------------------------
     def kill_member(self) -> None:
@@ -482,10 +508,22 @@ class AuditRun:
         self.producer.set_partitions(self.topic, total)
         self.note(f"partitions added: {total} now")
 
+    def add_topic(self, partitions: int) -> str:
+        """Once the switch is at `handover`, create a topic the members' wildcard subscription matches
+        (member_args ["--whitelist"], subscription f"{topic}.*") and produce into it too."""
+        self.wait_for_step("handover")
+        name = f"{self.topic}-new"
+        self.cluster.create_topic(name, partitions, self.cluster.replication_factor)
+        self.producer.resume(name, epoch=0, partitions=partitions)
+        self.note(f"topic {name} created ({partitions} partitions) at handover")
+        return name
+
     def restart_coordinator(self, offsets_partitions: int) -> None:
         """kill -9 the leader of the group's __consumer_offsets partition, then start it again (the coordinator moves)."""
         p = coordinator_partition(self.group, offsets_partitions)
-        leader = self.cluster.kill_partition_leader("__consumer_offsets", p)
-        self.note(f"killed broker {leader}, leader of __consumer_offsets-{p} (the group's coordinator)")
-        self.cluster.restart_broker(leader)
-        self.note(f"broker {leader} restarted")
+        with self.sampler.broker_reads_paused():
+            leader = self.cluster.kill_partition_leader("__consumer_offsets", p)
+            self.note(f"killed broker {leader}, leader of __consumer_offsets-{p} (the group's coordinator)")
+            self.cluster.restart_broker(leader)
+            self.note(f"broker {leader} restarted")
+            time.sleep(2.0)  # the coordinator moving back settles
