@@ -20,7 +20,8 @@ from confluent_kafka.admin import AdminClient
 
 from harness import python_env
 from harness.switch_audit import RestVerdict
-from harness.switch_run import AuditRun, cli_command, clock
+from harness.switch_run import AuditRun, cli_command
+from harness.switch_sampler import clock
 
 FAULTS = ("none", "kill", "kill-leader", "coordinator", "expire", "add-partitions", "add-topic", "kill-switch")
 DUAL_COMMIT = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}

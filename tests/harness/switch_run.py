@@ -2,36 +2,31 @@
 
 The parts of scripts/bench/live_switch.py (and its smoke, tests/cluster/test_live_switch_bench_smoke.py):
 `AuditRun` owns one group on one fresh topic of a running LocalCluster. It produces numbered
-messages at a set rate (harness.chaos_producer), runs members as processes (harness.switch_member:
-the ConsumerConnector application API), samples ownership every 100 ms (ZooKeeper's owner nodes
-and the brokers' group through DescribeGroups), does the faults, runs the `zkconsumer` CLI as an
+messages at a set rate (harness.chaos_producer), runs members as processes (harness.switch_app's
+AppMember: harness.switch_member, the ConsumerConnector application API), samples ownership every
+100 ms (harness.switch_sampler: ZooKeeper's owner nodes and the brokers' group through
+DescribeGroups), does the faults, runs the `zkconsumer` CLI as an
 operator would, and in the end hands the delivery logs to harness.switch_audit.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import re
-import select
-import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTP
-from confluent_kafka.admin import AdminClient
 
 from harness import python_env
 from harness.chaos_members import expire_session
 from harness.chaos_producer import SteadyProducer
 from harness.members import committed_offsets
+from harness.switch_app import AppMember
 from harness.switch_audit import (
     Delivery,
     Figures,
@@ -44,20 +39,11 @@ from harness.switch_audit import (
     parse_log_line,
     parse_release_checks,
 )
+from harness.switch_sampler import OwnershipSampler, clock
 from zkconsumer.migration.switch import decode_switch_node
 from zkconsumer.testing import kafka
 from zkconsumer.testing.cluster import LocalCluster
-from zkconsumer.testing.process import die_with_parent
 from zkconsumer.zookeeper import znodes
-
-SAMPLE_PERIOD = 0.1
-# librdkafka's cgrp debug line (harness.switch_member --log-group-leader) in the member that leads the group
-_LEADS = re.compile(r"JoinGroup response: GenerationId (\d+),.* LeaderId \S+ \(me\)")
-
-
-def clock() -> float:
-    """CLOCK_MONOTONIC: the clock harness.switch_member stamps deliveries with."""
-    return time.clock_gettime(time.CLOCK_MONOTONIC)
 
 
 def cli_command(*args: str) -> list[str]:
@@ -88,185 +74,6 @@ def kafka_abs(n: int) -> int:
 def coordinator_partition(group: str, offsets_partitions: int) -> int:
     """The group's __consumer_offsets partition (GroupMetadataManager.partitionFor)."""
     return kafka_abs(java_string_hash(group)) % offsets_partitions
-
-
-class AppMember:
-    """harness.switch_member in a child process (SIGTERM: clean shutdown; kill(): kill -9)."""
-
-    def __init__(self, run: AuditRun, name: str, props: Mapping[str, object]) -> None:
-        self.name = name
-        self.out = run.workdir / f"{name}.deliveries"
-        self.log = run.workdir / f"{name}.log"
-        self.consumer_id = ""
-        self._args = [
-            sys.executable,
-            "-m",
-            "harness.switch_member",
-            f"--zookeeper={run.cluster.zookeeper_connect}",
-            f"--group={run.group}",
-            f"--topic={run.subscription}",
-            f"--out={self.out}",
-            *run.member_args,
-            *(f"--property={k}={v}" for k, v in props.items()),
-        ]
-        self.proc: subprocess.Popen[str] | None = None
-        self._terminated = False
-
-    def spawn(self) -> None:
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                self._args,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                env=python_env(),
-                # the death signal is tied to the forking thread: only the main thread's children get it
-                preexec_fn=die_with_parent if threading.current_thread() is threading.main_thread() else None,
-            )
-
-    def wait_ready(self, timeout: float = 90.0) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line:
-            self.proc.kill()
-            raise RuntimeError(f"member {self.name} did not join within {timeout:.0f}s; log tail:\n{self.log_tail()}")
-        self.consumer_id = json.loads(line)["consumer_id"]
-
-    def session(self) -> tuple[int, bytes]:
-        sid, password = Path(str(self.out) + ".session").read_text().split()
-        return int(sid, 16), bytes.fromhex(password)
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait(10)
-
-    def terminate(self) -> None:
-        """SIGTERM once (the member shuts down cleanly: commits, leaves the group)."""
-        if self.proc is not None and self.proc.poll() is None and not self._terminated:
-            self.proc.send_signal(signal.SIGTERM)
-            self._terminated = True
-
-    def leave(self, timeout: float = 60.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.terminate()
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-            raise RuntimeError(f"member {self.name} did not shut down within {timeout:.0f}s") from None
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def leads_generation(self) -> int:
-        """The last generation of the brokers' group this member was told it leads (-1: none), from its
-        log's JoinGroup answers (harness.switch_member --log-group-leader)."""
-        try:
-            text = self.log.read_text(errors="replace")
-        except OSError:
-            return -1
-        return max((int(m.group(1)) for m in _LEADS.finditer(text)), default=-1)
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-
-@dataclass
-class Sample:
-    at: float
-    zk_owned: frozenset[int]
-    broker_state: str
-    broker_assigned: frozenset[int]
-
-
-@dataclass
-class OwnershipSampler:
-    """Every 100 ms: the owner nodes in ZooKeeper and the brokers' group (DescribeGroups); one thread."""
-
-    run: AuditRun
-    samples: list[Sample] = field(default_factory=list)
-    errors: int = 0
-
-    def __post_init__(self) -> None:
-        self._stop = threading.Event()
-        self._broker_reads = threading.Lock()  # held by a DescribeGroups in flight, or by a pause
-        self._zk = self.run.cluster.zk_client()
-        self._admin: AdminClient | None = AdminClient({"bootstrap.servers": self.run.cluster.bootstrap_servers})
-        self._thread = threading.Thread(target=self._loop, name="switch-sampler", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self._zk.stop()
-        self._zk.close()
-        # librdkafka handles are destroyed here, while the brokers still run: a destroy left to the
-        # interpreter's exit, after the cluster stopped, can wait on brokers that are gone.
-        self._admin = None
-
-    @contextlib.contextmanager
-    def broker_reads_paused(self) -> Iterator[None]:
-        """No DescribeGroups in flight (one under way is waited for) until the block ends: librdkafka
-        2.16 aborts or crashes the process when the connection to the coordinator drops under a
-        coordinator request (confluentinc/librdkafka#4605), so the sampler waits out a coordinator's
-        kill and restart, leaving a gap in its samples."""
-        with self._broker_reads:
-            yield
-
-    def _loop(self) -> None:
-        while not self._stop.wait(SAMPLE_PERIOD):
-            if not self._broker_reads.acquire(blocking=False):
-                continue  # paused
-            try:
-                self.samples.append(self._sample())
-            except Exception:  # noqa: BLE001 - a coordinator moving, ZooKeeper slow: counted, not fatal
-                self.errors += 1
-            finally:
-                self._broker_reads.release()
-
-    def _sample(self) -> Sample:
-        at = clock()
-        folder = znodes.owners_path(self.run.group, self.run.topic)
-        owned = frozenset(int(c) for c in self._zk.get_children(folder)) if self._zk.exists(folder) else frozenset()
-        assert self._admin is not None
-        # A request left to time out inside librdkafka while it looks up the coordinator aborted the
-        # process (librdkafka 2.x: rd_kafka_enq_once_del_source_return: `eonce->refcnt > 0`): give
-        # each request the time to answer, and let a slow answer show as a gap between samples.
-        future = self._admin.describe_consumer_groups([self.run.group], request_timeout=15.0)[self.run.group]
-        group = future.result(timeout=20.0)
-        assigned = frozenset(
-            tp.partition
-            for m in group.members or []
-            for tp in (m.assignment.topic_partitions if m.assignment else [])
-            if tp.topic == self.run.topic
-        )
-        return Sample(at, owned, str(group.state).rsplit(".", 1)[-1], assigned)
-
-    def unowned_max(self, start: float, end: float) -> float:
-        """The longest a partition went with neither an owner node nor a brokers' assignment, within
-        [start, end] (by samples: 0.1 s resolution; a partition still unowned at `end` counts until then)."""
-        since: dict[int, float] = {}
-        worst = 0.0
-        for s in self.samples:
-            if not start <= s.at <= end:
-                continue
-            held = s.zk_owned | s.broker_assigned
-            for p in range(self.run.partitions):
-                if p in held:
-                    if p in since:
-                        worst = max(worst, s.at - since.pop(p))
-                elif p not in since:
-                    since[p] = s.at
-        return max([worst, *(end - t for t in since.values())])
 
 
 class AuditRun:
