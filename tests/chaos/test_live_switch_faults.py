@@ -1,11 +1,11 @@
 """The live switch's faults (issue #54, item 3) on a real 3-broker cluster: nothing lost, no offset delivered by two members at once, and a state `migrate plan` names from which `migrate switch` completes.
 
-Each test runs a small group (3 member processes on the ConsumerConnector API, 6 partitions, 100
-msg/s; tests/harness/switch_run.py's AuditRun) through `migrate switch --to broker` and back, with
+Each test runs a small group (3 member processes on the ConsumerConnector API, 4 to 8 partitions,
+100 msg/s; tests/harness/switch_run.py's AuditRun) through `migrate switch --to broker` and back, with
 independent faults in one switch: the brokers' group leader killed -9 at `handover` and another
 member's ZooKeeper session expired, then the group coordinator moved on the way back; the switch
 command killed -9 half-way while partitions are added, run again, then a member killed -9 on the
-way back. scripts/bench/live_switch.py measures the same faults at 6 members, 24 partitions,
+way back; a topic the members' wildcard subscription matches created at `handover`. scripts/bench/live_switch.py measures the same faults at 6 members, 24 partitions,
 2,000 msg/s (docs/migration.md).
 """
 
