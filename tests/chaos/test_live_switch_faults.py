@@ -5,8 +5,9 @@ Each test runs a small group (3 member processes on the ConsumerConnector API, 4
 independent faults in one switch: the brokers' group leader killed -9 at `handover` and another
 member's ZooKeeper session expired, then the group coordinator moved on the way back; the switch
 command killed -9 half-way while partitions are added, run again, then a member killed -9 on the
-way back; a topic the members' wildcard subscription matches created at `handover`. scripts/bench/live_switch.py measures the same faults at 6 members, 24 partitions,
-2,000 msg/s (docs/migration.md).
+way back; a topic the members' wildcard subscription matches created at `handover`.
+scripts/bench/live_switch.py measures the same faults at 6 members, 24 partitions, 2,000 msg/s
+(docs/migration.md).
 """
 
 from __future__ import annotations
