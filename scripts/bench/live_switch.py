@@ -1,8 +1,8 @@
 """The live-switch audit (issue #54, "Measure"): every delivery logged, lost/overlap/duplicates/gaps judged.
 
     .venv/bin/python scripts/bench/live_switch.py [--paths rolling,live] [--rounds 1] [--members 6]
-        [--partitions 24] [--rate 2000] [--warm 10] [--hold 10] [--fault none|kill|coordinator|expire|
-        add-partitions|kill-switch] [--fault-delay 1] [--brokers 1] [--member-property k=v]
+        [--partitions 24] [--rate 2000] [--warm 10] [--hold 10] [--fault none|kill|kill-leader|
+        coordinator|expire|add-partitions|add-topic|kill-switch] [--fault-delay 1] [--brokers 1] [--member-property k=v]
 
 One local cluster (ZooKeeper + ZooKeeper-mode Kafka 3.9.1 from the jars; 3 brokers and replication 3
 with --fault coordinator). Per round, each path in turn (the order alternates from round to round),
@@ -16,14 +16,22 @@ ConsumerConnector application API, auto-commit every 1 s), an ownership sampler 
   live     `zkconsumer migrate switch --to broker` while the members run, hold, `--to zookeeper`;
            without that command in this checkout the script says so and exits 3 (no figures)
 --fault happens during the switch (rolling: --fault-delay after the first restart; live: while the
-command runs). The figures of a path (tests/harness/switch_audit.py): lost (acked, never delivered),
+command runs; kill-leader, live only: kill -9 of the member whose seat leads the brokers' group, the
+one that runs the assignor, found from the members' librdkafka JoinGroup answers, once the switch is
+at `handover`; add-topic, live only: the members subscribe by a wildcard, and a topic it matches is
+created once the switch is at `handover`). The figures of a path (tests/harness/switch_audit.py): lost (acked, never delivered),
 overlap (offsets delivered by two members at overlapping times), duplicates (delivered again, not
 overlapping), silence (longest time the group delivered nothing), per-partition gap p99/max, the
 longest a partition had neither an owner node nor a brokers' assignment (sampler), and whether
-Kafka's committed offsets equal ZooKeeper's at the switch. Each round prints its figures and the
+Kafka's committed offsets equal ZooKeeper's: at the switch to broker (rolling: at the stop), read
+ZooKeeper, Kafka, ZooKeeper in rounds (rest_equal: seen equal at one instant; rest_unequal: ZooKeeper
+held still and Kafka differed; rest_unsettled: ZooKeeper moved in every round), and at every
+hand-over, the releasing member's own reads (release_equal / release_unequal: its log's "release
+check" lines; an unequal one keeps the owner node and is tried again). Each round prints its figures and the
 load; then the medians. The last line:
     <path>_lost= <path>_overlap= <path>_duplicates= <path>_silence_s= <path>_gap_p99_s= <path>_gap_max_s=
-    <path>_unowned_max_s= <path>_offsets_differ= ... fault= rounds= loadavg=
+    <path>_unowned_max_s= <path>_rest_equal= <path>_rest_unequal= <path>_rest_unsettled=
+    <path>_release_equal= <path>_release_unequal= ... fault= rounds= loadavg=
 Exit status: 0 done, 1 a path failed to run, 3 a path asked for cannot run in this checkout.
 """
 
@@ -44,7 +52,20 @@ from harness.switch_paths import FAULTS, PATHS, PathUnavailable, Settings  # noq
 from harness.switch_run import AuditRun, has_command  # noqa: E402
 from zkconsumer.testing.cluster import SERVER_JVM_OPTS, LocalCluster  # noqa: E402
 
-KEYS = ("lost", "overlap", "duplicates", "silence_s", "gap_p99_s", "gap_max_s", "unowned_max_s", "offsets_differ")
+KEYS = (
+    "lost",
+    "overlap",
+    "duplicates",
+    "silence_s",
+    "gap_p99_s",
+    "gap_max_s",
+    "unowned_max_s",
+    "rest_equal",
+    "rest_unequal",
+    "rest_unsettled",
+    "release_equal",
+    "release_unequal",
+)
 
 
 def run_path(cluster: LocalCluster, workdir: Path, path: str, label: str, args: argparse.Namespace) -> dict[str, float]:
@@ -67,16 +88,26 @@ def run_path(cluster: LocalCluster, workdir: Path, path: str, label: str, args: 
         run.close()
     figures = run.figures()
     unowned = run.sampler.unowned_max(run.start_at, run.end_at)
-    differ = sum(len(p.differ) for p in points)
+    rest = points[0].verdict  # at the switch to broker (live), at the stop (rolling)
+    releases = run.release_checks()
+    release_equal = sum(c.equal for c in releases)
     print(
         f"{label:10s} {path:8s} fault={args.fault} lost={figures.lost} overlap={figures.overlap} "
         f"(in {len(figures.overlap_spans)} pairs of spans) duplicates={figures.duplicates} silence={figures.silence_s:.3f}s "
         f"gap p99={figures.gap_p99_s:.3f}s max={figures.gap_max_s:.3f}s (partition {figures.gap_max_partition}) "
-        f"unowned_max={unowned:.2f}s offsets_differ={differ} delivered={figures.delivered} acked={figures.acked} "
+        f"unowned_max={unowned:.2f}s Kafka = ZooKeeper at {points[0].label.removeprefix('at ')}: "
+        f"{len(rest.equal)} equal, {len(rest.unequal)} unequal, {len(rest.unsettled)} unsettled; "
+        f"release checks {release_equal} equal, {len(releases) - release_equal} unequal; delivered={figures.delivered} acked={figures.acked} "
         f"(delivered, never acked: {figures.unacked_delivered}) "
         f"samples={len(run.sampler.samples)} (failed {run.sampler.errors}) load {load:.2f} at its start",
         flush=True,
     )
+    for topic in sorted(run.added_topics):
+        more = run.figures(topic)
+        print(
+            f"    topic {topic} created mid-switch: acked={more.acked} lost={more.lost} overlap={more.overlap} "
+            f"duplicates={more.duplicates} by {sorted({d.member for d in run.deliveries(topic)})}"
+        )
     for a, b in figures.overlap_spans[:5]:
         print(f"    overlap on partition {a.partition}: {a} / {b}")
     for ds in figures.duplicate_examples:
@@ -95,7 +126,11 @@ def run_path(cluster: LocalCluster, workdir: Path, path: str, label: str, args: 
         "gap_p99_s": figures.gap_p99_s,
         "gap_max_s": figures.gap_max_s,
         "unowned_max_s": unowned,
-        "offsets_differ": differ,
+        "rest_equal": len(rest.equal),
+        "rest_unequal": len(rest.unequal),
+        "rest_unsettled": len(rest.unsettled),
+        "release_equal": release_equal,
+        "release_unequal": len(releases) - release_equal,
     }
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -17,11 +15,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss
 from kazoo.handlers.threading import KazooTimeoutError
 
-from harness import python_env
 from harness.chaos_proxy import TcpProxy
+from harness.member_process import ChildMember
 from harness.members import drain
 from zkconsumer import ConsumerConnector
-from zkconsumer.testing.process import die_with_parent
 from zkconsumer.zookeeper import znodes
 
 Note = Callable[..., None]  # checker.note(kind, member, detail="")
@@ -95,7 +92,7 @@ class InProcessMember:
         return f"{self.consumer_id} (in-process)"
 
 
-class ProcessMember:
+class ProcessMember(ChildMember):
     """harness.chaos_member in a child process: can be killed -9, stopped and continued."""
 
     kind = "process"
@@ -114,11 +111,9 @@ class ProcessMember:
         wrap: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         """`wrap` puts the process somewhere, e.g. in a network lab host: `wrap=lab_host.command`."""
-        self.out = workdir / f"{name}.deliveries"
+        out = workdir / f"{name}.deliveries"
         self._nice = nice
-        self.log = workdir / f"{name}.log"
         self._note = note
-        self.consumer_id = ""
         self.alive = False
         self.stopped = False
         self.proxy: TcpProxy | None = None
@@ -131,37 +126,22 @@ class ProcessMember:
             "--group",
             group,
             "--out",
-            str(self.out),
+            str(out),
         ]
         args += [f"--topic={t}:{n}" for t, n in topics.items()]
         args += [f"--property={k}={v}" for k, v in props.items() if k not in ("zookeeper.connect", "group.id")]
-        self._args = wrap(args) if wrap is not None else args
-        self.proc: subprocess.Popen[str] | None = None
+        super().__init__(wrap(args) if wrap is not None else args, out, workdir / f"{name}.log")
 
     def spawn(self) -> None:
         """Start the process (call from the main thread: the death signal is tied to the forking thread)."""
-        arm = threading.current_thread() is threading.main_thread()
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                self._args,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                env=python_env(),
-                preexec_fn=die_with_parent if arm else None,
-            )
+        super().spawn()
+        assert self.proc is not None
         if self._nice is not None:  # after the fork, not in it: preexec_fn is unsafe beside threads
             os.setpriority(os.PRIO_PROCESS, self.proc.pid, self._nice)
 
     def wait_ready(self, timeout: float = 60.0) -> ProcessMember:
         """Until the member has joined (its first rebalance succeeded) and said who it is."""
-        assert self.proc is not None and self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line:
-            self.proc.kill()
-            raise RuntimeError(f"member process did not start within {timeout:.0f}s; log tail:\n{self.log_tail()}")
-        self.consumer_id = json.loads(line)["consumer_id"]
+        self._read_ready(timeout, f"member process did not start within {timeout:.0f}s")
         self.alive = True
         return self
 
@@ -171,7 +151,7 @@ class ProcessMember:
 
     def session(self) -> tuple[int, bytes] | None:
         try:
-            sid, password = (self.out.parent / (self.out.name + ".session")).read_text().split()
+            sid, password = self.session_file.read_text().split()
         except (OSError, ValueError):
             return None
         return int(sid, 16), bytes.fromhex(password)
@@ -215,12 +195,6 @@ class ProcessMember:
 
     def exited(self) -> int | None:
         return self.proc.poll() if self.proc is not None else None
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
     def describe(self) -> str:
         pid = self.proc.pid if self.proc else None

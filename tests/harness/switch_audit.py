@@ -19,6 +19,7 @@ Definitions (one topic; a partition's messages are keyed by offset):
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -219,15 +220,6 @@ def audit(
     )
 
 
-def offsets_differ(zookeeper: Mapping[int, int], kafka: Mapping[int, int]) -> dict[int, tuple[int | None, int | None]]:
-    """Partitions whose committed offsets are not equal in both stores (missing on a side: None)."""
-    return {
-        p: (zookeeper.get(p), kafka.get(p))
-        for p in sorted(set(zookeeper) | set(kafka))
-        if zookeeper.get(p) != kafka.get(p)
-    }
-
-
 def parse_log_line(member: str, line: str) -> Delivery | None:
     """A harness.chaos_member line "<clock> <topic> <partition> <offset> <value>" -> Delivery (None if torn)."""
     parts = line.split()
@@ -237,3 +229,73 @@ def parse_log_line(member: str, line: str) -> Delivery | None:
         return Delivery(member, int(parts[2]), int(parts[3]), float(parts[0]))
     except ValueError:
         return None
+
+
+RELEASE_CHECK = "live switch release check (ZooKeeper/Kafka): "  # zkconsumer.coordinator.switch_follow's line
+_CHECKED = re.compile(r"(\S+)-(\d+) (-?\d+)/(-?\d+)")
+
+
+@dataclass(frozen=True)
+class ReleaseCheck:
+    """At one release of a live switch, `member` read `partition`'s offset in ZooKeeper and, after
+    committing it to Kafka as a group member, read Kafka's back: the node goes only if they are equal."""
+
+    member: str
+    topic: str
+    partition: int
+    zookeeper: int
+    kafka: int
+
+    @property
+    def equal(self) -> bool:
+        return self.zookeeper == self.kafka
+
+
+def parse_release_checks(member: str, log_text: str) -> list[ReleaseCheck]:
+    """Every partition of every release-check line in a member's log (the line's format: "<topic>-<p>
+    <zookeeper>/<kafka>, ...")."""
+    out = []
+    for line in log_text.splitlines():
+        _, found, rest = line.partition(RELEASE_CHECK)
+        if not found:
+            continue
+        for m in _CHECKED.finditer(rest):
+            out.append(ReleaseCheck(member, m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))))
+    return out
+
+
+@dataclass(frozen=True)
+class RestRound:
+    """One round of reads: ZooKeeper, then Kafka, then ZooKeeper again (partition -> offset)."""
+
+    zookeeper_before: Mapping[int, int]
+    kafka: Mapping[int, int]
+    zookeeper_after: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class RestVerdict:
+    """Per partition: `equal` if in some round both ZooKeeper reads and the Kafka read between them
+    agreed (the stores were equal at that instant); `unequal` if in some round ZooKeeper held still
+    and Kafka differed, and no round found them equal; `unsettled` if ZooKeeper moved in every round."""
+
+    equal: tuple[int, ...]
+    unequal: dict[int, tuple[int | None, int | None]]
+    unsettled: tuple[int, ...]
+
+
+def judge_rest(partitions: Iterable[int], rounds: Iterable[RestRound]) -> RestVerdict:
+    rounds = list(rounds)
+    equal: list[int] = []
+    unequal: dict[int, tuple[int | None, int | None]] = {}
+    unsettled: list[int] = []
+    for p in sorted(partitions):
+        settled = [r for r in rounds if r.zookeeper_before.get(p) == r.zookeeper_after.get(p)]
+        if any(r.kafka.get(p) == r.zookeeper_before.get(p) for r in settled):
+            equal.append(p)
+        elif settled:
+            last = settled[-1]
+            unequal[p] = (last.zookeeper_before.get(p), last.kafka.get(p))
+        else:
+            unsettled.append(p)
+    return RestVerdict(tuple(equal), unequal, tuple(unsettled))

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import logging
+from types import SimpleNamespace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.switch_audit import (
     Delivery,
+    ReleaseCheck,
+    RestRound,
     audit,
+    judge_rest,
     longest_silence,
-    offsets_differ,
     overlap_and_duplicates,
     parse_log_line,
+    parse_release_checks,
     percentile,
 )
 from harness.switch_run import coordinator_partition, java_string_hash, kafka_abs
+from zkconsumer.coordinator.switch_follow import SwitchFollower
 
 RATE = 0.01  # one message per partition every 10 ms
 
@@ -117,9 +124,86 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile([5.0], 0.99) == 5.0
 
 
-def test_offsets_differ_names_partitions_missing_on_either_side() -> None:
-    assert offsets_differ({0: 5, 1: 7}, {0: 5, 1: 7}) == {}
-    assert offsets_differ({0: 5, 1: 7}, {0: 5, 1: 6, 2: 1}) == {1: (7, 6), 2: (None, 1)}
+def _store_at(commits: list[tuple[float, float | None]], t: float, side: int) -> int:
+    """The offset a store holds at time t: commit i (offset i + 1) reaches ZooKeeper at commits[i][0]
+    and Kafka at commits[i][1] (None: never)."""
+    held = 0
+    for i, times in enumerate(commits):
+        at = times[side]
+        if at is not None and at <= t:
+            held = i + 1
+    return held
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.one_of(st.none(), st.floats(0, 0.5))), max_size=6),
+    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 0.05), st.floats(0, 0.05)), min_size=1, max_size=4),
+)
+def test_a_partition_is_called_equal_only_if_both_stores_held_one_offset_at_one_instant(
+    steps: list[tuple[float, float | None]], reads: list[tuple[float, float, float]]
+) -> None:
+    # commits every 1 s, ZooKeeper first, Kafka after a lag (or never: a broken mirror)
+    commits = [(i + z, None if lag is None else i + z + lag) for i, (z, lag) in enumerate(steps)]
+    rounds, truly_equal = [], False
+    for i, (start, to_kafka, to_second) in enumerate(reads):
+        t0 = i * 1.7 + start
+        t1, t2 = t0 + to_kafka, t0 + to_kafka + to_second
+        rounds.append(
+            RestRound({0: _store_at(commits, t0, 0)}, {0: _store_at(commits, t1, 1)}, {0: _store_at(commits, t2, 0)})
+        )
+        truly_equal |= _store_at(commits, t1, 0) == _store_at(commits, t1, 1)
+    verdict = judge_rest([0], rounds)
+    assert sum(0 in group for group in (verdict.equal, verdict.unequal, verdict.unsettled)) == 1
+    if 0 in verdict.equal:
+        assert truly_equal  # ZooKeeper only moves forward: unchanged around the Kafka read means equal then
+    if 0 in verdict.unequal:
+        z, k = verdict.unequal[0]
+        assert z != k
+
+
+def test_the_rest_verdict_says_which_partitions_differ_and_which_never_held_still() -> None:
+    rounds = [
+        RestRound({0: 5, 1: 7, 2: 1}, {0: 5, 1: 6, 2: 1}, {0: 5, 1: 7, 2: 2}),
+        RestRound({0: 5, 1: 7, 2: 3}, {0: 4, 1: 6, 2: 3}, {0: 5, 1: 7, 2: 4}),
+    ]
+    verdict = judge_rest([0, 1, 2, 3], rounds)
+    assert verdict.equal == (0, 3)  # 0: the first round; 3: no offset in either store
+    assert verdict.unequal == {1: (7, 6)}
+    assert verdict.unsettled == (2,)
+
+
+def test_the_release_check_lines_of_a_members_log_are_read_back() -> None:
+    text = (
+        "2026-12-08 01:24:15,499 INFO rebalance zkconsumer.coordinator.rebalancer g_a: live switch release check "
+        "(ZooKeeper/Kafka): my-topic-3 2195/2195, my-topic-10 -1/-1, my-topic-12 50/49\n"
+        "2026-12-08 01:24:15,500 INFO rebalance zkconsumer.coordinator.rebalancer g_a owns 4 partitions\n"
+    )
+    assert parse_release_checks("zk0", text) == [
+        ReleaseCheck("zk0", "my-topic", 3, 2195, 2195),
+        ReleaseCheck("zk0", "my-topic", 10, -1, -1),
+        ReleaseCheck("zk0", "my-topic", 12, 50, 49),
+    ]
+    assert [c.equal for c in parse_release_checks("zk0", text)] == [True, True, False]
+
+
+def test_the_switch_followers_release_line_is_the_one_the_audit_reads(caplog) -> None:  # type: ignore[no-untyped-def]
+    class Seat:
+        member_id = "m-1"
+
+        def commit(self, offsets, timeout):  # type: ignore[no-untyped-def]
+            return {k: (o - 1 if k[1] == 1 else o) for k, o in offsets.items()}  # partition 1 reads back behind
+
+    follower = SwitchFollower(
+        SimpleNamespace(consumer_id="g_a"), lambda field: b"", lambda topics, on_change: Seat(), lambda why: None
+    )  # type: ignore[arg-type]
+    follower.step, follower.seat = "handover", Seat()  # type: ignore[assignment]
+    with caplog.at_level(logging.INFO, logger="zkconsumer.coordinator.rebalancer"):
+        assert follower.releasable({("a-b", 0): 7, ("a-b", 1): 9, ("a-b", 2): -1}, 1.0) == {("a-b", 0), ("a-b", 2)}
+    assert parse_release_checks("m", caplog.text) == [
+        ReleaseCheck("m", "a-b", 0, 7, 7),
+        ReleaseCheck("m", "a-b", 1, 9, 8),
+    ]
 
 
 def test_a_torn_last_line_is_skipped() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from zkconsumer.coordinator.switch_follow import SwitchFollower, switch_target
 from zkconsumer.errors import CommitFailed
-from zkconsumer.migration import SWITCH_STEPS
+from zkconsumer.migration import SWITCH_STEPS, encode_switch_node
 
 Key = tuple[str, int]
 Share = dict[Key, str]
@@ -83,3 +83,38 @@ def test_an_owner_node_goes_only_once_kafka_reads_back_zookeepers_offset_and_a_r
     assert seat.kafka == {("t", 0): 7, ("t", 1): 9}
     follower.step = "zookeeper"  # no switch: nothing is carried, every node may go
     assert follower.releasable({("t", 3): 4}, 1.0) == {("t", 3)} and ("t", 3) not in seat.kafka
+
+
+class _TopicSeat(_Seat):
+    """A seat that records the topic lists it was asked to follow."""
+
+    def __init__(self, topics: list[str]) -> None:
+        super().__init__()
+        self.topics = topics
+        self.followed: list[list[str]] = []
+
+    def follow_topics(self, topics: list[str], timeout: float) -> None:
+        self.followed.append(topics)
+        self.topics = topics
+
+
+def test_a_wildcards_new_topic_is_followed_by_the_seat_so_the_brokers_can_assign_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Before, the seat kept the topics it was made with: from `handover` a topic created since was
+    assigned by the brokers to nobody, so delivered by nobody (tests/chaos/test_live_switch_faults.py)."""
+    node = SimpleNamespace(data=encode_switch_node("handover", "host", 0), path="/consumers/g/zkconsumer/switch")
+    monkeypatch.setattr("zkconsumer.coordinator.switch_follow.read_switch_node_watched", lambda *a: node)
+    made: list[_TopicSeat] = []
+
+    def make_seat(topics: list[str], on_change: object) -> _TopicSeat:
+        made.append(_TopicSeat(topics))
+        return made[-1]
+
+    group = SimpleNamespace(consumer_id="g_a", client=None, group_id="g")
+    follower = SwitchFollower(group, lambda field: b"", make_seat, lambda why: None)  # type: ignore[arg-type]
+    assert follower.read_step({"t-a"}) == "handover" and made[0].topics == ["t-a"]
+    follower.read_step({"t-a"})
+    assert made[0].followed == []  # unchanged: nothing asked
+    follower.read_step({"t-b", "t-a"})
+    assert len(made) == 1 and made[0].followed == [["t-a", "t-b"]]
+    follower.read_step({"t-b"})  # a topic deleted: the seat drops it too
+    assert made[0].followed[-1] == ["t-b"]

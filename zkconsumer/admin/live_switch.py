@@ -13,6 +13,7 @@ from zkconsumer.admin.error_boundary import admin_errors
 from zkconsumer.admin.log_offsets import BrokerAccess, Warn, log_warning
 from zkconsumer.admin.migration_evidence import gather
 from zkconsumer.admin.switch_status import switch_members
+from zkconsumer.errors import AdminUnavailable
 from zkconsumer.migration import (
     SWITCH_REFUSALS,
     SWITCH_STEPS,
@@ -82,6 +83,23 @@ def run_switch(
     first = _read(client, access, group, target, warn)
     run = SwitchRun(group, target, first.step, first.step, first.plan, COMPLETE)
     read, waiting_for = first, ""
+
+    def read_again() -> _Read:
+        """A read once the command is under way: a broker or ZooKeeper that gives no usable answer
+        (a leader moving, the coordinator restarting) is waited for, up to the deadline, rather than
+        leaving the group half-way; the first read's failure is the operator's to see at once."""
+        unanswered = ""
+        while True:
+            try:
+                return _read(client, access, group, target, warn)
+            except AdminUnavailable as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                if str(exc) != unanswered:
+                    on_event(f"cannot read the group now ({exc}); reading again")
+                    unanswered = str(exc)
+                time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+
     while True:
         run.step, run.plan = read.step, read.plan
         if _arrived(read, target):
@@ -99,7 +117,7 @@ def run_switch(
                 run.outcome = TIMED_OUT
                 return run
             time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
-            read = _read(client, access, group, target, warn)
+            read = read_again()
             continue
         waiting_for = ""
         nxt = read.plan.next
@@ -108,11 +126,11 @@ def run_switch(
         version = replace_switch_node(client, read.node, data)
         if version is None:
             on_event(f"{read.node.path} changed since it was read: reading again")
-            read = _read(client, access, group, target, warn)
+            read = read_again()
             continue
         written = nxt or ZOOKEEPER
         on_event(f"wrote step {written} (was {read.step})")
-        after = _read(client, access, group, target, warn)
+        after = read_again()
         # ZooKeeper's multi checks a node's data version, not its children's: the registrations are
         # checked after the write instead, and a step towards the brokers that raced one is taken back.
         if target == BROKER and after.registrations != read.registrations and _cannot_switch(after.members):
@@ -123,7 +141,7 @@ def run_switch(
                 if undo is not None
                 else f"could not take step {written} back: {read.node.path} changed again"
             )
-            after = _read(client, access, group, target, warn)
+            after = read_again()
         else:
             run.written.append(written)
         read = after

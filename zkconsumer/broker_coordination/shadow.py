@@ -79,6 +79,15 @@ class ShadowGroupMember:
         assert isinstance(result, dict)
         return result
 
+    def follow_topics(self, topics: list[str], timeout: float) -> None:
+        """Subscribe to `topics` instead (a wildcard subscription matched a topic created since, or lost
+        one): the brokers' group rebalances, and cooperative-sticky revokes only what moves. The
+        subscription is a list, not a regex, so that the brokers assign exactly the topics the member's
+        ZooKeeper side delivers (its filter is Java's regex, librdkafka's is POSIX's)."""
+        wanted = sorted(topics)
+        if wanted != self.topics:
+            self._ask(lambda: self._subscribe(wanted), timeout)
+
     def stop(self, timeout: float) -> None:
         """Leave the brokers' group (close the Consumer) within `timeout` seconds."""
         self._stopping.set()
@@ -118,6 +127,18 @@ class ShadowGroupMember:
             self._assigned = None
             self._closed.set()
             self._commands.fail_all(lambda: BrokersUnavailable(f"{self.consumer_id}: left the brokers' group"))
+
+    def _subscribe(self, topics: list[str]) -> None:
+        try:
+            self._consumer.subscribe(
+                topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            )
+        except KafkaException as exc:
+            raise BrokersUnavailable(
+                f"{self.consumer_id}: cannot subscribe the brokers' group seat to {topics}: {exc}"
+            ) from exc
+        self.topics = topics
+        log.info("%s follows the brokers' group on topics %s", self.consumer_id, topics)
 
     def _commit_and_read(self, offsets: dict[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]:
         tps = [KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())]

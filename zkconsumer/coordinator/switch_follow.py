@@ -30,6 +30,11 @@ class BrokerSeat(Protocol):
 
     def assigned(self) -> frozenset[TopicPartition] | None: ...
 
+    @property
+    def topics(self) -> list[str]: ...
+
+    def follow_topics(self, topics: list[str], timeout: float) -> None: ...
+
     def commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]: ...
 
     def stop(self, timeout: float) -> None: ...
@@ -121,7 +126,23 @@ class SwitchFollower:
         elif step != ZOOKEEPER and self.seat is None and topics:
             self.seat = self._make_seat(sorted(topics), self.on_seat_change)
             self.seat.start()
+        elif step != ZOOKEEPER and self.seat is not None and topics and sorted(topics) != self.seat.topics:
+            self._follow_topics(sorted(topics))
         return step
+
+    def _follow_topics(self, topics: list[str]) -> None:
+        """A wildcard subscription's topics changed: the seat subscribes to them too, so that the brokers
+        assign a new topic's partitions (its seat's list alone would leave them to nobody from `handover`)."""
+        assert self.seat is not None
+        try:
+            self.seat.follow_topics(topics, SEAT_STOP_S)
+        except ZkConsumerError as exc:
+            log.warning(
+                "%s: the brokers' group seat cannot follow topics %s (%s); a later attempt tries again",
+                self.consumer_id,
+                topics,
+                describe(exc),
+            )
 
     def target(
         self,
@@ -150,6 +171,12 @@ class SwitchFollower:
             )
             return {k for k, o in pending.items() if o < 0}
         self._kafka.update({k: o for k, o in carried.items() if found.get(k) == o})
+        if carried:  # the hand-over's own evidence that Kafka = ZooKeeper (the audit counts these lines)
+            log.info(
+                "%s: live switch release check (ZooKeeper/Kafka): %s",
+                self.consumer_id,
+                ", ".join(f"{t}-{p} {o}/{found.get((t, p), -1)}" for (t, p), o in sorted(carried.items())),
+            )
         return {k for k, o in pending.items() if o < 0 or found.get(k) == o}
 
     def mirror(self, committed: Mapping[TopicPartition, int], timeout: float) -> None:
