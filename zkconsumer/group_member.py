@@ -207,7 +207,7 @@ class GroupMember:
         self.worker.stop(timeout=deadline.remaining(timeout))
         unwritten = self.rebalancer.shutdown(deadline.remaining(timeout))
         if self.rebalancer.switch is not None:  # after the final commit, which it carries to Kafka too
-            self.rebalancer.switch.stop()
+            self.rebalancer.switch.stop(deadline.remaining(timeout))
         self.membership.stop()
         return unwritten
 

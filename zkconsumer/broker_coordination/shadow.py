@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ from confluent_kafka import TopicPartition as KafkaTP
 
 from zkconsumer.broker_coordination.poll_commands import PollCommands
 from zkconsumer.broker_coordination.settings import ASSIGNOR
-from zkconsumer.errors import BrokersUnavailable, CommitFailed
+from zkconsumer.errors import BrokersUnavailable, CommitFailed, describe
 from zkconsumer.migration.switch import SEAT_CLIENT_SUFFIX
 from zkconsumer.partitions import TopicPartition
 
@@ -26,7 +27,9 @@ class ShadowGroupMember:
     steps `joining` to `broker`): it only learns its assignment and commits as a member of the current
     generation. Every assigned partition is paused at once, so nothing is fetched; ZooKeeper's owner
     nodes stay the lock. One thread (`<consumer id>-switch-poll`) owns the Consumer; commits are asked of
-    it. `on_change` is called (from that thread, no I/O) when the assignment or the member id changes.
+    it, and `leave` only asks it to leave (the LeaveGroup and the close are its I/O, no caller waits on
+    them under a lock; `wait_left` waits with a timeout). `on_change` is called (from that thread, no
+    I/O) when the assignment or the member id changes, and once the seat has left after `leave`.
     """
 
     def __init__(
@@ -79,13 +82,16 @@ class ShadowGroupMember:
         assert isinstance(result, dict)
         return result
 
-    def stop(self, timeout: float) -> None:
-        """Leave the brokers' group (close the Consumer) within `timeout` seconds."""
+    def leave(self) -> None:
+        """Ask the poll thread to leave the brokers' group and close the Consumer (its LeaveGroup and
+        close are I/O, made there); returns at once. `on_change` is called once it has left."""
         self._stopping.set()
-        if self._thread.is_alive():
+
+    def wait_left(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the seat to have left (its poll thread ended); True if it has."""
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
-        if self._thread.is_alive():
-            log.warning("%s: leaving the brokers' group did not finish within %.1f s", self.consumer_id, timeout)
+        return not self._thread.is_alive()
 
     def _ask(self, call: Callable[[], object], timeout: float) -> object:
         if threading.current_thread() is self._thread:
@@ -110,14 +116,24 @@ class ShadowGroupMember:
                     error = message.error()
                     if error is not None and error.fatal():
                         raise KafkaException(error)
+            asked = time.monotonic()
             self._consumer.close()
-            log.info("%s left the brokers' group", self.consumer_id)
-        except BaseException as exc:  # the switching member cannot follow the brokers: it says so and leaves
-            self._on_failure(exc)
+            log.info("%s left the brokers' group (%.1f s)", self.consumer_id, time.monotonic() - asked)
+        except BaseException as exc:
+            if self._stopping.is_set():  # leaving anyway: the brokers drop the seat at its session timeout
+                log.warning(
+                    "%s: the seat's close failed (%s); the brokers drop it at session.timeout.ms",
+                    self.consumer_id,
+                    describe(exc),
+                )
+            else:  # the switching member cannot follow the brokers: it says so and leaves
+                self._on_failure(exc)
         finally:
             self._assigned = None
             self._closed.set()
             self._commands.fail_all(lambda: BrokersUnavailable(f"{self.consumer_id}: left the brokers' group"))
+            if self._stopping.is_set():
+                self._on_change("the seat left the brokers' group")
 
     def _commit_and_read(self, offsets: dict[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]:
         tps = [KafkaTP(t, p, o) for (t, p), o in sorted(offsets.items())]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -16,8 +18,6 @@ from zkconsumer.zookeeper.group import GroupZk
 from zkconsumer.zookeeper.switch_node import read_switch_node_watched
 
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # these lines are the rebalancer's
-
-SEAT_STOP_S = 10.0
 
 
 class BrokerSeat(Protocol):
@@ -32,7 +32,9 @@ class BrokerSeat(Protocol):
 
     def commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]: ...
 
-    def stop(self, timeout: float) -> None: ...
+    def leave(self) -> None: ...
+
+    def wait_left(self, timeout: float) -> bool: ...
 
 
 def switch_target(
@@ -67,9 +69,12 @@ class SwitchFollower:
     and `on_node_changed`, which only trigger a rebalance, runs there or at shutdown).
 
     Each attempt reads the step (arming a watch: a change triggers the next attempt), starts the seat
-    in the brokers' group from `joining` on and stops it at `zookeeper`, and steers the attempt's
-    target (switch_target). After the attempt, `publish` writes the step acted on into our marker, with
-    our member id in the brokers' group: what `migrate switch` waits for.
+    in the brokers' group from `joining` on and, at `zookeeper`, asks it to leave, and steers the
+    attempt's target (switch_target). The seat leaves on its own thread: its LeaveGroup and close are
+    I/O, never waited for under the rebalance lock; the member's shutdown waits for them within its
+    deadline (`stop`). After the attempt, `publish` writes the step acted on into our marker, with our
+    member id in the brokers' group: what `migrate switch` waits for; `zookeeper` only once every seat
+    asked to leave has left (its leaving triggers the attempt that says so).
     """
 
     def __init__(
@@ -86,6 +91,11 @@ class SwitchFollower:
         self._trigger = trigger
         self.step = ZOOKEEPER
         self.seat: BrokerSeat | None = None
+        # Seats asked to leave and not yet gone. Their list and `_stopped` are shared with the
+        # shutdown's thread (which may overlap a late attempt): swapped under `_seats`, no I/O held.
+        self._leaving: tuple[BrokerSeat, ...] = ()
+        self._stopped = False
+        self._seats = threading.Lock()
         self._acted: str | None = None  # the step the last attempt acted on fully
         self._published: bytes | None = None
         # What we last wrote to Kafka as a member: a hint that saves resending an unchanged offset (a
@@ -119,7 +129,10 @@ class SwitchFollower:
         if step == ZOOKEEPER and self.seat is not None:
             self._leave_seat()
         elif step != ZOOKEEPER and self.seat is None and topics:
-            self.seat = self._make_seat(sorted(topics), self.on_seat_change)
+            with self._seats:
+                if self._stopped:  # the member is leaving: no new seat
+                    return step
+                self.seat = self._make_seat(sorted(topics), self.on_seat_change)
             self.seat.start()
         return step
 
@@ -177,7 +190,7 @@ class SwitchFollower:
         its member id and first assignment, and the attempt that followed the step succeeded."""
         seat = self.seat
         seated = seat is not None and seat.member_id is not None and seat.assigned() is not None
-        if attempt_ok and (self.step == ZOOKEEPER or seated):
+        if attempt_ok and ((self.step == ZOOKEEPER and self._all_left()) or (self.step != ZOOKEEPER and seated)):
             self._acted = self.step
         seen = self._acted or ZOOKEEPER
         member_id = seat.member_id if seat is not None else None
@@ -203,12 +216,38 @@ class SwitchFollower:
             )
         )
 
-    def stop(self) -> None:
-        if self.seat is not None:
-            self._leave_seat()
+    def stop(self, timeout: float) -> None:
+        """The member's shutdown: the seat leaves (no new one is made), and every seat still leaving is
+        waited for within `timeout` seconds in all; one that did not finish is named in a warning (the
+        brokers drop it at its session timeout)."""
+        with self._seats:
+            self._stopped = True
+        self._leave_seat()
+        with self._seats:
+            leaving = self._leaving
+        ends = time.monotonic() + timeout
+        for seat in leaving:
+            if not seat.wait_left(max(0.0, ends - time.monotonic())):
+                log.warning(
+                    "%s: the live switch's seat did not leave the brokers' group within %.1f s; the brokers drop "
+                    "it at its session timeout",
+                    self.consumer_id,
+                    timeout,
+                )
+        self._all_left()
 
     def _leave_seat(self) -> None:
-        seat, self.seat = self.seat, None
+        """Detach the seat and ask it to leave (no wait: its poll thread makes the I/O)."""
+        with self._seats:
+            seat, self.seat = self.seat, None
+            if seat is not None:
+                self._leaving = (*self._leaving, seat)
         self._kafka.clear()
         if seat is not None:
-            seat.stop(SEAT_STOP_S)
+            seat.leave()
+
+    def _all_left(self) -> bool:
+        """Forget the seats that have left; True when none is still leaving."""
+        with self._seats:
+            self._leaving = tuple(s for s in self._leaving if not s.wait_left(0.0))
+            return not self._leaving
