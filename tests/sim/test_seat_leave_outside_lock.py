@@ -76,7 +76,9 @@ def _member_at_joining() -> tuple[Schedule, SimMember, list[SlowLeavingSeat]]:
     m = s.add_member()
     seats: list[SlowLeavingSeat] = []
 
-    def make_seat(topics: list[str], on_change: Callable[[str], None]) -> SlowLeavingSeat:
+    def make_seat(
+        topics: list[str], on_change: Callable[[str], None], holding: Callable[[], set[Key]]
+    ) -> SlowLeavingSeat:
         seats.append(SlowLeavingSeat(on_change))
         return seats[-1]
 
@@ -183,6 +185,7 @@ def test_the_real_seat_leaves_at_once_on_its_own_thread_and_refuses_commits_afte
         {"bootstrap.servers": "127.0.0.1:1", "group.id": "g-probe", "log_level": 0},
         on_change=changes.append,
         on_failure=failures.append,
+        holding=set,
     )
     seat.start()
     time.sleep(0.2)

@@ -15,11 +15,13 @@ from zkconsumer.broker_coordination.poll_commands import PollCommands
 from zkconsumer.broker_coordination.settings import ASSIGNOR
 from zkconsumer.errors import BrokersUnavailable, CommitFailed, describe
 from zkconsumer.migration.switch import SEAT_CLIENT_SUFFIX
-from zkconsumer.partitions import TopicPartition
+from zkconsumer.partitions import TopicPartition, partitions_text
 
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # its lines are the switching member's
 
 POLL_S = 0.1  # how late a command (a commit, the stop) is served
+RELEASE_POLL_S = 0.02  # how often a revocation looks whether the member released the partitions
+REVOKE_WAIT_S = 30.0  # far below the brokers' rebalance timeout (max.poll.interval.ms, 300 s by default)
 
 
 class ShadowGroupMember:
@@ -40,7 +42,11 @@ class ShadowGroupMember:
         *,
         on_change: Callable[[str], None],
         on_failure: Callable[[BaseException], None],
+        holding: Callable[[], set[TopicPartition]],
+        revoke_wait_s: float = REVOKE_WAIT_S,
     ) -> None:
+        """`holding`: the partitions whose owner nodes the member holds while it follows the brokers'
+        assignment (SwitchFollower.holding); a revocation waits for their release."""
         self.consumer_id = consumer_id
         self.topics = sorted(topics)
         # a broker-coordinated member's settings (settings.consumer_settings), committing only when asked
@@ -52,6 +58,7 @@ class ShadowGroupMember:
             "partition.assignment.strategy": ASSIGNOR,
         }
         self._on_change, self._on_failure = on_change, on_failure
+        self._holding, self._revoke_wait_s = holding, revoke_wait_s
         self._assigned: frozenset[TopicPartition] | None = None  # None: no assignment yet
         self._member_id: str | None = None
         self._commands = PollCommands()
@@ -165,11 +172,31 @@ class ShadowGroupMember:
 
     def _on_revoke(self, consumer: Any, partitions: list[KafkaTP]) -> None:
         keys = {(tp.topic, tp.partition) for tp in partitions}
-        consumer.incremental_unassign(partitions)
         self._assigned = frozenset((self._assigned or frozenset()) - keys)
         self._changed("the brokers revoked " + ", ".join(f"{t}-{p}" for t, p in sorted(keys)))
+        self._wait_released(keys)
+        consumer.incremental_unassign(partitions)
+
+    def _wait_released(self, keys: set[TopicPartition]) -> None:
+        """Hold the revocation (the brokers hand a partition on only once we rejoin after it) until the
+        member no longer holds these partitions' owner nodes, serving its commits meanwhile: a member
+        that takes a partition from the brokers alone (`zkconsumer.coordination=broker`, the rolling
+        restart at `broker`) takes no owner node, so the owner node cannot keep it out; and only a
+        released node says Kafka holds ZooKeeper's offset. At most `revoke_wait_s`, then it is named."""
+        ends = time.monotonic() + self._revoke_wait_s
+        while (held := keys & self._holding()) and not self._stopping.is_set():
+            if time.monotonic() >= ends:
+                log.warning(
+                    "%s: the brokers revoked %s, still held by this member after %.0f s; handing them on",
+                    self.consumer_id,
+                    partitions_text(sorted(held)),
+                    self._revoke_wait_s,
+                )
+                return
+            self._commands.serve()
+            time.sleep(RELEASE_POLL_S)
 
     def _on_lost(self, consumer: Any, partitions: list[KafkaTP]) -> None:
         consumer.incremental_unassign(partitions)
-        self._assigned = frozenset()
+        self._assigned = None  # no news of what the brokers assign: nothing moves until they say
         self._changed("the brokers ended our membership")

@@ -81,14 +81,18 @@ class SwitchFollower:
         self,
         group: GroupZk,
         marker: Callable[[str], bytes],
-        make_seat: Callable[[list[str], Callable[[str], None]], BrokerSeat],
+        make_seat: Callable[[list[str], Callable[[str], None], Callable[[], set[TopicPartition]]], BrokerSeat],
         trigger: Callable[[str], None],
+        held: Callable[[], set[TopicPartition]],
     ) -> None:
+        """`make_seat(topics, on_change, holding)`; `held`: the partitions whose owner nodes the member holds
+        (installed, or pending deletion)."""
         self.group = group
         self.consumer_id = group.consumer_id
         self._marker = marker
         self._make_seat = make_seat
         self._trigger = trigger
+        self._held = held
         self.step = ZOOKEEPER
         self.seat: BrokerSeat | None = None
         # Seats asked to leave and not yet gone. Their list and `_stopped` are shared with the
@@ -106,6 +110,12 @@ class SwitchFollower:
     def on_node_changed(self, event: WatchedEvent) -> None:
         if event.type != EventType.NONE:
             self._trigger("the live switch's step changed")
+
+    def holding(self) -> set[TopicPartition]:
+        """What a revocation by the brokers waits for (the seat's thread): the owner nodes we hold while
+        we follow the brokers' assignment (`handover`, `broker`); nothing before, when ZooKeeper's
+        assignor decides and the brokers' revocations move nothing."""
+        return self._held() if self.step in (HANDOVER, BROKER) else set()
 
     def on_seat_change(self, why: str) -> None:
         if self.step in (HANDOVER, BROKER) or self._acted != self.step:
@@ -132,7 +142,7 @@ class SwitchFollower:
             with self._seats:
                 if self._stopped:  # the member is leaving: no new seat
                     return step
-                self.seat = self._make_seat(sorted(topics), self.on_seat_change)
+                self.seat = self._make_seat(sorted(topics), self.on_seat_change, self.holding)
             self.seat.start()
         return step
 
