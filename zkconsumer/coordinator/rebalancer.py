@@ -42,8 +42,8 @@ class Rebalancer:
 
     The lock here serialises the steps of attempts, commits and shutdown (Scala's rebalanceLock).
     It is never held across a wait: not across the back-off or the watched wait between attempts
-    (run_attempts runs without it), nor across the release linger (an attempt takes it for its
-    release and again for its claim). A commit therefore waits for one step at most, and never
+    (run_attempts runs without it), nor across the release linger or the live switch's Kafka
+    commit of what it releases (an attempt takes it for its release and again for its claim). A commit therefore waits for one step at most, and never
     longer than `Commits.wait_s` (then it raises CommitFailed). Readers of what we own ask the
     Assignment instead and are never blocked by it.
 
@@ -141,10 +141,11 @@ class Rebalancer:
             self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
         if not self.linger.wait():
             return AttemptOutcome(done=True)  # stopping: the nodes go with the session, after the shutdown's linger
+        carried = self._carry_to_kafka()  # the live switch's Kafka commit: it waits on the brokers, so no lock
         with self._lock:
             if self._stopping.is_set():  # the shutdown took over the release while we lingered
                 return AttemptOutcome(done=True)
-            self._finish_releases()
+            self._finish_releases(carried)
             if self._stopping.is_set():
                 return AttemptOutcome(done=True)
             return self.claims.run(steps.claim, len(steps.release), len(steps.keep), sessions_lost)
@@ -176,13 +177,14 @@ class Rebalancer:
                 (new_owners[k] for k in pending if k in new_owners), self.decider.decided_with, new_owners
             )
 
-    def _finish_releases(self) -> None:
+    def _finish_releases(self, carried: Mapping[TopicPartition, int]) -> None:
         """Delete every owner node still pending (this attempt's and any earlier failed one's), once
-        the linger of their commit is over (the caller waited for it)."""
+        the linger of their commit is over (the caller waited for it); in a live switch, only those
+        whose ZooKeeper offset Kafka holds too (`carried`, from _carry_to_kafka)."""
         pending = self.assignment.releasing()
         if not pending:
             return
-        kept = self._kept_for_kafka(pending)
+        kept = self._kept_for_kafka(pending, carried)
         pending = {k: t for k, t in pending.items() if k not in kept}
         confirmed = self.group.release(pending) if pending else []
         self.assignment.released(confirmed)
@@ -200,12 +202,24 @@ class Rebalancer:
                 f"{self.consumer_id}: keeping the owner nodes of {partitions_text(sorted(kept))} {why}", sorted(kept)
             )
 
-    def _kept_for_kafka(self, pending: Mapping[TopicPartition, str]) -> set[TopicPartition]:
-        """Live switch: releasing partitions whose node stays, Kafka not yet equal to ZooKeeper (SwitchFollower)."""
+    def _carry_to_kafka(self) -> dict[TopicPartition, int]:
+        """Live switch, holding no lock: ZooKeeper's offsets of the partitions pending release, committed to
+        Kafka as a group member through the seat (SwitchFollower.carry); what Kafka read back equal."""
+        pending = self.assignment.releasing()
+        if self.switch is None or not pending:
+            return {}
+        zookeeper = self.group.read_offsets(list(pending), self.decider.topic_epochs)
+        return self.switch.carry(zookeeper, self.commits.wait_s)
+
+    def _kept_for_kafka(
+        self, pending: Mapping[TopicPartition, str], carried: Mapping[TopicPartition, int]
+    ) -> set[TopicPartition]:
+        """Live switch: releasing partitions whose node stays, ZooKeeper's offset (read again, under the
+        lock: a commit may have moved it since the carry) not what Kafka was seen to hold (SwitchFollower)."""
         if self.switch is None:
             return set()
         zookeeper = self.group.read_offsets(list(pending), self.decider.topic_epochs)
-        return set(pending) - self.switch.releasable(zookeeper, self.commits.wait_s)
+        return set(pending) - self.switch.releasable(zookeeper, carried)
 
     def _before_starting_fetchers(self) -> None:
         self.listener.before_starting_fetchers(self.consumer_id, self.decider.last_assignment)

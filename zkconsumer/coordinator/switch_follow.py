@@ -155,15 +155,17 @@ class SwitchFollower:
         assigned = self.seat.assigned() if self.seat is not None else None
         return switch_target(self.step, zookeeper_target, assigned, my_threads, owned)
 
-    def releasable(self, pending: Mapping[TopicPartition, int], timeout: float) -> set[TopicPartition]:
-        """From `joining` on, the partitions being released (key -> ZooKeeper's committed offset, -1:
-        none) whose owner node may go: ZooKeeper's offset committed to Kafka as a group member and read
-        back equal. A refused commit keeps the nodes (the caller tries again)."""
-        if self.step == ZOOKEEPER or self.seat is None:
-            return set(pending)
+    def carry(self, pending: Mapping[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]:
+        """From `joining` on (the rebalance thread, holding no lock: this waits on the group coordinator),
+        the partitions being released (key -> ZooKeeper's committed offset, -1: none): their offsets
+        committed to Kafka as a group member and read back; returns those Kafka reads back equal. A
+        refused commit carries nothing (the nodes stay; the caller tries again)."""
+        seat = self.seat  # read once: `read_step` may leave the seat in a later attempt
         carried = {k: o for k, o in pending.items() if o >= 0}
+        if self.step == ZOOKEEPER or seat is None or not carried:
+            return {}
         try:
-            found = self.seat.commit(carried, timeout)
+            found = seat.commit(carried, timeout)
         except ZkConsumerError as exc:
             log.warning(
                 "%s: keeping the owner nodes of %s: Kafka's commit as a group member failed (%s)",
@@ -171,9 +173,20 @@ class SwitchFollower:
                 partitions_text(sorted(carried)),
                 describe(exc),
             )
-            return {k for k, o in pending.items() if o < 0}
-        self._kafka.update({k: o for k, o in carried.items() if found.get(k) == o})
-        return {k for k, o in pending.items() if o < 0 or found.get(k) == o}
+            return {}
+        equal = {k: o for k, o in carried.items() if found.get(k) == o}
+        self._kafka.update(equal)
+        return equal
+
+    def releasable(
+        self, pending: Mapping[TopicPartition, int], carried: Mapping[TopicPartition, int]
+    ) -> set[TopicPartition]:
+        """Of the partitions being released (key -> ZooKeeper's committed offset now, -1: none), those whose
+        owner node may go: every one at `zookeeper`; from `joining` on, one with no offset or whose
+        offset Kafka was seen to hold (`carried`, from `carry`)."""
+        if self.step == ZOOKEEPER or self.seat is None:
+            return set(pending)
+        return {k for k, o in pending.items() if o < 0 or carried.get(k) == o}
 
     def mirror(self, committed: Mapping[TopicPartition, int], timeout: float) -> None:
         """From `joining` on, write what ZooKeeper just took (fenced) to Kafka as a group member too;
