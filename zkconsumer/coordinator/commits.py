@@ -88,7 +88,8 @@ class Commits:
         if not self.config.auto_commit_enable:
             return
         try:
-            # not mirrored to Kafka here, under the lock: the release carries its partitions (Rebalancer), the next commit the rest
+            # Not mirrored to Kafka here, under the lock (it waits on the brokers): the release carries
+            # its partitions to Kafka (Rebalancer._carry_to_kafka), the next commit the others.
             self._write(self.assignment.committable(), mirror=False)
         except Exception as exc:  # noqa: BLE001 - release anyway
             if not is_retriable(exc):
