@@ -118,6 +118,7 @@ class GroupMember:
             lambda field: znodes.encode_zkconsumer_marker(__version__, field),
             self._make_seat,
             self.worker.trigger,
+            lambda: set(assignment.owned()) | set(assignment.releasing()),
         )
         self.membership.set_marker(self.switch.marker_now)
         self.rebalancer.switch = self.switch
@@ -207,7 +208,7 @@ class GroupMember:
         self.worker.stop(timeout=deadline.remaining(timeout))
         unwritten = self.rebalancer.shutdown(deadline.remaining(timeout))
         if self.rebalancer.switch is not None:  # after the final commit, which it carries to Kafka too
-            self.rebalancer.switch.stop()
+            self.rebalancer.switch.stop(deadline.remaining(timeout))
         self.membership.stop()
         return unwritten
 
@@ -237,7 +238,9 @@ class GroupMember:
         self.switch.publish(ok)  # the live switch's step this member acts on, into its marker
         return ok
 
-    def _make_seat(self, topics: list[str], on_change: Callable[[str], None]) -> ShadowGroupMember:
+    def _make_seat(
+        self, topics: list[str], on_change: Callable[[str], None], holding: Callable[[], set[TopicPartition]]
+    ) -> ShadowGroupMember:
         """Our seat in the brokers' group for the live switch (docs/live-switch.md)."""
         cfg = self.config
         given = cfg.librdkafka_overrides.get("bootstrap.servers")
@@ -247,7 +250,12 @@ class GroupMember:
         if not found:
             raise BrokersUnavailable("the live switch's seat in the brokers' group finds no broker endpoint")
         return ShadowGroupMember(
-            self.consumer_id, topics, consumer_settings(cfg, found), on_change=on_change, on_failure=self._on_failure
+            self.consumer_id,
+            topics,
+            consumer_settings(cfg, found),
+            on_change=on_change,
+            on_failure=self._on_failure,
+            holding=holding,
         )
 
     def _make_fetcher(self, bootstrap: str) -> PartitionFetcher:

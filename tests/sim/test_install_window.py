@@ -1,7 +1,7 @@
 """Regression (review of issue #42, finding F1): a doubt heard between a claim and its install.
 
 docs/design.md: "a doubt heard between a claim and its install installs the partition stopped"
-(`Assignment.install` sets `info.active = key not in doubted`). But `Rebalancer._start` hands the new
+(`Assignment.install` sets `info.active = key not in doubted`). But `ClaimStep._start` hands the new
 records, active, to the fetcher (`fetcher.add` / `assign`) before it installs them; from then on a
 reader may fetch and deliver them (a reader's own fetch, or the fetcher thread's), and nothing but
 `info.active` and the gate stands in the way: a doubt recorded for a key that is not installed yet

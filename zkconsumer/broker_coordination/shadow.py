@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,13 +13,15 @@ from confluent_kafka import TopicPartition as KafkaTP
 
 from zkconsumer.broker_coordination.poll_commands import PollCommands
 from zkconsumer.broker_coordination.settings import ASSIGNOR
-from zkconsumer.errors import BrokersUnavailable, CommitFailed
+from zkconsumer.errors import BrokersUnavailable, CommitFailed, describe
 from zkconsumer.migration.switch import SEAT_CLIENT_SUFFIX
-from zkconsumer.partitions import TopicPartition
+from zkconsumer.partitions import TopicPartition, partitions_text
 
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # its lines are the switching member's
 
 POLL_S = 0.1  # how late a command (a commit, the stop) is served
+RELEASE_POLL_S = 0.02  # how often a revocation looks whether the member released the partitions
+REVOKE_WAIT_S = 30.0  # far below the brokers' rebalance timeout (max.poll.interval.ms, 300 s by default)
 
 
 class ShadowGroupMember:
@@ -26,7 +29,9 @@ class ShadowGroupMember:
     steps `joining` to `broker`): it only learns its assignment and commits as a member of the current
     generation. Every assigned partition is paused at once, so nothing is fetched; ZooKeeper's owner
     nodes stay the lock. One thread (`<consumer id>-switch-poll`) owns the Consumer; commits are asked of
-    it. `on_change` is called (from that thread, no I/O) when the assignment or the member id changes.
+    it, and `leave` only asks it to leave (the LeaveGroup and the close are its I/O, no caller waits on
+    them under a lock; `wait_left` waits with a timeout). `on_change` is called (from that thread, no
+    I/O) when the assignment or the member id changes, and once the seat has left after `leave`.
     """
 
     def __init__(
@@ -37,7 +42,11 @@ class ShadowGroupMember:
         *,
         on_change: Callable[[str], None],
         on_failure: Callable[[BaseException], None],
+        holding: Callable[[], set[TopicPartition]],
+        revoke_wait_s: float = REVOKE_WAIT_S,
     ) -> None:
+        """`holding`: the partitions whose owner nodes the member holds while it follows the brokers'
+        assignment (SwitchFollower.holding); a revocation waits for their release."""
         self.consumer_id = consumer_id
         self.topics = sorted(topics)
         # a broker-coordinated member's settings (settings.consumer_settings), committing only when asked
@@ -49,6 +58,7 @@ class ShadowGroupMember:
             "partition.assignment.strategy": ASSIGNOR,
         }
         self._on_change, self._on_failure = on_change, on_failure
+        self._holding, self._revoke_wait_s = holding, revoke_wait_s
         self._assigned: frozenset[TopicPartition] | None = None  # None: no assignment yet
         self._member_id: str | None = None
         self._commands = PollCommands()
@@ -88,13 +98,16 @@ class ShadowGroupMember:
         if wanted != self.topics:
             self._ask(lambda: self._subscribe(wanted), timeout)
 
-    def stop(self, timeout: float) -> None:
-        """Leave the brokers' group (close the Consumer) within `timeout` seconds."""
+    def leave(self) -> None:
+        """Ask the poll thread to leave the brokers' group and close the Consumer (its LeaveGroup and
+        close are I/O, made there); returns at once. `on_change` is called once it has left."""
         self._stopping.set()
-        if self._thread.is_alive():
+
+    def wait_left(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the seat to have left (its poll thread ended); True if it has."""
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
-        if self._thread.is_alive():
-            log.warning("%s: leaving the brokers' group did not finish within %.1f s", self.consumer_id, timeout)
+        return not self._thread.is_alive()
 
     def _ask(self, call: Callable[[], object], timeout: float) -> object:
         if threading.current_thread() is self._thread:
@@ -119,14 +132,24 @@ class ShadowGroupMember:
                     error = message.error()
                     if error is not None and error.fatal():
                         raise KafkaException(error)
+            asked = time.monotonic()
             self._consumer.close()
-            log.info("%s left the brokers' group", self.consumer_id)
-        except BaseException as exc:  # the switching member cannot follow the brokers: it says so and leaves
-            self._on_failure(exc)
+            log.info("%s left the brokers' group (%.1f s)", self.consumer_id, time.monotonic() - asked)
+        except BaseException as exc:
+            if self._stopping.is_set():  # leaving anyway: the brokers drop the seat at its session timeout
+                log.warning(
+                    "%s: the seat's close failed (%s); the brokers drop it at session.timeout.ms",
+                    self.consumer_id,
+                    describe(exc),
+                )
+            else:  # the switching member cannot follow the brokers: it says so and leaves
+                self._on_failure(exc)
         finally:
             self._assigned = None
             self._closed.set()
             self._commands.fail_all(lambda: BrokersUnavailable(f"{self.consumer_id}: left the brokers' group"))
+            if self._stopping.is_set():
+                self._on_change("the seat left the brokers' group")
 
     def _subscribe(self, topics: list[str]) -> None:
         try:
@@ -170,11 +193,31 @@ class ShadowGroupMember:
 
     def _on_revoke(self, consumer: Any, partitions: list[KafkaTP]) -> None:
         keys = {(tp.topic, tp.partition) for tp in partitions}
-        consumer.incremental_unassign(partitions)
         self._assigned = frozenset((self._assigned or frozenset()) - keys)
         self._changed("the brokers revoked " + ", ".join(f"{t}-{p}" for t, p in sorted(keys)))
+        self._wait_released(keys)
+        consumer.incremental_unassign(partitions)
+
+    def _wait_released(self, keys: set[TopicPartition]) -> None:
+        """Hold the revocation (the brokers hand a partition on only once we rejoin after it) until the
+        member no longer holds these partitions' owner nodes, serving its commits meanwhile: a member
+        that takes a partition from the brokers alone (`zkconsumer.coordination=broker`, the rolling
+        restart at `broker`) takes no owner node, so the owner node cannot keep it out; and only a
+        released node says Kafka holds ZooKeeper's offset. At most `revoke_wait_s`, then it is named."""
+        ends = time.monotonic() + self._revoke_wait_s
+        while (held := keys & self._holding()) and not self._stopping.is_set():
+            if time.monotonic() >= ends:
+                log.warning(
+                    "%s: the brokers revoked %s, still held by this member after %.0f s; handing them on",
+                    self.consumer_id,
+                    partitions_text(sorted(held)),
+                    self._revoke_wait_s,
+                )
+                return
+            self._commands.serve()
+            time.sleep(RELEASE_POLL_S)
 
     def _on_lost(self, consumer: Any, partitions: list[KafkaTP]) -> None:
         consumer.incremental_unassign(partitions)
-        self._assigned = frozenset()
+        self._assigned = None  # no news of what the brokers assign: nothing moves until they say
         self._changed("the brokers ended our membership")

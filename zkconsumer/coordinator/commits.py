@@ -77,10 +77,10 @@ class Commits:
         (and, with `epochs`, only those claimed in the topic incarnation the positions count in)."""
         with self._step():
             infos = self.assignment.record_positions(positions, epochs)
-            self._write(infos)
-            self._mirror(infos)
+            self._write(infos, mirror=False)
             mine = {i.key: i for i in infos}
-            return {key: key in mine and mine[key].committed_offset == offset for key, offset in positions.items()}
+        self._mirror(infos)  # waits on the brokers: not under the lock
+        return {key: key in mine and mine[key].committed_offset == offset for key, offset in positions.items()}
 
     def before_release(self) -> None:
         """Auto-commit's commit before a release (the caller, an attempt, holds the lock): a failure
@@ -88,7 +88,9 @@ class Commits:
         if not self.config.auto_commit_enable:
             return
         try:
-            self._write(self.assignment.committable())
+            # Not mirrored to Kafka here, under the lock (it waits on the brokers): the release carries
+            # its partitions to Kafka (Rebalancer._carry_to_kafka), the next commit the others.
+            self._write(self.assignment.committable(), mirror=False)
         except Exception as exc:  # noqa: BLE001 - release anyway
             if not is_retriable(exc):
                 raise
@@ -133,10 +135,11 @@ class Commits:
         finally:
             self._lock.release()
 
-    def _write(self, infos: Iterable[PartitionTopicInfo], attempts: int = 1) -> int:
+    def _write(self, infos: Iterable[PartitionTopicInfo], attempts: int = 1, *, mirror: bool = True) -> int:
         infos = list(infos)
         written = self.offsets.commit(infos, attempts=attempts, vouch=self.ownership_unconfirmed)
-        self._mirror(infos)
+        if mirror:
+            self._mirror(infos)
         return written
 
     def _mirror(self, infos: Iterable[PartitionTopicInfo]) -> None:

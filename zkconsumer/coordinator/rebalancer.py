@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from zkconsumer.cluster.broker_nodes import BrokerInfo, client_settings
 from zkconsumer.cluster.metadata import ClusterMetadata, bootstrap_servers, no_endpoint_message
 from zkconsumer.config.consumer_config import ConsumerConfig
-from zkconsumer.consumer.chunks import PartitionTopicInfo
 from zkconsumer.consumer.fetcher import CurrentFetcher, PartitionFetcher
 from zkconsumer.consumer.stream import StreamSet
 from zkconsumer.coordinator.assignment import Assignment
+from zkconsumer.coordinator.claim import ClaimStep
 from zkconsumer.coordinator.commits import Commits, uncommitted
 from zkconsumer.coordinator.decider import Decider
 from zkconsumer.coordinator.linger import ReleaseLinger
@@ -27,7 +27,6 @@ from zkconsumer.coordinator.watchdog import OwnershipCheck
 from zkconsumer.errors import (
     BrokersUnavailable,
     CommitFailed,
-    SessionLost,
     ZooKeeperUnavailable,
 )
 from zkconsumer.offsets.store import OffsetStore
@@ -43,15 +42,15 @@ class Rebalancer:
 
     The lock here serialises the steps of attempts, commits and shutdown (Scala's rebalanceLock).
     It is never held across a wait: not across the back-off or the watched wait between attempts
-    (run_attempts runs without it), nor across the release linger (an attempt takes it for its
-    release and again for its claim). A commit therefore waits for one step at most, and never
+    (run_attempts runs without it), nor across the release linger or the live switch's Kafka
+    commit of what it releases (an attempt takes it for its release and again for its claim). A commit therefore waits for one step at most, and never
     longer than `Commits.wait_s` (then it raises CommitFailed). Readers of what we own ask the
     Assignment instead and are never blocked by it.
 
-    Its parts: the decide step and the last decision (decider.Decider), commits (commits.Commits),
-    the release linger (linger.ReleaseLinger), the watchdog's check (watchdog.OwnershipCheck). The
-    member's fetcher is made here, on the first attempt that finds brokers, into the CurrentFetcher
-    the offset store reads too.
+    Its parts: the decide step and the last decision (decider.Decider), the claim step
+    (claim.ClaimStep), commits (commits.Commits), the release linger (linger.ReleaseLinger), the
+    watchdog's check (watchdog.OwnershipCheck). The member's fetcher is made here, on the first
+    attempt that finds brokers, into the CurrentFetcher the offset store reads too.
     """
 
     def __init__(
@@ -80,7 +79,6 @@ class Rebalancer:
         self.stats = RebalanceStats()
         self.decider = Decider(config, group, cluster, membership, self._ensure_fetcher)
         self._stopping = threading.Event()
-        self._close_size_warned = False  # see _check_close_size
         self.linger = ReleaseLinger(
             group,
             config.release_linger_ms / 1000.0,
@@ -90,6 +88,9 @@ class Rebalancer:
             clock=streams.gate.clock,
         )
         self.commits = Commits(config, group, membership, assignment, streams, offsets, self._lock)
+        self.claims = ClaimStep(
+            config, group, assignment, streams, offsets, fetchers, self.decider, self._before_starting_fetchers
+        )
         self.switch: SwitchFollower | None = None  # the live switch's side (GroupMember sets it)
         self._ownership_check = OwnershipCheck(self.consumer_id, group, assignment, membership, self._stopping)
 
@@ -119,7 +120,7 @@ class Rebalancer:
         start what was claimed. A shutdown between the two steps ends the attempt.
 
         Every owner node the attempt creates is, when it returns or raises, installed, pending
-        deletion (an orphan), or was refused by ZooKeeper (the session fence): see `_claim_and_start`.
+        deletion (an orphan), or was refused by ZooKeeper (the session fence): see claim.ClaimStep.
         """
         with self._lock:
             if self._stopping.is_set():
@@ -140,64 +141,14 @@ class Rebalancer:
             self._release(steps.release, stop_the_world=not incremental, new_owners=decision.group)
         if not self.linger.wait():
             return AttemptOutcome(done=True)  # stopping: the nodes go with the session, after the shutdown's linger
+        carried = self._carry_to_kafka()  # the live switch's Kafka commit: it waits on the brokers, so no lock
         with self._lock:
             if self._stopping.is_set():  # the shutdown took over the release while we lingered
                 return AttemptOutcome(done=True)
-            self._finish_releases()
-            return self._claim_step(steps.claim, steps.release, len(steps.keep), sessions_lost)
-
-    def _claim_step(
-        self, claim: Mapping[TopicPartition, str], release: Mapping[TopicPartition, str], kept: int, sessions_lost: int
-    ) -> AttemptOutcome:
-        """Claim and start this attempt's new partitions (the lock held); blocked: try again."""
-        if self._stopping.is_set():
-            return AttemptOutcome(done=True)
-        incremental = self.config.rebalance_incremental
-        # All or nothing as Scala claims; an incremental member takes what is free at once and
-        # starts it, waiting only for the partitions others still hold.
-        claimed, blocked = self._claim_and_start(claim, sessions_lost, partial=incremental)
-        if blocked:
-            log.info(
-                "%s: claimed %d partitions; %d still owned by others (e.g. %s-%d), %s",
-                self.consumer_id,
-                len(claimed),
-                len(blocked),
-                *blocked[0],
-                "waiting for them" if incremental else "backing off",
-            )
-            return AttemptOutcome(done=False, blocked=tuple(blocked), claimed=len(claimed), released=len(release))
-        owned = self.assignment.owned()
-        self._check_close_size(owned)
-        log.info(
-            "%s owns %d partitions (%d new, %d released, %d kept): %s",
-            self.consumer_id,
-            len(owned),
-            len(claim),
-            len(release),
-            kept,
-            partitions_text(owned) or "none",
-        )
-        return AttemptOutcome(done=True, claimed=len(claim), released=len(release), kept=kept)
-
-    def _check_close_size(self, owned: Mapping[TopicPartition, str]) -> None:
-        """Warn (once per crossing) when closing our session would write a transaction a ZooKeeper
-        server with the configured jute.maxbuffer cannot read back after a restart."""
-        limit = self.config.zookeeper_jute_maxbuffer
-        size = self.group.close_size(owned)
-        heavy = size > limit
-        if heavy and not self._close_size_warned:
-            log.warning(
-                "%s holds %d owner nodes: the transaction that closes its session will weigh %d bytes, over "
-                "zkconsumer.zookeeper.jute.maxbuffer (%d). ZooKeeper 3.6+ servers write it whole and read their "
-                "log back only up to jute.maxbuffer + zookeeper.jute.maxbuffer.extrasize (2 x jute.maxbuffer by "
-                "default): raise those on every server, or spread the partitions over more members "
-                "(ZOOKEEPER-4306; docs/configuration.md)",
-                self.consumer_id,
-                len(owned),
-                size,
-                limit,
-            )
-        self._close_size_warned = heavy
+            self._finish_releases(carried)
+            if self._stopping.is_set():
+                return AttemptOutcome(done=True)
+            return self.claims.run(steps.claim, len(steps.release), len(steps.keep), sessions_lost)
 
     def _reconcile(self) -> None:
         """Resolve owned partitions we can no longer vouch for before planning (reconcile.reconcile_owned);
@@ -226,13 +177,14 @@ class Rebalancer:
                 (new_owners[k] for k in pending if k in new_owners), self.decider.decided_with, new_owners
             )
 
-    def _finish_releases(self) -> None:
+    def _finish_releases(self, carried: Mapping[TopicPartition, int]) -> None:
         """Delete every owner node still pending (this attempt's and any earlier failed one's), once
-        the linger of their commit is over (the caller waited for it)."""
+        the linger of their commit is over (the caller waited for it); in a live switch, only those
+        whose ZooKeeper offset Kafka holds too (`carried`, from _carry_to_kafka)."""
         pending = self.assignment.releasing()
         if not pending:
             return
-        kept = self._kept_for_kafka(pending)
+        kept = self._kept_for_kafka(pending, carried)
         pending = {k: t for k, t in pending.items() if k not in kept}
         confirmed = self.group.release(pending) if pending else []
         self.assignment.released(confirmed)
@@ -250,76 +202,27 @@ class Rebalancer:
                 f"{self.consumer_id}: keeping the owner nodes of {partitions_text(sorted(kept))} {why}", sorted(kept)
             )
 
-    def _kept_for_kafka(self, pending: Mapping[TopicPartition, str]) -> set[TopicPartition]:
-        """Live switch: releasing partitions whose node stays, Kafka not yet equal to ZooKeeper (SwitchFollower)."""
+    def _carry_to_kafka(self) -> dict[TopicPartition, int]:
+        """Live switch, holding no lock: ZooKeeper's offsets of the partitions pending release, committed to
+        Kafka as a group member through the seat (SwitchFollower.carry); what Kafka read back equal."""
+        pending = self.assignment.releasing()
+        if self.switch is None or not pending:
+            return {}
+        zookeeper = self.group.read_offsets(list(pending), self.decider.topic_epochs)
+        return self.switch.carry(zookeeper, self.commits.wait_s)
+
+    def _kept_for_kafka(
+        self, pending: Mapping[TopicPartition, str], carried: Mapping[TopicPartition, int]
+    ) -> set[TopicPartition]:
+        """Live switch: releasing partitions whose node stays, ZooKeeper's offset (read again, under the
+        lock: a commit may have moved it since the carry) not what Kafka was seen to hold (SwitchFollower)."""
         if self.switch is None:
             return set()
         zookeeper = self.group.read_offsets(list(pending), self.decider.topic_epochs)
-        return set(pending) - self.switch.releasable(zookeeper, self.commits.wait_s)
+        return set(pending) - self.switch.releasable(zookeeper, carried)
 
-    def _claim_and_start(
-        self, owners: Mapping[TopicPartition, str], sessions_lost: int, *, partial: bool
-    ) -> tuple[dict[TopicPartition, str], list[TopicPartition]]:
-        """Create our owner nodes, then start and install what was claimed; returns (claimed, still
-        held by others). Unless `partial`, all or nothing: a held node means nothing is claimed.
-
-        Whatever fails after a create may have reached ZooKeeper is adopted as nodes to delete,
-        on this (the rebalance) thread: a claim that raised (its answer lost), a start that failed
-        (offsets, the listener, the fetcher), and an install refused because the session ended
-        meanwhile. The session fence makes ZooKeeper refuse a claim sent in any session but the
-        registered one, so no node of ours outlives this without being installed or pending.
-        """
-        try:
-            held = self.group.claim(owners, partial=partial)
-        except BaseException:
-            self.assignment.adopt_orphans(owners)  # some nodes may exist: delete them next time
-            raise
-        claimed = {} if held and not partial else {k: t for k, t in owners.items() if k not in set(held)}
-        if claimed or not held:  # an attempt that ends with nothing new still tells the listener
-            self._start(claimed, sessions_lost)
-        return claimed, held
-
-    def _start(self, claim: Mapping[TopicPartition, str], sessions_lost: int) -> None:
-        """Read offsets (only now: the old owner committed before it released), start fetching, install.
-
-        On any failure, or if the session ended since the attempt began, the new records are made
-        inactive (chunks a late fetcher command still queues are dropped unseen) and the claimed
-        nodes are scheduled for deletion (those of an ended session are gone already: the next
-        release confirms that and forgets them).
-        """
-        infos: list[PartitionTopicInfo] = []
-        try:
-            offsets = self.offsets.read(claim)
-            infos = [
-                PartitionTopicInfo(
-                    key[0],
-                    key[1],
-                    thread,
-                    self.streams.queue_for(key[0], thread),
-                    offsets[key],
-                    self.decider.topic_epochs.get(key[0]),
-                )
-                for key, thread in claim.items()
-            ]
-            self.listener.before_starting_fetchers(self.consumer_id, self.decider.last_assignment)
-            assert self.fetcher is not None
-            # Installed before the fetcher sees them: a doubt heard since the claim stops them first.
-            if not self.assignment.install(infos, sessions_lost):
-                raise SessionLost(
-                    "the ZooKeeper session ended while these partitions were being claimed; "
-                    "claiming again in the new session"
-                )
-            if self.config.rebalance_incremental:
-                if infos:
-                    self.fetcher.add(infos)
-            else:
-                self.fetcher.assign(infos)
-        except BaseException:
-            self.assignment.drop([i.key for i in infos if self.assignment.get(i.key) is i])
-            for info in infos:
-                info.active = False
-            self.assignment.adopt_orphans(claim)
-            raise
+    def _before_starting_fetchers(self) -> None:
+        self.listener.before_starting_fetchers(self.consumer_id, self.decider.last_assignment)
 
     def _ensure_fetcher(self, brokers: list[BrokerInfo]) -> None:
         """Make the member's fetcher for these brokers, on the first attempt that finds them (Decider.decide)."""

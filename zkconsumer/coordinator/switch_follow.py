@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -16,8 +18,7 @@ from zkconsumer.zookeeper.group import GroupZk
 from zkconsumer.zookeeper.switch_node import read_switch_node_watched
 
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # these lines are the rebalancer's
-
-SEAT_STOP_S = 10.0
+SEAT_SUBSCRIBE_S = 10.0  # how long the rebalance thread waits for the seat's poll thread to subscribe anew
 
 
 class BrokerSeat(Protocol):
@@ -37,7 +38,9 @@ class BrokerSeat(Protocol):
 
     def commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]: ...
 
-    def stop(self, timeout: float) -> None: ...
+    def leave(self) -> None: ...
+
+    def wait_left(self, timeout: float) -> bool: ...
 
 
 def switch_target(
@@ -72,25 +75,37 @@ class SwitchFollower:
     and `on_node_changed`, which only trigger a rebalance, runs there or at shutdown).
 
     Each attempt reads the step (arming a watch: a change triggers the next attempt), starts the seat
-    in the brokers' group from `joining` on and stops it at `zookeeper`, and steers the attempt's
-    target (switch_target). After the attempt, `publish` writes the step acted on into our marker, with
-    our member id in the brokers' group: what `migrate switch` waits for.
+    in the brokers' group from `joining` on and, at `zookeeper`, asks it to leave, and steers the
+    attempt's target (switch_target). The seat leaves on its own thread: its LeaveGroup and close are
+    I/O, never waited for under the rebalance lock; the member's shutdown waits for them within its
+    deadline (`stop`). After the attempt, `publish` writes the step acted on into our marker, with our
+    member id in the brokers' group: what `migrate switch` waits for; `zookeeper` only once every seat
+    asked to leave has left (its leaving triggers the attempt that says so).
     """
 
     def __init__(
         self,
         group: GroupZk,
         marker: Callable[[str], bytes],
-        make_seat: Callable[[list[str], Callable[[str], None]], BrokerSeat],
+        make_seat: Callable[[list[str], Callable[[str], None], Callable[[], set[TopicPartition]]], BrokerSeat],
         trigger: Callable[[str], None],
+        held: Callable[[], set[TopicPartition]],
     ) -> None:
+        """`make_seat(topics, on_change, holding)`; `held`: the partitions whose owner nodes the member holds
+        (installed, or pending deletion)."""
         self.group = group
         self.consumer_id = group.consumer_id
         self._marker = marker
         self._make_seat = make_seat
         self._trigger = trigger
+        self._held = held
         self.step = ZOOKEEPER
         self.seat: BrokerSeat | None = None
+        # Seats asked to leave and not yet gone. Their list and `_stopped` are shared with the
+        # shutdown's thread (which may overlap a late attempt): swapped under `_seats`, no I/O held.
+        self._leaving: tuple[BrokerSeat, ...] = ()
+        self._stopped = False
+        self._seats = threading.Lock()
         self._acted: str | None = None  # the step the last attempt acted on fully
         self._published: bytes | None = None
         # What we last wrote to Kafka as a member: a hint that saves resending an unchanged offset (a
@@ -101,6 +116,12 @@ class SwitchFollower:
     def on_node_changed(self, event: WatchedEvent) -> None:
         if event.type != EventType.NONE:
             self._trigger("the live switch's step changed")
+
+    def holding(self) -> set[TopicPartition]:
+        """What a revocation by the brokers waits for (the seat's thread): the owner nodes we hold while
+        we follow the brokers' assignment (`handover`, `broker`); nothing before, when ZooKeeper's
+        assignor decides and the brokers' revocations move nothing."""
+        return self._held() if self.step in (HANDOVER, BROKER) else set()
 
     def on_seat_change(self, why: str) -> None:
         if self.step in (HANDOVER, BROKER) or self._acted != self.step:
@@ -124,7 +145,10 @@ class SwitchFollower:
         if step == ZOOKEEPER and self.seat is not None:
             self._leave_seat()
         elif step != ZOOKEEPER and self.seat is None and topics:
-            self.seat = self._make_seat(sorted(topics), self.on_seat_change)
+            with self._seats:
+                if self._stopped:  # the member is leaving: no new seat
+                    return step
+                self.seat = self._make_seat(sorted(topics), self.on_seat_change, self.holding)
             self.seat.start()
         elif step != ZOOKEEPER and self.seat is not None and topics and sorted(topics) != self.seat.topics:
             self._follow_topics(sorted(topics))
@@ -135,7 +159,7 @@ class SwitchFollower:
         assign a new topic's partitions (its seat's list alone would leave them to nobody from `handover`)."""
         assert self.seat is not None
         try:
-            self.seat.follow_topics(topics, SEAT_STOP_S)
+            self.seat.follow_topics(topics, SEAT_SUBSCRIBE_S)
         except ZkConsumerError as exc:
             log.warning(
                 "%s: the brokers' group seat cannot follow topics %s (%s); a later attempt tries again",
@@ -153,15 +177,17 @@ class SwitchFollower:
         assigned = self.seat.assigned() if self.seat is not None else None
         return switch_target(self.step, zookeeper_target, assigned, my_threads, owned)
 
-    def releasable(self, pending: Mapping[TopicPartition, int], timeout: float) -> set[TopicPartition]:
-        """From `joining` on, the partitions being released (key -> ZooKeeper's committed offset, -1:
-        none) whose owner node may go: ZooKeeper's offset committed to Kafka as a group member and read
-        back equal. A refused commit keeps the nodes (the caller tries again)."""
-        if self.step == ZOOKEEPER or self.seat is None:
-            return set(pending)
+    def carry(self, pending: Mapping[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]:
+        """From `joining` on (the rebalance thread, holding no lock: this waits on the group coordinator),
+        the partitions being released (key -> ZooKeeper's committed offset, -1: none): their offsets
+        committed to Kafka as a group member and read back; returns those Kafka reads back equal. A
+        refused commit carries nothing (the nodes stay; the caller tries again)."""
+        seat = self.seat  # read once: `read_step` may leave the seat in a later attempt
         carried = {k: o for k, o in pending.items() if o >= 0}
+        if self.step == ZOOKEEPER or seat is None or not carried:
+            return {}
         try:
-            found = self.seat.commit(carried, timeout)
+            found = seat.commit(carried, timeout)
         except ZkConsumerError as exc:
             log.warning(
                 "%s: keeping the owner nodes of %s: Kafka's commit as a group member failed (%s)",
@@ -169,15 +195,26 @@ class SwitchFollower:
                 partitions_text(sorted(carried)),
                 describe(exc),
             )
-            return {k for k, o in pending.items() if o < 0}
-        self._kafka.update({k: o for k, o in carried.items() if found.get(k) == o})
-        if carried:  # the hand-over's own evidence that Kafka = ZooKeeper (the audit counts these lines)
-            log.info(
-                "%s: live switch release check (ZooKeeper/Kafka): %s",
-                self.consumer_id,
-                ", ".join(f"{t}-{p} {o}/{found.get((t, p), -1)}" for (t, p), o in sorted(carried.items())),
-            )
-        return {k for k, o in pending.items() if o < 0 or found.get(k) == o}
+            return {}
+        equal = {k: o for k, o in carried.items() if found.get(k) == o}
+        self._kafka.update(equal)
+        # the hand-over's own evidence that Kafka = ZooKeeper (the switch's audit counts these lines)
+        log.info(
+            "%s: live switch release check (ZooKeeper/Kafka): %s",
+            self.consumer_id,
+            ", ".join(f"{t}-{p} {o}/{found.get((t, p), -1)}" for (t, p), o in sorted(carried.items())),
+        )
+        return equal
+
+    def releasable(
+        self, pending: Mapping[TopicPartition, int], carried: Mapping[TopicPartition, int]
+    ) -> set[TopicPartition]:
+        """Of the partitions being released (key -> ZooKeeper's committed offset now, -1: none), those whose
+        owner node may go: every one at `zookeeper`; from `joining` on, one with no offset or whose
+        offset Kafka was seen to hold (`carried`, from `carry`)."""
+        if self.step == ZOOKEEPER or self.seat is None:
+            return set(pending)
+        return {k for k, o in pending.items() if o < 0 or carried.get(k) == o}
 
     def mirror(self, committed: Mapping[TopicPartition, int], timeout: float) -> None:
         """From `joining` on, write what ZooKeeper just took (fenced) to Kafka as a group member too;
@@ -204,7 +241,7 @@ class SwitchFollower:
         its member id and first assignment, and the attempt that followed the step succeeded."""
         seat = self.seat
         seated = seat is not None and seat.member_id is not None and seat.assigned() is not None
-        if attempt_ok and (self.step == ZOOKEEPER or seated):
+        if attempt_ok and ((self.step == ZOOKEEPER and self._all_left()) or (self.step != ZOOKEEPER and seated)):
             self._acted = self.step
         seen = self._acted or ZOOKEEPER
         member_id = seat.member_id if seat is not None else None
@@ -230,12 +267,38 @@ class SwitchFollower:
             )
         )
 
-    def stop(self) -> None:
-        if self.seat is not None:
-            self._leave_seat()
+    def stop(self, timeout: float) -> None:
+        """The member's shutdown: the seat leaves (no new one is made), and every seat still leaving is
+        waited for within `timeout` seconds in all; one that did not finish is named in a warning (the
+        brokers drop it at its session timeout)."""
+        with self._seats:
+            self._stopped = True
+        self._leave_seat()
+        with self._seats:
+            leaving = self._leaving
+        ends = time.monotonic() + timeout
+        for seat in leaving:
+            if not seat.wait_left(max(0.0, ends - time.monotonic())):
+                log.warning(
+                    "%s: the live switch's seat did not leave the brokers' group within %.1f s; the brokers drop "
+                    "it at its session timeout",
+                    self.consumer_id,
+                    timeout,
+                )
+        self._all_left()
 
     def _leave_seat(self) -> None:
-        seat, self.seat = self.seat, None
+        """Detach the seat and ask it to leave (no wait: its poll thread makes the I/O)."""
+        with self._seats:
+            seat, self.seat = self.seat, None
+            if seat is not None:
+                self._leaving = (*self._leaving, seat)
         self._kafka.clear()
         if seat is not None:
-            seat.stop(SEAT_STOP_S)
+            seat.leave()
+
+    def _all_left(self) -> bool:
+        """Forget the seats that have left; True when none is still leaving."""
+        with self._seats:
+            self._leaving = tuple(s for s in self._leaving if not s.wait_left(0.0))
+            return not self._leaving
