@@ -195,11 +195,16 @@ def test_the_switch_followers_release_line_is_the_one_the_audit_reads(caplog) ->
             return {k: (o - 1 if k[1] == 1 else o) for k, o in offsets.items()}  # partition 1 reads back behind
 
     follower = SwitchFollower(
-        SimpleNamespace(consumer_id="g_a"), lambda field: b"", lambda topics, on_change: Seat(), lambda why: None
+        SimpleNamespace(consumer_id="g_a"),
+        lambda field: b"",
+        lambda topics, on_change, holding: Seat(),
+        lambda why: None,
+        set,
     )  # type: ignore[arg-type]
     follower.step, follower.seat = "handover", Seat()  # type: ignore[assignment]
+    pending = {("a-b", 0): 7, ("a-b", 1): 9, ("a-b", 2): -1}
     with caplog.at_level(logging.INFO, logger="zkconsumer.coordinator.rebalancer"):
-        assert follower.releasable({("a-b", 0): 7, ("a-b", 1): 9, ("a-b", 2): -1}, 1.0) == {("a-b", 0), ("a-b", 2)}
+        assert follower.releasable(pending, follower.carry(pending, 1.0)) == {("a-b", 0), ("a-b", 2)}
     assert parse_release_checks("m", caplog.text) == [
         ReleaseCheck("m", "a-b", 0, 7, 7),
         ReleaseCheck("m", "a-b", 1, 9, 8),
