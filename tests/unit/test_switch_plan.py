@@ -198,3 +198,38 @@ def test_a_seat_whose_member_is_not_registered_now_is_waited_for_and_a_stranger_
     both = plan_switch("joining", (member("g_a", "joining"),), {}, {}, KafkaSide("Stable", (seat, stranger)), (P0,))
     found = {b.code: b.message for b in both.blockers}
     assert "billing-app" in found["foreign-broker-member"] and "g_gone" not in found["foreign-broker-member"]
+
+
+def test_the_handover_waits_for_the_brokers_group_to_settle() -> None:
+    """Seen in the audit (2026-12-08): the command wrote `handover` between cooperative-sticky's two
+    rebalances (one seat still held every partition, revoking); the members' commits as group members
+    were refused with ILLEGAL_GENERATION and their releases waited a back-off: the group was silent
+    2.4 s and partitions had gaps of up to 4.6 s."""
+    a, b = member("g_a", "joining", "m-a"), member("g_b", "joining", "m-b")
+    whole = KafkaSide("Stable", (KafkaMember("m-a", "g", "h", (P0,)), KafkaMember("m-b", "g", "h", (P1,))))
+    assert plan_switch("joining", (a, b), {}, {}, whole, (P0, P1)).blockers == ()
+    rebalancing = KafkaSide("PreparingRebalance", whole.members)
+    plan = plan_switch("joining", (a, b), {}, {}, rebalancing, (P0, P1))
+    assert codes(plan) == {"broker-group-settling"} and "PreparingRebalance" in plan.blockers[0].message
+    half = KafkaSide("Stable", (KafkaMember("m-a", "g", "h", (P0,)), KafkaMember("m-b", "g", "h", ())))
+    plan = plan_switch("joining", (a, b), {}, {}, half, (P0, P1))
+    assert codes(plan) == {"broker-group-settling"} and plan.blockers[0].partitions == (P1,)
+    twice = KafkaSide("Stable", (KafkaMember("m-a", "g", "h", (P0, P1)), KafkaMember("m-b", "g", "h", (P1,))))
+    assert plan_switch("joining", (a, b), {}, {}, twice, (P0, P1)).blockers[0].partitions == (P1,)
+    assert "broker-group-settling" not in SWITCH_REFUSALS  # waited for, never refused
+
+
+@given(st.lists(st.sets(st.integers(0, 3)), min_size=1, max_size=3), st.sampled_from(["Stable", "CompletingRebalance"]))
+def test_the_handover_starts_only_with_each_partition_assigned_to_exactly_one_seat(
+    assignments: list[set[int]], state: str
+) -> None:
+    members = tuple(member(f"g_{i}", "joining", f"m-{i}") for i in range(len(assignments)))
+    kafka = KafkaSide(
+        state,
+        tuple(KafkaMember(f"m-{i}", "g", "h", tuple(("t", p) for p in sorted(a))) for i, a in enumerate(assignments)),
+    )
+    partitions = tuple(("t", p) for p in range(4))
+    plan = plan_switch("joining", members, {}, {}, kafka, partitions)
+    counts = [sum(p in a for a in assignments) for p in range(4)]
+    settled = state == "Stable" and all(c == 1 for c in counts)
+    assert (plan.blockers == ()) == settled

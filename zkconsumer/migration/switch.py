@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -175,9 +176,31 @@ def plan_switch(
             blockers.append(
                 Blocker("not-in-broker-group", f"members not in the brokers' group yet: {', '.join(outside)}")
             )
+        else:
+            blockers += _settling_blockers(kafka, partitions)
     if nxt == BROKER:
         blockers += _handover_blockers(members, owners, zk_offsets, kafka, partitions)
     return SwitchPlan(step, nxt, tuple(blockers))
+
+
+def _settling_blockers(kafka: KafkaSide, partitions: tuple[TopicPartition, ...]) -> list[Blocker]:
+    """Before `handover`: the brokers' group done rebalancing, every partition assigned to one seat.
+    Cooperative-sticky moves a partition in two rebalances (revoked, then assigned), and a hand-over
+    started between them has the members release towards an assignment about to change while their
+    commits as group members are refused (ILLEGAL_GENERATION): each such release waits a back-off."""
+    if kafka.state != "Stable":
+        return [Blocker("broker-group-settling", f"the brokers' group is {kafka.state}, not Stable: rebalancing")]
+    seats = collections.Counter(tp for m in kafka.members for tp in m.assignment)
+    unsettled = tuple(tp for tp in partitions if seats[tp] != 1)
+    if unsettled:
+        return [
+            Blocker(
+                "broker-group-settling",
+                "partitions the brokers' group assigns to no seat yet (a cooperative rebalance's second half)",
+                partitions=unsettled,
+            )
+        ]
+    return []
 
 
 def plan_switch_back(
