@@ -5,8 +5,16 @@ zkconsumer.coordination=broker". The restarted process is a broker-coordinated m
 (zkconsumer/broker_coordination/member.py): it delivers what the brokers assign it, from Kafka's
 committed offset, and commits to Kafka only; it knows no owner node. The members not yet
 restarted stay ZooKeeper-mode members at `broker` (switch_model), whose seats learn of each
-reassignment; a seat's revocation (ShadowGroupMember._on_revoke) only triggers the member's
-next rebalance attempt, it does not wait for that member to stop delivering.
+reassignment. A seat's revocation (ShadowGroupMember._on_revoke, _wait_released) holds, from
+`handover` on, until its member no longer holds the partition's owner node (SwitchFollower.holding:
+installed or releasing); the brokers hand a partition on only once its seat rejoins after the
+revocation (cooperative-sticky). Here: the brokers withhold from a broker-coordinated member the
+partitions a seated ZooKeeper-mode member at `handover`/`broker` holds (`withheld`); a release
+lifts the hold and the brokers rebalance. The hold gives up after REVOKE_WAIT_S (30 s) and hands
+the partition on, named in a warning: a bounded number of nondeterministic "timeout" steps
+(Config.revoke_timeouts), each enabled at any moment a hold is in force. The hold is modelled only
+where it matters, towards a broker-coordinated member: between ZooKeeper-mode members the owner
+node keeps a claim out, and the hold only delays it.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from collections.abc import Iterator
 
 from harness.switch_model import (
     BROKER,
+    HANDOVER,
     NONE,
     Config,
     Member,
@@ -30,7 +39,9 @@ from harness.switch_model import (
 
 
 def restart_steps(s: State, config: Config) -> Iterator[Step]:
-    """The operator's restarts at `broker`, and the restarted members' own steps."""
+    """The operator's restarts at `broker`, the restarted members' own steps, and the seats' revocation
+    holds giving up."""
+    yield from _hold_timeouts(s, config)
     for i, m in enumerate(s.members):
         if m.broker_mode:
             yield from _broker_member_steps(s, i, m, config)
@@ -52,14 +63,52 @@ def _restart(s: State, i: int, m: Member) -> Step:
     return f"m{i} restarted with coordination=broker", t, None
 
 
+def withheld(s: State, i: int) -> frozenset[int]:
+    """What the brokers do not hand to member `i` yet: the partitions a ZooKeeper-mode member with a seat
+    in the group still holds while it follows the brokers (its seat's revocation is held), unless that
+    hold gave up."""
+    out: set[int] = set()
+    for j, o in enumerate(s.members):
+        if j == i or not o.alive or j not in s.group:
+            continue
+        if o.broker_mode:  # cooperative-sticky: a partition moves once its owner revoked it
+            out |= (o.assigned or frozenset()) | {p for p, _ in o.holds}
+        elif o.step >= HANDOVER:
+            out |= {p for p, _ in o.holds if p not in o.handed_on}
+    return frozenset(out)
+
+
+def _hold_timeouts(s: State, config: Config) -> Iterator[Step]:
+    """A seat's revocation hold gives up (REVOKE_WAIT_S passed with the node still held) and the brokers
+    may hand the partition on: any time a hold is in force, towards a broker-coordinated member."""
+    if s.revoke_timeouts <= 0 or not any(m.broker_mode and m.alive for m in s.members):
+        return
+    for j, m in enumerate(s.members):
+        if not m.alive or m.broker_mode or j not in s.group or m.step < HANDOVER or m.assigned is None:
+            continue
+        for p, _ in m.holds:
+            if p not in m.assigned and p not in m.handed_on:
+                t = put(s, j, m._replace(handed_on=m.handed_on | {p}))._replace(revoke_timeouts=s.revoke_timeouts - 1)
+                yield f"m{j}'s seat gives up holding p{p} after 30 s", t, None
+
+
 def _broker_member_steps(s: State, i: int, m: Member, config: Config) -> Iterator[Step]:
     if not m.alive:
         if i in s.group:  # the brokers' session timeout
             yield f"m{i}'s broker member times out (dead)", regroup(s, s.group - {i}), None
         return
-    if i in s.group and not m.current:
-        got = broker_assignment(s, config.partitions).get(i, frozenset())
-        yield f"m{i} (broker) is assigned {sorted(got)}", put(s, i, m._replace(current=True, assigned=got)), None
+    share = broker_assignment(s, config.partitions).get(i, frozenset())
+    if i in s.group and not m.current:  # on_revoke runs in the poll that brings the assignment: commit, stop
+        got = share - withheld(s, i)
+        t = s
+        for p, pos in m.holds:
+            if p not in got:
+                t = commit(t, p, t.zk[p], pos)
+        kept = tuple((p, pos) for p, pos in m.holds if p in got)
+        t = put(t, i, m._replace(current=True, assigned=got, holds=kept))
+        yield f"m{i} (broker) is assigned {sorted(got)}", t, None
+    elif i in s.group and (share - withheld(s, i)) - (m.assigned or frozenset()):  # a held revocation ended
+        yield "the brokers rebalance: a seat's held revocation ended", regroup(s, s.group), None
     assigned = m.assigned or frozenset()
     held = dict(m.holds)
     for p, pos in m.holds:
@@ -67,9 +116,6 @@ def _broker_member_steps(s: State, i: int, m: Member, config: Config) -> Iterato
             yield deliver(s, i, m, p, pos)
         if s.kafka[p] != pos and accepts(s, i):
             yield f"m{i} (broker) commits p{p}={pos} to Kafka", commit(s, p, s.zk[p], pos), None
-        if p not in assigned:  # revoked: it stops
-            rest = tuple((q, o) for q, o in m.holds if q != p)
-            yield f"m{i} (broker) stops p{p}", put(s, i, m._replace(holds=rest)), None
     for p in sorted(assigned - held.keys()):
         start = s.kafka[p]
         problem = None
