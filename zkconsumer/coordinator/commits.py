@@ -101,9 +101,11 @@ class Commits:
             )
 
     def final(self, infos: list[PartitionTopicInfo]) -> dict[TopicPartition, int]:
-        """The shutdown's commit (the caller holds the lock); returns what it could not write."""
+        """The shutdown's commit (the caller holds the lock); returns what it could not write. ZooKeeper
+        only: the live switch's Kafka copy waits on the brokers, so the member's stop carries it after,
+        holding no lock (GroupMember._carry_on_leaving)."""
         try:
-            self._write(infos, attempts=1 + self.config.offsets_commit_max_retries)
+            self._write(infos, attempts=1 + self.config.offsets_commit_max_retries, mirror=False)
         except Exception as exc:  # noqa: BLE001 - reported to the caller with what was not written
             log.error("%s: final commit failed: %s", self.group.consumer_id, describe(exc))
         return uncommitted(infos)
