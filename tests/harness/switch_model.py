@@ -67,6 +67,9 @@ BUGS = {
     "seat_leaves_before_release": "a member reading the step back to `joining` leaves the brokers' group at once, "
     "before the owner nodes it releases are gone, and sits again only at the next step",
     "seat_stays": "a member reading `zookeeper` keeps its seat in the brokers' group",
+    # the last step off ZooKeeper (switch_model_restart)
+    "leave_without_carry": "a member restarted at `broker` copies its final commit to Kafka once, at best, "
+    "before its owner nodes go with its session",
 }
 
 
@@ -81,6 +84,7 @@ class Member(NamedTuple):
     releasing: frozenset[int] = frozenset()  # stopped, its owner node still to delete
     broker_mode: bool = False  # restarted with zkconsumer.coordination=broker (switch_model_restart)
     handed_on: frozenset[int] = frozenset()  # held partitions whose revocation hold gave up (switch_model_restart)
+    leaving: bool = False  # shutting down to restart with coordination=broker (switch_model_restart)
 
 
 class State(NamedTuple):
@@ -213,7 +217,7 @@ def accepts(s: State, i: int) -> bool:
 def successors(s: State, config: Config) -> Iterator[Step]:
     """Every transition enabled in `s`, with the violation it makes, if any."""
     for i, m in enumerate(s.members):
-        if m.broker_mode:  # switch_model_restart's
+        if m.broker_mode or m.leaving:  # switch_model_restart's
             continue
         if m.alive:
             yield from _member_steps(s, i, m, config)
