@@ -232,7 +232,7 @@ class GroupMember:
                 describe(exc),
             )
             return
-        self.switch.carry_on_leaving(zookeeper, timeout)
+        self.switch.carry_on_leaving(zookeeper, timeout, self.rebalancer.commits.ownership_unconfirmed_on_leaving)
 
     def snapshot(self) -> Snapshot:
         """The member's counters, as the connector's metrics collector reads them."""

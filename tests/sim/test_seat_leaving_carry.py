@@ -123,3 +123,17 @@ def test_a_refusing_coordinator_does_not_hold_the_shutdown_past_its_deadline(
     assert seat.left  # the seat still leaves
     warned = [r.getMessage() for r in caplog.records if m.consumer_id in r.getMessage()]
     assert any("t-0" in w and "t-1" in w and "behind ZooKeeper" in w for w in warned), warned
+
+
+def test_a_leaving_member_whose_lease_ran_out_writes_nothing_to_kafka(caplog: pytest.LogCaptureFixture) -> None:
+    """ZooKeeper has not confirmed the session recently enough: it may have expired, and a successor may
+    own the partitions and have committed since; copying ZooKeeper's offsets now could rewind Kafka."""
+    s, m, seat = _member_at_broker(refusals=0)
+    lease_s = m.streams.gate.lease_until - s.model.now_ms / 1000.0
+    s.model.advance(int((lease_s + 1.0) * 1000))  # no renewal meanwhile
+    assert not m.streams.gate.lease_holds()
+    with caplog.at_level(logging.WARNING):
+        m.member.stop(Deadline(5.0), 5.0)
+    assert seat.tries == 0 and seat.kafka == {}
+    warned = [r.getMessage() for r in caplog.records if m.consumer_id in r.getMessage()]
+    assert any("behind ZooKeeper" in w and "lease ran out" in w for w in warned), warned

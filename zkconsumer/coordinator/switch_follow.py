@@ -208,14 +208,18 @@ class SwitchFollower:
         )
         return equal
 
-    def carry_on_leaving(self, pending: Mapping[TopicPartition, int], timeout: float) -> dict[TopicPartition, int]:
+    def carry_on_leaving(
+        self, pending: Mapping[TopicPartition, int], timeout: float, vouch: Callable[[], str | None]
+    ) -> dict[TopicPartition, int]:
         """The member's shutdown, from `joining` on, after its final commit and before its session (and
         with it its owner nodes) goes: ZooKeeper's offsets (key -> offset, -1: none) committed to Kafka
         as a group member and read back, so that whoever takes a partition from the brokers alone (a
         member restarted with `zkconsumer.coordination=broker`) starts where ZooKeeper says. A refused
         commit (a rebalance in progress, the coordinator moving) is tried again every LEAVING_RETRY_S
-        within `timeout`, holding no lock: the seat's poll thread rejoins meanwhile. Returns what Kafka
-        did not read back equal, named in a warning."""
+        within `timeout`, holding no lock: the seat's poll thread rejoins meanwhile. Each try only while
+        ZooKeeper vouches that the owner nodes are still ours (`vouch`: why not, or None): else a successor
+        may have committed since, and ours would rewind Kafka. Returns what Kafka did not read back equal,
+        named in a warning."""
         seat = self.seat  # read once: the shutdown's thread, beside a late attempt
         left = {k: o for k, o in pending.items() if o >= 0}
         if self.step == ZOOKEEPER or seat is None or not left:
@@ -223,6 +227,10 @@ class SwitchFollower:
         ends = time.monotonic() + timeout
         why = "no time left"
         while left and (remaining := ends - time.monotonic()) > 0:
+            unconfirmed = vouch()
+            if unconfirmed is not None:
+                why = unconfirmed
+                break
             try:
                 found = seat.commit(left, min(remaining, LEAVING_TRY_S))
                 left = {k: o for k, o in left.items() if found.get(k) != o}
