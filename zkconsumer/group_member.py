@@ -22,10 +22,10 @@ from zkconsumer.coordinator.subscription import Subscription, encode_registratio
 from zkconsumer.coordinator.switch_follow import SwitchFollower
 from zkconsumer.coordinator.watchdog import Watchdog
 from zkconsumer.coordinator.worker import RebalanceWorker
-from zkconsumer.errors import BrokersUnavailable, ConsumerRebalanceFailed, ZkConsumerError
+from zkconsumer.errors import ZOOKEEPER_FAILURES, BrokersUnavailable, ConsumerRebalanceFailed, ZkConsumerError, describe
 from zkconsumer.metrics import Snapshot
 from zkconsumer.offsets.store import OffsetStore
-from zkconsumer.partitions import TopicPartition
+from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.version import __version__
 from zkconsumer.zookeeper import znodes
 from zkconsumer.zookeeper.deadline import Deadline
@@ -41,6 +41,9 @@ _RESERVED_LIBRDKAFKA = {
     "auto.offset.reset",
     "enable.partition.eof",
 }
+# Of the shutdown's time left after the final commit, what the live switch's Kafka copy of it may take:
+# the rest is the seat's leave and the session's close.
+LEAVING_SHARE = 0.75
 
 
 class GroupMember:
@@ -207,10 +210,29 @@ class GroupMember:
             self.watchdog.stop(timeout=min(1.0, deadline.remaining(timeout)))
         self.worker.stop(timeout=deadline.remaining(timeout))
         unwritten = self.rebalancer.shutdown(deadline.remaining(timeout))
-        if self.rebalancer.switch is not None:  # after the final commit, which it carries to Kafka too
-            self.rebalancer.switch.stop(deadline.remaining(timeout))
+        self._carry_on_leaving(deadline.remaining(timeout) * LEAVING_SHARE)
+        self.switch.stop(deadline.remaining(timeout))  # after the carry: it commits as the seat
         self.membership.stop()
         return unwritten
+
+    def _carry_on_leaving(self, timeout: float) -> None:
+        """Live switch, at shutdown: the owner nodes still ours go with the session, and a member restarted
+        with `zkconsumer.coordination=broker` reads Kafka: carry ZooKeeper's offsets of them there first
+        (SwitchFollower.carry_on_leaving). ZooKeeper's, read now: the final commit may have failed."""
+        held = list(self.assignment.releasing())  # the shutdown moved everything it owned there
+        if not held or self.switch.seat is None:
+            return
+        try:
+            zookeeper = self.group.read_offsets(held, self.rebalancer.decider.topic_epochs)
+        except ZOOKEEPER_FAILURES as exc:
+            log.warning(
+                "%s: leaving without carrying the offsets of %s to Kafka: ZooKeeper's cannot be read (%s)",
+                self.consumer_id,
+                partitions_text(sorted(held)),
+                describe(exc),
+            )
+            return
+        self.switch.carry_on_leaving(zookeeper, timeout, self.rebalancer.commits.ownership_unconfirmed_on_leaving)
 
     def snapshot(self) -> Snapshot:
         """The member's counters, as the connector's metrics collector reads them."""

@@ -67,6 +67,9 @@ BUGS = {
     "seat_leaves_before_release": "a member reading the step back to `joining` leaves the brokers' group at once, "
     "before the owner nodes it releases are gone, and sits again only at the next step",
     "seat_stays": "a member reading `zookeeper` keeps its seat in the brokers' group",
+    # the last step off ZooKeeper (switch_model_restart)
+    "leave_without_carry": "a member restarted at `broker` copies its final commit to Kafka once, at best, "
+    "before its owner nodes go with its session",
 }
 
 
@@ -80,6 +83,8 @@ class Member(NamedTuple):
     holds: tuple[tuple[int, int], ...] = ()  # (partition, next offset): installed or releasing
     releasing: frozenset[int] = frozenset()  # stopped, its owner node still to delete
     broker_mode: bool = False  # restarted with zkconsumer.coordination=broker (switch_model_restart)
+    handed_on: frozenset[int] = frozenset()  # held partitions whose revocation hold gave up (switch_model_restart)
+    leaving: bool = False  # shutting down to restart with coordination=broker (switch_model_restart)
 
 
 class State(NamedTuple):
@@ -98,6 +103,7 @@ class State(NamedTuple):
     command_kills: int = 0
     turns: int = 0  # how many more times the operator may turn the command round
     restarts: int = 0  # members the operator may still restart with coordination=broker at `broker`
+    revoke_timeouts: int = 0  # seat revocation holds that may still give up (switch_model_restart)
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ class Config:
     command_kills: int = 0
     turns: int = 2  # how many times the operator may turn the command round (0: the way there only)
     restarts: int = 0  # members restarted with coordination=broker once the node says `broker`
+    revoke_timeouts: int = 0  # seat revocation holds that may give up (REVOKE_WAIT_S passing)
     bugs: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -136,6 +143,7 @@ def initial(config: Config) -> State:
         command_kills=config.command_kills,
         turns=config.turns,
         restarts=config.restarts,
+        revoke_timeouts=config.revoke_timeouts,
     )
 
 
@@ -209,7 +217,7 @@ def accepts(s: State, i: int) -> bool:
 def successors(s: State, config: Config) -> Iterator[Step]:
     """Every transition enabled in `s`, with the violation it makes, if any."""
     for i, m in enumerate(s.members):
-        if m.broker_mode:  # switch_model_restart's
+        if m.broker_mode or m.leaving:  # switch_model_restart's
             continue
         if m.alive:
             yield from _member_steps(s, i, m, config)
@@ -256,11 +264,15 @@ def _member_steps(s: State, i: int, m: Member, config: Config) -> Iterator[Step]
         if m.step == ZOOKEEPER or (i in s.group and m.assigned is not None):
             yield f"m{i}'s marker says {STEP_NAMES[m.step]}", put(s, i, m._replace(acked=m.step)), None
     if s.kills > 0:  # kill -9: delivery ends; its nodes, registration and seat stay until their sessions end
-        dead = m._replace(alive=False, step=ZOOKEEPER, assigned=None, holds=(), releasing=frozenset())
+        dead = m._replace(
+            alive=False, step=ZOOKEEPER, assigned=None, holds=(), releasing=frozenset(), handed_on=frozenset()
+        )
         yield f"m{i} killed", put(s, i, dead)._replace(kills=s.kills - 1), None
     if s.expiries > 0 and any(o == i for o in s.owner):  # the lease stopped delivery; a new session follows
         gone = tuple(NONE if o == i else o for o in s.owner)
-        kept = m if "deliver_after_expiry" in bugs else m._replace(holds=(), releasing=frozenset())
+        kept = (
+            m if "deliver_after_expiry" in bugs else m._replace(holds=(), releasing=frozenset(), handed_on=frozenset())
+        )
         yield f"m{i}'s session expires", put(s, i, kept)._replace(owner=gone, expiries=s.expiries - 1), None
 
 
@@ -288,7 +300,8 @@ def _finish_release(s: State, i: int, m: Member, p: int, holds: dict[int, int]) 
     """The node goes at once at `zookeeper` or with no seat; else once ZooKeeper's offset, committed to
     Kafka as a member, reads back equal (a refused commit keeps the node: the attempt tries again)."""
     rest = tuple((q, o) for q, o in m.holds if q != p)
-    done = put(s, i, m._replace(holds=rest, releasing=m.releasing - {p}))._replace(owner=_set(s.owner, p, NONE))
+    left = m._replace(holds=rest, releasing=m.releasing - {p}, handed_on=m.handed_on - {p})
+    done = put(s, i, left)._replace(owner=_set(s.owner, p, NONE))
     if m.step == ZOOKEEPER or i not in s.group:
         yield f"m{i} deletes p{p}'s owner node", done, None
     elif accepts(s, i):

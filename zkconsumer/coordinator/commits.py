@@ -18,6 +18,7 @@ from zkconsumer.partitions import TopicPartition
 from zkconsumer.zookeeper.group import GroupZk
 
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # these lines are the rebalancer's
+_LEASE_RAN_OUT = "the session lease ran out: ZooKeeper has not confirmed the session recently enough"
 
 
 class Commits:
@@ -101,9 +102,11 @@ class Commits:
             )
 
     def final(self, infos: list[PartitionTopicInfo]) -> dict[TopicPartition, int]:
-        """The shutdown's commit (the caller holds the lock); returns what it could not write."""
+        """The shutdown's commit (the caller holds the lock); returns what it could not write. ZooKeeper
+        only: the live switch's Kafka copy waits on the brokers, so the member's stop carries it after,
+        holding no lock (GroupMember._carry_on_leaving)."""
         try:
-            self._write(infos, attempts=1 + self.config.offsets_commit_max_retries)
+            self._write(infos, attempts=1 + self.config.offsets_commit_max_retries, mirror=False)
         except Exception as exc:  # noqa: BLE001 - reported to the caller with what was not written
             log.error("%s: final commit failed: %s", self.group.consumer_id, describe(exc))
         return uncommitted(infos)
@@ -112,14 +115,21 @@ class Commits:
         """Why ZooKeeper cannot vouch for what we own right now (None: it can): the member is not
         registered, kazoo is in another session than the registered one, or the lease ran out (the
         session may have expired while the link was down, and a successor may own our partitions)."""
+        why = self.ownership_unconfirmed_on_leaving()
+        if why is None and not self.streams.gate.open:
+            return _LEASE_RAN_OUT
+        return why
+
+    def ownership_unconfirmed_on_leaving(self) -> str | None:
+        """The same for the shutdown, which closed the delivery gate: the session and the lease alone."""
         state = self.membership.state
         if state not in (State.CONNECTED, State.SUSPENDED):
             return f"the member is {state.value} in ZooKeeper"
         registered, live = self.group.session, self.group.live_session
         if registered is None or (live is not None and live != registered):
             return "the ZooKeeper session is not the one the member registered in"
-        if not (self.streams.gate.open and self.streams.gate.lease_holds()):
-            return "the session lease ran out: ZooKeeper has not confirmed the session recently enough"
+        if not self.streams.gate.lease_holds():
+            return _LEASE_RAN_OUT
         return None
 
     @contextlib.contextmanager

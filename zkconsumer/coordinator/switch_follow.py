@@ -11,7 +11,7 @@ from typing import Protocol
 
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from zkconsumer.errors import ZOOKEEPER_FAILURES, ZkConsumerError, describe
+from zkconsumer.errors import ZOOKEEPER_FAILURES, ZkConsumerError, describe, is_retriable
 from zkconsumer.migration.switch import BROKER, HANDOVER, JOINING, SWITCH_PROTOCOL, ZOOKEEPER, decode_switch_node
 from zkconsumer.partitions import TopicPartition, partitions_text
 from zkconsumer.zookeeper.group import GroupZk
@@ -19,6 +19,8 @@ from zkconsumer.zookeeper.switch_node import read_switch_node_watched
 
 log = logging.getLogger("zkconsumer.coordinator.rebalancer")  # these lines are the rebalancer's
 SEAT_SUBSCRIBE_S = 10.0  # how long the rebalance thread waits for the seat's poll thread to subscribe anew
+LEAVING_RETRY_S = 0.5  # between a leaving member's refused Kafka commits: the seat's poll thread rejoins meanwhile
+LEAVING_TRY_S = 5.0  # one Kafka commit of a leaving member, at most (the coordinator answers in milliseconds)
 
 
 class BrokerSeat(Protocol):
@@ -205,6 +207,55 @@ class SwitchFollower:
             ", ".join(f"{t}-{p} {o}/{found.get((t, p), -1)}" for (t, p), o in sorted(carried.items())),
         )
         return equal
+
+    def carry_on_leaving(
+        self, pending: Mapping[TopicPartition, int], timeout: float, vouch: Callable[[], str | None]
+    ) -> dict[TopicPartition, int]:
+        """The member's shutdown, from `joining` on, after its final commit and before its session (and
+        with it its owner nodes) goes: ZooKeeper's offsets (key -> offset, -1: none) committed to Kafka
+        as a group member and read back, so that whoever takes a partition from the brokers alone (a
+        member restarted with `zkconsumer.coordination=broker`) starts where ZooKeeper says. A refused
+        commit (a rebalance in progress, the coordinator moving) is tried again every LEAVING_RETRY_S
+        within `timeout`, holding no lock: the seat's poll thread rejoins meanwhile. Each try only while
+        ZooKeeper vouches that the owner nodes are still ours (`vouch`: why not, or None): else a successor
+        may have committed since, and ours would rewind Kafka. Returns what Kafka did not read back equal,
+        named in a warning."""
+        seat = self.seat  # read once: the shutdown's thread, beside a late attempt
+        left = {k: o for k, o in pending.items() if o >= 0}
+        if self.step == ZOOKEEPER or seat is None or not left:
+            return {}
+        ends = time.monotonic() + timeout
+        why = "no time left"
+        while left and (remaining := ends - time.monotonic()) > 0:
+            unconfirmed = vouch()
+            if unconfirmed is not None:
+                why = unconfirmed
+                break
+            try:
+                found = seat.commit(left, min(remaining, LEAVING_TRY_S))
+                left = {k: o for k, o in left.items() if found.get(k) != o}
+                why = "Kafka read back another offset"
+            except ZkConsumerError as exc:
+                why = describe(exc)
+                if not is_retriable(exc) or seat.wait_left(0.0):  # a seat that is gone takes no commit
+                    break
+            if left:
+                time.sleep(max(0.0, min(LEAVING_RETRY_S, ends - time.monotonic())))
+        if left:
+            log.warning(
+                "%s: leaving with Kafka's committed offsets of %s behind ZooKeeper's (%s, within %.1f s): a member "
+                "that takes them from the brokers alone starts there and delivers committed messages again",
+                self.consumer_id,
+                partitions_text(sorted(left)),
+                why,
+                timeout,
+            )
+        else:
+            log.info(
+                "%s: leaving: Kafka holds ZooKeeper's offsets of %s", self.consumer_id, partitions_text(sorted(pending))
+            )
+            self._kafka.update(pending)
+        return left
 
     def releasable(
         self, pending: Mapping[TopicPartition, int], carried: Mapping[TopicPartition, int]
