@@ -210,17 +210,19 @@ class GroupMember:
             self.watchdog.stop(timeout=min(1.0, deadline.remaining(timeout)))
         self.worker.stop(timeout=deadline.remaining(timeout))
         unwritten = self.rebalancer.shutdown(deadline.remaining(timeout))
-        self._carry_on_leaving(deadline.remaining(timeout) * LEAVING_SHARE)
-        self.switch.stop(deadline.remaining(timeout))  # after the carry: it commits as the seat
+        switch = self.rebalancer.switch  # the follower __init__ gave the rebalancer (None: parts built without one)
+        if switch is not None:
+            self._carry_on_leaving(switch, deadline.remaining(timeout) * LEAVING_SHARE)
+            switch.stop(deadline.remaining(timeout))  # after the carry: it commits as the seat
         self.membership.stop()
         return unwritten
 
-    def _carry_on_leaving(self, timeout: float) -> None:
+    def _carry_on_leaving(self, switch: SwitchFollower, timeout: float) -> None:
         """Live switch, at shutdown: the owner nodes still ours go with the session, and a member restarted
         with `zkconsumer.coordination=broker` reads Kafka: carry ZooKeeper's offsets of them there first
         (SwitchFollower.carry_on_leaving). ZooKeeper's, read now: the final commit may have failed."""
         held = list(self.assignment.releasing())  # the shutdown moved everything it owned there
-        if not held or self.switch.seat is None:
+        if not held or switch.seat is None:
             return
         try:
             zookeeper = self.group.read_offsets(held, self.rebalancer.decider.topic_epochs)
@@ -232,7 +234,7 @@ class GroupMember:
                 describe(exc),
             )
             return
-        self.switch.carry_on_leaving(zookeeper, timeout, self.rebalancer.commits.ownership_unconfirmed_on_leaving)
+        switch.carry_on_leaving(zookeeper, timeout, self.rebalancer.commits.ownership_unconfirmed_on_leaving)
 
     def snapshot(self) -> Snapshot:
         """The member's counters, as the connector's metrics collector reads them."""

@@ -104,9 +104,15 @@ class _SimMemberParts:
         self.worker = _NoThread()
         self.membership = m.membership
         self.streams = m.streams
+        self.consumer_id = m.consumer_id
+        self.assignment = m.assignment
+        self.group = m.group
 
     def stop(self, deadline: Any, timeout: float) -> dict[tuple[str, int], int]:
         return GroupMember.stop(self, deadline, timeout)  # type: ignore[arg-type]
+
+    def _carry_on_leaving(self, switch: Any, timeout: float) -> None:
+        GroupMember._carry_on_leaving(self, switch, timeout)  # type: ignore[arg-type]
 
 
 class _DyingConnector:
