@@ -217,6 +217,8 @@ def test_the_handover_waits_for_the_brokers_group_to_settle() -> None:
     twice = KafkaSide("Stable", (KafkaMember("m-a", "g", "h", (P0, P1)), KafkaMember("m-b", "g", "h", (P1,))))
     assert plan_switch("joining", (a, b), {}, {}, twice, (P0, P1)).blockers[0].partitions == (P1,)
     assert "broker-group-settling" not in SWITCH_REFUSALS  # waited for, never refused
+    # a group with no member has no brokers' group to wait for (the way on stops at `handover`)
+    assert plan_switch("joining", (), {}, {}, KafkaSide("Empty"), (P0, P1)).blockers == ()
 
 
 @given(st.lists(st.sets(st.integers(0, 3)), min_size=1, max_size=3), st.sampled_from(["Stable", "CompletingRebalance"]))

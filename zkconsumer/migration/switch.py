@@ -176,7 +176,7 @@ def plan_switch(
             blockers.append(
                 Blocker("not-in-broker-group", f"members not in the brokers' group yet: {', '.join(outside)}")
             )
-        else:
+        elif any(m.kind == "switchable" for m in members):  # no member: no brokers' group to settle
             blockers += _settling_blockers(kafka, partitions)
     if nxt == BROKER:
         blockers += _handover_blockers(members, owners, zk_offsets, kafka, partitions)
