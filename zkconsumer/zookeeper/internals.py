@@ -49,15 +49,23 @@ def wanted() -> bool:
     """Whether kazoo's loop should be patched here: a tested kazoo version and not switched off.
     Logs once per process why not."""
     version = kazoo_version()
-    if os.environ.get(SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
-        _once(f"{SWITCH} is off: stock kazoo {version}, no batched ZooKeeper requests")
+    return _on_and_tested(
+        SWITCH,
+        f"{SWITCH} is off: stock kazoo {version}, no batched ZooKeeper requests",
+        f"kazoo {version} is not one zkconsumer's batched ZooKeeper requests were tested with "
+        f"({', '.join(sorted(TESTED_KAZOO_VERSIONS))}): stock kazoo, no batching "
+        "(more CPU per request in large groups, the same behaviour)",
+    )
+
+
+def _on_and_tested(switch: str, said_off: str, said_untested: str) -> bool:
+    """The gate every use of kazoo's internals shares: its environment switch not off and kazoo one of
+    TESTED_KAZOO_VERSIONS; else logs (once) why not and says no."""
+    if os.environ.get(switch, "1").strip().lower() in ("0", "false", "no", "off"):
+        _once(said_off)
         return False
-    if version not in TESTED_KAZOO_VERSIONS:
-        _once(
-            f"kazoo {version} is not one zkconsumer's batched ZooKeeper requests were tested with "
-            f"({', '.join(sorted(TESTED_KAZOO_VERSIONS))}): stock kazoo, no batching "
-            "(more CPU per request in large groups, the same behaviour)"
-        )
+    if kazoo_version() not in TESTED_KAZOO_VERSIONS:
+        _once(said_untested)
         return False
     return True
 
@@ -67,14 +75,12 @@ def rearm_wanted(client: Any) -> bool:
     not switched off, and the client's private fields of the shape that code moves. Logs once per
     process why not (the stock path: every blip re-reads everything watched)."""
     version = kazoo_version()
-    if os.environ.get(REARM_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
-        _once(f"{REARM_SWITCH} is off: kazoo's stock reconnect, every watch fires and is re-read")
-        return False
-    if version not in TESTED_KAZOO_VERSIONS:
-        _once(
-            f"kazoo {version} is not one zkconsumer's watch re-arm was tested with "
-            f"({', '.join(sorted(TESTED_KAZOO_VERSIONS))}): kazoo's stock reconnect, every watch re-read"
-        )
+    if not _on_and_tested(
+        REARM_SWITCH,
+        f"{REARM_SWITCH} is off: kazoo's stock reconnect, every watch fires and is re-read",
+        f"kazoo {version} is not one zkconsumer's watch re-arm was tested with "
+        f"({', '.join(sorted(TESTED_KAZOO_VERSIONS))}): kazoo's stock reconnect, every watch re-read",
+    ):
         return False
     odd = _rearm_shape(client)
     if odd:
