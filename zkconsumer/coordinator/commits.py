@@ -78,7 +78,7 @@ class Commits:
         (and, with `epochs`, only those claimed in the topic incarnation the positions count in)."""
         with self._step():
             infos = self.assignment.record_positions(positions, epochs)
-            self._write(infos, mirror=False)
+            self._write(infos)
             mine = {i.key: i for i in infos}
         self._mirror(infos)  # waits on the brokers: not under the lock
         return {key: key in mine and mine[key].committed_offset == offset for key, offset in positions.items()}
@@ -91,7 +91,7 @@ class Commits:
         try:
             # Not mirrored to Kafka here, under the lock (it waits on the brokers): the release carries
             # its partitions to Kafka (Rebalancer._carry_to_kafka), the next commit the others.
-            self._write(self.assignment.committable(), mirror=False)
+            self._write(self.assignment.committable())
         except Exception as exc:  # noqa: BLE001 - release anyway
             if not is_retriable(exc):
                 raise
@@ -106,7 +106,7 @@ class Commits:
         only: the live switch's Kafka copy waits on the brokers, so the member's stop carries it after,
         holding no lock (GroupMember._carry_on_leaving)."""
         try:
-            self._write(infos, attempts=1 + self.config.offsets_commit_max_retries, mirror=False)
+            self._write(infos, attempts=1 + self.config.offsets_commit_max_retries)
         except Exception as exc:  # noqa: BLE001 - reported to the caller with what was not written
             log.error("%s: final commit failed: %s", self.group.consumer_id, describe(exc))
         return uncommitted(infos)
@@ -145,12 +145,9 @@ class Commits:
         finally:
             self._lock.release()
 
-    def _write(self, infos: Iterable[PartitionTopicInfo], attempts: int = 1, *, mirror: bool = True) -> int:
-        infos = list(infos)
-        written = self.offsets.commit(infos, attempts=attempts, vouch=self.ownership_unconfirmed)
-        if mirror:
-            self._mirror(infos)
-        return written
+    def _write(self, infos: Iterable[PartitionTopicInfo], attempts: int = 1) -> int:
+        """ZooKeeper's write under the caller's lock; the Kafka copy (`_mirror`) is the caller's, after it."""
+        return self.offsets.commit(list(infos), attempts=attempts, vouch=self.ownership_unconfirmed)
 
     def _mirror(self, infos: Iterable[PartitionTopicInfo]) -> None:
         """The live switch's Kafka side: what ZooKeeper holds of ours (the fenced write just made it so),
